@@ -1,0 +1,261 @@
+"""Uniform-grid cell lists: the one neighbour search of flock3d.
+
+Boids are counting-sorted into cubic cells covering their bounding box. Cells
+are numbered x-fastest, so the cells of one (y, z) row that a search touches
+are a single contiguous run of the sorted order. The step kernel uses the grid
+directly; the queries at the end of this module (counts within a radius,
+nearest-neighbour distances, connected groups) serve metrics and analysis.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import namedtuple
+
+import numba
+import numpy as np
+
+__all__ = [
+    "CellGrid",
+    "build_grid",
+    "cell_index",
+    "axis_span",
+    "count_within",
+    "nearest_distances",
+    "components",
+    "MAX_CELLS_PER_BOID",
+]
+
+#: The grid never has more than this many cells per boid (plus a small floor): a flock
+#: that spreads far gets larger cells instead of an unbounded cell array.
+MAX_CELLS_PER_BOID = 8
+
+CellGrid = namedtuple(
+    "CellGrid", ["origin_x", "origin_y", "origin_z", "cell_size", "nx", "ny", "nz", "order", "cell_start"]
+)
+CellGrid.__doc__ = """A cell list: boids sorted by cell.
+
+``order`` (N,) int64 lists boid indices sorted by cell; the boids of cell c are
+``order[cell_start[c]:cell_start[c + 1]]``; ``cell_start`` has ``nx * ny * nz + 1``
+entries; cell (cx, cy, cz) is number ``(cz * ny + cy) * nx + cx``.
+"""
+
+
+@numba.njit(cache=True, inline="always")
+def cell_index(coordinate, origin, inv_size, n):
+    """Index along one axis of the cell holding ``coordinate``, clamped to [0, n - 1].
+
+    Clamping happens in floating point so that infinite coordinates (an
+    infinite search radius) map to the first or last cell.
+    """
+    c = (coordinate - origin) * inv_size
+    if c <= 0.0:
+        return 0
+    if c >= n - 1:
+        return n - 1
+    return int(c)
+
+
+@numba.njit(cache=True, inline="always")
+def axis_span(coordinate, radius, origin, inv_size, n):
+    """First and last cell along one axis that [coordinate - radius, coordinate + radius] touches."""
+    return (
+        cell_index(coordinate - radius, origin, inv_size, n),
+        cell_index(coordinate + radius, origin, inv_size, n),
+    )
+
+
+@numba.njit(cache=True)
+def build_grid(positions, cell_size):
+    """Counting-sort boids into cubic cells covering their bounding box.
+
+    Args:
+        positions: (N, 3) float64.
+        cell_size: wanted side of a cell (> 0, may be inf: one cell holds everyone).
+            It grows when the flock is spread so far that the grid would exceed
+            ``MAX_CELLS_PER_BOID`` cells per boid.
+
+    Returns:
+        A :class:`CellGrid`.
+    """
+    n = positions.shape[0]
+    lo = np.zeros(3)
+    hi = np.zeros(3)
+    if n > 0:
+        for a in range(3):
+            lo[a] = positions[0, a]
+            hi[a] = positions[0, a]
+        for i in range(1, n):
+            for a in range(3):
+                v = positions[i, a]
+                if v < lo[a]:
+                    lo[a] = v
+                elif v > hi[a]:
+                    hi[a] = v
+    max_cells = MAX_CELLS_PER_BOID * n + 64
+    size = cell_size
+    if not math.isfinite(size):
+        size = max(hi[0] - lo[0], hi[1] - lo[1], hi[2] - lo[2], 1.0) * 2.0
+    while True:
+        nx = int((hi[0] - lo[0]) / size) + 1
+        ny = int((hi[1] - lo[1]) / size) + 1
+        nz = int((hi[2] - lo[2]) / size) + 1
+        if nx * ny * nz <= max_cells:
+            break
+        size *= 1.26  # about 2 ** (1/3): halves the cell count per try
+    inv = 1.0 / size
+
+    cell = np.empty(n, dtype=np.int64)
+    cell_start = np.zeros(nx * ny * nz + 1, dtype=np.int64)
+    for i in range(n):
+        cx = cell_index(positions[i, 0], lo[0], inv, nx)
+        cy = cell_index(positions[i, 1], lo[1], inv, ny)
+        cz = cell_index(positions[i, 2], lo[2], inv, nz)
+        c = (cz * ny + cy) * nx + cx
+        cell[i] = c
+        cell_start[c + 1] += 1
+    for c in range(nx * ny * nz):
+        cell_start[c + 1] += cell_start[c]
+    fill = cell_start[:-1].copy()
+    order = np.empty(n, dtype=np.int64)
+    for i in range(n):
+        c = cell[i]
+        order[fill[c]] = i
+        fill[c] += 1
+    return CellGrid(lo[0], lo[1], lo[2], size, nx, ny, nz, order, cell_start)
+
+
+# -- queries built on the grid (metrics and analysis; not on the step's hot path) ----------
+
+
+@numba.njit(cache=True, parallel=True)
+def count_within(positions, radius):
+    """(N,) number of other boids closer than ``radius`` to each boid.
+
+    Args:
+        positions: (N, 3) float64.
+        radius: > 0 and finite.
+    """
+    n = positions.shape[0]
+    counts = np.zeros(n, dtype=np.int64)
+    grid = build_grid(positions, radius)
+    order, start, nx, ny, nz = grid.order, grid.cell_start, grid.nx, grid.ny, grid.nz
+    ox, oy, oz, inv = grid.origin_x, grid.origin_y, grid.origin_z, 1.0 / grid.cell_size
+    r2 = radius * radius
+    for i in numba.prange(n):
+        px, py, pz = positions[i, 0], positions[i, 1], positions[i, 2]
+        x0, x1 = axis_span(px, radius, ox, inv, nx)
+        y0, y1 = axis_span(py, radius, oy, inv, ny)
+        z0, z1 = axis_span(pz, radius, oz, inv, nz)
+        c = 0
+        for z in range(z0, z1 + 1):
+            for y in range(y0, y1 + 1):
+                row = (z * ny + y) * nx
+                for k in range(start[row + x0], start[row + x1 + 1]):
+                    j = order[k]
+                    dx, dy, dz = positions[j, 0] - px, positions[j, 1] - py, positions[j, 2] - pz
+                    if j != i and dx * dx + dy * dy + dz * dz < r2:
+                        c += 1
+        counts[i] = c
+    return counts
+
+
+@numba.njit(cache=True, parallel=True)
+def nearest_distances(positions):
+    """(N,) distance from each boid to its nearest other boid (inf when it is alone).
+
+    Searches rings of cells of growing Chebyshev radius around each boid and stops
+    once the next ring cannot hold anything closer than the best found.
+    """
+    n = positions.shape[0]
+    out = np.full(n, np.inf)
+    if n < 2:
+        return out
+    lo = np.array([positions[:, a].min() for a in range(3)])
+    hi = np.array([positions[:, a].max() for a in range(3)])
+    extent = max(hi[0] - lo[0], hi[1] - lo[1], hi[2] - lo[2])
+    # About one boid per cell if they filled their bounding box.
+    size = max(extent / max(n ** (1.0 / 3.0), 1.0), 1e-12)
+    grid = build_grid(positions, size)
+    order, start, nx, ny, nz = grid.order, grid.cell_start, grid.nx, grid.ny, grid.nz
+    size = grid.cell_size
+    inv = 1.0 / size
+    ox, oy, oz = grid.origin_x, grid.origin_y, grid.origin_z
+    max_ring = max(nx, ny, nz)
+    for i in numba.prange(n):
+        px, py, pz = positions[i, 0], positions[i, 1], positions[i, 2]
+        cx, cy, cz = cell_index(px, ox, inv, nx), cell_index(py, oy, inv, ny), cell_index(pz, oz, inv, nz)
+        best2 = np.inf
+        for ring in range(max_ring + 1):
+            for z in range(max(cz - ring, 0), min(cz + ring, nz - 1) + 1):
+                for y in range(max(cy - ring, 0), min(cy + ring, ny - 1) + 1):
+                    on_shell_yz = abs(z - cz) == ring or abs(y - cy) == ring
+                    for x in range(max(cx - ring, 0), min(cx + ring, nx - 1) + 1):
+                        if not on_shell_yz and abs(x - cx) != ring:
+                            continue  # inside the shell: already searched
+                        c = (z * ny + y) * nx + x
+                        for k in range(start[c], start[c + 1]):
+                            j = order[k]
+                            if j == i:
+                                continue
+                            dx, dy, dz = positions[j, 0] - px, positions[j, 1] - py, positions[j, 2] - pz
+                            best2 = min(best2, dx * dx + dy * dy + dz * dz)
+            # Anything in ring + 1 or beyond is at least ring * size away.
+            reach = ring * size
+            if best2 <= reach * reach:
+                break
+        out[i] = math.sqrt(best2)
+    return out
+
+
+@numba.njit(cache=True)
+def _find(parent, i):
+    root = i
+    while parent[root] != root:
+        root = parent[root]
+    while parent[i] != root:  # path compression
+        parent[i], i = root, parent[i]
+    return root
+
+
+@numba.njit(cache=True)
+def components(positions, radius):
+    """Connected components of the graph linking boids within ``radius`` of each other.
+
+    Returns:
+        ``(count, labels)``: labels (N,) int64 in [0, count), numbered in order of
+        each component's lowest boid index.
+    """
+    n = positions.shape[0]
+    parent = np.arange(n)
+    grid = build_grid(positions, radius)
+    order, start, nx, ny, nz = grid.order, grid.cell_start, grid.nx, grid.ny, grid.nz
+    ox, oy, oz, inv = grid.origin_x, grid.origin_y, grid.origin_z, 1.0 / grid.cell_size
+    r2 = radius * radius
+    for i in range(n):
+        px, py, pz = positions[i, 0], positions[i, 1], positions[i, 2]
+        x0, x1 = axis_span(px, radius, ox, inv, nx)
+        y0, y1 = axis_span(py, radius, oy, inv, ny)
+        z0, z1 = axis_span(pz, radius, oz, inv, nz)
+        for z in range(z0, z1 + 1):
+            for y in range(y0, y1 + 1):
+                row = (z * ny + y) * nx
+                for k in range(start[row + x0], start[row + x1 + 1]):
+                    j = order[k]
+                    if j <= i:
+                        continue
+                    dx, dy, dz = positions[j, 0] - px, positions[j, 1] - py, positions[j, 2] - pz
+                    if dx * dx + dy * dy + dz * dz <= r2:
+                        a, b = _find(parent, i), _find(parent, j)
+                        if a != b:
+                            parent[max(a, b)] = min(a, b)
+    labels = np.empty(n, dtype=np.int64)
+    count = 0
+    for i in range(n):
+        root = _find(parent, i)
+        if root == i:
+            labels[i] = count
+            count += 1
+        else:
+            labels[i] = labels[root]
+    return count, labels
