@@ -1,0 +1,22 @@
+"""flock3d: 3D flocking with object-oriented boids, a fast parallel kernel and a vispy viewer.
+
+The model is ``shared/spec/model.md``: boids in a spherical arena that see
+neighbours within a view distance and a field-of-view cone, steer by
+separation, alignment, cohesion and confinement, and turn at a limited rate.
+
+>>> import flock3d
+>>> flock = flock3d.Flock(flock3d.Params(count=200), seed=1)
+>>> flock.step(120)
+>>> round(flock3d.metrics.polarization(flock.velocities), 2)  # doctest: +SKIP
+0.41
+"""
+
+from flock3d import metrics
+from flock3d.boid import Boid
+from flock3d.core.params import Params
+from flock3d.core.state import FlockState
+from flock3d.flock import Flock
+
+__version__ = "0.1.0"
+
+__all__ = ["Boid", "Flock", "FlockState", "Params", "metrics", "__version__"]

@@ -1,0 +1,115 @@
+"""``Boid``: one boid of a flock, as an object backed by the flock's arrays."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+from pyquaternion import Quaternion
+
+from flock3d.core import quaternion
+from flock3d.core.reference import visible
+
+if TYPE_CHECKING:
+    from flock3d.flock import Flock
+
+__all__ = ["Boid"]
+
+
+class Boid:
+    """A view of boid ``index`` of ``flock``: reads and writes go to the flock's arrays.
+
+    ``position`` and ``velocity`` return live (3,) rows of the flock's arrays;
+    assigning them changes the flock. Assigning a velocity also turns the boid
+    to face along it (no roll), and assigning an orientation re-aims the
+    velocity, so that ``velocity == speed * forward`` always holds (spec
+    invariant).
+    """
+
+    __slots__ = ("_flock", "_index")
+
+    def __init__(self, flock: Flock, index: int) -> None:
+        self._flock = flock
+        self._index = index
+
+    @property
+    def index(self) -> int:
+        """This boid's row in the flock's arrays."""
+        return self._index
+
+    @property
+    def flock(self) -> Flock:
+        return self._flock
+
+    @property
+    def position(self) -> np.ndarray:
+        """(3,) position, world units (a live view)."""
+        return self._flock.positions[self._index]
+
+    @position.setter
+    def position(self, value) -> None:
+        p = np.asarray(value, dtype=np.float64)
+        if p.shape != (3,) or not np.all(np.isfinite(p)):
+            raise ValueError(f"position must be 3 finite numbers (got {value!r})")
+        self._flock.positions[self._index] = p
+
+    @property
+    def velocity(self) -> np.ndarray:
+        """(3,) velocity, units/s (a live view)."""
+        return self._flock.velocities[self._index]
+
+    @velocity.setter
+    def velocity(self, value) -> None:
+        v = np.asarray(value, dtype=np.float64)
+        if v.shape != (3,) or not np.all(np.isfinite(v)):
+            raise ValueError(f"velocity must be 3 finite numbers (got {value!r})")
+        self._flock.velocities[self._index] = v
+        if np.any(v != 0.0):
+            self._flock.orientations[self._index] = quaternion.look_rotation(v[None])[0]
+
+    @property
+    def orientation(self) -> Quaternion:
+        """Orientation as a ``pyquaternion.Quaternion`` (a copy; assign to change it)."""
+        return Quaternion(self._flock.orientations[self._index])
+
+    @orientation.setter
+    def orientation(self, value) -> None:
+        q = np.asarray(value.elements if isinstance(value, Quaternion) else value, dtype=np.float64)
+        norm = np.linalg.norm(q) if q.shape == (4,) else 0.0
+        if not np.isfinite(norm) or norm == 0.0:
+            raise ValueError(f"orientation must be a non-zero quaternion (w, x, y, z) (got {value!r})")
+        q = q / norm
+        self._flock.orientations[self._index] = q
+        self._flock.velocities[self._index] = self.speed * quaternion.forward(q[None])[0]
+
+    @property
+    def forward(self) -> np.ndarray:
+        """(3,) unit heading: the orientation applied to +Z."""
+        return quaternion.forward(self._flock.orientations[self._index][None])[0]
+
+    @property
+    def speed(self) -> float:
+        """|velocity|, units/s."""
+        return float(np.linalg.norm(self.velocity))
+
+    def can_see(self, other: Boid) -> bool:
+        """Whether ``other`` is within view distance and inside this boid's field of view."""
+        return bool(visible(self.position, self.forward, other.position[None], self._flock.params)[0])
+
+    def neighbours(self) -> list[Boid]:
+        """The boids this one sees now (spec step 1), in index order."""
+        seen = visible(self.position, self.forward, self._flock.positions, self._flock.params)
+        return [Boid(self._flock, int(j)) for j in np.flatnonzero(seen)]
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Boid) and other._flock is self._flock and other._index == self._index
+
+    def __hash__(self) -> int:
+        return hash((id(self._flock), self._index))
+
+    def __repr__(self) -> str:
+        p, v = self.position, self.velocity
+        return (
+            f"Boid({self._index}, position=({p[0]:.3g}, {p[1]:.3g}, {p[2]:.3g}), "
+            f"velocity=({v[0]:.3g}, {v[1]:.3g}, {v[2]:.3g}))"
+        )

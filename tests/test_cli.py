@@ -1,0 +1,61 @@
+import io
+import subprocess
+import sys
+
+import pytest
+
+from flock3d import bench
+from flock3d.cli import main
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "flock3d.cli", *args], capture_output=True, text=True, timeout=300
+    )
+
+
+def test_help_lists_the_commands(capsys):
+    with pytest.raises(SystemExit) as info:
+        main(["--help"])
+    assert info.value.code == 0
+    assert "bench" in capsys.readouterr().out
+
+
+def test_unknown_command_and_option_exit_2_without_traceback():
+    for args in (["fly"], ["bench", "--stepz", "3"], ["bench", "--steps", "0"]):
+        out = run_cli(*args)
+        assert out.returncode == 2
+        assert "Traceback" not in out.stderr and "error" in out.stderr
+
+
+def test_bench_measures_at_the_stated_density():
+    row = bench.measure(1000, steps=2, min_seconds=0.0)
+    assert row["n"] == 1000 and row["threads"] >= 1
+    assert row["steps_per_s"] > 0 and row["ms_per_step"] == pytest.approx(1e3 / row["steps_per_s"])
+    assert 15 < row["neighbours_start"] < 25  # ~20 boids within view distance
+    assert row["peak_rss_mb"] > 0
+
+
+def test_bench_prints_the_table(monkeypatch):
+    # The full table takes a minute; check its shape with a stub measurement.
+    calls = []
+
+    def fake(n, steps, min_seconds, engine="fast"):
+        calls.append((n, engine))
+        speed = 2.0 if engine == "reference" else 4000.0 / (n / 1000)
+        return dict(
+            n=n, steps_per_s=speed, ms_per_step=1e3 / speed, neighbours_start=20.0, neighbours_end=21.0,
+            threads=2, peak_rss_mb=200.0, start_to_first_step_s=0.7,
+        )  # fmt: skip
+
+    monkeypatch.setattr(bench, "_measure_in_subprocess", fake)
+    out = io.StringIO()
+    bench.run(large=True, out=out)
+    text = out.getvalue()
+    assert [c[0] for c in calls] == [1000, 10000, 100000, 1000000, 1000]
+    assert "the fast kernel is 2,000x faster" in text
+    rows = [
+        line.split() for line in text.splitlines() if line.strip().split(" ")[0].replace(",", "").isdigit()
+    ]
+    assert [r[0] for r in rows] == ["1,000", "10,000", "100,000", "1,000,000"]
+    assert rows[0][1] == "4,000.0" and rows[-1][1] == "4.0"  # steps/s column

@@ -1,0 +1,153 @@
+"""The public API: Flock construction, live params, Boid views."""
+
+import math
+
+import numpy as np
+import pytest
+from pyquaternion import Quaternion
+
+from flock3d import Boid, Flock, Params
+from flock3d.core import quaternion
+from flock3d.core.reference import visible
+
+from conftest import hand_flock
+
+
+def test_random_start_follows_the_spec():
+    params = Params(count=5000, arena_radius=40.0, arena_center=(1.0, 2.0, 3.0), min_speed=2.0, max_speed=5.0)
+    flock = Flock(params, seed=0)
+    r = np.linalg.norm(flock.positions - np.array(params.arena_center), axis=1)
+    assert r.max() <= 20.0  # init radius defaults to 0.5 R
+    # Uniform in the ball: the fraction within half the radius is 1/8.
+    assert abs(np.mean(r < 10.0) - 0.125) < 0.02
+    speeds = np.linalg.norm(flock.velocities, axis=1)
+    assert speeds.min() >= 2.0 and speeds.max() <= 5.0
+    # Uniform directions: their mean is near zero.
+    assert np.linalg.norm((flock.velocities / speeds[:, None]).mean(axis=0)) < 0.05
+    np.testing.assert_allclose(
+        quaternion.forward(flock.orientations), flock.velocities / speeds[:, None], atol=1e-12
+    )
+    assert flock.time == 0.0 and flock.step_count == 0 and len(flock) == 5000
+
+
+def test_given_positions_and_velocities():
+    p = np.array([[0.0, 0, 0], [1, 2, 3]])
+    v = np.array([[0.0, 0, 3], [4, 0, 0]])
+    flock = Flock(Params(count=99), positions=p, velocities=v)
+    assert len(flock) == 2 and flock.params.count == 2
+    np.testing.assert_array_equal(flock.positions, p)
+    assert flock.positions is not p  # copied
+    np.testing.assert_allclose(flock.boids[1].forward, [1, 0, 0], atol=1e-15)
+
+
+def test_given_orientations_reaim_velocities():
+    q = Quaternion(axis=[0, 1, 0], angle=math.pi / 2)  # forward +Z -> +X
+    flock = Flock(Params(), positions=[[0.0, 0, 0]], velocities=[[0.0, 0, 5]], orientations=[q.elements])
+    np.testing.assert_allclose(flock.velocities[0], [5, 0, 0], atol=1e-12)
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        (dict(positions=np.zeros((3, 2))), "positions must have shape"),
+        (dict(positions=np.zeros((3, 3)), velocities=np.zeros((2, 3))), "velocities has shape"),
+        (dict(positions=[[0, 0, np.nan]]), "finite"),
+        (dict(positions=np.zeros((1, 3)), orientations=np.zeros((1, 4))), "non-zero"),
+        (dict(engine="gpu"), "engine"),
+    ],
+)
+def test_bad_arrays_are_rejected(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        Flock(Params(count=3), **kwargs)
+
+
+def test_params_can_be_replaced_between_steps_without_reset():
+    flock = Flock(Params(count=200), seed=1)
+    flock.step(10)
+    before = flock.positions.copy()
+    flock.params = flock.params.replace(fov=90.0, max_turn_rate=30.0, arena_radius=50.0, separation=1.0)
+    assert flock.step_count == 10
+    np.testing.assert_array_equal(flock.positions, before)
+    flock.step(5)
+    assert flock.params.fov == 90.0 and flock.step_count == 15
+    with pytest.raises(ValueError, match="make a new Flock"):
+        flock.params = flock.params.replace(count=10)
+    with pytest.raises(TypeError):
+        flock.params = {"fov": 100}
+
+
+def test_live_params_change_the_dynamics():
+    base = Flock(Params(count=300), seed=1)
+    tweaked = Flock(Params(count=300), seed=1)
+    tweaked.params = tweaked.params.replace(fov=60.0)
+    base.step(20)
+    tweaked.step(20)
+    assert not np.allclose(base.positions, tweaked.positions)
+
+
+def test_boids_are_views_not_copies():
+    flock = Flock(Params(count=10), seed=0)
+    boid = flock.boids[3]
+    assert isinstance(boid, Boid) and boid.index == 3
+    pos = boid.position
+    flock.step()
+    np.testing.assert_array_equal(pos, flock.positions[3])  # the view follows the flock
+    boid.position = [1.0, 2.0, 3.0]
+    np.testing.assert_array_equal(flock.positions[3], [1, 2, 3])
+    boid.position[0] = 7.0
+    assert flock.positions[3, 0] == 7.0
+
+
+def test_setting_velocity_turns_the_boid():
+    flock = Flock(Params(count=4), seed=0)
+    boid = flock.boids[-1]
+    assert boid.index == 3
+    boid.velocity = [0.0, 0.0, -4.0]
+    np.testing.assert_allclose(boid.forward, [0, 0, -1], atol=1e-15)
+    assert boid.speed == pytest.approx(4.0)
+    np.testing.assert_allclose(flock.velocities[3], [0, 0, -4])
+    assert isinstance(boid.orientation, Quaternion)
+    np.testing.assert_allclose(boid.orientation.rotate([0, 0, 1]), [0, 0, -1], atol=1e-15)
+
+
+def test_setting_orientation_reaims_the_velocity():
+    flock = Flock(Params(count=2), seed=0)
+    boid = flock.boids[0]
+    speed = boid.speed
+    boid.orientation = Quaternion(axis=[1, 0, 0], angle=-math.pi / 2)  # forward +Z -> +Y
+    np.testing.assert_allclose(boid.velocity, [0, speed, 0], atol=1e-12)
+    with pytest.raises(ValueError):
+        boid.orientation = [0, 0, 0, 0]
+    with pytest.raises(ValueError):
+        boid.velocity = [1, 2]
+
+
+def test_neighbours_and_can_see_follow_the_spec_test():
+    flock = Flock(Params(count=300, arena_radius=8.0, fov=200.0), seed=2)
+    for boid in flock.boids[:20]:
+        expected = np.flatnonzero(visible(boid.position, boid.forward, flock.positions, flock.params))
+        assert [b.index for b in boid.neighbours()] == list(expected)
+        assert boid not in boid.neighbours()
+        for other in boid.neighbours():
+            assert boid.can_see(other)
+
+
+def test_iteration_and_indexing():
+    flock = Flock(Params(count=5), seed=0)
+    assert [b.index for b in flock] == [0, 1, 2, 3, 4]
+    assert [b.index for b in flock.boids[1:4]] == [1, 2, 3]
+    assert flock.boids[-1] == flock.boids[4] and len(flock.boids) == 5
+    with pytest.raises(IndexError):
+        flock.boids[5]
+    assert {flock.boids[0], flock.boids[0]} == {flock.boids[0]}
+
+
+def test_reference_engine_matches_a_hand_computation():
+    # Two boids, cohesion only: each is pulled towards the other.
+    params = Params(
+        arena_radius=100.0, cohesion=1.0, separation=0.0, alignment=0.0, max_turn_rate=1e9, dt=0.1
+    )
+    flock = hand_flock(params, [[0, 0, 0], [2, 0, 0]], [[0, 0, 4], [0, 0, 4]], engine="reference")
+    flock.step()
+    assert flock.velocities[0, 0] > 0 > flock.velocities[1, 0]
+    assert flock.time == pytest.approx(0.1)

@@ -1,0 +1,184 @@
+"""The fast kernel against the reference, and the invariants the spec promises."""
+
+import math
+
+import numba
+import numpy as np
+import pytest
+
+from flock3d import Flock, Params
+from flock3d.core import quaternion
+
+from conftest import angle_between, free_params, hand_flock
+
+SMALL = dict(count=60, arena_radius=6.0)
+
+AGREEMENT_CASES = {
+    "defaults": Params(**SMALL),
+    "narrow fov, slow turns": Params(**SMALL, fov=60.0, max_turn_rate=30.0),
+    "360 fov, unlimited turns": Params(**SMALL, fov=360.0, max_turn_rate=math.inf),
+    "min_speed 0, strong rules": Params(**SMALL, min_speed=0.0, separation=80.0, alignment=9.0, cohesion=4.0),
+    "global perception": Params(**SMALL, view_distance=math.inf, separation_distance=2.0),
+    "offset arena, tight confinement": Params(
+        **SMALL, arena_center=(5.0, -3.0, 2.0), confinement=40.0, confinement_start=0.3
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(AGREEMENT_CASES))
+def test_fast_kernel_equals_reference_after_100_steps(name):
+    params = AGREEMENT_CASES[name]
+    fast = Flock(params, seed=7)
+    ref = Flock(params, seed=7, engine="reference")
+    fast.step(100)
+    ref.step(100)
+    np.testing.assert_allclose(fast.positions, ref.positions, rtol=0, atol=1e-9)
+    np.testing.assert_allclose(fast.velocities, ref.velocities, rtol=0, atol=1e-9)
+    # Orientations agree as rotations (a quaternion and its negative are the same).
+    dots = np.abs(np.sum(fast.orientations * ref.orientations, axis=1))
+    np.testing.assert_allclose(dots, 1.0, atol=1e-9)
+    assert fast.time == ref.time and fast.step_count == ref.step_count == 100
+
+
+def test_agreement_with_coincident_boids():
+    params = Params(count=0, arena_radius=5.0)
+    rng = np.random.default_rng(3)
+    p = rng.uniform(-2, 2, (30, 3))
+    p[10:20] = p[0]  # eleven boids at one point
+    v = rng.normal(size=(30, 3))
+    fast = Flock(params, positions=p, velocities=v)
+    ref = Flock(params, positions=p, velocities=v, engine="reference")
+    fast.step(50)
+    ref.step(50)
+    assert np.all(np.isfinite(fast.positions))
+    np.testing.assert_allclose(fast.positions, ref.positions, atol=1e-9)
+
+
+def test_same_seed_same_trajectory_bit_for_bit():
+    a, b = Flock(Params(count=400), seed=11), Flock(Params(count=400), seed=11)
+    a.step(200)
+    b.step(200)
+    np.testing.assert_array_equal(a.positions, b.positions)
+    np.testing.assert_array_equal(a.orientations, b.orientations)
+    c = Flock(Params(count=400), seed=12)
+    assert not np.array_equal(a.positions[:5], c.positions[:5])
+
+
+def test_result_does_not_depend_on_thread_count():
+    params = Params(count=3000, arena_radius=20.0)
+    results = []
+    before = numba.get_num_threads()
+    try:
+        for threads in sorted({1, numba.config.NUMBA_NUM_THREADS}):
+            numba.set_num_threads(threads)
+            flock = Flock(params, seed=5)
+            flock.step(50)
+            results.append(flock.positions.copy())
+    finally:
+        numba.set_num_threads(before)
+    for r in results[1:]:
+        np.testing.assert_array_equal(r, results[0])
+
+
+def test_n_steps_equal_n_single_steps():
+    a, b = Flock(Params(count=500), seed=2), Flock(Params(count=500), seed=2)
+    a.step(37)
+    for _ in range(37):
+        b.step()
+    np.testing.assert_array_equal(a.positions, b.positions)
+    np.testing.assert_array_equal(a.velocities, b.velocities)
+    assert a.time == pytest.approx(b.time, rel=1e-12)
+
+
+@pytest.mark.parametrize("engine", ["fast", "reference"])
+def test_permuting_boids_permutes_the_result(engine):
+    params = Params(count=80, arena_radius=7.0)
+    flock = Flock(params, seed=4, engine=engine)
+    perm = np.random.default_rng(0).permutation(80)
+    shuffled = Flock(
+        params,
+        positions=flock.positions[perm],
+        velocities=flock.velocities[perm],
+        orientations=flock.orientations[perm],
+        engine=engine,
+    )
+    flock.step(30)
+    shuffled.step(30)
+    np.testing.assert_allclose(shuffled.positions, flock.positions[perm], atol=1e-10)
+    np.testing.assert_allclose(shuffled.velocities, flock.velocities[perm], atol=1e-10)
+
+
+def test_every_turn_respects_the_limit_and_speeds_stay_in_range():
+    params = Params(count=1500, max_turn_rate=90.0, min_speed=2.0, max_speed=4.0, alignment=20.0)
+    flock = Flock(params, seed=9)
+    limit = math.radians(90.0) * params.dt
+    for _ in range(120):
+        before = flock.orientations.copy()
+        flock.step()
+        turned = angle_between(quaternion.forward(before), quaternion.forward(flock.orientations))
+        assert turned.max() <= limit + 1e-12
+        speeds = np.linalg.norm(flock.velocities, axis=1)
+        assert speeds.min() >= 2.0 - 1e-12 and speeds.max() <= 4.0 + 1e-12
+
+
+def test_velocity_stays_along_forward():
+    flock = Flock(Params(count=800, min_speed=0.0), seed=1)
+    flock.step(100)
+    speeds = np.linalg.norm(flock.velocities, axis=1)
+    np.testing.assert_allclose(
+        flock.velocities, quaternion.forward(flock.orientations) * speeds[:, None], atol=1e-12
+    )
+    np.testing.assert_allclose(np.linalg.norm(flock.orientations, axis=1), 1.0, atol=1e-14)
+
+
+def test_lone_boid_flies_straight_at_constant_speed():
+    flock = hand_flock(Params(arena_radius=1000.0), [[1, 2, 3]], [[0.6, 0, 0.8]])
+    flock.velocities[0] *= 4.0  # speed 4, within [3, 6]
+    flock.step(600)
+    np.testing.assert_allclose(flock.velocities[0], [2.4, 0, 3.2], atol=1e-12)
+    np.testing.assert_allclose(
+        flock.positions[0], np.array([1, 2, 3]) + 10.0 * np.array([2.4, 0, 3.2]), atol=1e-9
+    )
+
+
+def test_parallel_flock_keeps_its_velocity():
+    # Same velocity for all, only alignment: nothing changes (spec consequence).
+    rng = np.random.default_rng(0)
+    p = rng.uniform(-5, 5, (200, 3))
+    v = np.tile([1.0, -2.0, 0.5], (200, 1))
+    flock = hand_flock(free_params(alignment=3.0, view_distance=4.0, fov=270.0), p, v)
+    flock.step(100)
+    np.testing.assert_allclose(flock.velocities, v, atol=1e-12)
+
+
+@pytest.mark.parametrize("engine", ["fast", "reference"])
+def test_empty_and_single_boid_flocks(engine):
+    empty = Flock(Params(count=0), engine=engine)
+    empty.step(10)
+    assert len(empty) == 0 and empty.positions.shape == (0, 3) and empty.step_count == 10
+    one = Flock(Params(count=1), engine=engine)
+    one.step(10)
+    assert np.all(np.isfinite(one.positions))
+
+
+def test_infinite_view_distance_sees_everyone():
+    p = [[0, 0, 0], [500, 0, 0], [0, -900, 0]]
+    v = [[0, 0, 1], [0, 0, 1], [0, 0, 1]]
+    params = free_params(view_distance=math.inf, cohesion=1.0)
+    flock = hand_flock(params, p, v)
+    v0 = flock.velocities.copy()
+    flock.step()
+    a = (flock.velocities - v0) / params.dt
+    np.testing.assert_allclose(a[0], [250, -450, 0], rtol=1e-9, atol=1e-9)
+
+
+def test_long_run_stays_finite_and_inside_the_arena():
+    params = Params(count=400)
+    flock = Flock(params, seed=3)
+    worst = 0.0
+    for _ in range(100):
+        flock.step(100)
+        assert np.all(np.isfinite(flock.positions))
+        worst = max(worst, np.linalg.norm(flock.positions, axis=1).max() / params.arena_radius)
+    assert flock.step_count == 10_000
+    assert worst <= 1.02
