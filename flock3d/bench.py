@@ -1,0 +1,146 @@
+"""``flock3d bench``: speed and memory of the fast kernel at a fixed density.
+
+Setup, the same for every size: default parameters, view distance r_v = 5,
+boids uniform in a ball sized so that a boid has on average 20 others within
+r_v (ball radius r_v * (N / 20)^(1/3)), arena radius = ball radius / f_b so
+that confinement does not squeeze the start. Each size times the same
+``--steps`` steps from the same seeded start, several times, and reports the
+median. Every size runs in a fresh process, so that its peak memory is its own
+and its start-up (numba loading its compile cache) can be timed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+NEIGHBOURS = 20
+VIEW_DISTANCE = 5.0
+
+
+def bench_params(n: int):
+    """The fixed-density scene for ``n`` boids (see the module docstring)."""
+    from flock3d.core.params import Params
+
+    ball = VIEW_DISTANCE * (max(n, 1) / NEIGHBOURS) ** (1.0 / 3.0)
+    defaults = Params()
+    return Params(
+        count=n,
+        view_distance=VIEW_DISTANCE,
+        init_radius=ball,
+        arena_radius=ball / defaults.confinement_start,
+    )
+
+
+def neighbours_within_view(positions: np.ndarray) -> float:
+    """Mean number of other boids within view distance."""
+    from flock3d.core.neighbors import count_within
+
+    return float(count_within(positions, VIEW_DISTANCE).mean())
+
+
+def _peak_rss_mb() -> float:
+    # ru_maxrss is in kilobytes on Linux.
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+def measure(n: int, steps: int, min_seconds: float, engine: str = "fast") -> dict:
+    """Time ``steps`` steps at size ``n`` in this process; returns the figures as a dict."""
+    from flock3d.core import kernel
+    from flock3d.flock import Flock
+
+    params = bench_params(n)
+    flock = Flock(params, seed=0, engine=engine)
+    start = flock.state.copy()
+    flock.step(1)  # loads the compiled kernel (from numba's cache after the first launch)
+    first_step_done = time.time()
+
+    times = []
+    while True:
+        flock.state.positions[...] = start.positions
+        flock.state.velocities[...] = start.velocities
+        flock.state.orientations[...] = start.orientations
+        t = time.perf_counter()
+        flock.step(steps)
+        times.append(time.perf_counter() - t)
+        if sum(times) >= min_seconds and len(times) >= 3 or sum(times) >= 4 * min_seconds:
+            break
+    per_step = float(np.median(times)) / steps
+    return {
+        "n": n,
+        "engine": engine,
+        "steps": steps,
+        "runs": len(times),
+        "ms_per_step": per_step * 1e3,
+        "steps_per_s": 1.0 / per_step,
+        "neighbours_start": neighbours_within_view(start.positions),
+        "neighbours_end": neighbours_within_view(flock.positions),
+        "threads": kernel.threads(),
+        "peak_rss_mb": _peak_rss_mb(),
+        "first_step_done": first_step_done,
+    }
+
+
+def _measure_in_subprocess(n: int, steps: int, min_seconds: float, engine: str = "fast") -> dict:
+    cmd = [sys.executable, "-m", "flock3d.bench", str(n), str(steps), str(min_seconds), engine]
+    launched = time.time()
+    out = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    if out.returncode != 0:
+        raise RuntimeError(f"benchmark of N={n} failed:\n{out.stderr.strip()}")
+    row = json.loads(out.stdout.strip().splitlines()[-1])
+    row["start_to_first_step_s"] = row.pop("first_step_done") - launched
+    return row
+
+
+def run(large: bool = False, steps: int = 20, min_seconds: float = 2.0, out=sys.stdout) -> list[dict]:
+    """Run the benchmark table and print it; returns the rows."""
+    import numba
+
+    sizes = [1_000, 10_000, 100_000] + ([1_000_000] if large else [])
+    layer_env = os.environ.get("NUMBA_THREADING_LAYER", "default")
+    print(
+        f"flock3d bench: numba {numba.__version__}, float64, threads {numba.get_num_threads()} "
+        f"(layer {layer_env}, OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY', 'PASSIVE')})",
+        file=out,
+    )
+    print(
+        f"density: ~{NEIGHBOURS} boids within view distance {VIEW_DISTANCE:g} (uniform ball, default rules); "
+        f"the same {steps} steps from the same start, median of repeated runs; each size in a fresh process",
+        file=out,
+    )
+    columns = ("N", "steps/s", "ms/step", "neighbours start->end", "peak RSS", "start")
+    print("{:>10} {:>10} {:>10} {:>22} {:>10} {:>8}".format(*columns), file=out)
+    rows = []
+    for n in sizes:
+        row = _measure_in_subprocess(n, steps, min_seconds)
+        rows.append(row)
+        print(
+            f"{n:>10,} {row['steps_per_s']:>10,.1f} {row['ms_per_step']:>10.3f} "
+            f"{row['neighbours_start']:>10.1f} -> {row['neighbours_end']:<9.1f} "
+            f"{row['peak_rss_mb']:>7.0f} MB {row['start_to_first_step_s']:>7.2f}s",
+            file=out,
+            flush=True,
+        )
+    ref = _measure_in_subprocess(1_000, 2, 0.0, engine="reference")
+    speedup = rows[0]["steps_per_s"] / ref["steps_per_s"]
+    print(
+        f"reference (readable per-boid Python) at N=1,000: {ref['steps_per_s']:.2f} steps/s "
+        f"({ref['ms_per_step']:.0f} ms/step); the fast kernel is {speedup:,.0f}x faster",
+        file=out,
+    )
+    print(
+        "start: seconds from a fresh process to the end of its first step (numba loads its cached compile)",
+        file=out,
+    )
+    return rows
+
+
+if __name__ == "__main__":
+    size, n_steps, seconds, eng = int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3]), sys.argv[4]
+    print(json.dumps(measure(size, n_steps, seconds, eng)))
