@@ -16,7 +16,8 @@ from flock3d.boid import Boid
 from flock3d.core.params import Params
 from flock3d.core.state import FlockState
 from flock3d.flock import Flock
+from flock3d.scene import Scene, load_scene
 
 __version__ = "0.1.0"
 
-__all__ = ["Boid", "Flock", "FlockState", "Params", "metrics", "__version__"]
+__all__ = ["Boid", "Flock", "FlockState", "Params", "Scene", "load_scene", "metrics", "__version__"]

@@ -8,8 +8,12 @@ and end as one line on stderr with exit status 2, never a traceback.
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import numpy as np
 
 from flock3d import __version__
 from flock3d.errors import Flock3dError
@@ -17,13 +21,31 @@ from flock3d.errors import Flock3dError
 EXIT_BAD_INPUT = 2
 
 
-def _positive_int(text: str) -> int:
+def _whole_number(text: str, minimum: int) -> int:
     try:
         value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be > 0, got {value}")
+    if value < minimum:
+        raise argparse.ArgumentTypeError(f"must be >= {minimum}, got {value}")
+    return value
+
+
+def _positive_int(text: str) -> int:
+    return _whole_number(text, 1)
+
+
+def _non_negative_int(text: str) -> int:
+    return _whole_number(text, 0)
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"must be a finite number > 0, got {text}")
     return value
 
 
@@ -56,7 +78,324 @@ def _run_bench(args: argparse.Namespace) -> int:
     return 0
 
 
+# -- scenes, check -----------------------------------------------------------------------
+
+
+def _add_scenes(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    return sub.add_parser(
+        "scenes",
+        help="list the scenes shipped with flock3d",
+        description="List the shipped scenes; any command taking a SCENE accepts these names.",
+    )
+
+
+def _run_scenes(args: argparse.Namespace) -> int:
+    from flock3d.scene import resolve_scene, shipped_scenes
+
+    names = shipped_scenes()
+    width = max(map(len, names))
+    for name in names:
+        scene = resolve_scene(name)
+        p = scene.params
+        print(f"{name:<{width}}  {p.count:>8,} boids  R={p.arena_radius:<6g} {scene.description}")
+    return 0
+
+
+def _scene_argument(p: argparse.ArgumentParser, nargs: str | None = None) -> None:
+    p.add_argument(
+        "scene",
+        metavar="SCENE",
+        nargs=nargs,
+        help="a scene file (.toml) or the name of a shipped scene (see `flock3d scenes`)",
+    )
+
+
+def _add_check(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    p = sub.add_parser(
+        "check",
+        help="validate scene files",
+        description="Validate scene files and print every problem found; exit 2 if there is any.",
+    )
+    _scene_argument(p, nargs="+")
+    return p
+
+
+def _run_check(args: argparse.Namespace) -> int:
+    from flock3d.scene import SceneError, resolve_scene
+
+    failed = False
+    for name in args.scene:
+        try:
+            scene = resolve_scene(name)
+        except SceneError as error:
+            failed = True
+            for problem in error.problems:
+                print(problem, file=sys.stderr)
+            continue
+        p = scene.params
+        print(
+            f"{name}: ok ({scene.name!r}: {p.count:,} boids, arena radius {p.arena_radius:g}, fov {p.fov:g})"
+        )
+    return EXIT_BAD_INPUT if failed else 0
+
+
+# -- run ------------------------------------------------------------------------------
+
+
+def _add_run(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    p = sub.add_parser(
+        "run",
+        help="run a scene headless, optionally recording the trajectory",
+        description="Run a scene without a window. With --out, frames are streamed to an HDF5 "
+        "file (H5MD layout); Ctrl-C or SIGTERM stops the run and keeps every frame written.",
+    )
+    _scene_argument(p)
+    length = p.add_mutually_exclusive_group()
+    length.add_argument("--steps", type=_non_negative_int, help="steps to run (default 600)")
+    length.add_argument("--seconds", type=_positive_float, help="simulated seconds to run")
+    p.add_argument("--out", metavar="TRAJ.h5", help="record the trajectory to this HDF5 file")
+    p.add_argument(
+        "--every", type=_positive_int, default=1, metavar="K", help="record every K-th step (default 1)"
+    )
+    p.add_argument("--seed", type=_non_negative_int, help="seed of the initial state (default: the scene's)")
+    _set_argument(p)
+    p.add_argument("--no-progress", action="store_true", help="do not show the progress bar")
+    return p
+
+
+def _set_argument(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a scene key, e.g. --set perception.fov=120 (repeatable; validated like the file)",
+    )
+
+
+def _output_path(path: str, suffixes: tuple[str, ...], what: str) -> Path:
+    """Check an output path before any work is done: right suffix, existing folder."""
+    out = Path(path)
+    if out.suffix.lower() not in suffixes:
+        raise Flock3dError(f"{path}: {what} must end in {' or '.join(suffixes)}")
+    if not out.parent.is_dir():
+        raise Flock3dError(f"{path}: folder {out.parent} does not exist")
+    if out.is_dir():
+        raise Flock3dError(f"{path}: is a directory")
+    return out
+
+
+def _run_run(args: argparse.Namespace) -> int:
+    from flock3d import metrics
+    from flock3d.flock import Flock
+    from flock3d.io import TrajectoryWriter
+    from flock3d.runner import run, stop_on_signals
+    from flock3d.scene import resolve_scene
+
+    scene = resolve_scene(args.scene, overrides=args.set)
+    if args.seed is not None:
+        scene = scene.replace(seed=args.seed)
+    p = scene.params
+    steps = args.steps if args.steps is not None else 600
+    if args.seconds is not None:
+        steps = math.ceil(args.seconds / p.dt - 1e-9)
+    out = _output_path(args.out, (".h5", ".hdf5"), "--out") if args.out else None
+
+    flock = Flock.from_scene(scene)
+    progress = False if args.no_progress else None  # None: only on a terminal
+    print(f"{scene.name}: {len(flock):,} boids, {steps:,} steps of {p.dt:g} s (seed {scene.seed})")
+    with stop_on_signals() as stop:
+        if out is None:
+            stats = run(flock, steps, progress=progress, stop=stop)
+        else:
+            with TrajectoryWriter(out, len(flock), scene, every=args.every) as writer:
+                stats = run(flock, steps, writer=writer, every=args.every, progress=progress, stop=stop)
+
+    nn = metrics.nearest_neighbour_stats(flock.positions)
+    print(
+        f"ran {stats.steps:,} steps ({flock.time:.2f} s simulated) in {stats.seconds:.2f} s: "
+        f"{stats.steps_per_second:,.0f} steps/s"
+    )
+    print(
+        f"final: polarization {metrics.polarization(flock.velocities):.3f}, "
+        f"milling {metrics.milling(flock.positions, flock.velocities):.3f}, "
+        f"nearest-neighbour distance {nn.mean:.3f} (min {nn.min:.3f})"
+    )
+    if out is not None:
+        print(f"wrote {stats.frames:,} frames to {out}")
+    if stats.interrupted:
+        print(f"flock3d run: stopped by {stats.interrupted} after {stats.steps:,} steps", file=sys.stderr)
+        return 130 if stats.interrupted == "SIGINT" else 143
+    return 0
+
+
+# -- metrics --------------------------------------------------------------------------
+
+
+def _add_metrics(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    p = sub.add_parser(
+        "metrics",
+        help="measure a recorded trajectory: order, spacing, groups",
+        description="Compute polarization, milling, mean and nearest-neighbour distances and the "
+        "number of groups (connected at view distance) for every frame of a trajectory.",
+    )
+    p.add_argument("trajectory", metavar="TRAJ.h5", help="a file written by `flock3d run --out`")
+    p.add_argument("--csv", metavar="OUT.csv", help="write the per-frame table as CSV")
+    p.add_argument("--plot", metavar="OUT.png", help="plot the measurements against time")
+    return p
+
+
+def _run_metrics(args: argparse.Namespace) -> int:
+    import csv
+
+    from flock3d import metrics
+    from flock3d.io import Trajectory
+
+    csv_path = _output_path(args.csv, (".csv",), "--csv") if args.csv else None
+    plot_path = _output_path(args.plot, (".png",), "--plot") if args.plot else None
+    with Trajectory(args.trajectory) as traj:
+        scene = traj.scene
+        if traj.n_frames == 0:
+            raise Flock3dError(f"{args.trajectory}: the trajectory has no frames")
+        columns = metrics.table(traj.frames(), scene.params.view_distance)
+        print(
+            f"{args.trajectory}: {traj.n_frames:,} frames of {traj.n_boids:,} boids, "
+            f"t = {columns['time'][0]:g} to {columns['time'][-1]:g} s (scene {scene.name!r})"
+        )
+    print(f"{'':<20}{'first':>10}{'last':>10}{'mean':>10}")
+    for name in metrics.COLUMNS:
+        v = columns[name]
+        print(f"{name:<20}{v[0]:>10.3f}{v[-1]:>10.3f}{np.nanmean(v):>10.3f}")
+    if csv_path:
+        with csv_path.open("w", newline="") as handle:
+            writer = csv.writer(handle)
+            writer.writerow(list(columns))
+            for row in zip(*columns.values(), strict=True):
+                writer.writerow([int(x) if i == 0 else repr(float(x)) for i, x in enumerate(row)])
+        print(f"wrote {csv_path}")
+    if plot_path:
+        from flock3d.plots import plot_metrics
+
+        plot_metrics(columns, plot_path, title=f"{scene.name} ({args.trajectory})")
+        print(f"wrote {plot_path}")
+    return 0
+
+
+# -- render ---------------------------------------------------------------------------
+
+
+def _size(text: str) -> tuple[int, int]:
+    width, sep, height = text.lower().partition("x")
+    try:
+        w, h = int(width), int(height)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected WIDTHxHEIGHT like 800x600, got {text!r}") from None
+    if not sep or w < 16 or h < 16 or w > 8192 or h > 8192 or w % 2 or h % 2:
+        raise argparse.ArgumentTypeError(
+            f"width and height must be even numbers from 16 to 8192, got {text!r}"
+        )
+    return w, h
+
+
+def _add_render(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    from flock3d.viewer.offscreen import CAMERAS
+
+    p = sub.add_parser(
+        "render",
+        help="render a scene or a recorded trajectory to an MP4 video or a PNG image",
+        description="Render offscreen (EGL), with the viewer's look. From a scene, the flock is "
+        "simulated as it renders; from a trajectory (.h5), its recorded frames are drawn.",
+    )
+    p.add_argument("source", metavar="SCENE|TRAJ.h5", help="a scene (file or shipped name) or a trajectory")
+    p.add_argument(
+        "--out", required=True, metavar="OUT.mp4|OUT.png", help="video (.mp4) or image (.png) to write"
+    )
+    p.add_argument(
+        "--frames",
+        type=_positive_int,
+        help="frames to render (default: 300 from a scene, every frame of a trajectory); "
+        "a PNG shows frame N alone (default: a scene's first frame, a trajectory's last)",
+    )
+    p.add_argument(
+        "--size", type=_size, default=(800, 600), metavar="WxH", help="image size (default 800x600)"
+    )
+    p.add_argument("--camera", choices=CAMERAS, default="orbit", help="camera motion (default orbit)")
+    p.add_argument("--fps", type=_positive_float, default=30.0, help="video frames per second (default 30)")
+    p.add_argument("--seed", type=_non_negative_int, help="seed, when rendering a scene")
+    _set_argument(p)
+    p.add_argument("--no-progress", action="store_true", help="do not show the progress bar")
+    return p
+
+
+def _run_render(args: argparse.Namespace) -> int:
+    from tqdm import tqdm
+
+    from flock3d.flock import Flock
+    from flock3d.io import Trajectory
+    from flock3d.io.video import VideoWriter
+    from flock3d.scene import resolve_scene
+    from flock3d.viewer.offscreen import OffscreenRenderer
+
+    out = _output_path(args.out, (".mp4", ".png"), "--out")
+    is_png = out.suffix.lower() == ".png"
+    traj = None
+    if Path(args.source).suffix.lower() in (".h5", ".hdf5"):
+        if args.set or args.seed is not None:
+            raise Flock3dError("--set and --seed apply to scenes, not to recorded trajectories")
+        traj = Trajectory(args.source)
+        if traj.n_frames == 0:
+            traj.close()
+            raise Flock3dError(f"{args.source}: the trajectory has no frames")
+        scene = traj.scene
+        total = min(args.frames or traj.n_frames, traj.n_frames)
+        frames = [traj.frame(total - 1)] if is_png else traj.frames(total)
+    else:
+        scene = resolve_scene(args.source, overrides=args.set)
+        if args.seed is not None:
+            scene = scene.replace(seed=args.seed)
+        total = args.frames or (1 if is_png else 300)
+        steps_per_frame = max(1, round(1.0 / (args.fps * scene.params.dt)))
+        flock = Flock.from_scene(scene)
+
+        def simulate(first: int):
+            flock.step(first * steps_per_frame)
+            for k in range(first, total):
+                if k > first:
+                    flock.step(steps_per_frame)
+                yield flock.state
+
+        frames = simulate(total - 1 if is_png else 0)
+
+    try:
+        with OffscreenRenderer(scene, size=args.size, camera=args.camera, fps=args.fps) as renderer:
+            if is_png:
+                import imageio.v3 as iio
+
+                renderer.frames_rendered = total - 1  # the orbit's angle at that frame
+                iio.imwrite(out, renderer.render(next(iter(frames))))
+                print(f"wrote {out} ({args.size[0]}x{args.size[1]}, frame {total} of {scene.name!r})")
+                return 0
+            bar = tqdm(total=total, unit="frame", file=sys.stderr, disable=True if args.no_progress else None)
+            with bar, VideoWriter(out, fps=args.fps) as video:
+                for state in frames:
+                    video.append(renderer.render(state))
+                    bar.update()
+            print(
+                f"wrote {out}: {video.frames} frames, {args.size[0]}x{args.size[1]}, "
+                f"{video.frames / args.fps:.1f} s at {args.fps:g} fps ({scene.name!r})"
+            )
+    finally:
+        if traj is not None:
+            traj.close()
+    return 0
+
+
 COMMANDS: dict[str, tuple[Callable, Callable[[argparse.Namespace], int]]] = {
+    "scenes": (_add_scenes, _run_scenes),
+    "check": (_add_check, _run_check),
+    "run": (_add_run, _run_run),
+    "metrics": (_add_metrics, _run_metrics),
+    "render": (_add_render, _run_render),
     "bench": (_add_bench, _run_bench),
 }
 

@@ -1,0 +1,24 @@
+"""Scene files: TOML descriptions of a world (model parameters, seed, viewing hints)."""
+
+from flock3d.scene.scene import (
+    Scene,
+    SceneError,
+    default_scene,
+    load_scene,
+    parse_scene,
+    resolve_scene,
+    shipped_scenes,
+)
+from flock3d.scene.schema import KEYS, ViewHints
+
+__all__ = [
+    "KEYS",
+    "Scene",
+    "SceneError",
+    "ViewHints",
+    "default_scene",
+    "load_scene",
+    "parse_scene",
+    "resolve_scene",
+    "shipped_scenes",
+]

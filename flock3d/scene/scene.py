@@ -1,0 +1,338 @@
+"""Scenes: loading, validating and writing scene files."""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import json
+import math
+import re
+import tomllib
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from flock3d.core.params import Params, params_problems
+from flock3d.errors import Flock3dError
+from flock3d.scene.schema import KEYS, KEYS_BY_NAME, PARAM_KEY_OF_FIELD, SECTIONS, ViewHints, check_kind
+
+__all__ = [
+    "Scene",
+    "SceneError",
+    "load_scene",
+    "parse_scene",
+    "shipped_scenes",
+    "resolve_scene",
+    "default_scene",
+]
+
+DEFAULT_SCENE = "default"
+
+
+class SceneError(Flock3dError):
+    """A scene that cannot be used, with every problem found in it.
+
+    ``problems`` holds one line per problem, each naming the source and the key.
+    """
+
+    def __init__(self, problems: list[str]):
+        self.problems = problems
+        super().__init__("\n".join(problems))
+
+
+@dataclass(frozen=True)
+class Scene:
+    """A world to simulate: model parameters, a seed and viewing hints.
+
+    Two scenes are equal when they describe the same world; where they were
+    read from (``source``, ``text``) does not count.
+    """
+
+    params: Params = field(default_factory=Params)
+    name: str = "untitled"
+    description: str = ""
+    seed: int = 0
+    view: ViewHints = field(default_factory=ViewHints)
+    source: str | None = field(default=None, compare=False)
+    """Where the scene came from: a file path, ``shipped:<name>`` or None."""
+    text: str | None = field(default=None, compare=False)
+    """The TOML text it was read from, if any."""
+
+    def to_toml(self) -> str:
+        """The scene as a complete TOML scene file (every key written out)."""
+        values = _values_of(self)
+        lines = [f"name = {_toml_value(self.name)}", f"description = {_toml_value(self.description)}"]
+        lines.append(f"seed = {self.seed}")
+        for section in SECTIONS:
+            lines += ["", f"[{section}]"]
+            for key in KEYS:
+                if key.name.startswith(section + ".") and values.get(key.name) is not None:
+                    lines.append(f"{key.name.split('.', 1)[1]} = {_toml_value(values[key.name])}")
+        return "\n".join(lines) + "\n"
+
+    def save(self, path: str | Path) -> Path:
+        """Write :meth:`to_toml` to ``path``; returns the path."""
+        path = Path(path)
+        path.write_text(self.to_toml())
+        return path
+
+    def with_overrides(self, assignments: Iterable[str]) -> Scene:
+        """This scene with ``key=value`` assignments applied (values in TOML syntax), validated."""
+        data = _data_of(self)
+        problems = apply_assignments(data, assignments)
+        return _build(data, self.source or self.name, self.source, self.text, problems)
+
+    def replace(self, **changes: Any) -> Scene:
+        return dataclasses.replace(self, **changes)
+
+
+# -- reading --------------------------------------------------------------------------
+
+
+def load_scene(path: str | Path, overrides: Iterable[str] = ()) -> Scene:
+    """Read and validate a scene file.
+
+    Args:
+        path: a ``.toml`` file.
+        overrides: ``key=value`` assignments applied on top of the file (as
+            ``flock3d run --set``), validated like the file's own keys.
+
+    Raises:
+        SceneError: listing every problem found (syntax, unknown keys with the
+            closest valid one, wrong types, values out of range), each naming
+            the file and the key.
+    """
+    path = Path(path)
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise SceneError([f"{path}: no such file"]) from None
+    except IsADirectoryError:
+        raise SceneError([f"{path}: is a directory, not a scene file"]) from None
+    except OSError as error:
+        raise SceneError([f"{path}: cannot read ({error.strerror or error})"]) from None
+    return parse_scene(raw, source=str(path), overrides=overrides)
+
+
+def parse_scene(text: str | bytes, source: str = "<scene>", overrides: Iterable[str] = ()) -> Scene:
+    """Validate scene TOML text (see :func:`load_scene`); ``source`` names it in messages."""
+    if isinstance(text, bytes):
+        try:
+            text = text.decode("utf-8")
+        except UnicodeDecodeError as error:
+            raise SceneError(
+                [f"{source}: not a text file (invalid UTF-8 at byte {error.start}); expected a TOML scene"]
+            ) from None
+    if "\x00" in text:
+        raise SceneError([f"{source}: not a text file (contains NUL bytes); expected a TOML scene"])
+    if not text.strip():
+        raise SceneError([f'{source}: empty file; a scene needs at least one key, e.g. name = "my scene"'])
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as error:
+        raise SceneError([f"{source}: {_syntax_message(error, text)}"]) from None
+    problems = apply_assignments(data, overrides)
+    return _build(data, source, source, text, problems)
+
+
+def _syntax_message(error: tomllib.TOMLDecodeError, text: str) -> str:
+    message = str(error)
+    match = re.search(r"\(at line (\d+), column (\d+)\)", message)
+    if match:
+        where = f"line {match[1]}, column {match[2]}"
+        message = message[: match.start()].strip()
+    else:  # "(at end of document)"
+        lines = text.splitlines() or [""]
+        where = f"line {len(lines)}, column {len(lines[-1]) + 1} (end of file)"
+        message = re.sub(r"\s*\(at end of document\)", "", message)
+    return f"TOML syntax error at {where}: {message}"
+
+
+def apply_assignments(data: dict, assignments: Iterable[str]) -> list[str]:
+    """Set ``key=value`` assignments into nested TOML data; returns problems with them."""
+    problems = []
+    for assignment in assignments:
+        key, sep, value_text = assignment.partition("=")
+        key = key.strip()
+        if not sep or not key:
+            problems.append(f"--set {assignment!r}: expected key=value, e.g. perception.fov=120")
+            continue
+        if key not in KEYS_BY_NAME:
+            problems.append(_unknown_key_message(key))
+            continue
+        try:
+            value = tomllib.loads(f"v = {value_text.strip()}")["v"]
+        except tomllib.TOMLDecodeError:
+            value = value_text.strip()  # a bare word: treat it as a string (e.g. view.mesh=cone)
+        section, _, leaf = key.rpartition(".")
+        table = data.setdefault(section, {}) if section else data
+        if not isinstance(table, dict):
+            problems.append(f"{section}: expected a [{section}] table, got {table!r}")
+            continue
+        table[leaf] = value
+    return problems
+
+
+def _unknown_key_message(name: str) -> str:
+    close = difflib.get_close_matches(name, list(KEYS_BY_NAME), n=1, cutoff=0.6)
+    if not close:
+        # A misspelt section with a known leaf: "percepton.fov" -> "perception.fov".
+        leaf = name.rpartition(".")[2]
+        close = difflib.get_close_matches(
+            name, [k for k in KEYS_BY_NAME if k.rpartition(".")[2] == leaf], n=1, cutoff=0.3
+        )
+    hint = f"; did you mean {close[0]}?" if close else ""
+    return f"{name}: unknown key{hint}"
+
+
+def _flatten(data: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """Dotted keys -> values, and problems with the layout (unknown sections, non-tables)."""
+    flat, problems = {}, []
+    for top, value in data.items():
+        if top in SECTIONS:
+            if not isinstance(value, dict):
+                problems.append(f"{top}: expected a [{top}] table, got {value!r}")
+                continue
+            for leaf, inner in value.items():
+                flat[f"{top}.{leaf}"] = inner
+        elif isinstance(value, dict) and top not in KEYS_BY_NAME:
+            close = difflib.get_close_matches(top, list(SECTIONS), n=1, cutoff=0.6)
+            hint = f"; did you mean [{close[0]}]?" if close else f"; sections are {', '.join(SECTIONS)}"
+            problems.append(f"[{top}]: unknown section{hint}")
+        else:
+            flat[top] = value
+    return flat, problems
+
+
+_FIELD_WORD = re.compile(r"\b(" + "|".join(sorted(PARAM_KEY_OF_FIELD, key=len, reverse=True)) + r")\b")
+
+
+def _build(
+    data: Mapping[str, Any], origin: str, source: str | None, text: str | None, earlier: list[str]
+) -> Scene:
+    """Validate nested scene data into a Scene; raise SceneError with ``earlier`` + new problems."""
+    flat, problems = _flatten(data)
+    problems = list(earlier) + problems
+    scene_values: dict[str, Any] = {}
+    view_values: dict[str, Any] = {}
+    param_values: dict[str, Any] = {}
+    for name, value in flat.items():
+        key = KEYS_BY_NAME.get(name)
+        if key is None:
+            problems.append(_unknown_key_message(name))
+            continue
+        problem = check_kind(key, value)
+        if problem:
+            problems.append(f"{name} {problem}")
+            continue
+        target = {"scene": scene_values, "view": view_values, "params": param_values}[key.target]
+        target[key.field] = value
+    # Values of the wrong kind were reported above and left out, so every problem found
+    # here is real, including cross-key ones (min_speed > max_speed) where one key is a default.
+    for p in params_problems(param_values):
+        message = _FIELD_WORD.sub(lambda m: PARAM_KEY_OF_FIELD[m[1]], p.message)
+        problems.append(f"{PARAM_KEY_OF_FIELD[p.field]} {message}")
+    if problems:
+        raise SceneError([f"{origin}: {p}" for p in problems])
+    if "name" not in scene_values and source and not source.startswith("shipped:"):
+        scene_values["name"] = Path(source).stem
+    return Scene(
+        params=Params(**param_values),
+        view=ViewHints(**view_values),
+        source=source,
+        text=text,
+        **scene_values,
+    )
+
+
+# -- writing --------------------------------------------------------------------------
+
+
+def _values_of(scene: Scene) -> dict[str, Any]:
+    values: dict[str, Any] = {"name": scene.name, "description": scene.description, "seed": scene.seed}
+    for key in KEYS:
+        if key.target == "params":
+            values[key.name] = getattr(scene.params, key.field)
+        elif key.target == "view":
+            values[key.name] = getattr(scene.view, key.field)
+    return values
+
+
+def _data_of(scene: Scene) -> dict[str, Any]:
+    """The scene as nested TOML-like data (what :func:`tomllib.loads` would give)."""
+    data: dict[str, Any] = {}
+    for name, value in _values_of(scene).items():
+        if value is None:
+            continue
+        section, _, leaf = name.rpartition(".")
+        table = data.setdefault(section, {}) if section else data
+        table[leaf] = list(value) if isinstance(value, tuple) else value
+    return data
+
+
+def _toml_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        if math.isnan(value):
+            return "nan"
+        if math.isinf(value):
+            return "inf" if value > 0 else "-inf"
+        return repr(value)
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)  # JSON strings are valid TOML basic strings
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+    raise TypeError(f"cannot write {value!r} as TOML")
+
+
+# -- the shipped library ----------------------------------------------------------------
+
+
+def _library() -> resources.abc.Traversable:
+    return resources.files("flock3d.scenes")
+
+
+def shipped_scenes() -> list[str]:
+    """Names of the scenes shipped with flock3d, e.g. ``default``, ``classics/reynolds-2d``."""
+    names = []
+
+    def walk(folder, prefix):
+        for entry in sorted(folder.iterdir(), key=lambda e: e.name):
+            if entry.is_dir() and not entry.name.startswith(("_", ".")):
+                walk(entry, f"{prefix}{entry.name}/")
+            elif entry.name.endswith(".toml"):
+                names.append(prefix + entry.name[: -len(".toml")])
+
+    walk(_library(), "")
+    return names
+
+
+def resolve_scene(name_or_path: str | Path | None, overrides: Iterable[str] = ()) -> Scene:
+    """A scene from a file path, or else from the shipped library by name (None: the default).
+
+    ``flock3d run murmuration`` and ``flock3d run scenes/murmuration.toml`` find the same scene.
+    """
+    if name_or_path is None:
+        name_or_path = DEFAULT_SCENE
+    path = Path(name_or_path)
+    if path.exists():
+        return load_scene(path, overrides)
+    name = str(name_or_path).removesuffix(".toml")
+    if name.startswith("scenes/"):
+        name = name[len("scenes/") :]
+    entry = _library().joinpath(*f"{name}.toml".split("/"))
+    if entry.is_file():
+        return parse_scene(entry.read_bytes(), source=f"shipped:{name}", overrides=overrides)
+    close = difflib.get_close_matches(name, shipped_scenes(), n=1, cutoff=0.7)
+    hint = f"; did you mean {close[0]}?" if close else "; `flock3d scenes` lists the shipped ones"
+    raise SceneError([f"{name_or_path}: no such file or shipped scene{hint}"])
+
+
+def default_scene() -> Scene:
+    """The embedded default scene (works from an installed wheel)."""
+    return resolve_scene(None)

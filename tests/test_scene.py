@@ -1,0 +1,186 @@
+"""Scene files: loading, validation messages, round trips, the shipped library."""
+
+import math
+
+import pytest
+
+from flock3d import Flock, Params
+from flock3d.scene import (
+    KEYS,
+    Scene,
+    SceneError,
+    ViewHints,
+    load_scene,
+    parse_scene,
+    resolve_scene,
+    shipped_scenes,
+)
+
+
+def problems_of(text: str) -> list[str]:
+    with pytest.raises(SceneError) as info:
+        parse_scene(text, source="s.toml")
+    return info.value.problems
+
+
+def test_every_key_is_optional():
+    scene = parse_scene('name = "only a name"')
+    assert scene.params == Params() and scene.view == ViewHints() and scene.seed == 0
+
+
+def test_keys_map_to_params_and_view():
+    scene = parse_scene(
+        """
+        name = "x"
+        seed = 7
+        [arena]
+        radius = 12.5
+        center = [1, 2, 3]
+        [perception]
+        fov = 200
+        view_distance = inf
+        [flock]
+        count = 42
+        max_turn_rate = 90
+        [sim]
+        dt = 0.02
+        [view]
+        mesh = "cone"
+        show_axes = true
+        """
+    )
+    p = scene.params
+    assert (p.arena_radius, p.arena_center, p.fov, p.count, p.max_turn_rate, p.dt) == (
+        12.5, (1.0, 2.0, 3.0), 200.0, 42, 90.0, 0.02,
+    )  # fmt: skip
+    assert math.isinf(p.view_distance)
+    assert scene.seed == 7 and scene.view.mesh == "cone" and scene.view.show_axes
+
+
+@pytest.mark.parametrize("name", shipped_scenes())
+def test_shipped_scenes_round_trip_through_toml(name, tmp_path):
+    scene = resolve_scene(name)
+    assert scene.description, f"{name} needs a description line"
+    again = load_scene(scene.save(tmp_path / "again.toml"))
+    assert again == scene
+    assert again.to_toml() == scene.to_toml()
+
+
+def test_round_trip_keeps_every_value_exactly():
+    scene = Scene(
+        Params(arena_radius=7.123456789, fov=359.9, view_distance=math.inf, dt=1 / 60, init_radius=2.5),
+        name='quote " and \\ backslash é',
+        description="line\nbreak",
+        seed=12345,
+        view=ViewHints(camera_distance=80.0, color_mode="speed", show_arena=False),
+    )
+    assert parse_scene(scene.to_toml()) == scene
+
+
+def test_schema_covers_every_params_field():
+    fields = {k.field for k in KEYS if k.target == "params"}
+    assert fields == set(Params.__dataclass_fields__)
+
+
+def test_syntax_error_names_line_and_column():
+    [problem] = problems_of('name = "x"\n[arena]\nradius = \n')
+    assert problem.startswith("s.toml: TOML syntax error at line 3, column")
+
+
+def test_syntax_error_at_end_of_file():
+    [problem] = problems_of('name = "x"\nlist = [1, 2')
+    assert "TOML syntax error at line 2" in problem and "end of file" in problem
+
+
+def test_unknown_keys_and_sections_suggest_the_closest():
+    problems = problems_of("[perception]\nfvo = 100\n[arean]\nradius = 3\n[flock]\nmax_tunr_rate = 3\n")
+    assert "s.toml: perception.fvo: unknown key; did you mean perception.fov?" in problems
+    assert "s.toml: flock.max_tunr_rate: unknown key; did you mean flock.max_turn_rate?" in problems
+    assert "s.toml: [arean]: unknown section; did you mean [arena]?" in problems
+
+
+def test_wrong_types_and_ranges_name_key_value_and_range():
+    problems = problems_of(
+        '[flock]\nmax_turn_rate = -1\nmin_speed = "fast"\ncount = 2.5\n'
+        '[rules]\nseparation_distance = 9\n[arena]\ncenter = [1, 2]\n[view]\nmesh = "plane"\n'
+    )
+    assert "s.toml: flock.max_turn_rate must be > 0 (got -1)" in problems
+    assert "s.toml: flock.min_speed must be a number (got 'fast')" in problems
+    assert "s.toml: flock.count must be a whole number (got 2.5)" in problems
+    assert "s.toml: arena.center must be an array of 3 numbers like [0, 0, 0] (got [1, 2])" in problems
+    assert "s.toml: view.mesh must be one of 'dart', 'cone', 'bird' (got 'plane')" in problems
+    assert (
+        "s.toml: rules.separation_distance must be in (0, perception.view_distance] "
+        "(got 9 with perception.view_distance 5.0)"
+    ) in problems
+    assert len(problems) == 6  # all reported together
+
+
+def test_cross_key_problem_with_a_default_is_reported():
+    [problem] = problems_of("[flock]\nmax_speed = 2\n")
+    assert problem == "s.toml: flock.min_speed must be <= flock.max_speed (got 3.0 > 2)"
+
+
+def test_empty_and_binary_files(tmp_path):
+    empty = tmp_path / "empty.toml"
+    empty.write_text("  \n")
+    garbage = tmp_path / "garbage.toml"
+    garbage.write_bytes(bytes(range(256)) * 4)
+    for path, message in [
+        (empty, "empty file"),
+        (garbage, "not a text file"),
+        (tmp_path / "no.toml", "no such file"),
+    ]:
+        with pytest.raises(SceneError, match=message):
+            load_scene(path)
+
+
+def test_overrides_are_validated_like_the_file():
+    scene = resolve_scene(
+        "default", overrides=["perception.fov=120", "view.mesh=cone", "arena.center=[1,2,3]"]
+    )
+    assert scene.params.fov == 120 and scene.view.mesh == "cone" and scene.params.arena_center == (1, 2, 3)
+    with pytest.raises(SceneError) as info:
+        resolve_scene("default", overrides=["perception.fob=1", "flock.count=abc", "novalue"])
+    assert info.value.problems == [
+        "shipped:default: perception.fob: unknown key; did you mean perception.fov?",
+        "shipped:default: --set 'novalue': expected key=value, e.g. perception.fov=120",
+        "shipped:default: flock.count must be a whole number (got 'abc')",
+    ]
+
+
+def test_shipped_scene_by_name_or_path_and_a_helpful_miss():
+    by_name = resolve_scene("torus")
+    by_path = resolve_scene("scenes/torus.toml")
+    assert by_name == by_path
+    with pytest.raises(SceneError, match="did you mean murmuration"):
+        resolve_scene("murmeration")
+
+
+def test_the_library_shows_the_range_of_the_model():
+    scenes = {name: resolve_scene(name) for name in shipped_scenes()}
+    radii = sorted(s.params.arena_radius for s in scenes.values())
+    assert radii[0] <= 10 and radii[-1] >= 200
+    density = {n: s.params.count / s.params.arena_radius**3 for n, s in scenes.items()}
+    assert density["small-arena"] == pytest.approx(density["default"], rel=0.05)
+    assert density["large-arena"] == pytest.approx(density["default"], rel=0.05)
+    assert max(s.params.count for s in scenes.values()) >= 20_000
+    fovs = [s.params.fov for s in scenes.values()]
+    assert min(fovs) <= 90 and max(fovs) == 360
+    turns = [s.params.max_turn_rate for s in scenes.values()]
+    assert min(turns) <= 45 and max(turns) >= 360
+
+
+@pytest.mark.parametrize("name", shipped_scenes())
+def test_every_shipped_scene_runs_100_steps(name):
+    flock = Flock.from_scene(resolve_scene(name))
+    flock.step(100)
+    assert flock.step_count == 100
+
+
+def test_torus_scene_mills():
+    from flock3d import metrics
+
+    flock = Flock.from_scene(resolve_scene("torus"))
+    flock.step(3600)  # 60 s
+    assert metrics.milling(flock.positions, flock.velocities) > 0.8
