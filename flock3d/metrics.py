@@ -6,6 +6,7 @@ All functions take plain arrays, so they work on a live flock
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import NamedTuple
 
 import numpy as np
@@ -22,6 +23,8 @@ __all__ = [
     "groups",
     "group_polarization",
     "summary",
+    "table",
+    "COLUMNS",
 ]
 
 
@@ -144,14 +147,49 @@ def group_polarization(positions: np.ndarray, velocities: np.ndarray, distance: 
     return float(np.linalg.norm(sums, axis=1).sum() / len(u))
 
 
+#: Columns of :func:`table`, after ``step`` and ``time``, with what they mean.
+COLUMNS = {
+    "polarization": "polarization P (1 = all parallel)",
+    "milling": "milling M (1 = perfect torus)",
+    "group_polarization": "polarization within groups, size-weighted",
+    "mean_distance": "mean distance between two boids",
+    "nn_mean": "mean nearest-neighbour distance",
+    "nn_min": "smallest nearest-neighbour distance",
+    "groups": "groups (connected at view distance)",
+}
+
+
 def summary(positions: np.ndarray, velocities: np.ndarray, group_distance: float) -> dict[str, float]:
-    """The standard per-frame measurements, as one flat dictionary."""
+    """The standard per-frame measurements (:data:`COLUMNS`), as one flat dictionary.
+
+    ``group_distance`` links boids into groups; use the view distance.
+    """
     nn = nearest_neighbour_stats(positions)
     return {
         "polarization": polarization(velocities),
         "milling": milling(positions, velocities),
+        "group_polarization": group_polarization(positions, velocities, group_distance),
         "mean_distance": mean_pair_distance(positions),
         "nn_mean": nn.mean,
         "nn_min": nn.min,
         "groups": float(groups(positions, group_distance)[0]),
+    }
+
+
+def table(frames: Iterable, group_distance: float) -> dict[str, np.ndarray]:
+    """:func:`summary` of every frame, as columns: ``step``, ``time`` and :data:`COLUMNS`.
+
+    Args:
+        frames: states with ``positions``, ``velocities``, ``time`` and
+            ``step_count`` (a :class:`flock3d.FlockState`, a live flock).
+    """
+    rows = []
+    for state in frames:
+        row = {"step": state.step_count, "time": state.time}
+        row.update(summary(state.positions, state.velocities, group_distance))
+        rows.append(row)
+    names = ["step", "time", *COLUMNS]
+    return {
+        name: np.array([r[name] for r in rows], dtype=np.int64 if name == "step" else np.float64)
+        for name in names
     }

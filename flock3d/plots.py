@@ -1,0 +1,49 @@
+"""Plots of flock measurements (matplotlib, drawn off-screen)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+__all__ = ["plot_metrics"]
+
+
+def plot_metrics(columns: dict[str, np.ndarray], path: str | Path, title: str = "") -> Path:
+    """Order parameters, distances and group count against time, as a PNG.
+
+    Args:
+        columns: the output of :func:`flock3d.metrics.table`.
+        path: PNG file to write.
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
+
+    t = columns["time"]
+    fig, axes = plt.subplots(3, 1, figsize=(8, 8), sharex=True, constrained_layout=True)
+    order, spacing, groups = axes
+    order.plot(t, columns["polarization"], label="polarization")
+    order.plot(t, columns["group_polarization"], label="polarization within groups", linestyle="--")
+    order.plot(t, columns["milling"], label="milling")
+    order.set_ylim(-0.02, 1.02)
+    order.set_ylabel("order")
+    order.legend(loc="best", fontsize="small")
+    spacing.plot(t, columns["mean_distance"], label="mean distance")
+    spacing.plot(t, columns["nn_mean"], label="mean nearest neighbour")
+    spacing.plot(t, columns["nn_min"], label="closest pair", linestyle=":")
+    spacing.set_yscale("log")
+    spacing.set_ylabel("distance (units)")
+    spacing.legend(loc="best", fontsize="small")
+    groups.step(t, columns["groups"], where="post")
+    groups.yaxis.set_major_locator(MaxNLocator(integer=True))
+    groups.set_ylabel("groups")
+    groups.set_xlabel("time (s)")
+    if title:
+        fig.suptitle(title)
+    path = Path(path)
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path

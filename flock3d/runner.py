@@ -1,0 +1,130 @@
+"""Headless runs: step a flock, show progress, record frames, stop cleanly on a signal."""
+
+from __future__ import annotations
+
+import signal
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+from flock3d.flock import Flock
+from flock3d.io.trajectory import TrajectoryWriter
+
+__all__ = ["RunStats", "run", "stop_on_signals", "StopFlag"]
+
+#: Steps between progress updates are chosen to take about this long.
+_UPDATE_SECONDS = 0.1
+
+
+class StopFlag:
+    """Set by a signal handler; the run loop checks it between steps."""
+
+    def __init__(self) -> None:
+        self._event = threading.Event()
+        self.signal_name: str | None = None
+
+    def set(self, signal_name: str = "stop") -> None:
+        self.signal_name = signal_name
+        self._event.set()
+
+    def __bool__(self) -> bool:
+        return self._event.is_set()
+
+
+@contextmanager
+def stop_on_signals() -> Iterator[StopFlag]:
+    """Within the block, SIGINT (Ctrl-C) and SIGTERM set a flag instead of killing the process.
+
+    The run loop then finishes its current steps, the trajectory file is closed
+    with every frame written so far, and the caller reports the interruption.
+    Outside the main thread (where handlers cannot be installed) it only yields a flag.
+    """
+    flag = StopFlag()
+    if threading.current_thread() is not threading.main_thread():
+        yield flag
+        return
+    previous = {}
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        previous[sig] = signal.signal(sig, lambda num, frame: flag.set(signal.Signals(num).name))
+    try:
+        yield flag
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+@dataclass
+class RunStats:
+    steps: int
+    """Steps actually taken."""
+    seconds: float
+    """Wall-clock time spent stepping (and recording)."""
+    frames: int = 0
+    """Frames written to the trajectory, if any."""
+    interrupted: str | None = None
+    """The signal that stopped the run early, or None."""
+
+    @property
+    def steps_per_second(self) -> float:
+        return self.steps / self.seconds if self.seconds > 0 else float("inf")
+
+
+def run(
+    flock: Flock,
+    steps: int,
+    *,
+    writer: TrajectoryWriter | None = None,
+    every: int = 1,
+    progress: bool | None = None,
+    stop: StopFlag | None = None,
+) -> RunStats:
+    """Advance ``flock`` by ``steps`` steps.
+
+    Args:
+        writer: if given, the starting state and then every ``every``-th step are appended.
+        every: steps between recorded frames.
+        progress: show a progress bar on stderr (None: only when stderr is a terminal).
+        stop: a :class:`StopFlag`; when it becomes set, the run ends after the current steps.
+    """
+    from tqdm import tqdm
+
+    if writer is not None and writer.frames_written == 0:
+        writer.append(flock.state)
+    done = 0
+    chunk = 1
+    # tqdm's disable=None means "only on a terminal".
+    bar = tqdm(total=steps, unit="step", file=sys.stderr, disable=None if progress is None else not progress)
+    start = time.perf_counter()
+    try:
+        while done < steps and not stop:
+            if writer is None:
+                # Grow the chunk so that each call takes about _UPDATE_SECONDS.
+                t = time.perf_counter()
+                n = min(chunk, steps - done)
+                flock.step(n)
+                elapsed = time.perf_counter() - t
+                if elapsed < _UPDATE_SECONDS / 2:
+                    chunk *= 2
+                elif elapsed > _UPDATE_SECONDS * 2 and chunk > 1:
+                    chunk //= 2
+            else:
+                n = min(every, steps - done)
+                flock.step(n)
+                if n == every:  # frames are evenly spaced; a shorter tail is not recorded
+                    writer.append(flock.state)
+            done += n
+            bar.update(n)
+    finally:
+        bar.close()
+        seconds = time.perf_counter() - start
+        if writer is not None:
+            writer.flush()
+    return RunStats(
+        steps=done,
+        seconds=seconds,
+        frames=writer.frames_written if writer is not None else 0,
+        interrupted=stop.signal_name if stop else None,
+    )
