@@ -1,0 +1,111 @@
+"""Rendering without a window (EGL): frames as numpy images, for ``flock3d render`` and tests.
+
+Headless OpenGL needs ``EGL_PLATFORM=surfaceless`` and ``PYOPENGL_PLATFORM=egl``
+set before vispy creates anything, and vispy's ``egl`` app with the ``gl+``
+backend (instanced meshes need it). ``PYOPENGL_PLATFORM=egl`` breaks window
+backends, so a process renders either offscreen or in a window, not both.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from flock3d.core.state import FlockState
+from flock3d.errors import Flock3dError
+from flock3d.scene import Scene
+
+__all__ = ["RenderError", "use_offscreen", "OffscreenRenderer", "CAMERAS", "ORBIT_DEGREES_PER_SECOND"]
+
+CAMERAS = ("orbit", "follow", "fixed")
+ORBIT_DEGREES_PER_SECOND = 12.0
+"""How fast the orbiting camera circles the arena (one turn in 30 s)."""
+
+
+class RenderError(Flock3dError):
+    """Offscreen rendering is not possible here (no EGL/OpenGL)."""
+
+
+_selected = False
+
+
+def use_offscreen() -> None:
+    """Select vispy's headless EGL backend for this process (idempotent)."""
+    global _selected
+    if _selected:
+        return
+    os.environ.setdefault("EGL_PLATFORM", "surfaceless")
+    os.environ["PYOPENGL_PLATFORM"] = "egl"
+    import vispy
+
+    try:
+        vispy.use(app="egl", gl="gl+")
+    except Exception as error:  # vispy raises RuntimeError or ImportError with a long text
+        first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise RenderError(f"offscreen rendering needs EGL (libEGL/Mesa): {first}") from None
+    _selected = True
+
+
+class OffscreenRenderer:
+    """Draws flock states into images of a fixed size, with the viewer's look.
+
+    Args:
+        scene: supplies the arena, the viewing hints and the speed range for colours.
+        size: (width, height) in pixels.
+        camera: ``orbit`` (circles the arena), ``follow`` (tracks the flock's
+            centre) or ``fixed`` (the scene's camera hints).
+        fps: frames per second of the output, for the orbit's pace.
+    """
+
+    def __init__(
+        self, scene: Scene, size: tuple[int, int] = (800, 600), camera: str = "orbit", fps: float = 30.0
+    ):
+        if camera not in CAMERAS:
+            raise ValueError(f"unknown camera {camera!r}; choose one of {', '.join(CAMERAS)}")
+        use_offscreen()
+        from vispy import scene as vscene
+
+        from flock3d.viewer.colors import BACKGROUND
+        from flock3d.viewer.renderer import FlockVisuals, frame_distance
+
+        self._frame_distance = frame_distance
+        try:
+            self.canvas = vscene.SceneCanvas(size=size, show=False, bgcolor=BACKGROUND)
+        except Exception as error:
+            raise RenderError(f"cannot create an offscreen OpenGL context: {error}") from None
+        self.view = self.canvas.central_widget.add_view()
+        self.visuals = FlockVisuals(self.view, scene.view, scene.params)
+        self.camera = self.visuals.make_camera("orbit")
+        self.mode = camera
+        self.fps = fps
+        self.frames_rendered = 0
+        self._start_azimuth = self.camera.azimuth
+        self._follow_distance: float | None = None
+
+    def render(self, state: FlockState) -> np.ndarray:
+        """The next frame: (height, width, 3) uint8 RGB."""
+        self.visuals.update(state)
+        if self.mode == "orbit":
+            seconds = self.frames_rendered / self.fps
+            self.camera.azimuth = self._start_azimuth + ORBIT_DEGREES_PER_SECOND * seconds
+        elif self.mode == "follow" and len(state):
+            centre = state.positions.mean(axis=0)
+            spread = float(np.percentile(np.linalg.norm(state.positions - centre, axis=1), 90))
+            wanted = self._frame_distance(max(spread, 4.0 * self.visuals.boid_size))
+            # Ease towards the wanted distance so that the camera does not jump.
+            d = self._follow_distance
+            self._follow_distance = wanted if d is None else d + 0.15 * (wanted - d)
+            self.camera.center = tuple(centre)
+            self.camera.distance = self._follow_distance
+        self.frames_rendered += 1
+        return self.canvas.render(alpha=False)
+
+    def close(self) -> None:
+        self.canvas.close()
+
+    def __enter__(self) -> OffscreenRenderer:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()

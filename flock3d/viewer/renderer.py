@@ -1,0 +1,241 @@
+"""The flock's visuals in a vispy scene, shared by the viewer and ``flock3d render``.
+
+:class:`FlockVisuals` holds no simulation state: each frame the caller pushes
+the flock's state in with :meth:`FlockVisuals.update` (style guide: the viewer
+reads state and never owns it). Boids are one instanced mesh whose per-boid
+buffers are rewritten in place, which avoids re-allocating GPU buffers and
+re-linking the shader every frame (5-20 ms per frame, rendering notes).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from vispy import scene
+from vispy.visuals.filters import InstancedShadingFilter
+
+from flock3d.core import quaternion
+from flock3d.core.neighbors import count_within
+from flock3d.core.params import Params
+from flock3d.core.state import FlockState
+from flock3d.scene.schema import COLOR_MODES, ViewHints
+from flock3d.viewer.colors import heading_colors, ramp_colors, uniform_colors
+from flock3d.viewer.meshes import mesh
+
+__all__ = ["FlockVisuals", "ARENA_COLOR", "CAMERA_FOV", "frame_distance"]
+
+ARENA_COLOR = (0.55, 0.7, 1.0, 0.13)
+CAMERA_FOV = 45.0
+_LIGHT = np.array([0.4, -0.8, -0.6])  # in camera space: from above, left and behind the viewer
+
+
+def frame_distance(radius: float, fov_deg: float = CAMERA_FOV, margin: float = 1.12) -> float:
+    """Camera distance at which a sphere of ``radius`` fills the view (with a margin)."""
+    return margin * radius / math.sin(math.radians(fov_deg) / 2.0)
+
+
+class _InstancedBoids(scene.visuals.InstancedMesh):
+    """An InstancedMesh whose per-instance buffers can be rewritten in place.
+
+    The only place that touches vispy's private buffer names.
+    """
+
+    shading: InstancedShadingFilter | None = None
+
+    def set_instances(self, positions: np.ndarray, matrices: np.ndarray, colors: np.ndarray) -> None:
+        n = len(positions)
+        if n == 0:
+            # vispy cannot hold zero instances: draw one of zero size instead.
+            positions, matrices, colors = np.zeros((1, 3)), np.zeros((1, 3, 3)), np.zeros((1, 4))
+            n = 1
+        if self.instance_positions is None or len(self.instance_positions) != n:
+            # A new count: allocate (rare: the count changed).
+            self.instance_positions = positions
+            self.instance_transforms = matrices
+            self.instance_colors = colors
+            if self.shading is not None:
+                # The shading filter reads the rotations for its normals from the old buffers.
+                for axis, vbo in zip("xyz", self._instance_transforms_vbos, strict=True):
+                    self.shading.vshader[f"instance_transform_{axis}"] = vbo
+            return
+        self._instance_positions[...] = positions
+        self._instance_positions_vbo.set_data(self._instance_positions)
+        m = matrices.astype(np.float32)
+        for axis, vbo in enumerate(self._instance_transforms_vbos):
+            vbo.set_data(np.ascontiguousarray(m[:, :, axis]))
+        self._instance_colors_vbo.set_data(np.ascontiguousarray(colors, dtype=np.float32))
+        self.update()
+
+
+def _sphere_lines(
+    radius: float, center, meridians: int = 8, parallels: int = 5, points: int = 96
+) -> np.ndarray:
+    """Line segments (2K, 3) tracing meridians and parallels of a sphere."""
+    c = np.asarray(center, dtype=np.float64)
+    t = np.linspace(0.0, 2.0 * np.pi, points + 1)
+    segments = []
+    for k in range(meridians):
+        phi = np.pi * k / meridians
+        ring = np.c_[np.sin(t) * np.cos(phi), np.cos(t), np.sin(t) * np.sin(phi)]
+        segments.append(np.repeat(ring, 2, axis=0)[1:-1])
+    for k in range(1, parallels + 1):
+        lat = -np.pi / 2 + np.pi * k / (parallels + 1)
+        ring = np.c_[np.cos(lat) * np.cos(t), np.full_like(t, np.sin(lat)), np.cos(lat) * np.sin(t)]
+        segments.append(np.repeat(ring, 2, axis=0)[1:-1])
+    return (np.vstack(segments) * radius + c).astype(np.float32)
+
+
+@dataclass
+class FrameData:
+    """What was drawn last: the colours and the neighbour counts (if computed)."""
+
+    colors: np.ndarray
+    neighbour_counts: np.ndarray | None = None
+
+
+class FlockVisuals:
+    """Boids, the arena sphere and axes inside a vispy ``ViewBox``.
+
+    Args:
+        view: the ViewBox to draw in (its camera is set up by :meth:`frame`).
+        hints: the scene's viewing hints (mesh, size, colour mode, arena, axes).
+        params: model parameters (arena size, speed range for colours).
+    """
+
+    def __init__(self, view: scene.ViewBox, hints: ViewHints, params: Params) -> None:
+        self.view = view
+        self.hints = hints
+        self.params = params
+        self.color_mode = hints.color_mode
+        self.boid_size = hints.boid_size
+        self.last: FrameData | None = None
+        vertices, faces = mesh(hints.mesh)
+        self.boids = _InstancedBoids(
+            vertices=vertices,
+            faces=faces,
+            instance_positions=np.zeros((1, 3), np.float32),
+            instance_transforms=np.zeros((1, 3, 3), np.float32),  # nothing drawn until update()
+            instance_colors=np.zeros((1, 4), np.float32),
+            parent=view.scene,
+        )
+        self.shading = InstancedShadingFilter(
+            "flat",
+            light_dir=tuple(_LIGHT),
+            ambient_light=(1, 1, 1, 0.55),
+            diffuse_light=(1, 1, 1, 0.8),
+            specular_light=(1, 1, 1, 0.25),
+            shininess=24,
+        )
+        self.boids.attach(self.shading)
+        self.boids.shading = self.shading
+        self.arena = scene.visuals.Line(
+            _sphere_lines(params.arena_radius, params.arena_center),
+            color=ARENA_COLOR,
+            connect="segments",
+            antialias=False,
+            parent=view.scene,
+        )
+        self.arena.set_gl_state("translucent", depth_test=True)
+        self.arena.visible = hints.show_arena
+        self.axes = scene.visuals.XYZAxis(parent=view.scene)
+        self._place_axes()
+        self.axes.visible = hints.show_axes
+        view.scene.transform.changed.connect(self._light_follows_camera)
+
+    # -- configuration ------------------------------------------------------------------
+
+    def set_params(self, params: Params) -> None:
+        """New model parameters: redraw the arena if it moved or changed size."""
+        if (params.arena_radius, params.arena_center) != (self.params.arena_radius, self.params.arena_center):
+            self.arena.set_data(pos=_sphere_lines(params.arena_radius, params.arena_center))
+        self.params = params
+        self._place_axes()
+
+    def set_mesh(self, name: str) -> None:
+        vertices, faces = mesh(name)
+        self.boids.set_data(vertices=vertices, faces=faces)
+
+    def set_color_mode(self, mode: str) -> None:
+        if mode not in COLOR_MODES:
+            raise ValueError(f"unknown colour mode {mode!r}; choose one of {', '.join(COLOR_MODES)}")
+        self.color_mode = mode
+
+    def _place_axes(self) -> None:
+        from vispy.visuals.transforms import STTransform
+
+        r = 0.25 * self.params.arena_radius
+        self.axes.transform = STTransform(scale=(r, r, r), translate=self.params.arena_center)
+
+    # -- camera -------------------------------------------------------------------------
+
+    def make_camera(self, kind: str = "orbit") -> scene.cameras.BaseCamera:
+        """A camera of ``kind`` (orbit, arcball, fly; follow and fixed use a turntable)."""
+        if kind == "arcball":
+            camera = scene.cameras.ArcballCamera(fov=CAMERA_FOV)
+        elif kind == "fly":
+            camera = scene.cameras.FlyCamera(fov=CAMERA_FOV)
+        else:
+            camera = scene.cameras.TurntableCamera(fov=CAMERA_FOV, up="+y")
+        self.view.camera = camera
+        self.frame()
+        return camera
+
+    def frame(self) -> None:
+        """Point the camera at the arena from the scene's hinted angles, framing it whole."""
+        camera = self.view.camera
+        h = self.hints
+        distance = h.camera_distance or frame_distance(self.params.arena_radius)
+        center = tuple(self.params.arena_center)
+        if isinstance(camera, scene.cameras.TurntableCamera):
+            camera.center, camera.distance = center, distance
+            camera.azimuth, camera.elevation = h.camera_azimuth, h.camera_elevation
+        elif isinstance(camera, scene.cameras.FlyCamera):
+            az, el = math.radians(h.camera_azimuth), math.radians(h.camera_elevation)
+            eye = np.asarray(center) + distance * np.array(
+                [math.sin(az) * math.cos(el), math.sin(el), math.cos(az) * math.cos(el)]
+            )
+            camera.center = tuple(eye)
+            camera.scale_factor = distance
+        else:
+            camera.center = center
+            camera.distance = distance
+        camera.view_changed()
+
+    def _light_follows_camera(self, event=None) -> None:
+        camera = self.view.camera
+        if camera is None:
+            return
+        # Keep the light fixed relative to the viewer, so boids are lit from wherever we look.
+        direction = camera.transform.map(np.r_[_LIGHT, 0.0])[:3]
+        norm = np.linalg.norm(direction)
+        if norm > 0:
+            self.shading.light_dir = tuple(direction / norm)
+
+    # -- per frame ----------------------------------------------------------------------
+
+    def colors_for(self, state: FlockState) -> FrameData:
+        """Per-boid colours for the current colour mode."""
+        n = len(state)
+        if self.color_mode == "heading":
+            return FrameData(heading_colors(quaternion.forward(state.orientations)))
+        if self.color_mode == "speed":
+            speeds = np.linalg.norm(state.velocities, axis=1)
+            return FrameData(ramp_colors(speeds, self.params.min_speed, self.params.max_speed))
+        if self.color_mode == "neighbours":
+            radius = self.params.view_distance if math.isfinite(self.params.view_distance) else 1e300
+            counts = count_within(state.positions, radius) if n else np.zeros(0, np.int64)
+            top = max(10.0, float(np.percentile(counts, 95))) if n else 10.0
+            return FrameData(ramp_colors(counts, 0.0, top), counts)
+        return FrameData(uniform_colors(n))
+
+    def update(self, state: FlockState, colors: np.ndarray | None = None) -> FrameData:
+        """Push a flock state to the GPU buffers; ``colors`` (N, 4) overrides the colour mode."""
+        frame = self.colors_for(state) if colors is None else FrameData(np.asarray(colors, np.float32))
+        matrices = quaternion.to_matrices(state.orientations) * self.boid_size
+        self.boids.set_instances(
+            state.positions.astype(np.float32), matrices.astype(np.float32), frame.colors
+        )
+        self.last = frame
+        return frame

@@ -1,0 +1,37 @@
+"""Running the flock3d command in a subprocess, as a user would."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+
+
+def flock3d(
+    *args: str, timeout: float = 300, env: dict | None = None, cwd=None
+) -> subprocess.CompletedProcess:
+    """Run ``flock3d ARGS`` with this interpreter; returns the completed process."""
+    return subprocess.run(
+        [sys.executable, "-m", "flock3d.cli", *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, **(env or {})},
+        cwd=cwd,
+    )
+
+
+def assert_clean_failure(out: subprocess.CompletedProcess, *fragments: str) -> None:
+    """Exit status 2, no traceback, and the message fragments on stderr."""
+    assert out.returncode == 2, (out.returncode, out.stdout, out.stderr)
+    assert "Traceback" not in out.stderr
+    for fragment in fragments:
+        assert fragment in out.stderr, (fragment, out.stderr)
+
+
+def foreground_mask(image: np.ndarray, background=(0.035, 0.05, 0.09), tolerance: int = 12) -> np.ndarray:
+    """Pixels that differ from the background colour."""
+    bg = np.round(np.asarray(background) * 255).astype(int)
+    return np.abs(image[..., :3].astype(int) - bg).max(axis=-1) > tolerance

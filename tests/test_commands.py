@@ -1,0 +1,173 @@
+"""The command line end to end: check, run --out, metrics, render, and bad input."""
+
+import csv
+import re
+import signal
+import subprocess
+import sys
+import time
+
+import imageio.v2 as imageio
+import numpy as np
+import pytest
+from helpers import assert_clean_failure, flock3d, foreground_mask
+
+from flock3d import Flock, metrics
+from flock3d.io import RecordingError, Trajectory
+from flock3d.scene import resolve_scene, shipped_scenes
+
+BROKEN = {
+    "syntax.toml": ('name = "x"\n[arena]\nradius = \n', "TOML syntax error at line 3, column"),
+    "unknown.toml": (
+        "[perception]\nfvo = 100\n",
+        "perception.fvo: unknown key; did you mean perception.fov?",
+    ),
+    "type.toml": ('[flock]\nmin_speed = "fast"\n', "flock.min_speed must be a number (got 'fast')"),
+    "range.toml": ("[flock]\nmax_turn_rate = -1\n", "flock.max_turn_rate must be > 0 (got -1)"),
+    "empty.toml": ("", "empty file"),
+    "garbage.toml": (bytes(range(256)), "not a text file"),
+}
+
+
+def test_check_accepts_every_shipped_scene():
+    out = flock3d("check", *shipped_scenes())
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.count(": ok") == len(shipped_scenes())
+
+
+@pytest.mark.parametrize("name", list(BROKEN))
+def test_check_reports_each_broken_scene_specifically(tmp_path, name):
+    content, message = BROKEN[name]
+    path = tmp_path / name
+    path.write_bytes(content if isinstance(content, bytes) else content.encode())
+    assert_clean_failure(flock3d("check", path), f"{path}: ", message)
+    assert_clean_failure(flock3d("run", path, "--steps", "1"), message)
+
+
+def test_check_reports_every_problem_of_every_file(tmp_path):
+    for name in ("syntax.toml", "unknown.toml", "range.toml"):
+        (tmp_path / name).write_text(BROKEN[name][0])
+    out = flock3d(
+        "check", tmp_path / "syntax.toml", "default", tmp_path / "unknown.toml", tmp_path / "range.toml"
+    )
+    assert_clean_failure(out, BROKEN["syntax.toml"][1], BROKEN["unknown.toml"][1], BROKEN["range.toml"][1])
+    assert "default: ok" in out.stdout
+
+
+def test_unknown_options_and_bad_values_exit_2():
+    assert_clean_failure(flock3d("run", "default", "--stepz", "5"), "unrecognized arguments: --stepz")
+    assert_clean_failure(flock3d("run", "default", "--steps", "-5"), "must be >= 0")
+    assert_clean_failure(
+        flock3d("run", "default", "--set", "perception.fov=999"), "perception.fov must be in (0, 360]"
+    )
+    assert_clean_failure(flock3d("run", "default", "--out", "/no/such/folder/x.h5"), "does not exist")
+    assert_clean_failure(flock3d("run", "default", "--out", "x.txt"), "--out must end in .h5")
+
+
+def test_run_out_then_metrics_agree_with_metrics_in_memory(tmp_path):
+    traj_path, csv_path, png_path = tmp_path / "t.h5", tmp_path / "m.csv", tmp_path / "m.png"
+    out = flock3d("run", "default", "--steps", "120", "--every", "10", "--seed", "4", "--out", traj_path,
+                  "--set", "flock.count=300")  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    assert "wrote 13 frames" in out.stdout and "steps/s" in out.stdout and "polarization" in out.stdout
+
+    out = flock3d("metrics", traj_path, "--csv", csv_path, "--plot", png_path)
+    assert out.returncode == 0, out.stderr
+    rows = list(csv.DictReader(csv_path.open()))
+    assert [int(r["step"]) for r in rows] == list(range(0, 121, 10))
+    assert imageio.imread(png_path).shape[0] > 100
+
+    # The same run in memory, measured at the same steps.
+    scene = resolve_scene("default", overrides=["flock.count=300"]).replace(seed=4)
+    flock = Flock.from_scene(scene)
+    for row in rows:
+        flock.step(int(row["step"]) - flock.step_count)
+        expected = metrics.summary(flock.positions, flock.velocities, scene.params.view_distance)
+        for name, value in expected.items():
+            assert float(row[name]) == pytest.approx(value, rel=1e-12, abs=1e-12), name
+        assert float(row["time"]) == pytest.approx(flock.time)
+
+    with Trajectory(traj_path) as traj:
+        assert traj.scene == scene
+        np.testing.assert_array_equal(traj.frame(-1).positions, flock.positions)
+
+
+def test_sigterm_leaves_a_readable_file(tmp_path):
+    path = tmp_path / "long.h5"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "flock3d.cli", "run", "default", "--steps", "10000000", "--out", str(path)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.time() + 120
+    while time.time() < deadline:  # wait until frames reach the disk
+        time.sleep(0.5)
+        if path.exists() and path.stat().st_size > 3_000_000:
+            break
+    proc.send_signal(signal.SIGTERM)
+    stdout, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 143, stderr
+    assert "stopped by SIGTERM" in stderr and "Traceback" not in stderr
+    with Trajectory(path) as traj:
+        assert traj.n_frames > 10
+        assert traj.steps[-1] == traj.n_frames - 1
+        last = traj.frame(-1)
+        assert np.all(np.isfinite(last.positions))
+    assert f"wrote {traj.n_frames:,} frames" in stdout
+
+
+def test_missing_truncated_and_foreign_recordings(tmp_path):
+    good = tmp_path / "good.h5"
+    assert flock3d("run", "small-arena", "--steps", "50", "--out", good).returncode == 0
+    truncated = tmp_path / "truncated.h5"
+    truncated.write_bytes(good.read_bytes()[: good.stat().st_size // 2])
+    text = tmp_path / "text.h5"
+    text.write_text("not hdf5")
+    foreign = tmp_path / "foreign.h5"
+    import h5py
+
+    with h5py.File(foreign, "w") as f:
+        f["data"] = np.arange(3)
+    cases = {
+        tmp_path / "missing.h5": "no such file",
+        truncated: "truncated HDF5 file",
+        text: "not an HDF5 file",
+        foreign: "not a flock3d trajectory (no particles/flock/position/value)",
+    }
+    for path, message in cases.items():
+        with pytest.raises(RecordingError, match=re.escape(message)):
+            Trajectory(path)
+        assert_clean_failure(flock3d("metrics", path), f"{path}: {message}")
+        assert_clean_failure(flock3d("render", path, "--out", tmp_path / "x.png"), message)
+
+
+def test_render_png_shows_boids(tmp_path):
+    png = tmp_path / "frame.png"
+    out = flock3d("render", "default", "--out", png, "--size", "320x240", "--camera", "fixed",
+                  "--set", "view.show_arena=false")  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    image = imageio.imread(png)
+    assert image.shape == (240, 320, 3)
+    lit = foreground_mask(image)
+    assert 200 < lit.sum() < 0.5 * lit.size  # boids, not a blank (or a filled) frame
+    # With no boids and no arena the frame is background only.
+    empty = tmp_path / "empty.png"
+    out = flock3d("render", "default", "--out", empty, "--size", "320x240",
+                  "--set", "flock.count=0", "--set", "view.show_arena=false")  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    assert foreground_mask(imageio.imread(empty)).sum() == 0
+
+
+def test_render_mp4_of_a_trajectory_has_its_size_and_frame_count(tmp_path):
+    traj = tmp_path / "t.h5"
+    assert flock3d("run", "small-arena", "--steps", "46", "--every", "2", "--out", traj).returncode == 0
+    movie = tmp_path / "t.mp4"
+    out = flock3d("render", traj, "--out", movie, "--size", "320x240", "--camera", "follow")
+    assert out.returncode == 0, out.stderr
+    reader = imageio.get_reader(movie)
+    frames = [frame for frame in reader]
+    assert len(frames) == 24
+    assert frames[0].shape == (240, 320, 3)
+    assert reader.get_meta_data()["fps"] == 30.0
+    assert foreground_mask(frames[-1]).sum() > 20
