@@ -320,7 +320,11 @@ def _add_render(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
         "--size", type=_size, default=(800, 600), metavar="WxH", help="image size (default 800x600)"
     )
     p.add_argument("--camera", choices=CAMERAS, default="orbit", help="camera motion (default orbit)")
-    p.add_argument("--fps", type=_positive_float, default=30.0, help="video frames per second (default 30)")
+    p.add_argument(
+        "--fps",
+        type=_positive_float,
+        help="video frames per second (default: real time for a trajectory, capped to 10-60; 30 for a scene)",
+    )
     p.add_argument("--seed", type=_non_negative_int, help="seed, when rendering a scene")
     _set_argument(p)
     p.add_argument("--no-progress", action="store_true", help="do not show the progress bar")
@@ -347,12 +351,15 @@ def _run_render(args: argparse.Namespace) -> int:
             traj.close()
             raise Flock3dError(f"{args.source}: the trajectory has no frames")
         scene = traj.scene
+        if args.fps is None:  # play the recording in real time
+            args.fps = float(np.clip(1.0 / (traj.every * scene.params.dt), 10.0, 60.0))
         total = min(args.frames or traj.n_frames, traj.n_frames)
         frames = [traj.frame(total - 1)] if is_png else traj.frames(total)
     else:
         scene = resolve_scene(args.source, overrides=args.set)
         if args.seed is not None:
             scene = scene.replace(seed=args.seed)
+        args.fps = args.fps or 30.0
         total = args.frames or (1 if is_png else 300)
         steps_per_frame = max(1, round(1.0 / (args.fps * scene.params.dt)))
         flock = Flock.from_scene(scene)

@@ -213,6 +213,11 @@ class Trajectory:
         return parse_scene(text, source=f"{self.path}:scene")
 
     @property
+    def every(self) -> int:
+        """Steps between recorded frames."""
+        return int(self._file["parameters/flock3d"].attrs.get("every", 1))
+
+    @property
     def steps(self) -> np.ndarray:
         """(T,) int64 step number of each frame."""
         return self._file[f"{_GROUP}/position/step"][:]
