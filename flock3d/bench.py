@@ -141,6 +141,36 @@ def run(large: bool = False, steps: int = 20, min_seconds: float = 2.0, out=sys.
     return rows
 
 
+def run_viewer(large: bool = False, seconds: float = 8.0, out=sys.stdout) -> list[dict]:
+    """Frames/s of the viewer in a real window at several sizes (needs a display)."""
+    sizes = [1_000, 10_000, 20_000] + ([100_000] if large else [])
+    print(
+        f"flock3d bench --viewer: the viewer in a real window, default scene at its density, "
+        f"{seconds:g} s per size after warm-up; each size in a fresh process",
+        file=out,
+    )
+    columns = ("N", "mesh", "frames/s", "steps/s", "real time", "first frame")
+    print("{:>10} {:>6} {:>10} {:>10} {:>10} {:>12}".format(*columns), file=out)
+    rows = []
+    for n in sizes:
+        for mesh in ("bird", "dart"):
+            cmd = [sys.executable, "-m", "flock3d.viewer.measure", str(n), str(seconds), mesh]
+            result = subprocess.run(cmd, capture_output=True, text=True, check=False)
+            if result.returncode != 0:
+                last = (result.stderr.strip().splitlines() or ["failed"])[-1]
+                raise RuntimeError(f"viewer measurement at N={n} failed: {last}")
+            row = json.loads(result.stdout.strip().splitlines()[-1])
+            rows.append(row)
+            print(
+                f"{n:>10,} {mesh:>6} {row['fps']:>10.1f} {row['steps_per_s']:>10.0f} "
+                f"{row['real_time_factor']:>9.2f}x {row['first_frame_s']:>11.2f}s",
+                file=out,
+                flush=True,
+            )
+    print("first frame: seconds from the process start to the window's first drawn frame", file=out)
+    return rows
+
+
 if __name__ == "__main__":
     size, n_steps, seconds, eng = int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3]), sys.argv[4]
     print(json.dumps(measure(size, n_steps, seconds, eng)))

@@ -60,7 +60,12 @@ def _add_bench(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
         "(1,000,000 with --large) at ~20 boids within view distance, the thread count, "
         "each size's peak memory, and the reference implementation at N = 1,000.",
     )
-    p.add_argument("--large", action="store_true", help="also run N = 1,000,000")
+    p.add_argument("--large", action="store_true", help="also run N = 1,000,000 (with --viewer: 100,000)")
+    p.add_argument(
+        "--viewer",
+        action="store_true",
+        help="measure the viewer's frames/s in a real window instead (needs a display)",
+    )
     p.add_argument("--steps", type=_positive_int, default=20, help="steps per timed run (default 20)")
     p.add_argument("--threads", type=_positive_int, help="numba threads (default: all cores)")
     return p
@@ -74,7 +79,13 @@ def _run_bench(args: argparse.Namespace) -> int:
         os.environ["NUMBA_NUM_THREADS"] = str(args.threads)
     from flock3d import bench
 
-    bench.run(large=args.large, steps=args.steps)
+    if args.viewer:
+        from flock3d.viewer.app import check_display
+
+        check_display()
+        bench.run_viewer(large=args.large)
+    else:
+        bench.run(large=args.large, steps=args.steps)
     return 0
 
 
@@ -281,6 +292,33 @@ def _run_metrics(args: argparse.Namespace) -> int:
     return 0
 
 
+# -- view -------------------------------------------------------------------------------
+
+
+def _add_view(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    p = sub.add_parser(
+        "view",
+        help="watch a scene in the interactive 3D viewer (the default scene if none is given)",
+        description="Open the viewer: orbit the flock, tweak its parameters live, load and save "
+        "scenes, take screenshots and record videos. Press h in the window for the shortcuts.",
+    )
+    _scene_argument(p, nargs="?")
+    p.add_argument("--seed", type=_non_negative_int, help="seed of the initial state (default: the scene's)")
+    _set_argument(p)
+    return p
+
+
+def _run_view(args: argparse.Namespace) -> int:
+    from flock3d.scene import resolve_scene
+    from flock3d.viewer.app import check_display, run_viewer
+
+    scene = resolve_scene(args.scene, overrides=args.set)
+    if args.seed is not None:
+        scene = scene.replace(seed=args.seed)
+    check_display()
+    return run_viewer(scene)
+
+
 # -- render ---------------------------------------------------------------------------
 
 
@@ -398,6 +436,7 @@ def _run_render(args: argparse.Namespace) -> int:
 
 
 COMMANDS: dict[str, tuple[Callable, Callable[[argparse.Namespace], int]]] = {
+    "view": (_add_view, _run_view),
     "scenes": (_add_scenes, _run_scenes),
     "check": (_add_check, _run_check),
     "run": (_add_run, _run_run),

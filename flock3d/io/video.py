@@ -22,6 +22,7 @@ class VideoWriter:
 
         self.path = Path(path)
         self.frames = 0
+        self._shape: tuple[int, ...] | None = None
         try:
             self._writer = imageio.get_writer(
                 self.path,
@@ -37,6 +38,16 @@ class VideoWriter:
             raise Flock3dError(f"{self.path}: cannot start the video encoder ({error})") from None
 
     def append(self, image: np.ndarray) -> None:
+        """Add a frame; frames of another size than the first are cropped or padded to it
+        (a window resized while recording must not corrupt the stream)."""
+        image = np.asarray(image)[..., :3]
+        if self._shape is None:
+            self._shape = image.shape
+        elif image.shape != self._shape:
+            fitted = np.zeros(self._shape, dtype=image.dtype)
+            h, w = min(image.shape[0], self._shape[0]), min(image.shape[1], self._shape[1])
+            fitted[:h, :w] = image[:h, :w]
+            image = fitted
         self._writer.append_data(np.ascontiguousarray(image))
         self.frames += 1
 

@@ -28,7 +28,6 @@ __all__ = ["FlockVisuals", "ARENA_COLOR", "CAMERA_FOV", "frame_distance"]
 
 ARENA_COLOR = (0.55, 0.7, 1.0, 0.13)
 CAMERA_FOV = 45.0
-_LIGHT = np.array([0.4, -0.8, -0.6])  # in camera space: from above, left and behind the viewer
 
 
 def frame_distance(radius: float, fov_deg: float = CAMERA_FOV, margin: float = 1.12) -> float:
@@ -115,6 +114,7 @@ class FlockVisuals:
         self.boids = _InstancedBoids(
             vertices=vertices,
             faces=faces,
+            color=(1.0, 1.0, 1.0, 1.0),  # vispy's default mesh colour (light blue) would tint every boid
             instance_positions=np.zeros((1, 3), np.float32),
             instance_transforms=np.zeros((1, 3, 3), np.float32),  # nothing drawn until update()
             instance_colors=np.zeros((1, 4), np.float32),
@@ -122,10 +122,10 @@ class FlockVisuals:
         )
         self.shading = InstancedShadingFilter(
             "flat",
-            light_dir=tuple(_LIGHT),
-            ambient_light=(1, 1, 1, 0.55),
-            diffuse_light=(1, 1, 1, 0.8),
-            specular_light=(1, 1, 1, 0.25),
+            light_dir=(0.0, -1.0, 0.0),  # aimed from the camera at every update
+            ambient_light=(1, 1, 1, 0.18),
+            diffuse_light=(1, 1, 1, 1.0),
+            specular_light=(1, 1, 1, 0.15),
             shininess=24,
         )
         self.boids.attach(self.shading)
@@ -142,7 +142,6 @@ class FlockVisuals:
         self.axes = scene.visuals.XYZAxis(parent=view.scene)
         self._place_axes()
         self.axes.visible = hints.show_axes
-        view.scene.transform.changed.connect(self._light_follows_camera)
 
     # -- configuration ------------------------------------------------------------------
 
@@ -203,15 +202,26 @@ class FlockVisuals:
             camera.distance = distance
         camera.view_changed()
 
-    def _light_follows_camera(self, event=None) -> None:
-        camera = self.view.camera
-        if camera is None:
+    def _aim_light(self) -> None:
+        """Light the boids from just above and left of the viewer, wherever the camera is.
+
+        The viewing directions come from mapping canvas points back into the scene,
+        which holds for every camera kind and needs no knowledge of their conventions.
+        """
+        tr = self.view.scene.node_transform(self.view.canvas.scene)
+        w, h = self.view.canvas.size
+        points = np.array([[w / 2, h / 2, 0.0, 1.0], [w / 2, h / 2, 0.5, 1.0], [w / 2, h / 2 - 1, 0.0, 1.0],
+                           [w / 2 + 1, h / 2, 0.0, 1.0]])  # fmt: skip
+        mapped = tr.imap(points)
+        centre, deeper, up, right = mapped[:, :3] / mapped[:, 3:4]
+        into = deeper - centre
+        up, right = up - centre, right - centre
+        norms = [np.linalg.norm(v) for v in (into, up, right)]
+        if min(norms) == 0 or not np.all(np.isfinite(norms)):
             return
-        # Keep the light fixed relative to the viewer, so boids are lit from wherever we look.
-        direction = camera.transform.map(np.r_[_LIGHT, 0.0])[:3]
-        norm = np.linalg.norm(direction)
-        if norm > 0:
-            self.shading.light_dir = tuple(direction / norm)
+        # light_dir is the direction the light travels: into the scene, downwards, rightwards.
+        direction = into / norms[0] - 0.55 * up / norms[1] + 0.3 * right / norms[2]
+        self.shading.light_dir = tuple(direction / np.linalg.norm(direction))
 
     # -- per frame ----------------------------------------------------------------------
 
@@ -234,6 +244,7 @@ class FlockVisuals:
         """Push a flock state to the GPU buffers; ``colors`` (N, 4) overrides the colour mode."""
         frame = self.colors_for(state) if colors is None else FrameData(np.asarray(colors, np.float32))
         matrices = quaternion.to_matrices(state.orientations) * self.boid_size
+        self._aim_light()
         self.boids.set_instances(
             state.positions.astype(np.float32), matrices.astype(np.float32), frame.colors
         )

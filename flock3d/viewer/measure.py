@@ -1,0 +1,59 @@
+"""Measure the viewer in a real window: ``python -m flock3d.viewer.measure N SECONDS [MESH]``.
+
+Opens the viewer on the default scene with N boids (arena radius scaled to keep
+the default density), lets it run, and prints one JSON line: frames per second,
+simulation steps per second, the real-time factor and the time to the first
+frame. ``flock3d bench --viewer`` runs it for several sizes.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+
+
+def measure(n: int, seconds: float, mesh: str = "bird") -> dict:
+    from flock3d.scene import resolve_scene
+    from flock3d.viewer.app import _use_qt, check_display
+
+    check_display()
+    _use_qt()
+    from vispy import app
+
+    from flock3d.viewer.app import ViewerWindow
+
+    application = app.use_app()
+    application.create()
+    radius = 30.0 * (n / 500.0) ** (1.0 / 3.0)  # the default scene's density
+    scene = resolve_scene(
+        "default", overrides=[f"flock.count={n}", f"arena.radius={radius}", f"view.mesh={mesh}"]
+    )
+    viewer = ViewerWindow(scene, dialogs=False)  # times the first frame from the process start
+    viewer.show()
+    while viewer.first_frame_seconds is None:
+        application.process_events()
+    warm_until = time.perf_counter() + min(2.0, seconds / 3)
+    while time.perf_counter() < warm_until:
+        application.process_events()
+    frames0, steps0, t0 = viewer.frames_drawn, viewer.session.flock.step_count, time.perf_counter()
+    sim0 = viewer.session.flock.time
+    while time.perf_counter() - t0 < seconds:
+        application.process_events()
+        time.sleep(0.001)
+    elapsed = time.perf_counter() - t0
+    result = {
+        "n": n,
+        "mesh": mesh,
+        "fps": (viewer.frames_drawn - frames0) / elapsed,
+        "steps_per_s": (viewer.session.flock.step_count - steps0) / elapsed,
+        "real_time_factor": (viewer.session.flock.time - sim0) / elapsed,
+        "first_frame_s": viewer.first_frame_seconds,
+        "canvas": list(viewer.canvas.size),
+    }
+    viewer.close()
+    return result
+
+
+if __name__ == "__main__":
+    print(json.dumps(measure(int(sys.argv[1]), float(sys.argv[2]), *(sys.argv[3:4] or ["bird"]))))

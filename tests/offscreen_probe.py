@@ -1,0 +1,94 @@
+"""Renders test images offscreen (EGL) in a process of its own.
+
+vispy binds one backend per process and the window tests use Qt in the pytest
+process, so the pixel tests run this script and assert on what it saves:
+
+    python offscreen_probe.py CASE OUT.npz
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+
+import numpy as np
+
+from flock3d import Params
+from flock3d.core.quaternion import look_rotation
+from flock3d.core.state import FlockState
+from flock3d.scene import Scene, ViewHints
+from flock3d.viewer.offscreen import OffscreenRenderer
+
+SIZE = (320, 240)
+
+
+def state_of(positions, headings) -> FlockState:
+    p = np.asarray(positions, dtype=float).reshape(-1, 3)
+    d = np.asarray(headings, dtype=float).reshape(-1, 3)
+    return FlockState(p, d * 4.0, look_rotation(d))
+
+
+def renderer(hints: ViewHints, radius: float = 10.0) -> OffscreenRenderer:
+    # Azimuth 0, elevation 0 with +y up: the camera looks along the x axis, so the
+    # screen shows the y-z plane (z across, y up).
+    hints = ViewHints(**{**hints.__dict__, "camera_azimuth": 0.0, "camera_elevation": 0.0})
+    return OffscreenRenderer(Scene(Params(arena_radius=radius), view=hints), size=SIZE, camera="fixed")
+
+
+def project(r: OffscreenRenderer, points: np.ndarray) -> np.ndarray:
+    tr = r.view.scene.node_transform(r.canvas.scene)  # scene -> canvas pixels
+    mapped = tr.map(np.asarray(points, dtype=float))
+    return mapped[:, :2] / mapped[:, 3:4]
+
+
+def case_positions() -> dict:
+    rng = np.random.default_rng(1)
+    p = rng.uniform(-6, 6, (6, 3))
+    p[:, 0] = 0.0
+    r = renderer(ViewHints(show_arena=False, mesh="cone", boid_size=1.2, color_mode="uniform"))
+    image = r.render(state_of(p, np.tile([0.0, 0.0, 1.0], (6, 1))))
+    return {"image": image, "screen": project(r, p)}
+
+
+def case_heading() -> dict:
+    images, screens, arrows = [], [], []
+    for heading in ([0, 0, 1], [0, 0, -1], [0, 1, 0], [0, -1, 0], [0, math.sqrt(0.5), math.sqrt(0.5)]):
+        r = renderer(ViewHints(show_arena=False, mesh="dart", boid_size=8.0, color_mode="uniform"))
+        h = np.asarray(heading, dtype=float)
+        images.append(r.render(state_of([0, 0, 0], h)))
+        screens.append(project(r, np.zeros((1, 3)))[0])
+        arrows.append(project(r, h[None] * 4.0)[0] - screens[-1])
+        r.close()
+    return {"images": np.array(images), "screen": np.array(screens), "arrows": np.array(arrows)}
+
+
+def case_arena() -> dict:
+    r = renderer(ViewHints(show_arena=True), radius=10.0)
+    image = r.render(state_of(np.zeros((0, 3)), np.zeros((0, 3))))
+    centre = project(r, np.zeros((1, 3)))[0]
+    # The silhouette of the sphere seen from the camera: project points on the rim
+    # perpendicular to the view direction (approximately the outline for a distant camera).
+    rim = project(r, np.array([[0, 0, 10.0], [0, 10.0, 0], [0, 0, -10.0], [0, -10.0, 0]]))
+    return {"image": image, "centre": centre, "rim": rim}
+
+
+def case_colors() -> dict:
+    rng = np.random.default_rng(2)
+    n = 300
+    p = rng.uniform(-7, 7, (n, 3))
+    d = rng.normal(size=(n, 3))
+    d /= np.linalg.norm(d, axis=1, keepdims=True)
+    state = FlockState(p, d * rng.uniform(3, 6, (n, 1)), look_rotation(d))
+    images = {}
+    for mode in ("heading", "speed", "neighbours", "uniform"):
+        r = renderer(ViewHints(show_arena=False, mesh="cone", boid_size=1.0, color_mode=mode))
+        images[mode] = r.render(state)
+        r.close()
+    return images
+
+
+CASES = {"positions": case_positions, "heading": case_heading, "arena": case_arena, "colors": case_colors}
+
+if __name__ == "__main__":
+    case, out = sys.argv[1], sys.argv[2]
+    np.savez(out, **CASES[case]())

@@ -1,0 +1,236 @@
+"""The viewer in a real window under Xvfb, driven with real X input events (xdotool)."""
+
+import os
+import shutil
+import subprocess
+import time
+
+import imageio.v3 as iio
+import numpy as np
+import pytest
+from helpers import foreground_mask
+
+from flock3d.scene import resolve_scene
+
+pytestmark = pytest.mark.gui
+
+
+@pytest.fixture(scope="module")
+def qt_app():
+    if not os.environ.get("DISPLAY"):
+        pytest.skip("no X display: install xvfb (the pytest-xvfb plugin then starts one)")
+    if shutil.which("xdotool") is None:
+        pytest.skip("xdotool is not installed")
+    import vispy
+
+    vispy.use(app="pyside6", gl="gl+")
+    from vispy import app
+
+    application = app.use_app()
+    application.create()
+    return application
+
+
+def pump(app, seconds: float = 0.3) -> None:
+    end = time.time() + seconds
+    while time.time() < end:
+        app.process_events()
+        time.sleep(0.005)
+
+
+def xdotool(*args) -> None:
+    subprocess.run(["xdotool", *map(str, args)], check=True, timeout=30)
+
+
+@pytest.fixture
+def viewer(qt_app, tmp_path):
+    from flock3d.viewer.app import ViewerWindow
+
+    v = ViewerWindow(
+        resolve_scene("default", overrides=["flock.count=300"]), output_dir=tmp_path, dialogs=False
+    )
+    v.show()
+    deadline = time.time() + 20
+    while v.first_frame_seconds is None and time.time() < deadline:
+        pump(qt_app, 0.05)
+    assert v.first_frame_seconds is not None, "the window never drew"
+    window_id = int(v.window.winId())
+    xdotool("windowfocus", "--sync", window_id)
+    pump(qt_app, 0.3)
+    yield v
+    v.close()
+    pump(qt_app, 0.2)
+
+
+def on_screen(widget, x: float, y: float) -> tuple[int, int]:
+    from PySide6.QtCore import QPoint
+
+    p = widget.mapToGlobal(QPoint(int(x), int(y)))
+    return p.x(), p.y()
+
+
+def drag(app, start, end, steps: int = 8) -> None:
+    """Press, move in steps (vispy ignores moves under 10 ms apart) and release button 1."""
+    xdotool("mousemove", *start)
+    pump(app, 0.1)
+    xdotool("mousedown", 1)
+    pump(app, 0.05)
+    for k in range(1, steps + 1):
+        t = k / steps
+        xdotool(
+            "mousemove", round(start[0] + t * (end[0] - start[0])), round(start[1] + t * (end[1] - start[1]))
+        )
+        pump(app, 0.03)
+    xdotool("mouseup", 1)
+    pump(app, 0.2)
+
+
+def arena_radius_px(v) -> float:
+    """On-screen distance from the arena's centre to its rim, sideways from the view."""
+    tr = v.view.scene.node_transform(v.canvas.scene)
+    c = np.asarray(v.session.params.arena_center)
+    r = v.session.params.arena_radius
+    rim = np.array([c, c + [r, 0, 0], c + [0, r, 0], c + [0, 0, r]])
+    mapped = tr.map(rim)
+    xy = mapped[:, :2] / mapped[:, 3:4]
+    return float(np.max(np.linalg.norm(xy[1:] - xy[0], axis=1)))
+
+
+def test_mouse_drag_orbits_the_camera(qt_app, viewer):
+    w, h = viewer.canvas.size
+    azimuth, elevation = viewer.view.camera.azimuth, viewer.view.camera.elevation
+    drag(
+        qt_app,
+        on_screen(viewer.canvas.native, w / 2, h / 2),
+        on_screen(viewer.canvas.native, w / 2 + 150, h / 2 + 40),
+    )
+    assert abs(viewer.view.camera.azimuth - azimuth) > 10
+    assert viewer.view.camera.elevation != elevation
+
+
+def test_wheel_zooms(qt_app, viewer):
+    w, h = viewer.canvas.size
+    before = arena_radius_px(viewer)
+    xdotool("mousemove", *on_screen(viewer.canvas.native, w / 2, h / 2))
+    for _ in range(4):
+        xdotool("click", 4)  # wheel up: zoom in
+        pump(qt_app, 0.05)
+    pump(qt_app, 0.2)
+    assert arena_radius_px(viewer) > 1.2 * before
+
+
+def slider_handle(slider) -> tuple[int, int]:
+    from PySide6 import QtWidgets
+
+    option = QtWidgets.QStyleOptionSlider()
+    slider.initStyleOption(option)
+    rect = slider.style().subControlRect(
+        QtWidgets.QStyle.ComplexControl.CC_Slider, option, QtWidgets.QStyle.SubControl.SC_SliderHandle, slider
+    )
+    return on_screen(slider, rect.center().x(), rect.center().y())
+
+
+def test_fov_and_turn_rate_sliders_change_the_running_flock(qt_app, viewer):
+    viewer.panel.ensureWidgetVisible(viewer.panel.controls["fov"])
+    pump(qt_app, 0.2)
+    flock = viewer.session.flock
+    steps_before = flock.step_count
+    fov_slider = viewer.panel.controls["fov"].slider
+    x, y = slider_handle(fov_slider)
+    drag(qt_app, (x, y), (x - 40, y))
+    assert viewer.session.params.fov < 250
+    assert viewer.panel.controls["fov"].spin.value() == pytest.approx(viewer.session.params.fov, abs=0.5)
+
+    turn_slider = viewer.panel.controls["max_turn_rate"].slider
+    x, y = slider_handle(turn_slider)
+    drag(qt_app, (x, y), (x + 40, y))
+    assert viewer.session.params.max_turn_rate > 200
+
+    # Same flock, still running: applied between steps, not by a reset.
+    assert viewer.session.flock is flock and flock.step_count > steps_before
+
+
+def test_keyboard_shortcuts(qt_app, viewer):
+    fov = viewer.session.params.fov
+    xdotool("key", "bracketleft")
+    pump(qt_app, 0.2)
+    assert viewer.session.params.fov == fov - 10
+    turn = viewer.session.params.max_turn_rate
+    xdotool("key", "equal")
+    pump(qt_app, 0.2)
+    assert viewer.session.params.max_turn_rate == pytest.approx(turn * 1.25)
+    xdotool("key", "space")
+    pump(qt_app, 0.2)
+    assert viewer.session.paused
+    steps = viewer.session.flock.step_count
+    pump(qt_app, 0.3)
+    assert viewer.session.flock.step_count == steps  # paused
+    xdotool("key", "period")
+    pump(qt_app, 0.2)
+    assert viewer.session.flock.step_count == steps + 1
+    xdotool("key", "c")
+    pump(qt_app, 0.2)
+    assert viewer.camera_kind == "arcball"
+
+
+def test_screenshot_key_writes_a_png(qt_app, viewer, tmp_path):
+    xdotool("key", "p")
+    pump(qt_app, 0.5)
+    [shot] = list(tmp_path.glob("*.png"))
+    image = iio.imread(shot)
+    w, h = viewer.canvas.size
+    assert abs(image.shape[1] - w) <= 1 and abs(image.shape[0] - h) <= 1
+    assert foreground_mask(image).sum() > 100
+
+
+def test_loading_a_scene_with_another_radius_reframes_the_camera(qt_app, viewer, tmp_path):
+    framed = arena_radius_px(viewer)
+    big = resolve_scene("default", overrides=["arena.radius=200", "flock.count=300"]).save(
+        tmp_path / "big.toml"
+    )
+    assert viewer.open_scene(big)
+    pump(qt_app, 0.3)
+    assert viewer.session.params.arena_radius == 200
+    assert viewer.panel.controls["arena_radius"].spin.value() == 200
+    assert arena_radius_px(viewer) == pytest.approx(framed, rel=0.05)  # the whole arena, framed alike
+
+
+def test_a_broken_scene_keeps_the_current_one(qt_app, viewer, tmp_path):
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[perception]\nfvo = 3\n")
+    flock = viewer.session.flock
+    assert not viewer.open_scene(bad)
+    assert viewer.session.flock is flock
+    assert "perception.fvo" in viewer.status.currentMessage()
+
+
+def test_clicking_a_boid_focuses_it(qt_app, viewer):
+    viewer.set_paused(True)
+    pump(qt_app, 0.2)
+    screen = viewer.screen_positions()
+    w, h = viewer.canvas.size
+    inside = np.flatnonzero(
+        (screen[:, 0] > 20) & (screen[:, 0] < w - 20) & (screen[:, 1] > 20) & (screen[:, 1] < h - 20)
+    )
+    # A boid well apart from the others on screen, so that the click is unambiguous.
+    gaps = [np.partition(np.linalg.norm(screen[inside] - screen[i], axis=1), 1)[1] for i in inside]
+    target = int(inside[int(np.argmax(gaps))])
+    xdotool("mousemove", *on_screen(viewer.canvas.native, *screen[target]))
+    pump(qt_app, 0.1)
+    xdotool("click", 1)
+    pump(qt_app, 0.3)
+    assert viewer.focused == target
+    assert viewer.focus.lines.visible and viewer.panel.focus.isChecked()
+
+
+def test_record_writes_a_video(qt_app, viewer, tmp_path):
+    viewer.set_recording(True)
+    pump(qt_app, 1.5)
+    viewer.set_recording(False)
+    [movie] = list(tmp_path.glob("*.mp4"))
+    import imageio.v2 as imageio
+
+    # The reader's length is inf (unknown): list() would try to pre-allocate it.
+    frames = [frame for frame in imageio.get_reader(movie)]
+    assert len(frames) >= 3
+    assert frames[0].shape[:2] == tuple(s - s % 2 for s in viewer.canvas.size[::-1])
