@@ -10,7 +10,7 @@ import numpy as np
 from flock3d.boid import Boid
 from flock3d.core import kernel, reference
 from flock3d.core.params import Params
-from flock3d.core.state import FlockState, random_state, state_from_arrays
+from flock3d.core.state import UP_OF_PLANE, FlockState, nearest_waypoints, random_state, state_from_arrays
 
 if TYPE_CHECKING:
     from flock3d.scene import Scene
@@ -70,11 +70,17 @@ class Flock:
         if given is not None:
             params = params.replace(count=len(np.asarray(given)))
         drawn = random_state(params, seed)
-        self._state = state_from_arrays(
+        state = state_from_arrays(
             drawn.positions if positions is None else positions,
             drawn.velocities if velocities is None else velocities,
             orientations,
+            up=UP_OF_PLANE if params.dimensions == 2 else (0.0, 1.0, 0.0),
         )
+        state.waypoints = nearest_waypoints(state.positions, params)
+        state.predator_positions = drawn.predator_positions
+        state.predator_velocities = drawn.predator_velocities
+        state.predator_orientations = drawn.predator_orientations
+        self._state = state
         self._params = params
         self._seed = seed
         self._engine: Engine = engine
@@ -99,9 +105,9 @@ class Flock:
         for _ in range(n):
             new = reference.step(state, self._params)
             # Keep the live arrays (Boid views and user references stay valid).
-            state.positions[...] = new.positions
-            state.velocities[...] = new.velocities
-            state.orientations[...] = new.orientations
+            for name in ("positions", "velocities", "orientations", "waypoints", "predator_positions",
+                         "predator_velocities", "predator_orientations"):  # fmt: skip
+                getattr(state, name)[...] = getattr(new, name)
         # The clock advances as in the fast kernel, so both engines report the same time.
         state.time, state.step_count = time + n * self._params.dt, count + n
 
@@ -121,7 +127,22 @@ class Flock:
                 f"params.count is {params.count} but the flock has {len(self)} boids; "
                 "make a new Flock to change the number of boids"
             )
+        old, state = self._params, self._state
+        if params.path != old.path:
+            state.waypoints = nearest_waypoints(state.positions, params)
+        if params.predator_count != state.n_predators:
+            self._set_predators(params)
         self._params = params
+
+    def _set_predators(self, params: Params) -> None:
+        """Keep the first predators and draw any new ones (reproducibly, from the seed and step)."""
+        state, m = self._state, params.predator_count
+        keep = min(m, state.n_predators)
+        drawn = random_state(
+            params.replace(count=0), np.random.default_rng([self._seed or 0, state.step_count])
+        )
+        for name in ("predator_positions", "predator_velocities", "predator_orientations"):
+            setattr(state, name, np.concatenate([getattr(state, name)[:keep], getattr(drawn, name)[keep:m]]))
 
     @property
     def state(self) -> FlockState:
@@ -152,6 +173,11 @@ class Flock:
     def step_count(self) -> int:
         """Steps taken since the start."""
         return self._state.step_count
+
+    @property
+    def predator_positions(self) -> np.ndarray:
+        """(M, 3) float64 positions of the predators (live array)."""
+        return self._state.predator_positions
 
     @property
     def seed(self) -> int | None:

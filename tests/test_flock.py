@@ -8,7 +8,6 @@ from pyquaternion import Quaternion
 
 from flock3d import Boid, Flock, Params
 from flock3d.core import quaternion
-from flock3d.core.reference import visible
 
 from conftest import hand_flock
 
@@ -125,11 +124,16 @@ def test_setting_orientation_reaims_the_velocity():
 def test_neighbours_and_can_see_follow_the_spec_test():
     flock = Flock(Params(count=300, arena_radius=8.0, fov=200.0), seed=2)
     for boid in flock.boids[:20]:
-        expected = np.flatnonzero(visible(boid.position, boid.forward, flock.positions, flock.params))
+        # The spec's definition, written out here independently of flock3d's own test.
+        offsets = flock.positions - boid.position
+        d = np.linalg.norm(offsets, axis=1)
+        with np.errstate(invalid="ignore"):
+            angle = np.degrees(np.arccos(np.clip(offsets @ boid.forward / d, -1, 1)))
+        expected = np.flatnonzero((d > 0) & (d < 5.0) & (angle <= 100.0))
         assert [b.index for b in boid.neighbours()] == list(expected)
-        assert boid not in boid.neighbours()
-        for other in boid.neighbours():
-            assert boid.can_see(other)
+        assert len(expected) > 0 and boid not in boid.neighbours()
+        for j in range(len(flock)):
+            assert boid.can_see(flock.boids[j]) == (j in expected)
 
 
 def test_iteration_and_indexing():
@@ -143,11 +147,14 @@ def test_iteration_and_indexing():
 
 
 def test_reference_engine_matches_a_hand_computation():
-    # Two boids, cohesion only: each is pulled towards the other.
+    # Two boids side by side, cohesion only: u = v + dt * k_c * offset (speed stays within limits).
     params = Params(
         arena_radius=100.0, cohesion=1.0, separation=0.0, alignment=0.0, max_turn_rate=1e9, dt=0.1
     )
     flock = hand_flock(params, [[0, 0, 0], [2, 0, 0]], [[0, 0, 4], [0, 0, 4]], engine="reference")
     flock.step()
-    assert flock.velocities[0, 0] > 0 > flock.velocities[1, 0]
+    u = np.array([0.1 * 2.0, 0.0, 4.0])  # boid 0 is pulled +x by dt * (2 - 0)
+    np.testing.assert_allclose(flock.velocities[0], u, atol=1e-12)
+    np.testing.assert_allclose(flock.velocities[1], u * [-1, 1, 1], atol=1e-12)
+    np.testing.assert_allclose(flock.positions[0], 0.1 * u, atol=1e-12)
     assert flock.time == pytest.approx(0.1)

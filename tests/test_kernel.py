@@ -40,6 +40,36 @@ def test_fast_kernel_equals_reference_after_100_steps(name):
     assert fast.time == ref.time and fast.step_count == ref.step_count == 100
 
 
+def test_agreement_across_many_chunks_and_a_spread_out_grid():
+    # 700 boids span several chunks of cells; a tiny view distance in a wide flock makes
+    # the grid coarsen its cells (its cap on cells per boid).
+    cases = [
+        (Params(count=700, arena_radius=14.0), 8),
+        (Params(count=300, view_distance=0.3, separation_distance=0.2, arena_radius=400.0), 20),
+    ]
+    for params, steps in cases:
+        fast, ref = Flock(params, seed=8), Flock(params, seed=8, engine="reference")
+        fast.step(steps)
+        ref.step(steps)
+        np.testing.assert_allclose(fast.positions, ref.positions, rtol=0, atol=1e-9)
+
+
+def test_agreement_on_an_exactly_opposite_turn_of_a_rolled_boid():
+    from pyquaternion import Quaternion
+
+    params = free_params(max_turn_rate=30.0, min_speed=1.0, max_speed=1.0, dt=1 / 60)
+    roll = Quaternion(axis=[0, 0, 1], angle=0.7)
+    up = np.array(roll.rotate([0, 1, 0]))
+    for engine in ("fast", "reference"):
+        flock = Flock(params, positions=[[0.0, 0, 0]], velocities=[[0, 0, 1.0]], orientations=[roll.elements],
+                      engine=engine)  # fmt: skip
+        flock.velocities[0] = [0, 0, -1.0]  # wants exactly the opposite heading; orientation untouched
+        flock.step()
+        # The heading turned by the limit (0.5 degrees) about the boid's own, rolled, up axis.
+        assert np.dot(flock.boids[0].forward, up) == pytest.approx(0.0, abs=1e-12)
+        assert math.degrees(math.acos(flock.boids[0].forward[2])) == pytest.approx(0.5, abs=1e-9)
+
+
 def test_agreement_with_coincident_boids():
     params = Params(count=0, arena_radius=5.0)
     rng = np.random.default_rng(3)

@@ -14,8 +14,19 @@ SPEC_FIELDS = [
 ]  # fmt: skip
 
 
-def test_fields_are_exactly_the_spec_column():
-    assert [f.name for f in dataclasses.fields(Params)] == SPEC_FIELDS
+def test_spec_fields_come_first_and_the_rest_default_to_the_spec():
+    fields = [f.name for f in dataclasses.fields(Params)]
+    assert fields[:16] == SPEC_FIELDS
+    p = Params()
+    assert (p.arena_shape, p.dimensions, p.separation_falloff, p.separation_average) == (
+        "sphere",
+        3,
+        "inverse",
+        True,
+    )
+    assert p.rule_distances == (p.separation_distance, p.view_distance, p.view_distance)
+    assert p.rule_fovs == (p.fov, p.fov, p.fov)
+    assert (p.attractors, p.path, p.obstacles, p.predator_count, p.wind) == ((), None, (), 0, (0.0, 0.0, 0.0))
 
 
 def test_defaults_are_valid_and_match_the_spec_defaults():
@@ -60,9 +71,20 @@ def test_frozen_and_replace_validates():
         ("max_turn_rate", -1, "> 0"),
         ("dt", 0, "> 0"),
         ("dt", math.inf, "finite"),
-        ("count", -1, ">= 0"),
+        ("count", -1, "from 0 to 100,000,000"),
+        ("count", 10**13, "from 0 to 100,000,000"),
         ("count", 2.5, "whole number"),
         ("count", True, "whole number"),
+        ("arena_shape", "cube", "one of 'sphere', 'box', 'periodic', 'none'"),
+        ("dimensions", 4, "2 or 3"),
+        ("separation_falloff", "cubic", "one of 'inverse'"),
+        ("alignment_distance", 9.0, r"unset or a finite number in \(0, view_distance\]"),
+        ("cohesion_fov", 0.0, r"unset or in \(0, 360\]"),
+        ("predator_count", -2, "from 0 to 10,000"),
+        ("predator_speed", 0.0, "> 0"),
+        ("flee", -1.0, ">= 0"),
+        ("avoidance_lookahead", 0.0, "> 0"),
+        ("wind", (1.0, math.inf, 0.0), "3 finite numbers"),
         ("init_radius", 0, "> 0"),
         ("arena_center", (0, 0), "3 finite numbers"),
         ("arena_center", (0, 0, math.nan), "3 finite numbers"),
@@ -76,6 +98,35 @@ def test_invalid_values_name_the_field_and_the_range(field, value, rule):
     assert "(got " in message
     if not isinstance(value, tuple):  # a tuple is echoed after conversion to floats
         assert repr(value) in message
+
+
+def test_huge_integers_are_reported_not_crashed_on():
+    with pytest.raises(ValueError) as info:
+        Params(arena_radius=10**400)
+    assert (
+        str(info.value) == "arena_radius must be a number > 0 (got 10000000000000000000...(401 characters))"
+    )
+
+
+def test_structured_features_name_the_item_and_its_field():
+    from flock3d.core.params import Attractor, Obstacle, WaypointPath
+
+    with pytest.raises(ValueError) as info:
+        Params(
+            attractors=[Attractor((0, 0, 0), 1.0), Attractor((0, 0, 0), -1.0)],
+            obstacles=[Obstacle((0, 0, math.nan), 1.0)],
+            path=WaypointPath(((0, 0, 0),), 1.0, 0.0),
+        )
+    text = str(info.value)
+    assert "attractors[1].weight must be >= 0 (got -1.0)" in text
+    assert "obstacles[0].center must be 3 finite numbers" in text
+    assert "path.points must be a list of at least 2 points" in text and "path.reach must be > 0" in text
+
+
+def test_periodic_arenas_need_a_view_distance_below_the_radius():
+    with pytest.raises(ValueError, match="view_distance must be < arena_radius in a periodic arena"):
+        Params(arena_shape="periodic", arena_radius=5.0, view_distance=5.0)
+    assert Params(arena_shape="periodic", arena_radius=5.0, view_distance=4.9).arena_shape == "periodic"
 
 
 def test_all_problems_are_reported_together():

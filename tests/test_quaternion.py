@@ -107,6 +107,17 @@ def test_exactly_opposite_direction_turns_about_up():
     np.testing.assert_allclose(qm.up(out)[0], [0, 1, 0], atol=1e-15)
 
 
+def test_exactly_opposite_turn_uses_the_boids_own_up_not_world_up():
+    # Rolled 90 degrees about its heading (+Z): the boid's up is now -X, so turning back
+    # about it swings the heading within the y-z plane, never towards x.
+    rolled = Quaternion(axis=[0, 0, 1], angle=math.pi / 2)
+    q = np.array([rolled.elements])
+    np.testing.assert_allclose(qm.up(q)[0], [-1, 0, 0], atol=1e-15)
+    f = qm.forward(qm.rotate_towards(q, np.array([[0.0, 0.0, -1.0]]), 0.2))[0]
+    assert f[0] == pytest.approx(0.0, abs=1e-15)
+    assert math.acos(f[2]) == pytest.approx(0.2, abs=1e-12)
+
+
 def test_same_direction_is_no_turn():
     q = random_quaternions(10)
     np.testing.assert_allclose(qm.rotate_towards(q, qm.forward(q), 0.5), q, atol=1e-15)

@@ -94,13 +94,18 @@ def test_nobody_in_view_means_no_steering(engine):
 
 def test_coincident_boids_do_not_see_each_other(engine):
     p = [[0, 0, 0], [0, 0, 0], [1, 0, 0]]
-    v = [[0, 0, 1], [0, 1, 0], [0, 0, 1]]
-    params = free_params(separation=1.0, alignment=1.0, cohesion=1.0)
+    v = np.array([[0, 0, 1], [0, 1, 0], [2, 0, 1]], dtype=float)
+    params = free_params(separation=3.0, alignment=1.0, cohesion=0.5)
     a = acceleration(hand_flock(params, p, v, engine))
     assert np.all(np.isfinite(a))
-    # Boid 0 sees only boid 2: its alignment ignores boid 1's velocity.
-    expected = 1.0 * np.array([-1.0, 0, 0]) + (np.array([0, 0, 1.0]) - [0, 0, 1]) + np.array([1.0, 0, 0])
-    np.testing.assert_allclose(a[0], expected, atol=1e-12)
+    # Boid 0 sees only boid 2 (boid 1 sits on it): separation 3 * (-1, 0, 0) / 1^2,
+    # alignment (2, 0, 1) - (0, 0, 1), cohesion 0.5 * (1, 0, 0).
+    np.testing.assert_allclose(a[0], [-3.0 + 2.0 + 0.5, 0, 0], atol=1e-9)
+    # Boid 2 sees boids 0 and 1 at one point, 1 away: both repel and both count.
+    separation = 3.0 * np.array([1.0, 0, 0])  # the mean of two equal pushes
+    alignment = np.mean(v[:2], axis=0) - v[2]
+    cohesion = 0.5 * np.array([-1.0, 0, 0])
+    np.testing.assert_allclose(a[2], separation + alignment + cohesion, atol=1e-9)
 
 
 def test_speed_is_clamped_to_its_limits(engine):

@@ -18,6 +18,7 @@ import numpy as np
 __all__ = [
     "CellGrid",
     "build_grid",
+    "build_periodic_grid",
     "cell_index",
     "axis_span",
     "count_within",
@@ -66,6 +67,31 @@ def axis_span(coordinate, radius, origin, inv_size, n):
 
 
 @numba.njit(cache=True)
+def _counting_sort(positions, ox, oy, oz, size, nx, ny, nz):
+    """Sort boids by cell (stable: boids of a cell keep their index order)."""
+    n = positions.shape[0]
+    inv = 1.0 / size
+    cell = np.empty(n, dtype=np.int64)
+    cell_start = np.zeros(nx * ny * nz + 1, dtype=np.int64)
+    for i in range(n):
+        cx = cell_index(positions[i, 0], ox, inv, nx)
+        cy = cell_index(positions[i, 1], oy, inv, ny)
+        cz = cell_index(positions[i, 2], oz, inv, nz)
+        c = (cz * ny + cy) * nx + cx
+        cell[i] = c
+        cell_start[c + 1] += 1
+    for c in range(nx * ny * nz):
+        cell_start[c + 1] += cell_start[c]
+    fill = cell_start[:-1].copy()
+    order = np.empty(n, dtype=np.int64)
+    for i in range(n):
+        c = cell[i]
+        order[fill[c]] = i
+        fill[c] += 1
+    return CellGrid(ox, oy, oz, size, nx, ny, nz, order, cell_start)
+
+
+@numba.njit(cache=True)
 def build_grid(positions, cell_size):
     """Counting-sort boids into cubic cells covering their bounding box.
 
@@ -93,36 +119,45 @@ def build_grid(positions, cell_size):
                 elif v > hi[a]:
                     hi[a] = v
     max_cells = MAX_CELLS_PER_BOID * n + 64
+    ex, ey, ez = hi[0] - lo[0], hi[1] - lo[1], hi[2] - lo[2]
     size = cell_size
     if not math.isfinite(size):
-        size = max(hi[0] - lo[0], hi[1] - lo[1], hi[2] - lo[2], 1.0) * 2.0
-    while True:
-        nx = int((hi[0] - lo[0]) / size) + 1
-        ny = int((hi[1] - lo[1]) / size) + 1
-        nz = int((hi[2] - lo[2]) / size) + 1
-        if nx * ny * nz <= max_cells:
-            break
+        size = max(ex, ey, ez, 1.0) * 2.0
+    # Count cells in floating point: a tiny cell size would overflow integers.
+    size = max(size, max(ex, ey, ez) / max_cells)
+    while (math.floor(ex / size) + 1.0) * (math.floor(ey / size) + 1.0) * (
+        math.floor(ez / size) + 1.0
+    ) > max_cells:
         size *= 1.26  # about 2 ** (1/3): halves the cell count per try
-    inv = 1.0 / size
+    nx, ny, nz = int(ex / size) + 1, int(ey / size) + 1, int(ez / size) + 1
+    return _counting_sort(positions, lo[0], lo[1], lo[2], size, nx, ny, nz)
 
-    cell = np.empty(n, dtype=np.int64)
-    cell_start = np.zeros(nx * ny * nz + 1, dtype=np.int64)
-    for i in range(n):
-        cx = cell_index(positions[i, 0], lo[0], inv, nx)
-        cy = cell_index(positions[i, 1], lo[1], inv, ny)
-        cz = cell_index(positions[i, 2], lo[2], inv, nz)
-        c = (cz * ny + cy) * nx + cx
-        cell[i] = c
-        cell_start[c + 1] += 1
-    for c in range(nx * ny * nz):
-        cell_start[c + 1] += cell_start[c]
-    fill = cell_start[:-1].copy()
-    order = np.empty(n, dtype=np.int64)
-    for i in range(n):
-        c = cell[i]
-        order[fill[c]] = i
-        fill[c] += 1
-    return CellGrid(lo[0], lo[1], lo[2], size, nx, ny, nz, order, cell_start)
+
+@numba.njit(cache=True)
+def build_periodic_grid(positions, center, half_side, cell_size, planar):
+    """Counting-sort boids into the cells that exactly tile a periodic box.
+
+    The box spans ``center +- half_side`` on each axis (x and y only when
+    ``planar``: then there is a single layer of cells in z). Each axis holds
+    ``max(1, floor(2 * half_side / cell_size))`` cells (fewer if that would exceed
+    ``MAX_CELLS_PER_BOID`` per boid), so cells are at least ``cell_size`` wide.
+    Positions must already lie in the box.
+
+    Returns:
+        A :class:`CellGrid` whose origin is the box's lower corner.
+    """
+    side = 2.0 * half_side
+    k = max(1, int(side / cell_size))
+    # The same cap as build_grid: coarser cells rather than an unbounded cell array.
+    max_cells = MAX_CELLS_PER_BOID * positions.shape[0] + 64
+    while k > 1 and k ** (2 if planar else 3) > max_cells:
+        k -= 1
+    size = side / k
+    nx = ny = k
+    nz = 1 if planar else k
+    ox, oy = center[0] - half_side, center[1] - half_side
+    oz = center[2] - half_side if not planar else center[2] - 0.5 * size
+    return _counting_sort(positions, ox, oy, oz, size, nx, ny, nz)
 
 
 # -- queries built on the grid (metrics and analysis; not on the step's hot path) ----------

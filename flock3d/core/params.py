@@ -1,10 +1,13 @@
-"""Model parameters (the ``Params`` column of ``shared/spec/model.md``).
+"""Model parameters (the ``Params`` column of ``shared/spec/model.md``, then the variants).
 
 ``Params`` is a frozen dataclass: a flock is re-tuned by building a new one
-(``dataclasses.replace(params, fov=180)``) and assigning it to ``flock.params``.
-Every value is checked once, here, by :func:`params_problems`; the scene loader
-reuses the same checks so that a scene file and a Python caller see the same
-rules, and the numerical core then trusts its parameters.
+(``params.replace(fov=180)``) and assigning it to ``flock.params``. Every value
+is checked once, here, by :func:`params_problems`; the scene loader reuses the
+same checks so that a scene file and a Python caller see the same rules, and the
+numerical core then trusts its parameters.
+
+The first sixteen fields are the spec's. The rest select variants of the classic
+model and add world features; their defaults reproduce the spec exactly.
 """
 
 from __future__ import annotations
@@ -15,7 +18,57 @@ import numbers
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-__all__ = ["Params", "Problem", "params_problems"]
+__all__ = [
+    "Params",
+    "Problem",
+    "params_problems",
+    "Attractor",
+    "WaypointPath",
+    "Obstacle",
+    "ARENA_SHAPES",
+    "FALLOFFS",
+    "SPEC_FIELDS",
+    "is_real_number",
+    "short_repr",
+]
+
+ARENA_SHAPES = ("sphere", "box", "periodic", "none")
+"""``sphere``: soft radial confinement (spec); ``box``: a cube of side 2R with a push per
+axis inside its margin; ``periodic``: that cube with wrap-around; ``none``: open space."""
+FALLOFFS = ("inverse", "linear", "linear_gap", "quadratic")
+"""How separation grows as a neighbour closes in (d = distance, u = unit offset away):
+``inverse`` u/d (spec), ``linear`` u*d (the offset itself), ``linear_gap`` u*(r_s - d),
+``quadratic`` u*(r_s - d)^2."""
+
+
+class Attractor(NamedTuple):
+    """A point that boids seek: steering ``weight * (max_speed * unit(target - p) - v)``."""
+
+    position: tuple[float, float, float]
+    weight: float = 1.0
+    """1/s: how fast the boid's velocity turns to the seek velocity."""
+    radius: float = math.inf
+    """Only boids closer than this feel it."""
+
+
+class WaypointPath(NamedTuple):
+    """A closed list of points that every boid seeks in turn."""
+
+    points: tuple[tuple[float, float, float], ...]
+    weight: float = 1.0
+    """1/s, as for an attractor."""
+    reach: float = 2.0
+    """A boid this close to its waypoint moves on to the next one."""
+
+
+class Obstacle(NamedTuple):
+    """A sphere that boids steer around (a circle in a planar flock)."""
+
+    center: tuple[float, float, float]
+    radius: float
+
+
+_ZERO3 = (0.0, 0.0, 0.0)
 
 
 @dataclass(frozen=True)
@@ -34,9 +87,9 @@ class Params:
     """
 
     arena_radius: float = 30.0
-    """R: radius of the arena sphere, > 0."""
-    arena_center: tuple[float, float, float] = (0.0, 0.0, 0.0)
-    """c: centre of the arena sphere."""
+    """R: radius of the arena sphere (half the side of a box arena), > 0."""
+    arena_center: tuple[float, float, float] = _ZERO3
+    """c: centre of the arena."""
     confinement_start: float = 0.8
     """f_b: fraction of R beyond which confinement pushes inwards, in (0, 1]."""
     confinement: float = 12.0
@@ -66,14 +119,78 @@ class Params:
     init_radius: float | None = None
     """r_0: radius of the initial ball around c; ``None`` means 0.5 R."""
 
+    # -- variants of the classic model (the defaults are the spec) ----------------------
+    arena_shape: str = "sphere"
+    """One of :data:`ARENA_SHAPES`. Box and periodic arenas are cubes of side 2R around c;
+    a box pushes a boid back by ``confinement`` along each axis where it is beyond
+    ``confinement_start * R`` from c; a periodic one wraps positions and measures every
+    distance by the minimum image (it needs view_distance < R)."""
+    dimensions: int = 3
+    """3, or 2 for a planar flock living in the plane z = c_z with headings in that plane."""
+    separation_falloff: str = "inverse"
+    """One of :data:`FALLOFFS`."""
+    separation_average: bool = True
+    """Average the separation over the close neighbours (spec) rather than sum it."""
+    alignment_distance: float | None = None
+    """Radius of the alignment rule, in (0, view_distance]; None: view_distance."""
+    cohesion_distance: float | None = None
+    """Radius of the cohesion rule, in (0, view_distance]; None: view_distance."""
+    separation_fov: float | None = None
+    """Cone of the separation rule, degrees; None: fov."""
+    alignment_fov: float | None = None
+    """Cone of the alignment rule, degrees; None: fov."""
+    cohesion_fov: float | None = None
+    """Cone of the cohesion rule, degrees; None: fov."""
+
+    # -- world features (the defaults: none) --------------------------------------------
+    attractors: tuple[Attractor, ...] = ()
+    """Points that boids seek."""
+    path: WaypointPath | None = None
+    """A closed path that boids follow, waypoint after waypoint."""
+    obstacles: tuple[Obstacle, ...] = ()
+    """Spheres that boids steer around."""
+    avoidance: float = 60.0
+    """Obstacle avoidance acceleration, units/s^2, >= 0."""
+    avoidance_lookahead: float = 1.0
+    """How far ahead a boid checks for obstacles, in seconds at max_speed, > 0."""
+    avoidance_margin: float = 1.0
+    """Clearance a boid keeps from an obstacle's surface, units, >= 0."""
+    predator_count: int = 0
+    """Predators that chase the nearest boid, >= 0."""
+    predator_speed: float = 7.0
+    """Constant speed of the predators, > 0."""
+    predator_turn_rate: float = 120.0
+    """Largest heading change of a predator, degrees/s, > 0 (inf allowed)."""
+    flee_distance: float = 10.0
+    """A boid that sees a predator closer than this flees, > 0."""
+    flee: float = 40.0
+    """Flee acceleration away from each seen predator, units/s^2, >= 0."""
+    wind: tuple[float, float, float] = _ZERO3
+    """Uniform external acceleration, units/s^2."""
+    wind_gradient: tuple[tuple[float, float, float], ...] = (_ZERO3, _ZERO3, _ZERO3)
+    """3 x 3 matrix G: the wind at p is ``wind + G @ (p - c)`` (shear, vortex...), 1/s^2."""
+
     def __post_init__(self) -> None:
-        # Accept any 3-sequence of numbers (a TOML array, a numpy row) and numpy integers, but
-        # store plain floats and ints so that Params stays hashable and compares by value.
-        center = self.arena_center
-        if hasattr(center, "__len__") and len(center) == 3 and all(_is_real(c) for c in center):
-            object.__setattr__(self, "arena_center", tuple(float(c) for c in center))
-        if isinstance(self.count, numbers.Integral) and not isinstance(self.count, bool):
-            object.__setattr__(self, "count", int(self.count))
+        # Accept sequences and numpy numbers from TOML or numpy, but store plain tuples,
+        # floats and ints so that Params stays hashable and compares by value.
+        set_ = lambda name, value: object.__setattr__(self, name, value)  # noqa: E731
+        for name in ("arena_center", "wind"):
+            vector = _vector(getattr(self, name))
+            if vector is not None:
+                set_(name, vector)
+        rows = self.wind_gradient
+        if _is_sequence(rows) and len(rows) == 3 and all(_vector(r) is not None for r in rows):
+            set_("wind_gradient", tuple(_vector(r) for r in rows))
+        for name in ("count", "predator_count", "dimensions"):
+            value = getattr(self, name)
+            if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+                set_(name, int(value))
+        if _is_sequence(self.attractors):
+            set_("attractors", tuple(_attractor(a) for a in self.attractors))
+        if _is_sequence(self.obstacles):
+            set_("obstacles", tuple(_obstacle(o) for o in self.obstacles))
+        if self.path is not None:
+            set_("path", _path(self.path))
         problems = params_problems(self)
         if problems:
             raise ValueError("; ".join(str(p) for p in problems))
@@ -83,9 +200,78 @@ class Params:
         """r_0 with its default resolved: ``init_radius`` or 0.5 R."""
         return 0.5 * self.arena_radius if self.init_radius is None else self.init_radius
 
+    @property
+    def rule_distances(self) -> tuple[float, float, float]:
+        """Radii of separation, alignment and cohesion, defaults resolved."""
+        rv = self.view_distance
+        return (
+            self.separation_distance,
+            rv if self.alignment_distance is None else self.alignment_distance,
+            rv if self.cohesion_distance is None else self.cohesion_distance,
+        )
+
+    @property
+    def rule_fovs(self) -> tuple[float, float, float]:
+        """Cones (degrees) of separation, alignment and cohesion, defaults resolved."""
+        return tuple(
+            self.fov if f is None else f for f in (self.separation_fov, self.alignment_fov, self.cohesion_fov)
+        )
+
     def replace(self, **changes: Any) -> Params:
         """A copy with some fields changed (validated like a new ``Params``)."""
         return dataclasses.replace(self, **changes)
+
+
+SPEC_FIELDS = tuple(f.name for f in dataclasses.fields(Params))[:16]
+"""The spec's sixteen parameters, in its order."""
+
+
+# -- normalisation of structured values -------------------------------------------------
+
+
+def _is_sequence(value: object) -> bool:
+    return hasattr(value, "__len__") and not isinstance(value, (str, bytes, dict))
+
+
+def _vector(value: object) -> tuple[float, float, float] | None:
+    if _is_sequence(value) and len(value) == 3 and all(is_real_number(v) for v in value):
+        return tuple(float(v) for v in value)
+    return None
+
+
+def _attractor(value: Any) -> Any:
+    if isinstance(value, dict):
+        value = Attractor(**value) if set(value) <= set(Attractor._fields) else value
+    if isinstance(value, tuple) and not isinstance(value, Attractor) and 1 <= len(value) <= 3:
+        value = Attractor(*value)
+    if isinstance(value, Attractor):
+        position = _vector(value.position) or value.position
+        return value._replace(position=position)
+    return value
+
+
+def _obstacle(value: Any) -> Any:
+    if isinstance(value, dict):
+        value = Obstacle(**value) if set(value) == set(Obstacle._fields) else value
+    if isinstance(value, tuple) and not isinstance(value, Obstacle) and len(value) == 2:
+        value = Obstacle(*value)
+    if isinstance(value, Obstacle):
+        return value._replace(center=_vector(value.center) or value.center)
+    return value
+
+
+def _path(value: Any) -> Any:
+    if isinstance(value, dict):
+        value = WaypointPath(**value) if set(value) <= set(WaypointPath._fields) else value
+    if isinstance(value, tuple) and not isinstance(value, WaypointPath) and 1 <= len(value) <= 3:
+        value = WaypointPath(*value)
+    if isinstance(value, WaypointPath) and _is_sequence(value.points):
+        points = tuple(_vector(p) or p for p in value.points)
+        return value._replace(points=points)
+    return value
+
+
+# -- validation ------------------------------------------------------------------------
 
 
 class Problem(NamedTuple):
@@ -93,14 +279,33 @@ class Problem(NamedTuple):
 
     field: str
     message: str
-    """Reads after the field's name, e.g. ``must be > 0 (got -1)``."""
+    """Reads after the field's name, e.g. ``must be > 0 (got -1)``, or after an item's
+    index, e.g. ``[1].weight must be >= 0 (got -1)``."""
 
     def __str__(self) -> str:
-        return f"{self.field} {self.message}"
+        return f"{self.field}{'' if self.message.startswith(('[', '.')) else ' '}{self.message}"
 
 
-def _is_real(value: object) -> bool:
-    return isinstance(value, numbers.Real) and not isinstance(value, bool)
+def is_real_number(value: object) -> bool:
+    """A real number that converts to a float (a 400-digit integer does not)."""
+    if not isinstance(value, numbers.Real) or isinstance(value, bool):
+        return False
+    try:
+        float(value)
+    except OverflowError:
+        return False
+    return True
+
+
+def short_repr(value: object) -> str:
+    """repr(value), shortened when huge (a 400-digit integer)."""
+    text = repr(value)
+    return text if len(text) <= 40 else f"{text[:20]}...({len(text)} characters)"
+
+
+#: Upper bounds that keep a typo from asking for terabytes.
+MAX_BOIDS = 100_000_000
+MAX_PREDATORS = 10_000
 
 
 # (field, low, high, low_open, high_open, allow_inf) for the plain scalar fields.
@@ -117,6 +322,13 @@ _RANGES: list[tuple[str, float, float, bool, bool, bool]] = [
     ("max_speed", 0.0, math.inf, True, True, False),
     ("max_turn_rate", 0.0, math.inf, True, True, True),
     ("dt", 0.0, math.inf, True, True, False),
+    ("avoidance", 0.0, math.inf, False, True, False),
+    ("avoidance_lookahead", 0.0, math.inf, True, True, False),
+    ("avoidance_margin", 0.0, math.inf, False, True, False),
+    ("predator_speed", 0.0, math.inf, True, True, False),
+    ("predator_turn_rate", 0.0, math.inf, True, True, True),
+    ("flee_distance", 0.0, math.inf, True, True, False),
+    ("flee", 0.0, math.inf, False, True, False),
 ]
 
 
@@ -124,6 +336,31 @@ def _range_text(low: float, high: float, low_open: bool, high_open: bool) -> str
     if math.isinf(high):
         return f"> {low:g}" if low_open else f">= {low:g}"
     return f"in {'(' if low_open else '['}{low:g}, {high:g}{')' if high_open else ']'}"
+
+
+def _check_number(value: Any, low, high, low_open, high_open, allow_inf) -> str | None:
+    """The problem with one number against a range, or None."""
+    rule = _range_text(low, high, low_open, high_open)
+    if not is_real_number(value) or math.isnan(value):
+        return f"must be a number {rule} (got {short_repr(value)})"
+    too_low = value <= low if low_open else value < low
+    too_high = value >= high if high_open else value > high
+    if math.isinf(value) and not allow_inf:
+        return f"must be finite and {rule} (got {short_repr(value)})"
+    if too_low or (too_high and not (allow_inf and math.isinf(value))):
+        return f"must be {rule} (got {short_repr(value)})"
+    return None
+
+
+def _finite_vector(value: Any) -> bool:
+    return (
+        _is_sequence(value) and len(value) == 3 and all(is_real_number(v) and math.isfinite(v) for v in value)
+    )
+
+
+def _choice(problems, name, value, options) -> None:
+    if value not in options:
+        problems.append(Problem(name, f"must be one of {', '.join(map(repr, options))} (got {value!r})"))
 
 
 def params_problems(values: Params | dict[str, Any]) -> list[Problem]:
@@ -143,55 +380,135 @@ def params_problems(values: Params | dict[str, Any]) -> list[Problem]:
         values = {**defaults, **values}
 
     problems: list[Problem] = []
-    real_ok: dict[str, bool] = {}
-    for name, low, high, low_open, high_open, allow_inf in _RANGES:
-        value = values[name]
-        rule = _range_text(low, high, low_open, high_open)
-        if not _is_real(value) or math.isnan(value):
-            problems.append(Problem(name, f"must be a number {rule} (got {value!r})"))
-            continue
-        too_low = value <= low if low_open else value < low
-        too_high = value >= high if high_open else value > high
-        if math.isinf(value) and not allow_inf:
-            problems.append(Problem(name, f"must be finite and {rule} (got {value!r})"))
-        elif too_low or (too_high and not (allow_inf and math.isinf(value))):
-            problems.append(Problem(name, f"must be {rule} (got {value!r})"))
+    ok: dict[str, bool] = {}
+    for name, *limits in _RANGES:
+        problem = _check_number(values[name], *limits)
+        if problem:
+            problems.append(Problem(name, problem))
         else:
-            real_ok[name] = True
+            ok[name] = True
+    rv = values["view_distance"] if ok.get("view_distance") else None
 
-    center = values["arena_center"]
-    if not (
-        isinstance(center, (list, tuple))
-        and len(center) == 3
-        and all(_is_real(c) and math.isfinite(c) for c in center)
-    ):
-        problems.append(Problem("arena_center", f"must be 3 finite numbers (got {center!r})"))
+    for name in ("arena_center", "wind"):
+        if not _finite_vector(values[name]):
+            problems.append(Problem(name, f"must be 3 finite numbers (got {values[name]!r})"))
+    rows = values["wind_gradient"]
+    if not (_is_sequence(rows) and len(rows) == 3 and all(_finite_vector(r) for r in rows)):
+        problems.append(Problem("wind_gradient", f"must be a 3 x 3 matrix of finite numbers (got {rows!r})"))
 
-    rs, rv = values["separation_distance"], values["view_distance"]
+    rs = values["separation_distance"]
     rule = "in (0, view_distance]"
-    if not _is_real(rs) or not math.isfinite(rs):
-        problems.append(Problem("separation_distance", f"must be a finite number {rule} (got {rs!r})"))
-    elif rs <= 0 or (real_ok.get("view_distance") and rs > rv):
+    if not is_real_number(rs) or not math.isfinite(rs):
+        problems.append(
+            Problem("separation_distance", f"must be a finite number {rule} (got {short_repr(rs)})")
+        )
+    elif rs <= 0 or (rv is not None and rs > rv):
         got = f"{rs!r} with view_distance {rv!r}" if rs > 0 else repr(rs)
         problems.append(Problem("separation_distance", f"must be {rule} (got {got})"))
 
-    if real_ok.get("min_speed") and real_ok.get("max_speed"):
-        if values["min_speed"] > values["max_speed"]:
+    for name in ("alignment_distance", "cohesion_distance"):
+        r = values[name]
+        if r is None:
+            continue
+        if not is_real_number(r) or not math.isfinite(r) or r <= 0 or (rv is not None and r > rv):
+            got = f"{r!r} with view_distance {rv!r}" if is_real_number(r) and r > 0 else repr(r)
+            problems.append(
+                Problem(name, f"must be unset or a finite number in (0, view_distance] (got {got})")
+            )
+    for name in ("separation_fov", "alignment_fov", "cohesion_fov"):
+        if values[name] is not None:
+            problem = _check_number(values[name], 0.0, 360.0, True, False, False)
+            if problem:
+                problems.append(Problem(name, problem.replace("must be", "must be unset or", 1)))
+
+    if ok.get("min_speed") and ok.get("max_speed") and values["min_speed"] > values["max_speed"]:
+        problems.append(
+            Problem(
+                "min_speed", f"must be <= max_speed (got {values['min_speed']!r} > {values['max_speed']!r})"
+            )
+        )
+
+    for name, top in (("count", MAX_BOIDS), ("predator_count", MAX_PREDATORS)):
+        count = values[name]
+        if not isinstance(count, numbers.Integral) or isinstance(count, bool) or not 0 <= count <= top:
+            problems.append(
+                Problem(name, f"must be a whole number from 0 to {top:,} (got {short_repr(count)})")
+            )
+
+    init = values["init_radius"]
+    if init is not None and (not is_real_number(init) or not math.isfinite(init) or init <= 0):
+        problems.append(
+            Problem("init_radius", f"must be > 0 or unset for 0.5 * arena_radius (got {short_repr(init)})")
+        )
+
+    _choice(problems, "arena_shape", values["arena_shape"], ARENA_SHAPES)
+    _choice(problems, "separation_falloff", values["separation_falloff"], FALLOFFS)
+    if values["dimensions"] not in (2, 3) or isinstance(values["dimensions"], bool):
+        problems.append(Problem("dimensions", f"must be 2 or 3 (got {values['dimensions']!r})"))
+    if not isinstance(values["separation_average"], bool):
+        problems.append(
+            Problem("separation_average", f"must be true or false (got {values['separation_average']!r})")
+        )
+    if values["arena_shape"] == "periodic" and rv is not None and ok.get("arena_radius"):
+        if not rv < values["arena_radius"]:
             problems.append(
                 Problem(
-                    "min_speed",
-                    f"must be <= max_speed (got {values['min_speed']!r} > {values['max_speed']!r})",
+                    "view_distance",
+                    f"must be < arena_radius in a periodic arena, so that the nearest image is the one seen "
+                    f"(got {rv!r} with arena_radius {values['arena_radius']!r})",
                 )
             )
 
-    count = values["count"]
-    if not isinstance(count, numbers.Integral) or isinstance(count, bool) or count < 0:
-        problems.append(Problem("count", f"must be a whole number >= 0 (got {count!r})"))
-
-    init = values["init_radius"]
-    if init is not None and (not _is_real(init) or not math.isfinite(init) or init <= 0):
-        problems.append(Problem("init_radius", f"must be > 0 or unset for 0.5 * arena_radius (got {init!r})"))
+    problems += _item_problems("attractors", values["attractors"], _attractor_problems)
+    problems += _item_problems("obstacles", values["obstacles"], _obstacle_problems)
+    path = values["path"]
+    if path is not None:
+        problems += [Problem("path", p) for p in _path_problems(path)]
 
     order = [f.name for f in dataclasses.fields(Params)]
     problems.sort(key=lambda p: order.index(p.field))
     return problems
+
+
+def _item_problems(name: str, items: Any, check) -> list[Problem]:
+    if not _is_sequence(items):
+        return [Problem(name, f"must be a list (got {items!r})")]
+    return [Problem(name, f"[{i}]{p}") for i, item in enumerate(items) for p in check(item)]
+
+
+def _attractor_problems(a: Any) -> list[str]:
+    if not isinstance(a, Attractor):
+        return [f" must have a position, a weight and optionally a radius (got {a!r})"]
+    out = []
+    if not _finite_vector(a.position):
+        out.append(f".position must be 3 finite numbers (got {a.position!r})")
+    if p := _check_number(a.weight, 0.0, math.inf, False, True, False):
+        out.append(f".weight {p}")
+    if p := _check_number(a.radius, 0.0, math.inf, True, True, True):
+        out.append(f".radius {p}")
+    return out
+
+
+def _obstacle_problems(o: Any) -> list[str]:
+    if not isinstance(o, Obstacle):
+        return [f" must have a center and a radius (got {o!r})"]
+    out = []
+    if not _finite_vector(o.center):
+        out.append(f".center must be 3 finite numbers (got {o.center!r})")
+    if p := _check_number(o.radius, 0.0, math.inf, True, True, False):
+        out.append(f".radius {p}")
+    return out
+
+
+def _path_problems(path: Any) -> list[str]:
+    if not isinstance(path, WaypointPath):
+        return [f"must have points, a weight and a reach (got {path!r})"]
+    out = []
+    points = path.points
+    if not (_is_sequence(points) and len(points) >= 2 and all(_finite_vector(p) for p in points)):
+        out.append(f".points must be a list of at least 2 points of 3 finite numbers (got {points!r})")
+    if p := _check_number(path.weight, 0.0, math.inf, False, True, False):
+        out.append(f".weight {p}")
+    if p := _check_number(path.reach, 0.0, math.inf, True, True, False):
+        out.append(f".reach {p}")
+    return out

@@ -48,6 +48,12 @@ def up_of(w, x, y, z):
 
 
 @_jit
+def right_of(w, x, y, z):
+    """Right axis (1, 0, 0) rotated by q."""
+    return 1.0 - 2.0 * (y * y + z * z), 2.0 * (x * y + w * z), 2.0 * (x * z - w * y)
+
+
+@_jit
 def multiply_of(aw, ax, ay, az, bw, bx, by, bz):
     """Hamilton product a * b (apply b, then a)."""
     return (
@@ -65,11 +71,12 @@ def normalized_of(w, x, y, z):
 
 
 @_jit
-def look_rotation_of(dx, dy, dz):
-    """Rotation taking +Z to direction d with world up +Y (no roll).
+def look_rotation_of(dx, dy, dz, hx=0.0, hy=1.0, hz=0.0):
+    """Rotation taking +Z to direction d, with its up axis towards the hint h (no roll).
 
-    Unity's ``Quaternion.LookRotation(d, Vector3.up)``; +Z becomes the up hint
-    when d is vertical, and a zero direction gives the identity.
+    Unity's ``Quaternion.LookRotation(d, h)``; the default hint is world up +Y. When d
+    is within 1e-9 of the hint's axis the hint becomes +Z (+Y if the hint was along
+    Z), and a zero direction gives the identity.
     """
     # Scale by the largest component first: squaring a tiny vector would underflow to 0.
     scale = max(abs(dx), abs(dy), abs(dz))
@@ -78,13 +85,13 @@ def look_rotation_of(dx, dy, dz):
     dx, dy, dz = dx / scale, dy / scale, dz / scale
     n = math.sqrt(dx * dx + dy * dy + dz * dz)
     zx, zy, zz = dx / n, dy / n, dz / n
-    # right = normalize(up_hint x forward); with up_hint = (0, 1, 0) that is (zz, 0, -zx).
-    rx, ry, rz = zz, 0.0, -zx
-    rn = math.sqrt(rx * rx + rz * rz)
+    # right = normalize(hint x forward)
+    rx, ry, rz = hy * zz - hz * zy, hz * zx - hx * zz, hx * zy - hy * zx
+    rn = math.sqrt(rx * rx + ry * ry + rz * rz)
     if rn <= VERTICAL_TOLERANCE:
-        # up_hint = (0, 0, 1): right = (0, 0, 1) x z = (-zy, zx, 0)
-        rx, ry, rz = -zy, zx, 0.0
-        rn = math.sqrt(rx * rx + ry * ry)
+        hx, hy, hz = (0.0, 0.0, 1.0) if abs(hz) < 0.9 else (0.0, 1.0, 0.0)
+        rx, ry, rz = hy * zz - hz * zy, hz * zx - hx * zz, hx * zy - hy * zx
+        rn = math.sqrt(rx * rx + ry * ry + rz * rz)
     rx, ry, rz = rx / rn, ry / rn, rz / rn
     # true up = forward x right
     ux, uy, uz = zy * rz - zz * ry, zz * rx - zx * rz, zx * ry - zy * rx
@@ -181,9 +188,11 @@ def _up(q, out):
 
 
 @numba.njit(cache=True)
-def _look_rotation(d, out):
+def _look_rotation(d, hint, out):
     for i in range(d.shape[0]):
-        out[i, 0], out[i, 1], out[i, 2], out[i, 3] = look_rotation_of(d[i, 0], d[i, 1], d[i, 2])
+        out[i, 0], out[i, 1], out[i, 2], out[i, 3] = look_rotation_of(
+            d[i, 0], d[i, 1], d[i, 2], hint[0], hint[1], hint[2]
+        )
 
 
 @numba.njit(cache=True)
@@ -240,11 +249,15 @@ def up(q: np.ndarray) -> np.ndarray:
     return out
 
 
-def look_rotation(directions: np.ndarray) -> np.ndarray:
-    """Orientations (N, 4) facing ``directions`` (N, 3) with no roll (spec: initial orientation)."""
+def look_rotation(directions: np.ndarray, up=(0.0, 1.0, 0.0)) -> np.ndarray:
+    """Orientations (N, 4) facing ``directions`` (N, 3), up towards ``up``, no roll.
+
+    With the default world up this is the spec's initial orientation; a planar flock
+    in the z = const plane uses up = +Z.
+    """
     d = _rows(directions, 3)
     out = np.empty((d.shape[0], 4))
-    _look_rotation(d, out)
+    _look_rotation(d, np.asarray(up, dtype=np.float64), out)
     return out
 
 

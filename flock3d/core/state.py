@@ -2,21 +2,29 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from flock3d.core import quaternion
 from flock3d.core.params import Params
 
-__all__ = ["FlockState", "random_state", "state_from_arrays"]
+__all__ = ["FlockState", "random_state", "state_from_arrays", "nearest_waypoints", "UP_OF_PLANE"]
+
+UP_OF_PLANE = (0.0, 0.0, 1.0)
+"""The up axis of boids in a planar flock (which lives in a z = const plane)."""
+
+
+def _empty(width: int) -> np.ndarray:
+    return np.zeros((0, width))
 
 
 @dataclass
 class FlockState:
     """Everything that changes as a flock moves.
 
-    Invariant (spec): ``velocities[i] == |velocities[i]| * forward(orientations[i])``.
+    Invariant (spec): ``velocities[i] == |velocities[i]| * forward(orientations[i])``,
+    and the same for the predators.
     """
 
     positions: np.ndarray
@@ -29,9 +37,25 @@ class FlockState:
     """Simulated seconds since the start."""
     step_count: int = 0
     """Steps taken since the start."""
+    waypoints: np.ndarray | None = None
+    """(N,) int64: the waypoint of the path each boid is heading for (zeros without a path)."""
+    predator_positions: np.ndarray = field(default_factory=lambda: _empty(3))
+    """(M, 3) float64."""
+    predator_velocities: np.ndarray = field(default_factory=lambda: _empty(3))
+    """(M, 3) float64."""
+    predator_orientations: np.ndarray = field(default_factory=lambda: _empty(4))
+    """(M, 4) float64 unit quaternions."""
+
+    def __post_init__(self) -> None:
+        if self.waypoints is None:
+            self.waypoints = np.zeros(len(self.positions), dtype=np.int64)
 
     def __len__(self) -> int:
         return self.positions.shape[0]
+
+    @property
+    def n_predators(self) -> int:
+        return self.predator_positions.shape[0]
 
     def copy(self) -> FlockState:
         """A deep copy (the arrays are copied)."""
@@ -41,55 +65,92 @@ class FlockState:
             self.orientations.copy(),
             self.time,
             self.step_count,
+            self.waypoints.copy(),
+            self.predator_positions.copy(),
+            self.predator_velocities.copy(),
+            self.predator_orientations.copy(),
         )
 
 
 def random_state(params: Params, seed: int | np.random.Generator | None = 0) -> FlockState:
-    """The spec's initial state for ``params.count`` boids.
+    """The spec's initial state for ``params.count`` boids (and the predators).
 
     With ``numpy.random.default_rng(seed)``: positions uniform in the ball of
     radius ``params.initial_radius`` around the arena centre, directions uniform
     on the sphere, speeds uniform in [min_speed, max_speed]; orientations are
     the look rotations of the directions. Draws are made in that order, so one
-    seed always gives the same flock.
+    seed always gives the same flock. A planar flock (``dimensions = 2``) uses
+    the disc and the circle of directions in the plane z = c_z instead, with +Z
+    as the boids' up. Predators are drawn after the boids, in the same way, at
+    ``predator_speed``; each boid starts towards its nearest waypoint.
     """
     rng = np.random.default_rng(seed)
     n = params.count
-    offsets = _unit_vectors(rng, n) * (params.initial_radius * np.cbrt(rng.random(n)))[:, None]
-    positions = np.asarray(params.arena_center) + offsets
-    directions = _unit_vectors(rng, n)
+    positions = _uniform_positions(rng, n, params)
+    directions = _unit_vectors(rng, n, params.dimensions)
     speeds = rng.uniform(params.min_speed, params.max_speed, n)
-    return FlockState(positions, directions * speeds[:, None], quaternion.look_rotation(directions))
+    up = UP_OF_PLANE if params.dimensions == 2 else (0.0, 1.0, 0.0)
+    state = FlockState(positions, directions * speeds[:, None], quaternion.look_rotation(directions, up))
+    state.waypoints = nearest_waypoints(positions, params)
+    m = params.predator_count
+    if m:
+        state.predator_positions = _uniform_positions(rng, m, params)
+        hunting = _unit_vectors(rng, m, params.dimensions)
+        state.predator_velocities = hunting * params.predator_speed
+        state.predator_orientations = quaternion.look_rotation(hunting, up)
+    return state
 
 
-def _unit_vectors(rng: np.random.Generator, n: int) -> np.ndarray:
-    """(n, 3) directions uniform on the unit sphere (normalised Gaussian draws)."""
+def _uniform_positions(rng: np.random.Generator, n: int, params: Params) -> np.ndarray:
+    """(n, 3) points uniform in the initial ball (disc for a planar flock) around c."""
+    r0 = params.initial_radius
+    if params.dimensions == 2:
+        offsets = _unit_vectors(rng, n, 2) * (r0 * np.sqrt(rng.random(n)))[:, None]
+    else:
+        offsets = _unit_vectors(rng, n, 3) * (r0 * np.cbrt(rng.random(n)))[:, None]
+    return np.asarray(params.arena_center) + offsets
+
+
+def _unit_vectors(rng: np.random.Generator, n: int, dimensions: int = 3) -> np.ndarray:
+    """(n, 3) directions uniform on the unit sphere (the unit circle of the xy plane in 2D)."""
     v = rng.standard_normal((n, 3))
+    if dimensions == 2:
+        v[:, 2] = 0.0
     norms = np.linalg.norm(v, axis=1, keepdims=True)
-    # A zero draw has probability 0 but would give NaN; point it along +Z instead.
+    # A zero draw has probability 0 but would give NaN; point it along +X instead.
     zero = norms[:, 0] == 0.0
-    v[zero], norms[zero] = (0.0, 0.0, 1.0), 1.0
+    v[zero], norms[zero] = (1.0, 0.0, 0.0), 1.0
     return v / norms
+
+
+def nearest_waypoints(positions: np.ndarray, params: Params) -> np.ndarray:
+    """(N,) index of the path point nearest to each boid (zeros without a path)."""
+    if params.path is None or len(positions) == 0:
+        return np.zeros(len(positions), dtype=np.int64)
+    points = np.asarray(params.path.points)
+    d = np.linalg.norm(positions[:, None, :] - points[None, :, :], axis=2)
+    return np.argmin(d, axis=1).astype(np.int64)
 
 
 def state_from_arrays(
     positions: np.ndarray,
     velocities: np.ndarray,
     orientations: np.ndarray | None = None,
+    up=(0.0, 1.0, 0.0),
 ) -> FlockState:
     """A state from given arrays (copied), checked for shape and finiteness.
 
     Without ``orientations`` each boid faces along its velocity (the look
-    rotation; identity for a zero velocity). With them, velocities are
-    re-projected onto the orientations' forward axes (keeping their speeds) so
-    that the spec's invariant holds.
+    rotation towards ``up``; identity for a zero velocity). With them,
+    velocities are re-projected onto the orientations' forward axes (keeping
+    their speeds) so that the spec's invariant holds.
     """
     p = _checked(positions, 3, "positions")
     v = _checked(velocities, 3, "velocities")
     if v.shape != p.shape:
         raise ValueError(f"velocities has shape {v.shape} but positions has shape {p.shape}")
     if orientations is None:
-        q = quaternion.look_rotation(v)
+        q = quaternion.look_rotation(v, up)
     else:
         q = _checked(orientations, 4, "orientations")
         if q.shape[0] != p.shape[0]:
