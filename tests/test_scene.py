@@ -2,6 +2,7 @@
 
 import math
 
+import numpy as np
 import pytest
 
 from flock3d import Flock, Params
@@ -173,9 +174,13 @@ def test_the_library_shows_the_range_of_the_model():
 
 @pytest.mark.parametrize("name", shipped_scenes())
 def test_every_shipped_scene_runs_100_steps(name):
+    params = resolve_scene(name).params
     flock = Flock.from_scene(resolve_scene(name))
     flock.step(100)
-    assert flock.step_count == 100
+    assert flock.step_count == 100 and len(flock) == params.count
+    assert np.all(np.isfinite(flock.positions)) and np.all(np.isfinite(flock.velocities))
+    speeds = np.linalg.norm(flock.velocities, axis=1)
+    assert np.all(speeds >= params.min_speed - 1e-9) and np.all(speeds <= params.max_speed + 1e-9)
 
 
 def test_torus_scene_mills():

@@ -14,9 +14,19 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from flock3d.core.params import Params, params_problems
+from flock3d.core.params import Params, Problem, params_problems
 from flock3d.errors import Flock3dError
-from flock3d.scene.schema import KEYS, KEYS_BY_NAME, PARAM_KEY_OF_FIELD, SECTIONS, ViewHints, check_kind
+from flock3d.scene.schema import (
+    KEYS,
+    KEYS_BY_NAME,
+    PARAM_KEY_OF_FIELD,
+    SECTIONS,
+    STRUCTURED,
+    ViewHints,
+    check_kind,
+    convert_structured,
+    structured_to_toml,
+)
 
 __all__ = [
     "Scene",
@@ -70,6 +80,8 @@ class Scene:
             for key in KEYS:
                 if key.name.startswith(section + ".") and values.get(key.name) is not None:
                     lines.append(f"{key.name.split('.', 1)[1]} = {_toml_value(values[key.name])}")
+        for name in STRUCTURED:  # tables come last: TOML puts every key after them inside them
+            lines += structured_to_toml(KEYS_BY_NAME[name], values[name], _toml_value)
         return "\n".join(lines) + "\n"
 
     def save(self, path: str | Path) -> Path:
@@ -223,17 +235,23 @@ def _build(
         if key is None:
             problems.append(_unknown_key_message(name))
             continue
-        problem = check_kind(key, value)
-        if problem:
-            problems.append(f"{name} {problem}")
-            continue
+        if key.kind in ("items", "table"):
+            value, found = convert_structured(key, value)
+            if found:
+                problems += found
+                continue
+        else:
+            problem = check_kind(key, value)
+            if problem:
+                problems.append(f"{name} {problem}")
+                continue
         target = {"scene": scene_values, "view": view_values, "params": param_values}[key.target]
         target[key.field] = value
     # Values of the wrong kind were reported above and left out, so every problem found
     # here is real, including cross-key ones (min_speed > max_speed) where one key is a default.
     for p in params_problems(param_values):
         message = _FIELD_WORD.sub(lambda m: PARAM_KEY_OF_FIELD[m[1]], p.message)
-        problems.append(f"{PARAM_KEY_OF_FIELD[p.field]} {message}")
+        problems.append(str(Problem(PARAM_KEY_OF_FIELD[p.field], message)))
     if problems:
         raise SceneError([f"{origin}: {p}" for p in problems])
     if "name" not in scene_values and source and not source.startswith("shipped:"):
@@ -268,8 +286,17 @@ def _data_of(scene: Scene) -> dict[str, Any]:
             continue
         section, _, leaf = name.rpartition(".")
         table = data.setdefault(section, {}) if section else data
-        table[leaf] = list(value) if isinstance(value, tuple) else value
+        table[leaf] = _plain(value)
     return data
+
+
+def _plain(value: Any) -> Any:
+    """A Params value as TOML would give it back: lists and tables, no tuples."""
+    if hasattr(value, "_asdict"):  # an Attractor, Obstacle or WaypointPath
+        return {k: _plain(v) for k, v in value._asdict().items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
 
 
 def _toml_value(value: Any) -> str:
@@ -325,8 +352,9 @@ def resolve_scene(name_or_path: str | Path | None, overrides: Iterable[str] = ()
     name = str(name_or_path).removesuffix(".toml")
     if name.startswith("scenes/"):
         name = name[len("scenes/") :]
-    entry = _library().joinpath(*f"{name}.toml".split("/"))
-    if entry.is_file():
+    parts = name.split("/")
+    entry = _library().joinpath(*parts[:-1], f"{parts[-1]}.toml")
+    if ".." not in parts and entry.is_file():
         return parse_scene(entry.read_bytes(), source=f"shipped:{name}", overrides=overrides)
     close = difflib.get_close_matches(name, shipped_scenes(), n=1, cutoff=0.7)
     hint = f"; did you mean {close[0]}?" if close else "; `flock3d scenes` lists the shipped ones"

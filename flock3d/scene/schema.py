@@ -1,22 +1,57 @@
 """What a scene file may contain: every key, where its value goes, and its type.
 
-A scene file is TOML with top-level ``name``, ``description`` and ``seed`` and
-the sections ``[arena]``, ``[perception]``, ``[rules]``, ``[flock]``, ``[sim]``
-(the model, ``shared/spec/model.md``) and ``[view]`` (hints for the viewer and
-the renderer). Every key is optional; a missing key takes its default.
+A scene file is TOML with top-level ``name``, ``description`` and ``seed``; the
+sections ``[arena]``, ``[perception]``, ``[rules]``, ``[flock]``, ``[sim]`` (the
+model, ``shared/spec/model.md``, and its variants), ``[avoidance]``,
+``[predators]`` and ``[wind]`` (world features) and ``[view]`` (hints for the
+viewer and the renderer); and the structured ``[[attractors]]``,
+``[[obstacles]]`` and ``[path]``. Every key is optional; a missing key takes its
+default.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
-import numbers
 from dataclasses import dataclass
 from typing import Any, Literal
 
-__all__ = ["Key", "KEYS", "KEYS_BY_NAME", "SECTIONS", "ViewHints", "PARAM_KEY_OF_FIELD", "check_kind"]
+from flock3d.core.params import (
+    ARENA_SHAPES,
+    FALLOFFS,
+    Attractor,
+    Obstacle,
+    WaypointPath,
+    is_real_number,
+    short_repr,
+)
 
-Kind = Literal["number", "integer", "string", "boolean", "vector3", "choice"]
+__all__ = [
+    "Key",
+    "Part",
+    "KEYS",
+    "KEYS_BY_NAME",
+    "SECTIONS",
+    "STRUCTURED",
+    "ViewHints",
+    "PARAM_KEY_OF_FIELD",
+    "check_kind",
+    "convert_structured",
+    "structured_to_toml",
+]
+
+Kind = Literal[
+    "number", "integer", "string", "boolean", "vector3", "matrix3", "points", "choice", "items", "table"
+]
+
+
+@dataclass(frozen=True)
+class Part:
+    """A key inside a structured value (an attractor's ``weight``, a path's ``points``)."""
+
+    name: str
+    kind: Kind
+    required: bool = False
 
 
 @dataclass(frozen=True)
@@ -32,6 +67,8 @@ class Key:
     kind: Kind
     doc: str
     choices: tuple[str, ...] = ()
+    parts: tuple[Part, ...] = ()
+    """For ``items`` (an array of tables) and ``table``: the keys of each table."""
 
 
 @dataclass(frozen=True)
@@ -82,6 +119,31 @@ KEYS: list[Key] = [
     Key("flock.max_turn_rate", "params", "max_turn_rate", "number", "Largest heading change, degrees/s, > 0 (inf allowed)."),
     Key("flock.init_radius", "params", "init_radius", "number", "Radius of the initial ball; unset: half the arena radius."),
     Key("sim.dt", "params", "dt", "number", "Fixed time step, seconds, > 0."),
+    Key("arena.shape", "params", "arena_shape", "choice", "sphere (soft radial push), box (a push per axis), periodic (wrap-around box) or none.", ARENA_SHAPES),
+    Key("sim.dimensions", "params", "dimensions", "integer", "3, or 2 for a flock in the plane z = arena.center z."),
+    Key("rules.separation_falloff", "params", "separation_falloff", "choice", "inverse (1/d, spec), linear (d), linear_gap (r_s - d) or quadratic ((r_s - d)^2).", FALLOFFS),
+    Key("rules.separation_average", "params", "separation_average", "boolean", "Average the separation over the close neighbours (true, spec) or sum it."),
+    Key("rules.alignment_distance", "params", "alignment_distance", "number", "Radius of the alignment rule; unset: view_distance."),
+    Key("rules.cohesion_distance", "params", "cohesion_distance", "number", "Radius of the cohesion rule; unset: view_distance."),
+    Key("rules.separation_fov", "params", "separation_fov", "number", "Cone of the separation rule, degrees; unset: perception.fov."),
+    Key("rules.alignment_fov", "params", "alignment_fov", "number", "Cone of the alignment rule, degrees; unset: perception.fov."),
+    Key("rules.cohesion_fov", "params", "cohesion_fov", "number", "Cone of the cohesion rule, degrees; unset: perception.fov."),
+    Key("avoidance.weight", "params", "avoidance", "number", "Obstacle avoidance acceleration, >= 0."),
+    Key("avoidance.lookahead", "params", "avoidance_lookahead", "number", "Look-ahead, seconds at max_speed, > 0."),
+    Key("avoidance.margin", "params", "avoidance_margin", "number", "Clearance kept from obstacles, >= 0."),
+    Key("predators.count", "params", "predator_count", "integer", "Predators chasing the nearest boid, >= 0."),
+    Key("predators.speed", "params", "predator_speed", "number", "Their constant speed, > 0."),
+    Key("predators.max_turn_rate", "params", "predator_turn_rate", "number", "Their largest heading change, degrees/s, > 0."),
+    Key("predators.flee_distance", "params", "flee_distance", "number", "Boids that see a predator closer than this flee, > 0."),
+    Key("predators.flee", "params", "flee", "number", "Flee acceleration, >= 0."),
+    Key("wind.acceleration", "params", "wind", "vector3", "Uniform wind acceleration [x, y, z]."),
+    Key("wind.gradient", "params", "wind_gradient", "matrix3", "3 x 3 matrix G: wind at p = acceleration + G (p - arena.center)."),
+    Key("attractors", "params", "attractors", "items", "[[attractors]] tables: points boids seek.",
+        parts=(Part("position", "vector3", required=True), Part("weight", "number"), Part("radius", "number"))),
+    Key("obstacles", "params", "obstacles", "items", "[[obstacles]] tables: spheres boids steer around.",
+        parts=(Part("center", "vector3", required=True), Part("radius", "number", required=True))),
+    Key("path", "params", "path", "table", "[path] table: a closed list of waypoints boids follow.",
+        parts=(Part("points", "points", required=True), Part("weight", "number"), Part("reach", "number"))),
     Key("view.camera", "view", "camera", "choice", "Camera kind.", CAMERAS),
     Key("view.camera_distance", "view", "camera_distance", "number", "Camera distance from the arena centre; unset: frame the arena."),
     Key("view.camera_azimuth", "view", "camera_azimuth", "number", "Camera azimuth, degrees."),
@@ -94,15 +156,12 @@ KEYS: list[Key] = [
 ]  # fmt: skip
 
 KEYS_BY_NAME: dict[str, Key] = {k.name: k for k in KEYS}
+STRUCTURED: tuple[str, ...] = tuple(k.name for k in KEYS if k.kind in ("items", "table"))
 SECTIONS: tuple[str, ...] = tuple(dict.fromkeys(k.name.split(".")[0] for k in KEYS if "." in k.name))
 PARAM_KEY_OF_FIELD: dict[str, str] = {k.field: k.name for k in KEYS if k.target == "params"}
 
 _VIEW_FIELDS = {f.name for f in dataclasses.fields(ViewHints)}
 assert {k.field for k in KEYS if k.target == "view"} == _VIEW_FIELDS, "every ViewHints field needs a key"
-
-
-def _is_number(value: Any) -> bool:
-    return isinstance(value, numbers.Real) and not isinstance(value, bool)
 
 
 def check_kind(key: Key, value: Any) -> str | None:
@@ -112,11 +171,11 @@ def check_kind(key: Key, value: Any) -> str | None:
     here only view hints and scene attributes get their ranges checked too.
     """
     if key.kind == "number":
-        if not _is_number(value):
-            return f"must be a number (got {value!r})"
+        if not is_real_number(value):
+            return f"must be a number (got {short_repr(value)})"
     elif key.kind == "integer":
         if not isinstance(value, int) or isinstance(value, bool):
-            return f"must be a whole number (got {value!r})"
+            return f"must be a whole number (got {short_repr(value)})"
     elif key.kind == "string":
         if not isinstance(value, str):
             return f"must be a string (got {value!r})"
@@ -124,16 +183,19 @@ def check_kind(key: Key, value: Any) -> str | None:
         if not isinstance(value, bool):
             return f"must be true or false (got {value!r})"
     elif key.kind == "vector3":
-        if not (isinstance(value, list) and len(value) == 3 and all(_is_number(v) for v in value)):
-            return f"must be an array of 3 numbers like [0, 0, 0] (got {value!r})"
+        if not _is_vector(value):
+            return f"must be an array of 3 numbers like [0, 0, 0] (got {short_repr(value)})"
+    elif key.kind == "matrix3":
+        if not (isinstance(value, list) and len(value) == 3 and all(_is_vector(row) for row in value)):
+            return f"must be 3 rows of 3 numbers like [[0, 0, 0], [0, 0, 0], [0, 0, 0]] (got {short_repr(value)})"
     elif key.kind == "choice":
         if value not in key.choices:
             options = ", ".join(repr(c) for c in key.choices)
             return f"must be one of {options} (got {value!r})"
 
     # Ranges of the keys that Params does not validate.
-    if key.name == "seed" and value < 0:
-        return f"must be >= 0 (got {value!r})"
+    if key.name == "seed" and not 0 <= value < 2**63:
+        return f"must be from 0 to 2**63 - 1 (got {short_repr(value)})"
     if key.name in ("view.camera_distance", "view.boid_size") and not (math.isfinite(value) and value > 0):
         return f"must be a finite number > 0 (got {value!r})"
     if key.name == "view.camera_azimuth" and not math.isfinite(value):
@@ -141,3 +203,77 @@ def check_kind(key: Key, value: Any) -> str | None:
     if key.name == "view.camera_elevation" and not -90 <= value <= 90:
         return f"must be in [-90, 90] (got {value!r})"
     return None
+
+
+def _is_vector(value: Any) -> bool:
+    return isinstance(value, list) and len(value) == 3 and all(is_real_number(v) for v in value)
+
+
+_PART_KIND_TEXT = {
+    "vector3": "an array of 3 numbers like [0, 0, 0]",
+    "number": "a number",
+    "points": "an array of points like [[0, 0, 0], [10, 0, 0]]",
+}
+
+
+def _table_problems(where: str, table: Any, parts: tuple[Part, ...]) -> list[str]:
+    import difflib
+
+    if not isinstance(table, dict):
+        return [f"{where} must be a table of {', '.join(p.name for p in parts)} (got {short_repr(table)})"]
+    problems = []
+    names = [p.name for p in parts]
+    for name in table:
+        if name not in names:
+            close = difflib.get_close_matches(name, names, n=1, cutoff=0.6)
+            hint = f"; did you mean {where}.{close[0]}?" if close else f"; keys are {', '.join(names)}"
+            problems.append(f"{where}.{name}: unknown key{hint}")
+    for part in parts:
+        if part.name not in table:
+            if part.required:
+                problems.append(f"{where}.{part.name} is required")
+            continue
+        value = table[part.name]
+        ok = {
+            "vector3": _is_vector(value),
+            "number": is_real_number(value),
+            "points": isinstance(value, list) and all(_is_vector(v) for v in value),
+        }[part.kind]
+        if not ok:
+            problems.append(
+                f"{where}.{part.name} must be {_PART_KIND_TEXT[part.kind]} (got {short_repr(value)})"
+            )
+    return problems
+
+
+def convert_structured(key: Key, value: Any) -> tuple[Any, list[str]]:
+    """A structured key's TOML value as a Params value, or the problems found in it.
+
+    Ranges (a negative weight) are left to Params' own checks, which name the item.
+    """
+    types = {"attractors": Attractor, "obstacles": Obstacle, "path": WaypointPath}
+    make = types[key.name]
+    if key.kind == "items":
+        if not isinstance(value, list):
+            return None, [
+                f"{key.name} must be an array of tables: [[{key.name}]] sections (got {short_repr(value)})"
+            ]
+        problems = [p for i, t in enumerate(value) for p in _table_problems(f"{key.name}[{i}]", t, key.parts)]
+        return (None, problems) if problems else (tuple(make(**t) for t in value), [])
+    problems = _table_problems(key.name, value, key.parts)
+    if problems:
+        return None, problems
+    return make(**{**value, "points": tuple(tuple(p) for p in value["points"])}), []
+
+
+def structured_to_toml(key: Key, value: Any, write_value) -> list[str]:
+    """Lines of TOML for a structured value (``write_value`` formats one plain value)."""
+    if key.kind == "items":
+        lines = []
+        for item in value:
+            lines += ["", f"[[{key.name}]]"]
+            lines += [f"{name} = {write_value(getattr(item, name))}" for name in item._fields]
+        return lines
+    if value is None:
+        return []
+    return ["", f"[{key.name}]"] + [f"{name} = {write_value(getattr(value, name))}" for name in value._fields]
