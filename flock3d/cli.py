@@ -8,6 +8,7 @@ and end as one line on stderr with exit status 2, never a traceback.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
 import sys
 from collections.abc import Callable, Sequence
@@ -39,6 +40,13 @@ def _non_negative_int(text: str) -> int:
     return _whole_number(text, 0)
 
 
+def _seed(text: str) -> int:
+    value = _whole_number(text, 0)
+    if value >= 2**63:
+        raise argparse.ArgumentTypeError(f"seed must be from 0 to 2**63 - 1, got {text[:30]}")
+    return value
+
+
 def _positive_float(text: str) -> float:
     try:
         value = float(text)
@@ -61,10 +69,16 @@ def _add_bench(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
         "each size's peak memory, and the reference implementation at N = 1,000.",
     )
     p.add_argument("--large", action="store_true", help="also run N = 1,000,000 (with --viewer: 100,000)")
-    p.add_argument(
+    mode = p.add_mutually_exclusive_group()
+    mode.add_argument(
         "--viewer",
         action="store_true",
         help="measure the viewer's frames/s in a real window instead (needs a display)",
+    )
+    mode.add_argument(
+        "--variants",
+        action="store_true",
+        help="measure each option of the model (arenas, 2D, rules, world features) at N = 10,000",
     )
     p.add_argument("--steps", type=_positive_int, default=20, help="steps per timed run (default 20)")
     p.add_argument("--threads", type=_positive_int, help="numba threads (default: all cores)")
@@ -84,6 +98,8 @@ def _run_bench(args: argparse.Namespace) -> int:
 
         check_display()
         bench.run_viewer(large=args.large)
+    elif args.variants:
+        bench.run_variants(steps=args.steps)
     else:
         bench.run(large=args.large, steps=args.steps)
     return 0
@@ -168,7 +184,7 @@ def _add_run(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument(
         "--every", type=_positive_int, default=1, metavar="K", help="record every K-th step (default 1)"
     )
-    p.add_argument("--seed", type=_non_negative_int, help="seed of the initial state (default: the scene's)")
+    p.add_argument("--seed", type=_seed, help="seed of the initial state (default: the scene's)")
     _set_argument(p)
     p.add_argument("--no-progress", action="store_true", help="do not show the progress bar")
     return p
@@ -184,8 +200,22 @@ def _set_argument(p: argparse.ArgumentParser) -> None:
     )
 
 
+def _scene_from(args: argparse.Namespace, name: str | None):
+    """The scene named on the command line, with its --set overrides and --seed applied."""
+    from flock3d.scene import resolve_scene
+
+    scene = resolve_scene(name, overrides=args.set)
+    return scene if args.seed is None else scene.replace(seed=args.seed)
+
+
+#: More steps than anyone runs: a guard against --seconds with an absurd dt.
+MAX_STEPS = 10**12
+
+
 def _output_path(path: str, suffixes: tuple[str, ...], what: str) -> Path:
     """Check an output path before any work is done: right suffix, existing folder."""
+    if not path.strip():
+        raise Flock3dError(f"{what} needs a file name")
     out = Path(path)
     if out.suffix.lower() not in suffixes:
         raise Flock3dError(f"{path}: {what} must end in {' or '.join(suffixes)}")
@@ -201,16 +231,18 @@ def _run_run(args: argparse.Namespace) -> int:
     from flock3d.flock import Flock
     from flock3d.io import TrajectoryWriter
     from flock3d.runner import run, stop_on_signals
-    from flock3d.scene import resolve_scene
 
-    scene = resolve_scene(args.scene, overrides=args.set)
-    if args.seed is not None:
-        scene = scene.replace(seed=args.seed)
+    scene = _scene_from(args, args.scene)
     p = scene.params
     steps = args.steps if args.steps is not None else 600
     if args.seconds is not None:
-        steps = math.ceil(args.seconds / p.dt - 1e-9)
-    out = _output_path(args.out, (".h5", ".hdf5"), "--out") if args.out else None
+        wanted = args.seconds / p.dt
+        if not wanted <= MAX_STEPS:
+            raise Flock3dError(
+                f"--seconds {args.seconds:g} at sim.dt = {p.dt:g} is more than {MAX_STEPS:.0e} steps"
+            )
+        steps = math.ceil(wanted - 1e-9)
+    out = _output_path(args.out, (".h5", ".hdf5"), "--out") if args.out is not None else None
 
     flock = Flock.from_scene(scene)
     progress = False if args.no_progress else None  # None: only on a terminal
@@ -219,7 +251,7 @@ def _run_run(args: argparse.Namespace) -> int:
         if out is None:
             stats = run(flock, steps, progress=progress, stop=stop)
         else:
-            with TrajectoryWriter(out, len(flock), scene, every=args.every) as writer:
+            with TrajectoryWriter(out, len(flock), scene, args.every, flock.state.n_predators) as writer:
                 stats = run(flock, steps, writer=writer, every=args.every, progress=progress, stop=stop)
 
     nn = metrics.nearest_neighbour_stats(flock.positions)
@@ -262,8 +294,8 @@ def _run_metrics(args: argparse.Namespace) -> int:
     from flock3d import metrics
     from flock3d.io import Trajectory
 
-    csv_path = _output_path(args.csv, (".csv",), "--csv") if args.csv else None
-    plot_path = _output_path(args.plot, (".png",), "--plot") if args.plot else None
+    csv_path = _output_path(args.csv, (".csv",), "--csv") if args.csv is not None else None
+    plot_path = _output_path(args.plot, (".png",), "--plot") if args.plot is not None else None
     with Trajectory(args.trajectory) as traj:
         scene = traj.scene
         if traj.n_frames == 0:
@@ -276,7 +308,8 @@ def _run_metrics(args: argparse.Namespace) -> int:
     print(f"{'':<20}{'first':>10}{'last':>10}{'mean':>10}")
     for name in metrics.COLUMNS:
         v = columns[name]
-        print(f"{name:<20}{v[0]:>10.3f}{v[-1]:>10.3f}{np.nanmean(v):>10.3f}")
+        mean = np.mean(v[~np.isnan(v)]) if np.any(~np.isnan(v)) else np.nan  # NaN: undefined (N < 2)
+        print(f"{name:<20}{v[0]:>10.3f}{v[-1]:>10.3f}{mean:>10.3f}")
     if csv_path:
         with csv_path.open("w", newline="") as handle:
             writer = csv.writer(handle)
@@ -303,18 +336,15 @@ def _add_view(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
         "scenes, take screenshots and record videos. Press h in the window for the shortcuts.",
     )
     _scene_argument(p, nargs="?")
-    p.add_argument("--seed", type=_non_negative_int, help="seed of the initial state (default: the scene's)")
+    p.add_argument("--seed", type=_seed, help="seed of the initial state (default: the scene's)")
     _set_argument(p)
     return p
 
 
 def _run_view(args: argparse.Namespace) -> int:
-    from flock3d.scene import resolve_scene
     from flock3d.viewer.app import check_display, run_viewer
 
-    scene = resolve_scene(args.scene, overrides=args.set)
-    if args.seed is not None:
-        scene = scene.replace(seed=args.seed)
+    scene = _scene_from(args, args.scene)
     check_display()
     return run_viewer(scene)
 
@@ -363,75 +393,71 @@ def _add_render(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
         type=_positive_float,
         help="video frames per second (default: real time for a trajectory, capped to 10-60; 30 for a scene)",
     )
-    p.add_argument("--seed", type=_non_negative_int, help="seed, when rendering a scene")
+    p.add_argument("--seed", type=_seed, help="seed, when rendering a scene")
     _set_argument(p)
     p.add_argument("--no-progress", action="store_true", help="do not show the progress bar")
     return p
 
 
 def _run_render(args: argparse.Namespace) -> int:
-    from tqdm import tqdm
-
     from flock3d.flock import Flock
     from flock3d.io import Trajectory
-    from flock3d.io.video import VideoWriter
-    from flock3d.scene import resolve_scene
-    from flock3d.viewer.offscreen import OffscreenRenderer
 
     out = _output_path(args.out, (".mp4", ".png"), "--out")
     is_png = out.suffix.lower() == ".png"
-    traj = None
-    if Path(args.source).suffix.lower() in (".h5", ".hdf5"):
-        if args.set or args.seed is not None:
-            raise Flock3dError("--set and --seed apply to scenes, not to recorded trajectories")
-        traj = Trajectory(args.source)
-        if traj.n_frames == 0:
-            traj.close()
-            raise Flock3dError(f"{args.source}: the trajectory has no frames")
-        scene = traj.scene
-        if args.fps is None:  # play the recording in real time
-            args.fps = float(np.clip(1.0 / (traj.every * scene.params.dt), 10.0, 60.0))
-        total = min(args.frames or traj.n_frames, traj.n_frames)
-        frames = [traj.frame(total - 1)] if is_png else traj.frames(total)
-    else:
-        scene = resolve_scene(args.source, overrides=args.set)
-        if args.seed is not None:
-            scene = scene.replace(seed=args.seed)
-        args.fps = args.fps or 30.0
-        total = args.frames or (1 if is_png else 300)
-        steps_per_frame = max(1, round(1.0 / (args.fps * scene.params.dt)))
-        flock = Flock.from_scene(scene)
+    with contextlib.ExitStack() as stack:
+        if Path(args.source).suffix.lower() in (".h5", ".hdf5"):
+            if args.set or args.seed is not None:
+                raise Flock3dError("--set and --seed apply to scenes, not to recorded trajectories")
+            traj = stack.enter_context(Trajectory(args.source))
+            if traj.n_frames == 0:
+                raise Flock3dError(f"{args.source}: the trajectory has no frames")
+            scene = traj.scene
+            if args.fps is None:  # play the recording in real time
+                args.fps = float(np.clip(1.0 / (traj.every * scene.params.dt), 10.0, 60.0))
+            total = min(args.frames or traj.n_frames, traj.n_frames)
+            frames = [traj.frame(total - 1)] if is_png else traj.frames(total)
+        else:
+            scene = _scene_from(args, args.source)
+            args.fps = args.fps or 30.0
+            total = args.frames or (1 if is_png else 300)
+            steps_per_frame = max(1, round(1.0 / (args.fps * scene.params.dt)))
+            flock = Flock.from_scene(scene)
 
-        def simulate(first: int):
-            flock.step(first * steps_per_frame)
-            for k in range(first, total):
-                if k > first:
-                    flock.step(steps_per_frame)
-                yield flock.state
+            def simulate(first: int):
+                flock.step(first * steps_per_frame)
+                for k in range(first, total):
+                    if k > first:
+                        flock.step(steps_per_frame)
+                    yield flock.state
 
-        frames = simulate(total - 1 if is_png else 0)
+            frames = simulate(total - 1 if is_png else 0)
+        return _render_frames(args, out, is_png, scene, total, frames)
 
-    try:
-        with OffscreenRenderer(scene, size=args.size, camera=args.camera, fps=args.fps) as renderer:
-            if is_png:
-                import imageio.v3 as iio
 
-                renderer.frames_rendered = total - 1  # the orbit's angle at that frame
-                iio.imwrite(out, renderer.render(next(iter(frames))))
-                print(f"wrote {out} ({args.size[0]}x{args.size[1]}, frame {total} of {scene.name!r})")
-                return 0
-            bar = tqdm(total=total, unit="frame", file=sys.stderr, disable=True if args.no_progress else None)
-            with bar, VideoWriter(out, fps=args.fps) as video:
-                for state in frames:
-                    video.append(renderer.render(state))
-                    bar.update()
-            print(
-                f"wrote {out}: {video.frames} frames, {args.size[0]}x{args.size[1]}, "
-                f"{video.frames / args.fps:.1f} s at {args.fps:g} fps ({scene.name!r})"
-            )
-    finally:
-        if traj is not None:
-            traj.close()
+def _render_frames(args, out: Path, is_png: bool, scene, total: int, frames) -> int:
+    from tqdm import tqdm
+
+    from flock3d.io.video import VideoWriter
+    from flock3d.viewer.offscreen import OffscreenRenderer
+
+    with OffscreenRenderer(scene, size=args.size, camera=args.camera, fps=args.fps) as renderer:
+        if is_png:
+            import imageio.v3 as iio
+
+            renderer.frames_rendered = total - 1  # the orbit's angle at that frame
+            iio.imwrite(out, renderer.render(next(iter(frames))))
+            print(f"wrote {out} ({args.size[0]}x{args.size[1]}, frame {total} of {scene.name!r})")
+            return 0
+        bar = tqdm(total=total, unit="frame", file=sys.stderr, disable=True if args.no_progress else None)
+        with bar, VideoWriter(out, fps=args.fps) as video:
+            for state in frames:
+                video.append(renderer.render(state))
+                bar.update()
+        print(
+            f"wrote {out}: {video.frames} frames, {args.size[0]}x{args.size[1]}, "
+            f"{video.frames / args.fps:.1f} s at {args.fps:g} fps ({scene.name!r})"
+        )
     return 0
 
 
@@ -467,6 +493,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return args.run(args)
     except Flock3dError as error:
         print(f"flock3d {args.command}: {error}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except OSError as error:  # an output that cannot be written: a full disk, no permission
+        where = f"{error.filename}: " if error.filename else ""
+        print(f"flock3d {args.command}: {where}{error.strerror or error}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except MemoryError:
+        print(f"flock3d {args.command}: out of memory (fewer boids?)", file=sys.stderr)
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:
         print(f"flock3d {args.command}: interrupted", file=sys.stderr)

@@ -38,17 +38,24 @@ class StopFlag:
 def stop_on_signals() -> Iterator[StopFlag]:
     """Within the block, SIGINT (Ctrl-C) and SIGTERM set a flag instead of killing the process.
 
-    The run loop then finishes its current steps, the trajectory file is closed
-    with every frame written so far, and the caller reports the interruption.
-    Outside the main thread (where handlers cannot be installed) it only yields a flag.
+    The run loop then finishes the steps of its current call (a fraction of a second),
+    the trajectory file is closed with every frame written so far, and the caller
+    reports the interruption. A second signal is not caught. Outside the main thread
+    (where handlers cannot be installed) it only yields a flag.
     """
     flag = StopFlag()
     if threading.current_thread() is not threading.main_thread():
         yield flag
         return
     previous = {}
+
+    def handle(num, frame):
+        flag.set(signal.Signals(num).name)
+        # A second Ctrl-C (or SIGTERM) acts at once, as if flock3d were not listening.
+        signal.signal(num, previous[num])
+
     for sig in (signal.SIGINT, signal.SIGTERM):
-        previous[sig] = signal.signal(sig, lambda num, frame: flag.set(signal.Signals(num).name))
+        previous[sig] = signal.signal(sig, handle)
     try:
         yield flag
     finally:
@@ -91,31 +98,29 @@ def run(
     """
     from tqdm import tqdm
 
-    if writer is not None and writer.frames_written == 0:
+    if writer is not None and writer.frames == 0:
         writer.append(flock.state)
-    done = 0
+    done = since_frame = 0
     chunk = 1
     # tqdm's disable=None means "only on a terminal".
     bar = tqdm(total=steps, unit="step", file=sys.stderr, disable=None if progress is None else not progress)
     start = time.perf_counter()
     try:
         while done < steps and not stop:
-            if writer is None:
-                # Grow the chunk so that each call takes about _UPDATE_SECONDS.
-                t = time.perf_counter()
-                n = min(chunk, steps - done)
-                flock.step(n)
-                elapsed = time.perf_counter() - t
-                if elapsed < _UPDATE_SECONDS / 2:
-                    chunk *= 2
-                elif elapsed > _UPDATE_SECONDS * 2 and chunk > 1:
-                    chunk //= 2
-            else:
-                n = min(every, steps - done)
-                flock.step(n)
-                if n == every:  # frames are evenly spaced; a shorter tail is not recorded
-                    writer.append(flock.state)
+            # Grow the chunk so that each call takes about _UPDATE_SECONDS, never past a frame.
+            n = min(chunk, steps - done, every - since_frame if writer is not None else chunk)
+            t = time.perf_counter()
+            flock.step(n)
+            elapsed = time.perf_counter() - t
+            if elapsed < _UPDATE_SECONDS / 2:
+                chunk *= 2
+            elif elapsed > _UPDATE_SECONDS * 2 and chunk > 1:
+                chunk //= 2
             done += n
+            since_frame += n
+            if writer is not None and since_frame == every:
+                writer.append(flock.state)  # frames are evenly spaced; a shorter tail is not recorded
+                since_frame = 0
             bar.update(n)
     finally:
         bar.close()
@@ -125,6 +130,6 @@ def run(
     return RunStats(
         steps=done,
         seconds=seconds,
-        frames=writer.frames_written if writer is not None else 0,
+        frames=writer.frames if writer is not None else 0,
         interrupted=stop.signal_name if stop else None,
     )

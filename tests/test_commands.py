@@ -171,3 +171,70 @@ def test_render_mp4_of_a_trajectory_has_its_size_and_frame_count(tmp_path):
     assert frames[0].shape == (240, 320, 3)
     assert reader.get_meta_data()["fps"] == 30.0
     assert foreground_mask(frames[-1]).sum() > 20
+
+
+def test_hostile_values_fail_cleanly(tmp_path):
+    huge = "1" + "0" * 400
+    cases = [
+        (("run", "default", "--set", f"arena.radius={huge}"), "arena.radius must be a number"),
+        (
+            ("run", "default", "--set", "flock.count=10000000000000"),
+            "flock.count must be a whole number from 0",
+        ),
+        (
+            ("run", "default", "--seed", "99999999999999999999999", "--steps", "1"),
+            "seed must be from 0 to 2**63 - 1",
+        ),
+        (("run", "default", "--seconds", "1", "--set", "sim.dt=1e-320"), "is more than"),
+        (("run", "default", "--out", ""), "--out needs a file name"),
+        (("metrics", tmp_path / "x.h5", "--csv", "/proc/none/out.csv"), "does not exist"),
+        (("render", "default", "--out", "/proc/x.png"), "x.png"),
+        (("run", "scenes/../../etc/passwd"), "no such file or shipped scene"),
+    ]
+    assert flock3d("run", "small-arena", "--steps", "2", "--out", tmp_path / "x.h5").returncode == 0
+    for args, message in cases:
+        assert_clean_failure(flock3d(*args), message)
+
+
+def test_empty_flock_and_tiny_view_distance_run(tmp_path):
+    out = flock3d("run", "default", "--steps", "5", "--set", "flock.count=0", "--out", tmp_path / "empty.h5")
+    assert out.returncode == 0, out.stderr
+    with Trajectory(tmp_path / "empty.h5") as traj:
+        assert (traj.n_frames, traj.n_boids) == (6, 0)
+    out = flock3d("run", "default", "--steps", "5",
+                  "--set", "perception.view_distance=1e-6", "--set", "rules.separation_distance=1e-6")  # fmt: skip
+    assert out.returncode == 0, out.stderr
+
+
+def test_sigint_with_a_large_every_stops_promptly(tmp_path):
+    path = tmp_path / "sparse.h5"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "flock3d.cli", "run", "murmuration", "--steps", "10000000", "--every", "100000",
+         "--out", str(path)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    time.sleep(8)  # past start-up, well inside the first frame interval
+    sent = time.time()
+    proc.send_signal(signal.SIGINT)
+    stdout, stderr = proc.communicate(timeout=60)
+    assert time.time() - sent < 5, "the run did not stop promptly"
+    assert proc.returncode == 130 and "stopped by SIGINT" in stderr and "Traceback" not in stderr
+    with Trajectory(path) as traj:
+        assert traj.n_frames == 1  # the starting state; the next frame was 100,000 steps away
+
+
+def test_predators_are_recorded_and_rendered(tmp_path):
+    traj = tmp_path / "hunt.h5"
+    assert (
+        flock3d("run", "features/predators", "--steps", "20", "--every", "10", "--out", traj).returncode == 0
+    )
+    with Trajectory(traj) as t:
+        assert t.n_predators == 3 and t.frame(-1).predator_positions.shape == (3, 3)
+        assert np.all(np.isfinite(t.frame(-1).predator_positions))
+    png = tmp_path / "hunt.png"
+    out = flock3d("render", traj, "--out", png, "--size", "320x240", "--set", "x=1")
+    assert_clean_failure(out, "--set and --seed apply to scenes")
+    assert flock3d("render", traj, "--out", png, "--size", "320x240").returncode == 0
+    image = imageio.imread(png)
+    red = (image[..., 0] > 150) & (image[..., 1] < 90) & (image[..., 2] < 90)
+    assert red.sum() > 5  # the predators are drawn in red

@@ -1,6 +1,6 @@
 """Trajectories on disk: HDF5 files in the H5MD layout (https://www.nongnu.org/h5md/).
 
-Layout (N boids, T frames)::
+Layout (N boids, M predators, T frames)::
 
     h5md/                       version [1, 1]; author/, creator/ (name, version)
     particles/flock/
@@ -8,6 +8,7 @@ Layout (N boids, T frames)::
         position/{value (T, N, 3), step (T,), time (T,)}
         velocity/{value (T, N, 3), step, time}        step and time hard-linked
         orientation/{value (T, N, 4) w x y z, step, time}
+    particles/predators/        the same, (T, M, ...), when the scene has predators
     parameters/flock3d          scene (the effective scene as TOML), source_text,
                                 seed, every, flock3d_version
 
@@ -27,14 +28,14 @@ import numpy as np
 from flock3d import __version__
 from flock3d.core.state import FlockState
 from flock3d.errors import Flock3dError
-from flock3d.scene import Scene, parse_scene
+from flock3d.scene import Scene, SceneError, parse_scene
 
 __all__ = ["TrajectoryWriter", "Trajectory", "RecordingError", "BLOCK_BYTES"]
 
 #: Target size of one buffered block (and HDF5 chunk) per array.
 BLOCK_BYTES = 1 << 20
 _ELEMENTS = {"position": 3, "velocity": 3, "orientation": 4}
-_GROUP = "particles/flock"
+_FLOCK, _PREDATORS = "particles/flock", "particles/predators"
 
 
 class RecordingError(Flock3dError):
@@ -45,27 +46,39 @@ def _block_frames(n_boids: int) -> int:
     return int(np.clip(BLOCK_BYTES // max(1, n_boids * 3 * 8), 1, 1024))
 
 
+def _arrays(state: FlockState, group: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    if group == _FLOCK:
+        return state.positions, state.velocities, state.orientations
+    return state.predator_positions, state.predator_velocities, state.predator_orientations
+
+
 class TrajectoryWriter:
-    """Append frames of a flock to an H5MD file.
+    """Append frames of a flock (and its predators) to an H5MD file.
 
     Args:
         path: file to create (overwritten if it exists).
         n_boids: N, fixed for the whole file.
         scene: the scene being run; its TOML is stored in the file.
         every: steps between frames (stored as metadata).
+        n_predators: M, fixed for the whole file (0: no predator group).
 
     Use as a context manager, or call :meth:`close`.
     """
 
-    def __init__(self, path: str | Path, n_boids: int, scene: Scene, every: int = 1) -> None:
+    def __init__(
+        self, path: str | Path, n_boids: int, scene: Scene, every: int = 1, n_predators: int = 0
+    ) -> None:
         import h5py
 
         self.path = Path(path)
-        self.n_boids = n_boids
+        self.n_boids, self.n_predators = n_boids, n_predators
         self.frames_written = 0
-        self._block = _block_frames(n_boids)
-        self._buffer: dict[str, np.ndarray] = {
-            name: np.empty((self._block, n_boids, width)) for name, width in _ELEMENTS.items()
+        self._block = _block_frames(n_boids + n_predators)
+        self._groups = {_FLOCK: n_boids, **({_PREDATORS: n_predators} if n_predators else {})}
+        self._buffer = {
+            (group, name): np.empty((self._block, n, width))
+            for group, n in self._groups.items()
+            for name, width in _ELEMENTS.items()
         }
         self._steps = np.empty(self._block, dtype=np.int64)
         self._times = np.empty(self._block)
@@ -74,6 +87,13 @@ class TrajectoryWriter:
             self._file = h5py.File(self.path, "w")
         except OSError as error:
             raise RecordingError(f"{self.path}: cannot create ({error})") from None
+        try:
+            self._create_layout(scene, every)
+        except Exception as error:
+            self._file.close()
+            raise RecordingError(f"{self.path}: cannot write the trajectory's layout ({error})") from None
+
+    def _create_layout(self, scene: Scene, every: int) -> None:
         f = self._file
         h5md = f.create_group("h5md")
         h5md.attrs["version"] = np.array([1, 1], dtype=np.int32)
@@ -81,31 +101,33 @@ class TrajectoryWriter:
         creator = h5md.create_group("creator")
         creator.attrs["name"] = "flock3d"
         creator.attrs["version"] = __version__
-        group = f.create_group(_GROUP)
-        box = group.create_group("box")
-        box.attrs["dimension"] = np.int32(3)
-        box.attrs["boundary"] = np.array([b"none"] * 3)
         self._values = {}
         step = time = None
-        for name, width in _ELEMENTS.items():
-            element = group.create_group(name)
-            self._values[name] = element.create_dataset(
-                "value",
-                shape=(0, n_boids, width),
-                maxshape=(None, n_boids, width),
-                chunks=(self._block, max(n_boids, 1), width),
-                dtype="f8",
-            )
-            if step is None:
-                step = element.create_dataset(
-                    "step", shape=(0,), maxshape=(None,), chunks=(1024,), dtype="i8"
+        for group_name, n in self._groups.items():
+            group = f.create_group(group_name)
+            box = group.create_group("box")
+            box.attrs["dimension"] = np.int32(3)
+            box.attrs["boundary"] = np.array([b"none"] * 3)
+            for name, width in _ELEMENTS.items():
+                element = group.create_group(name)
+                self._values[group_name, name] = element.create_dataset(
+                    "value",
+                    shape=(0, n, width),
+                    # A chunk cannot be empty: an empty flock gets chunks of one boid.
+                    maxshape=(None, max(n, 1), width),
+                    chunks=(self._block, max(n, 1), width),
+                    dtype="f8",
                 )
-                time = element.create_dataset(
-                    "time", shape=(0,), maxshape=(None,), chunks=(1024,), dtype="f8"
-                )
-                time.attrs["unit"] = "s"
-            else:  # H5MD allows elements to share step and time by hard links
-                element["step"], element["time"] = step, time
+                if step is None:
+                    step = element.create_dataset(
+                        "step", shape=(0,), maxshape=(None,), chunks=(1024,), dtype="i8"
+                    )
+                    time = element.create_dataset(
+                        "time", shape=(0,), maxshape=(None,), chunks=(1024,), dtype="f8"
+                    )
+                    time.attrs["unit"] = "s"
+                else:  # H5MD allows elements to share step and time by hard links
+                    element["step"], element["time"] = step, time
         self._step, self._time = step, time
         params = f.create_group("parameters").create_group("flock3d")
         params.attrs["scene"] = scene.to_toml()
@@ -115,14 +137,22 @@ class TrajectoryWriter:
         params.attrs["flock3d_version"] = __version__
         f.flush()
 
+    @property
+    def frames(self) -> int:
+        """Frames appended so far (written or still buffered)."""
+        return self.frames_written + self._buffered
+
     def append(self, state: FlockState) -> None:
         """Buffer one frame; full blocks are written and flushed to disk."""
-        if len(state) != self.n_boids:
-            raise ValueError(f"frame has {len(state)} boids, the file holds {self.n_boids}")
+        if len(state) != self.n_boids or state.n_predators != self.n_predators:
+            raise ValueError(
+                f"frame has {len(state)} boids and {state.n_predators} predators, "
+                f"the file holds {self.n_boids} and {self.n_predators}"
+            )
         k = self._buffered
-        self._buffer["position"][k] = state.positions
-        self._buffer["velocity"][k] = state.velocities
-        self._buffer["orientation"][k] = state.orientations
+        for group in self._groups:
+            for name, array in zip(_ELEMENTS, _arrays(state, group), strict=True):
+                self._buffer[group, name][k] = array
         self._steps[k], self._times[k] = state.step_count, state.time
         self._buffered += 1
         if self._buffered == self._block:
@@ -133,9 +163,9 @@ class TrajectoryWriter:
         k = self._buffered
         if k:
             start, stop = self.frames_written, self.frames_written + k
-            for name, dataset in self._values.items():
+            for key, dataset in self._values.items():
                 dataset.resize(stop, axis=0)
-                dataset[start:stop] = self._buffer[name][:k]
+                dataset[start:stop] = self._buffer[key][:k]
             self._step.resize((stop,))
             self._time.resize((stop,))
             self._step[start:stop] = self._steps[:k]
@@ -186,31 +216,48 @@ class Trajectory:
         except RecordingError:
             self._file.close()
             raise
+        except Exception as error:  # any other surprise in a file that is not ours
+            self._file.close()
+            raise RecordingError(
+                f"{self.path}: damaged trajectory ({type(error).__name__}: {error})"
+            ) from None
 
     def _check_layout(self) -> None:
-        f = self._file
-        missing = [f"{_GROUP}/{name}/value" for name in _ELEMENTS if f"{_GROUP}/{name}/value" not in f]
-        if missing or "parameters/flock3d" not in f:
-            what = missing[0] if missing else "parameters/flock3d"
-            raise RecordingError(f"{self.path}: not a flock3d trajectory (no {what})")
-        try:
-            shapes = {name: f[f"{_GROUP}/{name}/value"].shape for name in _ELEMENTS}
-            n_steps = f[f"{_GROUP}/position/step"].shape[0]
-            n_times = f[f"{_GROUP}/position/time"].shape[0]
-        except (KeyError, OSError, RuntimeError) as error:
-            raise RecordingError(f"{self.path}: damaged trajectory ({error})") from None
-        frames = {shape[0] for shape in shapes.values()} | {n_steps, n_times}
-        boids = {shape[1] for shape in shapes.values()}
-        widths = [shapes[name][2] for name in _ELEMENTS]
-        if len(frames) != 1 or len(boids) != 1 or widths != list(_ELEMENTS.values()):
-            raise RecordingError(f"{self.path}: damaged trajectory (inconsistent array shapes {shapes})")
-        self.n_frames, self.n_boids = frames.pop(), boids.pop()
+        import h5py
 
-    @property
-    def scene(self) -> Scene:
-        """The effective scene the run used (with its --set overrides and seed)."""
-        text = self._file["parameters/flock3d"].attrs["scene"]
-        return parse_scene(text, source=f"{self.path}:scene")
+        f = self._file
+        for path in [f"{_FLOCK}/{name}/value" for name in _ELEMENTS] + [f"{_FLOCK}/position/step"]:
+            if not isinstance(f.get(path), h5py.Dataset):
+                raise RecordingError(f"{self.path}: not a flock3d trajectory (no {path})")
+        params = f.get("parameters/flock3d")
+        if params is None or "scene" not in params.attrs:
+            raise RecordingError(f"{self.path}: not a flock3d trajectory (no parameters/flock3d scene)")
+        self._groups = [_FLOCK] + (
+            [_PREDATORS] if isinstance(f.get(f"{_PREDATORS}/position/value"), h5py.Dataset) else []
+        )
+        frames, widths = set(), []
+        counts = {}
+        for group in self._groups:
+            shapes = [f[f"{group}/{name}/value"].shape for name in _ELEMENTS]
+            if any(len(shape) != 3 for shape in shapes):
+                raise RecordingError(f"{self.path}: damaged trajectory (arrays of the wrong rank in {group})")
+            frames |= {shape[0] for shape in shapes}
+            counts[group] = {shape[1] for shape in shapes}
+            widths.append([shape[2] for shape in shapes])
+        frames |= {f[f"{_FLOCK}/position/step"].shape[0], f[f"{_FLOCK}/position/time"].shape[0]}
+        if (
+            len(frames) != 1
+            or any(len(c) != 1 for c in counts.values())
+            or any(w != list(_ELEMENTS.values()) for w in widths)
+        ):
+            raise RecordingError(f"{self.path}: damaged trajectory (inconsistent array shapes)")
+        self.n_frames = frames.pop()
+        self.n_boids = counts[_FLOCK].pop()
+        self.n_predators = counts[_PREDATORS].pop() if _PREDATORS in counts else 0
+        try:
+            self.scene = parse_scene(str(params.attrs["scene"]), source=f"{self.path}:scene")
+        except SceneError as error:
+            raise RecordingError(f"{self.path}: the stored scene is invalid ({error.problems[0]})") from None
 
     @property
     def every(self) -> int:
@@ -220,44 +267,43 @@ class Trajectory:
     @property
     def steps(self) -> np.ndarray:
         """(T,) int64 step number of each frame."""
-        return self._file[f"{_GROUP}/position/step"][:]
+        return self._file[f"{_FLOCK}/position/step"][:]
 
     @property
     def times(self) -> np.ndarray:
         """(T,) float64 simulated time of each frame, seconds."""
-        return self._file[f"{_GROUP}/position/time"][:]
+        return self._file[f"{_FLOCK}/position/time"][:]
 
     def frame(self, index: int) -> FlockState:
         """Frame ``index`` (negative counts from the end) as a :class:`FlockState`."""
         if not -self.n_frames <= index < self.n_frames:
             raise IndexError(f"frame {index} out of range: the file has {self.n_frames} frames")
         i = index % self.n_frames
-        g = self._file[_GROUP]
-        try:
-            return FlockState(
-                g["position/value"][i],
-                g["velocity/value"][i],
-                g["orientation/value"][i],
-                float(g["position/time"][i]),
-                int(g["position/step"][i]),
-            )
-        except OSError as error:
-            raise RecordingError(f"{self.path}: damaged frame {i} ({error})") from None
+        return next(self._read(i, i + 1))
 
     def frames(self, stop: int | None = None) -> Iterator[FlockState]:
         """Iterate over the frames (the first ``stop`` of them), reading a block at a time."""
         total = self.n_frames if stop is None else min(stop, self.n_frames)
-        block = _block_frames(self.n_boids)
-        g = self._file[_GROUP]
+        block = _block_frames(self.n_boids + self.n_predators)
         for start in range(0, total, block):
-            end = min(start + block, total)
-            try:
-                p, v, q = (g[f"{name}/value"][start:end] for name in _ELEMENTS)
-                t, s = g["position/time"][start:end], g["position/step"][start:end]
-            except OSError as error:
-                raise RecordingError(f"{self.path}: damaged frames {start}-{end - 1} ({error})") from None
-            for k in range(end - start):
-                yield FlockState(p[k], v[k], q[k], float(t[k]), int(s[k]))
+            yield from self._read(start, min(start + block, total))
+
+    def _read(self, start: int, end: int) -> Iterator[FlockState]:
+        f = self._file
+        try:
+            arrays = {
+                (g, name): f[f"{g}/{name}/value"][start:end] for g in self._groups for name in _ELEMENTS
+            }
+            t, s = f[f"{_FLOCK}/position/time"][start:end], f[f"{_FLOCK}/position/step"][start:end]
+        except (OSError, ValueError, KeyError) as error:
+            raise RecordingError(f"{self.path}: damaged frames {start}-{end - 1} ({error})") from None
+        for k in range(end - start):
+            state = FlockState(*(arrays[_FLOCK, name][k] for name in _ELEMENTS), float(t[k]), int(s[k]))
+            if _PREDATORS in self._groups:
+                (state.predator_positions, state.predator_velocities, state.predator_orientations) = (
+                    arrays[_PREDATORS, name][k] for name in _ELEMENTS
+                )
+            yield state
 
     def __len__(self) -> int:
         return self.n_frames
