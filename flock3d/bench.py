@@ -141,6 +141,64 @@ def run(large: bool = False, steps: int = 20, min_seconds: float = 2.0, out=sys.
     return rows
 
 
+def variant_params(n: int) -> dict:
+    """The fixed-density scene of :func:`bench_params` with each option of the model turned on."""
+    from flock3d.core.params import Attractor, Obstacle, WaypointPath
+
+    base = bench_params(n)
+    ball = base.initial_radius
+    disc = VIEW_DISTANCE * (n / NEIGHBOURS) ** 0.5  # a planar flock at the same neighbour count
+    angles = np.linspace(0, 2 * np.pi, 6, endpoint=False)
+    ring = [(ball * 0.6 * np.cos(a), ball * 0.6 * np.sin(a), 0.0) for a in angles]
+    return {
+        "spec (all options off)": base,
+        "arena.shape = box": base.replace(arena_shape="box"),
+        "arena.shape = periodic": base.replace(arena_shape="periodic", arena_radius=ball),
+        "arena.shape = none": base.replace(arena_shape="none"),
+        "sim.dimensions = 2": base.replace(dimensions=2, init_radius=disc, arena_radius=disc / 0.8),
+        "separation_falloff = linear": base.replace(separation_falloff="linear", separation=1.0),
+        "per-rule radii and cones": base.replace(
+            alignment_distance=3.5, cohesion_distance=5.0, separation_fov=300.0, alignment_fov=180.0
+        ),
+        "3 attractors": base.replace(attractors=[Attractor(p, 1.0) for p in ring[:3]]),
+        "waypoint path (6 points)": base.replace(path=WaypointPath(tuple(ring), 1.0, 3.0)),
+        "5 obstacles": base.replace(obstacles=[Obstacle(p, 3.0) for p in ring[:5]]),
+        "3 predators": base.replace(predator_count=3),
+        "wind (uniform + gradient)": base.replace(
+            wind=(1.0, 0.0, 0.0), wind_gradient=((0, 0, -0.1), (0, 0, 0), (0.1, 0, 0))
+        ),
+    }
+
+
+def run_variants(n: int = 10_000, steps: int = 20, min_seconds: float = 1.5, out=sys.stdout) -> list[dict]:
+    """steps/s with each option of the model on, relative to the spec's configuration."""
+    from flock3d.flock import Flock
+
+    print(
+        f"flock3d bench --variants: N = {n:,} at ~{NEIGHBOURS} boids within view distance, "
+        f"the same {steps} steps from the same start, median of repeated runs",
+        file=out,
+    )
+    print("{:<32} {:>10} {:>10} {:>12}".format("option", "steps/s", "ms/step", "vs spec"), file=out)
+    rows, baseline = [], None
+    for name, params in variant_params(n).items():
+        flock = Flock(params, seed=0)
+        start = flock.state.copy()
+        flock.step(1)  # compile or load the kernel
+        times = []
+        while sum(times) < min_seconds or len(times) < 3:
+            flock._state = start.copy()
+            t = time.perf_counter()
+            flock.step(steps)
+            times.append(time.perf_counter() - t)
+        per_step = float(np.median(times)) / steps
+        baseline = baseline or per_step
+        rows.append({"option": name, "steps_per_s": 1.0 / per_step, "ms_per_step": per_step * 1e3})
+        speed, ratio = 1.0 / per_step, baseline / per_step
+        print(f"{name:<32} {speed:>10,.1f} {per_step * 1e3:>10.3f} {ratio:>11.2f}x", file=out)
+    return rows
+
+
 def run_viewer(large: bool = False, seconds: float = 8.0, out=sys.stdout) -> list[dict]:
     """Frames/s of the viewer in a real window at several sizes (needs a display)."""
     sizes = [1_000, 10_000, 20_000] + ([100_000] if large else [])

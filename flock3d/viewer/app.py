@@ -147,7 +147,7 @@ class ViewerWindow:
         p.camera_chosen.connect(self.set_camera)
         p.color_mode_chosen.connect(self.visuals.set_color_mode)
         p.mesh_chosen.connect(self.visuals.set_mesh)
-        p.arena_toggled.connect(lambda on: setattr(self.visuals.arena, "visible", on))
+        p.arena_toggled.connect(lambda on: self.visuals.set_params(self.session.params, show_arena=on))
         p.axes_toggled.connect(lambda on: setattr(self.visuals.axes, "visible", on))
         p.focus_toggled.connect(lambda on: self.set_focus(0 if on and len(self.session.flock) else None))
         b = p.buttons
@@ -199,7 +199,7 @@ class ViewerWindow:
         hints = scene.view
         self.visuals.hints = hints
         self.visuals.boid_size = hints.boid_size
-        self.visuals.set_params(scene.params)
+        self.visuals.set_params(scene.params, show_arena=hints.show_arena)
         self.visuals.set_mesh(hints.mesh)
         self.set_focus(None)
         p = self.panel
@@ -214,7 +214,6 @@ class ViewerWindow:
         ):
             p.quietly(widget, setter)
         self.visuals.set_color_mode(hints.color_mode)
-        self.visuals.arena.visible = hints.show_arena
         self.visuals.axes.visible = hints.show_axes
         self.camera_kind = hints.camera if hints.camera in CAMERA_KINDS else "orbit"
         p.quietly(p.camera, lambda: p.camera.setCurrentText(self.camera_kind))
@@ -240,7 +239,7 @@ class ViewerWindow:
             self.session.scene.view,
             mesh=self.panel.mesh.currentText(),
             color_mode=self.visuals.color_mode,
-            show_arena=bool(self.visuals.arena.visible),
+            show_arena=bool(self.visuals.show_arena),
             show_axes=bool(self.visuals.axes.visible),
         )
         scene = self.session.current_scene().replace(view=view)

@@ -11,7 +11,7 @@ from PySide6 import QtCore, QtWidgets
 from flock3d.core.params import Params
 from flock3d.scene.schema import COLOR_MODES, MESHES
 
-__all__ = ["ParamControl", "ControlPanel", "CONTROLS", "CAMERA_KINDS"]
+__all__ = ["ParamControl", "ControlPanel", "CONTROLS", "WORLD_CONTROLS", "CAMERA_KINDS", "world_value"]
 
 CAMERA_KINDS = ("orbit", "arcball", "fly", "follow")
 _STEPS = 1000  # slider resolution
@@ -42,6 +42,14 @@ CONTROLS: list[Control] = [
     Control("min_speed", "Min speed", 0.0, 50.0, decimals=2),
     Control("max_speed", "Max speed", 0.05, 50.0, decimals=2),
     Control("arena_radius", "Arena radius", 1.0, 1000.0, log=True, decimals=1),
+]
+
+#: Weights of the world features; enabled only when the scene has the feature.
+WORLD_CONTROLS: list[Control] = [
+    Control("attractor_weight", "Attractor weight", 0.0, 10.0, decimals=2),
+    Control("path_weight", "Path weight", 0.0, 20.0, decimals=2),
+    Control("avoidance", "Obstacle avoidance", 0.0, 300.0, decimals=1),
+    Control("flee", "Flee predators", 0.0, 300.0, decimals=1),
 ]
 
 
@@ -177,6 +185,15 @@ class ControlPanel(QtWidgets.QScrollArea):
         form.addRow("Time scale", self.time_scale)
         column.addWidget(model)
 
+        world = QtWidgets.QGroupBox("World")
+        world_form = QtWidgets.QFormLayout(world)
+        for control in WORLD_CONTROLS:
+            widget = ParamControl(control)
+            widget.edited.connect(lambda value, field=control.field: self.param_edited.emit(field, value))
+            self.controls[control.field] = widget
+            world_form.addRow(control.label, widget)
+        column.addWidget(world)
+
         view = QtWidgets.QGroupBox("View")
         view_form = QtWidgets.QFormLayout(view)
         self.camera = self._combo(CAMERA_KINDS, self.camera_chosen)
@@ -209,7 +226,10 @@ class ControlPanel(QtWidgets.QScrollArea):
     def show_params(self, params: Params) -> None:
         """Reflect ``params`` in the controls (without emitting edits)."""
         for field, widget in self.controls.items():
-            widget.set_value(getattr(params, field))
+            value = world_value(params, field)
+            widget.setEnabled(value is not None)
+            if value is not None:
+                widget.set_value(value)
         self.count.blockSignals(True)
         self.count.setValue(params.count)
         self.count.blockSignals(False)
@@ -222,3 +242,16 @@ class ControlPanel(QtWidgets.QScrollArea):
             setter()
         finally:
             widget.blockSignals(False)
+
+
+def world_value(params: Params, field: str) -> float | None:
+    """The value a control shows: a Params field, or a feature's weight (None without the feature)."""
+    if field == "attractor_weight":
+        return params.attractors[0].weight if params.attractors else None
+    if field == "path_weight":
+        return params.path.weight if params.path else None
+    if field == "avoidance" and not params.obstacles:
+        return None
+    if field == "flee" and not params.predator_count:
+        return None
+    return getattr(params, field)

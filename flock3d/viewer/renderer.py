@@ -9,6 +9,7 @@ re-linking the shader every frame (5-20 ms per frame, rendering notes).
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass
 
@@ -27,6 +28,12 @@ from flock3d.viewer.meshes import mesh
 __all__ = ["FlockVisuals", "ARENA_COLOR", "CAMERA_FOV", "frame_distance"]
 
 ARENA_COLOR = (0.55, 0.7, 1.0, 0.13)
+OBSTACLE_COLOR = (1.0, 0.62, 0.3, 0.55)
+PATH_COLOR = (0.45, 1.0, 0.6, 0.6)
+ATTRACTOR_COLOR = (1.0, 0.92, 0.4, 1.0)
+PREDATOR_COLOR = (0.95, 0.18, 0.22, 1.0)
+PREDATOR_SCALE = 2.2
+"""Predators are drawn this many times larger than boids."""
 CAMERA_FOV = 45.0
 
 
@@ -86,6 +93,63 @@ def _sphere_lines(
     return (np.vstack(segments) * radius + c).astype(np.float32)
 
 
+def _circle_lines(radius: float, center, points: int = 128) -> np.ndarray:
+    """Segments of a circle in the z = center z plane (a planar flock's round arena)."""
+    t = np.linspace(0.0, 2.0 * np.pi, points + 1)
+    ring = np.c_[np.cos(t), np.sin(t), np.zeros_like(t)] * radius + np.asarray(center, dtype=np.float64)
+    return np.repeat(ring, 2, axis=0)[1:-1].astype(np.float32)
+
+
+def _box_lines(half: float, center, planar: bool) -> np.ndarray:
+    """Segments of the edges of a cube of side 2 * half (a square when planar)."""
+    c = np.asarray(center, dtype=np.float64)
+    if planar:
+        corners = np.array([[-1, -1, 0], [1, -1, 0], [1, 1, 0], [-1, 1, 0]], dtype=np.float64)
+        edges = [(0, 1), (1, 2), (2, 3), (3, 0)]
+    else:
+        corners = np.array(list(itertools.product((-1, 1), repeat=3)), dtype=np.float64)
+        edges = [(a, b) for a in range(8) for b in range(a + 1, 8) if np.sum(corners[a] != corners[b]) == 1]
+    return (corners[np.array(edges).ravel()] * half + c).astype(np.float32)
+
+
+def arena_lines(params: Params) -> np.ndarray:
+    """Segments outlining the arena for its shape (empty for open space)."""
+    planar = params.dimensions == 2
+    if params.arena_shape == "sphere":
+        if planar:
+            return _circle_lines(params.arena_radius, params.arena_center)
+        return _sphere_lines(params.arena_radius, params.arena_center)
+    if params.arena_shape in ("box", "periodic"):
+        return _box_lines(params.arena_radius, params.arena_center, planar)
+    return np.zeros((0, 3), np.float32)
+
+
+def obstacle_lines(params: Params) -> np.ndarray:
+    """Segments of a light wireframe around each obstacle (circles in a planar flock)."""
+    if params.dimensions == 2:
+        parts = [_circle_lines(o.radius, o.center) for o in params.obstacles]
+    else:
+        parts = [_sphere_lines(o.radius, o.center, 6, 3, 48) for o in params.obstacles]
+    return np.vstack(parts) if parts else np.zeros((0, 3), np.float32)
+
+
+def path_lines(params: Params) -> np.ndarray:
+    """Segments joining the waypoints of the path in a closed loop."""
+    if params.path is None:
+        return np.zeros((0, 3), np.float32)
+    points = np.asarray(params.path.points, dtype=np.float32)
+    return np.stack([points, np.roll(points, -1, axis=0)], axis=1).reshape(-1, 3)
+
+
+def _set_lines(visual, segments: np.ndarray, shown: bool = True) -> None:
+    """Give a Line visual new segments; an empty set hides it (vispy cannot draw nothing)."""
+    if len(segments) == 0:
+        visual.visible = False
+        return
+    visual.set_data(pos=segments)
+    visual.visible = shown
+
+
 @dataclass
 class FrameData:
     """What was drawn last: the colours and the neighbour counts (if computed)."""
@@ -95,7 +159,7 @@ class FrameData:
 
 
 class FlockVisuals:
-    """Boids, the arena sphere and axes inside a vispy ``ViewBox``.
+    """Boids, predators, the arena, obstacles, the path, attractors and axes in a vispy ``ViewBox``.
 
     Args:
         view: the ViewBox to draw in (its camera is set up by :meth:`frame`).
@@ -130,27 +194,72 @@ class FlockVisuals:
         )
         self.boids.attach(self.shading)
         self.boids.shading = self.shading
-        self.arena = scene.visuals.Line(
-            _sphere_lines(params.arena_radius, params.arena_center),
-            color=ARENA_COLOR,
-            connect="segments",
-            antialias=False,
+        self.predators = _InstancedBoids(
+            vertices=mesh("cone")[0],
+            faces=mesh("cone")[1],
+            color=(1.0, 1.0, 1.0, 1.0),
+            instance_positions=np.zeros((1, 3), np.float32),
+            instance_transforms=np.zeros((1, 3, 3), np.float32),
+            instance_colors=np.zeros((1, 4), np.float32),
             parent=view.scene,
         )
-        self.arena.set_gl_state("translucent", depth_test=True)
-        self.arena.visible = hints.show_arena
+        self.predator_shading = InstancedShadingFilter(
+            "flat", light_dir=(0.0, -1.0, 0.0), ambient_light=(1, 1, 1, 0.3), diffuse_light=(1, 1, 1, 1.0)
+        )
+        self.predators.attach(self.predator_shading)
+        self.predators.shading = self.predator_shading
+        self.arena = self._lines(ARENA_COLOR)
+        self.obstacles = self._lines(OBSTACLE_COLOR)
+        self.path = self._lines(PATH_COLOR, width=2.0)
+        # Markers without data break vispy's bounds computation, even hidden: start with a point.
+        self.attractors = scene.visuals.Markers(pos=np.zeros((1, 3), np.float32), parent=view.scene)
+        self.attractors.set_gl_state("translucent", depth_test=True)
         self.axes = scene.visuals.XYZAxis(parent=view.scene)
-        self._place_axes()
+        self._show_world(params, hints.show_arena)
         self.axes.visible = hints.show_axes
+
+    def _lines(self, color, width: float = 1.0) -> scene.visuals.Line:
+        line = scene.visuals.Line(
+            np.zeros((2, 3), np.float32), color=color, width=width, connect="segments", antialias=False,
+            parent=self.view.scene,
+        )  # fmt: skip
+        line.set_gl_state("translucent", depth_test=True)
+        return line
+
+    def _show_world(self, params: Params, show_arena: bool) -> None:
+        """(Re)build the arena outline, obstacles, path and attractors for ``params``."""
+        self.show_arena = show_arena  # wished for; an open arena has nothing to show
+        _set_lines(self.arena, arena_lines(params), show_arena)
+        _set_lines(self.obstacles, obstacle_lines(params))
+        _set_lines(self.path, path_lines(params))
+        n_attractors = len(params.attractors)
+        points = [a.position for a in params.attractors] + list(params.path.points if params.path else [])
+        if points:
+            waypoints = len(points) - n_attractors
+            colors = [ATTRACTOR_COLOR] * n_attractors + [PATH_COLOR] * waypoints
+            sizes = np.array([16.0] * n_attractors + [9.0] * waypoints)
+            self.attractors.set_data(
+                np.asarray(points, np.float32), face_color=colors, edge_width=0, size=sizes, symbol="disc"
+            )
+        self.attractors.visible = bool(points)
+        self._place_axes(params)
 
     # -- configuration ------------------------------------------------------------------
 
-    def set_params(self, params: Params) -> None:
-        """New model parameters: redraw the arena if it moved or changed size."""
-        if (params.arena_radius, params.arena_center) != (self.params.arena_radius, self.params.arena_center):
-            self.arena.set_data(pos=_sphere_lines(params.arena_radius, params.arena_center))
+    def set_params(self, params: Params, show_arena: bool | None = None) -> None:
+        """New model parameters: redraw the arena and the world features if they changed.
+
+        ``show_arena`` says whether the arena outline is wanted (default: as it was).
+        """
+
+        def layout(p: Params):
+            arena = (p.arena_radius, p.arena_center, p.arena_shape, p.dimensions)
+            return arena + (p.obstacles, p.path, p.attractors)
+
+        show = self.show_arena if show_arena is None else show_arena
+        if show_arena is not None or layout(params) != layout(self.params):
+            self._show_world(params, show)
         self.params = params
-        self._place_axes()
 
     def set_mesh(self, name: str) -> None:
         vertices, faces = mesh(name)
@@ -161,11 +270,11 @@ class FlockVisuals:
             raise ValueError(f"unknown colour mode {mode!r}; choose one of {', '.join(COLOR_MODES)}")
         self.color_mode = mode
 
-    def _place_axes(self) -> None:
+    def _place_axes(self, params: Params) -> None:
         from vispy.visuals.transforms import STTransform
 
-        r = 0.25 * self.params.arena_radius
-        self.axes.transform = STTransform(scale=(r, r, r), translate=self.params.arena_center)
+        r = 0.25 * params.arena_radius
+        self.axes.transform = STTransform(scale=(r, r, r), translate=params.arena_center)
 
     # -- camera -------------------------------------------------------------------------
 
@@ -187,11 +296,14 @@ class FlockVisuals:
         h = self.hints
         distance = h.camera_distance or frame_distance(self.params.arena_radius)
         center = tuple(self.params.arena_center)
+        # A planar flock (in a z = const plane) is watched from above: along -z, with +y up.
+        planar = self.params.dimensions == 2
+        azimuth, elevation = (90.0, 0.0) if planar else (h.camera_azimuth, h.camera_elevation)
         if isinstance(camera, scene.cameras.TurntableCamera):
             camera.center, camera.distance = center, distance
-            camera.azimuth, camera.elevation = h.camera_azimuth, h.camera_elevation
+            camera.azimuth, camera.elevation = azimuth, elevation
         elif isinstance(camera, scene.cameras.FlyCamera):
-            az, el = math.radians(h.camera_azimuth), math.radians(h.camera_elevation)
+            az, el = math.radians(azimuth), math.radians(elevation)
             eye = np.asarray(center) + distance * np.array(
                 [math.sin(az) * math.cos(el), math.sin(el), math.cos(az) * math.cos(el)]
             )
@@ -221,7 +333,8 @@ class FlockVisuals:
             return
         # light_dir is the direction the light travels: into the scene, downwards, rightwards.
         direction = into / norms[0] - 0.55 * up / norms[1] + 0.3 * right / norms[2]
-        self.shading.light_dir = tuple(direction / np.linalg.norm(direction))
+        light = tuple(direction / np.linalg.norm(direction))
+        self.shading.light_dir = self.predator_shading.light_dir = light
 
     # -- per frame ----------------------------------------------------------------------
 
@@ -245,8 +358,13 @@ class FlockVisuals:
         frame = self.colors_for(state) if colors is None else FrameData(np.asarray(colors, np.float32))
         matrices = quaternion.to_matrices(state.orientations) * self.boid_size
         self._aim_light()
-        self.boids.set_instances(
-            state.positions.astype(np.float32), matrices.astype(np.float32), frame.colors
+        positions = state.positions.astype(np.float32)
+        self.boids.set_instances(positions, matrices.astype(np.float32), frame.colors)
+        hunters = quaternion.to_matrices(state.predator_orientations) * (self.boid_size * PREDATOR_SCALE)
+        self.predators.set_instances(
+            state.predator_positions.astype(np.float32),
+            hunters.astype(np.float32),
+            np.tile(np.asarray(PREDATOR_COLOR, np.float32), (state.n_predators, 1)),
         )
         self.last = frame
         return frame

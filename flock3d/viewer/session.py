@@ -87,12 +87,18 @@ class Session:
 
         Lowering the view distance below the separation distance lowers that too,
         and raising min_speed above max_speed raises max_speed (and the reverse);
-        ``count`` re-spawns the flock. Raises ValueError for an invalid value.
+        ``count`` re-spawns the flock; ``attractor_weight`` sets every attractor's weight
+        and ``path_weight`` the path's. Raises ValueError for an invalid value.
         """
         if field == "count":
             return self.respawn(int(value))
         p = self.params
-        changes = {field: value}
+        if field == "attractor_weight":  # one weight for every attractor
+            changes = {"attractors": tuple(a._replace(weight=value) for a in p.attractors)}
+        elif field == "path_weight":
+            changes = {"path": p.path._replace(weight=value) if p.path else None}
+        else:
+            changes = {field: value}
         if field == "view_distance" and value < p.separation_distance:
             changes["separation_distance"] = value
         elif field == "separation_distance" and value > p.view_distance:
