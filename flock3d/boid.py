@@ -22,8 +22,10 @@ class Boid:
     ``position`` and ``velocity`` return live (3,) rows of the flock's arrays;
     assigning them changes the flock. Assigning a velocity also turns the boid
     to face along it (no roll), and assigning an orientation re-aims the
-    velocity, so that ``velocity == speed * forward`` always holds (spec
-    invariant).
+    velocity, so that the setters keep the spec's invariant ``velocity == speed *
+    forward``. Writing into the arrays themselves (``boid.velocity[0] = 1``,
+    ``flock.velocities[...] = ...``) changes the velocity alone; the next step
+    then turns the boid from its current orientation.
     """
 
     __slots__ = ("_flock", "_index")
