@@ -97,13 +97,21 @@ class Flock:
         n = int(n)
         if n < 0:
             raise ValueError(f"n must be >= 0 (got {n})")
+        couzin = self._params.model == "couzin"
         if self._engine == "fast":
-            kernel.advance(self._state, self._params, n)
+            if couzin:
+                kernel.advance_couzin(self._state, self._params, n, self.noise_seed)
+            else:
+                kernel.advance(self._state, self._params, n)
             return
         state = self._state
         time, count = state.time, state.step_count
         for _ in range(n):
-            new = reference.step(state, self._params)
+            if couzin:
+                new = reference.couzin_step(state, self._params, self.noise_seed)
+            else:
+                new = reference.step(state, self._params)
+            state.step_count += 1  # the step index keys the Couzin model's noise
             # Keep the live arrays (Boid views and user references stay valid).
             for name in ("positions", "velocities", "orientations", "waypoints", "predator_positions",
                          "predator_velocities", "predator_orientations"):  # fmt: skip
@@ -183,6 +191,11 @@ class Flock:
     def seed(self) -> int | None:
         """The seed the initial state was drawn with."""
         return self._seed
+
+    @property
+    def noise_seed(self) -> int:
+        """What keys a stochastic model's noise: the seed (0 when the flock was given no seed)."""
+        return 0 if self._seed is None else int(self._seed)
 
     @property
     def engine(self) -> Engine:

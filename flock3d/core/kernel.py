@@ -56,12 +56,21 @@ import numba  # noqa: E402
 import numpy as np  # noqa: E402
 from numba import prange  # noqa: E402
 
+from flock3d.core import noise  # noqa: E402
 from flock3d.core.neighbors import build_grid, build_periodic_grid  # noqa: E402
 from flock3d.core.params import ARENA_SHAPES, FALLOFFS, Params  # noqa: E402
 from flock3d.core.quaternion import forward_of, right_of, rotate_towards_of, turn_limit  # noqa: E402
 from flock3d.core.state import FlockState  # noqa: E402
 
-__all__ = ["advance", "threads", "KernelParams", "kernel_params"]
+__all__ = [
+    "advance",
+    "advance_couzin",
+    "threads",
+    "KernelParams",
+    "kernel_params",
+    "CouzinParams",
+    "couzin_params",
+]
 
 # No 'nnan'/'ninf': view_distance and max_turn_rate may legitimately be inf.
 # 'reassoc' lets LLVM vectorise the per-boid sums; each boid's summation order is
@@ -716,6 +725,208 @@ def _advance(pos, vel, quat, waypoints, pred_pos, pred_vel, pred_quat, n_steps, 
                     _turn_and_move(
                         i, px, py, pz, vx, vy, vz, fx, fy, fz, ax, ay, az, pos, vel, quat, kp, side, periodic
                     )
+
+
+# -- the Couzin et al. (2002) zone model ------------------------------------------------------
+
+CouzinParams = namedtuple(
+    "CouzinParams",
+    [
+        "center_x", "center_y", "center_z", "arena_radius", "shape", "planar",
+        "repulsion2", "orientation2", "attraction2",  # r_r^2, r_o^2, r_a^2
+        "attraction",  # r_a: the neighbour search radius
+        "cone",  # of alpha
+        "cos_max", "cos_half", "sin_half",  # theta * tau
+        "dt", "speed", "sigma",
+    ],
+)  # fmt: skip
+CouzinParams.__doc__ = (
+    """The Couzin model's parameters as its kernel consumes them, from :func:`couzin_params`."""
+)
+
+
+def couzin_params(params: Params) -> CouzinParams:
+    r_r, r_o, r_a = params.zone_radii
+    return CouzinParams(
+        *(float(c) for c in params.arena_center),
+        float(params.arena_radius),
+        ARENA_SHAPES.index(params.arena_shape),
+        params.dimensions == 2,
+        float(r_r) ** 2,
+        float(r_o) ** 2,
+        float(r_a) ** 2,
+        float(r_a),
+        _cone(params.fov),
+        *turn_limit(math.radians(params.max_turn_rate) * params.dt),
+        float(params.dt),
+        float(params.speed),
+        float(params.noise_sigma),
+    )
+
+
+@_helper
+def _zone_sums(buf, m, px, py, pz, fx, fy, fz, kp):
+    """Sums over the individuals a Couzin agent perceives, zone by zone.
+
+    ``buf`` holds positions and unit headings. Returns ``(n_r, r_x, r_y, r_z, n_o, o_x,
+    o_y, o_z, n_a, a_x, a_y, a_z)``: counts, and sums of unit offsets (repulsion and
+    attraction zones) and of unit headings (orientation zone).
+    """
+    bx, by, bz, hx, hy, hz = buf
+    rr2, ro2, ra2, cone = kp.repulsion2, kp.orientation2, kp.attraction2, kp.cone
+    n_r = n_o = n_a = 0.0
+    r_x = r_y = r_z = o_x = o_y = o_z = a_x = a_y = a_z = 0.0
+    for jj in range(m):
+        j = numba.uint64(jj)
+        dx = bx[j] - px
+        dy = by[j] - py
+        dz = bz[j] - pz
+        d2 = dx * dx + dy * dy + dz * dz
+        dot = fx * dx + fy * dy + fz * dz
+        w = 1.0 if (d2 > 0.0) & (d2 < ra2) & (dot * abs(dot) >= cone * d2) else 0.0
+        inv = w / math.sqrt(d2) if d2 > 0.0 else 0.0
+        wr = inv if d2 < rr2 else 0.0
+        wo = w if (d2 >= rr2) & (d2 < ro2) else 0.0
+        wa = inv if d2 >= ro2 else 0.0
+        n_r += 1.0 if wr > 0.0 else 0.0
+        n_o += wo
+        n_a += 1.0 if wa > 0.0 else 0.0
+        r_x += wr * dx
+        r_y += wr * dy
+        r_z += wr * dz
+        o_x += wo * hx[j]
+        o_y += wo * hy[j]
+        o_z += wo * hz[j]
+        a_x += wa * dx
+        a_y += wa * dy
+        a_z += wa * dz
+    return n_r, r_x, r_y, r_z, n_o, o_x, o_y, o_z, n_a, a_x, a_y, a_z
+
+
+@_helper
+def _normalised(x, y, z):
+    n = math.sqrt(x * x + y * y + z * z)
+    return x / n, y / n, z / n
+
+
+@_helper
+def _perturbed(dx, dy, dz, planar, sigma, seed, step_count, index):
+    """The noise: the direction rotated by a Gaussian angle (sd sigma) about a random perpendicular."""
+    phi = sigma * noise.gaussian(seed, step_count, index, 0)
+    c, s = math.cos(phi), math.sin(phi)
+    if planar:
+        ex, ey, ez = _normalised(-dy, dx, 0.0)
+        return c * dx + s * ex, c * dy + s * ey, c * dz + s * ez
+    psi = 2.0 * math.pi * noise.uniform(seed, step_count, index, 2)
+    if abs(dx) < 0.9:  # e1 = d x (1, 0, 0)
+        e1x, e1y, e1z = _normalised(0.0, dz, -dy)
+    else:  # e1 = d x (0, 1, 0)
+        e1x, e1y, e1z = _normalised(-dz, 0.0, dx)
+    e2x, e2y, e2z = dy * e1z - dz * e1y, dz * e1x - dx * e1z, dx * e1y - dy * e1x
+    cp, sp = math.cos(psi), math.sin(psi)
+    return (
+        c * dx + s * (cp * e1x + sp * e2x),
+        c * dy + s * (cp * e1y + sp * e2y),
+        c * dz + s * (cp * e1z + sp * e2z),
+    )
+
+
+@numba.njit(parallel=True, fastmath=_FAST, error_model="numpy", cache=True)
+def _advance_couzin(pos, vel, quat, n_steps, first_step, seed, kp):
+    n = pos.shape[0]
+    periodic = kp.shape == PERIODIC
+    side = 2.0 * kp.arena_radius
+    centre = np.array([kp.center_x, kp.center_y, kp.center_z])
+    xs, ys, zs = np.empty(n), np.empty(n), np.empty(n)
+    fxs, fys, fzs = np.empty(n), np.empty(n), np.empty(n)
+    cols = (xs, ys, zs, fxs, fys, fzs)  # the buffer carries unit headings, not velocities
+    n_chunks = max(1, (n + BOIDS_PER_CHUNK - 1) // BOIDS_PER_CHUNK)
+    for step in range(n_steps):
+        step_count = first_step + step
+        if periodic:
+            _wrap_into_box(pos, vel, kp, side)
+            grid = build_periodic_grid(pos, centre, kp.arena_radius, kp.attraction, kp.planar)
+        else:
+            grid = build_grid(pos, kp.attraction)
+        order, start = grid.order, grid.cell_start
+        nx, ny, nz = grid.nx, grid.ny, grid.nz
+        origin, size = (grid.origin_x, grid.origin_y, grid.origin_z), grid.cell_size
+        for k in prange(n):
+            i = order[k]
+            xs[k], ys[k], zs[k] = pos[i, 0], pos[i, 1], pos[i, 2]
+            fxs[k], fys[k], fzs[k] = forward_of(quat[i, 0], quat[i, 1], quat[i, 2], quat[i, 3])
+        bounds = _chunk_cells(start, n, n_chunks)
+        for t in prange(n_chunks):
+            c_lo, c_hi = bounds[t], bounds[t + 1]
+            cap = 1
+            for c in range(c_lo, c_hi):
+                if start[c + 1] > start[c]:
+                    cap = max(cap, _neighbourhood_count(c, nx, ny, nz, start, periodic))
+            b = np.empty((6, cap))
+            buf = (b[0], b[1], b[2], b[3], b[4], b[5])
+            for c in range(c_lo, c_hi):
+                if start[c + 1] == start[c]:
+                    continue
+                m = _fill_candidates(
+                    c, origin, size, nx, ny, nz, start, cols, kp.attraction2, buf, periodic, side
+                )
+                for k in range(start[c], start[c + 1]):
+                    i = order[k]
+                    px, py, pz = xs[k], ys[k], zs[k]
+                    fx, fy, fz = fxs[k], fys[k], fzs[k]
+                    n_r, rx, ry, rz, n_o, ox, oy, oz, n_a, ax, ay, az = _zone_sums(
+                        buf, m, px, py, pz, fx, fy, fz, kp
+                    )
+                    # Repulsion has priority; else orientation (own heading included) and
+                    # attraction, averaged when both zones are occupied; else keep going.
+                    dx, dy, dz = fx, fy, fz
+                    if n_r > 0.0:
+                        dx, dy, dz = -rx, -ry, -rz
+                    elif n_o > 0.0 or n_a > 0.0:
+                        if n_o > 0.0:
+                            dx, dy, dz = _normalised(fx + ox, fy + oy, fz + oz)
+                        if n_a > 0.0:
+                            tx, ty, tz = _normalised(ax, ay, az)
+                            if n_o > 0.0:
+                                dx, dy, dz = 0.5 * (dx + tx), 0.5 * (dy + ty), 0.5 * (dz + tz)
+                            else:
+                                dx, dy, dz = tx, ty, tz
+                    if dx * dx + dy * dy + dz * dz > 0.0:
+                        dx, dy, dz = _normalised(dx, dy, dz)
+                    else:
+                        dx, dy, dz = fx, fy, fz
+                    dx, dy, dz = _perturbed(dx, dy, dz, kp.planar, kp.sigma, seed, step_count, i)
+                    qw, qx, qy, qz = rotate_towards_of(
+                        quat[i, 0],
+                        quat[i, 1],
+                        quat[i, 2],
+                        quat[i, 3],
+                        dx,
+                        dy,
+                        dz,
+                        kp.cos_max,
+                        kp.cos_half,
+                        kp.sin_half,
+                    )
+                    quat[i, 0], quat[i, 1], quat[i, 2], quat[i, 3] = qw, qx, qy, qz
+                    hx, hy, hz = forward_of(qw, qx, qy, qz)
+                    s, dt = kp.speed, kp.dt
+                    vx, vy, vz = s * hx, s * hy, s * hz
+                    px, py, pz, vx, vy, vz = _settle(
+                        px + dt * vx, py + dt * vy, pz + dt * vz, vx, vy, vz, kp, side, periodic
+                    )
+                    vel[i, 0], vel[i, 1], vel[i, 2] = vx, vy, vz
+                    pos[i, 0], pos[i, 1], pos[i, 2] = px, py, pz
+
+
+def advance_couzin(state: FlockState, params: Params, n: int = 1, seed: int = 0) -> None:
+    """Advance ``state`` by ``n`` steps of the Couzin model in place; ``seed`` keys its noise."""
+    _advance_couzin(
+        state.positions, state.velocities, state.orientations, int(n), int(state.step_count), int(seed),
+        couzin_params(params),
+    )  # fmt: skip
+    state.time += n * params.dt
+    state.step_count += n
 
 
 def advance(state: FlockState, params: Params, n: int = 1) -> None:

@@ -27,6 +27,8 @@ __all__ = [
     "Obstacle",
     "ARENA_SHAPES",
     "FALLOFFS",
+    "MODELS",
+    "COUZIN_DEFAULTS",
     "SPEC_FIELDS",
     "is_real_number",
     "short_repr",
@@ -36,6 +38,8 @@ ARENA_SHAPES = ("sphere", "box", "periodic", "none")
 """``sphere``: soft radial confinement (spec); ``box``: a cube of side 2R with a push per
 axis inside its margin; ``periodic``: that cube with wrap-around; ``none``: open space."""
 FALLOFFS = ("inverse", "linear", "linear_gap", "quadratic")
+MODELS = ("boids", "couzin")
+"""``boids``: the spec's model and its variants; ``couzin``: the 2002 zone model."""
 """How separation grows as a neighbour closes in (d = distance, u = unit offset away):
 ``inverse`` u/d (spec), ``linear`` u*d (the offset itself), ``linear_gap`` u*(r_s - d),
 ``quadratic`` u*(r_s - d)^2."""
@@ -170,6 +174,23 @@ class Params:
     wind_gradient: tuple[tuple[float, float, float], ...] = (_ZERO3, _ZERO3, _ZERO3)
     """3 x 3 matrix G: the wind at p is ``wind + G @ (p - c)`` (shear, vortex...), 1/s^2."""
 
+    # -- the Couzin et al. (2002) zone model ---------------------------------------------
+    model: str = "boids"
+    """``boids`` (the spec and its variants) or ``couzin`` (zones of repulsion,
+    orientation and attraction; constant speed; noise; open space). The Couzin model
+    uses fov, max_turn_rate, dt, count, init_radius, dimensions and the fields below;
+    the boids model ignores those below."""
+    speed: float = 3.0
+    """s: constant speed of the Couzin model, units/s, > 0."""
+    zone_repulsion: float = 1.0
+    """r_r: radius of the zone of repulsion, > 0."""
+    zone_orientation_width: float = 2.0
+    """Delta r_o: width of the zone of orientation (r_o = r_r + Delta r_o), >= 0."""
+    zone_attraction_width: float = 14.0
+    """Delta r_a: width of the zone of attraction (r_a = r_o + Delta r_a), >= 0."""
+    noise_sigma: float = 0.05
+    """sigma: standard deviation (radians) of the angular noise on the desired direction, >= 0."""
+
     def __post_init__(self) -> None:
         # Accept sequences and numpy numbers from TOML or numpy, but store plain tuples,
         # floats and ints so that Params stays hashable and compares by value.
@@ -201,6 +222,12 @@ class Params:
         return 0.5 * self.arena_radius if self.init_radius is None else self.init_radius
 
     @property
+    def zone_radii(self) -> tuple[float, float, float]:
+        """(r_r, r_o, r_a): the outer radii of the Couzin model's three zones."""
+        r_o = self.zone_repulsion + self.zone_orientation_width
+        return self.zone_repulsion, r_o, r_o + self.zone_attraction_width
+
+    @property
     def rule_distances(self) -> tuple[float, float, float]:
         """Radii of separation, alignment and cohesion, defaults resolved."""
         rv = self.view_distance
@@ -224,6 +251,22 @@ class Params:
 
 SPEC_FIELDS = tuple(f.name for f in dataclasses.fields(Params))[:16]
 """The spec's sixteen parameters, in its order."""
+
+COUZIN_DEFAULTS: dict[str, Any] = {
+    "model": "couzin",
+    "count": 100,
+    "zone_repulsion": 1.0,
+    "fov": 270.0,
+    "max_turn_rate": 40.0,
+    "speed": 3.0,
+    "noise_sigma": 0.05,
+    "dt": 0.1,
+    "init_radius": 5.0,
+    "arena_shape": "none",
+}
+"""The values of Couzin, Krause, James, Ruxton and Franks (2002) that a scene with
+``model = "couzin"`` starts from: N = 100, r_r = 1, alpha = 270, theta = 40 deg/s, s = 3,
+sigma = 0.05 rad, tau = 0.1 s, in open space, from a random ball (here of radius 5)."""
 
 
 # -- normalisation of structured values -------------------------------------------------
@@ -329,6 +372,11 @@ _RANGES: list[tuple[str, float, float, bool, bool, bool]] = [
     ("predator_turn_rate", 0.0, math.inf, True, True, True),
     ("flee_distance", 0.0, math.inf, True, True, False),
     ("flee", 0.0, math.inf, False, True, False),
+    ("speed", 0.0, math.inf, True, True, False),
+    ("zone_repulsion", 0.0, math.inf, True, True, False),
+    ("zone_orientation_width", 0.0, math.inf, False, True, False),
+    ("zone_attraction_width", 0.0, math.inf, False, True, False),
+    ("noise_sigma", 0.0, math.inf, False, True, False),
 ]
 
 
@@ -442,6 +490,15 @@ def params_problems(values: Params | dict[str, Any]) -> list[Problem]:
         )
 
     _choice(problems, "arena_shape", values["arena_shape"], ARENA_SHAPES)
+    _choice(problems, "model", values["model"], MODELS)
+    if values["model"] == "couzin" and values["arena_shape"] not in ("none", "periodic"):
+        problems.append(
+            Problem(
+                "arena_shape",
+                "must be 'none' (open space) or 'periodic' for the couzin model "
+                f"(got {values['arena_shape']!r})",
+            )
+        )
     _choice(problems, "separation_falloff", values["separation_falloff"], FALLOFFS)
     if values["dimensions"] not in (2, 3) or isinstance(values["dimensions"], bool):
         problems.append(Problem("dimensions", f"must be 2 or 3 (got {values['dimensions']!r})"))

@@ -22,10 +22,11 @@ from dataclasses import dataclass
 import numpy as np
 from pyquaternion import Quaternion
 
+from flock3d.core import noise
 from flock3d.core.params import Params
 from flock3d.core.state import FlockState
 
-__all__ = ["step", "visible", "offsets", "ReferenceBoid", "ReferencePredator"]
+__all__ = ["step", "couzin_step", "visible", "offsets", "ReferenceBoid", "ReferencePredator", "CouzinAgent"]
 
 FORWARD = np.array([0.0, 0.0, 1.0])
 UP = np.array([0.0, 1.0, 0.0])
@@ -292,6 +293,87 @@ class ReferencePredator:
         velocity = params.predator_speed * np.asarray(orientation.rotate(FORWARD))
         position, velocity = settle(self.position + params.dt * velocity, velocity, params)
         return ReferencePredator(position, velocity, orientation)
+
+
+def perturbed(direction: np.ndarray, params: Params, seed: int, step_count: int, index: int) -> np.ndarray:
+    """The Couzin model's noise: ``direction`` rotated by a random angle of spread sigma.
+
+    The angle phi is Gaussian (sd sigma) and the axis, perpendicular to the direction,
+    uniform around it: ``cos(phi) d + sin(phi) (cos(psi) e1 + sin(psi) e2)``. A planar
+    flock keeps the turn in its plane. The random numbers come from
+    :mod:`flock3d.core.noise`, shared with the fast kernel.
+    """
+    phi = params.noise_sigma * noise.gaussian(seed, step_count, index, 0)
+    d = direction
+    if params.dimensions == 2:
+        side = np.array([-d[1], d[0], 0.0])
+        return math.cos(phi) * d + math.sin(phi) * side / np.linalg.norm(side)
+    psi = 2.0 * math.pi * noise.uniform(seed, step_count, index, 2)
+    helper = np.array([1.0, 0.0, 0.0]) if abs(d[0]) < 0.9 else np.array([0.0, 1.0, 0.0])
+    e1 = np.cross(d, helper)
+    e1 /= np.linalg.norm(e1)
+    e2 = np.cross(d, e1)
+    return math.cos(phi) * d + math.sin(phi) * (math.cos(psi) * e1 + math.sin(psi) * e2)
+
+
+@dataclass
+class CouzinAgent:
+    """One individual of Couzin et al. (2002): zones of repulsion, orientation and attraction."""
+
+    position: np.ndarray
+    orientation: Quaternion
+
+    @property
+    def heading(self) -> np.ndarray:
+        return np.asarray(self.orientation.rotate(FORWARD))
+
+    def desired_direction(self, group: list[CouzinAgent], params: Params) -> np.ndarray:
+        """Repulsion first; else orientation and attraction, averaged when both act."""
+        r_r, r_o, r_a = params.zone_radii
+        positions = np.array([a.position for a in group]).reshape(-1, 3)
+        d = offsets(self.position, positions, params)
+        seen = visible(self.position, self.heading, positions, params, r_a, params.fov)
+        repel, orient, attract = [], [], []
+        for j in np.flatnonzero(seen):
+            distance = np.linalg.norm(d[j])
+            unit = d[j] / distance
+            if distance < r_r:
+                repel.append(unit)
+            elif distance < r_o:
+                orient.append(group[j].heading)
+            else:
+                attract.append(unit)
+        if repel:
+            desired = -np.sum(repel, axis=0)
+        elif orient or attract:
+            d_o = _unit(self.heading + np.sum(orient, axis=0)) if orient else None  # its own heading counts
+            d_a = _unit(np.sum(attract, axis=0)) if attract else None
+            desired = d_o if d_a is None else d_a if d_o is None else 0.5 * (d_o + d_a)
+        else:
+            return self.heading  # nobody in sight: keep going
+        return _unit(desired) if np.any(desired) else self.heading
+
+    def updated(self, group: list[CouzinAgent], params: Params, seed: int, step_count: int, index: int):
+        desired = perturbed(self.desired_direction(group, params), params, seed, step_count, index)
+        orientation = turned(self.orientation, desired, math.radians(params.max_turn_rate) * params.dt)
+        velocity = params.speed * np.asarray(orientation.rotate(FORWARD))
+        position, velocity = settle(self.position + params.dt * velocity, velocity, params)
+        return CouzinAgent(position, orientation), velocity
+
+
+def couzin_step(state: FlockState, params: Params, seed: int) -> FlockState:
+    """One synchronous update of the Couzin model; ``seed`` keys its noise."""
+    group = [
+        CouzinAgent(p.copy(), Quaternion(q)) for p, q in zip(state.positions, state.orientations, strict=True)
+    ]
+    moved = [a.updated(group, params, seed, state.step_count, i) for i, a in enumerate(group)]
+    n = len(moved)
+    new = state.copy()
+    new.positions = np.array([a.position for a, _ in moved]).reshape(n, 3)
+    new.velocities = np.array([v for _, v in moved]).reshape(n, 3)
+    new.orientations = np.array([a.orientation.elements for a, _ in moved]).reshape(n, 4)
+    new.time, new.step_count = state.time + params.dt, state.step_count + 1
+    return new
 
 
 def step(state: FlockState, params: Params) -> FlockState:

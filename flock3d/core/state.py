@@ -88,7 +88,10 @@ def random_state(params: Params, seed: int | np.random.Generator | None = 0) -> 
     n = params.count
     positions = _uniform_positions(rng, n, params)
     directions = _unit_vectors(rng, n, params.dimensions)
-    speeds = rng.uniform(params.min_speed, params.max_speed, n)
+    if params.model == "couzin":  # constant speed
+        speeds = np.full(n, params.speed)
+    else:
+        speeds = rng.uniform(params.min_speed, params.max_speed, n)
     up = UP_OF_PLANE if params.dimensions == 2 else (0.0, 1.0, 0.0)
     state = FlockState(positions, directions * speeds[:, None], quaternion.look_rotation(directions, up))
     state.waypoints = nearest_waypoints(positions, params)

@@ -14,7 +14,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from flock3d.core.params import Params, Problem, params_problems
+from flock3d.core.params import COUZIN_DEFAULTS, Params, Problem, params_problems
 from flock3d.errors import Flock3dError
 from flock3d.scene.schema import (
     KEYS,
@@ -22,6 +22,7 @@ from flock3d.scene.schema import (
     PARAM_KEY_OF_FIELD,
     SECTIONS,
     STRUCTURED,
+    TOP_LEVEL_PARAMS,
     ViewHints,
     check_kind,
     convert_structured,
@@ -36,6 +37,8 @@ __all__ = [
     "shipped_scenes",
     "resolve_scene",
     "default_scene",
+    "toml_value",
+    "unknown_key_message",
 ]
 
 DEFAULT_SCENE = "default"
@@ -73,15 +76,16 @@ class Scene:
     def to_toml(self) -> str:
         """The scene as a complete TOML scene file (every key written out)."""
         values = _values_of(self)
-        lines = [f"name = {_toml_value(self.name)}", f"description = {_toml_value(self.description)}"]
+        lines = [f"name = {toml_value(self.name)}", f"description = {toml_value(self.description)}"]
         lines.append(f"seed = {self.seed}")
+        lines += [f"{name} = {toml_value(values[name])}" for name in TOP_LEVEL_PARAMS]
         for section in SECTIONS:
             lines += ["", f"[{section}]"]
             for key in KEYS:
                 if key.name.startswith(section + ".") and values.get(key.name) is not None:
-                    lines.append(f"{key.name.split('.', 1)[1]} = {_toml_value(values[key.name])}")
+                    lines.append(f"{key.name.split('.', 1)[1]} = {toml_value(values[key.name])}")
         for name in STRUCTURED:  # tables come last: TOML puts every key after them inside them
-            lines += structured_to_toml(KEYS_BY_NAME[name], values[name], _toml_value)
+            lines += structured_to_toml(KEYS_BY_NAME[name], values[name], toml_value)
         return "\n".join(lines) + "\n"
 
     def save(self, path: str | Path) -> Path:
@@ -172,7 +176,7 @@ def apply_assignments(data: dict, assignments: Iterable[str]) -> list[str]:
             problems.append(f"--set {assignment!r}: expected key=value, e.g. perception.fov=120")
             continue
         if key not in KEYS_BY_NAME:
-            problems.append(_unknown_key_message(key))
+            problems.append(unknown_key_message(key))
             continue
         try:
             value = tomllib.loads(f"v = {value_text.strip()}")["v"]
@@ -187,8 +191,11 @@ def apply_assignments(data: dict, assignments: Iterable[str]) -> list[str]:
     return problems
 
 
-def _unknown_key_message(name: str) -> str:
+def unknown_key_message(name: str) -> str:
+    """``name: unknown key``, with the closest valid key when there is one."""
     close = difflib.get_close_matches(name, list(KEYS_BY_NAME), n=1, cutoff=0.6)
+    if not close and "." not in name:  # a bare leaf: "fov" -> "perception.fov"
+        close = [k for k in KEYS_BY_NAME if k.rpartition(".")[2] == name][:1]
     if not close:
         # A misspelt section with a known leaf: "percepton.fov" -> "perception.fov".
         leaf = name.rpartition(".")[2]
@@ -233,7 +240,7 @@ def _build(
     for name, value in flat.items():
         key = KEYS_BY_NAME.get(name)
         if key is None:
-            problems.append(_unknown_key_message(name))
+            problems.append(unknown_key_message(name))
             continue
         if key.kind in ("items", "table"):
             value, found = convert_structured(key, value)
@@ -247,6 +254,8 @@ def _build(
                 continue
         target = {"scene": scene_values, "view": view_values, "params": param_values}[key.target]
         target[key.field] = value
+    if param_values.get("model") == "couzin":  # unspecified keys take the paper's values
+        param_values = {**COUZIN_DEFAULTS, **param_values}
     # Values of the wrong kind were reported above and left out, so every problem found
     # here is real, including cross-key ones (min_speed > max_speed) where one key is a default.
     for p in params_problems(param_values):
@@ -299,7 +308,8 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def _toml_value(value: Any) -> str:
+def toml_value(value: Any) -> str:
+    """A Python value written as a TOML value (numbers, strings, booleans, nested arrays)."""
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, int):
@@ -313,7 +323,7 @@ def _toml_value(value: Any) -> str:
     if isinstance(value, str):
         return json.dumps(value, ensure_ascii=False)  # JSON strings are valid TOML basic strings
     if isinstance(value, (list, tuple)):
-        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+        return "[" + ", ".join(toml_value(v) for v in value) + "]"
     raise TypeError(f"cannot write {value!r} as TOML")
 
 

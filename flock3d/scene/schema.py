@@ -5,8 +5,9 @@ sections ``[arena]``, ``[perception]``, ``[rules]``, ``[flock]``, ``[sim]`` (the
 model, ``shared/spec/model.md``, and its variants), ``[avoidance]``,
 ``[predators]`` and ``[wind]`` (world features) and ``[view]`` (hints for the
 viewer and the renderer); and the structured ``[[attractors]]``,
-``[[obstacles]]`` and ``[path]``. Every key is optional; a missing key takes its
-default.
+``[[obstacles]]`` and ``[path]``; ``model = "couzin"`` with ``[zones]`` and ``[noise]``
+selects the Couzin et al. (2002) zone model. Every key is optional; a missing key
+takes its default (for the Couzin model, the paper's values).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Any, Literal
 from flock3d.core.params import (
     ARENA_SHAPES,
     FALLOFFS,
+    MODELS,
     Attractor,
     Obstacle,
     WaypointPath,
@@ -33,6 +35,7 @@ __all__ = [
     "KEYS_BY_NAME",
     "SECTIONS",
     "STRUCTURED",
+    "TOP_LEVEL_PARAMS",
     "ViewHints",
     "PARAM_KEY_OF_FIELD",
     "check_kind",
@@ -138,6 +141,12 @@ KEYS: list[Key] = [
     Key("predators.flee", "params", "flee", "number", "Flee acceleration, >= 0."),
     Key("wind.acceleration", "params", "wind", "vector3", "Uniform wind acceleration [x, y, z]."),
     Key("wind.gradient", "params", "wind_gradient", "matrix3", "3 x 3 matrix G: wind at p = acceleration + G (p - arena.center)."),
+    Key("model", "params", "model", "choice", "boids (the spec and its variants) or couzin (the 2002 zone model).", MODELS),
+    Key("zones.repulsion", "params", "zone_repulsion", "number", "Couzin: radius r_r of the zone of repulsion, > 0."),
+    Key("zones.orientation_width", "params", "zone_orientation_width", "number", "Couzin: width Delta r_o of the zone of orientation, >= 0."),
+    Key("zones.attraction_width", "params", "zone_attraction_width", "number", "Couzin: width Delta r_a of the zone of attraction, >= 0."),
+    Key("flock.speed", "params", "speed", "number", "Couzin: constant speed s, > 0."),
+    Key("noise.sigma", "params", "noise_sigma", "number", "Couzin: angular noise, standard deviation in radians, >= 0."),
     Key("attractors", "params", "attractors", "items", "[[attractors]] tables: points boids seek.",
         parts=(Part("position", "vector3", required=True), Part("weight", "number"), Part("radius", "number"))),
     Key("obstacles", "params", "obstacles", "items", "[[obstacles]] tables: spheres boids steer around.",
@@ -157,6 +166,9 @@ KEYS: list[Key] = [
 
 KEYS_BY_NAME: dict[str, Key] = {k.name: k for k in KEYS}
 STRUCTURED: tuple[str, ...] = tuple(k.name for k in KEYS if k.kind in ("items", "table"))
+TOP_LEVEL_PARAMS: tuple[str, ...] = tuple(
+    k.name for k in KEYS if "." not in k.name and k.target == "params" and k.name not in STRUCTURED
+)
 SECTIONS: tuple[str, ...] = tuple(dict.fromkeys(k.name.split(".")[0] for k in KEYS if "." in k.name))
 PARAM_KEY_OF_FIELD: dict[str, str] = {k.field: k.name for k in KEYS if k.target == "params"}
 
