@@ -349,6 +349,67 @@ def _run_view(args: argparse.Namespace) -> int:
     return run_viewer(scene)
 
 
+# -- sweep ------------------------------------------------------------------------------
+
+
+def _add_sweep(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    p = sub.add_parser(
+        "sweep",
+        help="sweep scene parameters over many runs on Dask (a local cluster or a scheduler)",
+        description="Run every combination of the swept values, --repeats times each with its own seed, "
+        "as tasks on Dask, and write one row per run. Re-running with the same --out skips finished runs.",
+    )
+    _scene_argument(p)
+    p.add_argument(
+        "--param",
+        action="append",
+        required=True,
+        metavar="KEY=VALUES",
+        help="a swept key: start:stop:count (both ends included) or v1,v2,... "
+        "e.g. zones.orientation_width=0:15:16 (repeatable)",
+    )
+    p.add_argument("--repeats", type=_positive_int, default=1, help="runs per combination (default 1)")
+    p.add_argument("--steps", type=_positive_int, required=True, help="steps per run")
+    p.add_argument("--discard", type=_non_negative_int, default=0, help="first steps left out of the means")
+    p.add_argument("--out", required=True, metavar="RESULTS.parquet|.csv", help="the results table")
+    p.add_argument("--plot", metavar="OUT.png", help="heatmaps over two parameters, or lines over one")
+    p.add_argument(
+        "--scheduler", metavar="ADDRESS", help="a dask.distributed scheduler, e.g. tcp://host:8786"
+    )
+    p.add_argument("--workers", type=_positive_int, help="workers of the local cluster (default: all cores)")
+    p.add_argument("--seed", type=_seed, help="base seed the runs' seeds derive from (default: the scene's)")
+    _set_argument(p)
+    p.add_argument("--no-progress", action="store_true", help="do not show the progress bar")
+    return p
+
+
+def _run_sweep(args: argparse.Namespace) -> int:
+    from flock3d.sweep import parse_axis, plot_sweep, run_sweep
+
+    out = _output_path(args.out, (".parquet", ".csv"), "--out")
+    plot = _output_path(args.plot, (".png",), "--plot") if args.plot is not None else None
+    scene = _scene_from(args, args.scene)
+    axes = [parse_axis(spec) for spec in args.param]
+    if len({a.key for a in axes}) != len(axes):
+        raise Flock3dError("each --param key may be swept once")
+    if plot is not None and len(axes) > 2:
+        raise Flock3dError(f"--plot draws one or two swept parameters (this sweep has {len(axes)})")
+    n_runs = math.prod(len(a.values) for a in axes) * args.repeats
+    print(f"{scene.name}: {n_runs:,} runs of {args.steps:,} steps ({', '.join(a.key for a in axes)})")
+    table, stats = run_sweep(
+        scene, axes, args.repeats, args.steps, args.discard, out,
+        scheduler=args.scheduler, workers=args.workers, progress=False if args.no_progress else None,
+    )  # fmt: skip
+    print(f"computed {stats.computed:,} runs in {stats.seconds:.1f} s, {stats.skipped:,} already in {out}")
+    keys = [a.key for a in axes]
+    summary = table.groupby(keys)[["polarization_mean", "milling_mean"]].mean().reset_index()
+    print(summary.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
+    if plot is not None:
+        plot_sweep(table, axes, plot, title=scene.name)
+        print(f"wrote {plot}")
+    return 0
+
+
 # -- render ---------------------------------------------------------------------------
 
 
@@ -468,6 +529,7 @@ COMMANDS: dict[str, tuple[Callable, Callable[[argparse.Namespace], int]]] = {
     "run": (_add_run, _run_run),
     "metrics": (_add_metrics, _run_metrics),
     "render": (_add_render, _run_render),
+    "sweep": (_add_sweep, _run_sweep),
     "bench": (_add_bench, _run_bench),
 }
 

@@ -66,8 +66,20 @@ def test_unknown_options_and_bad_values_exit_2():
 
 def test_run_out_then_metrics_agree_with_metrics_in_memory(tmp_path):
     traj_path, csv_path, png_path = tmp_path / "t.h5", tmp_path / "m.csv", tmp_path / "m.png"
-    out = flock3d("run", "default", "--steps", "120", "--every", "10", "--seed", "4", "--out", traj_path,
-                  "--set", "flock.count=300")  # fmt: skip
+    out = flock3d(
+        "run",
+        "default",
+        "--steps",
+        "120",
+        "--every",
+        "10",
+        "--seed",
+        "4",
+        "--out",
+        traj_path,
+        "--set",
+        "flock.count=300",
+    )
     assert out.returncode == 0, out.stderr
     assert "wrote 13 frames" in out.stdout and "steps/s" in out.stdout and "polarization" in out.stdout
 
@@ -144,8 +156,18 @@ def test_missing_truncated_and_foreign_recordings(tmp_path):
 
 def test_render_png_shows_boids(tmp_path):
     png = tmp_path / "frame.png"
-    out = flock3d("render", "default", "--out", png, "--size", "320x240", "--camera", "fixed",
-                  "--set", "view.show_arena=false")  # fmt: skip
+    out = flock3d(
+        "render",
+        "default",
+        "--out",
+        png,
+        "--size",
+        "320x240",
+        "--camera",
+        "fixed",
+        "--set",
+        "view.show_arena=false",
+    )
     assert out.returncode == 0, out.stderr
     image = imageio.imread(png)
     assert image.shape == (240, 320, 3)
@@ -153,8 +175,18 @@ def test_render_png_shows_boids(tmp_path):
     assert 200 < lit.sum() < 0.5 * lit.size  # boids, not a blank (or a filled) frame
     # With no boids and no arena the frame is background only.
     empty = tmp_path / "empty.png"
-    out = flock3d("render", "default", "--out", empty, "--size", "320x240",
-                  "--set", "flock.count=0", "--set", "view.show_arena=false")  # fmt: skip
+    out = flock3d(
+        "render",
+        "default",
+        "--out",
+        empty,
+        "--size",
+        "320x240",
+        "--set",
+        "flock.count=0",
+        "--set",
+        "view.show_arena=false",
+    )
     assert out.returncode == 0, out.stderr
     assert foreground_mask(imageio.imread(empty)).sum() == 0
 
@@ -201,18 +233,39 @@ def test_empty_flock_and_tiny_view_distance_run(tmp_path):
     assert out.returncode == 0, out.stderr
     with Trajectory(tmp_path / "empty.h5") as traj:
         assert (traj.n_frames, traj.n_boids) == (6, 0)
-    out = flock3d("run", "default", "--steps", "5",
-                  "--set", "perception.view_distance=1e-6", "--set", "rules.separation_distance=1e-6")  # fmt: skip
+    out = flock3d(
+        "run",
+        "default",
+        "--steps",
+        "5",
+        "--set",
+        "perception.view_distance=1e-6",
+        "--set",
+        "rules.separation_distance=1e-6",
+    )
     assert out.returncode == 0, out.stderr
 
 
 def test_sigint_with_a_large_every_stops_promptly(tmp_path):
     path = tmp_path / "sparse.h5"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "flock3d.cli", "run", "murmuration", "--steps", "10000000", "--every", "100000",
-         "--out", str(path)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "flock3d.cli",
+            "run",
+            "murmuration",
+            "--steps",
+            "10000000",
+            "--every",
+            "100000",
+            "--out",
+            str(path),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     time.sleep(8)  # past start-up, well inside the first frame interval
     sent = time.time()
     proc.send_signal(signal.SIGINT)

@@ -1,0 +1,311 @@
+"""Parameter sweeps on Dask: every combination of swept values, repeated, one task each.
+
+A sweep over ``--param key=values`` axes runs each combination ``repeats`` times
+with its own seed. Each run is a task on a Dask cluster (a local one by default,
+any ``dask.distributed`` scheduler on request) and yields one row: the values,
+the repeat, the seed, and the mean and standard deviation of polarization and
+milling over the kept steps, and the number of groups at the end.
+
+Seeds come from the task's identity (its values and repeat), not its position in
+the sweep, so adding values or resuming never changes a finished task's seed.
+The output table is rewritten after every finished task; a re-run with the same
+output skips every task already in it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import math
+import os
+import time
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from flock3d.errors import Flock3dError
+from flock3d.scene import Scene, SceneError, parse_scene
+from flock3d.scene.scene import toml_value, unknown_key_message
+from flock3d.scene.schema import KEYS_BY_NAME
+
+__all__ = ["Axis", "Task", "parse_axis", "make_tasks", "task_seed", "run_task", "run_sweep", "SweepError"]
+
+RESULT_COLUMNS = ["repeat", "seed", "polarization_mean", "polarization_std", "milling_mean", "milling_std",
+                  "groups", "steps", "discard", "seconds"]  # fmt: skip
+
+
+class SweepError(Flock3dError):
+    """A sweep that cannot run: a bad --param, an unreadable output, an unreachable scheduler."""
+
+
+@dataclass(frozen=True)
+class Axis:
+    """One swept scene key and its values."""
+
+    key: str
+    values: tuple
+
+
+@dataclass(frozen=True)
+class Task:
+    """One run of the sweep: a value for each axis, a repeat number and its seed."""
+
+    values: tuple
+    repeat: int
+    seed: int
+
+
+def _value(text: str) -> Any:
+    try:
+        return tomllib.loads(f"v = {text.strip()}")["v"]
+    except tomllib.TOMLDecodeError:
+        return text.strip()
+
+
+def parse_axis(spec: str) -> Axis:
+    """``key=start:stop:count`` (evenly spaced, both ends included) or ``key=v1,v2,...``."""
+    key, sep, values = spec.partition("=")
+    key = key.strip()
+    if not sep or not values.strip():
+        raise SweepError(f"--param {spec!r}: expected key=start:stop:count or key=v1,v2,...")
+    if key not in KEYS_BY_NAME:
+        raise SweepError(f"--param {unknown_key_message(key)}")
+    if ":" in values:
+        parts = values.split(":")
+        try:
+            start, stop, count = float(parts[0]), float(parts[1]), int(parts[2])
+        except (ValueError, IndexError):
+            raise SweepError(f"--param {spec!r}: a range is start:stop:count, e.g. 0:15:16") from None
+        if len(parts) != 3 or count < 1 or not (math.isfinite(start) and math.isfinite(stop)):
+            raise SweepError(f"--param {spec!r}: a range is start:stop:count with count >= 1")
+        grid = np.linspace(start, stop, count)
+        return Axis(key, tuple(round(float(v), 12) for v in grid))
+    return Axis(key, tuple(_value(v) for v in values.split(",")))
+
+
+def task_seed(base_seed: int, values: tuple, repeat: int) -> int:
+    """A seed determined by the task alone (the scene's seed, its values and its repeat)."""
+    digest = hashlib.sha256(json.dumps([list(values), repeat], sort_keys=True).encode()).digest()
+    words = [int.from_bytes(digest[i : i + 4], "little") for i in range(0, 16, 4)]
+    state = np.random.SeedSequence(entropy=[int(base_seed), *words]).generate_state(2, dtype=np.uint32)
+    return int(state[0]) << 31 | int(state[1]) >> 1  # 62 bits: fits int64 tables
+
+
+def make_tasks(scene: Scene, axes: list[Axis], repeats: int) -> list[Task]:
+    """Every combination of the axes' values, ``repeats`` times, each with its own seed."""
+    combos = itertools.product(*(axis.values for axis in axes))
+    return [Task(values, r, task_seed(scene.seed, values, r)) for values in combos for r in range(repeats)]
+
+
+def _overrides(axes: list[Axis], values: tuple) -> list[str]:
+    return [f"{axis.key}={toml_value(v)}" for axis, v in zip(axes, values, strict=True)]
+
+
+def run_task(scene_toml: str, overrides: list[str], seed: int, steps: int, discard: int) -> dict:
+    """Run one task (on a Dask worker): its measurements as a dict."""
+    import numba
+
+    from flock3d import metrics
+    from flock3d.flock import Flock
+
+    numba.set_num_threads(1)  # one task per core: the cluster parallelises, not the kernel
+    scene = parse_scene(scene_toml).with_overrides(overrides)
+    flock = Flock.from_scene(scene, seed=seed)
+    start = time.perf_counter()
+    flock.step(discard)
+    pol, mill = [], []
+    for _ in range(steps - discard):
+        flock.step(1)
+        pol.append(metrics.polarization(flock.velocities))
+        mill.append(metrics.milling(flock.positions, flock.velocities))
+    p = scene.params
+    reach = p.zone_radii[2] if p.model == "couzin" else p.view_distance
+    return {
+        "polarization_mean": float(np.mean(pol)),
+        "polarization_std": float(np.std(pol)),
+        "milling_mean": float(np.mean(mill)),
+        "milling_std": float(np.std(mill)),
+        "groups": metrics.groups(flock.positions, reach)[0],
+        "seconds": time.perf_counter() - start,
+    }
+
+
+def _read_table(path: Path):
+    import pandas as pd
+
+    try:
+        return pd.read_parquet(path) if path.suffix == ".parquet" else pd.read_csv(path)
+    except Exception as error:  # noqa: BLE001 - any unreadable file is the user's to fix
+        raise SweepError(
+            f"{path}: cannot read the existing results ({type(error).__name__}); move it away"
+        ) from None
+
+
+def _write_table(rows: list[dict], path: Path) -> None:
+    """Write atomically: a stopped sweep never leaves a half-written table."""
+    import pandas as pd
+
+    table = pd.DataFrame(rows)
+    tmp = path.with_name(path.name + ".tmp")
+    if path.suffix == ".parquet":
+        table.to_parquet(tmp, index=False)
+    else:
+        table.to_csv(tmp, index=False)
+    os.replace(tmp, path)
+
+
+@dataclass
+class SweepStats:
+    computed: int
+    skipped: int
+    seconds: float
+
+
+def run_sweep(
+    scene: Scene,
+    axes: list[Axis],
+    repeats: int,
+    steps: int,
+    discard: int,
+    out: Path,
+    scheduler: str | None = None,
+    workers: int | None = None,
+    progress: bool | None = None,
+):
+    """Run the sweep; returns ``(table, stats)`` (a pandas DataFrame and what was computed)."""
+    from tqdm import tqdm
+
+    if not 0 <= discard < steps:
+        raise SweepError(f"--discard must be from 0 to --steps - 1 (got {discard} with --steps {steps})")
+    tasks = make_tasks(scene, axes, repeats)
+    for values in dict.fromkeys(t.values for t in tasks):  # validate every combination first
+        try:
+            scene.with_overrides(_overrides(axes, values))
+        except SceneError as error:
+            raise SweepError(f"the sweep's values do not make a valid scene: {error.problems[0]}") from None
+
+    columns = [a.key for a in axes]
+    rows: list[dict] = []
+    if out.exists():
+        old = _read_table(out)
+        missing = [c for c in columns + RESULT_COLUMNS if c not in old.columns]
+        if missing:
+            raise SweepError(
+                f"{out}: holds results of another sweep (no column {missing[0]}); choose another --out"
+            )
+        rows = old.to_dict("records")
+    done = {(tuple(row[c] for c in columns), int(row["repeat"])) for row in rows}
+    pending = [t for t in tasks if (t.values, t.repeat) not in done]
+
+    start = time.perf_counter()
+    if pending:
+        with _client(scheduler, workers) as client:
+            from dask.distributed import as_completed
+
+            text = scene.to_toml()
+            futures = {
+                client.submit(
+                    run_task, text, _overrides(axes, t.values), t.seed, steps, discard, pure=False
+                ): t
+                for t in pending
+            }
+            with tqdm(
+                total=len(pending), unit="task", disable=None if progress is None else not progress
+            ) as bar:
+                for future in as_completed(futures):
+                    t = futures[future]
+                    result = future.result()
+                    identity = {
+                        **dict(zip(columns, t.values, strict=True)),
+                        "repeat": t.repeat,
+                        "seed": t.seed,
+                    }
+                    rows.append({**identity, **result, "steps": steps, "discard": discard})
+                    _write_table(rows, out)
+                    bar.update()
+    elif not out.exists():
+        _write_table(rows, out)
+    import pandas as pd
+
+    table = pd.DataFrame(rows)
+    return table, SweepStats(len(pending), len(tasks) - len(pending), time.perf_counter() - start)
+
+
+class _client:
+    """A Dask client: on the scheduler at ``address``, or on a local cluster of processes."""
+
+    def __init__(self, address: str | None, workers: int | None):
+        self.address, self.workers, self.cluster = address, workers, None
+
+    def __enter__(self):
+        import logging
+
+        from dask.distributed import Client, LocalCluster
+
+        if self.address:
+            try:
+                self.client = Client(self.address, timeout="15s")
+            except (OSError, TimeoutError) as error:
+                raise SweepError(f"cannot reach the Dask scheduler at {self.address} ({error})") from None
+            return self.client
+        self.cluster = LocalCluster(
+            n_workers=self.workers or os.cpu_count() or 1,
+            threads_per_worker=1,
+            processes=True,
+            dashboard_address=None,
+            silence_logs=logging.ERROR,
+        )
+        self.client = Client(self.cluster)
+        return self.client
+
+    def __exit__(self, *exc):
+        self.client.close()
+        if self.cluster is not None:
+            self.cluster.close()
+
+
+def plot_sweep(table, axes: list[Axis], path: Path, title: str = "") -> Path:
+    """Heatmaps of mean polarization and milling over two axes, or lines with error bars over one."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    keys = [a.key for a in axes]
+    if len(keys) not in (1, 2):
+        raise SweepError(f"--plot draws one or two swept parameters (this sweep has {len(keys)})")
+    summary = table.groupby(keys)[["polarization_mean", "milling_mean"]].agg(["mean", "std"]).reset_index()
+    if len(keys) == 1:
+        fig, ax = plt.subplots(figsize=(7, 4.5), constrained_layout=True)
+        x = summary[keys[0]].to_numpy()
+        for name, label in (("polarization_mean", "polarization"), ("milling_mean", "milling")):
+            ax.errorbar(x, summary[(name, "mean")], yerr=summary[(name, "std")].fillna(0), marker="o",
+                        capsize=3, label=label)  # fmt: skip
+        ax.set_xlabel(keys[0])
+        ax.set_ylabel("mean over repeats (error bars: sd)")
+        ax.set_ylim(-0.02, 1.02)
+        ax.legend()
+    else:
+        fig, axs = plt.subplots(1, 2, figsize=(11, 4.5), constrained_layout=True)
+        for ax, (name, label) in zip(
+            axs, (("polarization_mean", "polarization"), ("milling_mean", "milling")), strict=True
+        ):
+            grid = summary.pivot(index=keys[1], columns=keys[0], values=(name, "mean"))
+            image = ax.imshow(grid.to_numpy(), origin="lower", aspect="auto", vmin=0, vmax=1, cmap="viridis")
+            ax.set_xticks(
+                range(grid.shape[1]), [f"{v:g}" if isinstance(v, float) else v for v in grid.columns]
+            )
+            ax.set_yticks(range(grid.shape[0]), [f"{v:g}" if isinstance(v, float) else v for v in grid.index])
+            ax.set_xlabel(keys[0])
+            ax.set_ylabel(keys[1])
+            ax.set_title(f"mean {label}")
+            fig.colorbar(image, ax=ax)
+    if title:
+        fig.suptitle(title)
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
