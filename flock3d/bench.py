@@ -60,23 +60,12 @@ def measure(n: int, steps: int, min_seconds: float, engine: str = "fast") -> dic
     start = flock.state.copy()
     flock.step(1)  # loads the compiled kernel (from numba's cache after the first launch)
     first_step_done = time.time()
-
-    times = []
-    while True:
-        flock.state.positions[...] = start.positions
-        flock.state.velocities[...] = start.velocities
-        flock.state.orientations[...] = start.orientations
-        t = time.perf_counter()
-        flock.step(steps)
-        times.append(time.perf_counter() - t)
-        if sum(times) >= min_seconds and len(times) >= 3 or sum(times) >= 4 * min_seconds:
-            break
-    per_step = float(np.median(times)) / steps
+    per_step, runs = _time_steps(flock, start, steps, min_seconds, min_runs=3 if min_seconds else 1)
     return {
         "n": n,
         "engine": engine,
         "steps": steps,
-        "runs": len(times),
+        "runs": runs,
         "ms_per_step": per_step * 1e3,
         "steps_per_s": 1.0 / per_step,
         "neighbours_start": neighbours_within_view(start.positions),
@@ -85,6 +74,21 @@ def measure(n: int, steps: int, min_seconds: float, engine: str = "fast") -> dic
         "peak_rss_mb": _peak_rss_mb(),
         "first_step_done": first_step_done,
     }
+
+
+def _time_steps(flock, start, steps: int, min_seconds: float, min_runs: int = 3) -> tuple[float, int]:
+    """Median seconds per step over runs of ``steps`` steps, each from the state ``start``.
+
+    Runs until at least ``min_seconds`` have been timed and ``min_runs`` runs made.
+    Returns ``(seconds per step, runs)``.
+    """
+    times: list[float] = []
+    while sum(times) < min_seconds or len(times) < min_runs:
+        flock.state.assign(start)
+        t = time.perf_counter()
+        flock.step(steps)
+        times.append(time.perf_counter() - t)
+    return float(np.median(times)) / steps, len(times)
 
 
 def _measure_in_subprocess(n: int, steps: int, min_seconds: float, engine: str = "fast") -> dict:
@@ -185,13 +189,7 @@ def run_variants(n: int = 10_000, steps: int = 20, min_seconds: float = 1.5, out
         flock = Flock(params, seed=0)
         start = flock.state.copy()
         flock.step(1)  # compile or load the kernel
-        times = []
-        while sum(times) < min_seconds or len(times) < 3:
-            flock._state = start.copy()
-            t = time.perf_counter()
-            flock.step(steps)
-            times.append(time.perf_counter() - t)
-        per_step = float(np.median(times)) / steps
+        per_step, _ = _time_steps(flock, start, steps, min_seconds)
         baseline = baseline or per_step
         rows.append({"option": name, "steps_per_s": 1.0 / per_step, "ms_per_step": per_step * 1e3})
         speed, ratio = 1.0 / per_step, baseline / per_step

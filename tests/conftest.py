@@ -50,6 +50,13 @@ def hand_flock(params: Params, positions, velocities, engine: str = "fast") -> F
     )
 
 
+def acceleration(flock: Flock) -> np.ndarray:
+    """(N, 3) acceleration read back from one step: (v' - v) / dt (exact under free_params)."""
+    v0 = flock.velocities.copy()
+    flock.step()
+    return (flock.velocities - v0) / flock.params.dt
+
+
 def angle_between(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Row-wise angle (radians) between two (N, 3) arrays of vectors."""
     a = a / np.linalg.norm(a, axis=-1, keepdims=True)

@@ -59,3 +59,11 @@ def test_bench_prints_the_table(monkeypatch):
     ]
     assert [r[0] for r in rows] == ["1,000", "10,000", "100,000", "1,000,000"]
     assert rows[0][1] == "4,000.0" and rows[-1][1] == "4.0"  # steps/s column
+
+
+def test_bench_variants_table_lists_every_option():
+    out = io.StringIO()
+    rows = bench.run_variants(n=300, steps=2, min_seconds=0.0, out=out)
+    assert len(rows) == len(bench.variant_params(300)) >= 12
+    assert rows[0]["option"].startswith("spec") and all(r["steps_per_s"] > 0 for r in rows)
+    assert out.getvalue().count("x\n") == len(rows)  # one "vs spec" ratio per row

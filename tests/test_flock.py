@@ -158,3 +158,14 @@ def test_reference_engine_matches_a_hand_computation():
     np.testing.assert_allclose(flock.velocities[1], u * [-1, 1, 1], atol=1e-12)
     np.testing.assert_allclose(flock.positions[0], 0.1 * u, atol=1e-12)
     assert flock.time == pytest.approx(0.1)
+
+
+def test_state_assign_copies_values_into_the_live_arrays():
+    flock = Flock(Params(count=20, predator_count=2), seed=0)
+    view, saved = flock.positions, flock.state.copy()
+    flock.step(5)
+    flock.state.assign(saved)
+    assert flock.positions is view  # the same arrays...
+    np.testing.assert_array_equal(view, saved.positions)  # ...holding the saved values
+    np.testing.assert_array_equal(flock.state.predator_positions, saved.predator_positions)
+    assert (flock.time, flock.step_count) == (0.0, 0)

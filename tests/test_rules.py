@@ -8,15 +8,9 @@ limit, no speed clamp, no confinement), so the acceleration can be read back as
 import numpy as np
 import pytest
 
-from conftest import free_params, hand_flock
+from conftest import acceleration, free_params, hand_flock
 
 DT = 0.01
-
-
-def acceleration(flock) -> np.ndarray:
-    v0 = flock.velocities.copy()
-    flock.step()
-    return (flock.velocities - v0) / flock.params.dt
 
 
 def test_separation_two_boids_is_inverse_distance(engine):

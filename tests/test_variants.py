@@ -12,15 +12,9 @@ from flock3d.core import quaternion
 from flock3d.core.params import Attractor, Obstacle, WaypointPath
 from flock3d.core.reference import visible
 
-from conftest import free_params, hand_flock
+from conftest import acceleration, free_params, hand_flock
 
 DT = 0.01
-
-
-def acceleration(flock) -> np.ndarray:
-    v0 = flock.velocities.copy()
-    flock.step()
-    return (flock.velocities - v0) / flock.params.dt
 
 
 # -- arenas -----------------------------------------------------------------------------------

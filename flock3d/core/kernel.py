@@ -225,29 +225,6 @@ def _wrap(index, n, periodic):
 
 
 @_helper
-def _neighbourhood_count(c, nx, ny, nz, start, periodic):
-    """Number of boids (or images) in the (up to) 27 cells around cell c."""
-    cx, cy, cz = _cell_coords(c, nx, ny)
-    total = 0
-    for dz in range(-1, 2):
-        z, _ = _wrap(cz + dz, nz, periodic and nz > 1)
-        if z < 0:
-            continue
-        for dy in range(-1, 2):
-            y, _ = _wrap(cy + dy, ny, periodic)
-            if y < 0:
-                continue
-            row = (z * ny + y) * nx
-            if periodic:
-                for dx in range(-1, 2):
-                    x, _ = _wrap(cx + dx, nx, True)
-                    total += start[row + x + 1] - start[row + x]
-            else:
-                total += start[row + min(cx + 1, nx - 1) + 1] - start[row + max(cx - 1, 0)]
-    return total
-
-
-@_helper
 def _copy_run(a, b, shift_x, shift_y, shift_z, lo_x, lo_y, lo_z, size, reach2, cols, buf, m):
     """Append boids a..b of the sorted state, shifted by an image, if within reach of the cell box."""
     xs, ys, zs, vxs, vys, vzs = cols
@@ -268,14 +245,15 @@ def _copy_run(a, b, shift_x, shift_y, shift_z, lo_x, lo_y, lo_z, size, reach2, c
 
 
 @_helper
-def _fill_candidates(c, origin, size, nx, ny, nz, start, cols, reach2, buf, periodic, side):
+def _fill_candidates(c, origin, size, nx, ny, nz, start, cols, reach2, buf, periodic, side, count_only):
     """Copy into ``buf`` the boids around cell c that may lie within reach of its boids.
 
     Candidates are the boids of the 27 surrounding cells whose distance to c's box
     is below sqrt(reach2). In a periodic arena (box side ``side``) each is copied at
     its image nearest to c, so plain distances in ``buf`` are minimum-image ones.
     ``cols`` and ``buf`` are 6-tuples of 1-D arrays (x, y, z, vx, vy, vz). Returns
-    the number copied.
+    the number copied; with ``count_only``, only counts the boids (and images) of
+    those cells, without copying: the buffer size that cell c needs.
     """
     ox, oy, oz = origin
     cx, cy, cz = _cell_coords(c, nx, ny)
@@ -290,15 +268,44 @@ def _fill_candidates(c, origin, size, nx, ny, nz, start, cols, reach2, buf, peri
             if y < 0:
                 continue
             row = (z * ny + y) * nx
-            if periodic:
-                for dx in range(-1, 2):
+            # One run of cells along x, or three when wrap-around can split it.
+            for dx in range(-1, 2) if periodic else range(1):
+                if periodic:
                     x, wx = _wrap(cx + dx, nx, True)
-                    m = _copy_run(start[row + x], start[row + x + 1], wx * side, wy * side, wz * side,
-                                  lo_x, lo_y, lo_z, size, reach2, cols, buf, m)  # fmt: skip
-            else:
-                a, b = start[row + max(cx - 1, 0)], start[row + min(cx + 1, nx - 1) + 1]
-                m = _copy_run(a, b, 0.0, 0.0, 0.0, lo_x, lo_y, lo_z, size, reach2, cols, buf, m)
+                    a, b = start[row + x], start[row + x + 1]
+                else:
+                    wx = 0.0
+                    a, b = start[row + max(cx - 1, 0)], start[row + min(cx + 1, nx - 1) + 1]
+                if count_only:
+                    m += b - a
+                else:
+                    m = _copy_run(
+                        a, b, wx * side, wy * side, wz * side, lo_x, lo_y, lo_z, size, reach2, cols, buf, m
+                    )
     return m
+
+
+@numba.njit(cache=True)
+def _chunk_buffer(c_lo, c_hi, origin, size, nx, ny, nz, start, cols, periodic, side):
+    """A (6, capacity) buffer big enough for the candidates of any cell c_lo..c_hi - 1."""
+    cap = 1
+    for c in range(c_lo, c_hi):
+        if start[c + 1] > start[c]:
+            count = _fill_candidates(
+                c, origin, size, nx, ny, nz, start, cols, 0.0, cols, periodic, side, True
+            )
+            cap = max(cap, count)
+    return np.empty((6, cap))
+
+
+@_helper
+def _step_grid(pos, vel, kp, radius, centre, side, periodic):
+    """The step's cell grid: the flock's bounding box, or the exact tiling of a periodic box."""
+    if periodic:
+        # The cell images assume every boid inside the box (given or edited positions may not be).
+        _wrap_into_box(pos, vel, kp, side)
+        return build_periodic_grid(pos, centre, kp.arena_radius, radius, kp.planar)
+    return build_grid(pos, radius)
 
 
 # -- the pair loops ------------------------------------------------------------------------
@@ -668,12 +675,8 @@ def _advance(pos, vel, quat, waypoints, pred_pos, pred_vel, pred_quat, n_steps, 
     n_chunks = max(1, (n + BOIDS_PER_CHUNK - 1) // BOIDS_PER_CHUNK)
     for _ in range(n_steps):
         if periodic:
-            # The cell images assume every boid inside the box (given or edited positions may not be).
-            _wrap_into_box(pos, vel, kp, side)
             _wrap_into_box(pred_pos, pred_vel, kp, side)
-            grid = build_periodic_grid(pos, centre, kp.arena_radius, kp.view_distance, kp.planar)
-        else:
-            grid = build_grid(pos, kp.view_distance)
+        grid = _step_grid(pos, vel, kp, kp.view_distance, centre, side, periodic)
         # Plain values only inside prange: numba cannot see CellGrid from a parallel body.
         order, start = grid.order, grid.cell_start
         nx, ny, nz = grid.nx, grid.ny, grid.nz
@@ -689,16 +692,14 @@ def _advance(pos, vel, quat, waypoints, pred_pos, pred_vel, pred_quat, n_steps, 
         bounds = _chunk_cells(start, n, n_chunks)
         for t in prange(n_chunks):
             c_lo, c_hi = bounds[t], bounds[t + 1]
-            cap = 1
-            for c in range(c_lo, c_hi):
-                if start[c + 1] > start[c]:
-                    cap = max(cap, _neighbourhood_count(c, nx, ny, nz, start, periodic))
-            b = np.empty((6, cap))
+            b = _chunk_buffer(c_lo, c_hi, origin, size, nx, ny, nz, start, cols, periodic, side)
             buf = (b[0], b[1], b[2], b[3], b[4], b[5])
             for c in range(c_lo, c_hi):
                 if start[c + 1] == start[c]:
                     continue
-                m = _fill_candidates(c, origin, size, nx, ny, nz, start, cols, kp.view2, buf, periodic, side)
+                m = _fill_candidates(
+                    c, origin, size, nx, ny, nz, start, cols, kp.view2, buf, periodic, side, False
+                )
                 for k in range(start[c], start[c + 1]):
                     i = order[k]
                     px, py, pz = xs[k], ys[k], zs[k]
@@ -843,11 +844,7 @@ def _advance_couzin(pos, vel, quat, n_steps, first_step, seed, kp):
     n_chunks = max(1, (n + BOIDS_PER_CHUNK - 1) // BOIDS_PER_CHUNK)
     for step in range(n_steps):
         step_count = first_step + step
-        if periodic:
-            _wrap_into_box(pos, vel, kp, side)
-            grid = build_periodic_grid(pos, centre, kp.arena_radius, kp.attraction, kp.planar)
-        else:
-            grid = build_grid(pos, kp.attraction)
+        grid = _step_grid(pos, vel, kp, kp.attraction, centre, side, periodic)
         order, start = grid.order, grid.cell_start
         nx, ny, nz = grid.nx, grid.ny, grid.nz
         origin, size = (grid.origin_x, grid.origin_y, grid.origin_z), grid.cell_size
@@ -858,17 +855,13 @@ def _advance_couzin(pos, vel, quat, n_steps, first_step, seed, kp):
         bounds = _chunk_cells(start, n, n_chunks)
         for t in prange(n_chunks):
             c_lo, c_hi = bounds[t], bounds[t + 1]
-            cap = 1
-            for c in range(c_lo, c_hi):
-                if start[c + 1] > start[c]:
-                    cap = max(cap, _neighbourhood_count(c, nx, ny, nz, start, periodic))
-            b = np.empty((6, cap))
+            b = _chunk_buffer(c_lo, c_hi, origin, size, nx, ny, nz, start, cols, periodic, side)
             buf = (b[0], b[1], b[2], b[3], b[4], b[5])
             for c in range(c_lo, c_hi):
                 if start[c + 1] == start[c]:
                     continue
                 m = _fill_candidates(
-                    c, origin, size, nx, ny, nz, start, cols, kp.attraction2, buf, periodic, side
+                    c, origin, size, nx, ny, nz, start, cols, kp.attraction2, buf, periodic, side, False
                 )
                 for k in range(start[c], start[c + 1]):
                     i = order[k]

@@ -57,6 +57,16 @@ class FlockState:
     def n_predators(self) -> int:
         return self.predator_positions.shape[0]
 
+    def assign(self, other: FlockState) -> None:
+        """Take ``other``'s values into this state's arrays, in place (views stay valid).
+
+        The boid and predator counts must match.
+        """
+        for name in ("positions", "velocities", "orientations", "waypoints", "predator_positions",
+                     "predator_velocities", "predator_orientations"):  # fmt: skip
+            getattr(self, name)[...] = getattr(other, name)
+        self.time, self.step_count = other.time, other.step_count
+
     def copy(self) -> FlockState:
         """A deep copy (the arrays are copied)."""
         return FlockState(
