@@ -106,6 +106,40 @@ def test_noise_depends_on_the_seed_and_is_repeatable():
     assert not np.allclose(a.positions, c.positions)  # same start, other noise
 
 
+def test_zone_sums_that_cancel_exactly(engine):
+    # Orientation zone: one neighbour flying exactly against this agent; own + its heading = 0.
+    flock = heading_after_one_step(couzin(), [[0, 0, 0], [2.0, 0, 0]], [[0, 0, 1.0], [0, 0, -1.0]], engine)
+    np.testing.assert_allclose(flock.boids[0].forward, [0, 0, 1.0], atol=1e-15)
+    # Attraction zone: two neighbours straight opposite each other across the agent (at a
+    # distance whose reciprocal is exact, so that the unit offsets cancel exactly in both engines).
+    flock = heading_after_one_step(
+        couzin(), [[0, 0, 0], [4.0, 0, 0], [-4.0, 0, 0]], [[0, 0, 1.0]] * 3, engine
+    )
+    np.testing.assert_allclose(flock.boids[0].forward, [0, 0, 1.0], atol=1e-15)
+    assert np.all(np.isfinite(flock.positions))
+    # Both zones occupied, the orientation sum cancelling: the attraction alone decides.
+    flock = heading_after_one_step(
+        couzin(), [[0, 0, 0], [2.0, 0, 0], [0, 8.0, 0]], [[0, 0, 1.0], [0, 0, -1.0], [0, 0, 1.0]], engine
+    )
+    np.testing.assert_allclose(flock.boids[0].forward, [0, 1.0, 0], atol=1e-15)
+
+
+def test_a_planar_flock_stays_in_its_plane_at_constant_speed():
+    # Noise-free orientation-dominated dynamics used to let rounding lift headings out of the plane.
+    params = Params(**{**COUZIN_DEFAULTS, "dimensions": 2, "noise_sigma": 0.0, "zone_orientation_width": 2.0,
+                       "count": 80})  # fmt: skip
+    fast, ref = Flock(params, seed=4), Flock(params, seed=4, engine="reference")
+    fast.step(3000)
+    forward = quaternion.forward(fast.orientations)
+    assert np.max(np.abs(forward[:, 2])) < 1e-9
+    np.testing.assert_allclose(np.linalg.norm(fast.velocities, axis=1), params.speed, rtol=1e-9)
+    np.testing.assert_array_equal(fast.positions[:, 2], 0.0)
+    ref.step(100)
+    fast = Flock(params, seed=4)
+    fast.step(100)
+    np.testing.assert_allclose(fast.positions, ref.positions, atol=1e-9)
+
+
 @pytest.mark.parametrize("width", [0.5, 2.0, 5.0, 12.0])
 def test_fast_kernel_equals_reference_with_noise(width):
     params = Params(**{**COUZIN_DEFAULTS, "zone_orientation_width": width, "count": 60})

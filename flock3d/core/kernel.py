@@ -806,7 +806,10 @@ def _zone_sums(buf, m, px, py, pz, fx, fy, fz, kp):
 
 @_helper
 def _normalised(x, y, z):
+    """The unit vector along (x, y, z); the zero vector stays zero (headings can cancel)."""
     n = math.sqrt(x * x + y * y + z * z)
+    if n == 0.0:
+        return 0.0, 0.0, 0.0
     return x / n, y / n, z / n
 
 
@@ -884,6 +887,8 @@ def _advance_couzin(pos, vel, quat, n_steps, first_step, seed, kp):
                                 dx, dy, dz = 0.5 * (dx + tx), 0.5 * (dy + ty), 0.5 * (dz + tz)
                             else:
                                 dx, dy, dz = tx, ty, tz
+                    if kp.planar:  # headings carry rounding out of the plane; drop it
+                        dz = 0.0
                     if dx * dx + dy * dy + dz * dz > 0.0:
                         dx, dy, dz = _normalised(dx, dy, dz)
                     else:

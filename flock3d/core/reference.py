@@ -350,7 +350,9 @@ class CouzinAgent:
             d_a = _unit(np.sum(attract, axis=0)) if attract else None
             desired = d_o if d_a is None else d_a if d_o is None else 0.5 * (d_o + d_a)
         else:
-            return self.heading  # nobody in sight: keep going
+            desired = self.heading  # nobody in sight: keep going
+        if params.dimensions == 2:  # headings carry rounding out of the plane; drop it
+            desired = desired * np.array([1.0, 1.0, 0.0])
         return _unit(desired) if np.any(desired) else self.heading
 
     def updated(self, group: list[CouzinAgent], params: Params, seed: int, step_count: int, index: int):
