@@ -9,6 +9,7 @@ from pyquaternion import Quaternion
 
 from flock3d.core import quaternion
 from flock3d.core.reference import visible
+from flock3d.core.state import settle, up_axis
 
 if TYPE_CHECKING:
     from flock3d.flock import Flock
@@ -20,7 +21,9 @@ class Boid:
     """A view of boid ``index`` of ``flock``: reads and writes go to the flock's arrays.
 
     ``position`` and ``velocity`` return live (3,) rows of the flock's arrays;
-    assigning them changes the flock. Assigning a velocity also turns the boid
+    assigning them changes the flock. An assigned position is settled where the
+    arena allows it (wrapped into a periodic box, put in the plane of a planar
+    flock). Assigning a velocity also turns the boid
     to face along it (no roll), and assigning an orientation re-aims the
     velocity, so that the setters keep the spec's invariant ``velocity == speed *
     forward``. Writing into the arrays themselves (``boid.velocity[0] = 1``,
@@ -53,7 +56,7 @@ class Boid:
         p = np.asarray(value, dtype=np.float64)
         if p.shape != (3,) or not np.all(np.isfinite(p)):
             raise ValueError(f"position must be 3 finite numbers (got {value!r})")
-        self._flock.positions[self._index] = p
+        self._flock.positions[self._index] = settle(p, np.zeros(3), self._flock.params)[0]
 
     @property
     def velocity(self) -> np.ndarray:
@@ -67,7 +70,8 @@ class Boid:
             raise ValueError(f"velocity must be 3 finite numbers (got {value!r})")
         self._flock.velocities[self._index] = v
         if np.any(v != 0.0):
-            self._flock.orientations[self._index] = quaternion.look_rotation(v[None])[0]
+            up = up_axis(self._flock.params)
+            self._flock.orientations[self._index] = quaternion.look_rotation(v[None], up)[0]
 
     @property
     def orientation(self) -> Quaternion:

@@ -10,7 +10,14 @@ import numpy as np
 from flock3d.boid import Boid
 from flock3d.core import kernel, reference
 from flock3d.core.params import Params
-from flock3d.core.state import UP_OF_PLANE, FlockState, nearest_waypoints, random_state, state_from_arrays
+from flock3d.core.state import (
+    FlockState,
+    nearest_waypoints,
+    random_state,
+    settle,
+    state_from_arrays,
+    up_axis,
+)
 
 if TYPE_CHECKING:
     from flock3d.scene import Scene
@@ -74,10 +81,11 @@ class Flock:
             drawn.positions if positions is None else positions,
             drawn.velocities if velocities is None else velocities,
             orientations,
-            up=UP_OF_PLANE if params.dimensions == 2 else (0.0, 1.0, 0.0),
+            up=up_axis(params),
         )
+        state.positions = _settled_positions(state.positions, params)
         state.waypoints = nearest_waypoints(state.positions, params)
-        state.predator_positions = drawn.predator_positions
+        state.predator_positions = _settled_positions(drawn.predator_positions, params)
         state.predator_velocities = drawn.predator_velocities
         state.predator_orientations = drawn.predator_orientations
         self._state = state
@@ -136,6 +144,8 @@ class Flock:
                 "make a new Flock to change the number of boids"
             )
         old, state = self._params, self._state
+        state.positions[...] = _settled_positions(state.positions, params)  # e.g. a smaller periodic box
+        state.predator_positions[...] = _settled_positions(state.predator_positions, params)
         if params.path != old.path:
             state.waypoints = nearest_waypoints(state.positions, params)
         if params.predator_count != state.n_predators:
@@ -242,3 +252,8 @@ class Boids(Sequence[Boid]):
         if not -n <= i < n:
             raise IndexError(f"boid index {index} out of range for a flock of {n}")
         return Boid(self._flock, i % n)
+
+
+def _settled_positions(positions: np.ndarray, params: Params) -> np.ndarray:
+    """Positions where ``params`` allows boids: in the plane of a planar flock, inside a periodic box."""
+    return settle(positions, np.zeros_like(positions), params)[0]

@@ -2,6 +2,10 @@
 
 All functions take plain arrays, so they work on a live flock
 (``polarization(flock.velocities)``) and on recorded frames alike.
+
+Distances are plain Euclidean ones: in a periodic arena a group that straddles a
+face counts as two groups, and milling and the spacing statistics measure across
+the box rather than through its faces. Polarization needs no positions and is exact.
 """
 
 from __future__ import annotations

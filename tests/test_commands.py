@@ -26,6 +26,14 @@ BROKEN = {
     "range.toml": ("[flock]\nmax_turn_rate = -1\n", "flock.max_turn_rate must be > 0 (got -1)"),
     "empty.toml": ("", "empty file"),
     "garbage.toml": (bytes(range(256)), "not a text file"),
+    "buried.toml": (
+        "[flock]\ninit_radius = 2.0\n[[obstacles]]\ncenter = [0.0, 0.0, 0.0]\nradius = 5.0\n",
+        "obstacles[0] with its margin covers the whole initial ball of radius 2",
+    ),
+    "couzin-wind.toml": (
+        'model = "couzin"\n[wind]\nacceleration = [1.0, 0.0, 0.0]\n',
+        "the couzin model has none",
+    ),
 }
 
 

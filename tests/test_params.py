@@ -124,7 +124,7 @@ def test_structured_features_name_the_item_and_its_field():
 
 
 def test_periodic_arenas_need_a_view_distance_below_the_radius():
-    with pytest.raises(ValueError, match="view_distance must be < arena_radius in a periodic arena"):
+    with pytest.raises(ValueError, match="view_distance must be < arena_radius 5.0 in a periodic arena"):
         Params(arena_shape="periodic", arena_radius=5.0, view_distance=5.0)
     assert Params(arena_shape="periodic", arena_radius=5.0, view_distance=4.9).arena_shape == "periodic"
 
@@ -143,3 +143,48 @@ def test_sequences_and_numpy_scalars_are_normalised():
     p = Params(arena_center=np.array([1, 2, 3]), count=np.int64(7))
     assert p.arena_center == (1.0, 2.0, 3.0) and type(p.count) is int
     assert hash(p) == hash(Params(arena_center=(1, 2, 3), count=7))
+
+
+def test_a_periodic_couzin_arena_must_be_wider_than_the_zone_of_attraction():
+    from flock3d.core.params import COUZIN_DEFAULTS
+
+    couzin = {**COUZIN_DEFAULTS, "arena_shape": "periodic", "arena_radius": 12.0}
+    with pytest.raises(ValueError, match=r"zone_attraction_width must keep r_a .* \(got r_a = 17.0\)"):
+        Params(**couzin)  # r_a = 1 + 2 + 14
+    assert Params(**couzin, zone_attraction_width=8.9).zone_radii[2] == pytest.approx(11.9)
+    # The boids model's view distance does not matter to the Couzin model, and the other way round.
+    assert Params(**couzin, zone_attraction_width=8.0, view_distance=50.0).model == "couzin"
+
+
+@pytest.mark.parametrize(
+    "field, value",
+    [
+        ("attractors", [((0, 0, 0), 1.0)]),
+        ("obstacles", [((5, 0, 0), 1.0)]),
+        ("path", {"points": [(0, 0, 0), (10, 0, 0)], "reach": 2.0}),
+        ("predator_count", 1),
+        ("wind", (0.0, 0.5, 0.0)),
+        ("wind_gradient", ((0, 1, 0), (0, 0, 0), (0, 0, 0))),
+    ],
+)
+def test_the_couzin_model_refuses_the_boids_world_features(field, value):
+    from flock3d.core.params import COUZIN_DEFAULTS
+
+    with pytest.raises(
+        ValueError, match=f"^{field} is a feature of the boids model; the couzin model has none"
+    ):
+        Params(**COUZIN_DEFAULTS, **{field: value})
+    assert Params(**{field: value}).model == "boids"
+    # Empty values are no feature at all.
+    assert Params(**COUZIN_DEFAULTS, wind=[0, 0, 0], attractors=[], predator_count=0).model == "couzin"
+
+
+def test_a_path_reach_must_not_cover_the_next_waypoint():
+    points = [(0, 0, 0), (10, 0, 0), (10, 3, 0)]  # the shortest segment is 3 long
+    with pytest.raises(
+        ValueError, match=r"path.reach must be < half the shortest segment .*, 1.5 \(got 1.5\)"
+    ):
+        Params(path={"points": points, "reach": 1.5})
+    assert Params(path={"points": points, "reach": 1.49}).path.reach == 1.49
+    with pytest.raises(ValueError, match="path.reach must be < half the shortest segment"):
+        Params(path={"points": [(0, 0, 0), (0, 0, 0), (5, 0, 0)], "reach": 0.1})  # a repeated point

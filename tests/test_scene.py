@@ -62,6 +62,8 @@ def test_keys_map_to_params_and_view():
 def test_shipped_scenes_round_trip_through_toml(name, tmp_path):
     scene = resolve_scene(name)
     assert scene.description, f"{name} needs a description line"
+    assert scene.description[0].isupper() or scene.description[0].isdigit(), scene.description
+    assert scene.description.endswith("."), scene.description
     again = load_scene(scene.save(tmp_path / "again.toml"))
     assert again == scene
     assert again.to_toml() == scene.to_toml()

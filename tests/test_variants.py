@@ -60,6 +60,31 @@ def test_minimum_image_neighbours_equal_a_brute_force_over_27_images():
         np.testing.assert_array_equal(got, expected)
 
 
+def test_a_periodic_flock_always_lies_inside_its_box():
+    params = Params(count=500, arena_shape="periodic", arena_radius=5.0, view_distance=3.0, init_radius=12.0)
+
+    def inside(positions, radius):
+        return np.all((positions >= -radius) & (positions < radius))
+
+    flock = Flock(params, seed=1)  # drawn from a ball larger than the box: wrapped in
+    assert inside(flock.positions, 5.0) and np.max(np.abs(flock.positions)) > 4.0
+    given = Flock(params, positions=[[12.0, -7.0, 0.5]], velocities=[[0, 0, 1.0]])
+    np.testing.assert_allclose(given.positions, [[2.0, 3.0, 0.5]])
+    given.boids[0].position = [-5.5, 0.0, 26.0]
+    np.testing.assert_allclose(given.positions, [[4.5, 0.0, -4.0]])
+    flock.params = params.replace(arena_radius=4.0)  # a live shrink wraps everyone into the new box
+    assert inside(flock.positions, 4.0)
+    flock.step(5)
+    assert inside(flock.positions, 4.0)
+
+
+def test_a_written_velocity_in_a_planar_flock_keeps_up_along_z():
+    flock = Flock(Params(dimensions=2, count=3), seed=0)
+    flock.boids[1].velocity = [0.0, 3.0, 0.0]
+    np.testing.assert_allclose(quaternion.up(flock.orientations[1:2])[0], [0, 0, 1.0], atol=1e-15)
+    np.testing.assert_allclose(flock.boids[1].forward, [0, 1.0, 0], atol=1e-15)
+
+
 def test_planar_flocks_stay_in_their_plane():
     params = Params(dimensions=2, count=300, arena_center=(0.0, 0.0, 4.0))
     flock = Flock(params, seed=2)
@@ -154,6 +179,17 @@ def test_boids_steer_around_an_obstacle_ahead(engine):
     np.testing.assert_allclose(a, 0.0, atol=1e-9)
     a = acceleration(hand_flock(params, [[0.0, 2.5, 10.0]], [[0, 0, 4.0]], engine))[0]  # inside the margin
     np.testing.assert_allclose(a, [0, 10.0, 0], atol=1e-9)
+    # Heading straight at the centre: no side is nearer, so it veers to its right (+x here).
+    a = acceleration(hand_flock(params, [[0.0, 0, 0]], [[0, 0, 4.0]], engine))[0]
+    np.testing.assert_allclose(a, [10.0 * (1 - 10 / 12), 0, 0], atol=1e-9)
+
+
+def test_obstacles_are_seen_across_a_periodic_border(engine):
+    params = free_params(arena_shape="periodic", arena_radius=10.0, view_distance=5.0, avoidance=10.0,
+                         avoidance_margin=0.5, obstacles=[Obstacle((9.5, 0.0, 0.0), 0.5)])  # fmt: skip
+    # The obstacle's nearest image is at x = -10.5, 0.7 from the boid: inside its margin.
+    a = acceleration(hand_flock(params, [[-9.8, 0, 0]], [[0, 0, 4.0]], engine))[0]
+    np.testing.assert_allclose(a, [10.0, 0, 0], atol=1e-9)
 
 
 def test_no_boid_ends_inside_an_obstacle_over_a_long_run():
@@ -164,8 +200,8 @@ def test_no_boid_ends_inside_an_obstacle_over_a_long_run():
     centres = np.array([o.center for o in scene.params.obstacles])
     radii = np.array([o.radius for o in scene.params.obstacles])
     closest = np.inf
-    for _ in range(60):  # 60 s
-        flock.step(60)
+    for _ in range(3600):  # 60 s, every step
+        flock.step()
         gaps = np.linalg.norm(flock.positions[:, None] - centres[None], axis=2) - radii[None]
         closest = min(closest, gaps.min())
     assert closest > 0.0, f"a boid reached {closest:.3f} inside an obstacle"
@@ -237,6 +273,13 @@ VARIANTS = {
     "obstacles": Params(**SMALL, obstacles=[Obstacle((0, 0, 0), 2.0), Obstacle((4, 1, 0), 1.0)]),
     "predators": Params(**SMALL, predator_count=3),
     "wind": Params(**SMALL, wind=(1, 0, 0.5), wind_gradient=((0, -0.2, 0), (0.2, 0, 0), (0, 0, 0))),
+    "periodic, started wider than the box": Params(**SMALL, arena_shape="periodic", init_radius=12.0),
+    "planar obstacles and predators": Params(
+        **SMALL,
+        dimensions=2,
+        predator_count=2,
+        obstacles=[Obstacle((0, 0, 0), 2.0), Obstacle((4, 1, 0), 1.0)],
+    ),
     "everything, periodic": Params(
         **SMALL,
         arena_shape="periodic",
@@ -245,7 +288,7 @@ VARIANTS = {
         separation_falloff="quadratic",
         alignment_fov=180.0,
         attractors=[Attractor((2, 2, 2), 1.0)],
-        obstacles=[Obstacle((-3, 0, 0), 1.5)],
+        obstacles=[Obstacle((-3, 0, 0), 1.5), Obstacle((6.5, 0, 0), 1.5)],  # one across the border
         wind=(0.3, 0, 0),
     ),  # fmt: skip
 }
@@ -261,3 +304,14 @@ def test_fast_kernel_equals_reference_on_every_variant(name):
     np.testing.assert_allclose(fast.velocities, ref.velocities, atol=1e-9)
     np.testing.assert_array_equal(fast.state.waypoints, ref.state.waypoints)
     np.testing.assert_allclose(fast.state.predator_positions, ref.state.predator_positions, atol=1e-9)
+
+
+def test_no_boid_starts_inside_an_obstacle_or_its_margin():
+    obstacles = [Obstacle((0, 0, 0), 5.0), Obstacle((6, 0, 0), 2.0)]
+    params = Params(count=2000, obstacles=obstacles, avoidance_margin=1.0, init_radius=8.0)
+    flock = Flock(params, seed=0)
+    for o in obstacles:
+        assert np.linalg.norm(flock.positions - o.center, axis=1).min() >= o.radius + 1.0
+    assert np.linalg.norm(flock.positions, axis=1).max() > 7.5  # still the whole initial ball
+    with pytest.raises(ValueError, match=r"obstacles\[0\] with its margin covers the whole initial ball"):
+        params.replace(init_radius=3.9)  # 3.9 + 0 <= 5 + 1

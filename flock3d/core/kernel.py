@@ -510,7 +510,9 @@ def _extras(i, px, py, pz, vx, vy, vz, fx, fy, fz, qw, qx, qy, qz, kp, attractor
     for k in range(obstacles.shape[0]):
         cx, cy, cz, radius = obstacles[k, 0], obstacles[k, 1], obstacles[k, 2], obstacles[k, 3]
         clearance = radius + kp.avoidance_margin
-        ex, ey, ez = px - cx, py - cy, pz - cz
+        ex = -_image(cx - px, side, periodic)  # from the centre's nearest image to the boid
+        ey = -_image(cy - py, side, periodic)
+        ez = -_image(cz - pz, side, periodic_z)
         e = math.sqrt(ex * ex + ey * ey + ez * ez)
         if e < clearance:  # inside the margin: push straight out
             if e > 0.0:

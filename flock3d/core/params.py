@@ -172,7 +172,8 @@ class Params:
     wind: tuple[float, float, float] = _ZERO3
     """Uniform external acceleration, units/s^2."""
     wind_gradient: tuple[tuple[float, float, float], ...] = (_ZERO3, _ZERO3, _ZERO3)
-    """3 x 3 matrix G: the wind at p is ``wind + G @ (p - c)`` (shear, vortex...), 1/s^2."""
+    """3 x 3 matrix G: the wind at p is ``wind + G @ (p - c)`` (shear, vortex...), 1/s^2.
+    In a periodic arena p is the boid's wrapped position, so a gradient jumps at the faces."""
 
     # -- the Couzin et al. (2002) zone model ---------------------------------------------
     model: str = "boids"
@@ -506,25 +507,80 @@ def params_problems(values: Params | dict[str, Any]) -> list[Problem]:
         problems.append(
             Problem("separation_average", f"must be true or false (got {values['separation_average']!r})")
         )
-    if values["arena_shape"] == "periodic" and rv is not None and ok.get("arena_radius"):
-        if not rv < values["arena_radius"]:
-            problems.append(
-                Problem(
-                    "view_distance",
-                    f"must be < arena_radius in a periodic arena, so that the nearest image is the one seen "
-                    f"(got {rv!r} with arena_radius {values['arena_radius']!r})",
-                )
-            )
+    if values["arena_shape"] == "periodic" and ok.get("arena_radius"):
+        problems += _periodic_reach_problems(values, ok)
 
     problems += _item_problems("attractors", values["attractors"], _attractor_problems)
     problems += _item_problems("obstacles", values["obstacles"], _obstacle_problems)
+    if not any(p.field in ("obstacles", "arena_center", "init_radius", "arena_radius") for p in problems):
+        problems += _covered_start_problems(values)
     path = values["path"]
     if path is not None:
         problems += [Problem("path", p) for p in _path_problems(path)]
+    if values["model"] == "couzin":
+        problems += _couzin_world_problems(values, {p.field for p in problems})
 
     order = [f.name for f in dataclasses.fields(Params)]
     problems.sort(key=lambda p: order.index(p.field))
     return problems
+
+
+def _periodic_reach_problems(values: dict[str, Any], ok: dict[str, bool]) -> list[Problem]:
+    """A periodic arena must be wider than the longest sight, so that the nearest image is the one seen."""
+    radius = values["arena_radius"]
+    why = f"arena_radius {radius!r} in a periodic arena, so that the nearest image is the one seen"
+    if values["model"] == "couzin":
+        widths = ("zone_repulsion", "zone_orientation_width", "zone_attraction_width")
+        if not all(ok.get(name) for name in widths):
+            return []
+        r_a = sum(values[name] for name in widths)
+        if r_a >= radius:
+            return [
+                Problem(
+                    "zone_attraction_width",
+                    "must keep r_a (= zone_repulsion + zone_orientation_width + zone_attraction_width) "
+                    f"< {why} (got r_a = {r_a!r})",
+                )
+            ]
+    elif ok.get("view_distance") and values["view_distance"] >= radius:
+        return [Problem("view_distance", f"must be < {why} (got {values['view_distance']!r})")]
+    return []
+
+
+#: The world features of the boids model, and their empty values.
+_WORLD_FEATURES = {
+    "attractors": (),
+    "path": None,
+    "obstacles": (),
+    "predator_count": 0,
+    "wind": _ZERO3,
+    "wind_gradient": (_ZERO3, _ZERO3, _ZERO3),
+}
+
+
+def _couzin_world_problems(values: dict[str, Any], reported: set[str]) -> list[Problem]:
+    """The Couzin model has no attractors, path, obstacles, predators or wind: say so, not ignore them."""
+    problems = []
+    for name, empty in _WORLD_FEATURES.items():
+        value = values[name]
+        if name in reported:
+            continue
+        if _is_sequence(value) and _is_sequence(empty):
+            is_empty = _flatten(value) == _flatten(empty)
+        else:
+            is_empty = value == empty
+        if not is_empty:
+            problems.append(
+                Problem(
+                    name,
+                    f"is a feature of the boids model; the couzin model has none (got {short_repr(value)})",
+                )
+            )
+    return problems
+
+
+def _flatten(value: Any) -> list:
+    return [x for item in value for x in (_flatten(item) if _is_sequence(item) else [item])]
 
 
 def _item_problems(name: str, items: Any, check) -> list[Problem]:
@@ -557,6 +613,22 @@ def _obstacle_problems(o: Any) -> list[str]:
     return out
 
 
+def _covered_start_problems(values: dict[str, Any]) -> list[Problem]:
+    """Boids start outside obstacles and their margins: one must not cover the whole initial ball."""
+    init = values["init_radius"]
+    r0 = 0.5 * values["arena_radius"] if init is None else init
+    margin = values["avoidance_margin"] if is_real_number(values["avoidance_margin"]) else 0.0
+    return [
+        Problem(
+            "obstacles",
+            f"[{i}] with its margin covers the whole initial ball of radius {r0:g} around the arena "
+            "centre, leaving no room to place the boids (move it, or set a larger init_radius)",
+        )
+        for i, o in enumerate(values["obstacles"])
+        if math.dist(o.center, values["arena_center"]) + r0 <= o.radius + margin
+    ]
+
+
 def _path_problems(path: Any) -> list[str]:
     if not isinstance(path, WaypointPath):
         return [f"must have points, a weight and a reach (got {path!r})"]
@@ -568,4 +640,11 @@ def _path_problems(path: Any) -> list[str]:
         out.append(f".weight {p}")
     if p := _check_number(path.reach, 0.0, math.inf, True, True, False):
         out.append(f".reach {p}")
+    elif not out:  # within reach of a waypoint must not mean within reach of the next one
+        shortest = min(math.dist(a, b) for a, b in zip(points, (*points[1:], points[0]), strict=True))
+        if not path.reach < shortest / 2:
+            out.append(
+                f".reach must be < half the shortest segment of the closed path, {shortest / 2:g} "
+                f"(got {short_repr(path.reach)})"
+            )
     return out

@@ -24,7 +24,7 @@ from pyquaternion import Quaternion
 
 from flock3d.core import noise
 from flock3d.core.params import Params
-from flock3d.core.state import FlockState
+from flock3d.core.state import FlockState, settle
 
 __all__ = ["step", "couzin_step", "visible", "offsets", "ReferenceBoid", "ReferencePredator", "CouzinAgent"]
 
@@ -95,19 +95,6 @@ def turned(orientation: Quaternion, direction: np.ndarray, max_angle: float) -> 
         axis = np.asarray(orientation.rotate(UP))  # exactly opposite: turn about the boid's up
     turn = Quaternion(axis=axis, angle=min(theta, max_angle))
     return (turn * orientation).normalised
-
-
-def settle(position: np.ndarray, velocity: np.ndarray, params: Params) -> tuple[np.ndarray, np.ndarray]:
-    """After a move: keep a planar flock in its plane and wrap positions in a periodic arena."""
-    p, v = position.copy(), velocity.copy()
-    c = np.asarray(params.arena_center)
-    if params.dimensions == 2:
-        p[2], v[2] = c[2], 0.0
-    if params.arena_shape == "periodic":
-        side = 2.0 * params.arena_radius
-        axes = slice(0, 2) if params.dimensions == 2 else slice(0, 3)
-        p[axes] = c[axes] - params.arena_radius + np.mod(p[axes] - (c[axes] - params.arena_radius), side)
-    return p, v
 
 
 @dataclass
@@ -214,15 +201,15 @@ class ReferenceBoid:
         f = self.forward
         ahead = params.max_speed * params.avoidance_lookahead
         for o in params.obstacles:
-            c = np.asarray(o.center)
+            to_centre = offsets(self.position, np.asarray(o.center)[None], params)[0]  # nearest image
             clearance = o.radius + params.avoidance_margin
-            away = self.position - c
+            away = -to_centre
             if np.linalg.norm(away) < clearance:
                 total += params.avoidance * _unit(away) if np.any(away) else params.avoidance * f
                 continue
-            t = np.dot(c - self.position, f)  # distance ahead of the closest approach
+            t = np.dot(to_centre, f)  # distance ahead of the closest approach
             if 0.0 < t < ahead:
-                lateral = self.position + t * f - c
+                lateral = t * f - to_centre
                 if np.dot(lateral, lateral) < clearance**2:
                     side = _unit(lateral) if np.any(lateral) else np.asarray(self.orientation.rotate(RIGHT))
                     total += params.avoidance * (1.0 - t / ahead) * side

@@ -9,10 +9,23 @@ import numpy as np
 from flock3d.core import quaternion
 from flock3d.core.params import Params
 
-__all__ = ["FlockState", "random_state", "state_from_arrays", "nearest_waypoints", "UP_OF_PLANE"]
+__all__ = [
+    "FlockState",
+    "random_state",
+    "state_from_arrays",
+    "nearest_waypoints",
+    "settle",
+    "up_axis",
+    "UP_OF_PLANE",
+]
 
 UP_OF_PLANE = (0.0, 0.0, 1.0)
 """The up axis of boids in a planar flock (which lives in a z = const plane)."""
+
+
+def up_axis(params: Params) -> tuple[float, float, float]:
+    """The world axis a boid's up points to when it faces along its velocity with no roll."""
+    return UP_OF_PLANE if params.dimensions == 2 else (0.0, 1.0, 0.0)
 
 
 def _empty(width: int) -> np.ndarray:
@@ -91,18 +104,19 @@ def random_state(params: Params, seed: int | np.random.Generator | None = 0) -> 
     the look rotations of the directions. Draws are made in that order, so one
     seed always gives the same flock. A planar flock (``dimensions = 2``) uses
     the disc and the circle of directions in the plane z = c_z instead, with +Z
-    as the boids' up. Predators are drawn after the boids, in the same way, at
+    as the boids' up. Positions that fall inside an obstacle (or its margin) are
+    drawn again. Predators are drawn after the boids, in the same way, at
     ``predator_speed``; each boid starts towards its nearest waypoint.
     """
     rng = np.random.default_rng(seed)
     n = params.count
-    positions = _uniform_positions(rng, n, params)
+    positions = _positions_outside_obstacles(rng, n, params)
     directions = _unit_vectors(rng, n, params.dimensions)
     if params.model == "couzin":  # constant speed
         speeds = np.full(n, params.speed)
     else:
         speeds = rng.uniform(params.min_speed, params.max_speed, n)
-    up = UP_OF_PLANE if params.dimensions == 2 else (0.0, 1.0, 0.0)
+    up = up_axis(params)
     state = FlockState(positions, directions * speeds[:, None], quaternion.look_rotation(directions, up))
     state.waypoints = nearest_waypoints(positions, params)
     m = params.predator_count
@@ -112,6 +126,21 @@ def random_state(params: Params, seed: int | np.random.Generator | None = 0) -> 
         state.predator_velocities = hunting * params.predator_speed
         state.predator_orientations = quaternion.look_rotation(hunting, up)
     return state
+
+
+def _positions_outside_obstacles(rng: np.random.Generator, n: int, params: Params) -> np.ndarray:
+    """Uniform initial positions; those inside an obstacle or its margin are drawn again (same stream)."""
+    positions = _uniform_positions(rng, n, params)
+    if not params.obstacles:
+        return positions
+    centres = np.array([o.center for o in params.obstacles])
+    radii = np.array([o.radius for o in params.obstacles]) + params.avoidance_margin
+    for _ in range(100):  # Params refuses an obstacle that covers the ball; rarely needs more than 10
+        inside = np.any(np.linalg.norm(positions[:, None] - centres[None], axis=2) < radii[None], axis=1)
+        if not inside.any():
+            break
+        positions[inside] = _uniform_positions(rng, int(inside.sum()), params)
+    return positions  # if obstacles together all but cover the ball, the last few start in a margin
 
 
 def _uniform_positions(rng: np.random.Generator, n: int, params: Params) -> np.ndarray:
@@ -174,6 +203,26 @@ def state_from_arrays(
         q = q / norms[:, None]
         v = quaternion.forward(q) * np.linalg.norm(v, axis=1)[:, None]
     return FlockState(p, v, q)
+
+
+def settle(positions: np.ndarray, velocities: np.ndarray, params: Params) -> tuple[np.ndarray, np.ndarray]:
+    """Where boids may be: a planar flock in its plane, a periodic arena's boids inside its box.
+
+    Takes (..., 3) positions and velocities and returns settled copies: in a planar
+    flock z = c_z and v_z = 0; in a periodic arena each wrapped coordinate is brought
+    into ``[c - R, c + R)``. The engines apply it after every move; a new flock
+    applies it to its first state.
+    """
+    p = np.array(positions, dtype=np.float64)
+    v = np.array(velocities, dtype=np.float64)
+    c = np.asarray(params.arena_center)
+    if params.dimensions == 2:
+        p[..., 2], v[..., 2] = c[2], 0.0
+    if params.arena_shape == "periodic":
+        axes = slice(0, 2) if params.dimensions == 2 else slice(0, 3)
+        low = c[axes] - params.arena_radius
+        p[..., axes] = low + np.mod(p[..., axes] - low, 2.0 * params.arena_radius)
+    return p, v
 
 
 def _checked(a: np.ndarray, width: int, name: str) -> np.ndarray:
