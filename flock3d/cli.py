@@ -399,6 +399,7 @@ def _run_sweep(args: argparse.Namespace) -> int:
     table, stats = run_sweep(
         scene, axes, args.repeats, args.steps, args.discard, out,
         scheduler=args.scheduler, workers=args.workers, progress=False if args.no_progress else None,
+        overrides=args.set,
     )  # fmt: skip
     print(f"computed {stats.computed:,} runs in {stats.seconds:.1f} s, {stats.skipped:,} already in {out}")
     keys = [a.key for a in axes]

@@ -21,21 +21,23 @@ import math
 import os
 import time
 import tomllib
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from flock3d.core.params import is_real_number
 from flock3d.errors import Flock3dError
 from flock3d.scene import Scene, SceneError, parse_scene
 from flock3d.scene.scene import toml_value, unknown_key_message
-from flock3d.scene.schema import KEYS_BY_NAME
+from flock3d.scene.schema import KEYS_BY_NAME, Key, check_kind
 
 __all__ = ["Axis", "Task", "parse_axis", "make_tasks", "task_seed", "run_task", "run_sweep", "SweepError"]
 
 RESULT_COLUMNS = ["repeat", "seed", "polarization_mean", "polarization_std", "milling_mean", "milling_std",
-                  "groups", "steps", "discard", "seconds"]  # fmt: skip
+                  "groups", "steps", "discard", "params_hash", "seconds"]  # fmt: skip
 
 
 class SweepError(Flock3dError):
@@ -59,6 +61,10 @@ class Task:
     seed: int
 
 
+#: Kinds of scene key a --param can sweep: one value each, written without commas.
+SWEEPABLE_KINDS = ("number", "integer", "boolean", "choice")
+
+
 def _value(text: str) -> Any:
     try:
         return tomllib.loads(f"v = {text.strip()}")["v"]
@@ -66,15 +72,40 @@ def _value(text: str) -> Any:
         return text.strip()
 
 
+def _typed(key: Key, value: Any, spec: str) -> Any:
+    """``value`` as ``key`` holds it: floats for numbers, ints for whole numbers; else SweepError."""
+    if key.kind == "number" and is_real_number(value):
+        value = float(value)
+    elif key.kind == "integer" and is_real_number(value) and float(value).is_integer():
+        value = int(value)
+    problem = check_kind(key, value)
+    if problem:
+        raise SweepError(f"--param {spec!r}: {key.name} {problem}")
+    return value
+
+
 def parse_axis(spec: str) -> Axis:
-    """``key=start:stop:count`` (evenly spaced, both ends included) or ``key=v1,v2,...``."""
-    key, sep, values = spec.partition("=")
-    key = key.strip()
+    """``key=start:stop:count`` (evenly spaced, both ends included) or ``key=v1,v2,...``.
+
+    Only model parameters of one value each (numbers, whole numbers, true/false,
+    choices) can be swept; values are stored as the key holds them (2 becomes 2.0
+    for a number), so that equal values always make the same task.
+    """
+    name, sep, values = spec.partition("=")
+    name = name.strip()
     if not sep or not values.strip():
         raise SweepError(f"--param {spec!r}: expected key=start:stop:count or key=v1,v2,...")
-    if key not in KEYS_BY_NAME:
-        raise SweepError(f"--param {unknown_key_message(key)}")
+    key = KEYS_BY_NAME.get(name)
+    if key is None:
+        raise SweepError(f"--param {unknown_key_message(name)}")
+    if key.target != "params" or key.kind not in SWEEPABLE_KINDS:
+        raise SweepError(
+            f"--param {name}: only model parameters of one number, whole number, true/false or "
+            "choice can be swept (the seed is swept by --repeats)"
+        )
     if ":" in values:
+        if key.kind not in ("number", "integer"):
+            raise SweepError(f"--param {spec!r}: a start:stop:count range needs a numeric key")
         parts = values.split(":")
         try:
             start, stop, count = float(parts[0]), float(parts[1]), int(parts[2])
@@ -82,14 +113,25 @@ def parse_axis(spec: str) -> Axis:
             raise SweepError(f"--param {spec!r}: a range is start:stop:count, e.g. 0:15:16") from None
         if len(parts) != 3 or count < 1 or not (math.isfinite(start) and math.isfinite(stop)):
             raise SweepError(f"--param {spec!r}: a range is start:stop:count with count >= 1")
-        grid = np.linspace(start, stop, count)
-        return Axis(key, tuple(round(float(v), 12) for v in grid))
-    return Axis(key, tuple(_value(v) for v in values.split(",")))
+        grid = [round(float(v), 12) for v in np.linspace(start, stop, count)]
+        typed = tuple(_typed(key, v, spec) for v in grid)
+    else:
+        typed = tuple(_typed(key, _value(v), spec) for v in values.split(","))
+    repeated = next((v for i, v in enumerate(typed) if v in typed[:i]), None)
+    if len(set(typed)) != len(typed):
+        raise SweepError(f"--param {spec!r}: the value {toml_value(repeated)} is given twice")
+    return Axis(name, typed)
+
+
+def _canonical(value: Any) -> Any:
+    """Numbers as floats, so that 2 and 2.0 seed the same task."""
+    return float(value) if is_real_number(value) and not isinstance(value, bool) else value
 
 
 def task_seed(base_seed: int, values: tuple, repeat: int) -> int:
     """A seed determined by the task alone (the scene's seed, its values and its repeat)."""
-    digest = hashlib.sha256(json.dumps([list(values), repeat], sort_keys=True).encode()).digest()
+    identity = json.dumps([[_canonical(v) for v in values], int(repeat)], sort_keys=True)
+    digest = hashlib.sha256(identity.encode()).digest()
     words = [int.from_bytes(digest[i : i + 4], "little") for i in range(0, 16, 4)]
     state = np.random.SeedSequence(entropy=[int(base_seed), *words]).generate_state(2, dtype=np.uint32)
     return int(state[0]) << 31 | int(state[1]) >> 1  # 62 bits: fits int64 tables
@@ -105,15 +147,24 @@ def _overrides(axes: list[Axis], values: tuple) -> list[str]:
     return [f"{axis.key}={toml_value(v)}" for axis, v in zip(axes, values, strict=True)]
 
 
+def params_hash(scene: Scene) -> str:
+    """A short fingerprint of a scene's model parameters: resumed runs must share it."""
+    return hashlib.sha256(repr(scene.params).encode()).hexdigest()[:16]
+
+
 def run_task(scene_toml: str, overrides: list[str], seed: int, steps: int, discard: int) -> dict:
-    """Run one task (on a Dask worker): its measurements as a dict."""
+    """Run one task (on a Dask worker): its measurements as a dict.
+
+    The overrides are applied to the scene's text as ``--set`` would be, so that
+    a swept ``model = "couzin"`` brings the paper's defaults with it.
+    """
     import numba
 
     from flock3d import metrics
     from flock3d.flock import Flock
 
     numba.set_num_threads(1)  # one task per core: the cluster parallelises, not the kernel
-    scene = parse_scene(scene_toml).with_overrides(overrides)
+    scene = parse_scene(scene_toml, overrides=overrides)
     flock = Flock.from_scene(scene, seed=seed)
     start = time.perf_counter()
     flock.step(discard)
@@ -134,11 +185,18 @@ def run_task(scene_toml: str, overrides: list[str], seed: int, steps: int, disca
     }
 
 
+def _is_parquet(path: Path) -> bool:
+    return path.suffix.lower() == ".parquet"
+
+
 def _read_table(path: Path):
     import pandas as pd
 
     try:
-        return pd.read_parquet(path) if path.suffix == ".parquet" else pd.read_csv(path)
+        if _is_parquet(path):
+            return pd.read_parquet(path)
+        # The fingerprint stays text even when its hex digits happen to be all decimal.
+        return pd.read_csv(path, dtype={"params_hash": str})
     except Exception as error:  # noqa: BLE001 - any unreadable file is the user's to fix
         raise SweepError(
             f"{path}: cannot read the existing results ({type(error).__name__}); move it away"
@@ -151,11 +209,48 @@ def _write_table(rows: list[dict], path: Path) -> None:
 
     table = pd.DataFrame(rows)
     tmp = path.with_name(path.name + ".tmp")
-    if path.suffix == ".parquet":
+    if _is_parquet(path):
         table.to_parquet(tmp, index=False)
     else:
         table.to_csv(tmp, index=False)
     os.replace(tmp, path)
+
+
+def _resumable_rows(out: Path, columns: list[str], tasks: list[Task], settings: dict) -> list[dict]:
+    """The rows of an earlier run of this same sweep in ``out``; SweepError if it is another sweep.
+
+    Same sweep: the same swept keys, the same steps, discard and scene parameters
+    (``settings``), and for every run that this sweep also asks for, the same seed.
+    """
+    old = _read_table(out)
+    missing = [c for c in columns + RESULT_COLUMNS if c not in old.columns]
+    if missing:
+        raise SweepError(
+            f"{out}: holds results of another sweep (no column {missing[0]}); choose another --out"
+        )
+    extra = [c for c in old.columns if c not in columns + RESULT_COLUMNS]
+    if extra:
+        raise SweepError(
+            f"{out}: holds results of another sweep (it also sweeps {extra[0]}); choose another --out"
+        )
+    rows = old.to_dict("records")
+    what = {"steps": "--steps", "discard": "--discard", "params_hash": "scene parameters"}
+    for name, value in settings.items():
+        found = {row[name] for row in rows} - {value}
+        if found:
+            raise SweepError(
+                f"{out}: holds runs made with other {what[name]} ({next(iter(found))!s}, not {value!s}); "
+                "choose another --out, or run with the same settings to resume"
+            )
+    seeds = {(t.values, t.repeat): t.seed for t in tasks}
+    for row in rows:
+        seed = seeds.get((tuple(row[c] for c in columns), int(row["repeat"])))
+        if seed is not None and int(row["seed"]) != seed:
+            raise SweepError(
+                f"{out}: holds runs made from another seed (another --seed or scene seed); "
+                "choose another --out, or run with the same seed to resume"
+            )
+    return rows
 
 
 @dataclass
@@ -175,29 +270,29 @@ def run_sweep(
     scheduler: str | None = None,
     workers: int | None = None,
     progress: bool | None = None,
+    overrides: Sequence[str] = (),
 ):
-    """Run the sweep; returns ``(table, stats)`` (a pandas DataFrame and what was computed)."""
+    """Run the sweep; returns ``(table, stats)`` (a pandas DataFrame and what was computed).
+
+    Each run is the scene's own text with ``overrides`` (the ``--set`` values that
+    made ``scene``) and then the run's swept values applied, exactly as ``flock3d
+    run --set`` would build it; its seed comes from :func:`task_seed`.
+    """
     from tqdm import tqdm
 
     if not 0 <= discard < steps:
         raise SweepError(f"--discard must be from 0 to --steps - 1 (got {discard} with --steps {steps})")
+    text, overrides = _base_text(scene, overrides)
     tasks = make_tasks(scene, axes, repeats)
     for values in dict.fromkeys(t.values for t in tasks):  # validate every combination first
         try:
-            scene.with_overrides(_overrides(axes, values))
+            parse_scene(text, scene.source or scene.name, [*overrides, *_overrides(axes, values)])
         except SceneError as error:
             raise SweepError(f"the sweep's values do not make a valid scene: {error.problems[0]}") from None
 
     columns = [a.key for a in axes]
-    rows: list[dict] = []
-    if out.exists():
-        old = _read_table(out)
-        missing = [c for c in columns + RESULT_COLUMNS if c not in old.columns]
-        if missing:
-            raise SweepError(
-                f"{out}: holds results of another sweep (no column {missing[0]}); choose another --out"
-            )
-        rows = old.to_dict("records")
+    settings = {"steps": steps, "discard": discard, "params_hash": params_hash(scene)}
+    rows = _resumable_rows(out, columns, tasks, settings) if out.exists() else []
     done = {(tuple(row[c] for c in columns), int(row["repeat"])) for row in rows}
     pending = [t for t in tasks if (t.values, t.repeat) not in done]
 
@@ -206,10 +301,15 @@ def run_sweep(
         with _client(scheduler, workers) as client:
             from dask.distributed import as_completed
 
-            text = scene.to_toml()
             futures = {
                 client.submit(
-                    run_task, text, _overrides(axes, t.values), t.seed, steps, discard, pure=False
+                    run_task,
+                    text,
+                    [*overrides, *_overrides(axes, t.values)],
+                    t.seed,
+                    steps,
+                    discard,
+                    pure=False,
                 ): t
                 for t in pending
             }
@@ -218,13 +318,21 @@ def run_sweep(
             ) as bar:
                 for future in as_completed(futures):
                     t = futures[future]
-                    result = future.result()
+                    try:
+                        result = future.result()
+                    except Exception as error:  # noqa: BLE001 - whatever broke on the worker
+                        what = ", ".join(_overrides(axes, t.values))
+                        raise SweepError(
+                            f"the run {what} (repeat {t.repeat}) failed on its worker "
+                            f"({type(error).__name__}: {error}); the {len(rows)} finished runs are kept "
+                            f"in {out}"
+                        ) from None
                     identity = {
                         **dict(zip(columns, t.values, strict=True)),
                         "repeat": t.repeat,
                         "seed": t.seed,
                     }
-                    rows.append({**identity, **result, "steps": steps, "discard": discard})
+                    rows.append({**identity, **result, **settings})
                     _write_table(rows, out)
                     bar.update()
     elif not out.exists():
@@ -233,6 +341,18 @@ def run_sweep(
 
     table = pd.DataFrame(rows)
     return table, SweepStats(len(pending), len(tasks) - len(pending), time.perf_counter() - start)
+
+
+def _base_text(scene: Scene, overrides: Sequence[str]) -> tuple[str, list[str]]:
+    """The text and overrides each run starts from: the scene's own file and its --set values
+    when they still make ``scene``, else the scene written out in full."""
+    if scene.text is not None:
+        try:
+            if parse_scene(scene.text, overrides=overrides).params == scene.params:
+                return scene.text, list(overrides)
+        except SceneError:
+            pass
+    return scene.to_toml(), []
 
 
 class _client:
@@ -249,7 +369,7 @@ class _client:
         if self.address:
             try:
                 self.client = Client(self.address, timeout="15s")
-            except (OSError, TimeoutError) as error:
+            except (OSError, TimeoutError, ValueError) as error:
                 raise SweepError(f"cannot reach the Dask scheduler at {self.address} ({error})") from None
             return self.client
         self.cluster = LocalCluster(
@@ -263,9 +383,11 @@ class _client:
         return self.client
 
     def __exit__(self, *exc):
-        self.client.close()
-        if self.cluster is not None:
-            self.cluster.close()
+        try:
+            self.client.close()
+        finally:
+            if self.cluster is not None:
+                self.cluster.close()
 
 
 def plot_sweep(table, axes: list[Axis], path: Path, title: str = "") -> Path:

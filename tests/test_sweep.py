@@ -1,11 +1,15 @@
 """Parameter sweeps on a local Dask cluster: the table, the seeds, resume, the plot."""
 
+import re
+
+import numpy as np
 import pandas as pd
 import pytest
 from helpers import assert_clean_failure, flock3d
 
-from flock3d.scene import resolve_scene
-from flock3d.sweep import SweepError, make_tasks, parse_axis, run_sweep, task_seed
+from flock3d import Flock, metrics
+from flock3d.scene import parse_scene, resolve_scene
+from flock3d.sweep import SweepError, make_tasks, parse_axis, plot_sweep, run_sweep, task_seed
 
 STEPS, DISCARD = 60, 20
 
@@ -30,14 +34,27 @@ def small_scene():
 
 def test_axes_parse_ranges_and_lists():
     assert parse_axis("zones.orientation_width=0:15:4").values == (0.0, 5.0, 10.0, 15.0)
-    assert parse_axis("perception.fov=180,270,360").values == (180, 270, 360)
+    fov = parse_axis("perception.fov=180,270,360").values
+    assert fov == (180.0, 270.0, 360.0) and all(type(v) is float for v in fov)  # numbers are floats
+    count = parse_axis("flock.count=10:30:3").values
+    assert count == (10, 20, 30) and all(type(v) is int for v in count)  # whole numbers are ints
+    assert parse_axis("flock.count=8,16.0").values == (8, 16)
+    assert parse_axis("rules.separation_average=true,false").values == (True, False)
     bad_axes = [
         ("fov=1,2", "unknown key; did you mean perception.fov"),
         ("perception.fov", "expected"),
         ("perception.fov=1:2", "start:stop:count"),
+        ("flock.count=10:20:4", "flock.count must be a whole number (got 13.3333"),
+        ("flock.count=10,12.5", "flock.count must be a whole number (got 12.5)"),
+        ("perception.fov=abc", "perception.fov must be a number (got 'abc')"),
+        ("perception.fov=90,180,90.0", "the value 90.0 is given twice"),
+        ("view.mesh=cone,bird", "only model parameters of one number"),
+        ("seed=1,2", "the seed is swept by --repeats"),
+        ("wind.acceleration=0", "only model parameters of one number"),
+        ("rules.separation_average=0:1:2", "a start:stop:count range needs a numeric key"),
     ]
     for bad, message in bad_axes:
-        with pytest.raises(SweepError, match=message):
+        with pytest.raises(SweepError, match=re.escape(message)):
             parse_axis(bad)
 
 
@@ -48,6 +65,7 @@ def test_seeds_belong_to_tasks_not_to_their_order():
     extended = make_tasks(small_scene(), [parse_axis("zones.orientation_width=-1,0,2,4")], 3)
     assert {(t.values, t.repeat, t.seed) for t in tasks} <= {(t.values, t.repeat, t.seed) for t in extended}
     assert task_seed(1, (2.0,), 0) != task_seed(2, (2.0,), 0)
+    assert task_seed(1, (2,), 0) == task_seed(1, (2.0,), 0)  # one value, one seed, however written
 
 
 def test_sweep_table_independent_repeats_and_resume(tmp_path, scheduler):
@@ -73,18 +91,83 @@ def test_sweep_table_independent_repeats_and_resume(tmp_path, scheduler):
     # A third repeat: only the new runs are computed.
     grown, stats = run_sweep(small_scene(), axes, 3, STEPS, DISCARD, out, scheduler=scheduler, progress=False)
     assert (stats.computed, stats.skipped) == (4, 8) and len(grown) == 12
+    # Two axes plot as two heatmaps, one cell per combination.
+    image = plt_image(plot_sweep(grown, axes, tmp_path / "phase.png"))
+    assert image.shape[1] > image.shape[0] > 300 and image.std() > 10
+
+
+def plt_image(path):
+    import imageio.v2 as imageio
+
+    return imageio.imread(path)
 
 
 def test_a_run_is_reproducible_from_its_recorded_seed(tmp_path, scheduler):
-    axes = [parse_axis("zones.orientation_width=1.0")]
-    a, _ = run_sweep(
-        small_scene(), axes, 1, STEPS, DISCARD, tmp_path / "a.csv", scheduler=scheduler, progress=False
+    axes = [parse_axis("zones.orientation_width=0.1,1.0")]
+    table, _ = run_sweep(small_scene(), axes, 2, STEPS, DISCARD, tmp_path / "a.csv", scheduler=scheduler,
+                         progress=False)  # fmt: skip
+    row = table.sort_values(["zones.orientation_width", "repeat"]).iloc[3]
+    scene = small_scene().with_overrides([f"zones.orientation_width={row['zones.orientation_width']}"])
+    flock = Flock.from_scene(scene, seed=int(row["seed"]))  # rebuilt here, from the table alone
+    flock.step(DISCARD)
+    polarization = []
+    for _ in range(STEPS - DISCARD):
+        flock.step()
+        polarization.append(metrics.polarization(flock.velocities))
+    assert row["polarization_mean"] == pytest.approx(np.mean(polarization), abs=1e-12)
+
+
+def test_resuming_needs_the_same_sweep(tmp_path, scheduler):
+    out = tmp_path / "r.CSV"  # suffixes in any case; a CSV keeps 0.1 exactly
+    axes = [parse_axis("zones.orientation_width=0.1,0.3")]
+    run = lambda scene=None, steps=STEPS, axes=axes: run_sweep(  # noqa: E731
+        scene or small_scene(), axes, 1, steps, DISCARD, out, scheduler=scheduler, progress=False
     )
-    b, _ = run_sweep(
-        small_scene(), axes, 1, STEPS, DISCARD, tmp_path / "b.csv", scheduler=scheduler, progress=False
-    )
-    assert a["seed"][0] == b["seed"][0]
-    assert a["polarization_mean"][0] == b["polarization_mean"][0]
+    run()
+    assert run()[1].skipped == 2
+    with pytest.raises(SweepError, match=r"holds runs made with other --steps \(60, not 70\)"):
+        run(steps=70)
+    other = resolve_scene("couzin/torus", overrides=["flock.count=31"])
+    with pytest.raises(SweepError, match="holds runs made with other scene parameters"):
+        run(scene=other)
+    with pytest.raises(SweepError, match="holds runs made from another seed"):
+        run(scene=small_scene().replace(seed=99))
+    with pytest.raises(SweepError, match=r"holds results of another sweep \(no column perception.fov\)"):
+        run(axes=[parse_axis("perception.fov=200")])
+    assert len(pd.read_csv(out)) == 2  # nothing lost
+
+
+def test_a_swept_model_brings_its_own_defaults(tmp_path, scheduler):
+    scene = parse_scene("[flock]\ncount = 20\n", source="mini.toml")
+    axes = [parse_axis("model=boids,couzin")]
+    table, _ = run_sweep(scene, axes, 1, STEPS, DISCARD, tmp_path / "m.parquet", scheduler=scheduler,
+                         progress=False)  # fmt: skip
+    assert sorted(table["model"]) == ["boids", "couzin"]  # couzin in open space, as the paper
+
+
+def test_a_failing_run_is_reported_and_the_finished_ones_kept(tmp_path, monkeypatch):
+    import logging
+
+    from dask.distributed import LocalCluster
+
+    import flock3d.sweep as sweep
+
+    real = sweep.run_task
+
+    def flaky(text, overrides, *args):
+        if "zones.orientation_width=6.0" in overrides:
+            raise RuntimeError("worker blew up")
+        return real(text, overrides, *args)
+
+    monkeypatch.setattr(sweep, "run_task", flaky)  # in-process workers see the patch
+    out = tmp_path / "r.csv"
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=":0",
+                      silence_logs=logging.ERROR) as cluster:  # fmt: skip
+        failed = "the run zones.orientation_width=6.0 (repeat 0) failed on its worker"
+        with pytest.raises(SweepError, match=re.escape(f"{failed} (RuntimeError: worker blew up)")):
+            run_sweep(small_scene(), [parse_axis("zones.orientation_width=0.5,6")], 1, STEPS, DISCARD, out,
+                      scheduler=cluster.scheduler_address, progress=False)  # fmt: skip
+    assert list(pd.read_csv(out)["zones.orientation_width"]) == [0.5]
 
 
 def test_sweep_command_on_a_local_cluster(tmp_path):
@@ -141,6 +224,19 @@ def test_sweep_bad_input(tmp_path):
             ],
             "cannot reach the Dask scheduler",
         ),
+        (
+            [
+                *base,
+                "--param",
+                "zones.orientation_width=1",
+                "--out",
+                tmp_path / "z.csv",
+                "--scheduler",
+                "nonsense",
+            ],
+            "cannot reach the Dask scheduler at nonsense",
+        ),
+        ([*base, "--param", "flock.count=10:11:3", "--out", tmp_path / "w.csv"], "must be a whole number"),
     ]
     for args, message in cases:
         assert_clean_failure(flock3d(*args, timeout=120), message)
