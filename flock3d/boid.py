@@ -9,7 +9,7 @@ from pyquaternion import Quaternion
 
 from flock3d.core import quaternion
 from flock3d.core.reference import visible
-from flock3d.core.state import settle, up_axis
+from flock3d.core.state import settled_positions, up_axis
 
 if TYPE_CHECKING:
     from flock3d.flock import Flock
@@ -56,7 +56,7 @@ class Boid:
         p = np.asarray(value, dtype=np.float64)
         if p.shape != (3,) or not np.all(np.isfinite(p)):
             raise ValueError(f"position must be 3 finite numbers (got {value!r})")
-        self._flock.positions[self._index] = settle(p, np.zeros(3), self._flock.params)[0]
+        self._flock.positions[self._index] = settled_positions(p, self._flock.params)
 
     @property
     def velocity(self) -> np.ndarray:

@@ -14,7 +14,7 @@ from flock3d.core.state import (
     FlockState,
     nearest_waypoints,
     random_state,
-    settle,
+    settled_positions,
     state_from_arrays,
     up_axis,
 )
@@ -83,9 +83,9 @@ class Flock:
             orientations,
             up=up_axis(params),
         )
-        state.positions = _settled_positions(state.positions, params)
+        state.positions = settled_positions(state.positions, params)
         state.waypoints = nearest_waypoints(state.positions, params)
-        state.predator_positions = _settled_positions(drawn.predator_positions, params)
+        state.predator_positions = settled_positions(drawn.predator_positions, params)
         state.predator_velocities = drawn.predator_velocities
         state.predator_orientations = drawn.predator_orientations
         self._state = state
@@ -144,8 +144,8 @@ class Flock:
                 "make a new Flock to change the number of boids"
             )
         old, state = self._params, self._state
-        state.positions[...] = _settled_positions(state.positions, params)  # e.g. a smaller periodic box
-        state.predator_positions[...] = _settled_positions(state.predator_positions, params)
+        state.positions[...] = settled_positions(state.positions, params)  # e.g. a smaller periodic box
+        state.predator_positions[...] = settled_positions(state.predator_positions, params)
         if params.path != old.path:
             state.waypoints = nearest_waypoints(state.positions, params)
         if params.predator_count != state.n_predators:
@@ -252,8 +252,3 @@ class Boids(Sequence[Boid]):
         if not -n <= i < n:
             raise IndexError(f"boid index {index} out of range for a flock of {n}")
         return Boid(self._flock, i % n)
-
-
-def _settled_positions(positions: np.ndarray, params: Params) -> np.ndarray:
-    """Positions where ``params`` allows boids: in the plane of a planar flock, inside a periodic box."""
-    return settle(positions, np.zeros_like(positions), params)[0]

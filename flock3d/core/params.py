@@ -562,9 +562,9 @@ def _couzin_world_problems(values: dict[str, Any], reported: set[str]) -> list[P
     """The Couzin model has no attractors, path, obstacles, predators or wind: say so, not ignore them."""
     problems = []
     for name, empty in _WORLD_FEATURES.items():
-        value = values[name]
         if name in reported:
             continue
+        value = values[name]
         if _is_sequence(value) and _is_sequence(empty):
             is_empty = _flatten(value) == _flatten(empty)
         else:

@@ -15,6 +15,7 @@ __all__ = [
     "state_from_arrays",
     "nearest_waypoints",
     "settle",
+    "settled_positions",
     "up_axis",
     "UP_OF_PLANE",
 ]
@@ -210,8 +211,8 @@ def settle(positions: np.ndarray, velocities: np.ndarray, params: Params) -> tup
 
     Takes (..., 3) positions and velocities and returns settled copies: in a planar
     flock z = c_z and v_z = 0; in a periodic arena each wrapped coordinate is brought
-    into ``[c - R, c + R)``. The engines apply it after every move; a new flock
-    applies it to its first state.
+    into ``[c - R, c + R)``. The reference applies it after every move (the fast
+    kernel's ``_settle`` is its twin), and a flock to positions it is given.
     """
     p = np.array(positions, dtype=np.float64)
     v = np.array(velocities, dtype=np.float64)
@@ -223,6 +224,11 @@ def settle(positions: np.ndarray, velocities: np.ndarray, params: Params) -> tup
         low = c[axes] - params.arena_radius
         p[..., axes] = low + np.mod(p[..., axes] - low, 2.0 * params.arena_radius)
     return p, v
+
+
+def settled_positions(positions: np.ndarray, params: Params) -> np.ndarray:
+    """:func:`settle` for positions alone: in the plane of a planar flock, inside a periodic box."""
+    return settle(positions, np.zeros_like(positions, dtype=np.float64), params)[0]
 
 
 def _checked(a: np.ndarray, width: int, name: str) -> np.ndarray:
