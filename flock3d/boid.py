@@ -99,7 +99,8 @@ class Boid:
         return float(np.linalg.norm(self.velocity))
 
     def can_see(self, other: Boid) -> bool:
-        """Whether ``other`` is within view distance and inside this boid's field of view."""
+        """Whether ``other`` is inside this boid's field of view and perception distance
+        (the view distance; r_a for the Couzin model)."""
         return bool(visible(self.position, self.forward, other.position[None], self._flock.params)[0])
 
     def neighbours(self) -> list[Boid]:

@@ -280,7 +280,8 @@ def _add_metrics(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
         "metrics",
         help="measure a recorded trajectory: order, spacing, groups",
         description="Compute polarization, milling, mean and nearest-neighbour distances and the "
-        "number of groups (connected at view distance) for every frame of a trajectory.",
+        "number of groups (connected at the view distance, r_a for the couzin model) for every "
+        "frame of a trajectory.",
     )
     p.add_argument("trajectory", metavar="TRAJ.h5", help="a file written by `flock3d run --out`")
     p.add_argument("--csv", metavar="OUT.csv", help="write the per-frame table as CSV")
@@ -300,7 +301,7 @@ def _run_metrics(args: argparse.Namespace) -> int:
         scene = traj.scene
         if traj.n_frames == 0:
             raise Flock3dError(f"{args.trajectory}: the trajectory has no frames")
-        columns = metrics.table(traj.frames(), scene.params.view_distance)
+        columns = metrics.table(traj.frames(), scene.params.perception_distance)
         print(
             f"{args.trajectory}: {traj.n_frames:,} frames of {traj.n_boids:,} boids, "
             f"t = {columns['time'][0]:g} to {columns['time'][-1]:g} s (scene {scene.name!r})"

@@ -159,14 +159,14 @@ COLUMNS = {
     "mean_distance": "mean distance between two boids",
     "nn_mean": "mean nearest-neighbour distance",
     "nn_min": "smallest nearest-neighbour distance",
-    "groups": "groups (connected at view distance)",
+    "groups": "groups (connected at perception distance)",
 }
 
 
 def summary(positions: np.ndarray, velocities: np.ndarray, group_distance: float) -> dict[str, float]:
     """The standard per-frame measurements (:data:`COLUMNS`), as one flat dictionary.
 
-    ``group_distance`` links boids into groups; use the view distance.
+    ``group_distance`` links boids into groups; use ``Params.perception_distance``.
     """
     nn = nearest_neighbour_stats(positions)
     return {

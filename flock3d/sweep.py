@@ -173,14 +173,12 @@ def run_task(scene_toml: str, overrides: list[str], seed: int, steps: int, disca
         flock.step(1)
         pol.append(metrics.polarization(flock.velocities))
         mill.append(metrics.milling(flock.positions, flock.velocities))
-    p = scene.params
-    reach = p.zone_radii[2] if p.model == "couzin" else p.view_distance
     return {
         "polarization_mean": float(np.mean(pol)),
         "polarization_std": float(np.std(pol)),
         "milling_mean": float(np.mean(mill)),
         "milling_std": float(np.std(mill)),
-        "groups": metrics.groups(flock.positions, reach)[0],
+        "groups": metrics.groups(flock.positions, scene.params.perception_distance)[0],
         "seconds": time.perf_counter() - start,
     }
 

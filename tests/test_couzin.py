@@ -160,6 +160,18 @@ def test_couzin_in_a_periodic_box_agrees_too():
     assert np.all(np.abs(fast.positions) <= 12.0)
 
 
+def test_a_couzin_boid_sees_out_to_the_attraction_zone_and_not_behind():
+    # r_a = 1 + 2 + 14 = 17, far beyond the boids model's view distance; alpha = 270.
+    params = couzin(zone_orientation_width=2.0, zone_attraction_width=14.0)
+    assert params.perception_distance == 17.0 and params.view_distance < 17.0
+    positions = [[0, 0, 0], [0, 0, 16.5], [0, 0, 17.5], [0, 3.0, 0], [0, 0, -3.0]]
+    flock = Flock(params, positions=positions, velocities=[[0, 0, 3.0]] * 5)
+    me = flock.boids[0]
+    # Ahead inside r_a, ahead beyond it, beside, straight behind (in the blind cone).
+    assert [me.can_see(b) for b in flock.boids[1:]] == [True, False, True, False]
+    assert [b.index for b in me.neighbours()] == [1, 3]
+
+
 def test_couzin_rejects_a_confining_arena():
     with pytest.raises(ValueError, match="'none' \\(open space\\) or 'periodic' for the couzin model"):
         Params(model="couzin", arena_shape="sphere")

@@ -229,6 +229,12 @@ class Params:
         return self.zone_repulsion, r_o, r_o + self.zone_attraction_width
 
     @property
+    def perception_distance(self) -> float:
+        """How far a boid sees: the view distance, or r_a (the attraction zone's rim) for the
+        Couzin model. Neighbour lists, focus cones and groups all use it."""
+        return self.zone_radii[2] if self.model == "couzin" else self.view_distance
+
+    @property
     def rule_distances(self) -> tuple[float, float, float]:
         """Radii of separation, alignment and cohesion, defaults resolved."""
         rv = self.view_distance

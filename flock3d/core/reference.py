@@ -57,8 +57,8 @@ def visible(
         position: (3,) the looking boid's position.
         heading: (3,) its unit forward vector.
         others: (M, 3) positions of the candidates.
-        params: supplies the view distance and field of view (and the arena, for
-            the minimum image of a periodic one).
+        params: supplies the perception distance and field of view (and the arena,
+            for the minimum image of a periodic one).
         distance, fov: a rule's own radius and cone instead of the view's.
 
     Returns:
@@ -66,7 +66,7 @@ def visible(
         the offset is at most ``fov / 2``. A coincident boid (d = 0), the
         looking boid itself included, is never seen.
     """
-    distance = params.view_distance if distance is None else distance
+    distance = params.perception_distance if distance is None else distance
     fov = params.fov if fov is None else fov
     d = offsets(position, others, params)
     distances = np.linalg.norm(d, axis=1)
@@ -316,10 +316,10 @@ class CouzinAgent:
 
     def desired_direction(self, group: list[CouzinAgent], params: Params) -> np.ndarray:
         """Repulsion first; else orientation and attraction, averaged when both act."""
-        r_r, r_o, r_a = params.zone_radii
+        r_r, r_o, _ = params.zone_radii
         positions = np.array([a.position for a in group]).reshape(-1, 3)
         d = offsets(self.position, positions, params)
-        seen = visible(self.position, self.heading, positions, params, r_a, params.fov)
+        seen = visible(self.position, self.heading, positions, params)  # within r_a, in the cone
         repel, orient, attract = [], [], []
         for j in np.flatnonzero(seen):
             distance = np.linalg.norm(d[j])

@@ -55,11 +55,13 @@ def cone_lines(
 ) -> np.ndarray:
     """Segments (2K, 3) outlining what a boid sees: its view sphere and field-of-view cone.
 
-    The rim circle lies where the cone meets the sphere of radius view_distance;
+    The rim circle lies where the cone meets the sphere of the perception distance;
     rays join the boid to the rim. With fov > 180 the cone drawn is the blind
     cone behind, whose outside is what the boid sees.
     """
-    r = params.view_distance if math.isfinite(params.view_distance) else 10.0 * params.separation_distance
+    r = params.perception_distance
+    if not math.isfinite(r):  # global perception: draw the cone at a readable size
+        r = 10.0 * params.separation_distance
     half = math.radians(min(params.fov, 359.9) / 2.0)
     f = forward / np.linalg.norm(forward)
     u = up - (up @ f) * f

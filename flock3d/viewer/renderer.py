@@ -347,7 +347,8 @@ class FlockVisuals:
             speeds = np.linalg.norm(state.velocities, axis=1)
             return FrameData(ramp_colors(speeds, self.params.min_speed, self.params.max_speed))
         if self.color_mode == "neighbours":
-            radius = self.params.view_distance if math.isfinite(self.params.view_distance) else 1e300
+            radius = self.params.perception_distance
+            radius = radius if math.isfinite(radius) else 1e300
             counts = count_within(state.positions, radius) if n else np.zeros(0, np.int64)
             top = max(10.0, float(np.percentile(counts, 95))) if n else 10.0
             return FrameData(ramp_colors(counts, 0.0, top), counts)
