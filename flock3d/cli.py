@@ -450,7 +450,11 @@ def _add_render(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument(
         "--size", type=_size, default=(800, 600), metavar="WxH", help="image size (default 800x600)"
     )
-    p.add_argument("--camera", choices=CAMERAS, default="orbit", help="camera motion (default orbit)")
+    p.add_argument(
+        "--camera",
+        choices=CAMERAS,
+        help="camera motion (default: the scene's view.camera when it is follow or fixed, else orbit)",
+    )
     p.add_argument(
         "--fps",
         type=_positive_float,
@@ -504,7 +508,8 @@ def _render_frames(args, out: Path, is_png: bool, scene, total: int, frames) -> 
     from flock3d.io.video import VideoWriter
     from flock3d.viewer.offscreen import OffscreenRenderer
 
-    with OffscreenRenderer(scene, size=args.size, camera=args.camera, fps=args.fps) as renderer:
+    camera = args.camera or (scene.view.camera if scene.view.camera in ("follow", "fixed") else "orbit")
+    with OffscreenRenderer(scene, size=args.size, camera=camera, fps=args.fps) as renderer:
         if is_png:
             import imageio.v3 as iio
 

@@ -199,6 +199,22 @@ def test_render_png_shows_boids(tmp_path):
     assert foreground_mask(imageio.imread(empty)).sum() == 0
 
 
+def test_a_travelling_open_space_group_stays_in_the_picture(tmp_path):
+    # After 30 s the parallel group is ~70 units from where it started, outside the
+    # arena-sized frame; the scene asks for the follow camera, and render honours it.
+    def render(*camera):
+        png = tmp_path / "late.png"
+        args = ("couzin/highly-parallel", "--out", png, "--frames", "300", "--size", "320x240", *camera)
+        out = flock3d("render", *args)
+        assert out.returncode == 0, out.stderr
+        return foreground_mask(imageio.imread(png))
+
+    followed, fixed = render(), render("--camera", "fixed")
+    ys, xs = np.nonzero(followed)
+    assert abs(xs.mean() - 160) < 40 and abs(ys.mean() - 120) < 30  # centred
+    assert followed.sum() > 5 * fixed.sum()  # and framed close, not a speck in a corner
+
+
 def test_render_mp4_of_a_trajectory_has_its_size_and_frame_count(tmp_path):
     traj = tmp_path / "t.h5"
     assert flock3d("run", "small-arena", "--steps", "46", "--every", "2", "--out", traj).returncode == 0

@@ -195,6 +195,35 @@ def test_loading_a_scene_with_another_radius_reframes_the_camera(qt_app, viewer,
     assert arena_radius_px(viewer) == pytest.approx(framed, rel=0.05)  # the whole arena, framed alike
 
 
+def test_a_couzin_scene_puts_its_zones_on_the_panel(qt_app, viewer, tmp_path):
+    panel = viewer.panel
+    assert panel.zones.isHidden() and not panel.world.isHidden()
+    assert viewer.open_scene(resolve_scene("couzin/torus").save(tmp_path / "torus.toml"))
+    pump(qt_app, 0.3)
+    # The zone model's own controls replace the boids model's rules and world features.
+    assert not panel.zones.isHidden() and panel.world.isHidden()
+    assert not panel.controls["max_turn_rate"].isHidden()
+    for field in ("separation", "alignment", "cohesion", "view_distance", "min_speed", "arena_radius"):
+        assert panel.controls[field].isHidden(), field
+    assert panel.controls["fov"].isEnabled() and panel.controls["fov"].spin.value() == 270
+    assert panel.controls["zone_orientation_width"].spin.value() == 1.5
+    assert viewer.camera_kind == "follow"  # open space: the camera goes with the group
+
+    panel.ensureWidgetVisible(panel.controls["zone_orientation_width"])
+    pump(qt_app, 0.2)
+    flock = viewer.session.flock
+    x, y = slider_handle(panel.controls["zone_orientation_width"].slider)
+    drag(qt_app, (x, y), (x + 60, y))
+    assert viewer.session.params.zone_orientation_width > 4.0  # towards the parallel phases
+    assert viewer.session.flock is flock and viewer.session.params.model == "couzin"
+
+    # Back to the boids model: its rows return and the zones go.
+    assert viewer.open_scene(resolve_scene("default").save(tmp_path / "default.toml"))
+    pump(qt_app, 0.2)
+    assert panel.zones.isHidden() and not panel.world.isHidden()
+    assert not panel.controls["separation"].isHidden() and panel.controls["separation"].isEnabled()
+
+
 def test_a_broken_scene_keeps_the_current_one(qt_app, viewer, tmp_path):
     bad = tmp_path / "bad.toml"
     bad.write_text("[perception]\nfvo = 3\n")

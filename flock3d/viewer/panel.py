@@ -11,7 +11,16 @@ from PySide6 import QtCore, QtWidgets
 from flock3d.core.params import Params
 from flock3d.scene.schema import COLOR_MODES, MESHES
 
-__all__ = ["ParamControl", "ControlPanel", "CONTROLS", "WORLD_CONTROLS", "CAMERA_KINDS", "world_value"]
+__all__ = [
+    "ParamControl",
+    "ControlPanel",
+    "CONTROLS",
+    "WORLD_CONTROLS",
+    "ZONE_CONTROLS",
+    "CAMERA_KINDS",
+    "applies",
+    "control_value",
+]
 
 CAMERA_KINDS = ("orbit", "arcball", "fly", "follow")
 _STEPS = 1000  # slider resolution
@@ -51,6 +60,18 @@ WORLD_CONTROLS: list[Control] = [
     Control("avoidance", "Obstacle avoidance", 0.0, 300.0, decimals=1),
     Control("flee", "Flee predators", 0.0, 300.0, decimals=1),
 ]
+
+#: The Couzin model's own parameters; shown only for a scene with ``model = "couzin"``.
+ZONE_CONTROLS: list[Control] = [
+    Control("zone_repulsion", "Repulsion r_r", 0.05, 10.0, decimals=2),
+    Control("zone_orientation_width", "Orientation Δr_o", 0.0, 20.0, decimals=2),
+    Control("zone_attraction_width", "Attraction Δr_a", 0.0, 30.0, decimals=2),
+    Control("speed", "Speed s", 0.1, 20.0, decimals=2),
+    Control("noise_sigma", "Noise σ", 0.0, 1.0, decimals=3, suffix=" rad"),
+]
+
+_ZONE_FIELDS = frozenset(c.field for c in ZONE_CONTROLS)
+_SHARED_WITH_COUZIN = frozenset({"fov", "max_turn_rate"})
 
 
 class ParamControl(QtWidgets.QWidget):
@@ -163,14 +184,9 @@ class ControlPanel(QtWidgets.QScrollArea):
             actions.addWidget(button, i // 2, i % 2)
         column.addLayout(actions)
 
-        model = QtWidgets.QGroupBox("Flock")
-        form = QtWidgets.QFormLayout(model)
         self.controls: dict[str, ParamControl] = {}
-        for control in CONTROLS:
-            widget = ParamControl(control)
-            widget.edited.connect(lambda value, field=control.field: self.param_edited.emit(field, value))
-            self.controls[control.field] = widget
-            form.addRow(control.label, widget)
+        model = self._param_group("Flock", CONTROLS)
+        form = model.layout()
         self.count = QtWidgets.QSpinBox()
         self.count.setRange(0, 2_000_000)
         self.count.setSingleStep(100)
@@ -185,14 +201,10 @@ class ControlPanel(QtWidgets.QScrollArea):
         form.addRow("Time scale", self.time_scale)
         column.addWidget(model)
 
-        world = QtWidgets.QGroupBox("World")
-        world_form = QtWidgets.QFormLayout(world)
-        for control in WORLD_CONTROLS:
-            widget = ParamControl(control)
-            widget.edited.connect(lambda value, field=control.field: self.param_edited.emit(field, value))
-            self.controls[control.field] = widget
-            world_form.addRow(control.label, widget)
-        column.addWidget(world)
+        self.world = self._param_group("World", WORLD_CONTROLS)
+        column.addWidget(self.world)
+        self.zones = self._param_group("Zones (Couzin model)", ZONE_CONTROLS)
+        column.addWidget(self.zones)
 
         view = QtWidgets.QGroupBox("View")
         view_form = QtWidgets.QFormLayout(view)
@@ -210,6 +222,17 @@ class ControlPanel(QtWidgets.QScrollArea):
         column.addWidget(view)
         column.addStretch(1)
 
+    def _param_group(self, title: str, controls: list[Control]) -> QtWidgets.QGroupBox:
+        """A box of sliders, one per control, each emitting ``param_edited``."""
+        group = QtWidgets.QGroupBox(title)
+        form = QtWidgets.QFormLayout(group)
+        for control in controls:
+            widget = ParamControl(control)
+            widget.edited.connect(lambda value, field=control.field: self.param_edited.emit(field, value))
+            self.controls[control.field] = widget
+            form.addRow(control.label, widget)
+        return group
+
     @staticmethod
     def _combo(items, signal) -> QtWidgets.QComboBox:
         combo = QtWidgets.QComboBox()
@@ -224,9 +247,17 @@ class ControlPanel(QtWidgets.QScrollArea):
         return box
 
     def show_params(self, params: Params) -> None:
-        """Reflect ``params`` in the controls (without emitting edits)."""
+        """Reflect ``params`` in the controls (without emitting edits).
+
+        Only the scene's model's controls are shown (the World and Zones boxes
+        included); the weight of a feature the scene lacks is disabled.
+        """
+        couzin = params.model == "couzin"
+        self.world.setVisible(not couzin)
+        self.zones.setVisible(couzin)
         for field, widget in self.controls.items():
-            value = world_value(params, field)
+            widget.parentWidget().layout().setRowVisible(widget, applies(params, field))
+            value = control_value(params, field)
             widget.setEnabled(value is not None)
             if value is not None:
                 widget.set_value(value)
@@ -244,8 +275,20 @@ class ControlPanel(QtWidgets.QScrollArea):
             widget.blockSignals(False)
 
 
-def world_value(params: Params, field: str) -> float | None:
-    """The value a control shows: a Params field, or a feature's weight (None without the feature)."""
+def applies(params: Params, field: str) -> bool:
+    """Whether the control of ``field`` belongs to the model of ``params``."""
+    if params.model == "couzin":
+        # Open space, or a periodic box: only the box has a size.
+        periodic_size = field == "arena_radius" and params.arena_shape == "periodic"
+        return field in _ZONE_FIELDS or field in _SHARED_WITH_COUZIN or periodic_size
+    return field not in _ZONE_FIELDS
+
+
+def control_value(params: Params, field: str) -> float | None:
+    """The value a control shows: a Params field or a feature's weight; None where it does not
+    apply (a parameter of the other model, or a feature the scene lacks)."""
+    if not applies(params, field):
+        return None
     if field == "attractor_weight":
         return params.attractors[0].weight if params.attractors else None
     if field == "path_weight":
