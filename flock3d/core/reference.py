@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 from pyquaternion import Quaternion
@@ -106,15 +107,18 @@ class ReferenceBoid:
     orientation: Quaternion
     waypoint: int = 0
 
-    @property
+    @cached_property
     def forward(self) -> np.ndarray:
+        """The unit heading (a boid's orientation does not change once it is made)."""
         return np.asarray(self.orientation.rotate(FORWARD))
 
     def seen(
-        self, flock: list[ReferenceBoid], params: Params, distance: float, fov: float
-    ) -> list[np.ndarray]:
-        """Offsets to the boids seen within ``distance`` and the cone ``fov`` (step 1)."""
-        positions = np.array([b.position for b in flock]).reshape(-1, 3)
+        self, flock: list[ReferenceBoid], positions: np.ndarray, params: Params, distance: float, fov: float
+    ) -> list[tuple[ReferenceBoid, np.ndarray]]:
+        """The boids seen within ``distance`` and the cone ``fov``, with their offsets (step 1).
+
+        ``positions`` are the positions of ``flock``, gathered once per update.
+        """
         d = offsets(self.position, positions, params)
         seen = visible(self.position, self.forward, positions, params, distance, fov)
         return [(flock[j], d[j]) for j in np.flatnonzero(seen)]
@@ -231,9 +235,10 @@ class ReferenceBoid:
     def updated(self, flock: list[ReferenceBoid], predators: list, params: Params) -> ReferenceBoid:
         """This boid after one step, computed from the world as it was (steps 1 to 10)."""
         (rs, ra, rc), (fs, fa, fc) = params.rule_distances, params.rule_fovs
-        close = self.seen(flock, params, rs, fs)
-        aligned = self.seen(flock, params, ra, fa)
-        centred = self.seen(flock, params, rc, fc)
+        positions = np.array([b.position for b in flock]).reshape(-1, 3)
+        close = self.seen(flock, positions, params, rs, fs)
+        aligned = self.seen(flock, positions, params, ra, fa)
+        centred = self.seen(flock, positions, params, rc, fc)
         seek_path, waypoint = self.path_following(params)
         acceleration = (
             self.separation(close, params)
@@ -310,8 +315,9 @@ class CouzinAgent:
     position: np.ndarray
     orientation: Quaternion
 
-    @property
+    @cached_property
     def heading(self) -> np.ndarray:
+        """The unit heading (an agent's orientation does not change once it is made)."""
         return np.asarray(self.orientation.rotate(FORWARD))
 
     def desired_direction(self, group: list[CouzinAgent], params: Params) -> np.ndarray:
