@@ -1,5 +1,6 @@
 import dataclasses
 import math
+import re
 
 import numpy as np
 import pytest
@@ -121,6 +122,25 @@ def test_structured_features_name_the_item_and_its_field():
     assert "attractors[1].weight must be >= 0 (got -1.0)" in text
     assert "obstacles[0].center must be 3 finite numbers" in text
     assert "path.points must be a list of at least 2 points" in text and "path.reach must be > 0" in text
+
+
+def test_features_from_dicts_and_tuples_become_records_or_are_reported():
+    p = Params(
+        attractors=[{"position": [1, 2, 3], "weight": 2.0}, ((0, 0, 5),)],
+        obstacles=[([9, 9, 9], 1.0)],
+        path={"points": [[0, 0, 0], [9, 0, 0]]},
+    )
+    assert p.attractors[0].position == (1.0, 2.0, 3.0) and p.attractors[1].radius == math.inf
+    assert p.obstacles[0].center == (9.0, 9.0, 9.0) and p.path.points[1] == (9.0, 0.0, 0.0)
+    # A record without its required field is a ValueError naming the item, not a TypeError.
+    for features, message in [
+        ({"attractors": [{"weight": 1.0}]}, "attractors[0] must have a position"),
+        ({"obstacles": [{"radius": 1.0}]}, "obstacles[0] must have a center and a radius"),
+        ({"path": {"weight": 1.0}}, "path must have points"),
+        ({"attractors": [{"position": (0, 0, 0), "pull": 1.0}]}, "attractors[0] must have a position"),
+    ]:
+        with pytest.raises(ValueError, match=re.escape(message)):
+            Params(**features)
 
 
 def test_periodic_arenas_need_a_view_distance_below_the_radius():

@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import numbers
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -289,36 +290,34 @@ def _vector(value: object) -> tuple[float, float, float] | None:
     return None
 
 
+def _record(value: Any, cls: type, normalise: Callable[[Any], Any]) -> Any:
+    """``value`` as a ``cls`` record when it is a dict or a plain tuple holding the fields that
+    ``cls`` requires (and no others), with ``normalise`` applied; anything else is returned as
+    it is, for the validation to report."""
+    fields = cls._fields
+    required = fields[: len(fields) - len(cls._field_defaults)]
+    if isinstance(value, dict) and set(required) <= set(value) <= set(fields):
+        value = cls(**value)
+    if isinstance(value, tuple) and not isinstance(value, cls) and len(required) <= len(value) <= len(fields):
+        value = cls(*value)
+    return normalise(value) if isinstance(value, cls) else value
+
+
 def _attractor(value: Any) -> Any:
-    if isinstance(value, dict):
-        value = Attractor(**value) if set(value) <= set(Attractor._fields) else value
-    if isinstance(value, tuple) and not isinstance(value, Attractor) and 1 <= len(value) <= 3:
-        value = Attractor(*value)
-    if isinstance(value, Attractor):
-        position = _vector(value.position) or value.position
-        return value._replace(position=position)
-    return value
+    return _record(value, Attractor, lambda a: a._replace(position=_vector(a.position) or a.position))
 
 
 def _obstacle(value: Any) -> Any:
-    if isinstance(value, dict):
-        value = Obstacle(**value) if set(value) == set(Obstacle._fields) else value
-    if isinstance(value, tuple) and not isinstance(value, Obstacle) and len(value) == 2:
-        value = Obstacle(*value)
-    if isinstance(value, Obstacle):
-        return value._replace(center=_vector(value.center) or value.center)
-    return value
+    return _record(value, Obstacle, lambda o: o._replace(center=_vector(o.center) or o.center))
 
 
 def _path(value: Any) -> Any:
-    if isinstance(value, dict):
-        value = WaypointPath(**value) if set(value) <= set(WaypointPath._fields) else value
-    if isinstance(value, tuple) and not isinstance(value, WaypointPath) and 1 <= len(value) <= 3:
-        value = WaypointPath(*value)
-    if isinstance(value, WaypointPath) and _is_sequence(value.points):
-        points = tuple(_vector(p) or p for p in value.points)
-        return value._replace(points=points)
-    return value
+    def points(path: WaypointPath) -> WaypointPath:
+        if not _is_sequence(path.points):
+            return path
+        return path._replace(points=tuple(_vector(p) or p for p in path.points))
+
+    return _record(value, WaypointPath, points)
 
 
 # -- validation ------------------------------------------------------------------------
