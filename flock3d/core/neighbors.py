@@ -47,10 +47,11 @@ def cell_index(coordinate, origin, inv_size, n):
     """Index along one axis of the cell holding ``coordinate``, clamped to [0, n - 1].
 
     Clamping happens in floating point so that infinite coordinates (an
-    infinite search radius) map to the first or last cell.
+    infinite search radius) map to the first or last cell, and a NaN maps to the
+    first: whatever the input, the index is in range.
     """
     c = (coordinate - origin) * inv_size
-    if c <= 0.0:
+    if not c > 0.0:  # also NaN
         return 0
     if c >= n - 1:
         return n - 1
@@ -92,6 +93,28 @@ def _counting_sort(positions, ox, oy, oz, size, nx, ny, nz):
 
 
 @numba.njit(cache=True)
+def _finite_bounds(positions):
+    """Lower and upper corners (3,) of the bounding box of the finite coordinates.
+
+    A NaN or infinite coordinate (a blown-up state, a damaged recording) must not
+    size a grid; :func:`cell_index` clamps it into the grid instead. An axis with
+    no finite coordinate spans [0, 0].
+    """
+    lo = np.full(3, np.inf)
+    hi = np.full(3, -np.inf)
+    for i in range(positions.shape[0]):
+        for a in range(3):
+            v = positions[i, a]
+            if math.isfinite(v):
+                lo[a] = min(lo[a], v)
+                hi[a] = max(hi[a], v)
+    for a in range(3):
+        if lo[a] > hi[a]:
+            lo[a] = hi[a] = 0.0
+    return lo, hi
+
+
+@numba.njit(cache=True)
 def build_grid(positions, cell_size):
     """Counting-sort boids into cubic cells covering their bounding box.
 
@@ -105,19 +128,7 @@ def build_grid(positions, cell_size):
         A :class:`CellGrid`.
     """
     n = positions.shape[0]
-    lo = np.zeros(3)
-    hi = np.zeros(3)
-    if n > 0:
-        for a in range(3):
-            lo[a] = positions[0, a]
-            hi[a] = positions[0, a]
-        for i in range(1, n):
-            for a in range(3):
-                v = positions[i, a]
-                if v < lo[a]:
-                    lo[a] = v
-                elif v > hi[a]:
-                    hi[a] = v
+    lo, hi = _finite_bounds(positions)
     max_cells = MAX_CELLS_PER_BOID * n + 64
     ex, ey, ez = hi[0] - lo[0], hi[1] - lo[1], hi[2] - lo[2]
     size = cell_size
@@ -206,8 +217,7 @@ def nearest_distances(positions):
     out = np.full(n, np.inf)
     if n < 2:
         return out
-    lo = np.array([positions[:, a].min() for a in range(3)])
-    hi = np.array([positions[:, a].max() for a in range(3)])
+    lo, hi = _finite_bounds(positions)
     extent = max(hi[0] - lo[0], hi[1] - lo[1], hi[2] - lo[2])
     # About one boid per cell if they filled their bounding box.
     size = max(extent / max(n ** (1.0 / 3.0), 1.0), 1e-12)
