@@ -34,6 +34,7 @@ __all__ = [
     "SceneError",
     "load_scene",
     "parse_scene",
+    "parse_value",
     "shipped_scenes",
     "resolve_scene",
     "default_scene",
@@ -107,11 +108,22 @@ class Scene:
 # -- reading --------------------------------------------------------------------------
 
 
+#: Largest scene file read, bytes. Real scenes are a few kilobytes (a path of 10,000
+#: waypoints is about 400 KB); the bound keeps `flock3d check /dev/zero` from reading forever.
+MAX_SCENE_BYTES = 1 << 20
+
+#: Deepest nesting of tables and arrays a scene may hold: the deepest real value,
+#: a path's points, is 3 levels below its section.
+MAX_SCENE_DEPTH = 8
+
+
 def load_scene(path: str | Path, overrides: Iterable[str] = ()) -> Scene:
-    """Read and validate a scene file.
+    """Read and validate a scene file, or a shipped scene by name.
 
     Args:
-        path: a ``.toml`` file.
+        path: a ``.toml`` file, or the name of a shipped scene (``"torus"``,
+            ``"couzin/swarm"``, also written ``"scenes/torus.toml"``), as the
+            command line takes them; a file that exists wins over a name.
         overrides: ``key=value`` assignments applied on top of the file (as
             ``flock3d run --set``), validated like the file's own keys.
 
@@ -120,16 +132,32 @@ def load_scene(path: str | Path, overrides: Iterable[str] = ()) -> Scene:
             closest valid one, wrong types, values out of range), each naming
             the file and the key.
     """
-    path = Path(path)
+    return resolve_scene(path, overrides)
+
+
+def _read_scene_file(path: Path) -> bytes:
+    """The bytes of a scene file: a regular file of at most MAX_SCENE_BYTES, else SceneError."""
+    import stat
+
     try:
-        raw = path.read_bytes()
+        info = path.stat()
+        if stat.S_ISDIR(info.st_mode):
+            raise SceneError([f"{path}: is a directory, not a scene file"])
+        if not stat.S_ISREG(info.st_mode):  # a device or a FIFO: reading could never end
+            raise SceneError([f"{path}: not a regular file; a scene is a TOML file"])
+        if info.st_size > MAX_SCENE_BYTES:
+            raise SceneError(
+                [f"{path}: {info.st_size:,} bytes; a scene file may hold at most {MAX_SCENE_BYTES:,}"]
+            )
+        with path.open("rb") as handle:
+            raw = handle.read(MAX_SCENE_BYTES + 1)  # the file may have grown since stat
     except FileNotFoundError:
         raise SceneError([f"{path}: no such file"]) from None
-    except IsADirectoryError:
-        raise SceneError([f"{path}: is a directory, not a scene file"]) from None
     except OSError as error:
         raise SceneError([f"{path}: cannot read ({error.strerror or error})"]) from None
-    return parse_scene(raw, source=str(path), overrides=overrides)
+    if len(raw) > MAX_SCENE_BYTES:
+        raise SceneError([f"{path}: more than {MAX_SCENE_BYTES:,} bytes; too large for a scene file"])
+    return raw
 
 
 def parse_scene(text: str | bytes, source: str = "<scene>", overrides: Iterable[str] = ()) -> Scene:
@@ -149,8 +177,41 @@ def parse_scene(text: str | bytes, source: str = "<scene>", overrides: Iterable[
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
         raise SceneError([f"{source}: {_syntax_message(error, text)}"]) from None
+    except RecursionError:  # the parser recurses once per level of nesting
+        raise SceneError([f"{source}: {_too_deep()}"]) from None
     problems = apply_assignments(data, overrides)
     return _build(data, source, source, text, problems)
+
+
+def _too_deep() -> str:
+    return f"arrays or tables nested too deeply (a scene needs at most {MAX_SCENE_DEPTH} levels)"
+
+
+def _depth(data: Any) -> int:
+    """How deeply lists and dicts nest in ``data``, counted without recursion."""
+    deepest, stack = 0, [(data, 0)]
+    while stack:
+        value, depth = stack.pop()
+        if isinstance(value, (dict, list)):
+            deepest = max(deepest, depth + 1)
+            if deepest > MAX_SCENE_DEPTH:
+                break
+            stack.extend((v, depth + 1) for v in (value.values() if isinstance(value, dict) else value))
+    return deepest
+
+
+def parse_value(text: str) -> Any:
+    """A value written in TOML syntax (``120``, ``[1, 2, 3]``, ``true``); a bare word stays a string.
+
+    Raises:
+        SceneError: when the value nests arrays or tables too deeply to read.
+    """
+    try:
+        return tomllib.loads(f"v = {text.strip()}")["v"]
+    except tomllib.TOMLDecodeError:
+        return text.strip()  # a bare word: treat it as a string (e.g. view.mesh=cone)
+    except RecursionError:
+        raise SceneError([f"{text[:20]}...: {_too_deep()}"]) from None
 
 
 def _syntax_message(error: tomllib.TOMLDecodeError, text: str) -> str:
@@ -179,9 +240,10 @@ def apply_assignments(data: dict, assignments: Iterable[str]) -> list[str]:
             problems.append(unknown_key_message(key))
             continue
         try:
-            value = tomllib.loads(f"v = {value_text.strip()}")["v"]
-        except tomllib.TOMLDecodeError:
-            value = value_text.strip()  # a bare word: treat it as a string (e.g. view.mesh=cone)
+            value = parse_value(value_text)
+        except SceneError:
+            problems.append(f"--set {key}: {_too_deep()}")
+            continue
         section, _, leaf = key.rpartition(".")
         table = data.setdefault(section, {}) if section else data
         if not isinstance(table, dict):
@@ -232,6 +294,8 @@ def _build(
     data: Mapping[str, Any], origin: str, source: str | None, text: str | None, earlier: list[str]
 ) -> Scene:
     """Validate nested scene data into a Scene; raise SceneError with ``earlier`` + new problems."""
+    if _depth(data) > MAX_SCENE_DEPTH:  # before anything walks or prints the values
+        raise SceneError([f"{origin}: {_too_deep()}"])
     flat, problems = _flatten(data)
     problems = list(earlier) + problems
     scene_values: dict[str, Any] = {}
@@ -357,8 +421,8 @@ def resolve_scene(name_or_path: str | Path | None, overrides: Iterable[str] = ()
     if name_or_path is None:
         name_or_path = DEFAULT_SCENE
     path = Path(name_or_path)
-    if path.exists():
-        return load_scene(path, overrides)
+    if path.exists() or path.is_symlink():
+        return parse_scene(_read_scene_file(path), source=str(path), overrides=overrides)
     name = str(name_or_path).removesuffix(".toml")
     if name.startswith("scenes/"):
         name = name[len("scenes/") :]
