@@ -22,14 +22,30 @@ from flock3d.errors import Flock3dError
 EXIT_BAD_INPUT = 2
 
 
+#: Most steps one run (or one sweep run) may take: about 3 hours for a handful of boids at
+#: the kernel's fastest, days for the default 500. More is a typo, or a run that never ends.
+MAX_STEPS = 10**9
+
+
 def _whole_number(text: str, minimum: int) -> int:
     try:
         value = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text[:30]!r}") from None
     if value < minimum:
         raise argparse.ArgumentTypeError(f"must be >= {minimum}, got {value}")
     return value
+
+
+def _step_count(text: str, minimum: int = 0) -> int:
+    value = _whole_number(text, minimum)
+    if value > MAX_STEPS:
+        raise argparse.ArgumentTypeError(f"must be at most {MAX_STEPS:,} steps, got {text[:30]}")
+    return value
+
+
+def _positive_step_count(text: str) -> int:
+    return _step_count(text, 1)
 
 
 def _positive_int(text: str) -> int:
@@ -178,7 +194,9 @@ def _add_run(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     )
     _scene_argument(p)
     length = p.add_mutually_exclusive_group()
-    length.add_argument("--steps", type=_non_negative_int, help="steps to run (default 600)")
+    length.add_argument(
+        "--steps", type=_step_count, help=f"steps to run (default 600, at most {MAX_STEPS:,})"
+    )
     length.add_argument("--seconds", type=_positive_float, help="simulated seconds to run")
     p.add_argument("--out", metavar="TRAJ.h5", help="record the trajectory to this HDF5 file")
     p.add_argument(
@@ -208,10 +226,6 @@ def _scene_from(args: argparse.Namespace, name: str | None):
     return scene if args.seed is None else scene.replace(seed=args.seed)
 
 
-#: More steps than anyone runs: a guard against --seconds with an absurd dt.
-MAX_STEPS = 10**12
-
-
 def _output_path(path: str, suffixes: tuple[str, ...], what: str) -> Path:
     """Check an output path before any work is done: right suffix, existing folder."""
     if not path.strip():
@@ -239,7 +253,8 @@ def _run_run(args: argparse.Namespace) -> int:
         wanted = args.seconds / p.dt
         if not wanted <= MAX_STEPS:
             raise Flock3dError(
-                f"--seconds {args.seconds:g} at sim.dt = {p.dt:g} is more than {MAX_STEPS:.0e} steps"
+                f"--seconds {args.seconds:g} at sim.dt = {p.dt:g} is {wanted:,.0f} steps, "
+                f"more than the {MAX_STEPS:,} a run may take"
             )
         steps = math.ceil(wanted - 1e-9)
     out = _output_path(args.out, (".h5", ".hdf5"), "--out") if args.out is not None else None
@@ -370,7 +385,9 @@ def _add_sweep(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
         "e.g. zones.orientation_width=0:15:16 (repeatable)",
     )
     p.add_argument("--repeats", type=_positive_int, default=1, help="runs per combination (default 1)")
-    p.add_argument("--steps", type=_positive_int, required=True, help="steps per run")
+    p.add_argument(
+        "--steps", type=_positive_step_count, required=True, help=f"steps per run (at most {MAX_STEPS:,})"
+    )
     p.add_argument("--discard", type=_non_negative_int, default=0, help="first steps left out of the means")
     p.add_argument("--out", required=True, metavar="RESULTS.parquet|.csv", help="the results table")
     p.add_argument("--plot", metavar="OUT.png", help="heatmaps over two parameters, or lines over one")
@@ -385,7 +402,7 @@ def _add_sweep(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 
 def _run_sweep(args: argparse.Namespace) -> int:
-    from flock3d.sweep import parse_axis, plot_sweep, run_sweep
+    from flock3d.sweep import parse_axis, plot_sweep, run_sweep, sweep_size
 
     out = _output_path(args.out, (".parquet", ".csv"), "--out")
     plot = _output_path(args.plot, (".png",), "--plot") if args.plot is not None else None
@@ -395,7 +412,7 @@ def _run_sweep(args: argparse.Namespace) -> int:
         raise Flock3dError("each --param key may be swept once")
     if plot is not None and len(axes) > 2:
         raise Flock3dError(f"--plot draws one or two swept parameters (this sweep has {len(axes)})")
-    n_runs = math.prod(len(a.values) for a in axes) * args.repeats
+    n_runs = sweep_size(axes, args.repeats)
     print(f"{scene.name}: {n_runs:,} runs of {args.steps:,} steps ({', '.join(a.key for a in axes)})")
     table, stats = run_sweep(
         scene, axes, args.repeats, args.steps, args.discard, out,
@@ -541,8 +558,15 @@ COMMANDS: dict[str, tuple[Callable, Callable[[argparse.Namespace], int]]] = {
 }
 
 
+class _Parser(argparse.ArgumentParser):
+    """An argument parser whose usage errors are one line, like every other error."""
+
+    def error(self, message: str):
+        self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="flock3d",
         description="3D flocking: watch, record, render and measure boids.",
     )
@@ -557,6 +581,10 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``flock3d`` console script; returns the exit status."""
     parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if not argv:  # a first try: show what there is to do
+        parser.print_help()
+        return 0
     args = parser.parse_args(argv)
     try:
         return args.run(args)

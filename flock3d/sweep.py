@@ -20,7 +20,6 @@ import json
 import math
 import os
 import time
-import tomllib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,10 +30,11 @@ import numpy as np
 from flock3d.core.params import is_real_number
 from flock3d.errors import Flock3dError
 from flock3d.scene import Scene, SceneError, parse_scene
-from flock3d.scene.scene import toml_value, unknown_key_message
+from flock3d.scene.scene import parse_value, toml_value, unknown_key_message
 from flock3d.scene.schema import KEYS_BY_NAME, Key, check_kind
 
-__all__ = ["Axis", "Task", "parse_axis", "make_tasks", "task_seed", "run_task", "run_sweep", "SweepError"]
+__all__ = ["Axis", "Task", "parse_axis", "make_tasks", "task_seed", "run_task", "run_sweep", "sweep_size",
+           "SweepError", "MAX_RUNS"]  # fmt: skip
 
 RESULT_COLUMNS = ["repeat", "seed", "polarization_mean", "polarization_std", "milling_mean", "milling_std",
                   "groups", "steps", "discard", "params_hash", "seconds"]  # fmt: skip
@@ -65,11 +65,20 @@ class Task:
 SWEEPABLE_KINDS = ("number", "integer", "boolean", "choice")
 
 
-def _value(text: str) -> Any:
-    try:
-        return tomllib.loads(f"v = {text.strip()}")["v"]
-    except tomllib.TOMLDecodeError:
-        return text.strip()
+#: Most runs one sweep may ask for (values of every axis multiplied, times repeats):
+#: a typo such as 0:10:1000000000 is refused before any memory is spent on it.
+MAX_RUNS = 100_000
+
+
+def sweep_size(axes: Sequence[Axis], repeats: int) -> int:
+    """The number of runs of a sweep; SweepError when it is more than :data:`MAX_RUNS`."""
+    runs = math.prod(len(a.values) for a in axes) * repeats
+    if runs > MAX_RUNS:
+        raise SweepError(
+            f"{runs:,} runs ({' x '.join(str(len(a.values)) for a in axes)} values, --repeats {repeats}) "
+            f"is more than the {MAX_RUNS:,} a sweep may hold; sweep fewer values"
+        )
+    return runs
 
 
 def _typed(key: Key, value: Any, spec: str) -> Any:
@@ -113,14 +122,25 @@ def parse_axis(spec: str) -> Axis:
             raise SweepError(f"--param {spec!r}: a range is start:stop:count, e.g. 0:15:16") from None
         if len(parts) != 3 or count < 1 or not (math.isfinite(start) and math.isfinite(stop)):
             raise SweepError(f"--param {spec!r}: a range is start:stop:count with count >= 1")
+        _check_count(name, count)
         grid = [round(float(v), 12) for v in np.linspace(start, stop, count)]
         typed = tuple(_typed(key, v, spec) for v in grid)
     else:
-        typed = tuple(_typed(key, _value(v), spec) for v in values.split(","))
+        texts = values.split(",")
+        _check_count(name, len(texts))
+        try:
+            typed = tuple(_typed(key, parse_value(v), spec) for v in texts)
+        except SceneError as error:
+            raise SweepError(f"--param {name}: {error.problems[0]}") from None
     repeated = next((v for i, v in enumerate(typed) if v in typed[:i]), None)
     if len(set(typed)) != len(typed):
         raise SweepError(f"--param {spec!r}: the value {toml_value(repeated)} is given twice")
     return Axis(name, typed)
+
+
+def _check_count(name: str, count: int) -> None:
+    if count > MAX_RUNS:
+        raise SweepError(f"--param {name}: {count:,} values; a sweep may hold at most {MAX_RUNS:,} runs")
 
 
 def _canonical(value: Any) -> Any:
@@ -280,6 +300,7 @@ def run_sweep(
 
     if not 0 <= discard < steps:
         raise SweepError(f"--discard must be from 0 to --steps - 1 (got {discard} with --steps {steps})")
+    sweep_size(axes, repeats)
     text, overrides = _base_text(scene, overrides)
     tasks = make_tasks(scene, axes, repeats)
     for values in dict.fromkeys(t.values for t in tasks):  # validate every combination first
