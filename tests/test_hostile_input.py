@@ -5,11 +5,16 @@ already written is lost.
 """
 
 import os
+import resource
+import signal
 import subprocess
+import sys
 
+import numpy as np
 import pytest
 from helpers import assert_clean_failure, flock3d
 
+from flock3d.io import Trajectory
 from flock3d.scene import SceneError, load_scene, parse_scene
 from flock3d.scene.scene import MAX_SCENE_BYTES
 
@@ -83,6 +88,62 @@ def test_legitimate_nesting_is_still_read():
     scene = parse_scene("[path]\npoints = [[0, 0, 0], [5, 0, 0], [0, 5, 0]]\n"
                         "[wind]\ngradient = [[0, 1, 0], [0, 0, 0], [0, 0, 0]]\n")  # fmt: skip
     assert len(scene.params.path.points) == 3 and scene.params.wind_gradient[0][1] == 1
+
+
+# -- a disk that fills up during `flock3d run --out` --------------------------------------------
+
+
+def _file_size_limit(limit: int):
+    def apply():  # in the child: writes past `limit` bytes fail with EFBIG instead of killing it
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    return apply
+
+
+def test_a_full_disk_stops_the_run_and_keeps_every_frame_written(tmp_path):
+    path = tmp_path / "full.h5"
+    # 300 boids: a block of 145 frames is ~3.5 MB, so about two blocks fit in 12 MB.
+    args = ["run", "default", "--set", "flock.count=300", "--steps", "3000", "--out", str(path)]
+    out = subprocess.run(
+        [sys.executable, "-m", "flock3d.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        preexec_fn=_file_size_limit(12_000_000),
+    )
+    assert_one_line_failure(out, f"{path}: no room for more frames (File too large); stopped, keeping the")
+    kept = int(out.stderr.split("keeping the ")[1].split(" frames")[0].replace(",", ""))
+    assert kept > 100
+    with Trajectory(path) as traj:  # the file is whole: every frame written is there and sound
+        assert traj.n_frames == kept
+        np.testing.assert_array_equal(traj.steps, np.arange(kept))
+        assert np.all(np.isfinite(traj.frame(-1).positions))
+    assert path.stat().st_size <= 12_000_000
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or sys.platform != "linux", reason="mounting a tmpfs needs root")
+@pytest.mark.parametrize("reserve", [True, False], ids=["reserved", "without-fallocate"])
+def test_a_really_full_file_system_keeps_every_frame_written(tmp_path, reserve):
+    # A real ENOSPC, from a small tmpfs; without posix_fallocate (macOS, some file systems)
+    # the writer rolls the failed block back instead.
+    mount = tmp_path / "small"
+    mount.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=12m", "tmpfs", mount]).returncode != 0:
+        pytest.skip("cannot mount a tmpfs here")
+    try:
+        path = mount / "full.h5"
+        code = "import os, sys\n" + ("" if reserve else "del os.posix_fallocate\n")
+        code += "from flock3d.cli import main\nsys.exit(main(sys.argv[1:]))\n"
+        args = ["run", "default", "--set", "flock.count=300", "--steps", "3000", "--out", str(path)]
+        out = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=300)
+        assert_one_line_failure(out, "no room for more frames (No space left on device); stopped, keeping")
+        kept = int(out.stderr.split("keeping the ")[1].split(" frames")[0].replace(",", ""))
+        with Trajectory(path) as traj:
+            assert traj.n_frames == kept > 100
+            np.testing.assert_array_equal(traj.steps, np.arange(kept))
+    finally:
+        subprocess.run(["umount", mount])
 
 
 # -- sizes stated up front ------------------------------------------------------------------

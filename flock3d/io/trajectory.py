@@ -16,10 +16,22 @@ Frames are buffered a block at a time (about 1 MiB per array) and appended to
 chunked, resizable datasets, so memory does not grow with the length of a run,
 and every block written is flushed to disk: a run stopped by Ctrl-C or SIGTERM
 leaves a valid file holding every frame written so far.
+
+A disk that fills up must not cost the frames already written: HDF5 cannot undo
+a flush that fails half way, so the space for each block is reserved
+(``posix_fallocate``) before HDF5 is given the block. When the reservation
+fails, the writer stops with :class:`DiskFullError` and the file stays as it was
+after the last block, valid and complete up to there.
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
+import gc
+import os
+import re
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -30,7 +42,7 @@ from flock3d.core.state import FlockState
 from flock3d.errors import Flock3dError
 from flock3d.scene import Scene, SceneError, parse_scene
 
-__all__ = ["TrajectoryWriter", "Trajectory", "RecordingError", "BLOCK_BYTES"]
+__all__ = ["TrajectoryWriter", "Trajectory", "RecordingError", "DiskFullError", "BLOCK_BYTES"]
 
 #: Target size of one buffered block (and HDF5 chunk) per array.
 BLOCK_BYTES = 1 << 20
@@ -40,6 +52,14 @@ _FLOCK, _PREDATORS = "particles/flock", "particles/predators"
 
 class RecordingError(Flock3dError):
     """A trajectory file that cannot be read: missing, truncated, damaged or not ours."""
+
+
+class DiskFullError(RecordingError):
+    """No room for the next block of frames; the frames written before it are kept."""
+
+
+#: Room reserved for HDF5's own bookkeeping (chunk index nodes, headers) on each flush.
+_METADATA_BYTES = 1 << 20
 
 
 def _block_frames(n_boids: int) -> int:
@@ -83,15 +103,19 @@ class TrajectoryWriter:
         self._steps = np.empty(self._block, dtype=np.int64)
         self._times = np.empty(self._block)
         self._buffered = 0
+        self._failed: RecordingError | None = None
         try:
             self._file = h5py.File(self.path, "w")
         except OSError as error:
-            raise RecordingError(f"{self.path}: cannot create ({error})") from None
+            raise RecordingError(f"{self.path}: cannot create ({_reason(error)})") from None
         try:
             self._create_layout(scene, every)
-        except Exception as error:
-            self._file.close()
-            raise RecordingError(f"{self.path}: cannot write the trajectory's layout ({error})") from None
+        except Exception as error:  # noqa: BLE001
+            reason = _reason(error)
+        else:
+            return
+        self._abandon()
+        raise RecordingError(f"{self.path}: cannot write the trajectory's layout ({reason})")
 
     def _create_layout(self, scene: Scene, every: int) -> None:
         f = self._file
@@ -159,30 +183,153 @@ class TrajectoryWriter:
             self.flush()
 
     def flush(self) -> None:
-        """Write the buffered frames and flush the file to disk."""
+        """Write the buffered frames and flush the file to disk.
+
+        Raises:
+            DiskFullError: there is no room for the buffered frames (a full disk, a
+                quota, ``ulimit -f``); they are dropped, the file keeps every frame
+                written before them, and the writer takes no more frames.
+            RecordingError: writing failed in another way; the file may be damaged.
+        """
+        if self._failed is not None:
+            raise self._failed
         k = self._buffered
-        if k:
-            start, stop = self.frames_written, self.frames_written + k
-            for key, dataset in self._values.items():
-                dataset.resize(stop, axis=0)
-                dataset[start:stop] = self._buffer[key][:k]
-            self._step.resize((stop,))
-            self._time.resize((stop,))
-            self._step[start:stop] = self._steps[:k]
-            self._time[start:stop] = self._times[:k]
-            self.frames_written, self._buffered = stop, 0
-        self._file.flush()
+        if not k:
+            self._file.flush()
+            return
+        start, stop = self.frames_written, self.frames_written + k
+        self._buffered = 0
+        reason = self._reserve(start, stop)
+        if reason is None:
+            reason = self._write(start, stop)
+            if reason is None:
+                self.frames_written = stop
+                self._release()
+                return
+            if not self._roll_back(start):
+                self._failed = RecordingError(
+                    f"{self.path}: cannot write frames {start}-{stop - 1} ({reason}); the file may be damaged"
+                )
+                raise self._failed
+        self._release()
+        self._failed = DiskFullError(
+            f"{self.path}: no room for more frames ({reason}); stopped, keeping the {start:,} frames written"
+        )
+        raise self._failed
+
+    def _reserve(self, start: int, stop: int) -> str | None:
+        """Allocate the disk space that writing frames ``start`` to ``stop`` will take.
+
+        Returns why that is not possible, or None (also where the system cannot reserve).
+        """
+        need = _METADATA_BYTES
+        for dataset in [*self._values.values(), self._step, self._time]:
+            chunk = dataset.chunks[0]
+            new_chunks = -(-stop // chunk) - -(-start // chunk)  # chunks are allocated whole
+            need += new_chunks * int(np.prod(dataset.chunks)) * dataset.dtype.itemsize
+        if not hasattr(os, "posix_fallocate"):
+            return None
+        try:  # from where HDF5 allocates next
+            os.posix_fallocate(self._file.id.get_vfd_handle(), self._file.id.get_filesize(), need)
+        except OSError as error:
+            if error.errno in (errno.EINVAL, errno.EOPNOTSUPP, errno.ENODEV):
+                return None  # a file system that cannot reserve: write, and roll back on failure
+            return error.strerror or str(error)
+        return None
+
+    def _write(self, start: int, stop: int) -> str | None:
+        """Hand frames ``start`` to ``stop`` to HDF5 and flush; why that failed, or None.
+
+        Only the text leaves this frame: a traceback holding HDF5 handles of a file
+        that failed to flush crashes the interpreter when it is freed at exit.
+        """
+        k = stop - start
+        with _quietly_freed():
+            try:
+                for key, dataset in self._values.items():
+                    dataset.resize(stop, axis=0)
+                    dataset[start:stop] = self._buffer[key][:k]
+                self._step.resize((stop,))
+                self._time.resize((stop,))
+                self._step[start:stop] = self._steps[:k]
+                self._time[start:stop] = self._times[:k]
+                self._file.flush()
+            except Exception as error:  # noqa: BLE001
+                return _reason(error)
+        return None
+
+    def _roll_back(self, frames: int) -> bool:
+        """Shrink the file back to ``frames`` frames after a failed write; True if that worked.
+
+        Shrinking drops the chunks HDF5 could not write, so that what it still holds
+        fits in the file and the frames before them stay readable.
+        """
+        with _quietly_freed():
+            try:
+                for dataset in [*self._values.values(), self._step, self._time]:
+                    dataset.resize(frames, axis=0)
+                self._file.flush()
+            except Exception:  # noqa: BLE001
+                return False
+        return True
+
+    def _release(self) -> None:
+        """Give back what the last reservation did not use (HDF5 has written all it holds)."""
+        with contextlib.suppress(Exception):
+            used = self._file.id.get_filesize()
+            fd = self._file.id.get_vfd_handle()
+            if os.fstat(fd).st_size > used:
+                os.ftruncate(fd, used)
 
     def close(self) -> None:
-        if self._file.id.valid:
-            self.flush()
-            self._file.close()
+        if not self._file.id.valid:
+            return
+        if self._failed is None:
+            try:
+                self.flush()
+            finally:
+                self._file.close()
+            return
+        # After a failed write HDF5 may fail again on closing and on freeing each handle
+        # (the error is reported already): free them all now, quietly, none left for exit.
+        self._abandon()
+
+    def _abandon(self) -> None:
+        """Close a file that failed to write, freeing every handle now and quietly."""
+        with _quietly_freed():
+            self._values, self._step, self._time = {}, None, None
+            with contextlib.suppress(Exception):
+                self._file.close()
 
     def __enter__(self) -> TrajectoryWriter:
         return self
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+def _reason(error: Exception) -> str:
+    """One line saying why HDF5 failed: the system's error text when there is one."""
+    text = str(error)
+    errno_text = re.search(r"error message = '([^']*)'", text)
+    return errno_text[1] if errno_text else " ".join(text.split())
+
+
+@contextlib.contextmanager
+def _quietly_freed() -> Iterator[None]:
+    """Free HDF5 handles left over by a failed write without printing HDF5's complaints.
+
+    h5py prints a traceback for each handle it cannot free (through ``sys.excepthook``
+    and ``sys.unraisablehook``), and a handle of a file that failed to flush, left for
+    the interpreter to free at exit, crashes it: collect them here, inside the block.
+    """
+    hooks = sys.excepthook, sys.unraisablehook
+    sys.excepthook = sys.unraisablehook = lambda *args: None
+    try:
+        yield
+        gc.collect()
+    finally:
+        sys.excepthook, sys.unraisablehook = hooks
 
 
 class Trajectory:
