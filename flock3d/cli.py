@@ -253,8 +253,8 @@ def _run_run(args: argparse.Namespace) -> int:
         wanted = args.seconds / p.dt
         if not wanted <= MAX_STEPS:
             raise Flock3dError(
-                f"--seconds {args.seconds:g} at sim.dt = {p.dt:g} is {wanted:,.0f} steps, "
-                f"more than the {MAX_STEPS:,} a run may take"
+                f"--seconds {args.seconds:g} at sim.dt = {p.dt:g} is more than the {MAX_STEPS:,} steps "
+                f"a run may take ({wanted:.3g} steps)"
             )
         steps = math.ceil(wanted - 1e-9)
     out = _output_path(args.out, (".h5", ".hdf5"), "--out") if args.out is not None else None
