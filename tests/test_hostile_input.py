@@ -5,6 +5,7 @@ already written is lost.
 """
 
 import os
+import re
 import resource
 import signal
 import subprocess
@@ -125,8 +126,8 @@ def test_a_full_disk_stops_the_run_and_keeps_every_frame_written(tmp_path):
 @pytest.mark.skipif(os.geteuid() != 0 or sys.platform != "linux", reason="mounting a tmpfs needs root")
 @pytest.mark.parametrize("reserve", [True, False], ids=["reserved", "without-fallocate"])
 def test_a_really_full_file_system_keeps_every_frame_written(tmp_path, reserve):
-    # A real ENOSPC, from a small tmpfs; without posix_fallocate (macOS, some file systems)
-    # the writer rolls the failed block back instead.
+    # A real ENOSPC, from a small tmpfs; without posix_fallocate (macOS) the writer
+    # reserves the space by writing zeros.
     mount = tmp_path / "small"
     mount.mkdir()
     if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=12m", "tmpfs", mount]).returncode != 0:
@@ -154,7 +155,7 @@ def test_runs_beyond_the_stated_length_are_refused():
     assert_one_line_failure(out, "--steps: must be at most 1,000,000,000 steps")
     out = flock3d("run", "default", "--seconds", "1000", "--set", "sim.dt=1e-8")
     assert_one_line_failure(
-        out, "--seconds 1000 at sim.dt = 1e-08 is 100,000,000,000 steps, more than the 1,000,000,000"
+        out, "--seconds 1000 at sim.dt = 1e-08 is more than the 1,000,000,000 steps a run may take (1e+11"
     )
     out = flock3d("sweep", "default", "--param", "x=1,2", "--steps", "1000000001", "--out", "x.csv")
     assert_one_line_failure(out, "--steps: must be at most 1,000,000,000 steps")
@@ -183,3 +184,84 @@ def test_flock3d_alone_prints_help():
 def test_usage_errors_are_one_line():
     assert_one_line_failure(flock3d("run", "default", "--steps", "-5"), "must be >= 0", "flock3d run --help")
     assert_one_line_failure(flock3d("fly"), "invalid choice: 'fly'")
+
+
+# -- damaged recordings -----------------------------------------------------------------------
+
+
+def _damaged_copies(tmp_path) -> dict:
+    """Recordings broken in the ways a reader must survive, each with the message it gets."""
+    import shutil
+
+    import h5py
+
+    from flock3d import Flock, Params
+    from flock3d.io import TrajectoryWriter
+    from flock3d.scene import Scene
+
+    scene = Scene(Params(count=20), seed=1)
+    flock = Flock.from_scene(scene)
+    good = tmp_path / "good.h5"
+    with TrajectoryWriter(good, 20, scene, every=2) as writer:
+        for _ in range(4):
+            writer.append(flock.state)
+            flock.step(2)
+
+    def copy(name, change):
+        path = tmp_path / name
+        shutil.copy(good, path)
+        with h5py.File(path, "r+") as f:
+            change(f)
+        return path
+
+    def replace(f, path, **dataset):
+        del f[path]
+        f.create_dataset(path, **dataset)
+
+    def positions_as_strings(f):
+        replace(f, "particles/flock/position/value", data=np.full((4, 20, 3), b"x", dtype="S3"))
+
+    def every_zero(f):
+        f["parameters/flock3d"].attrs["every"] = 0
+
+    def declared_without_data(f):  # 1e9 frames of 1e5 boids: 2.4 PB, none of it stored
+        shape = (10**9, 10**5)
+        for name, width in (("position", 3), ("velocity", 3), ("orientation", 4)):
+            replace(
+                f, f"particles/flock/{name}/value", shape=(*shape, width), chunks=(1, 1000, width), dtype="f8"
+            )
+        for name in ("step", "time"):
+            replace(f, f"particles/flock/position/{name}", shape=shape[:1], chunks=(1024,), dtype="i8")
+
+    def wrong_width(f):
+        replace(f, "particles/flock/velocity/value", data=np.zeros((4, 20, 5)))
+
+    def step_as_floats(f):
+        replace(f, "particles/flock/position/step", data=np.arange(4) * 2.5)
+
+    def scene_not_text(f):
+        f["parameters/flock3d"].attrs["scene"] = np.arange(3)
+
+    return {
+        copy("strings.h5", positions_as_strings): "particles/flock/position/value holds strings, not numbers",
+        copy("every.h5", every_zero): "every = 0; expected a whole number >= 1",
+        copy("declared.h5", declared_without_data): "declares shape (1000000000, 100000, 3)",
+        copy("width.h5", wrong_width): "particles/flock/velocity/value has shape (4, 20, 5)",
+        copy("step.h5", step_as_floats): "position/step holds values of type float64, not whole numbers",
+        copy("scene.h5", scene_not_text): "the stored scene is not TOML text",
+    }
+
+
+def test_damaged_recordings_are_one_line(tmp_path):
+    from flock3d.io import RecordingError
+
+    for path, message in _damaged_copies(tmp_path).items():
+        with pytest.raises(RecordingError, match=re.escape(message)):
+            Trajectory(path)
+        assert_one_line_failure(flock3d("metrics", path, timeout=120), f"{path}: damaged trajectory", message)
+
+
+def test_a_fifo_is_not_read_as_a_recording(tmp_path):
+    fifo = tmp_path / "t.h5"
+    os.mkfifo(fifo)
+    assert_one_line_failure(flock3d("metrics", fifo, timeout=60), f"{fifo}: not a regular file")

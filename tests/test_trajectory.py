@@ -4,6 +4,7 @@ import tracemalloc
 
 import h5py
 import numpy as np
+import pytest
 
 from flock3d import Flock, Params
 from flock3d.io import Trajectory, TrajectoryWriter
@@ -22,11 +23,19 @@ def test_round_trip_and_h5md_layout(tmp_path):
             flock.step(5)
     with h5py.File(path) as f:
         assert list(f["h5md"].attrs["version"]) == [1, 1]
-        assert f["h5md/creator"].attrs["name"] == "flock3d"
+        for group, name in (("author", "name"), ("creator", "name"), ("creator", "version")):
+            string = f[f"h5md/{group}"].attrs.get_id(name).get_type()
+            assert isinstance(string, h5py.h5t.TypeStringID) and not string.is_variable_str(), (group, name)
+        assert f["h5md/creator"].attrs["name"] == b"flock3d"
         g = f["particles/flock"]
         assert g["position/value"].shape == (7, 50, 3) and g["orientation/value"].shape == (7, 50, 4)
         # step and time are shared by hard links, as H5MD allows
         assert g["velocity/step"].id == g["position/step"].id
+        assert g["box"].attrs["dimension"] == 3 and list(g["box"].attrs["boundary"]) == [b"none"] * 3
+        assert "edges" not in g["box"]  # a sphere has no periodic box
+        assert g["position/value"].attrs["unit"] == "nm" and g["velocity/value"].attrs["unit"] == "nm ps-1"
+        assert g["position/time"].attrs["unit"] == "ps"
+        np.testing.assert_array_equal(g["species"], np.zeros(50))
         assert f["parameters/flock3d"].attrs["every"] == 5
     with Trajectory(path) as traj:
         assert (traj.n_frames, traj.n_boids) == (7, 50)
@@ -66,3 +75,74 @@ def test_frames_already_written_survive_an_unclosed_writer(tmp_path):
     with Trajectory(tmp_path / "open.h5") as traj:  # readable while the writer is still open
         assert traj.n_frames == 10
     writer.close()
+
+
+def _record(tmp_path, scene, steps=40, every=10):
+    flock = Flock.from_scene(scene)
+    path = tmp_path / "rec.h5"
+    recorded = []
+    with TrajectoryWriter(path, len(flock), scene, every=every) as writer:
+        for _ in range(steps // every + 1):
+            writer.append(flock.state)
+            recorded.append(flock.state.copy())
+            flock.step(every)
+    return path, recorded
+
+
+def test_a_periodic_arena_is_a_periodic_box_that_mdanalysis_reads(tmp_path):
+    h5md = pytest.importorskip("MDAnalysis.coordinates.H5MD")  # in the test extra
+    scene = Scene(Params(count=60, arena_shape="periodic", arena_radius=8.0, max_speed=9.0), seed=2)
+    path, recorded = _record(tmp_path, scene)
+    with h5py.File(path) as f:
+        box = f["particles/flock/box"]
+        assert list(box.attrs["boundary"]) == [b"periodic"] * 3
+        np.testing.assert_array_equal(box["edges/value"][:], np.full((5, 3), 16.0))
+        assert box["edges/step"].id == f["particles/flock/position/step"].id  # as H5MD requires
+    # MDAnalysis at its default settings (converting units): it refused these files before.
+    reader = h5md.H5MDReader(str(path))
+    assert reader.n_frames == len(recorded) and reader.n_atoms == 60
+    for ts, state in zip(reader, recorded, strict=True):
+        # nm -> Angstrom: MDAnalysis works in Angstrom and ps; the file says nm and ps.
+        np.testing.assert_allclose(ts.positions, 10 * state.positions, rtol=1e-6)
+        np.testing.assert_allclose(ts.velocities, 10 * state.velocities, rtol=1e-6)
+        assert ts.time == pytest.approx(state.time)
+        np.testing.assert_allclose(ts.dimensions, [160.0, 160.0, 160.0, 90.0, 90.0, 90.0])
+    reader.close()
+    # Positions wrap into the cube of side 2R around the centre: an image of the box.
+    assert np.all(np.abs(recorded[-1].positions) <= 8.0)
+
+
+def test_a_planar_flock_is_stored_in_two_dimensions(tmp_path):
+    scene = Scene(Params(count=40, dimensions=2, arena_center=(1.0, 2.0, 3.5)), seed=5)
+    path, recorded = _record(tmp_path, scene)
+    with h5py.File(path) as f:
+        g = f["particles/flock"]
+        assert g["box"].attrs["dimension"] == 2 and len(g["box"].attrs["boundary"]) == 2
+        assert g["position/value"].shape == (5, 40, 2) and g["velocity/value"].shape == (5, 40, 2)
+    with Trajectory(path) as traj:
+        for expected, got in zip(recorded, traj.frames(), strict=True):
+            np.testing.assert_array_equal(got.positions, expected.positions)  # z restored exactly
+            np.testing.assert_array_equal(got.velocities, expected.velocities)
+            np.testing.assert_array_equal(got.orientations, expected.orientations)
+
+
+def test_files_of_the_earlier_layout_are_still_read(tmp_path):
+    # Before H5MD 1.1 conformance: no species, no units but time's, variable-length strings.
+    scene = Scene(Params(count=5), seed=1)
+    state = Flock.from_scene(scene).state
+    path = tmp_path / "old.h5"
+    with h5py.File(path, "w") as f:
+        f.create_group("h5md").attrs["version"] = np.array([1, 1], dtype=np.int32)
+        g = f.create_group("particles/flock")
+        g.create_group("box").attrs["dimension"] = np.int32(3)
+        for name, array in (("position", state.positions), ("velocity", state.velocities),
+                            ("orientation", state.orientations)):  # fmt: skip
+            g[f"{name}/value"] = array[None]
+            g[f"{name}/step"] = np.array([0])
+            g[f"{name}/time"] = np.array([0.0])
+        params = f.create_group("parameters/flock3d")
+        params.attrs["scene"] = scene.to_toml()
+        params.attrs["every"] = 1
+    with Trajectory(path) as traj:
+        assert traj.n_frames == 1 and traj.scene == scene
+        np.testing.assert_array_equal(traj.frame(0).positions, state.positions)

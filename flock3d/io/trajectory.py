@@ -1,16 +1,29 @@
-"""Trajectories on disk: HDF5 files in the H5MD layout (https://www.nongnu.org/h5md/).
+"""Trajectories on disk: HDF5 files in the H5MD 1.1 layout (https://www.nongnu.org/h5md/).
 
-Layout (N boids, M predators, T frames)::
+Layout (N boids, M predators, T frames, D = 3, or 2 for a planar flock)::
 
-    h5md/                       version [1, 1]; author/, creator/ (name, version)
+    h5md/                       version [1, 1]; author/ name, creator/ name, version
+                                (fixed-length strings)
     particles/flock/
-        box                     dimension 3, boundary ["none", "none", "none"]
-        position/{value (T, N, 3), step (T,), time (T,)}
-        velocity/{value (T, N, 3), step, time}        step and time hard-linked
+        box                     dimension D, boundary D x "none", or "periodic" in a
+                                periodic arena, with edges/{value (T, D), step, time}
+        position/{value (T, N, D), step (T,), time (T,)}
+        velocity/{value (T, N, D), step, time}        step and time hard-linked
         orientation/{value (T, N, 4) w x y z, step, time}
+        species (N,)            0 for every boid
     particles/predators/        the same, (T, M, ...), when the scene has predators
     parameters/flock3d          scene (the effective scene as TOML), source_text,
-                                seed, every, flock3d_version
+                                seed, every, flock3d_version, units
+
+Units: the model has no physical scale; lengths are world units and time is
+simulated seconds. Readers that convert units (MDAnalysis) need names they know,
+so lengths are labelled ``nm``, times ``ps`` and velocities ``nm ps-1``: one
+consistent pair, valid in H5MD's SI unit syntax, under which every number stored
+is the simulation's own. A planar flock (``sim.dimensions = 2``) stores x and y;
+z is the arena centre's and the vertical velocity 0. In a periodic arena
+positions are wrapped into the cube of side 2R around the arena centre, an
+image of the box ``edges`` as H5MD allows. Files written before these additions
+(3-wide arrays, no species or edges) are read as well.
 
 Frames are buffered a block at a time (about 1 MiB per array) and appended to
 chunked, resizable datasets, so memory does not grow with the length of a run,
@@ -31,6 +44,7 @@ import errno
 import gc
 import os
 import re
+import stat
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -38,16 +52,24 @@ from pathlib import Path
 import numpy as np
 
 from flock3d import __version__
+from flock3d.core.params import short_repr
 from flock3d.core.state import FlockState
 from flock3d.errors import Flock3dError
 from flock3d.scene import Scene, SceneError, parse_scene
+from flock3d.scene.scene import MAX_SCENE_BYTES
 
 __all__ = ["TrajectoryWriter", "Trajectory", "RecordingError", "DiskFullError", "BLOCK_BYTES"]
 
 #: Target size of one buffered block (and HDF5 chunk) per array.
 BLOCK_BYTES = 1 << 20
-_ELEMENTS = {"position": 3, "velocity": 3, "orientation": 4}
+_ELEMENTS = ("position", "velocity", "orientation")
 _FLOCK, _PREDATORS = "particles/flock", "particles/predators"
+#: Units written on the datasets (see the module's docstring): world units and seconds.
+LENGTH_UNIT, TIME_UNIT, VELOCITY_UNIT = "nm", "ps", "nm ps-1"
+UNITS_NOTE = (
+    "lengths in world units and time in simulated seconds, labelled nm and ps "
+    "(a consistent pair readers know); no physical scale is implied"
+)
 
 
 class RecordingError(Flock3dError):
@@ -60,6 +82,11 @@ class DiskFullError(RecordingError):
 
 #: Room reserved for HDF5's own bookkeeping (chunk index nodes, headers) on each flush.
 _METADATA_BYTES = 1 << 20
+
+
+def _widths(dimensions: int) -> dict[str, int]:
+    """Columns stored per boid for each element."""
+    return {"position": dimensions, "velocity": dimensions, "orientation": 4}
 
 
 def _block_frames(n_boids: int) -> int:
@@ -95,10 +122,13 @@ class TrajectoryWriter:
         self.frames_written = 0
         self._block = _block_frames(n_boids + n_predators)
         self._groups = {_FLOCK: n_boids, **({_PREDATORS: n_predators} if n_predators else {})}
+        params = scene.params
+        self._widths = _widths(params.dimensions)
+        self._periodic = params.arena_shape == "periodic"
         self._buffer = {
             (group, name): np.empty((self._block, n, width))
             for group, n in self._groups.items()
-            for name, width in _ELEMENTS.items()
+            for name, width in self._widths.items()
         }
         self._steps = np.empty(self._block, dtype=np.int64)
         self._times = np.empty(self._block)
@@ -121,20 +151,18 @@ class TrajectoryWriter:
         f = self._file
         h5md = f.create_group("h5md")
         h5md.attrs["version"] = np.array([1, 1], dtype=np.int32)
-        h5md.create_group("author").attrs["name"] = "flock3d user"
+        h5md.create_group("author").attrs["name"] = np.bytes_(b"flock3d user")
         creator = h5md.create_group("creator")
-        creator.attrs["name"] = "flock3d"
-        creator.attrs["version"] = __version__
-        self._values = {}
+        creator.attrs["name"] = np.bytes_(b"flock3d")
+        creator.attrs["version"] = np.bytes_(__version__.encode())
+        d = scene.params.dimensions
+        self._values, self._edges = {}, []
         step = time = None
         for group_name, n in self._groups.items():
             group = f.create_group(group_name)
-            box = group.create_group("box")
-            box.attrs["dimension"] = np.int32(3)
-            box.attrs["boundary"] = np.array([b"none"] * 3)
-            for name, width in _ELEMENTS.items():
+            for name, width in self._widths.items():
                 element = group.create_group(name)
-                self._values[group_name, name] = element.create_dataset(
+                value = self._values[group_name, name] = element.create_dataset(
                     "value",
                     shape=(0, n, width),
                     # A chunk cannot be empty: an empty flock gets chunks of one boid.
@@ -142,6 +170,7 @@ class TrajectoryWriter:
                     chunks=(self._block, max(n, 1), width),
                     dtype="f8",
                 )
+                value.attrs["unit"] = {"position": LENGTH_UNIT, "velocity": VELOCITY_UNIT}.get(name, "1")
                 if step is None:
                     step = element.create_dataset(
                         "step", shape=(0,), maxshape=(None,), chunks=(1024,), dtype="i8"
@@ -149,16 +178,31 @@ class TrajectoryWriter:
                     time = element.create_dataset(
                         "time", shape=(0,), maxshape=(None,), chunks=(1024,), dtype="f8"
                     )
-                    time.attrs["unit"] = "s"
+                    time.attrs["unit"] = TIME_UNIT
                 else:  # H5MD allows elements to share step and time by hard links
                     element["step"], element["time"] = step, time
+            box = group.create_group("box")
+            box.attrs["dimension"] = np.int32(d)
+            boundary = b"periodic" if self._periodic else b"none"
+            box.attrs["boundary"] = np.array([boundary] * d, dtype="S8")
+            if self._periodic:  # a time-dependent element: H5MD readers look for edges/value
+                edges = box.create_group("edges")
+                value = edges.create_dataset(
+                    "value", shape=(0, d), maxshape=(None, d), chunks=(1024, d), dtype="f8"
+                )
+                value.attrs["unit"] = LENGTH_UNIT
+                edges["step"], edges["time"] = step, time
+                self._edges.append(value)
+            group.create_dataset("species", data=np.zeros(n, dtype=np.int32))
         self._step, self._time = step, time
+        self._side = 2.0 * scene.params.arena_radius
         params = f.create_group("parameters").create_group("flock3d")
         params.attrs["scene"] = scene.to_toml()
         params.attrs["source_text"] = scene.text or ""
         params.attrs["seed"] = scene.seed
         params.attrs["every"] = every
         params.attrs["flock3d_version"] = __version__
+        params.attrs["units"] = UNITS_NOTE
         f.flush()
 
     @property
@@ -176,7 +220,7 @@ class TrajectoryWriter:
         k = self._buffered
         for group in self._groups:
             for name, array in zip(_ELEMENTS, _arrays(state, group), strict=True):
-                self._buffer[group, name][k] = array
+                self._buffer[group, name][k] = array[:, : self._widths[name]]
         self._steps[k], self._times[k] = state.step_count, state.time
         self._buffered += 1
         if self._buffered == self._block:
@@ -206,16 +250,23 @@ class TrajectoryWriter:
                 self.frames_written = stop
                 self._release()
                 return
-            if not self._roll_back(start):
+            kept = self._roll_back(start)
+            if kept is None:
                 self._failed = RecordingError(
                     f"{self.path}: cannot write frames {start}-{stop - 1} ({reason}); the file may be damaged"
                 )
                 raise self._failed
+            self.frames_written = kept
         self._release()
         self._failed = DiskFullError(
-            f"{self.path}: no room for more frames ({reason}); stopped, keeping the {start:,} frames written"
+            f"{self.path}: no room for more frames ({reason}); "
+            f"stopped, keeping the {self.frames_written:,} frames written"
         )
         raise self._failed
+
+    def _datasets(self) -> list:
+        """Every dataset that grows by one row per frame."""
+        return [*self._values.values(), self._step, self._time, *self._edges]
 
     def _reserve(self, start: int, stop: int) -> str | None:
         """Allocate the disk space that writing frames ``start`` to ``stop`` will take.
@@ -223,14 +274,18 @@ class TrajectoryWriter:
         Returns why that is not possible, or None (also where the system cannot reserve).
         """
         need = _METADATA_BYTES
-        for dataset in [*self._values.values(), self._step, self._time]:
+        for dataset in self._datasets():
             chunk = dataset.chunks[0]
             new_chunks = -(-stop // chunk) - -(-start // chunk)  # chunks are allocated whole
             need += new_chunks * int(np.prod(dataset.chunks)) * dataset.dtype.itemsize
-        if not hasattr(os, "posix_fallocate"):
-            return None
-        try:  # from where HDF5 allocates next
-            os.posix_fallocate(self._file.id.get_vfd_handle(), self._file.id.get_filesize(), need)
+        fd, end = self._file.id.get_vfd_handle(), self._file.id.get_filesize()  # HDF5 allocates from end
+        try:
+            if hasattr(os, "posix_fallocate"):
+                os.posix_fallocate(fd, end, need)
+            elif hasattr(os, "pwrite"):  # macOS: allocate by writing zeros, which HDF5 overwrites
+                zeros, offset = bytes(min(need, 1 << 20)), end
+                while offset < end + need:
+                    offset += os.pwrite(fd, zeros[: end + need - offset], offset)
         except OSError as error:
             if error.errno in (errno.EINVAL, errno.EOPNOTSUPP, errno.ENODEV):
                 return None  # a file system that cannot reserve: write, and roll back on failure
@@ -253,25 +308,31 @@ class TrajectoryWriter:
                 self._time.resize((stop,))
                 self._step[start:stop] = self._steps[:k]
                 self._time[start:stop] = self._times[:k]
+                for edges in self._edges:
+                    edges.resize(stop, axis=0)
+                    edges[start:stop] = self._side
                 self._file.flush()
             except Exception as error:  # noqa: BLE001
                 return _reason(error)
         return None
 
-    def _roll_back(self, frames: int) -> bool:
-        """Shrink the file back to ``frames`` frames after a failed write; True if that worked.
+    def _roll_back(self, frames: int) -> int | None:
+        """Shrink the file back to ``frames`` frames after a failed write; ``frames``, or None.
 
         Shrinking drops the chunks HDF5 could not write, so that what it still holds
-        fits in the file and the frames before them stay readable.
+        fits in the file. HDF5 is not to be trusted after an error, though (it has
+        been seen to lose chunks it had written): None unless every chunk is there.
         """
         with _quietly_freed():
             try:
-                for dataset in [*self._values.values(), self._step, self._time]:
+                for dataset in self._datasets():
                     dataset.resize(frames, axis=0)
                 self._file.flush()
+                if all(_stored_rows(dataset) >= frames for dataset in self._datasets()):
+                    return frames
             except Exception:  # noqa: BLE001
-                return False
-        return True
+                pass
+        return None
 
     def _release(self) -> None:
         """Give back what the last reservation did not use (HDF5 has written all it holds)."""
@@ -297,7 +358,7 @@ class TrajectoryWriter:
     def _abandon(self) -> None:
         """Close a file that failed to write, freeing every handle now and quietly."""
         with _quietly_freed():
-            self._values, self._step, self._time = {}, None, None
+            self._values, self._step, self._time, self._edges = {}, None, None, []
             with contextlib.suppress(Exception):
                 self._file.close()
 
@@ -306,6 +367,21 @@ class TrajectoryWriter:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+def _stored_rows(dataset) -> int:
+    """How many leading rows of a chunked dataset have their chunks in the file."""
+    rows = dataset.chunks[0]
+    present = {dataset.id.get_chunk_info(i).chunk_offset[0] for i in range(dataset.id.get_num_chunks())}
+    chunks = 0
+    while chunks * rows in present:
+        chunks += 1
+    return min(chunks * rows, dataset.shape[0])
+
+
+def _plain_repr(value) -> str:
+    """A value read from HDF5, shown as Python would show the plain value (0, not np.int64(0))."""
+    return short_repr(value.tolist() if isinstance(value, (np.generic, np.ndarray)) else value)
 
 
 def _reason(error: Exception) -> str:
@@ -335,18 +411,29 @@ def _quietly_freed() -> Iterator[None]:
 class Trajectory:
     """A recorded trajectory, read lazily frame by frame.
 
-    Raises :class:`RecordingError` with a one-line reason when the file is
-    missing, truncated, damaged or not a flock3d trajectory.
+    Attributes: ``n_frames``, ``n_boids``, ``n_predators``, ``every`` (steps between
+    frames) and ``scene`` (the scene that was run).
+
+    Raises :class:`RecordingError` with a one-line reason when the file is missing,
+    truncated, damaged or not a flock3d trajectory. Everything reading frames relies
+    on (types, shapes, data actually stored) is checked on opening, so a damaged
+    file fails there and not half way through a command.
     """
 
     def __init__(self, path: str | Path) -> None:
         import h5py
 
         self.path = Path(path)
-        if not self.path.exists():
-            raise RecordingError(f"{self.path}: no such file")
-        if self.path.is_dir():
+        try:
+            mode = self.path.stat().st_mode
+        except FileNotFoundError:
+            raise RecordingError(f"{self.path}: no such file") from None
+        except OSError as error:
+            raise RecordingError(f"{self.path}: cannot read ({error.strerror or error})") from None
+        if stat.S_ISDIR(mode):
             raise RecordingError(f"{self.path}: is a directory, not a trajectory file")
+        if not stat.S_ISREG(mode):  # a FIFO would wait for a writer forever
+            raise RecordingError(f"{self.path}: not a regular file; a trajectory is an HDF5 file")
         try:
             self._file = h5py.File(self.path, "r")
         except OSError as error:
@@ -366,10 +453,14 @@ class Trajectory:
         except Exception as error:  # any other surprise in a file that is not ours
             self._file.close()
             raise RecordingError(
-                f"{self.path}: damaged trajectory ({type(error).__name__}: {error})"
+                f"{self.path}: damaged trajectory ({type(error).__name__}: {' '.join(str(error).split())})"
             ) from None
 
+    def _damaged(self, why: str) -> RecordingError:
+        return RecordingError(f"{self.path}: damaged trajectory ({why})")
+
     def _check_layout(self) -> None:
+        """Check everything reading frames relies on, so that reading cannot fail or run away."""
         import h5py
 
         f = self._file
@@ -377,49 +468,92 @@ class Trajectory:
             if not isinstance(f.get(path), h5py.Dataset):
                 raise RecordingError(f"{self.path}: not a flock3d trajectory (no {path})")
         params = f.get("parameters/flock3d")
-        if params is None or "scene" not in params.attrs:
+        if not isinstance(params, h5py.Group) or "scene" not in params.attrs:
             raise RecordingError(f"{self.path}: not a flock3d trajectory (no parameters/flock3d scene)")
         self._groups = [_FLOCK] + (
             [_PREDATORS] if isinstance(f.get(f"{_PREDATORS}/position/value"), h5py.Dataset) else []
         )
-        frames, widths = set(), []
-        counts = {}
+        if not isinstance(f.get(f"{_FLOCK}/position/time"), h5py.Dataset):
+            raise RecordingError(f"{self.path}: not a flock3d trajectory (no {_FLOCK}/position/time)")
+        self._dimensions = self._dimension_of(f.get(f"{_FLOCK}/box"))
+        widths = _widths(self._dimensions)
+        frames, counts = set(), {}
         for group in self._groups:
-            shapes = [f[f"{group}/{name}/value"].shape for name in _ELEMENTS]
-            if any(len(shape) != 3 for shape in shapes):
-                raise RecordingError(f"{self.path}: damaged trajectory (arrays of the wrong rank in {group})")
-            frames |= {shape[0] for shape in shapes}
-            counts[group] = {shape[1] for shape in shapes}
-            widths.append([shape[2] for shape in shapes])
-        frames |= {f[f"{_FLOCK}/position/step"].shape[0], f[f"{_FLOCK}/position/time"].shape[0]}
-        if (
-            len(frames) != 1
-            or any(len(c) != 1 for c in counts.values())
-            or any(w != list(_ELEMENTS.values()) for w in widths)
-        ):
-            raise RecordingError(f"{self.path}: damaged trajectory (inconsistent array shapes)")
+            for name in _ELEMENTS:
+                dataset = f[f"{group}/{name}/value"]
+                self._check_numbers(dataset, "fiu")
+                if dataset.ndim != 3 or dataset.shape[2] != widths[name]:
+                    raise self._damaged(
+                        f"{dataset.name} has shape {dataset.shape}; expected (frames, boids, {widths[name]})"
+                    )
+                self._check_stored(dataset)
+                frames.add(dataset.shape[0])
+                counts.setdefault(group, set()).add(dataset.shape[1])
+        for name, kinds in (("step", "iu"), ("time", "fiu")):
+            dataset = f[f"{_FLOCK}/position/{name}"]
+            self._check_numbers(dataset, kinds)
+            if dataset.ndim != 1:
+                raise self._damaged(f"{dataset.name} has shape {dataset.shape}; expected (frames,)")
+            self._check_stored(dataset)
+            frames.add(dataset.shape[0])
+        if len(frames) != 1 or any(len(c) != 1 for c in counts.values()):
+            raise self._damaged("inconsistent array shapes")
         self.n_frames = frames.pop()
         self.n_boids = counts[_FLOCK].pop()
         self.n_predators = counts[_PREDATORS].pop() if _PREDATORS in counts else 0
+        every = params.attrs.get("every", 1)
+        if not (isinstance(every, (int, np.integer)) and not isinstance(every, bool) and every >= 1):
+            raise self._damaged(f"every = {_plain_repr(every)}; expected a whole number >= 1")
+        self.every = int(every)  # steps between recorded frames
+        text = params.attrs["scene"]
+        if isinstance(text, bytes):
+            text = text.decode("utf-8", errors="replace")
+        if not isinstance(text, str) or len(text) > MAX_SCENE_BYTES:
+            raise self._damaged("the stored scene is not TOML text of a scene's size")
         try:
-            self.scene = parse_scene(str(params.attrs["scene"]), source=f"{self.path}:scene")
+            self.scene = parse_scene(text, source=f"{self.path}:scene")
         except SceneError as error:
             raise RecordingError(f"{self.path}: the stored scene is invalid ({error.problems[0]})") from None
+        if self._dimensions == 2:
+            self._plane_z = float(self.scene.params.arena_center[2])
 
-    @property
-    def every(self) -> int:
-        """Steps between recorded frames."""
-        return int(self._file["parameters/flock3d"].attrs.get("every", 1))
+    def _dimension_of(self, box) -> int:
+        """D from the box (3 for files written before planar flocks were stored in 2D)."""
+        if box is None or "dimension" not in box.attrs:
+            return 3
+        d = box.attrs["dimension"]
+        if not (isinstance(d, (int, np.integer)) and d in (2, 3)):
+            raise self._damaged(f"box dimension = {_plain_repr(d)}; expected 2 or 3")
+        return int(d)
+
+    def _check_numbers(self, dataset, kinds: str) -> None:
+        """``kinds``: the numpy kinds allowed, ``fiu`` (numbers) or ``iu`` (whole numbers)."""
+        if dataset.dtype.kind not in kinds:
+            what = "strings" if dataset.dtype.kind in "SUO" else f"values of type {dataset.dtype}"
+            wanted = "whole numbers" if kinds == "iu" else "numbers"
+            raise self._damaged(f"{dataset.name} holds {what}, not {wanted}")
+
+    def _check_stored(self, dataset) -> None:
+        """Refuse a dataset declaring more data than the file holds (reading it would never end)."""
+        if dataset.compression is not None or dataset.shuffle or dataset.fletcher32 or dataset.scaleoffset:
+            return  # filtered data is smaller than its shape: the check would not hold
+        declared = dataset.size * dataset.dtype.itemsize
+        stored = dataset.id.get_storage_size()
+        if stored < declared:
+            raise self._damaged(
+                f"{dataset.name} declares shape {dataset.shape} ({declared:,} bytes) "
+                f"but the file holds {stored:,} bytes of it"
+            )
 
     @property
     def steps(self) -> np.ndarray:
         """(T,) int64 step number of each frame."""
-        return self._file[f"{_FLOCK}/position/step"][:]
+        return self._file[f"{_FLOCK}/position/step"][:].astype(np.int64)
 
     @property
     def times(self) -> np.ndarray:
         """(T,) float64 simulated time of each frame, seconds."""
-        return self._file[f"{_FLOCK}/position/time"][:]
+        return self._file[f"{_FLOCK}/position/time"][:].astype(np.float64)
 
     def frame(self, index: int) -> FlockState:
         """Frame ``index`` (negative counts from the end) as a :class:`FlockState`."""
@@ -439,11 +573,15 @@ class Trajectory:
         f = self._file
         try:
             arrays = {
-                (g, name): f[f"{g}/{name}/value"][start:end] for g in self._groups for name in _ELEMENTS
+                (g, name): self._in_3d(name, f[f"{g}/{name}/value"][start:end])
+                for g in self._groups
+                for name in _ELEMENTS
             }
             t, s = f[f"{_FLOCK}/position/time"][start:end], f[f"{_FLOCK}/position/step"][start:end]
-        except (OSError, ValueError, KeyError) as error:
-            raise RecordingError(f"{self.path}: damaged frames {start}-{end - 1} ({error})") from None
+        except (OSError, ValueError, KeyError, TypeError) as error:
+            raise RecordingError(
+                f"{self.path}: damaged frames {start}-{end - 1} ({' '.join(str(error).split())})"
+            ) from None
         for k in range(end - start):
             state = FlockState(*(arrays[_FLOCK, name][k] for name in _ELEMENTS), float(t[k]), int(s[k]))
             if _PREDATORS in self._groups:
@@ -451,6 +589,14 @@ class Trajectory:
                     arrays[_PREDATORS, name][k] for name in _ELEMENTS
                 )
             yield state
+
+    def _in_3d(self, name: str, block: np.ndarray) -> np.ndarray:
+        """(frames, n, 3 or 4) float64 from a stored block; a planar flock gets its z back."""
+        block = np.asarray(block, dtype=np.float64)
+        if self._dimensions == 3 or name == "orientation":
+            return block
+        z = self._plane_z if name == "position" else 0.0
+        return np.concatenate([block, np.full(block.shape[:2] + (1,), z)], axis=2)
 
     def __len__(self) -> int:
         return self.n_frames
