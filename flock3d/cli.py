@@ -133,14 +133,14 @@ def _add_scenes(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 
 def _run_scenes(args: argparse.Namespace) -> int:
-    from flock3d.scene import resolve_scene, shipped_scenes
+    from flock3d.scene import describe_arena, resolve_scene, shipped_scenes
 
     names = shipped_scenes()
-    width = max(map(len, names))
-    for name in names:
-        scene = resolve_scene(name)
-        p = scene.params
-        print(f"{name:<{width}}  {p.count:>8,} boids  R={p.arena_radius:<6g} {scene.description}")
+    scenes = [resolve_scene(name) for name in names]
+    arenas = [describe_arena(scene.params) for scene in scenes]
+    width, arena_width = max(map(len, names)), max(map(len, arenas))
+    for name, scene, arena in zip(names, scenes, arenas, strict=True):
+        print(f"{name:<{width}}  {scene.params.count:>8,} boids  {arena:<{arena_width}}  {scene.description}")
     return 0
 
 
@@ -164,7 +164,7 @@ def _add_check(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 
 def _run_check(args: argparse.Namespace) -> int:
-    from flock3d.scene import SceneError, resolve_scene
+    from flock3d.scene import SceneError, describe_arena, resolve_scene
 
     failed = False
     for name in args.scene:
@@ -176,9 +176,7 @@ def _run_check(args: argparse.Namespace) -> int:
                 print(problem, file=sys.stderr)
             continue
         p = scene.params
-        print(
-            f"{name}: ok ({scene.name!r}: {p.count:,} boids, arena radius {p.arena_radius:g}, fov {p.fov:g})"
-        )
+        print(f"{name}: ok ({scene.name!r}: {p.count:,} boids, {describe_arena(p)}, fov {p.fov:g})")
     return EXIT_BAD_INPUT if failed else 0
 
 

@@ -38,6 +38,7 @@ __all__ = [
     "shipped_scenes",
     "resolve_scene",
     "default_scene",
+    "describe_arena",
     "toml_value",
     "unknown_key_message",
 ]
@@ -389,6 +390,19 @@ def toml_value(value: Any) -> str:
     if isinstance(value, (list, tuple)):
         return "[" + ", ".join(toml_value(v) for v in value) + "]"
     raise TypeError(f"cannot write {value!r} as TOML")
+
+
+def describe_arena(params: Params) -> str:
+    """The arena in a few words, as ``flock3d scenes`` and ``check`` show it: ``sphere R=30``,
+    ``box, side 60``, ``periodic square, side 50``, ``open space``."""
+    if params.arena_shape == "none":
+        return "open space"
+    planar = params.dimensions == 2
+    if params.arena_shape == "sphere":
+        return f"{'circle' if planar else 'sphere'} R={params.arena_radius:g}"
+    kind = "square" if planar else "box"
+    periodic = "periodic " if params.arena_shape == "periodic" else ""
+    return f"{periodic}{kind}, side {2 * params.arena_radius:g}"
 
 
 # -- the shipped library ----------------------------------------------------------------

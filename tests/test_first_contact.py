@@ -1,0 +1,73 @@
+"""What a new user meets first: the README's pipeline, the shipped scenes by name, the listings."""
+
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+from helpers import flock3d
+
+from flock3d import metrics
+from flock3d.io import Trajectory
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+
+
+def readme_pipeline() -> list[list[str]]:
+    """The commands of the README's first pipeline (section "Run, record, render, measure")."""
+    section = README.read_text().split("## Run, record, render, measure", 1)[1]
+    line = re.search(r"```bash\n(.*?)\n```", section, re.S)[1]
+    commands = [shlex.split(part) for part in line.split("&&")]
+    assert all(c[0] == "flock3d" for c in commands), line
+    return [c[1:] for c in commands]
+
+
+def python(code: str, cwd) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", code], cwd=cwd, capture_output=True, text=True, timeout=120)
+
+
+def test_the_readme_pipeline_shows_the_mill_it_promises(tmp_path):
+    for args in readme_pipeline():
+        out = flock3d(*args, cwd=tmp_path, timeout=600)
+        assert out.returncode == 0, (args, out.stderr)
+    with Trajectory(tmp_path / "x.h5") as traj:
+        last = traj.frame(-1)
+        assert traj.scene.name == "Torus (mill)" and traj.times[-1] >= 59.9
+    assert metrics.milling(last.positions, last.velocities) > 0.85  # "milling rise to about 0.9"
+    assert (tmp_path / "m.png").stat().st_size > 0 and (tmp_path / "x.mp4").stat().st_size > 0
+
+
+def test_shipped_scenes_load_by_name_outside_a_clone(tmp_path):
+    # From a folder with no scenes/ in it, as after `pip install flock3d`.
+    code = (
+        "import flock3d\n"
+        "a, b = flock3d.load_scene('torus'), flock3d.load_scene('scenes/torus.toml')\n"
+        "c = flock3d.load_scene('couzin/swarm')\n"
+        "assert a == b and a.name == 'Torus (mill)' and c.params.model == 'couzin'\n"
+        "print('ok')\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120
+    )
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
+    # A file of that name in the current folder still wins over the shipped scene.
+    (tmp_path / "torus").write_text('name = "mine"\n')
+    code = "import flock3d; print(flock3d.load_scene('torus').name)"
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120
+    )
+    assert out.stdout.strip() == "mine", out.stderr
+
+
+def test_scenes_and_check_say_what_arena_each_scene_has():
+    listing = {line.split()[0]: line for line in flock3d("scenes").stdout.splitlines()}
+    assert "open space" in listing["couzin/torus"] and "R=" not in listing["couzin/torus"]
+    assert "sphere R=30" in listing["default"]
+    assert "square, side 50" in listing["classics/opensteer-box-2d"]
+    assert "periodic square, side 300" in listing["classics/wraparound-270-2d"]
+    out = flock3d("check", "couzin/swarm", "classics/perceived-centre", "torus")
+    assert out.returncode == 0, out.stderr
+    assert "100 boids, open space, fov 270" in out.stdout
+    assert "box, side 800" in out.stdout and "sphere R=20" in out.stdout
+    assert "radius" not in out.stdout
