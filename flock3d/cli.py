@@ -73,6 +73,31 @@ def _positive_float(text: str) -> float:
     return value
 
 
+#: The extras of ``pip install flock3d[...]`` and the modules each brings, by import name.
+EXTRAS: dict[str, tuple[str, ...]] = {
+    "viewer": ("vispy", "OpenGL", "PySide6", "imageio", "imageio_ffmpeg"),
+    "plot": ("matplotlib",),
+    "sweep": ("dask", "distributed", "pandas", "pyarrow"),
+}
+
+
+def _require(extra: str, modules: Sequence[str] | None = None, option: str = "") -> None:
+    """Stop with one line naming the extra to install when a module the command needs is missing.
+
+    Checked before importing anything of the viewer or Dask, whose imports would fail
+    with a traceback. ``modules``: the ones needed, if not all of the extra's;
+    ``option``: the option that needs them, if not the command itself.
+    """
+    import importlib.util
+
+    missing = [m for m in modules or EXTRAS[extra] if importlib.util.find_spec(m) is None]
+    if missing:
+        raise Flock3dError(
+            f"{option + ' ' if option else ''}needs the {extra} extra (missing {', '.join(missing)}): "
+            f"python -m pip install 'flock3d[{extra}]'"
+        )
+
+
 # -- bench ------------------------------------------------------------------------------
 
 
@@ -110,6 +135,7 @@ def _run_bench(args: argparse.Namespace) -> int:
     from flock3d import bench
 
     if args.viewer:
+        _require("viewer", option="--viewer")
         from flock3d.viewer.app import check_display
 
         check_display()
@@ -310,6 +336,8 @@ def _run_metrics(args: argparse.Namespace) -> int:
 
     csv_path = _output_path(args.csv, (".csv",), "--csv") if args.csv is not None else None
     plot_path = _output_path(args.plot, (".png",), "--plot") if args.plot is not None else None
+    if plot_path is not None:
+        _require("plot", option="--plot")
     with Trajectory(args.trajectory) as traj:
         scene = traj.scene
         if traj.n_frames == 0:
@@ -356,6 +384,7 @@ def _add_view(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 
 def _run_view(args: argparse.Namespace) -> int:
+    _require("viewer")
     from flock3d.viewer.app import check_display, run_viewer
 
     scene = _scene_from(args, args.scene)
@@ -404,6 +433,10 @@ def _run_sweep(args: argparse.Namespace) -> int:
 
     out = _output_path(args.out, (".parquet", ".csv"), "--out")
     plot = _output_path(args.plot, (".png",), "--plot") if args.plot is not None else None
+    parquet = out.suffix.lower() == ".parquet"
+    _require("sweep", None if parquet else ("dask", "distributed", "pandas"))  # pyarrow: Parquet
+    if plot is not None:
+        _require("plot", option="--plot")
     scene = _scene_from(args, args.scene)
     axes = [parse_axis(spec) for spec in args.param]
     if len({a.key for a in axes}) != len(axes):
@@ -487,6 +520,7 @@ def _run_render(args: argparse.Namespace) -> int:
 
     out = _output_path(args.out, (".mp4", ".png"), "--out")
     is_png = out.suffix.lower() == ".png"
+    _require("viewer", ("vispy", "OpenGL", "imageio", "imageio_ffmpeg"))  # not Qt: offscreen
     with contextlib.ExitStack() as stack:
         if Path(args.source).suffix.lower() in (".h5", ".hdf5"):
             if args.set or args.seed is not None:
