@@ -1,6 +1,6 @@
 """flock3d: 3D flocking with object-oriented boids, a fast parallel kernel and a vispy viewer.
 
-The model is ``shared/spec/model.md``: boids in a spherical arena that see
+The model is described in ``docs/model.md``: boids in a spherical arena that see
 neighbours within a view distance and a field-of-view cone, steer by
 separation, alignment, cohesion and confinement, and turn at a limited rate.
 

@@ -2,7 +2,7 @@
 
 A scene file is TOML with top-level ``name``, ``description`` and ``seed``; the
 sections ``[arena]``, ``[perception]``, ``[rules]``, ``[flock]``, ``[sim]`` (the
-model, ``shared/spec/model.md``, and its variants), ``[avoidance]``,
+model, described in ``docs/model.md``, and its variants), ``[avoidance]``,
 ``[predators]`` and ``[wind]`` (world features) and ``[view]`` (hints for the
 viewer and the renderer); and the structured ``[[attractors]]``,
 ``[[obstacles]]`` and ``[path]``; ``model = "couzin"`` with ``[zones]`` and ``[noise]``
@@ -124,8 +124,8 @@ KEYS: list[Key] = [
     Key("sim.dt", "params", "dt", "number", "Fixed time step, seconds, > 0."),
     Key("arena.shape", "params", "arena_shape", "choice", "sphere (soft radial push), box (a push per axis), periodic (wrap-around box) or none.", ARENA_SHAPES),
     Key("sim.dimensions", "params", "dimensions", "integer", "3, or 2 for a flock in the plane z = arena.center z."),
-    Key("rules.separation_falloff", "params", "separation_falloff", "choice", "inverse (1/d, spec), linear (d), linear_gap (r_s - d) or quadratic ((r_s - d)^2).", FALLOFFS),
-    Key("rules.separation_average", "params", "separation_average", "boolean", "Average the separation over the close neighbours (true, spec) or sum it."),
+    Key("rules.separation_falloff", "params", "separation_falloff", "choice", "inverse (1/d, the default), linear (d), linear_gap (r_s - d) or quadratic ((r_s - d)^2).", FALLOFFS),
+    Key("rules.separation_average", "params", "separation_average", "boolean", "Average the separation over the close neighbours (true, the default) or sum it."),
     Key("rules.alignment_distance", "params", "alignment_distance", "number", "Radius of the alignment rule; unset: view_distance."),
     Key("rules.cohesion_distance", "params", "cohesion_distance", "number", "Radius of the cohesion rule; unset: view_distance."),
     Key("rules.separation_fov", "params", "separation_fov", "number", "Cone of the separation rule, degrees; unset: perception.fov."),
@@ -141,7 +141,7 @@ KEYS: list[Key] = [
     Key("predators.flee", "params", "flee", "number", "Flee acceleration, >= 0."),
     Key("wind.acceleration", "params", "wind", "vector3", "Uniform wind acceleration [x, y, z]."),
     Key("wind.gradient", "params", "wind_gradient", "matrix3", "3 x 3 matrix G: wind at p = acceleration + G (p - arena.center)."),
-    Key("model", "params", "model", "choice", "boids (the spec and its variants) or couzin (the 2002 zone model).", MODELS),
+    Key("model", "params", "model", "choice", "boids (the classic model and its variants) or couzin (the 2002 zone model).", MODELS),
     Key("zones.repulsion", "params", "zone_repulsion", "number", "Couzin: radius r_r of the zone of repulsion, > 0."),
     Key("zones.orientation_width", "params", "zone_orientation_width", "number", "Couzin: width Delta r_o of the zone of orientation, >= 0."),
     Key("zones.attraction_width", "params", "zone_attraction_width", "number", "Couzin: width Delta r_a of the zone of attraction, >= 0."),
