@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Literal, overload
 import numpy as np
 
 from flock3d.boid import Boid
-from flock3d.core import kernel, reference
+from flock3d.core import assemble, reference
 from flock3d.core.params import Params
 from flock3d.core.state import (
     FlockState,
@@ -107,10 +107,9 @@ class Flock:
             raise ValueError(f"n must be >= 0 (got {n})")
         couzin = self._params.model == "couzin"
         if self._engine == "fast":
-            if couzin:
-                kernel.advance_couzin(self._state, self._params, n, self.noise_seed)
-            else:
-                kernel.advance(self._state, self._params, n)
+            status = assemble.stepper_for(self._params).advance(self._state, self._params, n, self.noise_seed)
+            if not status.ok:
+                raise RuntimeError(f"step failed: {status}")
             return
         state = self._state
         time, count = state.time, state.step_count

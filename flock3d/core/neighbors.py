@@ -32,13 +32,17 @@ __all__ = [
 MAX_CELLS_PER_BOID = 8
 
 CellGrid = namedtuple(
-    "CellGrid", ["origin_x", "origin_y", "origin_z", "cell_size", "nx", "ny", "nz", "order", "cell_start"]
-)
+    "CellGrid",
+    ["origin_x", "origin_y", "origin_z", "cell_size", "nx", "ny", "nz", "order", "cell_start",
+     "cell_size_y", "cell_size_z"],
+)  # fmt: skip
 CellGrid.__doc__ = """A cell list: boids sorted by cell.
 
 ``order`` (N,) int64 lists boid indices sorted by cell; the boids of cell c are
 ``order[cell_start[c]:cell_start[c + 1]]``; ``cell_start`` has ``nx * ny * nz + 1``
-entries; cell (cx, cy, cz) is number ``(cz * ny + cy) * nx + cx``.
+entries; cell (cx, cy, cz) is number ``(cz * ny + cy) * nx + cx``. Cells are cubes of
+side ``cell_size``, except in a periodic box that is not a cube, whose cells are
+``cell_size`` x ``cell_size_y`` x ``cell_size_z``.
 """
 
 
@@ -68,16 +72,15 @@ def axis_span(coordinate, radius, origin, inv_size, n):
 
 
 @numba.njit(cache=True)
-def _counting_sort(positions, ox, oy, oz, size, nx, ny, nz):
+def _counting_sort(positions, ox, oy, oz, size, nx, ny, nz, size_y, size_z):
     """Sort boids by cell (stable: boids of a cell keep their index order)."""
     n = positions.shape[0]
-    inv = 1.0 / size
     cell = np.empty(n, dtype=np.int64)
     cell_start = np.zeros(nx * ny * nz + 1, dtype=np.int64)
     for i in range(n):
-        cx = cell_index(positions[i, 0], ox, inv, nx)
-        cy = cell_index(positions[i, 1], oy, inv, ny)
-        cz = cell_index(positions[i, 2], oz, inv, nz)
+        cx = cell_index(positions[i, 0], ox, 1.0 / size, nx)
+        cy = cell_index(positions[i, 1], oy, 1.0 / size_y, ny)
+        cz = cell_index(positions[i, 2], oz, 1.0 / size_z, nz)
         c = (cz * ny + cy) * nx + cx
         cell[i] = c
         cell_start[c + 1] += 1
@@ -89,7 +92,7 @@ def _counting_sort(positions, ox, oy, oz, size, nx, ny, nz):
         c = cell[i]
         order[fill[c]] = i
         fill[c] += 1
-    return CellGrid(ox, oy, oz, size, nx, ny, nz, order, cell_start)
+    return CellGrid(ox, oy, oz, size, nx, ny, nz, order, cell_start, size_y, size_z)
 
 
 @numba.njit(cache=True)
@@ -141,34 +144,39 @@ def build_grid(positions, cell_size):
     ) > max_cells:
         size *= 1.26  # about 2 ** (1/3): halves the cell count per try
     nx, ny, nz = int(ex / size) + 1, int(ey / size) + 1, int(ez / size) + 1
-    return _counting_sort(positions, lo[0], lo[1], lo[2], size, nx, ny, nz)
+    return _counting_sort(positions, lo[0], lo[1], lo[2], size, nx, ny, nz, size, size)
 
 
 @numba.njit(cache=True)
-def build_periodic_grid(positions, center, half_side, cell_size, planar):
+def build_periodic_grid(positions, center, half, cell_size, planar):
     """Counting-sort boids into the cells that exactly tile a periodic box.
 
-    The box spans ``center +- half_side`` on each axis (x and y only when
-    ``planar``: then there is a single layer of cells in z). Each axis holds
-    ``max(1, floor(2 * half_side / cell_size))`` cells (fewer if that would exceed
-    ``MAX_CELLS_PER_BOID`` per boid), so cells are at least ``cell_size`` wide.
+    The box spans ``center +- half`` (half side lengths (3,)) on each axis (x and y
+    only when ``planar``: then there is a single layer of cells in z). Axis a holds
+    ``max(1, floor(2 * half[a] / cell_size))`` cells (fewer if the grid would exceed
+    ``MAX_CELLS_PER_BOID`` cells per boid), so cells are at least ``cell_size`` wide.
     Positions must already lie in the box.
 
     Returns:
         A :class:`CellGrid` whose origin is the box's lower corner.
     """
-    side = 2.0 * half_side
-    k = max(1, int(side / cell_size))
+    kx = max(1, int(2.0 * half[0] / cell_size))
+    ky = max(1, int(2.0 * half[1] / cell_size))
+    kz = 1 if planar else max(1, int(2.0 * half[2] / cell_size))
     # The same cap as build_grid: coarser cells rather than an unbounded cell array.
     max_cells = MAX_CELLS_PER_BOID * positions.shape[0] + 64
-    while k > 1 and k ** (2 if planar else 3) > max_cells:
-        k -= 1
-    size = side / k
-    nx = ny = k
-    nz = 1 if planar else k
-    ox, oy = center[0] - half_side, center[1] - half_side
-    oz = center[2] - half_side if not planar else center[2] - 0.5 * size
-    return _counting_sort(positions, ox, oy, oz, size, nx, ny, nz)
+    while kx * ky * kz > max_cells and max(kx, ky, kz) > 1:
+        if kx >= ky and kx >= kz:
+            kx -= 1
+        elif ky >= kz:
+            ky -= 1
+        else:
+            kz -= 1
+    sx, sy = 2.0 * half[0] / kx, 2.0 * half[1] / ky
+    sz = sx if planar else 2.0 * half[2] / kz
+    ox, oy = center[0] - half[0], center[1] - half[1]
+    oz = center[2] - half[2] if not planar else center[2] - 0.5 * sz
+    return _counting_sort(positions, ox, oy, oz, sx, kx, ky, kz, sy, sz)
 
 
 # -- queries built on the grid (metrics and analysis; not on the step's hot path) ----------

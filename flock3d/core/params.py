@@ -1,4 +1,4 @@
-"""Model parameters (the ``Params`` column of ``shared/spec/model.md``, then the variants).
+"""Model parameters (the model's own, then its variants: see ``docs/model.md``).
 
 ``Params`` is a frozen dataclass: a flock is re-tuned by building a new one
 (``params.replace(fov=180)``) and assigning it to ``flock.params``. Every value
@@ -6,8 +6,10 @@ is checked once, here, by :func:`params_problems`; the scene loader reuses the
 same checks so that a scene file and a Python caller see the same rules, and the
 numerical core then trusts its parameters.
 
-The first sixteen fields are the spec's. The rest select variants of the classic
-model and add world features; their defaults reproduce the spec exactly.
+The first sixteen fields are the model's own (``docs/model.md``). The rest select
+variants of the classic model, add world features, choose how a step is carried out
+(to reproduce published algorithms literally) and parametrise the Couzin model; their
+defaults reproduce the model exactly.
 """
 
 from __future__ import annotations
@@ -29,15 +31,47 @@ __all__ = [
     "ARENA_SHAPES",
     "FALLOFFS",
     "MODELS",
+    "UPDATES",
+    "COMBINES",
+    "ALIGNMENT_FORMS",
+    "TURN_LIMITS",
+    "STAGES",
+    "MAX_MAGNITUDE",
     "COUZIN_DEFAULTS",
     "SPEC_FIELDS",
     "is_real_number",
     "short_repr",
 ]
 
-ARENA_SHAPES = ("sphere", "box", "periodic", "none")
-"""``sphere``: soft radial confinement (spec); ``box``: a cube of side 2R with a push per
-axis inside its margin; ``periodic``: that cube with wrap-around; ``none``: open space."""
+ARENA_SHAPES = ("sphere", "box", "periodic", "wrap", "none")
+"""``sphere``: soft radial confinement (the model's); ``box``: a cube of side 2R (or
+``arena_size``) with a push per axis inside its margin; ``periodic``: that box with
+wrap-around, distances by the minimum image; ``wrap``: positions wrap around the box
+but boids see only plain distances, across no edge (what many screen tutorials do);
+``none``: open space."""
+UPDATES = ("synchronous", "sequential", "per_rule")
+"""How boids are updated within a step: ``synchronous`` (all from the state at the start
+of the step: the model's), ``sequential`` (one boid after another in index order, in
+place, each seeing the new state of the boids before it), ``per_rule`` (each rule is
+applied to every boid in index order, in place, before the next rule; then all move)."""
+COMBINES = ("sum", "chain")
+"""How the rules make a new velocity: ``sum`` (u = v + dt * sum of accelerations: the
+model's) or ``chain`` (each rule, in ``rule_order``, changes the velocity the previous one
+left: v <- v + dt * a_k(v), and the speed limit is a stage of the chain)."""
+ALIGNMENT_FORMS = ("difference", "mean")
+"""``difference``: k_a (mean v_j - v_i) (the model's); ``mean``: k_a mean v_j (adds the
+neighbours' mean velocity itself)."""
+TURN_LIMITS = ("heading", "mesh")
+"""``heading``: the turn limit steers the motion (the model's; v = |v| forward(q)); ``mesh``:
+the velocity turns freely and only the drawn orientation follows it, turning towards the
+look rotation of the velocity by at most the limit (a Unity ``RotateTowards`` on the
+transform); boids then see along their velocity."""
+STAGES = (
+    "separation", "alignment", "cohesion", "confinement", "containment", "attractors",
+    "path", "obstacles", "flee", "wind", "speed",
+)  # fmt: skip
+"""The built-in stages of a chained update, in their default order (user rules and forces
+follow the built-in rules and forces, before ``speed``)."""
 FALLOFFS = ("inverse", "linear", "linear_gap", "quadratic")
 MODELS = ("boids", "couzin")
 """``boids``: the spec's model and its variants; ``couzin``: the 2002 zone model."""
@@ -193,6 +227,25 @@ class Params:
     noise_sigma: float = 0.05
     """sigma: standard deviation (radians) of the angular noise on the desired direction, >= 0."""
 
+    # -- arena extras and how a step is carried out (the defaults: the model's) ---------
+    arena_size: tuple[float, float, float] | None = None
+    """Side lengths (x, y, z) of a box, periodic or wrap arena centred on c; None: 2R each."""
+    containment: float = 0.0
+    """Wall avoidance, units/s^2, >= 0 (0: off): a boid whose point one turn radius ahead
+    (speed / max_turn_rate) lies beyond the confinement start steers sideways, towards the
+    inside, with this acceleration (OpenSteer's containment). Keeps slow-turning boids in."""
+    update: str = "synchronous"
+    """One of :data:`UPDATES`."""
+    combine: str = "sum"
+    """One of :data:`COMBINES`."""
+    rule_order: tuple[str, ...] = ()
+    """Chain order: stage names (:data:`STAGES`, or the names of your rules and forces);
+    the stages not named follow in their default order. Needs ``combine = "chain"``."""
+    alignment_form: str = "difference"
+    """One of :data:`ALIGNMENT_FORMS`."""
+    turn_limit: str = "heading"
+    """One of :data:`TURN_LIMITS`."""
+
     def __post_init__(self) -> None:
         # Accept sequences and numpy numbers from TOML or numpy, but store plain tuples,
         # floats and ints so that Params stays hashable and compares by value.
@@ -214,6 +267,10 @@ class Params:
             set_("obstacles", tuple(_obstacle(o) for o in self.obstacles))
         if self.path is not None:
             set_("path", _path(self.path))
+        if self.arena_size is not None and _vector(self.arena_size) is not None:
+            set_("arena_size", _vector(self.arena_size))
+        if _is_sequence(self.rule_order):
+            set_("rule_order", tuple(self.rule_order))
         problems = params_problems(self)
         if problems:
             raise ValueError("; ".join(str(p) for p in problems))
@@ -252,10 +309,38 @@ class Params:
             self.fov if f is None else f for f in (self.separation_fov, self.alignment_fov, self.cohesion_fov)
         )
 
+    @property
+    def half_extents(self) -> tuple[float, float, float]:
+        """Half side lengths of a box-like arena: ``arena_size / 2``, or (R, R, R)."""
+        if self.arena_size is None:
+            return (self.arena_radius,) * 3
+        return tuple(0.5 * s for s in self.arena_size)
+
     def replace(self, **changes: Any) -> Params:
         """A copy with some fields changed (validated like a new ``Params``)."""
         return dataclasses.replace(self, **changes)
 
+
+def _friendly_init(init: Callable) -> Callable:
+    """Params' generated __init__, with "did you mean" for a misspelt field (as scene files get)."""
+    import difflib
+    import functools
+
+    fields = [f.name for f in dataclasses.fields(Params)]
+
+    @functools.wraps(init)
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        unknown = [name for name in kwargs if name not in fields]
+        if unknown:
+            close = difflib.get_close_matches(unknown[0], fields, n=1, cutoff=0.6)
+            hint = f"; did you mean {close[0]}?" if close else "; see help(flock3d.Params) for the fields"
+            raise TypeError(f"Params has no field {unknown[0]!r}{hint}")
+        init(self, *args, **kwargs)
+
+    return __init__
+
+
+Params.__init__ = _friendly_init(Params.__init__)
 
 SPEC_FIELDS = tuple(f.name for f in dataclasses.fields(Params))[:16]
 """The spec's sixteen parameters, in its order."""
@@ -355,39 +440,45 @@ def short_repr(value: object) -> str:
 #: Upper bounds that keep a typo from asking for terabytes.
 MAX_BOIDS = 100_000_000
 MAX_PREDATORS = 10_000
+#: The largest finite length, speed, weight or rate a parameter may take. Beyond it the
+#: arithmetic of a step overflows (1e308 * anything is inf) long before a flock could use it.
+MAX_MAGNITUDE = 1e9
+#: The longest time step, seconds.
+MAX_DT = 1e3
 
-
+_M = MAX_MAGNITUDE
 # (field, low, high, low_open, high_open, allow_inf) for the plain scalar fields.
 _RANGES: list[tuple[str, float, float, bool, bool, bool]] = [
-    ("arena_radius", 0.0, math.inf, True, True, False),
+    ("arena_radius", 0.0, _M, True, False, False),
     ("confinement_start", 0.0, 1.0, True, False, False),
-    ("confinement", 0.0, math.inf, False, True, False),
-    ("view_distance", 0.0, math.inf, True, True, True),
+    ("confinement", 0.0, _M, False, False, False),
+    ("view_distance", 0.0, _M, True, False, True),
     ("fov", 0.0, 360.0, True, False, False),
-    ("separation", 0.0, math.inf, False, True, False),
-    ("alignment", 0.0, math.inf, False, True, False),
-    ("cohesion", 0.0, math.inf, False, True, False),
-    ("min_speed", 0.0, math.inf, False, True, False),
-    ("max_speed", 0.0, math.inf, True, True, False),
-    ("max_turn_rate", 0.0, math.inf, True, True, True),
-    ("dt", 0.0, math.inf, True, True, False),
-    ("avoidance", 0.0, math.inf, False, True, False),
-    ("avoidance_lookahead", 0.0, math.inf, True, True, False),
-    ("avoidance_margin", 0.0, math.inf, False, True, False),
-    ("predator_speed", 0.0, math.inf, True, True, False),
-    ("predator_turn_rate", 0.0, math.inf, True, True, True),
-    ("flee_distance", 0.0, math.inf, True, True, False),
-    ("flee", 0.0, math.inf, False, True, False),
-    ("speed", 0.0, math.inf, True, True, False),
-    ("zone_repulsion", 0.0, math.inf, True, True, False),
-    ("zone_orientation_width", 0.0, math.inf, False, True, False),
-    ("zone_attraction_width", 0.0, math.inf, False, True, False),
-    ("noise_sigma", 0.0, math.inf, False, True, False),
+    ("separation", 0.0, _M, False, False, False),
+    ("alignment", 0.0, _M, False, False, False),
+    ("cohesion", 0.0, _M, False, False, False),
+    ("min_speed", 0.0, _M, False, False, False),
+    ("max_speed", 0.0, _M, True, False, False),
+    ("max_turn_rate", 0.0, _M, True, False, True),
+    ("dt", 0.0, MAX_DT, True, False, False),
+    ("avoidance", 0.0, _M, False, False, False),
+    ("avoidance_lookahead", 0.0, _M, True, False, False),
+    ("avoidance_margin", 0.0, _M, False, False, False),
+    ("predator_speed", 0.0, _M, True, False, False),
+    ("predator_turn_rate", 0.0, _M, True, False, True),
+    ("flee_distance", 0.0, _M, True, False, False),
+    ("flee", 0.0, _M, False, False, False),
+    ("speed", 0.0, _M, True, False, False),
+    ("zone_repulsion", 0.0, _M, True, False, False),
+    ("zone_orientation_width", 0.0, _M, False, False, False),
+    ("zone_attraction_width", 0.0, _M, False, False, False),
+    ("noise_sigma", 0.0, _M, False, False, False),
+    ("containment", 0.0, _M, False, False, False),
 ]
 
 
 def _range_text(low: float, high: float, low_open: bool, high_open: bool) -> str:
-    if math.isinf(high):
+    if math.isinf(high) or high in (MAX_MAGNITUDE, MAX_DT):  # a cap is stated when it is exceeded
         return f"> {low:g}" if low_open else f">= {low:g}"
     return f"in {'(' if low_open else '['}{low:g}, {high:g}{')' if high_open else ']'}"
 
@@ -401,14 +492,22 @@ def _check_number(value: Any, low, high, low_open, high_open, allow_inf) -> str 
     too_high = value >= high if high_open else value > high
     if math.isinf(value) and not allow_inf:
         return f"must be finite and {rule} (got {short_repr(value)})"
-    if too_low or (too_high and not (allow_inf and math.isinf(value))):
+    if too_low:
+        return f"must be {rule} (got {short_repr(value)})"
+    if too_high and not (allow_inf and math.isinf(value)):
+        if high in (MAX_MAGNITUDE, MAX_DT):
+            inf = " or inf" if allow_inf else ""
+            return f"must be at most {high:g}{inf} (got {short_repr(value)})"
         return f"must be {rule} (got {short_repr(value)})"
     return None
 
 
 def _finite_vector(value: Any) -> bool:
+    """Three finite numbers, each at most MAX_MAGNITUDE in size."""
     return (
-        _is_sequence(value) and len(value) == 3 and all(is_real_number(v) and math.isfinite(v) for v in value)
+        _is_sequence(value)
+        and len(value) == 3
+        and all(is_real_number(v) and abs(v) <= MAX_MAGNITUDE for v in value)
     )
 
 
@@ -445,7 +544,7 @@ def params_problems(values: Params | dict[str, Any]) -> list[Problem]:
 
     for name in ("arena_center", "wind"):
         if not _finite_vector(values[name]):
-            problems.append(Problem(name, f"must be 3 finite numbers (got {values[name]!r})"))
+            problems.append(Problem(name, f"must be 3 finite numbers, each at most {MAX_MAGNITUDE:g} in size (got {values[name]!r})"))
     rows = values["wind_gradient"]
     if not (_is_sequence(rows) and len(rows) == 3 and all(_finite_vector(r) for r in rows)):
         problems.append(Problem("wind_gradient", f"must be a 3 x 3 matrix of finite numbers (got {rows!r})"))
@@ -490,7 +589,7 @@ def params_problems(values: Params | dict[str, Any]) -> list[Problem]:
             )
 
     init = values["init_radius"]
-    if init is not None and (not is_real_number(init) or not math.isfinite(init) or init <= 0):
+    if init is not None and (not is_real_number(init) or not 0 < init <= MAX_MAGNITUDE):
         problems.append(
             Problem("init_radius", f"must be > 0 or unset for 0.5 * arena_radius (got {short_repr(init)})")
         )
@@ -512,7 +611,10 @@ def params_problems(values: Params | dict[str, Any]) -> list[Problem]:
         problems.append(
             Problem("separation_average", f"must be true or false (got {values['separation_average']!r})")
         )
-    if values["arena_shape"] == "periodic" and ok.get("arena_radius"):
+    problems += _mode_problems(values)
+    if values["arena_shape"] == "periodic" and ok.get("arena_radius") and not any(
+        p.field == "arena_size" for p in problems
+    ):
         problems += _periodic_reach_problems(values, ok)
 
     problems += _item_problems("attractors", values["attractors"], _attractor_problems)
@@ -530,10 +632,47 @@ def params_problems(values: Params | dict[str, Any]) -> list[Problem]:
     return problems
 
 
+def _mode_problems(values: dict[str, Any]) -> list[Problem]:
+    """The arena's size, and how a step is carried out: known choices that work together."""
+    problems: list[Problem] = []
+    size = values["arena_size"]
+    if size is not None:
+        if not (_finite_vector(size) and all(v > 0 for v in size)):
+            problems.append(
+                Problem("arena_size", f"must be unset or 3 numbers in (0, {MAX_MAGNITUDE:g}] (got {size!r})")
+            )
+        elif values["arena_shape"] not in ("box", "periodic", "wrap"):
+            problems.append(
+                Problem("arena_size", f"applies to box, periodic and wrap arenas (got {values['arena_shape']!r})")
+            )
+    _choice(problems, "update", values["update"], UPDATES)
+    _choice(problems, "combine", values["combine"], COMBINES)
+    _choice(problems, "alignment_form", values["alignment_form"], ALIGNMENT_FORMS)
+    _choice(problems, "turn_limit", values["turn_limit"], TURN_LIMITS)
+    order = values["rule_order"]
+    if not (_is_sequence(order) and all(isinstance(name, str) and name.isidentifier() for name in order)):
+        problems.append(Problem("rule_order", f"must be a list of stage names (got {short_repr(order)})"))
+    elif len(set(order)) != len(order):
+        problems.append(Problem("rule_order", f"names a stage twice (got {list(order)!r})"))
+    elif order and values["combine"] != "chain":
+        problems.append(Problem("rule_order", 'orders a chain: it needs combine = "chain"'))
+    if values["update"] == "per_rule" and values["combine"] != "chain":
+        problems.append(Problem("update", '"per_rule" applies the rules one after another: it needs combine = "chain"'))
+    if values["model"] == "couzin":
+        for name, default in (("update", "synchronous"), ("combine", "sum"), ("turn_limit", "heading")):
+            if values[name] != default:
+                problems.append(Problem(name, f"must be {default!r} for the couzin model (got {values[name]!r})"))
+    return problems
+
+
 def _periodic_reach_problems(values: dict[str, Any], ok: dict[str, bool]) -> list[Problem]:
     """A periodic arena must be wider than the longest sight, so that the nearest image is the one seen."""
     radius = values["arena_radius"]
     why = f"arena_radius {radius!r} in a periodic arena, so that the nearest image is the one seen"
+    if values["arena_size"] is not None:
+        axes = 2 if values["dimensions"] == 2 else 3
+        radius = 0.5 * min(values["arena_size"][:axes])
+        why = f"half the arena's shortest side ({radius:g}), so that the nearest image is the one seen"
     if values["model"] == "couzin":
         widths = ("zone_repulsion", "zone_orientation_width", "zone_attraction_width")
         if not all(ok.get(name) for name in widths):

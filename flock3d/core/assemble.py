@@ -1,0 +1,976 @@
+"""Assembling a flock's fast step from the terms its parameters use.
+
+The fast step is not one kernel with a flag for every option: for each combination of
+choices (the model, the update and combine modes, the turn limit, the arena, the
+separation falloff, which world features are present, the user's rules and forces)
+this module writes the numba source of a step that contains exactly those terms
+(:mod:`flock3d.core.components`) around the shared runtime (:mod:`flock3d.core.kernel`),
+compiles it and caches it, on disk, under a name made from a hash of that source. So:
+
+- only what a scene uses is compiled, and a scene compiles once per machine;
+- parameter values (weights, radii, the field of view, dt...) are not baked in: they
+  travel in one float64 array, so re-tuning a live flock never recompiles; only a
+  change of structure (a new shape, the first attractor) assembles another step;
+- your rules and forces (:func:`flock3d.pair_rule`, :func:`flock3d.force`) are compiled
+  into the same loop as the built-in terms.
+
+A step, for the model's synchronous update, as generated::
+
+    for each of n steps:
+        wrap positions into a periodic box; grid <- cells at least `reach` wide
+        predators hunt from the start-of-step state
+        in parallel, for each chunk of cells: gather the start-of-step state in cell order
+        in parallel, for each chunk of cells:
+            buffer <- candidates around each cell
+            for each boid i of the cell:
+                pair sums over the buffer: one branch-free loop for the built-in terms,
+                    one more for the user's pair rules
+                acceleration <- finished pair terms + per-boid terms  (sum), or
+                velocity <- each term in turn, in the chain's order   (chain)
+                turn (heading or mesh limit), move, settle; check; write row i
+
+``sequential`` and ``per_rule`` updates run single-threaded over the live arrays in
+index order, as their sources do.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import inspect
+import marshal
+import math
+import os
+import sys
+import tempfile
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import numba
+import numpy as np
+
+from flock3d.core.kernel import BOIDS_PER_CHUNK, OK, cone_threshold, synchronous_driver
+from flock3d.core.params import STAGES, Params
+from flock3d.core.quaternion import turn_limit
+from flock3d.core.state import FlockState
+
+__all__ = [
+    "Force",
+    "PairRule",
+    "Layout",
+    "Stepper",
+    "StepStatus",
+    "layout_of",
+    "stepper_for",
+    "cache_dir",
+    "RuleCompileError",
+]
+
+
+# -- the user's rules and forces, as the core sees them -------------------------------------
+
+
+@dataclass(frozen=True, eq=False)
+class Force:
+    """A per-boid force: ``fn(position, velocity, time) -> acceleration`` (each (3,) float64).
+
+    Made by :func:`flock3d.force`. ``weight`` multiplies what ``fn`` returns.
+    """
+
+    fn: Callable
+    name: str
+    weight: float = 1.0
+
+    def replace(self, **changes: Any) -> Force:
+        return replace(self, **changes)
+
+
+@dataclass(frozen=True, eq=False)
+class PairRule:
+    """A neighbour rule: ``fn(p_i, v_i, p_j, v_j) -> contribution`` (each (3,) float64),
+    summed over the neighbours j that boid i sees within ``radius`` and the cone ``fov``
+    (None: the view's), averaged when ``average``, times ``weight``: an acceleration.
+
+    Made by :func:`flock3d.pair_rule`. In a periodic arena p_j is the nearest image.
+    """
+
+    fn: Callable
+    name: str
+    radius: float | None = None
+    fov: float | None = None
+    average: bool = True
+    weight: float = 1.0
+
+    def replace(self, **changes: Any) -> PairRule:
+        return replace(self, **changes)
+
+
+class RuleCompileError(Exception):
+    """A user rule that numba cannot compile; the message names the rule."""
+
+
+# -- the structure of a step -----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Layout:
+    """The choices that shape a compiled step (everything else is a value in ``pv``)."""
+
+    model: str
+    update: str
+    combine: str
+    stages: tuple[str, ...]
+    """Stage names in the order they act (chain), or the order they are summed."""
+    turn: str
+    shape: str
+    planar: bool
+    falloff: str
+    alignment_form: str
+    own_neighbourhoods: tuple[bool, bool, bool]
+    """Separation, alignment, cohesion: whether each has its own radius/cone (else the view's)."""
+    rules: tuple[tuple[str, bool], ...] = ()
+    """User pair rules: (fingerprint, has its own cone)."""
+    forces: tuple[str, ...] = ()
+    """User forces: fingerprints."""
+
+    @property
+    def periodic(self) -> bool:
+        return self.shape == "periodic"
+
+    @property
+    def wraps(self) -> bool:
+        return self.shape in ("periodic", "wrap")
+
+
+def _rule_stage(k: int) -> str:
+    return f"rule{k}"
+
+
+def _force_stage(k: int) -> str:
+    return f"force{k}"
+
+
+def stage_names(params: Params, rules: Sequence[PairRule], forces: Sequence[Force]) -> list[str]:
+    """The stages a flock uses, in the order they act: ``rule_order`` first, then the rest in
+    their default order (built-in rules, user rules, built-in forces, user forces, speed)."""
+    present = ["separation", "alignment", "cohesion"]
+    present += [_rule_stage(k) for k in range(len(rules))]
+    if params.arena_shape in ("sphere", "box"):
+        present.append("confinement")
+        if params.containment > 0.0:
+            present.append("containment")
+    present += [name for name, used in (
+        ("attractors", bool(params.attractors)),
+        ("path", params.path is not None),
+        ("obstacles", bool(params.obstacles)),
+        ("flee", params.predator_count > 0),
+        ("wind", any(params.wind) or any(any(row) for row in params.wind_gradient)),
+    ) if used]  # fmt: skip
+    present += [_force_stage(k) for k in range(len(forces))]
+    if params.combine == "chain":
+        present.append("speed")
+    names = {r.name: _rule_stage(k) for k, r in enumerate(rules)}
+    names.update({f.name: _force_stage(k) for k, f in enumerate(forces)})
+    ordered = []
+    for name in params.rule_order:
+        stage = names.get(name, name)
+        if stage not in present:
+            known = ", ".join(
+                [s for s in STAGES if s in present] + [r.name for r in rules] + [f.name for f in forces]
+            )
+            raise ValueError(
+                f"rule_order names {name!r}, which this flock does not use (its stages: {known})"
+            )
+        ordered.append(stage)
+    return ordered + [s for s in present if s not in ordered]
+
+
+def layout_of(params: Params, rules: Sequence[PairRule] = (), forces: Sequence[Force] = ()) -> Layout:
+    """The structure of the step ``params`` (and the user's rules and forces) need."""
+    if params.model == "couzin":
+        return Layout("couzin", "synchronous", "sum", (), "heading", params.arena_shape,
+                      params.dimensions == 2, "inverse", "difference", (False, False, False))  # fmt: skip
+    return Layout(
+        model="boids",
+        update=params.update,
+        combine=params.combine,
+        stages=tuple(stage_names(params, rules, forces)),
+        turn=params.turn_limit,
+        shape=params.arena_shape,
+        planar=params.dimensions == 2,
+        falloff=params.separation_falloff,
+        alignment_form=params.alignment_form,
+        own_neighbourhoods=(
+            params.separation_fov is not None,
+            params.alignment_distance is not None or params.alignment_fov is not None,
+            params.cohesion_distance is not None or params.cohesion_fov is not None,
+        ),
+        rules=tuple((fingerprint(r.fn), r.fov is not None) for r in rules),
+        forces=tuple(fingerprint(f.fn) for f in forces),
+    )
+
+
+# -- the values a step reads (pv) --------------------------------------------------------------
+
+
+def _reach(params: Params, rules: Sequence[PairRule]) -> float:
+    """The farthest any pair term looks: the cell size of the step's grid."""
+    if params.model == "couzin":
+        return params.zone_radii[2]
+    return max([params.view_distance, *(params.view_distance if r.radius is None else r.radius for r in rules)])
+
+
+def _values(params: Params, rules: Sequence[PairRule], forces: Sequence[Force]) -> dict[str, float]:
+    """Every number an assembled step may read, by name (the generated code picks its own)."""
+    p = params
+    omega = math.radians(p.max_turn_rate)
+    out = {
+        "dt": p.dt,
+        "s_min": p.min_speed,
+        "s_max": p.max_speed,
+        "max_angle": min(omega * p.dt, math.inf),
+        "reach": _reach(p, rules),
+    }
+    out["cos_max"], out["cos_half"], out["sin_half"] = turn_limit(omega * p.dt)
+    if p.model == "couzin":
+        r_r, r_o, r_a = p.zone_radii
+        out.update(rr2=r_r * r_r, ro2=r_o * r_o, ra2=r_a * r_a, cone=cone_threshold(p.fov),
+                   speed=p.speed, sigma=p.noise_sigma)  # fmt: skip
+        return out
+    (rs, ra, rc), (fs, fa, fc) = p.rule_distances, p.rule_fovs
+    out.update(
+        view2=p.view_distance * p.view_distance,
+        cone=cone_threshold(p.fov),
+        rs=rs, sep2=rs * rs, sep_cone=cone_threshold(fs),
+        ali2=ra * ra, ali_cone=cone_threshold(fa),
+        coh2=rc * rc, coh_cone=cone_threshold(fc),
+        k_s=p.separation, k_a=p.alignment, k_c=p.cohesion,
+        average=1.0 if p.separation_average else 0.0,
+        conf_start=p.confinement_start * p.arena_radius,
+        conf_fraction=p.confinement_start,
+        k_b=p.confinement,
+        containment=p.containment,
+        omega=omega,
+        path_weight=p.path.weight if p.path else 0.0,
+        path_reach2=p.path.reach**2 if p.path else 0.0,
+        avoidance=p.avoidance,
+        ahead=p.max_speed * p.avoidance_lookahead,
+        margin=p.avoidance_margin,
+        flee2=p.flee_distance * p.flee_distance,
+        flee=p.flee,
+        predator_speed=p.predator_speed,
+    )  # fmt: skip
+    (out["predator_cos_max"], out["predator_cos_half"],
+     out["predator_sin_half"]) = turn_limit(math.radians(p.predator_turn_rate) * p.dt)  # fmt: skip
+    for k, r in enumerate(rules):
+        radius = p.view_distance if r.radius is None else r.radius
+        out[f"rule{k}_r2"] = radius * radius
+        out[f"rule{k}_cone"] = cone_threshold(p.fov if r.fov is None else r.fov)
+        out[f"rule{k}_w"] = r.weight
+        out[f"rule{k}_avg"] = 1.0 if r.average else 0.0
+    for k, f in enumerate(forces):
+        out[f"force{k}_w"] = f.weight
+    return out
+
+
+# -- code generation ------------------------------------------------------------------------------
+
+
+class _Code:
+    """Lines of Python source with an indentation level."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self.level = 0
+
+    def __call__(self, *lines: str) -> None:
+        for line in lines:
+            self.lines.append("    " * self.level + line if line else "")
+
+    def indent(self, by: int = 1) -> _Code:
+        self.level += by
+        return self
+
+    def dedent(self, by: int = 1) -> None:
+        self.level -= by
+
+    def text(self) -> str:
+        return "\n".join(self.lines) + "\n"
+
+
+_BUILTIN_PAIR = ("separation", "alignment", "cohesion")
+
+
+class _Generator:
+    """Writes the module of one layout. The names it uses for values are recorded in ``used``."""
+
+    def __init__(self, layout: Layout) -> None:
+        self.layout = layout
+        self.used: list[str] = []
+
+    def v(self, name: str) -> str:
+        """The local variable holding value ``name`` of pv (unpacked at the top of a function)."""
+        if name not in self.used:
+            self.used.append(name)
+        return f"v_{name}"
+
+    # neighbourhoods ------------------------------------------------------------------------
+
+    def neighbourhood(self, term: str) -> tuple[str, str]:
+        """(radius^2, cone) value names of a pair term."""
+        L = self.layout
+        if term == "separation":
+            return "sep2", ("sep_cone" if L.own_neighbourhoods[0] else "cone")
+        if term == "alignment":
+            return ("ali2", "ali_cone") if L.own_neighbourhoods[1] else ("view2", "cone")
+        if term == "cohesion":
+            return ("coh2", "coh_cone") if L.own_neighbourhoods[2] else ("view2", "cone")
+        k = int(term[len("rule"):])
+        return f"rule{k}_r2", (f"rule{k}_cone" if L.rules[k][1] else "cone")
+
+    def pair_loop(self, c: _Code, terms: Sequence[str]) -> None:
+        """The branch-free loop summing the built-in pair ``terms`` over the m candidates."""
+        masks: dict[tuple[str, str], str] = {}
+        for term in terms:
+            c(f"n_{term} = 0.0", f"s_{term}_x = s_{term}_y = s_{term}_z = 0.0")
+        c("for jj in range(m):")
+        c.indent()
+        c("j = numba.uint64(jj)",
+          "dx = bx[j] - px", "dy = by[j] - py", "dz = bz[j] - pz",
+          "d2 = dx * dx + dy * dy + dz * dz",
+          "dot = fx * dx + fy * dy + fz * dz",
+          "cdot = dot * abs(dot)",
+          "near = d2 > 0.0")  # fmt: skip
+        for term in terms:
+            hood = self.neighbourhood(term)
+            if hood not in masks:
+                masks[hood] = f"seen{len(masks)}"
+                r2, cone = hood
+                c(f"{masks[hood]} = near & (d2 < {self.v(r2)}) & (cdot >= {self.v(cone)} * d2)")
+            seen = masks[hood]
+            if term == "separation":
+                fn = _FALLOFF_FUNCTION[self.layout.falloff]
+                c(f"tx, ty, tz = C.{fn}(dx, dy, dz, d2, {self.v('rs')})")
+            elif term == "alignment":
+                c("tx, ty, tz = C.neighbour_velocity(bvx[j], bvy[j], bvz[j])")
+            else:
+                c("tx, ty, tz = C.neighbour_offset(dx, dy, dz)")
+            c(f"n_{term} += 1.0 if {seen} else 0.0",
+              f"s_{term}_x += tx if {seen} else 0.0",
+              f"s_{term}_y += ty if {seen} else 0.0",
+              f"s_{term}_z += tz if {seen} else 0.0")  # fmt: skip
+        c.dedent()
+
+    def user_pair_loop(self, c: _Code, k: int) -> None:
+        """The loop of user pair rule k: called for the candidates it sees, with the boid's current v."""
+        r2, cone = self.neighbourhood(f"rule{k}")
+        c(f"n_rule{k} = 0.0", f"s_rule{k}_x = s_rule{k}_y = s_rule{k}_z = 0.0",
+          "p_i[0], p_i[1], p_i[2] = px, py, pz", "v_i[0], v_i[1], v_i[2] = vx, vy, vz",
+          "for jj in range(m):")  # fmt: skip
+        c.indent()
+        c("j = numba.uint64(jj)",
+          "dx = bx[j] - px", "dy = by[j] - py", "dz = bz[j] - pz",
+          "d2 = dx * dx + dy * dy + dz * dz",
+          "dot = fx * dx + fy * dy + fz * dz",
+          f"if not ((d2 > 0.0) & (d2 < {self.v(r2)}) & (dot * abs(dot) >= {self.v(cone)} * d2)):",
+          "    continue",
+          "p_j[0], p_j[1], p_j[2] = bx[j], by[j], bz[j]",
+          "v_j[0], v_j[1], v_j[2] = bvx[j], bvy[j], bvz[j]",
+          "try:",
+          f"    r = U_rule{k}(p_i, v_i, p_j, v_j)",
+          "except Exception:",
+          f"    record(status, t, RULE_RAISED, i, {k})",
+          "    failed = True",
+          "    break",
+          "if len(r) != 3:",
+          f"    record(status, t, RULE_SHAPE, i, {k})",
+          "    failed = True",
+          "    break",
+          "tx, ty, tz = float(r[0]), float(r[1]), float(r[2])",
+          "if not (abs(tx) < np.inf and abs(ty) < np.inf and abs(tz) < np.inf):",
+          f"    record(status, t, RULE_NOT_FINITE, i, {k})",
+          "    failed = True",
+          "    break",
+          f"n_rule{k} += 1.0",
+          f"s_rule{k}_x += tx", f"s_rule{k}_y += ty", f"s_rule{k}_z += tz")  # fmt: skip
+        c.dedent()
+
+    def finish(self, c: _Code, stage: str) -> None:
+        """``tx, ty, tz`` <- the acceleration of one stage, for the boid's current v."""
+        L, v = self.layout, self.v
+        if stage == "separation":
+            c(f"tx, ty, tz = C.weighted({v('k_s')}, n_separation, s_separation_x, s_separation_y, "
+              f"s_separation_z, {v('average')} > 0.0)")  # fmt: skip
+        elif stage == "alignment":
+            if L.alignment_form == "difference":
+                c(f"tx, ty, tz = C.velocity_matching({v('k_a')}, n_alignment, s_alignment_x, s_alignment_y, "
+                  "s_alignment_z, vx, vy, vz)")  # fmt: skip
+            else:
+                c(f"tx, ty, tz = C.weighted({v('k_a')}, n_alignment, s_alignment_x, s_alignment_y, "
+                  "s_alignment_z, True)")  # fmt: skip
+        elif stage == "cohesion":
+            c(f"tx, ty, tz = C.weighted({v('k_c')}, n_cohesion, s_cohesion_x, s_cohesion_y, s_cohesion_z, True)")
+        elif stage.startswith("rule"):
+            k = int(stage[len("rule"):])
+            c(f"tx, ty, tz = C.weighted({v(f'rule{k}_w')}, n_rule{k}, s_rule{k}_x, s_rule{k}_y, s_rule{k}_z, "
+              f"{v(f'rule{k}_avg')} > 0.0)")  # fmt: skip
+        elif stage == "confinement":
+            if L.shape == "sphere":
+                c(f"tx, ty, tz = C.sphere_confinement(px, py, pz, box, {v('conf_start')}, {v('k_b')})")
+            else:
+                c(f"tx, ty, tz = C.box_confinement(px, py, pz, box, {v('conf_fraction')}, {v('k_b')}, planar)")
+        elif stage == "containment":
+            c("speed = math.sqrt(vx * vx + vy * vy + vz * vz)",
+              f"look = speed / {v('omega')}")  # fmt: skip
+            if L.shape == "sphere":
+                c(f"tx, ty, tz = C.sphere_containment(px, py, pz, fx, fy, fz, qw, qx, qy, qz, look, box, "
+                  f"{v('conf_start')}, {v('containment')})")  # fmt: skip
+            else:
+                c(f"tx, ty, tz = C.box_containment(px, py, pz, fx, fy, fz, qw, qx, qy, qz, look, box, "
+                  f"{v('conf_fraction')}, {v('containment')}, planar)")  # fmt: skip
+        elif stage == "attractors":
+            c(f"tx, ty, tz = C.attraction(px, py, pz, vx, vy, vz, attractors, {v('s_max')}, box, periodic, planar)")
+        elif stage == "path":
+            c(f"tx, ty, tz, wp = C.path_following(px, py, pz, vx, vy, vz, path, waypoints[i], {v('path_weight')}, "
+              f"{v('path_reach2')}, {v('s_max')}, box, periodic, planar)",
+              "waypoints[i] = wp")  # fmt: skip
+        elif stage == "obstacles":
+            c(f"tx, ty, tz = C.obstacle_avoidance(px, py, pz, fx, fy, fz, qw, qx, qy, qz, obstacles, "
+              f"{v('avoidance')}, {v('ahead')}, {v('margin')}, box, periodic, planar)")  # fmt: skip
+        elif stage == "flee":
+            c(f"tx, ty, tz = C.flight(px, py, pz, fx, fy, fz, hunters, {v('flee2')}, {v('flee')}, {v('cone')}, "
+              "box, periodic, planar)")  # fmt: skip
+        elif stage == "wind":
+            c("tx, ty, tz = C.wind(px, py, pz, box, wind_u, gradient)")
+        elif stage.startswith("force"):
+            k = int(stage[len("force"):])
+            c("p_i[0], p_i[1], p_i[2] = px, py, pz", "v_i[0], v_i[1], v_i[2] = vx, vy, vz",
+              "try:",
+              f"    r = U_force{k}(p_i, v_i, now)",
+              "except Exception:",
+              f"    record(status, t, RULE_RAISED, i, {len(L.rules) + k})",
+              "    failed = True",
+              "    r = p_i",
+              "if len(r) != 3:",
+              f"    record(status, t, RULE_SHAPE, i, {len(L.rules) + k})",
+              "    failed = True",
+              "    r = p_i",
+              f"w = {v(f'force{k}_w')}",
+              "tx, ty, tz = w * float(r[0]), w * float(r[1]), w * float(r[2])",
+              "if not (abs(tx) < np.inf and abs(ty) < np.inf and abs(tz) < np.inf):",
+              f"    record(status, t, RULE_NOT_FINITE, i, {len(L.rules) + k})",
+              "    failed = True")  # fmt: skip
+        else:  # pragma: no cover - stage_names only yields the stages above
+            raise AssertionError(stage)
+
+    def boid_update(self, c: _Code, n_rules: int) -> None:
+        """Everything after the candidates are in the buffer: sums, forces, turn, move, write.
+
+        Expects px..pz, vx..vz, fx..fz (heading), qw..qz, i, t, m and the buffer; writes row i.
+        """
+        L, v = self.layout, self.v
+        c("failed = False")
+        builtin = [s for s in L.stages if s in _BUILTIN_PAIR]
+        self.pair_loop(c, builtin)
+        if L.combine == "sum":
+            for k in range(n_rules):
+                self.user_pair_loop(c, k)
+            c("ax = ay = az = 0.0")
+            for stage in L.stages:
+                self.finish(c, stage)
+                c("ax += tx", "ay += ty", "az += tz")
+            if L.planar:
+                c("az = 0.0")
+            c(f"ux, uy, uz = vx + {v('dt')} * ax, vy + {v('dt')} * ay, vz + {v('dt')} * az")
+            s_min, s_max = v("s_min"), v("s_max")
+        else:
+            c("ux, uy, uz = vx, vy, vz")
+            c("vx0, vy0, vz0 = vx, vy, vz")
+            for stage in L.stages:
+                c(f"# stage: {stage}")
+                if stage == "speed":
+                    c(f"vx, vy, vz = clamp_speed(vx, vy, vz, {v('s_min')}, {v('s_max')})")
+                    continue
+                if stage.startswith("rule"):
+                    self.user_pair_loop(c, int(stage[len("rule"):]))
+                self.finish(c, stage)
+                if L.planar:
+                    c("tz = 0.0")
+                c(f"vx += {v('dt')} * tx", f"vy += {v('dt')} * ty", f"vz += {v('dt')} * tz")
+            c("ux, uy, uz = vx, vy, vz", "vx, vy, vz = vx0, vy0, vz0")
+            s_min, s_max = "0.0", "np.inf"  # the chain's speed stage has clamped it
+        self.turn_and_write(c, s_min, s_max)
+
+    # modules ------------------------------------------------------------------------------------
+
+    def header(self, c: _Code) -> None:
+        L = self.layout
+        c('"""A flock3d step assembled by flock3d.core.assemble (generated; do not edit)."""',
+          "import math",
+          "import numba",
+          "import numpy as np",
+          "from numba import prange",
+          "from flock3d.core import components as C",
+          "from flock3d.core.kernel import (BOIDS_PER_CHUNK, CHUNK_SIGNATURE, FAST, NOT_FINITE, OK, RULE_NOT_FINITE, RULE_RAISED,",
+          "    RULE_SHAPE, chunk_buffer, chunk_cells, clamp_speed, fill_around, fill_candidates, gather,",
+          "    heading, hunt, image, is_sound, record, settle, turn_heading, turn_mesh, wrap_into_box)",
+          "from flock3d.core.neighbors import CellGrid, build_grid, build_periodic_grid",
+          "",
+          f"# user rules: {', '.join(fp for fp, _ in L.rules) or 'none'}; forces: {', '.join(L.forces) or 'none'}",
+          f"UP = {tuple(float(x) for x in up_axis_of(L.planar))}",
+          "_compiled = numba.njit(fastmath=FAST, error_model='numpy', cache=True, nogil=True)",
+          "_chunk = numba.njit(CHUNK_SIGNATURE, fastmath=FAST, error_model='numpy', cache=True, nogil=True)",
+          "")  # fmt: skip
+
+    def chunk_head(self, c: _Code) -> None:
+        """The chunk function's signature and set-up (the same for every synchronous layout)."""
+        c("@_chunk",
+          "def chunk(t, bounds, gf, gi, order, start, cols, heads, pos, vel, quat, waypoints, pv, flags, box, sides,",
+          "          attractors, path, obstacles, wind_u, gradient, hunters, status, now, seed, step_count):",
+          _UNPACK,
+          "    grid = CellGrid(gf[0], gf[1], gf[2], gf[3], gi[0], gi[1], gi[2], order, start, gf[4], gf[5])",
+          "    colt = (cols[0], cols[1], cols[2], cols[3], cols[4], cols[5])",
+          "    xs, ys, zs, vxs, vys, vzs = colt",
+          "    fxs, fys, fzs = heads[0], heads[1], heads[2]",
+          "    c_lo, c_hi = bounds[t], bounds[t + 1]",
+          "    b = chunk_buffer(c_lo, c_hi, grid, 6, periodic)",
+          "    buf = (b[0], b[1], b[2], b[3], b[4], b[5])",
+          "    bx, by, bz, bvx, bvy, bvz = buf",
+          "    p_i, v_i, p_j, v_j = np.empty(3), np.empty(3), np.empty(3), np.empty(3)",
+          "    for c in range(c_lo, c_hi):",
+          "        if start[c + 1] == start[c]:",
+          "            continue",
+          f"        m = fill_candidates(c, grid, colt, {self.v('reach')} * {self.v('reach')}, buf, periodic, sides)",
+          "        for k in range(start[c], start[c + 1]):",
+          "            i = order[k]",
+          "            px, py, pz = xs[k], ys[k], zs[k]",
+          "            vx, vy, vz = vxs[k], vys[k], vzs[k]",
+          "            fx, fy, fz = fxs[k], fys[k], fzs[k]",
+          "            qw, qx, qy, qz = quat[i, 0], quat[i, 1], quat[i, 2], quat[i, 3]")  # fmt: skip
+
+    def boids_synchronous(self) -> str:
+        c = _Code()
+        self.header(c)
+        self.chunk_head(c)
+        c.indent(3)
+        self.boid_update(c, len(self.layout.rules))
+        c.dedent(3)
+        return self.finalize(c)
+
+    def grid(self, reach: str) -> str:
+        """The call building the step's grid, cells at least ``reach`` wide."""
+        if self.layout.periodic:
+            return f"build_periodic_grid(pos, box[:3], box[3:], {reach}, planar)"
+        return f"build_grid(pos, {reach})"
+
+    def hunt(self, c: _Code) -> None:
+        if "flee" in self.layout.stages:
+            v = self.v
+            c(f"hunt(pred_pos, pred_vel, pred_quat, pos, box, periodic, wraps, planar, {v('predator_speed')}, dt, "
+              f"{v('predator_cos_max')}, {v('predator_cos_half')}, {v('predator_sin_half')})")  # fmt: skip
+
+    def boids_in_place(self) -> str:
+        """``sequential`` (boid after boid) or ``per_rule`` (rule after rule), over the live arrays."""
+        L, v = self.layout, self.v
+        c = _Code()
+        self.header(c)
+        reach, slack = v("reach"), v("slack")
+        c("@_compiled",
+          "def advance(pos, vel, quat, waypoints, pred_pos, pred_vel, pred_quat, n_steps, time0, pv, flags, box,",
+          "            attractors, path, obstacles, wind_u, gradient, status):",
+          _UNPACK,
+          "    n = pos.shape[0]",
+          "    buf = (np.empty(n), np.empty(n), np.empty(n), np.empty(n), np.empty(n), np.empty(n), np.empty(n))",
+          "    bx, by, bz, bvx, bvy, bvz, bj = buf",
+          "    heads = np.empty((n, 3))",
+          "    p_i, v_i, p_j, v_j = np.empty(3), np.empty(3), np.empty(3), np.empty(3)",
+          "    t = 0",
+          f"    dt = {v('dt')}",
+          "    for s in range(n_steps):",
+          "        now = time0 + s * dt",
+          f"        if {self.layout.periodic}:",
+          "            wrap_into_box(pos, vel, box, planar)",
+          "            wrap_into_box(pred_pos, pred_vel, box, planar)",
+          f"        grid = {self.grid(reach + ' + ' + slack)}",
+          "        hunters = pred_pos.copy()")  # fmt: skip
+        c.indent(2)
+        self.hunt(c)
+        c("for i in range(n):",
+          "    heads[i, 0], heads[i, 1], heads[i, 2] = heading(quat[i, 0], quat[i, 1], quat[i, 2], quat[i, 3],",
+          "                                                    vel[i, 0], vel[i, 1], vel[i, 2], mesh)")  # fmt: skip
+        if L.update == "sequential":
+            c("for i in range(n):")
+            c.indent()
+            c("px, py, pz = pos[i, 0], pos[i, 1], pos[i, 2]",
+              "vx, vy, vz = vel[i, 0], vel[i, 1], vel[i, 2]",
+              "fx, fy, fz = heads[i, 0], heads[i, 1], heads[i, 2]",
+              "qw, qx, qy, qz = quat[i, 0], quat[i, 1], quat[i, 2], quat[i, 3]",
+              f"m = fill_around(px, py, pz, grid, pos, vel, {reach} * {reach}, buf, periodic, box)")  # fmt: skip
+            self.boid_update(c, len(L.rules))
+            # A boid that moved farther than the grid allows for: rebuild it for those after.
+            c("ox = image(pos[i, 0] - px, 2.0 * box[3], periodic)",
+              "oy = image(pos[i, 1] - py, 2.0 * box[4], periodic)",
+              "oz = image(pos[i, 2] - pz, 2.0 * box[5], periodic and not planar)",
+              f"if ox * ox + oy * oy + oz * oz > {slack} * {slack}:",
+              f"    grid = {self.grid(reach + ' + ' + slack)}")  # fmt: skip
+            c.dedent()
+        else:
+            self.per_rule_stages(c)
+        c("if status[0, 0] != OK:", "    return s + 1")
+        c.dedent(2)
+        c("    return n_steps")
+        return self.finalize(c)
+
+    def per_rule_stages(self, c: _Code) -> None:
+        """Rule after rule: each stage changes every boid's velocity in place, in index order,
+        reading the others' live velocities; then every boid turns and moves."""
+        L, v = self.layout, self.v
+        for stage in L.stages:
+            c(f"# stage: {stage}", "for i in range(n):")
+            c.indent()
+            c("px, py, pz = pos[i, 0], pos[i, 1], pos[i, 2]",
+              "vx, vy, vz = vel[i, 0], vel[i, 1], vel[i, 2]",
+              "fx, fy, fz = heads[i, 0], heads[i, 1], heads[i, 2]",
+              "qw, qx, qy, qz = quat[i, 0], quat[i, 1], quat[i, 2], quat[i, 3]",
+              "failed = False")  # fmt: skip
+            if stage == "speed":
+                c(f"vel[i, 0], vel[i, 1], vel[i, 2] = clamp_speed(vx, vy, vz, {v('s_min')}, {v('s_max')})")
+                c.dedent()
+                continue
+            if stage in _BUILTIN_PAIR or stage.startswith("rule"):
+                c(f"m = fill_around(px, py, pz, grid, pos, vel, {v('reach')} * {v('reach')}, buf, periodic, box)")
+                if stage in _BUILTIN_PAIR:
+                    self.pair_loop(c, [stage])
+                else:
+                    self.user_pair_loop(c, int(stage[len("rule"):]))
+            self.finish(c, stage)
+            if L.planar:
+                c("tz = 0.0")
+            c("if not failed:",
+              f"    vel[i, 0], vel[i, 1], vel[i, 2] = vx + {v('dt')} * tx, vy + {v('dt')} * ty, vz + {v('dt')} * tz")
+            c.dedent()
+        c("# every boid turns and moves", "for i in range(n):")
+        c.indent()
+        c("px, py, pz = pos[i, 0], pos[i, 1], pos[i, 2]",
+          "ux, uy, uz = vel[i, 0], vel[i, 1], vel[i, 2]",
+          "fx, fy, fz = heads[i, 0], heads[i, 1], heads[i, 2]",
+          "qw, qx, qy, qz = quat[i, 0], quat[i, 1], quat[i, 2], quat[i, 3]",
+          "failed = False")  # fmt: skip
+        self.turn_and_write(c, "0.0", "np.inf")
+        c.dedent()
+
+    def turn_and_write(self, c: _Code, s_min: str, s_max: str) -> None:
+        """Turn towards u (heading or mesh limit), move, settle, and write row i if sound."""
+        v = self.v
+        if self.layout.turn == "heading":
+            c(f"nw, nx, ny, nz, nvx, nvy, nvz = turn_heading(qw, qx, qy, qz, ux, uy, uz, fx, fy, fz, {s_min}, "
+              f"{s_max}, {v('cos_max')}, {v('cos_half')}, {v('sin_half')})")  # fmt: skip
+        else:
+            c(f"nw, nx, ny, nz, nvx, nvy, nvz = turn_mesh(qw, qx, qy, qz, ux, uy, uz, {s_min}, {s_max}, "
+              f"UP[0], UP[1], UP[2], {v('max_angle')})")  # fmt: skip
+        c(f"npx, npy, npz, nvz = settle(px + {v('dt')} * nvx, py + {v('dt')} * nvy, pz + {v('dt')} * nvz, nvz, "
+          "box, wraps, planar)",
+          "if failed:",
+          "    pass",
+          "elif is_sound(npx, npy, npz, nvx, nvy, nvz) and nw == nw:",
+          "    quat[i, 0], quat[i, 1], quat[i, 2], quat[i, 3] = nw, nx, ny, nz",
+          "    vel[i, 0], vel[i, 1], vel[i, 2] = nvx, nvy, nvz",
+          "    pos[i, 0], pos[i, 1], pos[i, 2] = npx, npy, npz",
+          "else:",
+          "    record(status, t, NOT_FINITE, i, -1)")  # fmt: skip
+
+    def couzin(self) -> str:
+        """The Couzin model's chunk: the buffer carries unit headings (bvx.. are headings)."""
+        v = self.v
+        c = _Code()
+        self.header(c)
+        self.chunk_head(c)
+        c("            n_r, rx, ry, rz, n_o, ox, oy, oz, n_a, ax, ay, az = C.zone_sums(",
+          f"                bx, by, bz, bvx, bvy, bvz, m, px, py, pz, fx, fy, fz, {v('rr2')}, {v('ro2')}, {v('ra2')},",
+          f"                {v('cone')})",
+          "            ux, uy, uz = C.zone_direction(n_r, rx, ry, rz, n_o, ox, oy, oz, n_a, ax, ay, az, fx, fy, fz,",
+          "                                          planar)",
+          f"            ux, uy, uz = C.perturbed(ux, uy, uz, planar, {v('sigma')}, seed, step_count, i)",
+          "            failed = False")  # fmt: skip
+        c.indent(3)
+        self.turn_and_write(c, v("speed"), v("speed"))
+        c.dedent(3)
+        return self.finalize(c)
+
+    def finalize(self, c: _Code) -> str:
+        """Replace each function's unpack marker with the values that function reads."""
+        out, lines = [], c.lines
+        for k, line in enumerate(lines):
+            if line != _UNPACK:
+                out.append(line)
+                continue
+            end = next((e for e in range(k + 1, len(lines)) if lines[e].startswith("@")), len(lines))
+            text = "\n".join(lines[k + 1 : end])
+            out += [f"    v_{name} = pv[{i}]" for i, name in enumerate(self.used) if f"v_{name}" in text]
+            # Flags travel as values, not constants, so the shared functions compile once for all.
+            out.append("    periodic, wraps, planar, mesh = flags[0], flags[1], flags[2], flags[3]")
+        return "\n".join(out) + "\n"
+
+    def module(self) -> str:
+        L = self.layout
+        if L.model == "couzin":
+            return self.couzin()
+        if L.update == "synchronous":
+            return self.boids_synchronous()
+        return self.boids_in_place()
+
+
+_FALLOFF_FUNCTION = {
+    "inverse": "separation_inverse",
+    "linear": "separation_linear",
+    "linear_gap": "separation_linear_gap",
+    "quadratic": "separation_quadratic",
+}
+_UNPACK = "#UNPACK"
+
+
+def up_axis_of(planar: bool) -> tuple[float, float, float]:
+    return (0.0, 0.0, 1.0) if planar else (0.0, 1.0, 0.0)
+
+
+def generate(layout: Layout) -> tuple[str, list[str]]:
+    """The source of the step module of ``layout`` and the names of the values it reads, in pv order."""
+    gen = _Generator(layout)
+    source = gen.module()
+    return source, list(gen.used)
+
+
+# -- fingerprints and the on-disk module cache -------------------------------------------------------
+
+
+def fingerprint(fn: Callable) -> str:
+    """A digest of a user function: its code, and the constants and functions it reads.
+
+    numba freezes a function's global constants into its compiled code, so they are part
+    of what the compiled step depends on; so are the functions it calls.
+    """
+    digest = hashlib.sha256()
+    _fold(fn, digest, set())
+    return digest.hexdigest()[:16]
+
+
+def _fold(fn: Any, digest: Any, seen: set[int]) -> None:
+    fn = getattr(fn, "py_func", fn)  # a numba dispatcher: its Python function
+    if id(fn) in seen or not hasattr(fn, "__code__"):
+        digest.update(repr(fn).encode())
+        return
+    seen.add(id(fn))
+    try:
+        digest.update(inspect.getsource(fn).encode())
+    except (OSError, TypeError):
+        digest.update(marshal.dumps(fn.__code__))
+    names = set(fn.__code__.co_names)
+    for code in fn.__code__.co_consts:  # nested functions and comprehensions
+        if hasattr(code, "co_names"):
+            names |= set(code.co_names)
+    cells = [c.cell_contents for c in (fn.__closure__ or ()) if _has_contents(c)]
+    values = [fn.__globals__[name] for name in sorted(names) if name in fn.__globals__] + cells
+    for value in values:
+        if isinstance(value, (bool, int, float, complex, str, bytes, tuple)):
+            digest.update(repr(value).encode())
+        elif isinstance(value, np.ndarray):
+            digest.update(value.tobytes() + str(value.dtype).encode() + str(value.shape).encode())
+        elif callable(value) and hasattr(getattr(value, "py_func", value), "__code__"):
+            _fold(value, digest, seen)
+
+
+def _has_contents(cell: Any) -> bool:
+    try:
+        cell.cell_contents  # noqa: B018
+    except ValueError:
+        return False
+    return True
+
+
+_CORE_FILES = ("assemble.py", "components.py", "kernel.py", "neighbors.py", "noise.py", "quaternion.py")
+_core_digest: str | None = None
+
+
+def _core_fingerprint() -> str:
+    """A digest of the core sources the generated code compiles in (and of numba's version)."""
+    global _core_digest
+    if _core_digest is None:
+        digest = hashlib.sha256(f"{numba.__version__} {sys.version}".encode())
+        folder = Path(__file__).parent
+        for name in _CORE_FILES:
+            digest.update((folder / name).read_bytes())
+        _core_digest = digest.hexdigest()
+    return _core_digest
+
+
+def cache_dir() -> Path:
+    """Where assembled steps are written (and numba caches their compiled code).
+
+    ``$FLOCK3D_CACHE_DIR``, else ``$XDG_CACHE_HOME/flock3d`` (``~/.cache/flock3d``); a
+    temporary folder when neither can be written.
+    """
+    env = os.environ.get("FLOCK3D_CACHE_DIR")
+    base = Path(env) if env else Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "flock3d"
+    folder = base / "steps"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        if os.access(folder, os.W_OK):
+            return folder
+    except OSError:
+        pass
+    folder = Path(tempfile.gettempdir()) / f"flock3d-{os.getuid() if hasattr(os, 'getuid') else 'user'}" / "steps"
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def _load_module(source: str, injected: dict[str, Any]) -> Any:
+    key = hashlib.sha256((source + _core_fingerprint()).encode()).hexdigest()[:24]
+    name = f"flock3d_step_{key}"
+    if name in sys.modules:
+        module = sys.modules[name]
+    else:
+        path = cache_dir() / f"{name}.py"
+        if not path.exists() or path.read_text() != source:
+            tmp = path.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")
+            tmp.write_text(source)
+            os.replace(tmp, path)  # atomic: a parallel process never reads half a file
+        spec = importlib.util.spec_from_file_location(name, path)
+        module = importlib.util.module_from_spec(spec)
+        module.__dict__.update(injected)  # before it runs: its chunk compiles as it is defined
+        # Registered first: numba's cache names the module of the code it loads back.
+        sys.modules[name] = module
+        try:
+            spec.loader.exec_module(module)
+        except BaseException:
+            del sys.modules[name]
+            raise
+    return module
+
+
+# -- steppers -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class StepStatus:
+    """How a call to :meth:`Stepper.advance` ended."""
+
+    steps: int
+    """Steps completed (the last of them possibly the failing one)."""
+    code: int = OK
+    """``kernel.OK``, or what went wrong: NOT_FINITE, RULE_RAISED, RULE_NOT_FINITE, RULE_SHAPE."""
+    boid: int = -1
+    """The failing boid with the lowest index."""
+    term: int = -1
+    """For a rule failure, the rule (user pair rules first, then user forces)."""
+
+    @property
+    def ok(self) -> bool:
+        return self.code == OK
+
+
+@dataclass
+class Stepper:
+    """The compiled step of one :class:`Layout`."""
+
+    layout: Layout
+    source: str
+    value_names: list[str]
+    module: Any
+    rules: tuple[PairRule, ...] = ()
+    forces: tuple[Force, ...] = ()
+    _packed: dict = field(default_factory=dict)
+
+    def values(self, params: Params) -> np.ndarray:
+        """pv: the values the step reads, for ``params`` (and the rules' weights and radii)."""
+        key = (params, tuple((r.radius, r.fov, r.average, r.weight) for r in self.rules),
+               tuple(f.weight for f in self.forces))  # fmt: skip
+        pv = self._packed.get(key)
+        if pv is None:
+            values = _values(params, self.rules, self.forces)
+            dt, max_speed = values["dt"], values["s_max"]
+            # In-place updates: how far a boid may move in one step before the grid is rebuilt.
+            values["slack"] = dt * max_speed * (1.0 + 1e-9) + 1e-12
+            pv = np.array([values[name] for name in self.value_names], dtype=np.float64)
+            if len(self._packed) > 64:
+                self._packed.clear()
+            self._packed[key] = pv
+        return pv
+
+    def advance(self, state: FlockState, params: Params, n: int, seed: int = 0) -> StepStatus:
+        """Advance ``state`` by up to ``n`` steps in place; stops after a step that fails."""
+        pv = self.values(params)
+        box = np.array([*params.arena_center, *params.half_extents], dtype=np.float64)
+        L = self.layout
+        n_chunks = max(1, (len(state) + BOIDS_PER_CHUNK - 1) // BOIDS_PER_CHUNK)
+        flags = np.array([L.periodic, L.wraps, L.planar, L.turn == "mesh", L.model == "couzin"], dtype=np.bool_)
+        status = np.zeros((n_chunks if L.update == "synchronous" else 1, 3), dtype=np.int64)
+        attractors, path, obstacles, wind_u, gradient = _world_arrays(params)
+        arrays = (state.positions, state.velocities, state.orientations, state.waypoints, state.predator_positions,
+                  state.predator_velocities, state.predator_orientations)  # fmt: skip
+        if L.update == "synchronous":
+            fixed = np.array([pv[self.value_names.index("reach")], params.dt, params.predator_speed,
+                              *turn_limit(math.radians(params.predator_turn_rate) * params.dt)])  # fmt: skip
+            done = synchronous_driver()(self.module.chunk, *arrays, int(n), float(state.time),
+                                        int(state.step_count), int(seed), pv, flags, box, attractors, path,
+                                        obstacles, wind_u, gradient, status, fixed)  # fmt: skip
+        else:
+            done = self.module.advance(*arrays, int(n), float(state.time), pv, flags, box, attractors, path,
+                                       obstacles, wind_u, gradient, status)  # fmt: skip
+        state.time += done * params.dt
+        state.step_count += done
+        failed = status[status[:, 0] != OK]
+        if len(failed) == 0:
+            return StepStatus(done)
+        row = failed[np.argmin(failed[:, 1])]
+        return StepStatus(done, int(row[0]), int(row[1]), int(row[2]))
+
+
+def _world_arrays(params: Params) -> tuple[np.ndarray, ...]:
+    """Attractors (K, 5: x y z weight radius), path (P, 3), obstacles (O, 4: x y z radius),
+    the uniform wind (3,) and its gradient (3, 3)."""
+    attractors = np.array([[*a.position, a.weight, a.radius] for a in params.attractors], dtype=np.float64)
+    path = np.array(params.path.points if params.path else [], dtype=np.float64)
+    obstacles = np.array([[*o.center, o.radius] for o in params.obstacles], dtype=np.float64)
+    return (
+        attractors.reshape(-1, 5),
+        path.reshape(-1, 3),
+        obstacles.reshape(-1, 4),
+        np.asarray(params.wind, dtype=np.float64),
+        np.asarray(params.wind_gradient, dtype=np.float64).reshape(3, 3),
+    )
+
+
+_steppers: dict[tuple, Stepper] = {}
+_lock = threading.Lock()
+
+
+def stepper_for(params: Params, rules: Sequence[PairRule] = (), forces: Sequence[Force] = ()) -> Stepper:
+    """The stepper of the layout ``params``, ``rules`` and ``forces`` need (assembled once per process)."""
+    rules, forces = tuple(rules), tuple(forces)
+    layout = layout_of(params, rules, forces)
+    key = (layout, tuple(id(r.fn) for r in rules), tuple(id(f.fn) for f in forces))
+    with _lock:
+        stepper = _steppers.get(key)
+        if stepper is None:
+            source, names = generate(layout)
+            if layout.update != "synchronous" and "slack" not in names:
+                names.append("slack")
+            injected = {f"U_rule{k}": _compiled_user(r.fn) for k, r in enumerate(rules)}
+            injected.update({f"U_force{k}": _compiled_user(f.fn) for k, f in enumerate(forces)})
+            module = _load_module(source, injected)
+            stepper = Stepper(layout, source, names, module, rules, forces)
+            _steppers[key] = stepper
+    # The rules' weights and radii may differ between calls with the same functions.
+    if stepper.rules is not rules or stepper.forces is not forces:
+        stepper = replace(stepper, rules=rules, forces=forces, _packed={})
+        _steppers[key] = stepper
+    return stepper
+
+
+def _compiled_user(fn: Callable) -> Any:
+    if isinstance(fn, numba.core.dispatcher.Dispatcher):
+        return fn
+    return numba.njit(error_model="numpy")(fn)
