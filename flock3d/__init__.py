@@ -2,7 +2,8 @@
 
 The model is described in ``docs/model.md``: boids in a spherical arena that see
 neighbours within a view distance and a field-of-view cone, steer by
-separation, alignment, cohesion and confinement, and turn at a limited rate.
+separation, alignment, cohesion and confinement, and turn at a limited rate. Your own
+rules and forces (:func:`pair_rule`, :func:`force`) run in the same compiled step.
 
 >>> import flock3d
 >>> flock = flock3d.Flock(flock3d.Params(count=200), seed=1)
@@ -15,9 +16,26 @@ from flock3d import metrics
 from flock3d.boid import Boid
 from flock3d.core.params import Params
 from flock3d.core.state import FlockState
+from flock3d.errors import Flock3dError, SimulationError
 from flock3d.flock import Flock
+from flock3d.rules import RuleError, force, load_rules, pair_rule
 from flock3d.scene import Scene, load_scene
 
 __version__ = "0.1.0"
 
-__all__ = ["Boid", "Flock", "FlockState", "Params", "Scene", "load_scene", "metrics", "__version__"]
+__all__ = [
+    "Boid",
+    "Flock",
+    "FlockState",
+    "Flock3dError",
+    "Params",
+    "RuleError",
+    "Scene",
+    "SimulationError",
+    "force",
+    "load_rules",
+    "load_scene",
+    "metrics",
+    "pair_rule",
+    "__version__",
+]

@@ -3,3 +3,11 @@
 
 class Flock3dError(Exception):
     """Base of every expected failure: bad input, a missing or unreadable file."""
+
+
+class SimulationError(Flock3dError):
+    """A step that could not be carried out: a state that blew up, or a user rule that failed.
+
+    The message names the step, the boid and the likely cause. The flock keeps every
+    other boid's result of that step; the failing boid keeps its state from before it.
+    """

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Literal, overload
 
+import numba
 import numpy as np
 
 from flock3d.boid import Boid
 from flock3d.core import assemble, reference
+from flock3d.core.assemble import Force, PairRule
 from flock3d.core.params import Params
 from flock3d.core.state import (
     FlockState,
@@ -18,11 +21,13 @@ from flock3d.core.state import (
     state_from_arrays,
     up_axis,
 )
+from flock3d.errors import SimulationError
+from flock3d.rules import RuleError, check_rules, describe
 
 if TYPE_CHECKING:
     from flock3d.scene import Scene
 
-__all__ = ["Flock", "Engine"]
+__all__ = ["Flock", "Engine", "failure_error", "compile_error"]
 
 Engine = Literal["fast", "reference"]
 
@@ -67,6 +72,8 @@ class Flock:
         velocities: np.ndarray | None = None,
         orientations: np.ndarray | None = None,
         engine: Engine = "fast",
+        rules: Sequence[PairRule] = (),
+        forces: Sequence[Force] = (),
     ) -> None:
         params = Params() if params is None else params
         if not isinstance(params, Params):
@@ -92,6 +99,9 @@ class Flock:
         self._params = params
         self._seed = seed
         self._engine: Engine = engine
+        self._rules: tuple[PairRule, ...] = ()
+        self._forces: tuple[Force, ...] = ()
+        self.set_rules(rules, forces)
 
     @classmethod
     def from_scene(cls, scene: Scene, seed: int | None = None, **kwargs) -> Flock:
@@ -101,30 +111,66 @@ class Flock:
     # -- stepping ---------------------------------------------------------------------
 
     def step(self, n: int = 1) -> None:
-        """Advance the flock by ``n`` steps of ``params.dt`` seconds."""
+        """Advance the flock by ``n`` steps of ``params.dt`` seconds.
+
+        Raises:
+            SimulationError: a step produced a non-finite or absurdly large state, or one
+                of your rules failed; the message names the step, the boid and the likely
+                cause. Every other boid keeps that step's result; the failing boid keeps
+                its state from before it.
+            RuleError: one of your rules cannot be compiled.
+        """
         n = int(n)
         if n < 0:
             raise ValueError(f"n must be >= 0 (got {n})")
-        couzin = self._params.model == "couzin"
         if self._engine == "fast":
-            status = assemble.stepper_for(self._params).advance(self._state, self._params, n, self.noise_seed)
+            try:
+                stepper = assemble.stepper_for(self._params, self._rules, self._forces)
+                status = stepper.advance(self._state, self._params, n, self.noise_seed)
+            except numba.core.errors.NumbaError as error:
+                raise compile_error(error, self._rules, self._forces) from None
             if not status.ok:
-                raise RuntimeError(f"step failed: {status}")
+                raise failure_error(self, status.code, status.boid, status.term)
             return
         state = self._state
         time, count = state.time, state.step_count
-        for _ in range(n):
-            if couzin:
-                new = reference.couzin_step(state, self._params, self.noise_seed)
-            else:
-                new = reference.step(state, self._params)
-            state.step_count += 1  # the step index keys the Couzin model's noise
+        for k in range(n):
+            state.time = time + k * self._params.dt  # as the fast engine's clock: no drift
+            try:
+                if self._params.model == "couzin":
+                    new = reference.couzin_step(state, self._params, self.noise_seed)
+                else:
+                    new = reference.step(state, self._params, self._rules, self._forces)
+            except reference.StepFailure as failure:
+                state.assign(failure.state)
+                raise failure_error(self, failure.code, failure.boid, failure.term, failure.cause) from None
             # Keep the live arrays (Boid views and user references stay valid).
-            for name in ("positions", "velocities", "orientations", "waypoints", "predator_positions",
-                         "predator_velocities", "predator_orientations"):  # fmt: skip
-                getattr(state, name)[...] = getattr(new, name)
+            state.assign(new)
         # The clock advances as in the fast kernel, so both engines report the same time.
         state.time, state.step_count = time + n * self._params.dt, count + n
+
+    # -- your rules and forces -----------------------------------------------------------
+
+    @property
+    def rules(self) -> tuple[PairRule, ...]:
+        """Your pair rules (:func:`flock3d.pair_rule`), compiled into the step."""
+        return self._rules
+
+    @property
+    def forces(self) -> tuple[Force, ...]:
+        """Your per-boid forces (:func:`flock3d.force`), compiled into the step."""
+        return self._forces
+
+    def set_rules(self, rules: Sequence[PairRule] = (), forces: Sequence[Force] = ()) -> None:
+        """Replace your rules and forces (between steps; their weights may be re-tuned live).
+
+        Each is called once in plain Python on sample arguments first: one that raises or
+        does not return 3 finite numbers is refused with a :class:`RuleError` naming it.
+        """
+        rules, forces = tuple(rules), tuple(forces)
+        check_rules(rules, forces)
+        assemble.stage_names(self._params, rules, forces)  # rule_order must name stages that exist
+        self._rules, self._forces = rules, forces
 
     # -- state ------------------------------------------------------------------------
 
@@ -251,3 +297,108 @@ class Boids(Sequence[Boid]):
         if not -n <= i < n:
             raise IndexError(f"boid index {index} out of range for a flock of {n}")
         return Boid(self._flock, i % n)
+
+
+# -- when a step fails ----------------------------------------------------------------------
+
+#: The scene key of each stage's weight, to name the likely cause of a blown-up state.
+_STAGE_KEYS = {
+    "separation": ("rules.separation", "separation"),
+    "alignment": ("rules.alignment", "alignment"),
+    "cohesion": ("rules.cohesion", "cohesion"),
+    "confinement": ("arena.confinement", "confinement"),
+    "containment": ("arena.containment", "containment"),
+    "obstacles": ("avoidance.weight", "avoidance"),
+    "flee": ("predators.flee", "flee"),
+}
+
+
+def failure_error(flock: Flock, code: int, boid: int, term: int, cause: BaseException | None = None):
+    """The one-line :class:`SimulationError` (or :class:`RuleError`) for a failed step."""
+    from flock3d.core import kernel
+
+    where = f"step {flock.step_count}, boid {boid}"
+    if code == kernel.NOT_FINITE:
+        return SimulationError(f"{where}: the state blew up (non-finite, or beyond {kernel.MAX_COORDINATE:g}); "
+                               f"{_likely_cause(flock, boid)}")  # fmt: skip
+    rules = flock.rules
+    item = rules[term] if term < len(rules) else flock.forces[term - len(rules)]
+    label = f"{'rule' if term < len(rules) else 'force'} {describe(item.fn)}"
+    if code == kernel.RULE_RAISED:
+        cause = cause or _reproduce(flock, item, boid)
+        what = f"{type(cause).__name__}: {cause}" if cause else "an exception in compiled code"
+        return RuleError(f"{where}: {label} raised {what}")
+    if code == kernel.RULE_NOT_FINITE:
+        return RuleError(f"{where}: {label} returned a non-finite value (nan or inf)")
+    return RuleError(f"{where}: {label} did not return 3 numbers (an x, y, z acceleration)")
+
+
+def _likely_cause(flock: Flock, i: int) -> str:
+    """Which term of boid i is huge or non-finite, and the parameter to lower; else dt."""
+    p = flock.params
+    if p.model == "boids":
+        boid = reference.ReferenceBoid(flock.positions[i].copy(), flock.velocities[i].copy(),
+                                       Boid(flock, i).orientation)  # fmt: skip
+        state = flock.state
+        world = reference.World(
+            [reference.ReferenceBoid(q.copy(), v.copy(), reference.Quaternion(o))
+             for q, v, o in zip(state.positions, state.velocities, state.orientations, strict=True)],
+            [], p, (), (), [s for s in assemble.stage_names(p, (), ()) if s in _STAGE_KEYS], state.time,
+        )  # fmt: skip
+        sizes = {}
+        for name in world.stages:
+            with np.errstate(all="ignore"):
+                try:
+                    a = boid.stage(name, world, boid.velocity)
+                except (ArithmeticError, ValueError):
+                    a = np.array([np.inf])
+            sizes[name] = float(np.linalg.norm(a)) if np.all(np.isfinite(a)) else math.inf
+        name, size = max(sizes.items(), key=lambda item: item[1], default=(None, 0.0))
+        if name is not None and size * p.dt > 10.0 * (p.max_speed + 1.0):
+            key, field = _STAGE_KEYS[name]
+            return (f"the likely cause: its {name} acceleration is {size:.3g} units/s^2 ({key} = "
+                    f"{getattr(p, field):g}, sim.dt = {p.dt:g}): lower the weight or sim.dt")  # fmt: skip
+    speed = p.speed if p.model == "couzin" else p.max_speed
+    return (f"the likely cause: sim.dt = {p.dt:g} is too large for these weights and speeds "
+            f"(a boid may move {speed * p.dt:.3g} units in one step)")  # fmt: skip
+
+
+def _reproduce(flock: Flock, item, i: int) -> BaseException | None:
+    """Call the failing rule on boid i's data in plain Python to get its exception."""
+    p_i, v_i = flock.positions[i].copy(), flock.velocities[i].copy()
+    try:
+        if isinstance(item, Force):
+            item.fn(p_i, v_i, flock.time)
+            return None
+        boid = Boid(flock, i)
+        for other in boid.neighbours():
+            item.fn(p_i.copy(), v_i.copy(), other.position.copy(), other.velocity.copy())
+    except Exception as error:
+        return error
+    return None
+
+
+def compile_error(error: Exception, rules: Sequence[PairRule], forces: Sequence[Force]) -> Exception:
+    """The :class:`RuleError` naming the rule numba cannot compile (else the error itself)."""
+    from numba import types
+
+    array = types.float64[::1]
+    candidates = [(r, (array,) * 4) for r in rules] + [(f, (array, array, types.float64)) for f in forces]
+    for item, signature in candidates:
+        try:
+            numba.njit(item.fn.py_func if hasattr(item.fn, "py_func") else item.fn).compile(signature)
+        except numba.core.errors.NumbaError as own:
+            return RuleError(f"{'rule' if isinstance(item, PairRule) else 'force'} {describe(item.fn)} cannot be "
+                             f"compiled by numba ({_reason(own)}); write it with numpy and math on its arrays")  # fmt: skip
+    if candidates:
+        return RuleError(f"your rules could not be compiled into the step: {_reason(error)}")
+    return error
+
+
+def _reason(error: Exception) -> str:
+    """The line of a numba error that says what is wrong (not its pipeline boilerplate)."""
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    useful = [line for line in lines if not line.startswith(("Failed in", "During:", "File ", "<source", "- "))]
+    text = (useful or lines or [type(error).__name__])[0]
+    return text if len(text) <= 160 else text[:157] + "..."
+

@@ -76,7 +76,7 @@ def test_frozen_and_replace_validates():
         ("count", 10**13, "from 0 to 100,000,000"),
         ("count", 2.5, "whole number"),
         ("count", True, "whole number"),
-        ("arena_shape", "cube", "one of 'sphere', 'box', 'periodic', 'none'"),
+        ("arena_shape", "cube", "one of 'sphere', 'box', 'periodic', 'wrap', 'none'"),
         ("dimensions", 4, "2 or 3"),
         ("separation_falloff", "cubic", "one of 'inverse'"),
         ("alignment_distance", 9.0, r"unset or a finite number in \(0, view_distance\]"),

@@ -628,10 +628,14 @@ class _Generator:
         """Rule after rule: each stage changes every boid's velocity in place, in index order,
         reading the others' live velocities; then every boid turns and moves."""
         L, v = self.layout, self.v
+        c("broken = np.zeros(n, dtype=np.bool_)  # a boid whose rule failed keeps its state",
+          "vel0 = vel.copy()")
         for stage in L.stages:
             c(f"# stage: {stage}", "for i in range(n):")
             c.indent()
-            c("px, py, pz = pos[i, 0], pos[i, 1], pos[i, 2]",
+            c("if broken[i]:",
+              "    continue",
+              "px, py, pz = pos[i, 0], pos[i, 1], pos[i, 2]",
               "vx, vy, vz = vel[i, 0], vel[i, 1], vel[i, 2]",
               "fx, fy, fz = heads[i, 0], heads[i, 1], heads[i, 2]",
               "qw, qx, qy, qz = quat[i, 0], quat[i, 1], quat[i, 2], quat[i, 3]",
@@ -649,13 +653,19 @@ class _Generator:
             self.finish(c, stage)
             if L.planar:
                 c("tz = 0.0")
-            c("if not failed:",
+            c("if failed:",
+              "    broken[i] = True",
+              "else:",
               f"    vel[i, 0], vel[i, 1], vel[i, 2] = vx + {v('dt')} * tx, vy + {v('dt')} * ty, vz + {v('dt')} * tz")
             c.dedent()
         c("# every boid turns and moves", "for i in range(n):")
         c.indent()
-        c("px, py, pz = pos[i, 0], pos[i, 1], pos[i, 2]",
+        c("if broken[i]:",
+          "    vel[i, 0], vel[i, 1], vel[i, 2] = vel0[i, 0], vel0[i, 1], vel0[i, 2]",
+          "    continue",
+          "px, py, pz = pos[i, 0], pos[i, 1], pos[i, 2]",
           "ux, uy, uz = vel[i, 0], vel[i, 1], vel[i, 2]",
+          "vel[i, 0], vel[i, 1], vel[i, 2] = vel0[i, 0], vel0[i, 1], vel0[i, 2]  # kept if the move fails",
           "fx, fy, fz = heads[i, 0], heads[i, 1], heads[i, 2]",
           "qw, qx, qy, qz = quat[i, 0], quat[i, 1], quat[i, 2], quat[i, 3]",
           "failed = False")  # fmt: skip

@@ -1,46 +1,71 @@
 """The readable reference implementation of one step of the model.
 
-Written the way the model is explained (``shared/spec/model.md``): each boid
-looks around, gathers the neighbours it can see, sums its steering rules and
-turns towards the result. It is slow (pure Python per boid) and exists to be
-obviously right: the tests use it as the oracle for the fast kernel.
+Written the way the model is explained (``docs/model.md``): each boid looks
+around, gathers the neighbours it can see, works out its steering terms and turns
+towards the result. It is slow (pure Python per boid) and exists to be obviously
+right: the tests use it as the oracle for the fast engine, which shares none of its
+code but the counter-based noise.
 
-Beyond the spec, it implements every variant of :class:`~flock3d.core.params.Params`
-(arena shapes, planar flocks, separation falloffs, per-rule radii and cones) and
-the world features (attractors, a waypoint path, obstacles, predators, wind);
-with the default parameters all of these reduce to the spec.
-
-Turning uses pyquaternion rather than :mod:`flock3d.core.quaternion`, so the two
-implementations share no quaternion code.
+It implements every variant of :class:`~flock3d.core.params.Params`: arena shapes,
+planar flocks, separation falloffs, per-rule radii and cones, the world features, the
+update orders (synchronous, sequential, per rule), chained rules, the mesh turn
+limit, wall containment, and the user's rules and forces; with the default
+parameters all of these reduce to the model. Turning uses pyquaternion rather than
+:mod:`flock3d.core.quaternion`.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from functools import cached_property
 
 import numpy as np
 from pyquaternion import Quaternion
 
 from flock3d.core import noise
+from flock3d.core.assemble import Force, PairRule, stage_names
 from flock3d.core.params import Params
-from flock3d.core.state import FlockState, settle
+from flock3d.core.state import FlockState, settle, up_axis
 
-__all__ = ["step", "couzin_step", "visible", "offsets", "ReferenceBoid", "ReferencePredator", "CouzinAgent"]
+__all__ = [
+    "step",
+    "couzin_step",
+    "visible",
+    "offsets",
+    "ReferenceBoid",
+    "ReferencePredator",
+    "CouzinAgent",
+    "StepFailure",
+    "rotate_towards",
+    "MAX_COORDINATE",
+]
 
 FORWARD = np.array([0.0, 0.0, 1.0])
 UP = np.array([0.0, 1.0, 0.0])
 RIGHT = np.array([1.0, 0.0, 0.0])
+
+#: A coordinate or velocity component beyond this is a blown-up state (as in the fast engine).
+MAX_COORDINATE = 1e12
+
+
+class StepFailure(Exception):
+    """A step that could not be carried out: ``code`` (as the fast engine's status codes),
+    the failing ``boid`` and, for a user rule, its index ``term`` (pair rules, then forces)."""
+
+    def __init__(self, code: int, boid: int, term: int = -1, cause: BaseException | None = None):
+        super().__init__(f"step failed (code {code}) at boid {boid}, term {term}")
+        self.code, self.boid, self.term, self.cause = code, boid, term, cause
 
 
 def offsets(position: np.ndarray, others: np.ndarray, params: Params) -> np.ndarray:
     """(M, 3) offsets from ``position`` to ``others``; in a periodic arena, to their nearest images."""
     d = np.asarray(others, dtype=np.float64).reshape(-1, 3) - position
     if params.arena_shape == "periodic":
-        side = 2.0 * params.arena_radius
+        sides = 2.0 * np.asarray(params.half_extents)
         axes = slice(0, 2) if params.dimensions == 2 else slice(0, 3)
-        d[:, axes] -= side * np.round(d[:, axes] / side)
+        d[:, axes] -= sides[axes] * np.round(d[:, axes] / sides[axes])
     return d
 
 
@@ -52,11 +77,11 @@ def visible(
     distance: float | None = None,
     fov: float | None = None,
 ) -> np.ndarray:
-    """Which of ``others`` a boid at ``position`` facing ``heading`` sees (spec step 1).
+    """Which of ``others`` a boid at ``position`` facing ``heading`` sees (step 1 of the model).
 
     Args:
         position: (3,) the looking boid's position.
-        heading: (3,) its unit forward vector.
+        heading: (3,) its unit heading.
         others: (M, 3) positions of the candidates.
         params: supplies the perception distance and field of view (and the arena,
             for the minimum image of a periodic one).
@@ -86,7 +111,7 @@ def _unit(v: np.ndarray) -> np.ndarray:
 
 
 def turned(orientation: Quaternion, direction: np.ndarray, max_angle: float) -> Quaternion:
-    """Spec step 9: rotate by the minimal arc towards ``direction``, at most ``max_angle`` rad."""
+    """Step 9: rotate by the minimal arc towards ``direction``, at most ``max_angle`` rad."""
     f = np.asarray(orientation.rotate(FORWARD))
     axis = np.cross(f, direction)
     theta = math.atan2(np.linalg.norm(axis), np.dot(f, direction))
@@ -98,30 +123,60 @@ def turned(orientation: Quaternion, direction: np.ndarray, max_angle: float) -> 
     return (turn * orientation).normalised
 
 
+def look_rotation(direction: np.ndarray, up: np.ndarray) -> Quaternion:
+    """The rotation taking +Z to ``direction`` with its up axis towards ``up`` (no roll)."""
+    forward = _unit(direction)
+    right = np.cross(up, forward)
+    if np.linalg.norm(right) <= 1e-9:  # straight up or down: another hint
+        right = np.cross(np.array([0.0, 0.0, 1.0]) if abs(up[2]) < 0.9 else UP, forward)
+    right = _unit(right)
+    return Quaternion(matrix=np.column_stack([right, np.cross(forward, right), forward]))
+
+
+def rotate_towards(current: Quaternion, target: Quaternion, max_angle: float) -> Quaternion:
+    """Unity's ``Quaternion.RotateTowards``: ``target`` if it is within ``max_angle`` radians of
+    ``current``, else the spherical interpolation from ``current`` towards it by that angle."""
+    relative = current.inverse * target
+    if relative.w < 0.0:  # the same rotation the short way round
+        relative = -relative
+    angle = 2.0 * math.acos(min(relative.w, 1.0))
+    if angle <= max_angle or angle == 0.0:
+        return target if np.dot(current.elements, target.elements) >= 0.0 else -target
+    return (current * relative ** (max_angle / angle)).normalised
+
+
 @dataclass
 class ReferenceBoid:
-    """One boid as the model describes it, with the rules as methods."""
+    """One boid as the model describes it, with its terms as methods."""
 
     position: np.ndarray
     velocity: np.ndarray
     orientation: Quaternion
     waypoint: int = 0
+    looking: np.ndarray | None = None
+    """Where it looked at the start of the step, once its velocity changes mid-step (per rule)."""
 
     @cached_property
     def forward(self) -> np.ndarray:
-        """The unit heading (a boid's orientation does not change once it is made)."""
+        """The unit forward axis of its orientation."""
         return np.asarray(self.orientation.rotate(FORWARD))
 
-    def seen(
-        self, flock: list[ReferenceBoid], positions: np.ndarray, params: Params, distance: float, fov: float
-    ) -> list[tuple[ReferenceBoid, np.ndarray]]:
-        """The boids seen within ``distance`` and the cone ``fov``, with their offsets (step 1).
+    def heading(self, params: Params) -> np.ndarray:
+        """Where it looks: its forward axis, or with the mesh turn limit its velocity's direction."""
+        if self.looking is not None:
+            return self.looking
+        if params.turn_limit == "mesh" and np.any(self.velocity):
+            return _unit(self.velocity)
+        return self.forward
 
-        ``positions`` are the positions of ``flock``, gathered once per update.
-        """
+    def seen(self, flock: list[ReferenceBoid], params: Params, distance: float, fov: float, heading: np.ndarray):
+        """The boids seen within ``distance`` and the cone ``fov``, with their offsets (step 1)."""
+        positions = np.array([b.position for b in flock]).reshape(-1, 3)
         d = offsets(self.position, positions, params)
-        seen = visible(self.position, self.forward, positions, params, distance, fov)
+        seen = visible(self.position, heading, positions, params, distance, fov)
         return [(flock[j], d[j]) for j in np.flatnonzero(seen)]
+
+    # -- the built-in terms --------------------------------------------------------------
 
     def separation(self, close: list, params: Params) -> np.ndarray:
         """Step 2: push away from the close neighbours, by the chosen falloff."""
@@ -142,11 +197,12 @@ class ReferenceBoid:
         total = np.mean(pushes, axis=0) if params.separation_average else np.sum(pushes, axis=0)
         return params.separation * total
 
-    def alignment(self, neighbours: list, params: Params) -> np.ndarray:
-        """Step 3: k_a times (mean neighbour velocity - own velocity)."""
+    def alignment(self, neighbours: list, velocity: np.ndarray, params: Params) -> np.ndarray:
+        """Step 3: k_a times (mean neighbour velocity - own velocity), or the mean alone."""
         if not neighbours:
             return np.zeros(3)
-        return params.alignment * (np.mean([b.velocity for b, _ in neighbours], axis=0) - self.velocity)
+        mean = np.mean([b.velocity for b, _ in neighbours], axis=0)
+        return params.alignment * (mean - velocity if params.alignment_form == "difference" else mean)
 
     def cohesion(self, neighbours: list, params: Params) -> np.ndarray:
         """Step 4: k_c times the mean offset to the neighbours."""
@@ -157,42 +213,61 @@ class ReferenceBoid:
     def confinement(self, params: Params) -> np.ndarray:
         """Step 5: push back towards the arena (a sphere radially, a box along each axis)."""
         r = self.position - np.asarray(params.arena_center)
-        start = params.confinement_start * params.arena_radius
         if params.arena_shape == "sphere":
             distance = np.linalg.norm(r)
+            start = params.confinement_start * params.arena_radius
             return -params.confinement * r / distance if distance > start else np.zeros(3)
-        if params.arena_shape == "box":
-            push = np.zeros(3)
-            for axis in range(params.dimensions):
-                if abs(r[axis]) > start:
-                    push[axis] = -params.confinement * np.sign(r[axis])
-            return push
-        return np.zeros(3)  # periodic and open arenas do not confine
+        push = np.zeros(3)
+        for axis in range(params.dimensions):
+            if abs(r[axis]) > params.confinement_start * params.half_extents[axis]:
+                push[axis] = -params.confinement * np.sign(r[axis])
+        return push
 
-    def seek(self, target: np.ndarray, weight: float, params: Params) -> np.ndarray:
+    def containment(self, velocity: np.ndarray, params: Params) -> np.ndarray:
+        """Look one turn radius ahead; if that point is beyond the confinement start, steer
+        sideways towards the inside (across the heading; to the right when straight at it)."""
+        f = self.heading(params)
+        look = np.linalg.norm(velocity) / math.radians(params.max_turn_rate)
+        ahead = self.position + look * f - np.asarray(params.arena_center)
+        if params.arena_shape == "sphere":
+            if np.linalg.norm(ahead) <= params.confinement_start * params.arena_radius:
+                return np.zeros(3)
+            inward = np.asarray(params.arena_center) - self.position
+        else:
+            inward = np.zeros(3)
+            for axis in range(params.dimensions):
+                if abs(ahead[axis]) > params.confinement_start * params.half_extents[axis]:
+                    inward[axis] = -np.sign(ahead[axis])
+            if not np.any(inward):
+                return np.zeros(3)
+        across = inward - np.dot(inward, f) * f
+        if np.dot(across, across) < 1e-12:
+            across = np.asarray(self.orientation.rotate(RIGHT))
+        return params.containment * _unit(across)
+
+    def seek(self, target: np.ndarray, weight: float, velocity: np.ndarray, params: Params) -> np.ndarray:
         """Reynolds' seek: steer the velocity towards max_speed straight at ``target``."""
         offset = offsets(self.position, target[None], params)[0]
         if not np.any(offset):
             return np.zeros(3)
-        return weight * (params.max_speed * _unit(offset) - self.velocity)
+        return weight * (params.max_speed * _unit(offset) - velocity)
 
-    def attraction(self, params: Params) -> np.ndarray:
+    def attraction(self, velocity: np.ndarray, params: Params) -> np.ndarray:
         total = np.zeros(3)
         for a in params.attractors:
             target = np.asarray(a.position)
             if np.linalg.norm(offsets(self.position, target[None], params)[0]) < a.radius:
-                total += self.seek(target, a.weight, params)
+                total += self.seek(target, a.weight, velocity, params)
         return total
 
-    def path_following(self, params: Params) -> tuple[np.ndarray, int]:
+    def path_following(self, velocity: np.ndarray, params: Params) -> np.ndarray:
         """Seek the current waypoint, moving on to the next when within reach."""
-        if params.path is None:
-            return np.zeros(3), self.waypoint
         points = np.asarray(params.path.points)
-        k = self.waypoint
+        k = self.waypoint % len(points)
         if np.linalg.norm(offsets(self.position, points[k][None], params)[0]) < params.path.reach:
             k = (k + 1) % len(points)
-        return self.seek(points[k], params.path.weight, params), k
+        self.waypoint = k
+        return self.seek(points[k], params.path.weight, velocity, params)
 
     def avoidance(self, params: Params) -> np.ndarray:
         """Steer around obstacles seen ahead within the look-ahead; push out of their margin.
@@ -202,7 +277,7 @@ class ReferenceBoid:
         closer the encounter; inside the margin, push straight out.
         """
         total = np.zeros(3)
-        f = self.forward
+        f = self.heading(params)
         ahead = params.max_speed * params.avoidance_lookahead
         for o in params.obstacles:
             to_centre = offsets(self.position, np.asarray(o.center)[None], params)[0]  # nearest image
@@ -225,42 +300,151 @@ class ReferenceBoid:
             return np.zeros(3)
         positions = np.array([p.position for p in predators])
         d = offsets(self.position, positions, params)
-        seen = visible(self.position, self.forward, positions, params, params.flee_distance, params.fov)
+        seen = visible(self.position, self.heading(params), positions, params, params.flee_distance, params.fov)
         return sum((-params.flee * _unit(d[j]) for j in np.flatnonzero(seen)), np.zeros(3))
 
     def wind(self, params: Params) -> np.ndarray:
         r = self.position - np.asarray(params.arena_center)
         return np.asarray(params.wind) + np.asarray(params.wind_gradient) @ r
 
-    def updated(self, flock: list[ReferenceBoid], predators: list, params: Params) -> ReferenceBoid:
-        """This boid after one step, computed from the world as it was (steps 1 to 10)."""
-        (rs, ra, rc), (fs, fa, fc) = params.rule_distances, params.rule_fovs
-        positions = np.array([b.position for b in flock]).reshape(-1, 3)
-        close = self.seen(flock, positions, params, rs, fs)
-        aligned = self.seen(flock, positions, params, ra, fa)
-        centred = self.seen(flock, positions, params, rc, fc)
-        seek_path, waypoint = self.path_following(params)
-        acceleration = (
-            self.separation(close, params)
-            + self.alignment(aligned, params)
-            + self.cohesion(centred, params)
-            + self.confinement(params)
-            + self.attraction(params)  # step 6: the extra forces
-            + seek_path
-            + self.avoidance(params)
-            + self.flight(predators, params)
-            + self.wind(params)
-        )
-        if params.dimensions == 2:
-            acceleration[2] = 0.0
-        desired = self.velocity + params.dt * acceleration  # step 7
-        magnitude = np.linalg.norm(desired)
-        speed = min(max(magnitude, params.min_speed), params.max_speed)  # step 8
-        direction = desired / magnitude if magnitude > 0.0 else self.forward
-        orientation = turned(self.orientation, direction, math.radians(params.max_turn_rate) * params.dt)
-        velocity = speed * np.asarray(orientation.rotate(FORWARD))  # step 10
+    # -- the user's rules and forces -------------------------------------------------------
+
+    def user_rule(self, k: int, rule: PairRule, flock: list, velocity: np.ndarray, params: Params) -> np.ndarray:
+        """The user's pair rule k: its contributions over the neighbours it sees, summed or averaged."""
+        radius = params.view_distance if rule.radius is None else rule.radius
+        fov = params.fov if rule.fov is None else rule.fov
+        parts = []
+        for other, offset in self.seen(flock, params, radius, fov, self.heading(params)):
+            try:
+                out = rule.fn(self.position.copy(), velocity.copy(), self.position + offset, other.velocity.copy())
+            except Exception as error:
+                raise StepFailure(RULE_RAISED, -1, k, error) from error
+            parts.append(_checked_vector(out, k))
+        if not parts:
+            return np.zeros(3)
+        return rule.weight * (np.mean(parts, axis=0) if rule.average else np.sum(parts, axis=0))
+
+    def user_force(self, k: int, force: Force, velocity: np.ndarray, time: float) -> np.ndarray:
+        try:
+            out = force.fn(self.position.copy(), velocity.copy(), time)
+        except Exception as error:
+            raise StepFailure(RULE_RAISED, -1, k, error) from error
+        return force.weight * _checked_vector(out, k)
+
+    # -- one stage, and the whole update --------------------------------------------------
+
+    def stage(self, name: str, world: World, velocity: np.ndarray) -> np.ndarray:
+        """The acceleration of one stage for this boid, given its current velocity."""
+        p = world.params
+        (rs, ra, rc), (fs, fa, fc) = p.rule_distances, p.rule_fovs
+        f = self.heading(p)
+        if name == "separation":
+            return self.separation(self.seen(world.flock, p, rs, fs, f), p)
+        if name == "alignment":
+            return self.alignment(self.seen(world.flock, p, ra, fa, f), velocity, p)
+        if name == "cohesion":
+            return self.cohesion(self.seen(world.flock, p, rc, fc, f), p)
+        if name.startswith("rule"):
+            k = int(name[4:])
+            return self.user_rule(k, world.rules[k], world.flock, velocity, p)
+        if name.startswith("force"):
+            k = int(name[5:])
+            return self.user_force(len(world.rules) + k, world.forces[k], velocity, world.time)
+        return {
+            "confinement": lambda: self.confinement(p),
+            "containment": lambda: self.containment(velocity, p),
+            "attractors": lambda: self.attraction(velocity, p),
+            "path": lambda: self.path_following(velocity, p),
+            "obstacles": lambda: self.avoidance(p),
+            "flee": lambda: self.flight(world.predators, p),
+            "wind": lambda: self.wind(p),
+        }[name]()
+
+    def desired_velocity(self, world: World) -> np.ndarray:
+        """Steps 2-7: u = v + dt * (sum of the terms), or each term in turn on the chained v."""
+        p = world.params
+        velocity = self.velocity.copy()
+        planar = p.dimensions == 2
+        if p.combine == "sum":
+            total = sum((self.stage(name, world, velocity) for name in world.stages), np.zeros(3))
+            if planar:
+                total[2] = 0.0
+            return velocity + p.dt * total
+        for name in world.stages:
+            if name == "speed":
+                velocity = _clamped(velocity, p.min_speed, p.max_speed)
+                continue
+            a = self.stage(name, world, velocity)
+            if planar:
+                a[2] = 0.0
+            velocity = velocity + p.dt * a
+        return velocity
+
+    def moved(self, desired: np.ndarray, params: Params) -> ReferenceBoid:
+        """Steps 8-10 from the desired velocity: speed, turn (heading or mesh limit), move."""
+        max_angle = math.radians(params.max_turn_rate) * params.dt
+        chained = params.combine == "chain"  # the chain's speed stage has clamped it
+        s_min, s_max = (0.0, math.inf) if chained else (params.min_speed, params.max_speed)
+        if params.turn_limit == "heading":
+            magnitude = np.linalg.norm(desired)
+            speed = min(max(magnitude, s_min), s_max)  # step 8
+            direction = desired / magnitude if magnitude > 0.0 else self.forward
+            orientation = turned(self.orientation, direction, max_angle)  # step 9
+            velocity = speed * np.asarray(orientation.rotate(FORWARD))  # step 10
+        else:  # mesh: the motion turns freely, the drawn orientation follows at the limited rate
+            velocity = _clamped(desired, s_min, s_max)
+            orientation = self.orientation
+            if np.any(velocity):
+                target = look_rotation(velocity, np.asarray(up_axis(params)))
+                orientation = rotate_towards(self.orientation, target, max_angle)
         position, velocity = settle(self.position + params.dt * velocity, velocity, params)
-        return ReferenceBoid(position, velocity, orientation, waypoint)
+        return ReferenceBoid(position, velocity, orientation, self.waypoint)
+
+    def updated(self, world: World) -> ReferenceBoid:
+        """This boid after one step, computed from ``world`` (steps 1 to 10)."""
+        boid = replace(self)  # the path stage may advance the waypoint of the copy
+        return boid.moved(boid.desired_velocity(world), world.params)
+
+
+def _clamped(v: np.ndarray, s_min: float, s_max: float) -> np.ndarray:
+    """v with its speed clamped to [s_min, s_max] (zero stays zero)."""
+    speed = np.linalg.norm(v)
+    if speed == 0.0:
+        return v.copy()
+    return v * (min(max(speed, s_min), s_max) / speed)
+
+
+RULE_RAISED, RULE_NOT_FINITE, RULE_SHAPE, NOT_FINITE = 2, 3, 4, 1  # as flock3d.core.kernel
+
+
+def _checked_vector(out, k: int) -> np.ndarray:
+    try:
+        vector = np.asarray(out, dtype=np.float64).reshape(-1)
+    except (TypeError, ValueError) as error:
+        raise StepFailure(RULE_SHAPE, -1, k, error) from error
+    if vector.shape != (3,):
+        raise StepFailure(RULE_SHAPE, -1, k)
+    if not np.all(np.isfinite(vector)):
+        raise StepFailure(RULE_NOT_FINITE, -1, k)
+    return vector
+
+
+@dataclass
+class World:
+    """What a boid sees and obeys during its update."""
+
+    flock: list[ReferenceBoid]
+    predators: list
+    params: Params
+    rules: Sequence[PairRule]
+    forces: Sequence[Force]
+    stages: list[str]
+    time: float
+
+
+def _sound(boid: ReferenceBoid) -> bool:
+    values = np.concatenate([boid.position, boid.velocity])
+    return bool(np.all(np.abs(values) < MAX_COORDINATE)) and np.all(np.isfinite(boid.orientation.elements))
 
 
 @dataclass
@@ -371,8 +555,14 @@ def couzin_step(state: FlockState, params: Params, seed: int) -> FlockState:
     return new
 
 
-def step(state: FlockState, params: Params) -> FlockState:
-    """One synchronous update of the whole world (boids and predators); returns a new state."""
+def step(
+    state: FlockState, params: Params, rules: Sequence[PairRule] = (), forces: Sequence[Force] = ()
+) -> FlockState:
+    """One update of the whole world (boids and predators), in ``params.update``'s order.
+
+    Returns a new state. Raises :class:`StepFailure` when a user rule fails or a boid's
+    new state is not sound (the other boids' results are in ``failure.state``).
+    """
     flock = [
         ReferenceBoid(p.copy(), v.copy(), Quaternion(q), int(k))
         for p, v, q, k in zip(
@@ -385,10 +575,31 @@ def step(state: FlockState, params: Params) -> FlockState:
             state.predator_positions, state.predator_velocities, state.predator_orientations, strict=True
         )
     ]
-    moved = [boid.updated(flock, predators, params) for boid in flock]
+    world = World(list(flock), predators, params, rules, forces, stage_names(params, rules, forces), state.time)
+    failed: list[tuple[int, StepFailure]] = []
+
+    def attempt(i: int, update) -> ReferenceBoid:
+        try:
+            new = update()
+        except StepFailure as failure:
+            failed.append((i, failure))
+            return world.flock[i]
+        if not _sound(new):
+            failed.append((i, StepFailure(NOT_FINITE, i)))
+            return world.flock[i]
+        return new
+
+    if params.update == "synchronous":  # everyone from the world as it was
+        moved = [attempt(i, lambda b=b: b.updated(world)) for i, b in enumerate(flock)]
+    elif params.update == "sequential":  # one after another, each seeing those before it moved
+        for i in range(len(flock)):
+            world.flock[i] = attempt(i, lambda i=i: world.flock[i].updated(world))
+        moved = world.flock
+    else:  # per rule: each stage changes every velocity in place, in order; then all move
+        moved = _per_rule(world, attempt, failed)
     hunted = [predator.updated(flock, params) for predator in predators]
     n, m = len(moved), len(hunted)
-    return FlockState(
+    new = FlockState(
         np.array([b.position for b in moved]).reshape(n, 3),
         np.array([b.velocity for b in moved]).reshape(n, 3),
         np.array([b.orientation.elements for b in moved]).reshape(n, 4),
@@ -399,3 +610,40 @@ def step(state: FlockState, params: Params) -> FlockState:
         np.array([p.velocity for p in hunted]).reshape(m, 3),
         np.array([p.orientation.elements for p in hunted]).reshape(m, 4),
     )
+    if failed:
+        i, failure = min(failed, key=lambda item: item[0])
+        failure.boid, failure.state = i, new
+        raise failure
+    return new
+
+
+def _per_rule(world: World, attempt, failed: list) -> list[ReferenceBoid]:
+    params = world.params
+    start = list(world.flock)
+    velocities = [b.velocity.copy() for b in start]
+    broken: set[int] = set()
+    for name in world.stages:
+        for i, boid in enumerate(world.flock):
+            if i in broken:
+                continue
+            if name == "speed":
+                velocities[i] = _clamped(velocities[i], params.min_speed, params.max_speed)
+            else:
+                try:
+                    a = boid.stage(name, world, velocities[i])
+                except StepFailure as failure:
+                    failure.boid = i
+                    failed.append((i, failure))
+                    broken.add(i)
+                    continue
+                if params.dimensions == 2:
+                    a[2] = 0.0
+                velocities[i] = velocities[i] + params.dt * a
+            # Later boids see this boid's new velocity; it still looks where it looked.
+            world.flock[i] = replace(boid, velocity=velocities[i], looking=start[i].heading(params))
+    return [
+        start[i] if i in broken else attempt(
+            i, lambda i=i: replace(start[i], waypoint=world.flock[i].waypoint).moved(velocities[i], params)
+        )
+        for i in range(len(start))
+    ]

@@ -207,27 +207,29 @@ def state_from_arrays(
 
 
 def settle(positions: np.ndarray, velocities: np.ndarray, params: Params) -> tuple[np.ndarray, np.ndarray]:
-    """Where boids may be: a planar flock in its plane, a periodic arena's boids inside its box.
+    """Where boids may be: a planar flock in its plane, a wrapping arena's boids inside its box.
 
     Takes (..., 3) positions and velocities and returns settled copies: in a planar
-    flock z = c_z and v_z = 0; in a periodic arena each wrapped coordinate is brought
-    into ``[c - R, c + R)``. The reference applies it after every move (the fast
-    kernel's ``_settle`` is its twin), and a flock to positions it is given.
+    flock z = c_z and v_z = 0; in a periodic or wrap arena each wrapped coordinate is
+    brought into ``[c - h, c + h)`` (h: the half side). The reference applies it after
+    every move (the fast kernel's ``settle`` is its twin), and a flock to positions it
+    is given.
     """
     p = np.array(positions, dtype=np.float64)
     v = np.array(velocities, dtype=np.float64)
     c = np.asarray(params.arena_center)
     if params.dimensions == 2:
         p[..., 2], v[..., 2] = c[2], 0.0
-    if params.arena_shape == "periodic":
+    if params.arena_shape in ("periodic", "wrap"):
         axes = slice(0, 2) if params.dimensions == 2 else slice(0, 3)
-        low = c[axes] - params.arena_radius
-        p[..., axes] = low + np.mod(p[..., axes] - low, 2.0 * params.arena_radius)
+        half = np.asarray(params.half_extents)[axes]
+        low = c[axes] - half
+        p[..., axes] = low + np.mod(p[..., axes] - low, 2.0 * half)
     return p, v
 
 
 def settled_positions(positions: np.ndarray, params: Params) -> np.ndarray:
-    """:func:`settle` for positions alone: in the plane of a planar flock, inside a periodic box."""
+    """:func:`settle` for positions alone: in the plane of a planar flock, inside a wrapping box."""
     return settle(positions, np.zeros_like(positions, dtype=np.float64), params)[0]
 
 

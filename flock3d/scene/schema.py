@@ -18,9 +18,13 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from flock3d.core.params import (
+    ALIGNMENT_FORMS,
     ARENA_SHAPES,
+    COMBINES,
     FALLOFFS,
     MODELS,
+    TURN_LIMITS,
+    UPDATES,
     Attractor,
     Obstacle,
     WaypointPath,
@@ -44,7 +48,7 @@ __all__ = [
 ]
 
 Kind = Literal[
-    "number", "integer", "string", "boolean", "vector3", "matrix3", "points", "choice", "items", "table"
+    "number", "integer", "string", "boolean", "vector3", "matrix3", "points", "choice", "items", "table", "names"
 ]
 
 
@@ -141,6 +145,13 @@ KEYS: list[Key] = [
     Key("predators.flee", "params", "flee", "number", "Flee acceleration, >= 0."),
     Key("wind.acceleration", "params", "wind", "vector3", "Uniform wind acceleration [x, y, z]."),
     Key("wind.gradient", "params", "wind_gradient", "matrix3", "3 x 3 matrix G: wind at p = acceleration + G (p - arena.center)."),
+    Key("arena.size", "params", "arena_size", "vector3", "Side lengths [x, y, z] of a box, periodic or wrap arena; unset: 2 * radius each."),
+    Key("arena.containment", "params", "containment", "number", "Wall avoidance, units/s^2, >= 0 (0: off): steer sideways when one turn radius ahead lies beyond confinement_start."),
+    Key("sim.update", "params", "update", "choice", "synchronous (all from the start-of-step state), sequential (boid after boid, in place) or per_rule (rule after rule, in place).", UPDATES),
+    Key("rules.combine", "params", "combine", "choice", "sum (u = v + dt * sum of the terms) or chain (each term in turn changes the velocity, the speed limit a stage).", COMBINES),
+    Key("rules.order", "params", "rule_order", "names", "The chain's order: stage names (separation, alignment, cohesion, confinement, containment, attractors, path, obstacles, flee, wind, speed, or your rules' names)."),
+    Key("rules.alignment_form", "params", "alignment_form", "choice", "difference (k_a (mean v_j - v_i)) or mean (k_a mean v_j).", ALIGNMENT_FORMS),
+    Key("flock.turn_limit", "params", "turn_limit", "choice", "heading (the limit steers the motion) or mesh (the velocity turns freely; the drawn orientation follows at the limit).", TURN_LIMITS),
     Key("model", "params", "model", "choice", "boids (the classic model and its variants) or couzin (the 2002 zone model).", MODELS),
     Key("zones.repulsion", "params", "zone_repulsion", "number", "Couzin: radius r_r of the zone of repulsion, > 0."),
     Key("zones.orientation_width", "params", "zone_orientation_width", "number", "Couzin: width Delta r_o of the zone of orientation, >= 0."),
@@ -200,6 +211,9 @@ def check_kind(key: Key, value: Any) -> str | None:
     elif key.kind == "matrix3":
         if not (isinstance(value, list) and len(value) == 3 and all(_is_vector(row) for row in value)):
             return f"must be 3 rows of 3 numbers like [[0, 0, 0], [0, 0, 0], [0, 0, 0]] (got {short_repr(value)})"
+    elif key.kind == "names":
+        if not (isinstance(value, list) and all(isinstance(v, str) for v in value)):
+            return f'must be an array of names like ["separation", "speed"] (got {short_repr(value)})'
     elif key.kind == "choice":
         if value not in key.choices:
             options = ", ".join(repr(c) for c in key.choices)

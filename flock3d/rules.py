@@ -1,0 +1,208 @@
+"""Your own rules and forces, compiled into the flock's step.
+
+Two kinds, each a plain Python function of numpy arrays that numba compiles into the
+same parallel step as the built-in terms (and that the reference engine calls as it is):
+
+- :func:`force`: a per-boid force ``fn(position, velocity, time) -> acceleration``;
+- :func:`pair_rule`: a neighbour rule ``fn(p_i, v_i, p_j, v_j) -> contribution``, summed
+  (or averaged) over the neighbours j that boid i sees within the rule's radius and cone.
+
+Each array is (3,) float64, in world units, units/s and seconds; what a function returns
+is 3 numbers (an array or a tuple), in units/s^2 once weighted. Write them with numpy and
+math on those arrays (numba compiles them: no Python objects inside)::
+
+    import numpy as np
+    import flock3d
+
+    @flock3d.force
+    def breeze(position, velocity, time):
+        return np.array([0.5 * np.sin(0.1 * time), 0.0, 0.0])
+
+    @flock3d.pair_rule(radius=3.0, weight=2.0)
+    def keep_apart(p_i, v_i, p_j, v_j):
+        d = p_i - p_j
+        return d / np.dot(d, d)
+
+    flock = flock3d.Flock(flock3d.Params(), forces=[breeze], rules=[keep_apart])
+
+From the command line, ``--rules my_rules.py`` loads every rule and force a file
+defines (:func:`load_rules`); scene files never carry code. See ``docs/rules.md``.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+import runpy
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from flock3d.core.assemble import Force, PairRule
+from flock3d.core.params import MAX_MAGNITUDE
+from flock3d.errors import Flock3dError
+
+__all__ = ["force", "pair_rule", "load_rules", "describe", "check_rules", "RuleError", "Force", "PairRule"]
+
+
+class RuleError(Flock3dError):
+    """A rule or force that cannot be used; the message names it and where it is defined."""
+
+
+def describe(fn: Callable) -> str:
+    """``'name' (file.py:line)``: how messages name a rule."""
+    fn = getattr(fn, "py_func", fn)
+    name = getattr(fn, "__name__", repr(fn))
+    try:
+        where = f"{Path(inspect.getsourcefile(fn)).name}:{inspect.getsourcelines(fn)[1]}"
+    except (OSError, TypeError):
+        return repr(name)
+    return f"{name!r} ({where})"
+
+
+def _positional_count(fn: Callable) -> int | None:
+    try:
+        parameters = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return None
+    if any(p.kind is p.VAR_POSITIONAL for p in parameters):
+        return None
+    return sum(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty for p in parameters)
+
+
+def _checked_weight(weight: Any, what: str) -> float:
+    if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not math.isfinite(weight):
+        raise RuleError(f"{what}: weight must be a finite number (got {weight!r})")
+    if abs(weight) > MAX_MAGNITUDE:
+        raise RuleError(f"{what}: weight must be at most {MAX_MAGNITUDE:g} in size (got {weight!r})")
+    return float(weight)
+
+
+def _checked_function(fn: Any, arguments: int, kind: str, signature: str) -> None:
+    if not callable(fn):
+        raise RuleError(f"@flock3d.{kind} decorates a function {signature} (got {fn!r})")
+    count = _positional_count(fn)
+    if count is not None and count != arguments:
+        raise RuleError(f"{kind} {describe(fn)} takes {count} arguments; it must take {arguments}: {signature}")
+
+
+def force(fn: Callable | None = None, *, weight: float = 1.0, name: str | None = None):
+    """Make ``fn(position, velocity, time) -> acceleration`` a per-boid force.
+
+    Use as ``@flock3d.force`` or ``@flock3d.force(weight=2.0)``. ``weight`` multiplies
+    what ``fn`` returns; ``name`` (default: the function's) names it in ``rules.order``
+    and in messages. Pass the result to ``Flock(params, forces=[...])``.
+    """
+
+    def make(fn: Callable) -> Force:
+        _checked_function(fn, 3, "force", "(position, velocity, time) -> acceleration")
+        label = name or fn.__name__
+        return Force(fn, label, _checked_weight(weight, f"force {describe(fn)}"))
+
+    return make if fn is None else make(fn)
+
+
+def pair_rule(
+    fn: Callable | None = None,
+    *,
+    radius: float | None = None,
+    fov: float | None = None,
+    average: bool = True,
+    weight: float = 1.0,
+    name: str | None = None,
+):
+    """Make ``fn(p_i, v_i, p_j, v_j) -> contribution`` a neighbour rule.
+
+    The step sums ``fn`` over the neighbours j that boid i sees within ``radius`` (None:
+    the view distance, following it when it is re-tuned) and the cone ``fov`` (degrees;
+    None: the view's), divides by their number when ``average``, and multiplies by
+    ``weight``: the rule's acceleration. A boid that sees none gets no acceleration. In a
+    periodic arena p_j is the neighbour's image nearest to boid i.
+
+    Use as ``@flock3d.pair_rule`` or ``@flock3d.pair_rule(radius=3.0, weight=2.0)``.
+    """
+
+    def make(fn: Callable) -> PairRule:
+        _checked_function(fn, 4, "pair_rule", "(p_i, v_i, p_j, v_j) -> contribution")
+        what = f"pair_rule {describe(fn)}"
+        if radius is not None and (
+            isinstance(radius, bool) or not isinstance(radius, (int, float)) or not 0 < radius <= MAX_MAGNITUDE
+        ):
+            raise RuleError(f"{what}: radius must be unset or a number in (0, {MAX_MAGNITUDE:g}] (got {radius!r})")
+        if fov is not None and (isinstance(fov, bool) or not isinstance(fov, (int, float)) or not 0 < fov <= 360):
+            raise RuleError(f"{what}: fov must be unset or a number of degrees in (0, 360] (got {fov!r})")
+        if not isinstance(average, bool):
+            raise RuleError(f"{what}: average must be True or False (got {average!r})")
+        return PairRule(
+            fn, name or fn.__name__, None if radius is None else float(radius),
+            None if fov is None else float(fov), average, _checked_weight(weight, what),
+        )  # fmt: skip
+
+    return make if fn is None else make(fn)
+
+
+# Sample arguments for a first call in plain Python: distinct, nothing coincident or zero.
+_SAMPLE = (np.array([0.0, 0.0, 0.0]), np.array([1.0, 0.5, 0.25]), np.array([1.5, -0.5, 0.75]),
+           np.array([-0.25, 1.0, 0.5]))  # fmt: skip
+
+
+def check_rules(rules: tuple[PairRule, ...], forces: tuple[Force, ...]) -> None:
+    """Call each rule once in plain Python on sample arguments; raise :class:`RuleError` when
+    one is not a rule or force, raises, or does not return 3 finite numbers."""
+    for item, kind, args in [(r, PairRule, _SAMPLE) for r in rules] + [(f, Force, (*_SAMPLE[:2], 0.0)) for f in forces]:
+        if not isinstance(item, kind):
+            what = "rules" if kind is PairRule else "forces"
+            maker = "@flock3d.pair_rule" if kind is PairRule else "@flock3d.force"
+            raise RuleError(f"{what} must be made with {maker} (got {item!r})")
+        label = f"{'rule' if kind is PairRule else 'force'} {describe(item.fn)}"
+        try:
+            out = item.fn(*(a.copy() if isinstance(a, np.ndarray) else a for a in args))
+        except Exception as error:
+            raise RuleError(f"{label} raised {type(error).__name__} on a test call: {error}") from None
+        try:
+            vector = np.asarray(out, dtype=np.float64).reshape(-1)
+        except (TypeError, ValueError):
+            vector = None
+        if vector is None or vector.shape != (3,):
+            raise RuleError(f"{label} returned {_short(out)}; it must return 3 numbers (an x, y, z acceleration)")
+        if not np.all(np.isfinite(vector)):
+            raise RuleError(f"{label} returned a non-finite value on a test call ({_short(out)})")
+
+
+def _short(value: Any) -> str:
+    text = repr(value).replace("\n", " ")
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def load_rules(path: str | Path) -> tuple[tuple[PairRule, ...], tuple[Force, ...]]:
+    """The pair rules and forces a Python file defines at module level, in definition order.
+
+    This runs the file (it is your code). Raises :class:`RuleError` with one line when it
+    is missing, fails to run, or defines no rule or force.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise RuleError(f"{path}: no such rules file" + ("" if not path.exists() else " (not a regular file)"))
+    if path.suffix != ".py":
+        raise RuleError(f"{path}: a rules file is a Python file (.py)")
+    try:
+        namespace = runpy.run_path(str(path), run_name=f"flock3d_rules_{path.stem}")
+    except RuleError as error:
+        raise RuleError(f"{path}: {error}") from None
+    except SyntaxError as error:
+        raise RuleError(f"{path}:{error.lineno}: syntax error: {error.msg}") from None
+    except Exception as error:
+        raise RuleError(f"{path}: running it raised {type(error).__name__}: {error}") from None
+    except SystemExit:
+        raise RuleError(f"{path}: running it called exit()") from None
+    rules = tuple(v for v in namespace.values() if isinstance(v, PairRule))
+    forces = tuple(v for v in namespace.values() if isinstance(v, Force))
+    if not rules and not forces:
+        raise RuleError(f"{path}: defines no rule or force (decorate functions with @flock3d.pair_rule or @flock3d.force)")
+    names = [r.name for r in rules] + [f.name for f in forces]
+    duplicate = next((n for n in names if names.count(n) > 1), None)
+    if duplicate:
+        raise RuleError(f"{path}: two rules are named {duplicate!r}; give one another name=")
+    return rules, forces
