@@ -228,6 +228,7 @@ def _add_run(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     )
     p.add_argument("--seed", type=_seed, help="seed of the initial state (default: the scene's)")
     _set_argument(p)
+    _rules_argument(p)
     p.add_argument("--no-progress", action="store_true", help="do not show the progress bar")
     return p
 
@@ -240,6 +241,29 @@ def _set_argument(p: argparse.ArgumentParser) -> None:
         metavar="KEY=VALUE",
         help="override a scene key, e.g. --set perception.fov=120 (repeatable; validated like the file)",
     )
+
+
+def _rules_argument(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--rules",
+        metavar="FILE.py",
+        help="your own rules and forces: every @flock3d.pair_rule and @flock3d.force this Python file "
+        "defines is compiled into the step (see docs/rules.md)",
+    )
+
+
+def _rules_from(args: argparse.Namespace) -> tuple[tuple, tuple]:
+    """The (rules, forces) of the --rules file, or none."""
+    if getattr(args, "rules", None) is None:
+        return (), ()
+    from flock3d.rules import load_rules
+
+    return load_rules(args.rules)
+
+
+def _rules_line(rules, forces) -> str:
+    names = [r.name for r in rules] + [f.name for f in forces]
+    return f"rules: {', '.join(names)}" if names else ""
 
 
 def _scene_from(args: argparse.Namespace, name: str | None):
@@ -283,9 +307,12 @@ def _run_run(args: argparse.Namespace) -> int:
         steps = math.ceil(wanted - 1e-9)
     out = _output_path(args.out, (".h5", ".hdf5"), "--out") if args.out is not None else None
 
-    flock = Flock.from_scene(scene)
+    rules, forces = _rules_from(args)
+    flock = Flock.from_scene(scene, rules=rules, forces=forces)
     progress = False if args.no_progress else None  # None: only on a terminal
     print(f"{scene.name}: {len(flock):,} boids, {steps:,} steps of {p.dt:g} s (seed {scene.seed})")
+    if rules or forces:
+        print(_rules_line(rules, forces))
     with stop_on_signals() as stop:
         if out is None:
             stats = run(flock, steps, progress=progress, stop=stop)
@@ -424,6 +451,7 @@ def _add_sweep(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--workers", type=_positive_int, help="workers of the local cluster (default: all cores)")
     p.add_argument("--seed", type=_seed, help="base seed the runs' seeds derive from (default: the scene's)")
     _set_argument(p)
+    _rules_argument(p)
     p.add_argument("--no-progress", action="store_true", help="do not show the progress bar")
     return p
 
@@ -444,11 +472,18 @@ def _run_sweep(args: argparse.Namespace) -> int:
     if plot is not None and len(axes) > 2:
         raise Flock3dError(f"--plot draws one or two swept parameters (this sweep has {len(axes)})")
     n_runs = sweep_size(axes, args.repeats)
+    rules, forces = _rules_from(args)  # refused here, before any worker starts, when broken
+    if rules or forces:
+        from flock3d.rules import check_rules
+
+        check_rules(rules, forces)
     print(f"{scene.name}: {n_runs:,} runs of {args.steps:,} steps ({', '.join(a.key for a in axes)})")
+    if rules or forces:
+        print(_rules_line(rules, forces))
     table, stats = run_sweep(
         scene, axes, args.repeats, args.steps, args.discard, out,
         scheduler=args.scheduler, workers=args.workers, progress=False if args.no_progress else None,
-        overrides=args.set,
+        overrides=args.set, rules=args.rules,
     )  # fmt: skip
     print(f"computed {stats.computed:,} runs in {stats.seconds:.1f} s, {stats.skipped:,} already in {out}")
     keys = [a.key for a in axes]
@@ -510,6 +545,7 @@ def _add_render(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     )
     p.add_argument("--seed", type=_seed, help="seed, when rendering a scene")
     _set_argument(p)
+    _rules_argument(p)
     p.add_argument("--no-progress", action="store_true", help="do not show the progress bar")
     return p
 
@@ -523,8 +559,8 @@ def _run_render(args: argparse.Namespace) -> int:
     _require("viewer", ("vispy", "OpenGL", "imageio", "imageio_ffmpeg"))  # not Qt: offscreen
     with contextlib.ExitStack() as stack:
         if Path(args.source).suffix.lower() in (".h5", ".hdf5"):
-            if args.set or args.seed is not None:
-                raise Flock3dError("--set and --seed apply to scenes, not to recorded trajectories")
+            if args.set or args.seed is not None or args.rules:
+                raise Flock3dError("--set, --seed and --rules apply to scenes, not to recorded trajectories")
             traj = stack.enter_context(Trajectory(args.source))
             if traj.n_frames == 0:
                 raise Flock3dError(f"{args.source}: the trajectory has no frames")
@@ -535,10 +571,11 @@ def _run_render(args: argparse.Namespace) -> int:
             frames = [traj.frame(total - 1)] if is_png else traj.frames(total)
         else:
             scene = _scene_from(args, args.source)
+            rules, forces = _rules_from(args)
             args.fps = args.fps or 30.0
             total = args.frames or (1 if is_png else 300)
             steps_per_frame = max(1, round(1.0 / (args.fps * scene.params.dt)))
-            flock = Flock.from_scene(scene)
+            flock = Flock.from_scene(scene, rules=rules, forces=forces)
 
             def simulate(first: int):
                 flock.step(first * steps_per_frame)

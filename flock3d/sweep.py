@@ -14,6 +14,7 @@ output skips every task already in it.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import itertools
 import json
@@ -172,11 +173,22 @@ def params_hash(scene: Scene) -> str:
     return hashlib.sha256(repr(scene.params).encode()).hexdigest()[:16]
 
 
-def run_task(scene_toml: str, overrides: list[str], seed: int, steps: int, discard: int) -> dict:
+@functools.lru_cache(maxsize=4)
+def _worker_rules(path: str) -> tuple:
+    """A rules file, loaded once per worker process (tasks on it share the compiled step)."""
+    from flock3d.rules import load_rules
+
+    return load_rules(path)
+
+
+def run_task(
+    scene_toml: str, overrides: list[str], seed: int, steps: int, discard: int, rules: str | None = None
+) -> dict:
     """Run one task (on a Dask worker): its measurements as a dict.
 
     The overrides are applied to the scene's text as ``--set`` would be, so that
-    a swept ``model = "couzin"`` brings the paper's defaults with it.
+    a swept ``model = "couzin"`` brings the paper's defaults with it. ``rules`` is the
+    path of a rules file (``--rules``), loaded on the worker (so it must see that path).
     """
     import numba
 
@@ -185,7 +197,8 @@ def run_task(scene_toml: str, overrides: list[str], seed: int, steps: int, disca
 
     numba.set_num_threads(1)  # one task per core: the cluster parallelises, not the kernel
     scene = parse_scene(scene_toml, overrides=overrides)
-    flock = Flock.from_scene(scene, seed=seed)
+    user_rules, forces = _worker_rules(rules) if rules else ((), ())
+    flock = Flock.from_scene(scene, seed=seed, rules=user_rules, forces=forces)
     start = time.perf_counter()
     flock.step(discard)
     pol, mill = [], []
@@ -252,7 +265,7 @@ def _resumable_rows(out: Path, columns: list[str], tasks: list[Task], settings: 
             f"{out}: holds results of another sweep (it also sweeps {extra[0]}); choose another --out"
         )
     rows = old.to_dict("records")
-    what = {"steps": "--steps", "discard": "--discard", "params_hash": "scene parameters"}
+    what = {"steps": "--steps", "discard": "--discard", "params_hash": "scene parameters (or --rules file)"}
     for name, value in settings.items():
         found = {row[name] for row in rows} - {value}
         if found:
@@ -289,6 +302,7 @@ def run_sweep(
     workers: int | None = None,
     progress: bool | None = None,
     overrides: Sequence[str] = (),
+    rules: str | Path | None = None,
 ):
     """Run the sweep; returns ``(table, stats)`` (a pandas DataFrame and what was computed).
 
@@ -310,7 +324,11 @@ def run_sweep(
             raise SweepError(f"the sweep's values do not make a valid scene: {error.problems[0]}") from None
 
     columns = [a.key for a in axes]
-    settings = {"steps": steps, "discard": discard, "params_hash": params_hash(scene)}
+    fingerprint = params_hash(scene)
+    if rules is not None:  # other rules make other runs: a resumed table must share them
+        rules = str(Path(rules).resolve())
+        fingerprint += "+" + hashlib.sha256(Path(rules).read_bytes()).hexdigest()[:8]
+    settings = {"steps": steps, "discard": discard, "params_hash": fingerprint}
     rows = _resumable_rows(out, columns, tasks, settings) if out.exists() else []
     done = {(tuple(row[c] for c in columns), int(row["repeat"])) for row in rows}
     pending = [t for t in tasks if (t.values, t.repeat) not in done]
@@ -328,6 +346,7 @@ def run_sweep(
                     t.seed,
                     steps,
                     discard,
+                    rules,
                     pure=False,
                 ): t
                 for t in pending

@@ -291,6 +291,27 @@ VARIANTS = {
         obstacles=[Obstacle((-3, 0, 0), 1.5), Obstacle((6.5, 0, 0), 1.5)],  # one across the border
         wind=(0.3, 0, 0),
     ),  # fmt: skip
+    # How a step is carried out (docs/model.md, "How a step is carried out").
+    "sequential": Params(**SMALL, update="sequential"),
+    "sequential, periodic, predators": Params(
+        **SMALL, update="sequential", arena_shape="periodic", init_radius=7.0, predator_count=2
+    ),
+    "per rule, chained": Params(**SMALL, update="per_rule", combine="chain"),
+    "chained, own order": Params(
+        **SMALL, combine="chain", rule_order=("speed", "cohesion", "separation"), attractors=[Attractor((3, 0, 0))]
+    ),
+    "alignment mean, linear sum": Params(
+        **SMALL, alignment_form="mean", alignment=0.2, separation_falloff="linear", separation_average=False
+    ),
+    "mesh turn limit": Params(**SMALL, turn_limit="mesh", max_turn_rate=90.0),
+    "mesh, planar, sequential": Params(**SMALL, turn_limit="mesh", dimensions=2, update="sequential"),
+    "wrap": Params(**SMALL, arena_shape="wrap", init_radius=9.0),
+    "rectangular box": Params(**SMALL, arena_shape="box", arena_size=(20.0, 10.0, 14.0)),
+    "rectangular periodic, planar": Params(
+        **SMALL, arena_shape="periodic", arena_size=(24.0, 12.0, 1.0), dimensions=2, init_radius=9.0
+    ),
+    "containment, sphere": Params(**SMALL, containment=40.0, max_turn_rate=60.0),
+    "containment, planar box": Params(**SMALL, containment=40.0, arena_shape="box", dimensions=2),
 }
 
 

@@ -1,0 +1,269 @@
+"""The open model: your own rules and forces in both engines, the update orders, chained
+rules and the mesh turn limit, each against a hand-computed form or a literal loop."""
+
+import math
+
+import numpy as np
+import pytest
+from helpers import assert_clean_failure, flock3d
+from pyquaternion import Quaternion
+
+import flock3d as f3
+from flock3d import Flock, Params, RuleError, SimulationError
+from flock3d.core import quaternion
+
+from conftest import acceleration, free_params, hand_flock
+
+
+@f3.force
+def lift(position, velocity, time):
+    """A force that depends on where the boid is, how it moves and when."""
+    return np.array([position[0], 2.0 * time, -velocity[2]])
+
+
+@f3.pair_rule
+def towards(p_i, v_i, p_j, v_j):
+    return p_j - p_i
+
+
+@f3.pair_rule(radius=3.0, fov=180.0, average=False, weight=2.0)
+def towards_ahead(p_i, v_i, p_j, v_j):
+    return p_j - p_i
+
+
+@f3.pair_rule(weight=0.5)
+def match_speed(p_i, v_i, p_j, v_j):
+    return (v_j - v_i)[0], 0.0, 0.0  # a tuple works as well as an array
+
+
+# -- closed forms on two or three boids -------------------------------------------------------
+
+
+def test_a_force_adds_its_weighted_value_to_the_acceleration(engine):
+    flock = Flock(free_params(), positions=[[3.0, 1.0, 0.0]], velocities=[[0, 0, 2.0]], engine=engine,
+                  forces=[lift.replace(weight=1.5)])  # fmt: skip
+    flock.step(4)
+    p, v, t = flock.positions[0].copy(), flock.velocities[0].copy(), flock.time
+    assert t == pytest.approx(0.04)
+    a = acceleration(flock)[0]
+    np.testing.assert_allclose(a, 1.5 * np.array([p[0], 2.0 * t, -v[2]]), rtol=1e-9)
+
+
+def test_a_pair_rule_averages_or_sums_over_the_neighbours_its_radius_and_cone_allow(engine):
+    p = [[0.0, 0.0, 0.0], [2.0, 0.0, 1.0], [0.0, 1.0, -1.0], [0.0, 0.0, 4.0]]
+    v = [[0, 0, 1.0]] * 4
+    # Boid 0 looks along +z: boid 1 is ahead within 3, boid 2 is behind, boid 3 beyond 3.
+    averaged = acceleration(hand_flock_with(free_params(view_distance=10.0), p, v, engine, [towards]))[0]
+    np.testing.assert_allclose(averaged, np.mean(np.array(p[1:]) - p[0], axis=0), atol=1e-9)
+    ahead = acceleration(hand_flock_with(free_params(view_distance=10.0), p, v, engine, [towards_ahead]))[0]
+    np.testing.assert_allclose(ahead, 2.0 * (np.array(p[1]) - p[0]), atol=1e-9)
+    speeds = acceleration(hand_flock_with(free_params(), p[:2], [[0, 0, 1.0], [3.0, 0, 1.0]], engine, [match_speed]))
+    np.testing.assert_allclose(speeds[0], [0.5 * 3.0, 0, 0], atol=1e-9)
+
+
+def hand_flock_with(params, p, v, engine, rules=(), forces=()):
+    return Flock(params, positions=np.asarray(p, float), velocities=np.asarray(v, float), engine=engine,
+                 rules=rules, forces=forces)  # fmt: skip
+
+
+def test_a_rule_sees_the_nearest_image_across_a_periodic_border(engine):
+    params = free_params(arena_shape="periodic", arena_radius=10.0, view_distance=5.0)
+    flock = hand_flock_with(params, [[9.5, 0, 0], [-9.5, 0, 0]], [[0, 0, 1.0]] * 2, engine, [towards])
+    np.testing.assert_allclose(acceleration(flock), [[1.0, 0, 0], [-1.0, 0, 0]], atol=1e-9)
+
+
+def test_re_weighting_a_rule_live_changes_the_step_without_a_new_flock():
+    p, v = [[0.0, 0.0, 0.0], [1.0, 0.0, 0.0]], [[0, 0, 1.0]] * 2
+    flock = hand_flock_with(free_params(), p, v, "fast", [towards])
+    assert acceleration(flock)[0, 0] == pytest.approx(1.0, rel=1e-9)
+    flock.set_rules([towards.replace(weight=3.0)])
+    gap = flock.positions[1, 0] - flock.positions[0, 0]
+    assert acceleration(flock)[0, 0] == pytest.approx(3.0 * gap, rel=1e-9)
+
+
+# -- fast == reference with rules on ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("shape", ["sphere", "box", "periodic"])
+def test_fast_equals_reference_with_rules_and_forces_on(shape):
+    params = Params(count=60, arena_radius=8.0, arena_shape=shape, init_radius=7.0)
+    rules = [towards.replace(weight=0.3), towards_ahead.replace(weight=0.1), match_speed]
+    fast = Flock(params, seed=5, rules=rules, forces=[lift.replace(weight=0.05)])
+    ref = Flock(params, seed=5, rules=rules, forces=[lift.replace(weight=0.05)], engine="reference")
+    fast.step(100)
+    ref.step(100)
+    np.testing.assert_allclose(fast.positions, ref.positions, atol=1e-9)
+    np.testing.assert_allclose(fast.velocities, ref.velocities, atol=1e-9)
+
+
+# -- rules that fail --------------------------------------------------------------------------------
+
+
+@f3.pair_rule
+def strict(p_i, v_i, p_j, v_j):
+    if abs(p_i[0]) > 2.0:
+        raise ValueError("boid too far from the axis")
+    return np.zeros(3)
+
+
+@f3.force
+def sqrt_of_x(position, velocity, time):
+    return np.array([math.sqrt(position[0] - 10.0), 0.0, 0.0]) if position[0] > 2.0 else np.zeros(3)
+
+
+@f3.force
+def two_numbers(position, velocity, time):
+    return (1.0, 2.0)
+
+
+@f3.force
+def uses_python_objects(position, velocity, time):
+    return np.array([float(len({1, 2, object()})), 0.0, 0.0])
+
+
+@pytest.mark.parametrize(
+    "rules, forces, message",
+    [
+        ([strict], [], r"step 1, boid \d+: rule 'strict' \(test_open_model.py:\d+\) raised ValueError: boid too far"),
+        ([], [sqrt_of_x], r"force 'sqrt_of_x' .* returned a non-finite value|raised ValueError: math domain error"),
+        ([], [two_numbers], r"force 'two_numbers' .* returned \(1.0, 2.0\); it must return 3 numbers"),
+    ],
+)
+def test_a_failing_rule_is_one_line_naming_it(engine, rules, forces, message):
+    with pytest.raises(RuleError, match=message) as info:
+        flock = Flock(Params(count=80), seed=2, rules=rules, forces=forces, engine=engine)
+        before = flock.positions.copy()
+        flock.step(3)
+    assert "\n" not in str(info.value)
+    if forces != [two_numbers]:  # refused before any step; the others stopped mid-step
+        assert np.all(np.isfinite(flock.positions)) and not np.array_equal(flock.positions, before)
+
+
+def test_a_rule_numba_cannot_compile_is_named():
+    flock = Flock(Params(count=20), forces=[uses_python_objects])  # plain Python accepts it
+    with pytest.raises(RuleError, match=r"force 'uses_python_objects' .* cannot be compiled by numba \(.*object"):
+        flock.step()
+
+
+def test_rules_must_be_made_with_the_decorators():
+    with pytest.raises(RuleError, match="rules must be made with @flock3d.pair_rule"):
+        Flock(Params(count=5), rules=[lambda a, b, c, d: a])
+    with pytest.raises(RuleError, match="takes 2 arguments; it must take 4"):
+        f3.pair_rule(lambda a, b: a)
+    with pytest.raises(RuleError, match="radius must be unset or a number in"):
+        f3.pair_rule(radius=-1.0)(lambda a, b, c, d: a)
+
+
+def test_a_blown_up_state_stops_the_step_naming_the_step_boid_and_cause(engine):
+    params = Params(count=30, dt=1000.0, min_speed=1e8, max_speed=1e9)
+    flock = Flock(params, seed=1, engine=engine)
+    with pytest.raises(SimulationError, match=r"step \d+, boid \d+: the state blew up .*sim.dt = 1000 is too large"):
+        flock.step(10)
+    assert np.all(np.abs(flock.positions) < 1e12)  # the failing boids kept their last sound state
+
+
+# -- update orders, chained rules, the mesh turn limit ------------------------------------------------
+
+
+def literal_sequential_step(p, v, dt, r_sep, r_view, k_sep, k_ali, k_coh, s_min, s_max):
+    """A hand-written in-place loop: each boid, in index order, applies the rules in turn
+    (linear summed separation, velocity matching, centering), clamps its speed and moves."""
+    for i in range(len(p)):
+        d = p - p[i]
+        dist = np.linalg.norm(d, axis=1)
+        close = (dist > 0) & (dist < r_sep)
+        v[i] = v[i] + k_sep * dt * -d[close].sum(axis=0)
+        seen = (dist > 0) & (dist < r_view)
+        if seen.any():
+            v[i] = v[i] + k_ali * dt * (v[seen].mean(axis=0) - v[i])
+            v[i] = v[i] + k_coh * dt * d[seen].mean(axis=0)
+        s = np.linalg.norm(v[i])
+        v[i] = v[i] * min(max(s, s_min), s_max) / s
+        p[i] = p[i] + dt * v[i]
+
+
+def test_sequential_chained_update_equals_a_hand_written_in_place_loop(engine):
+    params = Params(
+        count=40, arena_shape="none", update="sequential", combine="chain", view_distance=4.0, fov=360.0,
+        separation_distance=1.5, separation_falloff="linear", separation_average=False, separation=2.0,
+        alignment=3.0, cohesion=1.0, min_speed=1.0, max_speed=3.0, max_turn_rate=math.inf, dt=0.05,
+        init_radius=4.0,
+    )  # fmt: skip
+    flock = Flock(params, seed=4, engine=engine)
+    p, v = flock.positions.copy(), flock.velocities.copy()
+    for _ in range(10):
+        flock.step()
+        literal_sequential_step(p, v, 0.05, 1.5, 4.0, 2.0, 3.0, 1.0, 1.0, 3.0)
+    np.testing.assert_allclose(flock.positions, p, atol=1e-9)
+    np.testing.assert_allclose(flock.velocities, v, atol=1e-9)
+
+
+def test_per_rule_update_applies_each_rule_to_every_boid_before_the_next(engine):
+    params = Params(count=30, arena_shape="none", update="per_rule", combine="chain", alignment_form="mean",
+                    view_distance=5.0, fov=360.0, separation=0.0, cohesion=0.0, alignment=0.5, min_speed=0.0,
+                    max_speed=100.0, max_turn_rate=math.inf, dt=1.0, init_radius=3.0)  # fmt: skip
+    flock = Flock(params, seed=2, engine=engine)
+    p, v = flock.positions.copy(), flock.velocities.copy()
+    flock.step()
+    for i in range(len(p)):  # alignment alone, in place: later boids see the new velocities
+        d = np.linalg.norm(p - p[i], axis=1)
+        seen = (d > 0) & (d < 5.0)
+        if seen.any():
+            v[i] = v[i] + 0.5 * v[seen].mean(axis=0)
+    np.testing.assert_allclose(flock.velocities, v, atol=1e-9)
+    np.testing.assert_allclose(flock.positions, p + v, atol=1e-9)
+
+
+def test_the_mesh_turn_limit_turns_only_the_drawn_orientation_by_pyquaternions_slerp(engine):
+    params = free_params(turn_limit="mesh", max_turn_rate=90.0, dt=0.5, wind=(4.0, 0.0, 0.0))
+    flock = hand_flock(params, [[0.0, 0.0, 0.0]], [[0.0, 0.0, 2.0]], engine)
+    q0 = Quaternion(flock.orientations[0])
+    flock.step()
+    np.testing.assert_allclose(flock.velocities[0], [2.0, 0.0, 2.0], atol=1e-12)  # turned freely, 45 degrees
+    target = Quaternion(quaternion.look_rotation(np.array([[1.0, 0.0, 1.0]]))[0])
+    expected = Quaternion.slerp(q0, target, amount=math.radians(45.0) / (2 * math.acos(abs(q0.q @ target.q))))
+    # 45 degrees per step at most: the orientation got exactly there (pyquaternion slerps, no shortcut).
+    assert abs(abs(np.dot(flock.orientations[0], expected.q)) - 1.0) < 1e-12
+    flock.params = flock.params.replace(wind=(-40.0, 0.0, 0.0))
+    q1 = Quaternion(flock.orientations[0])
+    flock.step()  # now wants to turn by more than the limit: the orientation lags
+    v = flock.velocities[0]
+    target = Quaternion(quaternion.look_rotation(v[None])[0])
+    angle = 2 * math.acos(min(abs(q1.q @ target.q), 1.0))
+    assert angle > math.radians(45.0)
+    expected = Quaternion.slerp(q1, target, amount=math.radians(45.0) / angle)
+    assert abs(abs(np.dot(flock.orientations[0], expected.q)) - 1.0) < 1e-12
+
+
+def test_with_the_mesh_limit_boids_see_along_their_velocity():
+    params = free_params(turn_limit="mesh", fov=90.0, cohesion=1.0)
+    flock = hand_flock(params, [[0.0, 0.0, 0.0], [1.0, 0.0, 0.0]], [[0, 0, 1.0], [0, 0, 1.0]], "fast")
+    flock.orientations[0] = quaternion.look_rotation(np.array([[1.0, 0.0, 0.0]]))[0]  # drawn facing boid 1
+    a = acceleration(flock)
+    np.testing.assert_allclose(a[0], 0.0, atol=1e-12)  # its velocity looks along +z: boid 1 is abeam
+
+
+# -- the command line ---------------------------------------------------------------------------------
+
+
+RULES_FILE = '''
+import numpy as np
+import flock3d
+
+@flock3d.force
+def updraft(position, velocity, time):
+    return np.array([0.0, 0.5, 0.0])
+'''
+
+
+def test_run_takes_a_rules_file_and_a_broken_one_is_one_line(tmp_path):
+    (tmp_path / "ok.py").write_text(RULES_FILE)
+    out = flock3d("run", "small-arena", "--steps", "20", "--rules", tmp_path / "ok.py", "--no-progress")
+    assert out.returncode == 0, out.stderr
+    assert "rules: updraft" in out.stdout
+    (tmp_path / "bad.py").write_text(RULES_FILE.replace("0.5, 0.0])", "0.5])"))
+    assert_clean_failure(
+        flock3d("run", "small-arena", "--steps", "5", "--rules", tmp_path / "bad.py"),
+        "force 'updraft' (bad.py:5) returned",
+    )
+    assert_clean_failure(flock3d("run", "small-arena", "--rules", tmp_path / "none.py"), "no such rules file")
