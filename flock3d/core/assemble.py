@@ -249,6 +249,7 @@ def _values(params: Params, rules: Sequence[PairRule], forces: Sequence[Force]) 
         coh2=rc * rc, coh_cone=cone_threshold(fc),
         k_s=p.separation, k_a=p.alignment, k_c=p.cohesion,
         average=1.0 if p.separation_average else 0.0,
+        zero_mean=1.0 if p.empty_mean == "zero" else 0.0,
         conf_start=p.confinement_start * p.arena_radius,
         conf_fraction=p.confinement_start,
         k_b=p.confinement,
@@ -407,12 +408,13 @@ class _Generator:
         elif stage == "alignment":
             if L.alignment_form == "difference":
                 c(f"tx, ty, tz = C.velocity_matching({v('k_a')}, n_alignment, s_alignment_x, s_alignment_y, "
-                  "s_alignment_z, vx, vy, vz)")  # fmt: skip
+                  f"s_alignment_z, vx, vy, vz, {v('zero_mean')} > 0.0)")  # fmt: skip
             else:
                 c(f"tx, ty, tz = C.weighted({v('k_a')}, n_alignment, s_alignment_x, s_alignment_y, "
                   "s_alignment_z, True)")  # fmt: skip
         elif stage == "cohesion":
-            c(f"tx, ty, tz = C.weighted({v('k_c')}, n_cohesion, s_cohesion_x, s_cohesion_y, s_cohesion_z, True)")
+            c(f"tx, ty, tz = C.centering({v('k_c')}, n_cohesion, s_cohesion_x, s_cohesion_y, s_cohesion_z, "
+              f"px, py, pz, {v('zero_mean')} > 0.0)")  # fmt: skip
         elif stage.startswith("rule"):
             k = int(stage[len("rule"):])
             c(f"tx, ty, tz = C.weighted({v(f'rule{k}_w')}, n_rule{k}, s_rule{k}_x, s_rule{k}_y, s_rule{k}_z, "

@@ -97,12 +97,23 @@ def weighted(k, n, sx, sy, sz, average):
 
 
 @inlined
-def velocity_matching(k, n, sx, sy, sz, vx, vy, vz):
-    """Alignment, the model's form: k_a (mean neighbour velocity - own velocity)."""
+def velocity_matching(k, n, sx, sy, sz, vx, vy, vz, zero_mean):
+    """Alignment, the model's form: k_a (mean neighbour velocity - own velocity). With no
+    neighbours: nothing, or with ``zero_mean`` k_a (0 - own velocity)."""
     if n == 0.0:
-        return 0.0, 0.0, 0.0
+        return (-k * vx, -k * vy, -k * vz) if zero_mean else (0.0, 0.0, 0.0)
     m = 1.0 / n
     return k * (sx * m - vx), k * (sy * m - vy), k * (sz * m - vz)
+
+
+@inlined
+def centering(k, n, sx, sy, sz, px, py, pz, zero_mean):
+    """Cohesion: k_c times the mean offset to the neighbours (sums of offsets s). With no
+    neighbours: nothing, or with ``zero_mean`` k_c (0 - own position), towards the origin."""
+    if n == 0.0:
+        return (-k * px, -k * py, -k * pz) if zero_mean else (0.0, 0.0, 0.0)
+    m = k / n
+    return m * sx, m * sy, m * sz
 
 
 # -- per-boid terms ---------------------------------------------------------------------------

@@ -34,6 +34,7 @@ __all__ = [
     "UPDATES",
     "COMBINES",
     "ALIGNMENT_FORMS",
+    "EMPTY_MEANS",
     "TURN_LIMITS",
     "STAGES",
     "MAX_MAGNITUDE",
@@ -61,6 +62,10 @@ left: v <- v + dt * a_k(v), and the speed limit is a stage of the chain)."""
 ALIGNMENT_FORMS = ("difference", "mean")
 """``difference``: k_a (mean v_j - v_i) (the model's); ``mean``: k_a mean v_j (adds the
 neighbours' mean velocity itself)."""
+EMPTY_MEANS = ("skip", "zero")
+"""What alignment and cohesion do for a boid that sees no one: ``skip`` (nothing: the
+model's) or ``zero`` (take the neighbours' mean velocity and mean position as zero
+vectors, the coordinate origin, as code that averages into a zeroed sum does)."""
 TURN_LIMITS = ("heading", "mesh")
 """``heading``: the turn limit steers the motion (the model's; v = |v| forward(q)); ``mesh``:
 the velocity turns freely and only the drawn orientation follows it, turning towards the
@@ -243,6 +248,8 @@ class Params:
     the stages not named follow in their default order. Needs ``combine = "chain"``."""
     alignment_form: str = "difference"
     """One of :data:`ALIGNMENT_FORMS`."""
+    empty_mean: str = "skip"
+    """One of :data:`EMPTY_MEANS`."""
     turn_limit: str = "heading"
     """One of :data:`TURN_LIMITS`."""
 
@@ -648,6 +655,7 @@ def _mode_problems(values: dict[str, Any]) -> list[Problem]:
     _choice(problems, "update", values["update"], UPDATES)
     _choice(problems, "combine", values["combine"], COMBINES)
     _choice(problems, "alignment_form", values["alignment_form"], ALIGNMENT_FORMS)
+    _choice(problems, "empty_mean", values["empty_mean"], EMPTY_MEANS)
     _choice(problems, "turn_limit", values["turn_limit"], TURN_LIMITS)
     order = values["rule_order"]
     if not (_is_sequence(order) and all(isinstance(name, str) and name.isidentifier() for name in order)):

@@ -200,14 +200,15 @@ class ReferenceBoid:
     def alignment(self, neighbours: list, velocity: np.ndarray, params: Params) -> np.ndarray:
         """Step 3: k_a times (mean neighbour velocity - own velocity), or the mean alone."""
         if not neighbours:
-            return np.zeros(3)
+            zero = params.empty_mean == "zero" and params.alignment_form == "difference"
+            return -params.alignment * velocity if zero else np.zeros(3)
         mean = np.mean([b.velocity for b, _ in neighbours], axis=0)
         return params.alignment * (mean - velocity if params.alignment_form == "difference" else mean)
 
     def cohesion(self, neighbours: list, params: Params) -> np.ndarray:
         """Step 4: k_c times the mean offset to the neighbours."""
         if not neighbours:
-            return np.zeros(3)
+            return -params.cohesion * self.position if params.empty_mean == "zero" else np.zeros(3)
         return params.cohesion * np.mean([offset for _, offset in neighbours], axis=0)
 
     def confinement(self, params: Params) -> np.ndarray:

@@ -400,9 +400,12 @@ def describe_arena(params: Params) -> str:
     planar = params.dimensions == 2
     if params.arena_shape == "sphere":
         return f"{'circle' if planar else 'sphere'} R={params.arena_radius:g}"
-    kind = "square" if planar else "box"
-    periodic = "periodic " if params.arena_shape == "periodic" else ""
-    return f"{periodic}{kind}, side {2 * params.arena_radius:g}"
+    sides = [2.0 * h for h in params.half_extents[: 2 if planar else 3]]
+    cube = len(set(sides)) == 1
+    kind = ("square" if cube else "rectangle") if planar else ("box" if cube else "cuboid")
+    prefix = {"periodic": "periodic ", "wrap": "wrap-around "}.get(params.arena_shape, "")
+    size = f"side {sides[0]:g}" if cube else " x ".join(f"{s:g}" for s in sides)
+    return f"{prefix}{kind}, {size}"
 
 
 # -- the shipped library ----------------------------------------------------------------
