@@ -309,7 +309,9 @@ def test_a_linear_velocity_field_has_a_scale_free_correlation_length():
         v = np.c_[np.full(n, 5.0), 0.01 * (x - x.mean()), np.zeros(n)]
         c = metrics.velocity_correlation(p, v, bins=200)
         assert c.xi_velocity / c.size == pytest.approx(1 / (1 + math.sqrt(3)), rel=0.01)
-        noisy = metrics.velocity_correlation(p, v * [1, 0, 0] + rng.normal(0, 1, (n, 3)) * [0, 1, 1], bins=200)
+        noisy = metrics.velocity_correlation(
+            p, v * [1, 0, 0] + rng.normal(0, 1, (n, 3)) * [0, 1, 1], bins=200
+        )
         assert noisy.xi_velocity < 2.5 * n / 200  # within the first bins: short-ranged
 
 
