@@ -459,6 +459,19 @@ def _correlation_sums(p, u, o, s, rows, upper, r_max, bins, box):
     return out.sum(axis=0)
 
 
+def _without_rotation_and_dilation(p: np.ndarray, f: np.ndarray) -> np.ndarray:
+    """f (N, 3) minus the least-squares field ``w x r + k r`` (r from the centroid of p (N, 3))."""
+    r = p - p.mean(axis=0)
+    a = np.zeros((len(p), 3, 4))
+    # w x r written as a matrix acting on w, then the dilation column r.
+    a[:, 0, 1], a[:, 0, 2] = r[:, 2], -r[:, 1]
+    a[:, 1, 0], a[:, 1, 2] = -r[:, 2], r[:, 0]
+    a[:, 2, 0], a[:, 2, 1] = r[:, 1], -r[:, 0]
+    a[:, :, 3] = r
+    coefficients = np.linalg.lstsq(a.reshape(-1, 4), f.reshape(-1), rcond=None)[0]
+    return f - (a.reshape(-1, 4) @ coefficients).reshape(-1, 3)
+
+
 class Correlation(NamedTuple):
     """The connected correlation functions of one frame (see :func:`velocity_correlation`).
 
@@ -512,6 +525,7 @@ def velocity_correlation(
     r_max: float | None = None,
     max_pairs: int = 100_000_000,
     period=None,
+    remove_modes: bool = False,
 ) -> Correlation:
     """Connected velocity correlation functions C(r) and correlation lengths of Cavagna et al. (2010).
 
@@ -540,6 +554,12 @@ def velocity_correlation(
             other boid: an estimate of each bin's mean over pairs (c_0 and the means
             are always exact). 100,000 boids then take about 1 s on two cores.
         period: (3,) box sides for the minimum image, or None.
+        remove_modes: first subtract from the velocity and orientation fluctuations
+            the flock's best-fit rotation and uniform dilation about its centroid
+            (least squares), so that a turning, contracting or expanding flock's
+            overall motion, which is correlated across the whole flock by
+            construction, does not pass for the correlation of its members'
+            fluctuations (the check Cavagna et al. made). Not in a periodic box.
 
     Returns:
         A :class:`Correlation`. With fewer than 2 boids everything is NaN; a kind with
@@ -560,6 +580,10 @@ def velocity_correlation(
     direction = _unit(v)
     o = direction - direction.mean(axis=0)
     s = speed - speed.mean()
+    if remove_modes:
+        if box is not None:
+            raise ValueError("remove_modes needs a flock with a centre: not in a periodic box")
+        u, o = _without_rotation_and_dilation(p, u), _without_rotation_and_dilation(p, o)
     if n * (n - 1) // 2 <= max_pairs:
         half = np.arange((n + 1) // 2)
         # Row i has n - 1 - i partners: pair short rows with long ones to balance the chunks.

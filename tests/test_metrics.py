@@ -315,6 +315,23 @@ def test_a_linear_velocity_field_has_a_scale_free_correlation_length():
         assert noisy.xi_velocity < 2.5 * n / 200  # within the first bins: short-ranged
 
 
+def test_removing_rotation_and_dilation_leaves_the_members_fluctuations():
+    # A turning, contracting flock: its fluctuations are the rigid field w x r + k r,
+    # correlated over the whole flock; each member adds independent noise.
+    rng = np.random.default_rng(2)
+    p = rng.uniform(-10, 10, (1500, 3))
+    r = p - p.mean(axis=0)
+    noise = rng.normal(0, 0.05, p.shape)
+    v = [4.0, 0, 0] + np.cross([0.0, 0.05, 0.02], r) - 0.03 * r + noise
+    whole = metrics.velocity_correlation(p, v, bins=40)
+    members = metrics.velocity_correlation(p, v, bins=40, remove_modes=True)
+    assert whole.xi_velocity > 0.2 * whole.size
+    assert members.xi_velocity < 2 * whole.size / 40  # the noise's: within the first bins
+    np.testing.assert_array_equal(members.speed, whole.speed)  # a scalar: untouched
+    with pytest.raises(ValueError, match="periodic"):
+        metrics.velocity_correlation(p, v, remove_modes=True, period=[30.0, 30.0, 30.0])
+
+
 def test_sampled_correlation_estimates_the_exact_one():
     rng = np.random.default_rng(5)
     p = rng.uniform(0, 20, (3000, 3))
