@@ -328,17 +328,18 @@ def _add_metrics(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 
 def _write_csv(path: Path, columns: dict[str, np.ndarray]) -> None:
-    """Columns of equal length as CSV: whole-number columns as integers, the rest exactly (repr)."""
+    """Columns of equal length as CSV: whole numbers as integers, reals exactly (repr), text as is."""
     import csv
+
+    def cell(kind: str):
+        return {"i": int, "u": int, "b": int, "U": str, "O": str}.get(kind, lambda x: repr(float(x)))
 
     with path.open("w", newline="") as handle:
         writer = csv.writer(handle)
         writer.writerow(list(columns))
-        kinds = [np.issubdtype(np.asarray(v).dtype, np.integer) for v in columns.values()]
+        formats = [cell(np.asarray(v).dtype.kind) for v in columns.values()]
         for row in zip(*columns.values(), strict=True):
-            writer.writerow(
-                [int(x) if whole else repr(float(x)) for x, whole in zip(row, kinds, strict=True)]
-            )
+            writer.writerow([f(x) for f, x in zip(formats, row, strict=True)])
 
 
 def _run_metrics(args: argparse.Namespace) -> int:
@@ -433,6 +434,50 @@ def _run_metrics(args: argparse.Namespace) -> int:
 
         plot_metrics(columns, outputs["plot"], title=f"{scene.name} ({args.trajectory})")
         print(f"wrote {outputs['plot']}")
+    return 0
+
+
+# -- experiment -----------------------------------------------------------------------
+
+
+def _add_experiment(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    from flock3d.experiments import EXPERIMENTS
+
+    listing = "; ".join(f"{e.name}: {e.title} ({e.reference})" for e in EXPERIMENTS.values())
+    p = sub.add_parser(
+        "experiment",
+        help="reproduce a classic experiment of collective-motion studies: a table, a plot, the numbers",
+        description="Run an experiment, print its figure next to the paper's, and write NAME.csv and "
+        f"NAME.png into --out. The experiments: {listing}.",
+    )
+    p.add_argument("name", metavar="NAME", choices=list(EXPERIMENTS), help=", ".join(EXPERIMENTS))
+    p.add_argument(
+        "--out", required=True, metavar="DIR", help="folder for NAME.csv and NAME.png (made if missing)"
+    )
+    p.add_argument("--quick", action="store_true", help="a small instance that runs in seconds")
+    p.add_argument("--seed", type=_seed, default=0, help="base seed of the runs (default 0)")
+    p.add_argument("--no-progress", action="store_true", help="do not show the progress bar")
+    return p
+
+
+def _run_experiment(args: argparse.Namespace) -> int:
+    from flock3d.experiments import EXPERIMENTS, run_experiment
+
+    out = Path(args.out)
+    if out.exists() and not out.is_dir():
+        raise Flock3dError(f"{args.out}: exists and is not a folder")
+    if not out.parent.is_dir():
+        raise Flock3dError(f"{args.out}: folder {out.parent} does not exist")
+    out.mkdir(exist_ok=True)
+    e = EXPERIMENTS[args.name]
+    print(f"{e.name}: {e.title}\n  reproducing {e.reference}" + (" (quick)" if args.quick else ""))
+    result = run_experiment(args.name, quick=args.quick, seed=args.seed,
+                            progress=False if args.no_progress else None)  # fmt: skip
+    print("\n".join(result.lines))
+    table, image = out / f"{e.name}.csv", out / f"{e.name}.png"
+    _write_csv(table, result.columns)
+    result.plot(image)
+    print(f"ran in {result.seconds:.1f} s; wrote {table} and {image}")
     return 0
 
 
@@ -647,6 +692,7 @@ COMMANDS: dict[str, tuple[Callable, Callable[[argparse.Namespace], int]]] = {
     "metrics": (_add_metrics, _run_metrics),
     "render": (_add_render, _run_render),
     "sweep": (_add_sweep, _run_sweep),
+    "experiment": (_add_experiment, _run_experiment),
     "bench": (_add_bench, _run_bench),
 }
 
