@@ -133,6 +133,18 @@ def test_k_nearest_match_brute_force_with_ties_by_index():
         assert np.all(idx[:, kk:] == -1) and np.all(np.isinf(dist[:, kk:]))
 
 
+def test_k_nearest_through_the_faces_of_a_periodic_box():
+    rng = np.random.default_rng(12)
+    box = np.array([5.0, 7.0, 6.0])
+    p = rng.uniform(0, 1, (150, 3)) * box
+    idx, dist = metrics._nearest_k(p, 10, box)
+    d = minimum_image_distances(p, box)
+    np.fill_diagonal(d, np.inf)
+    expected = np.array([np.lexsort((np.arange(len(p)), row))[:10] for row in d])
+    np.testing.assert_array_equal(idx, expected)
+    np.testing.assert_allclose(dist, np.take_along_axis(d, expected, 1), rtol=1e-12)
+
+
 @pytest.mark.parametrize("box", [(10.0, 10.0, 10.0), (6.0, 8.0, 0.0)])
 def test_periodic_spacing_and_groups_use_the_minimum_image(box):
     rng = np.random.default_rng(4)
