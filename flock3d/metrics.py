@@ -414,6 +414,18 @@ def principal_axes(positions: np.ndarray) -> Shape:
 _CHUNKS = 64  # fixed work split: sums are the same whatever the thread count
 
 
+@numba.njit(cache=True, inline="always")
+def _nearest_image(dx, dy, dz, box):
+    """A coordinate difference reduced to its nearest image; box (3,) sides, 0: that axis is open."""
+    if box[0] > 0.0:
+        dx -= box[0] * np.rint(dx / box[0])
+    if box[1] > 0.0:
+        dy -= box[1] * np.rint(dy / box[1])
+    if box[2] > 0.0:
+        dz -= box[2] * np.rint(dz / box[2])
+    return dx, dy, dz
+
+
 @numba.njit(cache=True, parallel=True)
 def _correlation_sums(p, u, o, s, rows, upper, r_max, bins, box):
     """Per-bin sums over pairs (i, j): count, sum r_ij, sum u_i.u_j, sum o_i.o_j, sum s_i s_j.
@@ -440,12 +452,7 @@ def _correlation_sums(p, u, o, s, rows, upper, r_max, bins, box):
                     continue
                 dx, dy, dz = p[j, 0] - px, p[j, 1] - py, p[j, 2] - pz
                 if periodic:
-                    if box[0] > 0.0:
-                        dx -= box[0] * np.rint(dx / box[0])
-                    if box[1] > 0.0:
-                        dy -= box[1] * np.rint(dy / box[1])
-                    if box[2] > 0.0:
-                        dz -= box[2] * np.rint(dz / box[2])
+                    dx, dy, dz = _nearest_image(dx, dy, dz, box)
                 d2 = dx * dx + dy * dy + dz * dz
                 if d2 >= r_max2:
                     continue
@@ -827,13 +834,7 @@ def _pair_pass(positions, velocities, link2, box, out):
             # A row of squared distances first: these loops vectorise, a scatter over pairs did not.
             if periodic:
                 for j in range(n):
-                    dx, dy, dz = x[j] - x[i], y[j] - y[i], z[j] - z[i]
-                    if box[0] > 0.0:
-                        dx -= box[0] * np.rint(dx / box[0])
-                    if box[1] > 0.0:
-                        dy -= box[1] * np.rint(dy / box[1])
-                    if box[2] > 0.0:
-                        dz -= box[2] * np.rint(dz / box[2])
+                    dx, dy, dz = _nearest_image(x[j] - x[i], y[j] - y[i], z[j] - z[i], box)
                     d2[j] = dx * dx + dy * dy + dz * dz
             else:
                 for j in range(n):
