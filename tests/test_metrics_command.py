@@ -82,3 +82,25 @@ def test_metrics_bad_options_fail_cleanly(recording, tmp_path):
         flock3d("metrics", recording, "--correlation", tmp_path / "c.txt"), "must end in .csv"
     )
     assert_clean_failure(flock3d("metrics", recording, "--stride", "0"), "must be >= 1")
+
+
+def test_metrics_of_a_periodic_recording_look_through_the_faces(tmp_path):
+    path, table = tmp_path / "wrap.h5", tmp_path / "m.csv"
+    assert (
+        flock3d(
+            "run", "classics/wraparound-270-2d", "--steps", "30", "--every", "10", "--out", path
+        ).returncode
+        == 0
+    )
+    out = flock3d("metrics", path, "--csv", table, "--correlation", tmp_path / "c.csv")
+    assert out.returncode == 0, out.stderr
+    columns = read_csv(table)
+    with Trajectory(path) as traj:
+        box = metrics.periodic_box(traj.scene.params)
+        last = traj.frame(-1)
+        distance = traj.scene.params.perception_distance
+    assert box is not None and box[2] == 0.0  # a planar wrap-around world
+    assert columns["groups"][-1] == metrics.groups(last.positions, distance, box)[0]
+    assert columns["nn_mean"][-1] == pytest.approx(metrics.nearest_neighbour_stats(last.positions, box).mean)
+    assert np.all(np.isnan(columns["size"])) and np.all(np.isnan(columns["length"]))
+    assert np.all(np.isfinite(columns["xi_velocity"]))
