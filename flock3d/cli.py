@@ -220,7 +220,7 @@ FRAME_INTERVAL = 0.1
 
 def default_every(dt: float) -> int:
     """Steps between recorded frames: one frame per :data:`FRAME_INTERVAL` of simulated time."""
-    return max(1, round(FRAME_INTERVAL / dt))
+    return max(1, round(min(FRAME_INTERVAL / dt, MAX_STEPS)))  # a dt of 1e-320 gives inf
 
 
 #: More steps than anyone runs: a guard against --seconds with an absurd dt.
