@@ -224,7 +224,11 @@ def _add_run(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     length.add_argument("--seconds", type=_positive_float, help="simulated seconds to run")
     p.add_argument("--out", metavar="TRAJ.h5", help="record the trajectory to this HDF5 file")
     p.add_argument(
-        "--every", type=_positive_int, default=1, metavar="K", help="record every K-th step (default 1)"
+        "--every",
+        type=_positive_int,
+        metavar="K",
+        help=f"record every K-th step (default: a frame every {FRAME_INTERVAL:g} s of simulated time, "
+        "i.e. every 6 steps at the default dt of 1/60 s)",
     )
     p.add_argument("--seed", type=_seed, help="seed of the initial state (default: the scene's)")
     _set_argument(p)
@@ -274,6 +278,17 @@ def _scene_from(args: argparse.Namespace, name: str | None):
     return scene if args.seed is None else scene.replace(seed=args.seed)
 
 
+#: Simulated seconds between recorded frames unless --every says otherwise. Every step of
+#: 500 boids wrote 1 GB in 8 s of wall time; ten frames a second still resolve turns and
+#: play back smoothly enough, at a sixth of the size with the default dt.
+FRAME_INTERVAL = 0.1
+
+
+def default_every(dt: float) -> int:
+    """Steps between recorded frames: one frame per :data:`FRAME_INTERVAL` of simulated time."""
+    return max(1, round(min(FRAME_INTERVAL / dt, MAX_STEPS)))  # a dt of 1e-320 gives inf
+
+
 def _output_path(path: str, suffixes: tuple[str, ...], what: str) -> Path:
     """Check an output path before any work is done: right suffix, existing folder."""
     if not path.strip():
@@ -306,6 +321,7 @@ def _run_run(args: argparse.Namespace) -> int:
             )
         steps = math.ceil(wanted - 1e-9)
     out = _output_path(args.out, (".h5", ".hdf5"), "--out") if args.out is not None else None
+    every = args.every if args.every is not None else default_every(p.dt)
 
     rules, forces = _rules_from(args)
     flock = Flock.from_scene(scene, rules=rules, forces=forces)
@@ -317,8 +333,8 @@ def _run_run(args: argparse.Namespace) -> int:
         if out is None:
             stats = run(flock, steps, progress=progress, stop=stop)
         else:
-            with TrajectoryWriter(out, len(flock), scene, args.every, flock.state.n_predators) as writer:
-                stats = run(flock, steps, writer=writer, every=args.every, progress=progress, stop=stop)
+            with TrajectoryWriter(out, len(flock), scene, every, flock.state.n_predators) as writer:
+                stats = run(flock, steps, writer=writer, every=every, progress=progress, stop=stop)
 
     nn = metrics.nearest_neighbour_stats(flock.positions)
     print(
@@ -331,7 +347,7 @@ def _run_run(args: argparse.Namespace) -> int:
         f"nearest-neighbour distance {nn.mean:.3f} (min {nn.min:.3f})"
     )
     if out is not None:
-        print(f"wrote {stats.frames:,} frames to {out}")
+        print(f"wrote {stats.frames:,} frames to {out} (one every {every} steps)")
     if stats.interrupted:
         print(f"flock3d run: stopped by {stats.interrupted} after {stats.steps:,} steps", file=sys.stderr)
         return 130 if stats.interrupted == "SIGINT" else 143
@@ -344,53 +360,193 @@ def _run_run(args: argparse.Namespace) -> int:
 def _add_metrics(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p = sub.add_parser(
         "metrics",
-        help="measure a recorded trajectory: order, spacing, groups",
-        description="Compute polarization, milling, mean and nearest-neighbour distances and the "
-        "number of groups (connected at the view distance, r_a for the couzin model) for every "
-        "frame of a trajectory.",
+        help="measure a recorded trajectory: order, spacing, groups, shape, correlations",
+        description="Compute polarization, milling, mean and nearest-neighbour distances, the number "
+        "of groups (connected at the view distance, r_a for the couzin model), the flock's size L and "
+        "its principal axes for every frame of a trajectory; optionally the velocity correlation "
+        "functions and lengths (Cavagna et al. 2010) and the nearest neighbours' anisotropy "
+        "(Ballerini et al. 2008). A periodic arena is measured through its faces (minimum image).",
     )
     p.add_argument("trajectory", metavar="TRAJ.h5", help="a file written by `flock3d run --out`")
     p.add_argument("--csv", metavar="OUT.csv", help="write the per-frame table as CSV")
     p.add_argument("--plot", metavar="OUT.png", help="plot the measurements against time")
+    p.add_argument(
+        "--correlation",
+        metavar="OUT.csv",
+        help="also compute C(r) of velocity, orientation and speed fluctuations per frame: write the "
+        "curves here (one row per frame and bin) and add xi_velocity, xi_orientation, xi_speed to the table",
+    )
+    p.add_argument(
+        "--bins", type=_positive_int, default=50, help="distance bins of C(r), 0 to L (default 50)"
+    )
+    p.add_argument(
+        "--anisotropy",
+        metavar="OUT.csv",
+        help="also compute the anisotropy gamma(n) of the n-th nearest neighbour per frame: write it "
+        "here (one row per frame and rank) and add n_c to the table",
+    )
+    p.add_argument(
+        "--neighbours", type=_positive_int, default=20, help="largest rank n of --anisotropy (default 20)"
+    )
+    p.add_argument("--stride", type=_positive_int, default=1, metavar="K", help="measure every K-th frame")
+    p.add_argument("--no-progress", action="store_true", help="do not show the progress bar")
     return p
 
 
-def _run_metrics(args: argparse.Namespace) -> int:
+def _write_csv(path: Path, columns: dict[str, np.ndarray]) -> None:
+    """Columns of equal length as CSV: whole numbers as integers, reals exactly (repr), text as is."""
     import csv
+
+    def cell(kind: str):
+        return {"i": int, "u": int, "b": int, "U": str, "O": str}.get(kind, lambda x: repr(float(x)))
+
+    with path.open("w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(list(columns))
+        formats = [cell(np.asarray(v).dtype.kind) for v in columns.values()]
+        for row in zip(*columns.values(), strict=True):
+            writer.writerow([f(x) for f, x in zip(formats, row, strict=True)])
+
+
+def _run_metrics(args: argparse.Namespace) -> int:
+    import itertools
+
+    from tqdm import tqdm
 
     from flock3d import metrics
     from flock3d.io import Trajectory
 
-    csv_path = _output_path(args.csv, (".csv",), "--csv") if args.csv is not None else None
-    plot_path = _output_path(args.plot, (".png",), "--plot") if args.plot is not None else None
-    if plot_path is not None:
+    outputs = {
+        name: _output_path(path, suffixes, f"--{name}") if path is not None else None
+        for name, path, suffixes in (
+            ("csv", args.csv, (".csv",)),
+            ("plot", args.plot, (".png",)),
+            ("correlation", args.correlation, (".csv",)),
+            ("anisotropy", args.anisotropy, (".csv",)),
+        )
+    }
+    if outputs["plot"] is not None:
         _require("plot", option="--plot")
     with Trajectory(args.trajectory) as traj:
         scene = traj.scene
         if traj.n_frames == 0:
             raise Flock3dError(f"{args.trajectory}: the trajectory has no frames")
-        columns = metrics.table(traj.frames(), scene.params.perception_distance)
+        period = metrics.periodic_box(scene.params)
+        total = len(range(0, traj.n_frames, args.stride))
+
+        def frames(what: str):
+            bar = tqdm(total=total, unit="frame", desc=what, file=sys.stderr,
+                       disable=True if args.no_progress else None)  # fmt: skip
+            with bar:
+                for state in itertools.islice(traj.frames(), 0, None, args.stride):
+                    yield state
+                    bar.update()
+
+        columns = metrics.table(frames("metrics"), scene.params.perception_distance, period)
         print(
             f"{args.trajectory}: {traj.n_frames:,} frames of {traj.n_boids:,} boids, "
             f"t = {columns['time'][0]:g} to {columns['time'][-1]:g} s (scene {scene.name!r})"
+            + (f", every {args.stride} frames measured" if args.stride > 1 else "")
         )
+        extra = {}
+        if outputs["correlation"]:
+            lengths, curves = metrics.correlation_table(frames("correlation"), bins=args.bins, period=period)
+            extra.update((k, lengths[k]) for k in ("xi_velocity", "xi_orientation", "xi_speed"))
+            _write_csv(outputs["correlation"], curves)
+        if outputs["anisotropy"]:
+            ranges, gammas = metrics.anisotropy_table(frames("anisotropy"), neighbours=args.neighbours,
+                                                      period=period)  # fmt: skip
+            extra["n_c"] = ranges["n_c"]
+            _write_csv(outputs["anisotropy"], gammas)
+    columns.update(extra)
+    broken = np.isnan(columns["polarization"]) if traj.n_boids else np.zeros(total, bool)
+    if broken.any():
+        first = int(columns["step"][np.argmax(broken)])
+        print(
+            f"flock3d metrics: warning: {broken.sum():,} of {total:,} frames hold NaN or infinite "
+            f"positions or velocities (the first at step {first:,}); their measurements are NaN",
+            file=sys.stderr,
+        )
+
+    def mean(v: np.ndarray) -> float:
+        finite = v[np.isfinite(v)]  # NaN: undefined (N < 2, a damaged frame, a periodic box's size)
+        return float(finite.mean()) if len(finite) else float("nan")
+
     print(f"{'':<20}{'first':>10}{'last':>10}{'mean':>10}")
-    for name in metrics.COLUMNS:
+    for name in [*metrics.COLUMNS, *extra]:
         v = columns[name]
-        mean = np.mean(v[~np.isnan(v)]) if np.any(~np.isnan(v)) else np.nan  # NaN: undefined (N < 2)
-        print(f"{name:<20}{v[0]:>10.3f}{v[-1]:>10.3f}{mean:>10.3f}")
-    if csv_path:
-        with csv_path.open("w", newline="") as handle:
-            writer = csv.writer(handle)
-            writer.writerow(list(columns))
-            for row in zip(*columns.values(), strict=True):
-                writer.writerow([int(x) if i == 0 else repr(float(x)) for i, x in enumerate(row)])
-        print(f"wrote {csv_path}")
-    if plot_path:
+        print(f"{name:<20}{v[0]:>10.3f}{v[-1]:>10.3f}{mean(v):>10.3f}")
+    if outputs["correlation"]:
+        ratios = ", ".join(
+            f"{k[3:]} {mean(columns[k] / columns['size']):.3f}" for k in extra if k[:3] == "xi_"
+        )
+        print(f"xi / L (mean over frames): {ratios}")
+        print(f"wrote {outputs['correlation']}")
+    if outputs["anisotropy"]:
+        gamma = gammas["gamma"].reshape(-1, args.neighbours)
+        known = np.isfinite(gamma)
+        average = np.where(known, gamma, 0.0).sum(axis=0) / np.where(
+            known.any(axis=0), known.sum(axis=0), np.nan
+        )
+        iso = 0.5 if scene.params.dimensions == 2 else 1.0 / 3.0
+        print(
+            f"anisotropy averaged over frames: gamma(1) = {average[0]:.3f}, isotropic {iso:.3f}, "
+            f"n_c = {metrics.topological_range(average, iso):.2f}"
+        )
+        print(f"wrote {outputs['anisotropy']}")
+    if outputs["csv"]:
+        _write_csv(outputs["csv"], columns)
+        print(f"wrote {outputs['csv']}")
+    if outputs["plot"]:
         from flock3d.plots import plot_metrics
 
-        plot_metrics(columns, plot_path, title=f"{scene.name} ({args.trajectory})")
-        print(f"wrote {plot_path}")
+        plot_metrics(columns, outputs["plot"], title=f"{scene.name} ({args.trajectory})")
+        print(f"wrote {outputs['plot']}")
+    return 0
+
+
+# -- experiment -----------------------------------------------------------------------
+
+
+def _add_experiment(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    from flock3d.experiments import EXPERIMENTS
+
+    listing = "; ".join(f"{e.name}: {e.title} ({e.reference})" for e in EXPERIMENTS.values())
+    p = sub.add_parser(
+        "experiment",
+        help="reproduce a classic experiment of collective-motion studies: a table, a plot, the numbers",
+        description="Run an experiment, print its figure next to the paper's, and write NAME.csv and "
+        f"NAME.png into --out. The experiments: {listing}.",
+    )
+    p.add_argument("name", metavar="NAME", choices=list(EXPERIMENTS), help=", ".join(EXPERIMENTS))
+    p.add_argument(
+        "--out", required=True, metavar="DIR", help="folder for NAME.csv and NAME.png (made if missing)"
+    )
+    p.add_argument("--quick", action="store_true", help="a small instance that runs in seconds")
+    p.add_argument("--seed", type=_seed, default=0, help="base seed of the runs (default 0)")
+    p.add_argument("--no-progress", action="store_true", help="do not show the progress bar")
+    return p
+
+
+def _run_experiment(args: argparse.Namespace) -> int:
+    from flock3d.experiments import EXPERIMENTS, run_experiment
+
+    _require("plot")  # each experiment draws its figure
+    out = Path(args.out)
+    if out.exists() and not out.is_dir():
+        raise Flock3dError(f"{args.out}: exists and is not a folder")
+    if not out.parent.is_dir():
+        raise Flock3dError(f"{args.out}: folder {out.parent} does not exist")
+    out.mkdir(exist_ok=True)
+    e = EXPERIMENTS[args.name]
+    print(f"{e.name}: {e.title}\n  reproducing {e.reference}" + (" (quick)" if args.quick else ""))
+    result = run_experiment(args.name, quick=args.quick, seed=args.seed,
+                            progress=False if args.no_progress else None)  # fmt: skip
+    print("\n".join(result.lines))
+    table, image = out / f"{e.name}.csv", out / f"{e.name}.png"
+    _write_csv(table, result.columns)
+    result.plot(image)
+    print(f"ran in {result.seconds:.1f} s; wrote {table} and {image}")
     return 0
 
 
@@ -623,6 +779,7 @@ COMMANDS: dict[str, tuple[Callable, Callable[[argparse.Namespace], int]]] = {
     "metrics": (_add_metrics, _run_metrics),
     "render": (_add_render, _run_render),
     "sweep": (_add_sweep, _run_sweep),
+    "experiment": (_add_experiment, _run_experiment),
     "bench": (_add_bench, _run_bench),
 }
 

@@ -10,10 +10,11 @@ __all__ = ["plot_metrics"]
 
 
 def plot_metrics(columns: dict[str, np.ndarray], path: str | Path, title: str = "") -> Path:
-    """Order parameters, distances and group count against time, as a PNG.
+    """Order parameters, distances, the flock's extent and group count against time, as a PNG.
 
     Args:
-        columns: the output of :func:`flock3d.metrics.table`.
+        columns: the output of :func:`flock3d.metrics.table`, optionally with the
+            correlation lengths of :func:`flock3d.metrics.correlation_table`.
         path: PNG file to write.
     """
     import matplotlib
@@ -23,8 +24,8 @@ def plot_metrics(columns: dict[str, np.ndarray], path: str | Path, title: str = 
     from matplotlib.ticker import MaxNLocator
 
     t = columns["time"]
-    fig, axes = plt.subplots(3, 1, figsize=(8, 8), sharex=True, constrained_layout=True)
-    order, spacing, groups = axes
+    fig, axes = plt.subplots(4, 1, figsize=(8, 10), sharex=True, constrained_layout=True)
+    order, spacing, shape, groups = axes
     order.plot(t, columns["polarization"], label="polarization")
     order.plot(t, columns["group_polarization"], label="polarization within groups", linestyle="--")
     order.plot(t, columns["milling"], label="milling")
@@ -37,6 +38,18 @@ def plot_metrics(columns: dict[str, np.ndarray], path: str | Path, title: str = 
     spacing.set_yscale("log")
     spacing.set_ylabel("distance (units)")
     spacing.legend(loc="best", fontsize="small")
+    lines = {"size": "size L", "length": "length", "width": "width", "thickness": "thickness",
+             "xi_velocity": "correlation length", "xi_speed": "speed correlation length"}  # fmt: skip
+    for name, label in lines.items():
+        if name in columns and np.isfinite(columns[name]).any():
+            shape.plot(t, columns[name], label=label, linestyle="--" if name.startswith("xi") else "-")
+    shape.set_ylabel("extent (units)")
+    if shape.lines:
+        shape.legend(loc="best", fontsize="small")
+    else:  # a periodic box: the flock has no outline
+        shape.text(
+            0.5, 0.5, "no outline in a periodic box", ha="center", va="center", transform=shape.transAxes
+        )
     groups.step(t, columns["groups"], where="post")
     groups.yaxis.set_major_locator(MaxNLocator(integer=True))
     groups.set_ylabel("groups")

@@ -131,7 +131,7 @@ def test_sigterm_leaves_a_readable_file(tmp_path):
     assert "stopped by SIGTERM" in stderr and "Traceback" not in stderr
     with Trajectory(path) as traj:
         assert traj.n_frames > 10
-        assert traj.steps[-1] == traj.n_frames - 1
+        assert traj.steps[-1] == (traj.n_frames - 1) * traj.every
         last = traj.frame(-1)
         assert np.all(np.isfinite(last.positions))
     assert f"wrote {traj.n_frames:,} frames" in stdout
@@ -253,7 +253,18 @@ def test_hostile_values_fail_cleanly(tmp_path):
 
 
 def test_empty_flock_and_tiny_view_distance_run(tmp_path):
-    out = flock3d("run", "default", "--steps", "5", "--set", "flock.count=0", "--out", tmp_path / "empty.h5")
+    out = flock3d(
+        "run",
+        "default",
+        "--steps",
+        "5",
+        "--every",
+        "1",
+        "--set",
+        "flock.count=0",
+        "--out",
+        tmp_path / "empty.h5",
+    )
     assert out.returncode == 0, out.stderr
     with Trajectory(tmp_path / "empty.h5") as traj:
         assert (traj.n_frames, traj.n_boids) == (6, 0)

@@ -4,7 +4,8 @@ Boids are counting-sorted into cubic cells covering their bounding box. Cells
 are numbered x-fastest, so the cells of one (y, z) row that a search touches
 are a single contiguous run of the sorted order. The step kernel uses the grid
 directly; the queries at the end of this module (counts within a radius,
-nearest-neighbour distances, connected groups) serve metrics and analysis.
+nearest-neighbour distances, connected groups, the k nearest neighbours) serve
+metrics and analysis.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ __all__ = [
     "count_within",
     "nearest_distances",
     "components",
+    "nearest_k",
     "MAX_CELLS_PER_BOID",
 ]
 
@@ -312,3 +314,76 @@ def components(positions, radius):
         else:
             labels[i] = labels[root]
     return count, labels
+
+
+@numba.njit(cache=True, parallel=True)
+def nearest_k(positions, k):
+    """The ``k`` nearest other boids of each boid, nearest first.
+
+    Searches rings of cells of growing Chebyshev radius around each boid, as
+    :func:`nearest_distances` does, keeping the ``k`` best; it stops once the next
+    ring cannot hold anything closer than the ``k``-th best found. Equal distances
+    are ordered by boid index, so the result does not depend on the grid.
+
+    Args:
+        positions: (N, 3) float64, finite.
+        k: neighbours wanted per boid, >= 1.
+
+    Returns:
+        ``(indices, distances)``: (N, k) int64 and (N, k) float64; where a boid has
+        fewer than ``k`` others, the missing entries are -1 and inf.
+    """
+    n = positions.shape[0]
+    indices = np.full((n, k), -1, dtype=np.int64)
+    distances = np.full((n, k), np.inf)
+    if n < 2:
+        return indices, distances
+    lo, hi = _finite_bounds(positions)
+    extent = max(hi[0] - lo[0], hi[1] - lo[1], hi[2] - lo[2])
+    # About k boids per cell if they filled their bounding box.
+    size = max(extent / max((n / k) ** (1.0 / 3.0), 1.0), 1e-12)
+    grid = build_grid(positions, size)
+    order, start, nx, ny, nz = grid.order, grid.cell_start, grid.nx, grid.ny, grid.nz
+    size = grid.cell_size
+    inv = 1.0 / size
+    ox, oy, oz = grid.origin_x, grid.origin_y, grid.origin_z
+    max_ring = max(nx, ny, nz)
+    for i in numba.prange(n):
+        px, py, pz = positions[i, 0], positions[i, 1], positions[i, 2]
+        cx, cy, cz = cell_index(px, ox, inv, nx), cell_index(py, oy, inv, ny), cell_index(pz, oz, inv, nz)
+        best_d2 = np.full(k, np.inf)
+        best_j = np.full(k, -1, dtype=np.int64)
+        for ring in range(max_ring + 1):
+            for z in range(max(cz - ring, 0), min(cz + ring, nz - 1) + 1):
+                for y in range(max(cy - ring, 0), min(cy + ring, ny - 1) + 1):
+                    on_shell_yz = abs(z - cz) == ring or abs(y - cy) == ring
+                    for x in range(max(cx - ring, 0), min(cx + ring, nx - 1) + 1):
+                        if not on_shell_yz and abs(x - cx) != ring:
+                            continue  # inside the shell: already searched
+                        c = (z * ny + y) * nx + x
+                        for s in range(start[c], start[c + 1]):
+                            j = order[s]
+                            if j == i:
+                                continue
+                            dx, dy, dz = positions[j, 0] - px, positions[j, 1] - py, positions[j, 2] - pz
+                            d2 = dx * dx + dy * dy + dz * dz
+                            last = k - 1
+                            if d2 > best_d2[last] or (d2 == best_d2[last] and j > best_j[last]):
+                                continue
+                            # Insert (d2, j) into the sorted list, dropping the k-th.
+                            m = last
+                            while m > 0 and (
+                                best_d2[m - 1] > d2 or (best_d2[m - 1] == d2 and best_j[m - 1] > j)
+                            ):
+                                best_d2[m] = best_d2[m - 1]
+                                best_j[m] = best_j[m - 1]
+                                m -= 1
+                            best_d2[m] = d2
+                            best_j[m] = j
+            reach = ring * size
+            if best_d2[k - 1] <= reach * reach:
+                break
+        for m in range(k):
+            indices[i, m] = best_j[m]
+            distances[i, m] = math.sqrt(best_d2[m])
+    return indices, distances

@@ -1,0 +1,322 @@
+"""The classic experiments of collective-motion studies, reproduced: ``flock3d experiment NAME``.
+
+Each experiment is a function of ``(quick, seed, progress)`` that simulates, measures
+and returns a :class:`Result`: a table (written as NAME.csv), the lines of its figure
+side by side with the paper's (printed), and a plot (written as NAME.png).
+``--quick`` runs a small instance in seconds, the one the tests run; the full run is
+the reproduction. A new experiment is a function decorated with :func:`experiment`.
+
+- ``couzin-memory``: Couzin et al. (2002), J. theor. Biol. 218:1, collective memory.
+- ``cavagna-correlations``: Cavagna et al. (2010), PNAS 107:11865, scale-free correlations.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from flock3d import metrics
+from flock3d.core.params import COUZIN_DEFAULTS, Params
+from flock3d.flock import Flock
+
+__all__ = ["Experiment", "Result", "EXPERIMENTS", "experiment", "run_experiment"]
+
+
+@dataclass
+class Result:
+    """What an experiment found.
+
+    ``columns``: the table, equal-length arrays by column name (the CSV).
+    ``lines``: the figure, as lines of text: the numbers next to the paper's.
+    ``plot``: draws the figure into a PNG file.
+    """
+
+    columns: dict[str, np.ndarray]
+    lines: list[str]
+    plot: Callable[[Path], None]
+    seconds: float = 0.0
+
+
+@dataclass(frozen=True)
+class Experiment:
+    """A registered experiment: its name on the command line, what it reproduces, how to run it."""
+
+    name: str
+    title: str
+    reference: str
+    run: Callable[[bool, int, bool | None], Result] = field(repr=False)
+
+
+#: The experiments by name, in the order they were registered.
+EXPERIMENTS: dict[str, Experiment] = {}
+
+
+def experiment(name: str, title: str, reference: str):
+    """Register ``run(quick, seed, progress) -> Result`` as the experiment ``name``."""
+
+    def register(run: Callable[[bool, int, bool | None], Result]):
+        EXPERIMENTS[name] = Experiment(name, title, reference, run)
+        return run
+
+    return register
+
+
+def run_experiment(name: str, quick: bool = False, seed: int = 0, progress: bool | None = None) -> Result:
+    """Run the experiment ``name`` (a key of :data:`EXPERIMENTS`); returns its :class:`Result`."""
+    start = time.perf_counter()
+    result = EXPERIMENTS[name].run(quick, seed, progress)
+    result.seconds = time.perf_counter() - start
+    return result
+
+
+def _bar(total: int, what: str, progress: bool | None):
+    from tqdm import tqdm
+
+    return tqdm(
+        total=total,
+        desc=what,
+        unit="step",
+        file=sys.stderr,
+        disable=None if progress is None else not progress,
+    )
+
+
+def _figure(rows: int, height: float):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(rows, 1, figsize=(8, height), constrained_layout=True)
+    return plt, fig, np.atleast_1d(axes)
+
+
+# -- Couzin et al. (2002): collective memory ------------------------------------------------
+
+
+def _order_over(flock: Flock, steps: int, every: int = 10) -> tuple[float, float]:
+    """Mean polarization and milling over the next ``steps`` steps, sampled every ``every``."""
+    pol, mill = [], []
+    for _ in range(max(1, steps // every)):
+        flock.step(every)
+        pol.append(metrics.polarization(flock.velocities))
+        mill.append(metrics.milling(flock.positions, flock.velocities))
+    return float(np.mean(pol)), float(np.mean(mill))
+
+
+@experiment(
+    "couzin-memory",
+    "Collective memory: the hysteresis loop in the width of the zone of orientation",
+    "Couzin, Krause, James, Ruxton and Franks (2002), J. theor. Biol. 218:1-11",
+)
+def couzin_memory(quick: bool, seed: int, progress: bool | None) -> Result:
+    """Widen the zone of orientation step by step from a swarm, then narrow it again from the parallel group.
+
+    The paper's model and values (N = 100, r_r = 1, Delta r_a = 14, alpha = 270 deg,
+    theta = 40 deg/s, s = 3, sigma = 0.05, tau = 0.1 s, open space). Each repeat
+    starts from a random ball at Delta r_o = 0; at each value Delta r_o is set live
+    on the same flock, which settles, then polarization and milling are averaged.
+    The increasing branch ends in a parallel group, from which the decreasing one
+    starts. Collective memory is the stretch of Delta r_o where the two branches
+    differ: a mill on the way up, a parallel group on the way down.
+    """
+    if quick:
+        values, repeats, settle, measure = np.arange(0.0, 6.1, 1.0), 2, 200, 200
+    else:
+        values, repeats, settle, measure = np.arange(0.0, 15.01, 0.5), 10, 500, 500
+    base = Params(**{**COUZIN_DEFAULTS, "zone_orientation_width": 0.0, "zone_attraction_width": 14.0})
+    sweep = [("up", v) for v in values] + [("down", v) for v in values[::-1]]
+    rows = {k: [] for k in ("branch", "delta_r_o", "repeat", "polarization", "milling")}
+    with _bar(repeats * len(sweep) * (settle + measure), "couzin-memory", progress) as bar:
+        for repeat in range(repeats):
+            flock = Flock(base, seed=seed * 1000 + repeat)
+            flock.step(settle)  # a swarm forms from the random ball
+            for branch, width in sweep:
+                flock.params = flock.params.replace(zone_orientation_width=float(width))
+                flock.step(settle)
+                pol, mill = _order_over(flock, measure)
+                for key, value in zip(rows, (branch, width, repeat, pol, mill), strict=True):
+                    rows[key].append(value)
+                bar.update(settle + measure)
+    columns = {k: np.array(v) for k, v in rows.items()}
+    columns["repeat"] = columns["repeat"].astype(np.int64)
+
+    def mean(branch: str, name: str) -> np.ndarray:
+        pick = columns["branch"] == branch
+        return np.array([columns[name][pick & (columns["delta_r_o"] == v)].mean() for v in values])
+
+    up_p, up_m, down_p, down_m = (
+        mean("up", "polarization"),
+        mean("up", "milling"),
+        mean("down", "polarization"),
+        mean("down", "milling"),
+    )
+    lines = [f"{'Delta r_o':>10} {'up: P':>8} {'up: M':>8} {'down: P':>8} {'down: M':>8}"]
+    lines += [
+        f"{v:>10.1f} {a:>8.2f} {b:>8.2f} {c:>8.2f} {d:>8.2f}"
+        for v, a, b, c, d in zip(values, up_p, up_m, down_p, down_m, strict=True)
+    ]
+    memory = values[(up_m > 0.5) & (down_p > 0.5)]
+    mills = values[up_m > 0.5]
+    span = lambda v: f"[{v.min():g}, {v.max():g}]" if len(v) else "(none)"  # noqa: E731
+    lines.append(
+        f"flock3d ({repeats} repeats, N = 100, Delta r_a = 14): on the way up a mill (M > 0.5) for "
+        f"Delta r_o in {span(mills)}; memory, a mill up and a parallel group (P > 0.5) down, for "
+        f"Delta r_o in {span(memory)}"
+    )
+    lines.append(
+        "Couzin et al. 2002: from a swarm, widening the zone of orientation gives a torus before the "
+        "parallel group; from a parallel group, narrowing it keeps the group parallel where the way up "
+        "gave a torus, until it breaks into a swarm: the state depends on the group's history."
+    )
+
+    def plot(path: Path) -> None:
+        plt, fig, (order,) = _figure(1, 5)
+        order.plot(values, up_p, "o-", color="C0", label="polarization, increasing")
+        order.plot(values, down_p, "s--", color="C0", mfc="none", label="polarization, decreasing")
+        order.plot(values, up_m, "o-", color="C3", label="milling, increasing")
+        order.plot(values, down_m, "s--", color="C3", mfc="none", label="milling, decreasing")
+        order.set_xlabel("width of the zone of orientation, Delta r_o")
+        order.set_ylabel("order")
+        order.set_ylim(-0.02, 1.02)
+        order.legend(loc="center right", fontsize="small")
+        fig.suptitle(f"Collective memory (Couzin et al. 2002): N = 100, {repeats} repeats")
+        fig.savefig(path, dpi=100)
+        plt.close(fig)
+
+    return Result(columns, lines, plot)
+
+
+# -- Cavagna et al. (2010): scale-free correlations -----------------------------------------
+
+#: Boids per cubic unit of the initial ball: the default scene's (500 boids in a ball of radius 15).
+_DENSITY = 500 / (4 / 3 * math.pi * 15.0**3)
+
+
+def polarized_start(n: int, seed: int, spread: float = 0.5) -> tuple[np.ndarray, np.ndarray]:
+    """n boids uniform in a ball at the default scene's density, heading +x with Gaussian scatter.
+
+    Returns (positions, velocities), each (n, 3); speeds uniform in [3, 6] (the default limits).
+    """
+    rng = np.random.default_rng(seed)
+    radius = (3 * n / (4 * math.pi * _DENSITY)) ** (1 / 3)
+    d = rng.normal(size=(n, 3))
+    positions = d / np.linalg.norm(d, axis=1, keepdims=True) * radius * rng.uniform(0, 1, (n, 1)) ** (1 / 3)
+    headings = np.array([1.0, 0.0, 0.0]) + spread * rng.normal(size=(n, 3))
+    headings /= np.linalg.norm(headings, axis=1, keepdims=True)
+    return positions, headings * rng.uniform(3.0, 6.0, (n, 1))
+
+
+def _finite_mean(rows: list[np.ndarray]) -> np.ndarray:
+    """Mean over rows of the finite entries of each column (NaN where none is)."""
+    a = np.array(rows)
+    known = np.isfinite(a)
+    with np.errstate(invalid="ignore"):
+        return np.where(known, a, 0.0).sum(axis=0) / known.sum(axis=0)
+
+
+@experiment(
+    "cavagna-correlations",
+    "Scale-free correlations: the correlation length grows with the flock's size",
+    "Cavagna, Cimarelli, Giardina, Parisi, Santagati, Stefanini and Viale (2010), PNAS 107:11865-11870",
+)
+def cavagna_correlations(quick: bool, seed: int, progress: bool | None) -> Result:
+    """Correlation length xi against the flock's size L for polarized boids flocks of growing N.
+
+    The boids model with its default parameters in open space (no arena). Each flock
+    starts polarized (a ball at the default density, headings +x with Gaussian scatter
+    0.5, polarization ~0.9) and flies for a while to reach its own steady fluctuations;
+    then, at a few instants, its largest group (boids linked within the view distance)
+    is measured: L (largest distance between two members), the first zeros xi of the
+    correlation functions of velocity, direction and speed fluctuations, and xi with
+    the group's overall rotation and dilation removed first.
+    """
+    if quick:
+        sizes, settle, snapshots, gap = [300, 1000], 600, 2, 60
+    else:
+        sizes, settle, snapshots, gap = [1000, 3000, 10_000, 30_000, 100_000], 2400, 5, 120
+    params = Params(arena_shape="none")
+    names = ("n", "time", "boids", "polarization", "size", "xi_velocity", "xi_orientation", "xi_speed",
+             "xi_velocity_members")  # fmt: skip
+    rows = {k: [] for k in names}
+    curves = {}
+    with _bar(len(sizes) * (settle + snapshots * gap), "cavagna-correlations", progress) as bar:
+        for n in sizes:
+            positions, velocities = polarized_start(n, seed * 1000 + n)
+            flock = Flock(params.replace(count=n), positions=positions, velocities=velocities)
+            flock.step(settle)
+            bar.update(settle)
+            for _ in range(snapshots):
+                flock.step(gap)
+                bar.update(gap)
+                _, labels = metrics.groups(flock.positions, params.view_distance)
+                group = labels == np.bincount(labels).argmax()
+                p, v = flock.positions[group], flock.velocities[group]
+                c = metrics.velocity_correlation(p, v)
+                members = metrics.velocity_correlation(p, v, remove_modes=True)
+                values = (n, flock.time, int(group.sum()), metrics.polarization(v), c.size, c.xi_velocity,
+                          c.xi_orientation, c.xi_speed, members.xi_velocity)  # fmt: skip
+                for key, value in zip(names, values, strict=True):
+                    rows[key].append(value)
+                curves.setdefault(n, []).append((c.r / c.size, c.velocity))
+    columns = {k: np.array(v, dtype=np.int64 if k in ("n", "boids") else np.float64) for k, v in rows.items()}
+
+    def per_size(name: str, divide: bool = True) -> np.ndarray:
+        value = columns[name] / columns["size"] if divide else columns[name]
+        return np.array([value[columns["n"] == n].mean() for n in sizes])
+
+    ratio = {k: per_size(k) for k in ("xi_velocity", "xi_orientation", "xi_speed", "xi_velocity_members")}
+    size, pol = per_size("size", False), per_size("polarization", False)
+    lines = [
+        f"{'N':>8} {'P':>6} {'L':>7} {'xi_v':>7} {'xi_v/L':>7} {'xi_o/L':>7} {'xi_s/L':>7} {'members':>8}"
+    ]
+    lines += [
+        f"{n:>8,} {pol[k]:>6.3f} {size[k]:>7.1f} {ratio['xi_velocity'][k] * size[k]:>7.1f} "
+        f"{ratio['xi_velocity'][k]:>7.3f} {ratio['xi_orientation'][k]:>7.3f} {ratio['xi_speed'][k]:>7.3f} "
+        f"{ratio['xi_velocity_members'][k]:>8.3f}"
+        for k, n in enumerate(sizes)
+    ]
+    slope = float(np.sum(size * ratio["xi_velocity"] * size) / np.sum(size * size))
+    lines.append(
+        f"flock3d: xi = {slope:.2f} L (least squares through 0; xi_v/L {ratio['xi_velocity'].min():.2f} to "
+        f"{ratio['xi_velocity'].max():.2f} over N = {sizes[0]:,} to {sizes[-1]:,}; 'members': xi_v/L with "
+        "the group's rotation and dilation removed)"
+    )
+    lines.append(
+        "Cavagna et al. 2010 (starlings, N = 122 to 4,268): xi = 0.35 L; speed fluctuations also "
+        "scale-free; in a system with short-range correlations xi would not grow with L."
+    )
+
+    def plot(path: Path) -> None:
+        plt, fig, (scaling, shapes) = _figure(2, 9)
+        kinds = {
+            "xi_velocity": ("velocity", "o"),
+            "xi_orientation": ("orientation", "^"),
+            "xi_speed": ("speed", "s"),
+            "xi_velocity_members": ("velocity, rotation and dilation removed", "x"),
+        }
+        for key, (label, marker) in kinds.items():
+            scaling.plot(columns["size"], columns[key], marker, label=label, alpha=0.8)
+        span = np.array([0.0, columns["size"].max() * 1.05])
+        scaling.plot(span, 0.35 * span, "k--", label="Cavagna et al. 2010: xi = 0.35 L")
+        scaling.set_xlabel("flock size L (largest distance between two boids)")
+        scaling.set_ylabel("correlation length xi")
+        scaling.legend(fontsize="small")
+        for n, snapshots_of_n in curves.items():
+            x, y = (_finite_mean([s[k] for s in snapshots_of_n]) for k in (0, 1))
+            shapes.plot(x, y, label=f"N = {n:,}")
+        shapes.axhline(0.0, color="k", lw=0.5)
+        shapes.set_xlabel("r / L")
+        shapes.set_ylabel("C(r), velocity fluctuations")
+        shapes.legend(fontsize="small")
+        fig.suptitle("Scale-free correlations (Cavagna et al. 2010) in polarized boids flocks")
+        fig.savefig(path, dpi=100)
+        plt.close(fig)
+
+    return Result(columns, lines, plot)

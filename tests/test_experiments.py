@@ -1,0 +1,84 @@
+"""The experiments on small instances: each runs from the command line, prints its figure,
+and writes a table and a plot that read back with the numbers it printed."""
+
+import csv
+
+import imageio.v2 as imageio
+import numpy as np
+import pytest
+from helpers import assert_clean_failure, flock3d
+
+from flock3d import experiments
+
+
+def read_csv(path):
+    rows = list(csv.DictReader(path.open()))
+    return {key: [r[key] for r in rows] for key in rows[0]}
+
+
+def test_couzin_memory_quick_shows_the_hysteresis(tmp_path):
+    out = flock3d("experiment", "couzin-memory", "--out", tmp_path / "memory", "--quick")
+    assert out.returncode == 0, out.stderr
+    table = read_csv(tmp_path / "memory" / "couzin-memory.csv")
+    assert imageio.imread(tmp_path / "memory" / "couzin-memory.png").shape[0] > 300
+    branch = np.array(table["branch"])
+    width = np.array(table["delta_r_o"], float)
+    pol, mill = np.array(table["polarization"], float), np.array(table["milling"], float)
+    assert sorted(set(branch)) == ["down", "up"] and sorted(set(table["repeat"])) == ["0", "1"]
+
+    def mean(which, values, at):
+        return values[(branch == which) & (width == at)].mean()
+
+    # The paper's memory: at Delta r_o = 2 a mill on the way up, a parallel group on the way down;
+    # both branches agree at the ends (a swarm at 0, parallel at 6).
+    assert mean("up", mill, 2.0) > 0.6 and mean("up", pol, 2.0) < 0.4
+    assert mean("down", pol, 2.0) > 0.8 and mean("down", mill, 2.0) < 0.2
+    assert mean("up", pol, 6.0) > 0.9 and mean("down", pol, 6.0) > 0.9
+    assert mean("up", pol, 0.0) < 0.4 and mean("down", mill, 0.0) < 0.4
+    # The printed figure holds the same means.
+    row = next(line for line in out.stdout.splitlines() if line.split()[:1] == ["2.0"])
+    assert [float(x) for x in row.split()[1:]] == pytest.approx(
+        [mean("up", pol, 2.0), mean("up", mill, 2.0), mean("down", pol, 2.0), mean("down", mill, 2.0)],
+        abs=0.006,
+    )
+    assert "Couzin et al. 2002" in out.stdout
+
+
+def test_cavagna_quick_correlation_length_grows_with_the_flock(tmp_path):
+    result = experiments.run_experiment("cavagna-correlations", quick=True, progress=False)
+    c = result.columns
+    assert set(c["n"]) == {300, 1000}
+    assert np.all(c["polarization"] > 0.95)  # polarized flocks, as the experiment needs
+    small, large = (c["n"] == 300), (c["n"] == 1000)
+    # xi grows with L, and is a sizeable fraction of it (scale-free), for both kinds of fluctuation.
+    assert c["size"][large].mean() > 1.3 * c["size"][small].mean()
+    assert c["xi_velocity"][large].mean() > 1.3 * c["xi_velocity"][small].mean()
+    assert np.all(c["xi_velocity"] / c["size"] > 0.15)
+    # The table is what velocity_correlation says of the flock: xi below L, C crossing zero.
+    assert np.all(c["xi_velocity"] < c["size"]) and np.all(c["boids"] <= c["n"])
+    path = tmp_path / "x.png"
+    result.plot(path)
+    assert imageio.imread(path).shape[0] > 300
+    assert any("0.35 L" in line for line in result.lines)
+
+
+def test_experiment_command_bad_input(tmp_path):
+    assert_clean_failure(flock3d("experiment", "vicsek-nope", "--out", tmp_path), "invalid choice")
+    (tmp_path / "file").write_text("x")
+    assert_clean_failure(flock3d("experiment", "couzin-memory", "--out", tmp_path / "file", "--quick"),
+                         "is not a folder")  # fmt: skip
+    assert_clean_failure(flock3d("experiment", "couzin-memory", "--out", tmp_path / "no" / "such"),
+                         "does not exist")  # fmt: skip
+
+
+def test_an_experiment_registers_itself():
+    @experiments.experiment("test-only", "a title", "a paper")
+    def run(quick, seed, progress):
+        return experiments.Result({"x": np.arange(3)}, [f"quick={quick} seed={seed}"], lambda path: None)
+
+    try:
+        result = experiments.run_experiment("test-only", quick=True, seed=4)
+        assert result.lines == ["quick=True seed=4"] and result.seconds >= 0
+        assert experiments.EXPERIMENTS["test-only"].reference == "a paper"
+    finally:
+        del experiments.EXPERIMENTS["test-only"]

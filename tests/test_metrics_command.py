@@ -1,0 +1,106 @@
+"""flock3d metrics and run --every end to end: recordings written, measured, and read back."""
+
+import csv
+import math
+
+import h5py
+import numpy as np
+import pytest
+from helpers import assert_clean_failure, flock3d
+
+from flock3d import metrics
+from flock3d.io import Trajectory
+
+
+def read_csv(path):
+    rows = list(csv.DictReader(path.open()))
+    return {key: np.array([float(r[key]) for r in rows]) for key in rows[0]}
+
+
+def test_run_records_ten_frames_per_simulated_second_by_default(tmp_path):
+    for scene, steps, every in [("default", 60, 6), ("couzin/swarm", 10, 1)]:
+        path = tmp_path / "t.h5"
+        out = flock3d("run", scene, "--steps", steps, "--out", path)
+        assert out.returncode == 0, out.stderr
+        with Trajectory(path) as traj:
+            assert traj.every == every
+            np.testing.assert_array_equal(traj.steps, np.arange(0, steps + 1, every))
+        assert f"wrote {steps // every + 1} frames" in out.stdout
+
+
+@pytest.fixture(scope="module")
+def recording(tmp_path_factory):
+    path = tmp_path_factory.mktemp("rec") / "t.h5"
+    out = flock3d(
+        "run", "default", "--steps", "240", "--every", "20", "--out", path, "--set", "flock.count=200"
+    )
+    assert out.returncode == 0, out.stderr
+    return path
+
+
+def test_metrics_with_correlation_and_anisotropy_tables(recording, tmp_path):
+    table, corr, aniso = tmp_path / "m.csv", tmp_path / "c.csv", tmp_path / "a.csv"
+    out = flock3d("metrics", recording, "--csv", table, "--correlation", corr, "--anisotropy", aniso,
+                  "--bins", "10", "--neighbours", "8", "--stride", "2")  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    assert "xi / L" in out.stdout and "n_c" in out.stdout
+    columns, curves, gammas = read_csv(table), read_csv(corr), read_csv(aniso)
+    np.testing.assert_array_equal(columns["step"], np.arange(0, 241, 40))
+    assert {"xi_velocity", "xi_orientation", "xi_speed", "n_c", "size", "thickness"} <= set(columns)
+    assert len(curves["r"]) == 7 * 10 and len(gammas["gamma"]) == 7 * 8
+    with Trajectory(recording) as traj:
+        frame = traj.frame(6)  # step 120
+    c = metrics.velocity_correlation(frame.positions, frame.velocities, bins=10)
+    at = curves["step"] == 120
+    np.testing.assert_allclose(curves["velocity"][at], c.velocity, rtol=1e-12)
+    assert columns["xi_velocity"][3] == pytest.approx(c.xi_velocity, rel=1e-12)
+    a = metrics.neighbour_anisotropy(frame.positions, frame.velocities, 8)
+    np.testing.assert_allclose(gammas["gamma"][gammas["step"] == 120], a.gamma, rtol=1e-12)
+
+
+def test_a_nan_in_a_recording_is_reported_not_fatal(recording, tmp_path):
+    damaged = tmp_path / "nan.h5"
+    damaged.write_bytes(recording.read_bytes())
+    with h5py.File(damaged, "r+") as f:
+        f["particles/flock/position/value"][5, 17, 0] = np.nan
+    table = tmp_path / "m.csv"
+    out = flock3d("metrics", damaged, "--csv", table, "--correlation", tmp_path / "c.csv",
+                  "--anisotropy", tmp_path / "a.csv")  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    warning = [line for line in out.stderr.splitlines() if "warning" in line]
+    assert warning == [
+        "flock3d metrics: warning: 1 of 13 frames hold NaN or infinite positions or velocities "
+        "(the first at step 100); their measurements are NaN"
+    ]
+    columns = read_csv(table)
+    assert all(math.isnan(columns[name][5]) for name in [*metrics.COLUMNS, "xi_velocity"])
+    assert np.isfinite(columns["polarization"][[4, 6]]).all()
+
+
+def test_metrics_bad_options_fail_cleanly(recording, tmp_path):
+    assert_clean_failure(
+        flock3d("metrics", recording, "--correlation", tmp_path / "c.txt"), "must end in .csv"
+    )
+    assert_clean_failure(flock3d("metrics", recording, "--stride", "0"), "must be >= 1")
+
+
+def test_metrics_of_a_periodic_recording_look_through_the_faces(tmp_path):
+    path, table = tmp_path / "wrap.h5", tmp_path / "m.csv"
+    assert (
+        flock3d(
+            "run", "classics/wraparound-270-2d", "--steps", "30", "--every", "10", "--out", path
+        ).returncode
+        == 0
+    )
+    out = flock3d("metrics", path, "--csv", table, "--correlation", tmp_path / "c.csv")
+    assert out.returncode == 0, out.stderr
+    columns = read_csv(table)
+    with Trajectory(path) as traj:
+        box = metrics.periodic_box(traj.scene.params)
+        last = traj.frame(-1)
+        distance = traj.scene.params.perception_distance
+    assert box is not None and box[2] == 0.0  # a planar wrap-around world
+    assert columns["groups"][-1] == metrics.groups(last.positions, distance, box)[0]
+    assert columns["nn_mean"][-1] == pytest.approx(metrics.nearest_neighbour_stats(last.positions, box).mean)
+    assert np.all(np.isnan(columns["size"])) and np.all(np.isnan(columns["length"]))
+    assert np.all(np.isfinite(columns["xi_velocity"]))
