@@ -319,8 +319,10 @@ def failure_error(flock: Flock, code: int, boid: int, term: int, cause: BaseExce
 
     where = f"step {flock.step_count}, boid {boid}"
     if code == kernel.NOT_FINITE:
-        return SimulationError(f"{where}: the state blew up (non-finite, or beyond {kernel.MAX_COORDINATE:g}); "
-                               f"{_likely_cause(flock, boid)}")  # fmt: skip
+        return SimulationError(
+            f"{where}: the state blew up (non-finite, or beyond {kernel.MAX_COORDINATE:g}); "
+            f"{_likely_cause(flock, boid)}"
+        )
     rules = flock.rules
     item = rules[term] if term < len(rules) else flock.forces[term - len(rules)]
     label = f"{'rule' if term < len(rules) else 'force'} {describe(item.fn)}"
@@ -337,14 +339,22 @@ def _likely_cause(flock: Flock, i: int) -> str:
     """Which term of boid i is huge or non-finite, and the parameter to lower; else dt."""
     p = flock.params
     if p.model == "boids":
-        boid = reference.ReferenceBoid(flock.positions[i].copy(), flock.velocities[i].copy(),
-                                       Boid(flock, i).orientation)  # fmt: skip
+        boid = reference.ReferenceBoid(
+            flock.positions[i].copy(), flock.velocities[i].copy(), Boid(flock, i).orientation
+        )
         state = flock.state
         world = reference.World(
-            [reference.ReferenceBoid(q.copy(), v.copy(), reference.Quaternion(o))
-             for q, v, o in zip(state.positions, state.velocities, state.orientations, strict=True)],
-            [], p, (), (), [s for s in assemble.stage_names(p, (), ()) if s in _STAGE_KEYS], state.time,
-        )  # fmt: skip
+            [
+                reference.ReferenceBoid(q.copy(), v.copy(), reference.Quaternion(o))
+                for q, v, o in zip(state.positions, state.velocities, state.orientations, strict=True)
+            ],
+            [],
+            p,
+            (),
+            (),
+            [s for s in assemble.stage_names(p, (), ()) if s in _STAGE_KEYS],
+            state.time,
+        )
         sizes = {}
         for name in world.stages:
             with np.errstate(all="ignore"):
@@ -356,11 +366,15 @@ def _likely_cause(flock: Flock, i: int) -> str:
         name, size = max(sizes.items(), key=lambda item: item[1], default=(None, 0.0))
         if name is not None and size * p.dt > 10.0 * (p.max_speed + 1.0):
             key, field = _STAGE_KEYS[name]
-            return (f"the likely cause: its {name} acceleration is {size:.3g} units/s^2 ({key} = "
-                    f"{getattr(p, field):g}, sim.dt = {p.dt:g}): lower the weight or sim.dt")  # fmt: skip
+            return (
+                f"the likely cause: its {name} acceleration is {size:.3g} units/s^2 ({key} = "
+                f"{getattr(p, field):g}, sim.dt = {p.dt:g}): lower the weight or sim.dt"
+            )
     speed = p.speed if p.model == "couzin" else p.max_speed
-    return (f"the likely cause: sim.dt = {p.dt:g} is too large for these weights and speeds "
-            f"(a boid may move {speed * p.dt:.3g} units in one step)")  # fmt: skip
+    return (
+        f"the likely cause: sim.dt = {p.dt:g} is too large for these weights and speeds "
+        f"(a boid may move {speed * p.dt:.3g} units in one step)"
+    )
 
 
 def _reproduce(flock: Flock, item, i: int) -> BaseException | None:
@@ -388,8 +402,10 @@ def compile_error(error: Exception, rules: Sequence[PairRule], forces: Sequence[
         try:
             numba.njit(item.fn.py_func if hasattr(item.fn, "py_func") else item.fn).compile(signature)
         except numba.core.errors.NumbaError as own:
-            return RuleError(f"{'rule' if isinstance(item, PairRule) else 'force'} {describe(item.fn)} cannot be "
-                             f"compiled by numba ({_reason(own)}); write it with numpy and math on its arrays")  # fmt: skip
+            return RuleError(
+                f"{'rule' if isinstance(item, PairRule) else 'force'} {describe(item.fn)} cannot be "
+                f"compiled by numba ({_reason(own)}); write it with numpy and math on its arrays"
+            )
     if candidates:
         return RuleError(f"your rules could not be compiled into the step: {_reason(error)}")
     return error
@@ -398,7 +414,8 @@ def compile_error(error: Exception, rules: Sequence[PairRule], forces: Sequence[
 def _reason(error: Exception) -> str:
     """The line of a numba error that says what is wrong (not its pipeline boilerplate)."""
     lines = [line.strip() for line in str(error).splitlines() if line.strip()]
-    useful = [line for line in lines if not line.startswith(("Failed in", "During:", "File ", "<source", "- "))]
+    useful = [
+        line for line in lines if not line.startswith(("Failed in", "During:", "File ", "<source", "- "))
+    ]
     text = (useful or lines or [type(error).__name__])[0]
     return text if len(text) <= 160 else text[:157] + "..."
-

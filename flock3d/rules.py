@@ -69,7 +69,9 @@ def _positional_count(fn: Callable) -> int | None:
         return None
     if any(p.kind is p.VAR_POSITIONAL for p in parameters):
         return None
-    return sum(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty for p in parameters)
+    return sum(
+        p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty for p in parameters
+    )
 
 
 def _checked_weight(weight: Any, what: str) -> float:
@@ -85,7 +87,9 @@ def _checked_function(fn: Any, arguments: int, kind: str, signature: str) -> Non
         raise RuleError(f"@flock3d.{kind} decorates a function {signature} (got {fn!r})")
     count = _positional_count(fn)
     if count is not None and count != arguments:
-        raise RuleError(f"{kind} {describe(fn)} takes {count} arguments; it must take {arguments}: {signature}")
+        raise RuleError(
+            f"{kind} {describe(fn)} takes {count} arguments; it must take {arguments}: {signature}"
+        )
 
 
 def force(fn: Callable | None = None, *, weight: float = 1.0, name: str | None = None):
@@ -128,10 +132,16 @@ def pair_rule(
         _checked_function(fn, 4, "pair_rule", "(p_i, v_i, p_j, v_j) -> contribution")
         what = f"pair_rule {describe(fn)}"
         if radius is not None and (
-            isinstance(radius, bool) or not isinstance(radius, (int, float)) or not 0 < radius <= MAX_MAGNITUDE
+            isinstance(radius, bool)
+            or not isinstance(radius, (int, float))
+            or not 0 < radius <= MAX_MAGNITUDE
         ):
-            raise RuleError(f"{what}: radius must be unset or a number in (0, {MAX_MAGNITUDE:g}] (got {radius!r})")
-        if fov is not None and (isinstance(fov, bool) or not isinstance(fov, (int, float)) or not 0 < fov <= 360):
+            raise RuleError(
+                f"{what}: radius must be unset or a number in (0, {MAX_MAGNITUDE:g}] (got {radius!r})"
+            )
+        if fov is not None and (
+            isinstance(fov, bool) or not isinstance(fov, (int, float)) or not 0 < fov <= 360
+        ):
             raise RuleError(f"{what}: fov must be unset or a number of degrees in (0, 360] (got {fov!r})")
         if not isinstance(average, bool):
             raise RuleError(f"{what}: average must be True or False (got {average!r})")
@@ -151,7 +161,9 @@ _SAMPLE = (np.array([0.0, 0.0, 0.0]), np.array([1.0, 0.5, 0.25]), np.array([1.5,
 def check_rules(rules: tuple[PairRule, ...], forces: tuple[Force, ...]) -> None:
     """Call each rule once in plain Python on sample arguments; raise :class:`RuleError` when
     one is not a rule or force, raises, or does not return 3 finite numbers."""
-    for item, kind, args in [(r, PairRule, _SAMPLE) for r in rules] + [(f, Force, (*_SAMPLE[:2], 0.0)) for f in forces]:
+    for item, kind, args in [(r, PairRule, _SAMPLE) for r in rules] + [
+        (f, Force, (*_SAMPLE[:2], 0.0)) for f in forces
+    ]:
         if not isinstance(item, kind):
             what = "rules" if kind is PairRule else "forces"
             maker = "@flock3d.pair_rule" if kind is PairRule else "@flock3d.force"
@@ -166,7 +178,9 @@ def check_rules(rules: tuple[PairRule, ...], forces: tuple[Force, ...]) -> None:
         except (TypeError, ValueError):
             vector = None
         if vector is None or vector.shape != (3,):
-            raise RuleError(f"{label} returned {_short(out)}; it must return 3 numbers (an x, y, z acceleration)")
+            raise RuleError(
+                f"{label} returned {_short(out)}; it must return 3 numbers (an x, y, z acceleration)"
+            )
         if not np.all(np.isfinite(vector)):
             raise RuleError(f"{label} returned a non-finite value on a test call ({_short(out)})")
 
@@ -184,7 +198,9 @@ def load_rules(path: str | Path) -> tuple[tuple[PairRule, ...], tuple[Force, ...
     """
     path = Path(path)
     if not path.is_file():
-        raise RuleError(f"{path}: no such rules file" + ("" if not path.exists() else " (not a regular file)"))
+        raise RuleError(
+            f"{path}: no such rules file" + ("" if not path.exists() else " (not a regular file)")
+        )
     if path.suffix != ".py":
         raise RuleError(f"{path}: a rules file is a Python file (.py)")
     try:
@@ -200,7 +216,9 @@ def load_rules(path: str | Path) -> tuple[tuple[PairRule, ...], tuple[Force, ...
     rules = tuple(v for v in namespace.values() if isinstance(v, PairRule))
     forces = tuple(v for v in namespace.values() if isinstance(v, Force))
     if not rules and not forces:
-        raise RuleError(f"{path}: defines no rule or force (decorate functions with @flock3d.pair_rule or @flock3d.force)")
+        raise RuleError(
+            f"{path}: defines no rule or force (decorate functions with @flock3d.pair_rule or @flock3d.force)"
+        )
     names = [r.name for r in rules] + [f.name for f in forces]
     duplicate = next((n for n in names if names.count(n) > 1), None)
     if duplicate:

@@ -1,11 +1,11 @@
 """Each classic scene that reproduces a source write-up behaves as a literal re-implementation
 of that source (tests/literal_sources.py), step for step, from the same initial state."""
 
+import literal_sources as literal
 import numpy as np
 import pytest
 from pyquaternion import Quaternion
 
-import literal_sources as literal
 from flock3d import Flock
 from flock3d.scene import resolve_scene
 
@@ -25,18 +25,46 @@ def test_raylib_2d_is_the_raylib_source():
     flock, p, v = start("raylib-2d", count=120)
     flock.step(25)
     p2, v2 = p[:, :2].copy(), v[:, :2].copy()
-    literal.raylib(p2, v2, 25, sep_range=20.0, visual_range=60.0, avoid=0.05, align=0.05, centre=0.005,
-                   turn=8.0, margin=100.0, width=800.0, height=800.0, min_speed=100.0, max_speed=300.0,
-                   frame_time=1 / 60)  # fmt: skip
+    literal.raylib(
+        p2,
+        v2,
+        25,
+        sep_range=20.0,
+        visual_range=60.0,
+        avoid=0.05,
+        align=0.05,
+        centre=0.005,
+        turn=8.0,
+        margin=100.0,
+        width=800.0,
+        height=800.0,
+        min_speed=100.0,
+        max_speed=300.0,
+        frame_time=1 / 60,
+    )
     close(flock.positions[:, :2], p2, 800)
     close(flock.velocities[:, :2], v2, 300)
     # It is not the synchronous model: updated together, the boids would differ.
     together = Flock(flock.params.replace(update="synchronous"), positions=p, velocities=v)
     together.step(1)
     p1, v1 = p[:, :2].copy(), v[:, :2].copy()
-    literal.raylib(p1, v1, 1, sep_range=20.0, visual_range=60.0, avoid=0.05, align=0.05, centre=0.005,
-                   turn=8.0, margin=100.0, width=800.0, height=800.0, min_speed=100.0, max_speed=300.0,
-                   frame_time=1 / 60)  # fmt: skip
+    literal.raylib(
+        p1,
+        v1,
+        1,
+        sep_range=20.0,
+        visual_range=60.0,
+        avoid=0.05,
+        align=0.05,
+        centre=0.005,
+        turn=8.0,
+        margin=100.0,
+        width=800.0,
+        height=800.0,
+        min_speed=100.0,
+        max_speed=300.0,
+        frame_time=1 / 60,
+    )
     assert np.abs(together.velocities[:, :2] - v1).max() > 1e-3
 
 
@@ -44,8 +72,17 @@ def test_canvas_tutorial_2d_is_the_javascript_tutorial():
     flock, p, v = start("canvas-tutorial-2d")
     flock.step(40)
     p2, v2 = p[:, :2].copy(), v[:, :2].copy()
-    literal.canvas_tutorial(p2, v2, 40, view_radius=50.0, view_angle=1.5 * np.pi, max_speed=100.0, width=720.0,
-                            height=400.0, elapsed=1 / 60)  # fmt: skip
+    literal.canvas_tutorial(
+        p2,
+        v2,
+        40,
+        view_radius=50.0,
+        view_angle=1.5 * np.pi,
+        max_speed=100.0,
+        width=720.0,
+        height=400.0,
+        elapsed=1 / 60,
+    )
     close(flock.positions[:, :2], p2, 720)
     close(flock.velocities[:, :2], v2, 100)
 
@@ -62,9 +99,24 @@ def test_unity_3d_is_the_unity_source_with_the_drawn_rotation_lagging():
     flock, p, v = start("unity-3d", count=150)
     rotations = [Quaternion(q) for q in flock.orientations]
     flock.step(30)
-    literal.unity(p, v, rotations, 30, fov_distance=5.0, fov_angle=135.0, min_separation=2.0, repulsion=0.5,
-                  matching=1 / 12, centering=1 / 60, radius=30.0, confinement=0.2, min_speed=3.0, max_speed=6.0,
-                  delta_time=1 / 60, degrees_per_second=90.0)  # fmt: skip
+    literal.unity(
+        p,
+        v,
+        rotations,
+        30,
+        fov_distance=5.0,
+        fov_angle=135.0,
+        min_separation=2.0,
+        repulsion=0.5,
+        matching=1 / 12,
+        centering=1 / 60,
+        radius=30.0,
+        confinement=0.2,
+        min_speed=3.0,
+        max_speed=6.0,
+        delta_time=1 / 60,
+        degrees_per_second=90.0,
+    )
     close(flock.positions, p, 30)
     close(flock.velocities, v, 6)
     q = np.array([r.q for r in rotations])
@@ -80,14 +132,28 @@ def test_castor_2d_is_the_castor_program():
     flock, p, v = start("castor-2d")
     flock.step(30)
     p2, v2 = p[:, :2].copy(), v[:, :2].copy()
-    literal.castor(p2, v2, 30, border=(50.0, 50.0), margin=2.0, turn_factor=1.0, max_speed=1.5,
-                   separation_distance=2.0, separation_factor=0.05, alignment_distance=7.5, alignment_factor=0.10,
-                   cohesion_distance=8.5, cohesion_factor=0.03)  # fmt: skip
+    literal.castor(
+        p2,
+        v2,
+        30,
+        border=(50.0, 50.0),
+        margin=2.0,
+        turn_factor=1.0,
+        max_speed=1.5,
+        separation_distance=2.0,
+        separation_factor=0.05,
+        alignment_distance=7.5,
+        alignment_factor=0.10,
+        cohesion_distance=8.5,
+        cohesion_factor=0.03,
+    )
     close(flock.positions[:, :2], p2, 50)
     close(flock.velocities[:, :2], v2, 2)
 
 
-@pytest.mark.parametrize("name", ["raylib-2d", "canvas-tutorial-2d", "pseudocode-3d", "unity-3d", "castor-2d"])
+@pytest.mark.parametrize(
+    "name", ["raylib-2d", "canvas-tutorial-2d", "pseudocode-3d", "unity-3d", "castor-2d"]
+)
 def test_each_source_scene_says_what_it_reproduces_and_what_it_chose(name):
     scene = resolve_scene(f"classics/{name}")
     assert scene.text.startswith("# Reproduces, literally:")

@@ -105,7 +105,18 @@ def _file_size_limit(limit: int):
 def test_a_full_disk_stops_the_run_and_keeps_every_frame_written(tmp_path):
     path = tmp_path / "full.h5"
     # 300 boids: a block of 145 frames is ~3.5 MB, so about two blocks fit in 12 MB.
-    args = ["run", "default", "--set", "flock.count=300", "--steps", "3000", "--every", "1", "--out", str(path)]
+    args = [
+        "run",
+        "default",
+        "--set",
+        "flock.count=300",
+        "--steps",
+        "3000",
+        "--every",
+        "1",
+        "--out",
+        str(path),
+    ]
     out = subprocess.run(
         [sys.executable, "-m", "flock3d.cli", *args],
         capture_output=True,
@@ -136,7 +147,18 @@ def test_a_really_full_file_system_keeps_every_frame_written(tmp_path, reserve):
         path = mount / "full.h5"
         code = "import os, sys\n" + ("" if reserve else "del os.posix_fallocate\n")
         code += "from flock3d.cli import main\nsys.exit(main(sys.argv[1:]))\n"
-        args = ["run", "default", "--set", "flock.count=300", "--steps", "3000", "--every", "1", "--out", str(path)]
+        args = [
+            "run",
+            "default",
+            "--set",
+            "flock.count=300",
+            "--steps",
+            "3000",
+            "--every",
+            "1",
+            "--out",
+            str(path),
+        ]
         out = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=300)
         assert_one_line_failure(out, "no room for more frames (No space left on device); stopped, keeping")
         kept = int(out.stderr.split("keeping the ")[1].split(" frames")[0].replace(",", ""))

@@ -57,7 +57,9 @@ def test_a_pair_rule_averages_or_sums_over_the_neighbours_its_radius_and_cone_al
     np.testing.assert_allclose(averaged, np.mean(np.array(p[1:]) - p[0], axis=0), atol=1e-9)
     ahead = acceleration(hand_flock_with(free_params(view_distance=10.0), p, v, engine, [towards_ahead]))[0]
     np.testing.assert_allclose(ahead, 2.0 * (np.array(p[1]) - p[0]), atol=1e-9)
-    speeds = acceleration(hand_flock_with(free_params(), p[:2], [[0, 0, 1.0], [3.0, 0, 1.0]], engine, [match_speed]))
+    speeds = acceleration(
+        hand_flock_with(free_params(), p[:2], [[0, 0, 1.0], [3.0, 0, 1.0]], engine, [match_speed])
+    )
     np.testing.assert_allclose(speeds[0], [0.5 * 3.0, 0, 0], atol=1e-9)
 
 
@@ -124,8 +126,16 @@ def uses_python_objects(position, velocity, time):
 @pytest.mark.parametrize(
     "rules, forces, message",
     [
-        ([strict], [], r"step 1, boid \d+: rule 'strict' \(test_open_model.py:\d+\) raised ValueError: boid too far"),
-        ([], [sqrt_of_x], r"force 'sqrt_of_x' .* returned a non-finite value|raised ValueError: math domain error"),
+        (
+            [strict],
+            [],
+            r"step 1, boid \d+: rule 'strict' \(test_open_model.py:\d+\) raised ValueError: boid too far",
+        ),
+        (
+            [],
+            [sqrt_of_x],
+            r"force 'sqrt_of_x' .* returned a non-finite value|raised ValueError: math domain error",
+        ),
         ([], [two_numbers], r"force 'two_numbers' .* returned \(1.0, 2.0\); it must return 3 numbers"),
     ],
 )
@@ -141,7 +151,9 @@ def test_a_failing_rule_is_one_line_naming_it(engine, rules, forces, message):
 
 def test_a_rule_numba_cannot_compile_is_named():
     flock = Flock(Params(count=20), forces=[uses_python_objects])  # plain Python accepts it
-    with pytest.raises(RuleError, match=r"force 'uses_python_objects' .* cannot be compiled by numba \(.*object"):
+    with pytest.raises(
+        RuleError, match=r"force 'uses_python_objects' .* cannot be compiled by numba \(.*object"
+    ):
         flock.step()
 
 
@@ -157,7 +169,9 @@ def test_rules_must_be_made_with_the_decorators():
 def test_a_blown_up_state_stops_the_step_naming_the_step_boid_and_cause(engine):
     params = Params(count=30, dt=1000.0, min_speed=1e8, max_speed=1e9)
     flock = Flock(params, seed=1, engine=engine)
-    with pytest.raises(SimulationError, match=r"step \d+, boid \d+: the state blew up .*sim.dt = 1000 is too large"):
+    with pytest.raises(
+        SimulationError, match=r"step \d+, boid \d+: the state blew up .*sim.dt = 1000 is too large"
+    ):
         flock.step(10)
     assert np.all(np.abs(flock.positions) < 1e12)  # the failing boids kept their last sound state
 
@@ -246,14 +260,14 @@ def test_with_the_mesh_limit_boids_see_along_their_velocity():
 # -- the command line ---------------------------------------------------------------------------------
 
 
-RULES_FILE = '''
+RULES_FILE = """
 import numpy as np
 import flock3d
 
 @flock3d.force
 def updraft(position, velocity, time):
     return np.array([0.0, 0.5, 0.0])
-'''
+"""
 
 
 def test_run_takes_a_rules_file_and_a_broken_one_is_one_line(tmp_path):

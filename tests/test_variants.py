@@ -298,7 +298,10 @@ VARIANTS = {
     ),
     "per rule, chained": Params(**SMALL, update="per_rule", combine="chain"),
     "chained, own order": Params(
-        **SMALL, combine="chain", rule_order=("speed", "cohesion", "separation"), attractors=[Attractor((3, 0, 0))]
+        **SMALL,
+        combine="chain",
+        rule_order=("speed", "cohesion", "separation"),
+        attractors=[Attractor((3, 0, 0))],
     ),
     "alignment mean, linear sum": Params(
         **SMALL, alignment_form="mean", alignment=0.2, separation_falloff="linear", separation_average=False

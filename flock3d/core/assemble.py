@@ -220,7 +220,9 @@ def _reach(params: Params, rules: Sequence[PairRule]) -> float:
     """The farthest any pair term looks: the cell size of the step's grid."""
     if params.model == "couzin":
         return params.zone_radii[2]
-    return max([params.view_distance, *(params.view_distance if r.radius is None else r.radius for r in rules)])
+    return max(
+        [params.view_distance, *(params.view_distance if r.radius is None else r.radius for r in rules)]
+    )
 
 
 def _values(params: Params, rules: Sequence[PairRule], forces: Sequence[Force]) -> dict[str, float]:
@@ -329,7 +331,7 @@ class _Generator:
             return ("ali2", "ali_cone") if L.own_neighbourhoods[1] else ("view2", "cone")
         if term == "cohesion":
             return ("coh2", "coh_cone") if L.own_neighbourhoods[2] else ("view2", "cone")
-        k = int(term[len("rule"):])
+        k = int(term[len("rule") :])
         return f"rule{k}_r2", (f"rule{k}_cone" if L.rules[k][1] else "cone")
 
     def pair_loop(self, c: _Code, terms: Sequence[str]) -> None:
@@ -416,14 +418,16 @@ class _Generator:
             c(f"tx, ty, tz = C.centering({v('k_c')}, n_cohesion, s_cohesion_x, s_cohesion_y, s_cohesion_z, "
               f"px, py, pz, {v('zero_mean')} > 0.0)")  # fmt: skip
         elif stage.startswith("rule"):
-            k = int(stage[len("rule"):])
+            k = int(stage[len("rule") :])
             c(f"tx, ty, tz = C.weighted({v(f'rule{k}_w')}, n_rule{k}, s_rule{k}_x, s_rule{k}_y, s_rule{k}_z, "
               f"{v(f'rule{k}_avg')} > 0.0)")  # fmt: skip
         elif stage == "confinement":
             if L.shape == "sphere":
                 c(f"tx, ty, tz = C.sphere_confinement(px, py, pz, box, {v('conf_start')}, {v('k_b')})")
             else:
-                c(f"tx, ty, tz = C.box_confinement(px, py, pz, box, {v('conf_fraction')}, {v('k_b')}, planar)")
+                c(
+                    f"tx, ty, tz = C.box_confinement(px, py, pz, box, {v('conf_fraction')}, {v('k_b')}, planar)"
+                )
         elif stage == "containment":
             c("speed = math.sqrt(vx * vx + vy * vy + vz * vz)",
               f"look = speed / {v('omega')}")  # fmt: skip
@@ -434,7 +438,9 @@ class _Generator:
                 c(f"tx, ty, tz = C.box_containment(px, py, pz, fx, fy, fz, qw, qx, qy, qz, look, box, "
                   f"{v('conf_fraction')}, {v('containment')}, planar)")  # fmt: skip
         elif stage == "attractors":
-            c(f"tx, ty, tz = C.attraction(px, py, pz, vx, vy, vz, attractors, {v('s_max')}, box, periodic, planar)")
+            c(
+                f"tx, ty, tz = C.attraction(px, py, pz, vx, vy, vz, attractors, {v('s_max')}, box, periodic, planar)"
+            )
         elif stage == "path":
             c(f"tx, ty, tz, wp = C.path_following(px, py, pz, vx, vy, vz, path, waypoints[i], {v('path_weight')}, "
               f"{v('path_reach2')}, {v('s_max')}, box, periodic, planar)",
@@ -448,7 +454,7 @@ class _Generator:
         elif stage == "wind":
             c("tx, ty, tz = C.wind(px, py, pz, box, wind_u, gradient)")
         elif stage.startswith("force"):
-            k = int(stage[len("force"):])
+            k = int(stage[len("force") :])
             c("p_i[0], p_i[1], p_i[2] = px, py, pz", "v_i[0], v_i[1], v_i[2] = vx, vy, vz",
               "try:",
               f"    r = U_force{k}(p_i, v_i, now)",
@@ -497,7 +503,7 @@ class _Generator:
                     c(f"vx, vy, vz = clamp_speed(vx, vy, vz, {v('s_min')}, {v('s_max')})")
                     continue
                 if stage.startswith("rule"):
-                    self.user_pair_loop(c, int(stage[len("rule"):]))
+                    self.user_pair_loop(c, int(stage[len("rule") :]))
                 self.finish(c, stage)
                 if L.planar:
                     c("tz = 0.0")
@@ -630,8 +636,10 @@ class _Generator:
         """Rule after rule: each stage changes every boid's velocity in place, in index order,
         reading the others' live velocities; then every boid turns and moves."""
         L, v = self.layout, self.v
-        c("broken = np.zeros(n, dtype=np.bool_)  # a boid whose rule failed keeps its state",
-          "vel0 = vel.copy()")
+        c(
+            "broken = np.zeros(n, dtype=np.bool_)  # a boid whose rule failed keeps its state",
+            "vel0 = vel.copy()",
+        )
         for stage in L.stages:
             c(f"# stage: {stage}", "for i in range(n):")
             c.indent()
@@ -647,18 +655,22 @@ class _Generator:
                 c.dedent()
                 continue
             if stage in _BUILTIN_PAIR or stage.startswith("rule"):
-                c(f"m = fill_around(px, py, pz, grid, pos, vel, {v('reach')} * {v('reach')}, buf, periodic, box)")
+                c(
+                    f"m = fill_around(px, py, pz, grid, pos, vel, {v('reach')} * {v('reach')}, buf, periodic, box)"
+                )
                 if stage in _BUILTIN_PAIR:
                     self.pair_loop(c, [stage])
                 else:
-                    self.user_pair_loop(c, int(stage[len("rule"):]))
+                    self.user_pair_loop(c, int(stage[len("rule") :]))
             self.finish(c, stage)
             if L.planar:
                 c("tz = 0.0")
-            c("if failed:",
-              "    broken[i] = True",
-              "else:",
-              f"    vel[i, 0], vel[i, 1], vel[i, 2] = vx + {v('dt')} * tx, vy + {v('dt')} * ty, vz + {v('dt')} * tz")
+            c(
+                "if failed:",
+                "    broken[i] = True",
+                "else:",
+                f"    vel[i, 0], vel[i, 1], vel[i, 2] = vx + {v('dt')} * tx, vy + {v('dt')} * ty, vz + {v('dt')} * tz",
+            )
             c.dedent()
         c("# every boid turns and moves", "for i in range(n):")
         c.indent()
@@ -833,7 +845,9 @@ def cache_dir() -> Path:
             return folder
     except OSError:
         pass
-    folder = Path(tempfile.gettempdir()) / f"flock3d-{os.getuid() if hasattr(os, 'getuid') else 'user'}" / "steps"
+    folder = (
+        Path(tempfile.gettempdir()) / f"flock3d-{os.getuid() if hasattr(os, 'getuid') else 'user'}" / "steps"
+    )
     folder.mkdir(parents=True, exist_ok=True)
     return folder
 
@@ -917,7 +931,9 @@ class Stepper:
         box = np.array([*params.arena_center, *params.half_extents], dtype=np.float64)
         L = self.layout
         n_chunks = max(1, (len(state) + BOIDS_PER_CHUNK - 1) // BOIDS_PER_CHUNK)
-        flags = np.array([L.periodic, L.wraps, L.planar, L.turn == "mesh", L.model == "couzin"], dtype=np.bool_)
+        flags = np.array(
+            [L.periodic, L.wraps, L.planar, L.turn == "mesh", L.model == "couzin"], dtype=np.bool_
+        )
         status = np.zeros((n_chunks if L.update == "synchronous" else 1, 3), dtype=np.int64)
         attractors, path, obstacles, wind_u, gradient = _world_arrays(params)
         arrays = (state.positions, state.velocities, state.orientations, state.waypoints, state.predator_positions,

@@ -402,4 +402,3 @@ def perturbed(dx, dy, dz, planar, sigma, seed, step_count, index):
         c * dy + s * (cp * e1y + sp * e2y),
         c * dz + s * (cp * e1z + sp * e2z),
     )
-

@@ -307,7 +307,9 @@ def gather(t, n_chunks, order, pos, vel, quat, cols, heads, heading_from_velocit
         i = order[k]
         cols[0, k], cols[1, k], cols[2, k] = pos[i, 0], pos[i, 1], pos[i, 2]
         vx, vy, vz = vel[i, 0], vel[i, 1], vel[i, 2]
-        hx, hy, hz = heading(quat[i, 0], quat[i, 1], quat[i, 2], quat[i, 3], vx, vy, vz, heading_from_velocity)
+        hx, hy, hz = heading(
+            quat[i, 0], quat[i, 1], quat[i, 2], quat[i, 3], vx, vy, vz, heading_from_velocity
+        )
         heads[0, k], heads[1, k], heads[2, k] = hx, hy, hz
         if headings_in_cols:
             vx, vy, vz = hx, hy, hz
@@ -355,7 +357,9 @@ def settle(px, py, pz, vz, box, wrap, planar):
 def wrap_into_box(pos, vel, box, planar):
     """Bring every position into the box (given or edited positions may lie outside)."""
     for i in range(pos.shape[0]):
-        pos[i, 0], pos[i, 1], pos[i, 2], _ = settle(pos[i, 0], pos[i, 1], pos[i, 2], vel[i, 2], box, True, planar)
+        pos[i, 0], pos[i, 1], pos[i, 2], _ = settle(
+            pos[i, 0], pos[i, 1], pos[i, 2], vel[i, 2], box, True, planar
+        )
 
 
 # -- speed, turn, move ---------------------------------------------------------------------
@@ -443,7 +447,9 @@ def is_sound(px, py, pz, vx, vy, vz):
 
 
 @shared
-def hunt(pred_pos, pred_vel, pred_quat, pos, box, periodic, wrap, planar, speed, dt, cos_max, cos_half, sin_half):
+def hunt(
+    pred_pos, pred_vel, pred_quat, pos, box, periodic, wrap, planar, speed, dt, cos_max, cos_half, sin_half
+):
     """Predators: turn (at their own rate) towards their nearest boid and fly on at their speed.
 
     Reads only the boids' start-of-step positions; the lowest index wins a tie.
@@ -467,9 +473,17 @@ def hunt(pred_pos, pred_vel, pred_quat, pos, box, periodic, wrap, planar, speed,
         if n and d > 0.0:
             ex, ey, ez = bx / d, by / d, bz / d
         w, x, y, z = rotate_towards_of(
-            pred_quat[k, 0], pred_quat[k, 1], pred_quat[k, 2], pred_quat[k, 3], ex, ey, ez,
-            cos_max, cos_half, sin_half,
-        )  # fmt: skip
+            pred_quat[k, 0],
+            pred_quat[k, 1],
+            pred_quat[k, 2],
+            pred_quat[k, 3],
+            ex,
+            ey,
+            ez,
+            cos_max,
+            cos_half,
+            sin_half,
+        )
         pred_quat[k, 0], pred_quat[k, 1], pred_quat[k, 2], pred_quat[k, 3] = w, x, y, z
         hx, hy, hz = forward_of(w, x, y, z)
         vx, vy, vz = speed * hx, speed * hy, speed * hz
@@ -485,14 +499,32 @@ _I1, _I2 = types.int64[::1], types.int64[:, ::1]
 
 CHUNK_SIGNATURE = types.void(
     types.int64,  # t: the chunk
-    _I1, _F1, _I1, _I1, _I1,  # bounds; grid floats (origin, cell sizes), ints (nx, ny, nz); order; cell_start
-    _F2, _F2,  # cols (6, N): start-of-step positions and velocities in cell order; heads (3, N)
-    _F2, _F2, _F2, _I1,  # pos, vel, quat, waypoints: the live state, written row by row
-    _F1, types.boolean[::1], _F1, _F1,  # pv (values), flags, box (centre, half sides), sides
-    _F2, _F2, _F2, _F1, _F2,  # attractors, path, obstacles, uniform wind, wind gradient
-    _F2, _I2,  # predators' start-of-step positions; status (chunks, 3)
-    types.float64, types.int64, types.int64,  # time, noise seed, step number
-)  # fmt: skip
+    _I1,
+    _F1,
+    _I1,
+    _I1,
+    _I1,  # bounds; grid floats (origin, cell sizes), ints (nx, ny, nz); order; cell_start
+    _F2,
+    _F2,  # cols (6, N): start-of-step positions and velocities in cell order; heads (3, N)
+    _F2,
+    _F2,
+    _F2,
+    _I1,  # pos, vel, quat, waypoints: the live state, written row by row
+    _F1,
+    types.boolean[::1],
+    _F1,
+    _F1,  # pv (values), flags, box (centre, half sides), sides
+    _F2,
+    _F2,
+    _F2,
+    _F1,
+    _F2,  # attractors, path, obstacles, uniform wind, wind gradient
+    _F2,
+    _I2,  # predators' start-of-step positions; status (chunks, 3)
+    types.float64,
+    types.int64,
+    types.int64,  # time, noise seed, step number
+)
 """The signature of an assembled step's ``chunk`` function (one for every layout, so that
 one compiled parallel driver calls any of them through a function pointer)."""
 
@@ -508,8 +540,34 @@ def _run_chunks(n_chunks, chunk, bounds, gf, gi, order, start, cols, heads, pos,
     for t in prange(n_chunks):
         gather(np.int64(t), n_chunks, order, pos, vel, quat, cols, heads, flags[MESH], flags[COUZIN])
     for t in prange(n_chunks):
-        chunk(np.int64(t), bounds, gf, gi, order, start, cols, heads, pos, vel, quat, waypoints, pv, flags, box,
-              sides, attractors, path, obstacles, wind_u, gradient, hunters, status, now, seed, step)  # fmt: skip
+        chunk(
+            np.int64(t),
+            bounds,
+            gf,
+            gi,
+            order,
+            start,
+            cols,
+            heads,
+            pos,
+            vel,
+            quat,
+            waypoints,
+            pv,
+            flags,
+            box,
+            sides,
+            attractors,
+            path,
+            obstacles,
+            wind_u,
+            gradient,
+            hunters,
+            status,
+            now,
+            seed,
+            step,
+        )
 
 
 def _advance(chunk, pos, vel, quat, waypoints, pred_pos, pred_vel, pred_quat, n_steps, time0, step0, seed, pv,
@@ -536,11 +594,50 @@ def _advance(chunk, pos, vel, quat, waypoints, pred_pos, pred_vel, pred_quat, n_
         bounds = chunk_cells(grid.cell_start, n, n_chunks)
         hunters = pred_pos.copy()  # boids flee from where the predators were
         if pred_pos.shape[0]:
-            hunt(pred_pos, pred_vel, pred_quat, pos, box, periodic, wraps, planar, fixed[2], dt, fixed[3], fixed[4],
-                 fixed[5])  # fmt: skip
-        _run_chunks_compiled(n_chunks, chunk, bounds, gf, gi, grid.order, grid.cell_start, cols, heads, pos, vel, quat,
-                   waypoints, pv, flags, box, sides, attractors, path, obstacles, wind_u, gradient, hunters, status,
-                   time0 + s * dt, seed, step0 + s)  # fmt: skip
+            hunt(
+                pred_pos,
+                pred_vel,
+                pred_quat,
+                pos,
+                box,
+                periodic,
+                wraps,
+                planar,
+                fixed[2],
+                dt,
+                fixed[3],
+                fixed[4],
+                fixed[5],
+            )
+        _run_chunks_compiled(
+            n_chunks,
+            chunk,
+            bounds,
+            gf,
+            gi,
+            grid.order,
+            grid.cell_start,
+            cols,
+            heads,
+            pos,
+            vel,
+            quat,
+            waypoints,
+            pv,
+            flags,
+            box,
+            sides,
+            attractors,
+            path,
+            obstacles,
+            wind_u,
+            gradient,
+            hunters,
+            status,
+            time0 + s * dt,
+            seed,
+            step0 + s,
+        )
         for t in range(n_chunks):
             if status[t, 0] != OK:
                 return s + 1
@@ -562,12 +659,34 @@ def synchronous_driver():
     if not _driver:
         chunk_type = types.FunctionType(CHUNK_SIGNATURE)
         run_signature = types.void(types.int64, chunk_type, *CHUNK_SIGNATURE.args[1:])
-        _run_chunks_compiled = numba.njit(run_signature, fastmath=FAST, error_model="numpy", cache=True,
-                                          parallel=True)(_run_chunks)  # fmt: skip
+        _run_chunks_compiled = numba.njit(
+            run_signature, fastmath=FAST, error_model="numpy", cache=True, parallel=True
+        )(_run_chunks)
         advance_signature = types.int64(
-            chunk_type, _F2, _F2, _F2, _I1, _F2, _F2, _F2, types.int64, types.float64, types.int64, types.int64,
-            _F1, types.boolean[::1], _F1, _F2, _F2, _F2, _F1, _F2, _I2, _F1,
-        )  # fmt: skip
-        _driver.append(numba.njit(advance_signature, fastmath=FAST, error_model="numpy", cache=True)(_advance))
+            chunk_type,
+            _F2,
+            _F2,
+            _F2,
+            _I1,
+            _F2,
+            _F2,
+            _F2,
+            types.int64,
+            types.float64,
+            types.int64,
+            types.int64,
+            _F1,
+            types.boolean[::1],
+            _F1,
+            _F2,
+            _F2,
+            _F2,
+            _F1,
+            _F2,
+            _I2,
+            _F1,
+        )
+        _driver.append(
+            numba.njit(advance_signature, fastmath=FAST, error_model="numpy", cache=True)(_advance)
+        )
     return _driver[0]
-

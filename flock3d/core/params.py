@@ -551,7 +551,12 @@ def params_problems(values: Params | dict[str, Any]) -> list[Problem]:
 
     for name in ("arena_center", "wind"):
         if not _finite_vector(values[name]):
-            problems.append(Problem(name, f"must be 3 finite numbers, each at most {MAX_MAGNITUDE:g} in size (got {values[name]!r})"))
+            problems.append(
+                Problem(
+                    name,
+                    f"must be 3 finite numbers of at most {MAX_MAGNITUDE:g} (got {values[name]!r})",
+                )
+            )
     rows = values["wind_gradient"]
     if not (_is_sequence(rows) and len(rows) == 3 and all(_finite_vector(r) for r in rows)):
         problems.append(Problem("wind_gradient", f"must be a 3 x 3 matrix of finite numbers (got {rows!r})"))
@@ -619,8 +624,10 @@ def params_problems(values: Params | dict[str, Any]) -> list[Problem]:
             Problem("separation_average", f"must be true or false (got {values['separation_average']!r})")
         )
     problems += _mode_problems(values)
-    if values["arena_shape"] == "periodic" and ok.get("arena_radius") and not any(
-        p.field == "arena_size" for p in problems
+    if (
+        values["arena_shape"] == "periodic"
+        and ok.get("arena_radius")
+        and not any(p.field == "arena_size" for p in problems)
     ):
         problems += _periodic_reach_problems(values, ok)
 
@@ -650,7 +657,9 @@ def _mode_problems(values: dict[str, Any]) -> list[Problem]:
             )
         elif values["arena_shape"] not in ("box", "periodic", "wrap"):
             problems.append(
-                Problem("arena_size", f"applies to box, periodic and wrap arenas (got {values['arena_shape']!r})")
+                Problem(
+                    "arena_size", f"applies to box, periodic and wrap arenas (got {values['arena_shape']!r})"
+                )
             )
     _choice(problems, "update", values["update"], UPDATES)
     _choice(problems, "combine", values["combine"], COMBINES)
@@ -665,11 +674,15 @@ def _mode_problems(values: dict[str, Any]) -> list[Problem]:
     elif order and values["combine"] != "chain":
         problems.append(Problem("rule_order", 'orders a chain: it needs combine = "chain"'))
     if values["update"] == "per_rule" and values["combine"] != "chain":
-        problems.append(Problem("update", '"per_rule" applies the rules one after another: it needs combine = "chain"'))
+        problems.append(
+            Problem("update", '"per_rule" applies the rules one after another: it needs combine = "chain"')
+        )
     if values["model"] == "couzin":
         for name, default in (("update", "synchronous"), ("combine", "sum"), ("turn_limit", "heading")):
             if values[name] != default:
-                problems.append(Problem(name, f"must be {default!r} for the couzin model (got {values[name]!r})"))
+                problems.append(
+                    Problem(name, f"must be {default!r} for the couzin model (got {values[name]!r})")
+                )
     return problems
 
 

@@ -169,7 +169,9 @@ class ReferenceBoid:
             return _unit(self.velocity)
         return self.forward
 
-    def seen(self, flock: list[ReferenceBoid], params: Params, distance: float, fov: float, heading: np.ndarray):
+    def seen(
+        self, flock: list[ReferenceBoid], params: Params, distance: float, fov: float, heading: np.ndarray
+    ):
         """The boids seen within ``distance`` and the cone ``fov``, with their offsets (step 1)."""
         positions = np.array([b.position for b in flock]).reshape(-1, 3)
         d = offsets(self.position, positions, params)
@@ -301,7 +303,9 @@ class ReferenceBoid:
             return np.zeros(3)
         positions = np.array([p.position for p in predators])
         d = offsets(self.position, positions, params)
-        seen = visible(self.position, self.heading(params), positions, params, params.flee_distance, params.fov)
+        seen = visible(
+            self.position, self.heading(params), positions, params, params.flee_distance, params.fov
+        )
         return sum((-params.flee * _unit(d[j]) for j in np.flatnonzero(seen)), np.zeros(3))
 
     def wind(self, params: Params) -> np.ndarray:
@@ -310,14 +314,18 @@ class ReferenceBoid:
 
     # -- the user's rules and forces -------------------------------------------------------
 
-    def user_rule(self, k: int, rule: PairRule, flock: list, velocity: np.ndarray, params: Params) -> np.ndarray:
+    def user_rule(
+        self, k: int, rule: PairRule, flock: list, velocity: np.ndarray, params: Params
+    ) -> np.ndarray:
         """The user's pair rule k: its contributions over the neighbours it sees, summed or averaged."""
         radius = params.view_distance if rule.radius is None else rule.radius
         fov = params.fov if rule.fov is None else rule.fov
         parts = []
         for other, offset in self.seen(flock, params, radius, fov, self.heading(params)):
             try:
-                out = rule.fn(self.position.copy(), velocity.copy(), self.position + offset, other.velocity.copy())
+                out = rule.fn(
+                    self.position.copy(), velocity.copy(), self.position + offset, other.velocity.copy()
+                )
             except Exception as error:
                 raise StepFailure(RULE_RAISED, -1, k, error) from error
             parts.append(_checked_vector(out, k))
@@ -576,7 +584,9 @@ def step(
             state.predator_positions, state.predator_velocities, state.predator_orientations, strict=True
         )
     ]
-    world = World(list(flock), predators, params, rules, forces, stage_names(params, rules, forces), state.time)
+    world = World(
+        list(flock), predators, params, rules, forces, stage_names(params, rules, forces), state.time
+    )
     failed: list[tuple[int, StepFailure]] = []
 
     def attempt(i: int, update) -> ReferenceBoid:
@@ -643,7 +653,9 @@ def _per_rule(world: World, attempt, failed: list) -> list[ReferenceBoid]:
             # Later boids see this boid's new velocity; it still looks where it looked.
             world.flock[i] = replace(boid, velocity=velocities[i], looking=start[i].heading(params))
     return [
-        start[i] if i in broken else attempt(
+        start[i]
+        if i in broken
+        else attempt(
             i, lambda i=i: replace(start[i], waypoint=world.flock[i].waypoint).moved(velocities[i], params)
         )
         for i in range(len(start))
