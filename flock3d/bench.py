@@ -12,6 +12,7 @@ and its start-up (numba loading its compile cache) can be timed.
 from __future__ import annotations
 
 import json
+import math
 import os
 import resource
 import subprocess
@@ -102,6 +103,33 @@ def _measure_in_subprocess(n: int, steps: int, min_seconds: float, engine: str =
     return row
 
 
+def cold_start_seconds(n: int, variant: str | None = None) -> float:
+    """Seconds from a fresh process to the end of its first step with empty compile caches.
+
+    The scene is :func:`bench_params` (``n`` boids), or the row ``variant`` of
+    :func:`variant_params`. The process gets new, empty ``FLOCK3D_CACHE_DIR`` and
+    ``NUMBA_CACHE_DIR``: everything it steps with is compiled, as on a new machine.
+    """
+    import tempfile
+
+    code = (
+        "import time, sys\n"
+        "from flock3d.bench import bench_params, variant_params\n"
+        "from flock3d.flock import Flock\n"
+        f"p = variant_params({n})[{variant!r}] if {variant!r} else bench_params({n})\n"
+        "Flock(p, seed=0).step(1)\n"
+        "print(time.time())\n"
+    )
+    with tempfile.TemporaryDirectory(prefix="flock3d-cold-") as folder:
+        env = {**os.environ, "FLOCK3D_CACHE_DIR": folder, "NUMBA_CACHE_DIR": os.path.join(folder, "numba")}
+        launched = time.time()
+        cmd = [sys.executable, "-c", code]
+        out = subprocess.run(cmd, capture_output=True, text=True, env=env, check=False)
+    if out.returncode != 0:
+        raise RuntimeError(f"cold start of N={n} {variant or ''} failed:\n{out.stderr.strip()}")
+    return float(out.stdout.strip().splitlines()[-1]) - launched
+
+
 def run(large: bool = False, steps: int = 20, min_seconds: float = 2.0, out=sys.stdout) -> list[dict]:
     """Run the benchmark table and print it; returns the rows."""
     import numba
@@ -118,16 +146,18 @@ def run(large: bool = False, steps: int = 20, min_seconds: float = 2.0, out=sys.
         f"the same {steps} steps from the same start, median of repeated runs; each size in a fresh process",
         file=out,
     )
-    columns = ("N", "steps/s", "ms/step", "neighbours start->end", "peak RSS", "start")
-    print("{:>10} {:>10} {:>10} {:>22} {:>10} {:>8}".format(*columns), file=out)
+    columns = ("N", "steps/s", "ms/step", "neighbours start->end", "peak RSS", "start", "cold")
+    print("{:>10} {:>10} {:>10} {:>22} {:>10} {:>8} {:>8}".format(*columns), file=out)
     rows = []
     for n in sizes:
         row = _measure_in_subprocess(n, steps, min_seconds)
+        row["cold_start_s"] = cold_start_seconds(n)
         rows.append(row)
         print(
             f"{n:>10,} {row['steps_per_s']:>10,.1f} {row['ms_per_step']:>10.3f} "
             f"{row['neighbours_start']:>10.1f} -> {row['neighbours_end']:<9.1f} "
-            f"{row['peak_rss_mb']:>7.0f} MB {row['start_to_first_step_s']:>7.2f}s",
+            f"{row['peak_rss_mb']:>7.0f} MB {row['start_to_first_step_s']:>7.2f}s "
+            f"{row['cold_start_s']:>7.2f}s",
             file=out,
             flush=True,
         )
@@ -139,7 +169,8 @@ def run(large: bool = False, steps: int = 20, min_seconds: float = 2.0, out=sys.
         file=out,
     )
     print(
-        "start: seconds from a fresh process to the end of its first step (numba loads its cached compile)",
+        "start: seconds from a fresh process to the end of its first step (numba loads its cached compile); "
+        "cold: the same with empty compile caches (a first run on a new machine)",
         file=out,
     )
     return rows
@@ -171,10 +202,16 @@ def variant_params(n: int) -> dict:
         "wind (uniform + gradient)": base.replace(
             wind=(1.0, 0.0, 0.0), wind_gradient=((0, 0, -0.1), (0, 0, 0), (0.1, 0, 0))
         ),
+        "sim.update = sequential": base.replace(update="sequential"),
+        "rules.combine = chain": base.replace(combine="chain"),
+        "flock.turn_limit = mesh": base.replace(turn_limit="mesh"),
+        "arena.containment = 40": base.replace(containment=40.0),
     }
 
 
-def run_variants(n: int = 10_000, steps: int = 20, min_seconds: float = 1.5, out=sys.stdout) -> list[dict]:
+def run_variants(
+    n: int = 10_000, steps: int = 20, min_seconds: float = 1.5, out=sys.stdout, cold_starts: bool = True
+) -> list[dict]:
     """steps/s with each option of the model on, relative to the spec's configuration."""
     from flock3d.flock import Flock
 
@@ -183,7 +220,8 @@ def run_variants(n: int = 10_000, steps: int = 20, min_seconds: float = 1.5, out
         f"the same {steps} steps from the same start, median of repeated runs",
         file=out,
     )
-    print("{:<32} {:>10} {:>10} {:>12}".format("option", "steps/s", "ms/step", "vs spec"), file=out)
+    columns = ("option", "steps/s", "ms/step", "vs spec", "cold")
+    print("{:<32} {:>10} {:>10} {:>12} {:>8}".format(*columns), file=out)
     rows, baseline = [], None
     for name, params in variant_params(n).items():
         flock = Flock(params, seed=0)
@@ -191,9 +229,12 @@ def run_variants(n: int = 10_000, steps: int = 20, min_seconds: float = 1.5, out
         flock.step(1)  # compile or load the kernel
         per_step, _ = _time_steps(flock, start, steps, min_seconds)
         baseline = baseline or per_step
-        rows.append({"option": name, "steps_per_s": 1.0 / per_step, "ms_per_step": per_step * 1e3})
+        cold = cold_start_seconds(n, name) if cold_starts else math.nan
         speed, ratio = 1.0 / per_step, baseline / per_step
-        print(f"{name:<32} {speed:>10,.1f} {per_step * 1e3:>10.3f} {ratio:>11.2f}x", file=out)
+        rows.append({"option": name, "steps_per_s": speed, "ms_per_step": per_step * 1e3, "cold_s": cold})
+        line = f"{name:<32} {speed:>10,.1f} {per_step * 1e3:>10.3f} {ratio:>11.2f}x {cold:>7.2f}s"
+        print(line, file=out, flush=True)
+    print("cold: seconds from a fresh process to its first step, with empty compile caches", file=out)
     return rows
 
 

@@ -804,6 +804,31 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+#: Said once, on stderr, when numba starts compiling: the first run on a machine takes seconds.
+COMPILING = "flock3d: compiling the simulation (first run only)..."
+
+
+@contextlib.contextmanager
+def _saying_when_compiling():
+    """Within the block, the first compile numba starts prints :data:`COMPILING` (loading a
+    compiled step from the cache is not a compile, and says nothing)."""
+    from numba.core import event
+
+    class Say(event.Listener):
+        said = False
+
+        def on_start(self, e) -> None:
+            if not self.said:
+                self.said = True
+                print(COMPILING, file=sys.stderr, flush=True)
+
+        def on_end(self, e) -> None:
+            pass
+
+    with event.install_listener("numba:compile", Say()):
+        yield
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``flock3d`` console script; returns the exit status."""
     parser = build_parser()
@@ -813,7 +838,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     args = parser.parse_args(argv)
     try:
-        return args.run(args)
+        with _saying_when_compiling():
+            return args.run(args)
     except Flock3dError as error:
         print(f"flock3d {args.command}: {error}", file=sys.stderr)
         return EXIT_BAD_INPUT

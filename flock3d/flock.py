@@ -102,6 +102,8 @@ class Flock:
         self._rules: tuple[PairRule, ...] = ()
         self._forces: tuple[Force, ...] = ()
         self.set_rules(rules, forces)
+        if engine == "fast" and params.update == "synchronous":
+            assemble.warm_up_in_background()  # a first run on this machine: compile on both cores
 
     @classmethod
     def from_scene(cls, scene: Scene, seed: int | None = None, **kwargs) -> Flock:

@@ -41,6 +41,7 @@ import inspect
 import marshal
 import math
 import os
+import subprocess
 import sys
 import tempfile
 import threading
@@ -941,7 +942,7 @@ class Stepper:
         if L.update == "synchronous":
             fixed = np.array([pv[self.value_names.index("reach")], params.dt, params.predator_speed,
                               *turn_limit(math.radians(params.predator_turn_rate) * params.dt)])  # fmt: skip
-            done = synchronous_driver()(self.module.chunk, *arrays, int(n), float(state.time),
+            done = _driver()(self.module.chunk, *arrays, int(n), float(state.time),
                                         int(state.step_count), int(seed), pv, flags, box, attractors, path,
                                         obstacles, wind_u, gradient, status, fixed)  # fmt: skip
         else:
@@ -973,6 +974,54 @@ def _world_arrays(params: Params) -> tuple[np.ndarray, ...]:
 
 _steppers: dict[tuple, Stepper] = {}
 _lock = threading.Lock()
+
+# -- the first run on a machine ------------------------------------------------------------------
+
+_warm_up: subprocess.Popen | None = None
+
+
+def _driver_is_cached() -> bool:
+    """Whether numba's cache already holds the shared synchronous driver (an index file for it)."""
+    try:
+        from numba.core.caching import FunctionCache
+
+        from flock3d.core import kernel
+
+        return Path(FunctionCache(kernel._advance)._cache_file._index_path).exists()
+    except Exception:  # noqa: BLE001 - numba's internals moved: assume cached, compile here if not
+        return True
+
+
+def warm_up_in_background() -> None:
+    """On a machine whose numba cache lacks the shared driver, compile it in a second process.
+
+    The first step then compiles the scene's own chunk here while the other core compiles
+    what every scene shares; :func:`stepper_for`'s first synchronous step waits for it
+    and loads the result from the cache. Nothing happens once the cache holds it.
+    """
+    global _warm_up
+    if _warm_up is not None or _driver_is_cached() or os.environ.get("FLOCK3D_NO_WARM_UP"):
+        return
+    code = "from flock3d.core.kernel import synchronous_driver; synchronous_driver()"
+    try:
+        _warm_up = subprocess.Popen(
+            [sys.executable, "-c", code], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL, env={**os.environ, "FLOCK3D_NO_WARM_UP": "1"},
+        )  # fmt: skip
+    except OSError:
+        _warm_up = None
+
+
+def _driver():
+    """The shared synchronous driver, after any compile under way in the background ends."""
+    global _warm_up
+    if _warm_up is not None:
+        try:
+            _warm_up.wait(timeout=300)
+        except subprocess.TimeoutExpired:
+            _warm_up.kill()
+        _warm_up = None
+    return synchronous_driver()
 
 
 def stepper_for(params: Params, rules: Sequence[PairRule] = (), forces: Sequence[Force] = ()) -> Stepper:
