@@ -296,7 +296,8 @@ def fill_around(px, py, pz, grid, pos, vel, reach2, buf, periodic, box):
 @shared
 def gather(t, n_chunks, order, pos, vel, quat, cols, heads, heading_from_velocity, headings_in_cols):
     """Chunk ``t`` of the start-of-step state, in cell order: positions and velocities into
-    the rows of ``cols`` (6, N), each boid's unit heading into ``heads`` (3, N).
+    the rows of ``cols`` (7, N), then each boid's index (as a float: topological neighbours
+    break ties by it, species are ranges of it), each boid's unit heading into ``heads`` (3, N).
 
     The heading is the forward axis of its orientation, or with ``heading_from_velocity``
     (the ``mesh`` turn limit: boids see along their motion) its velocity's direction.
@@ -314,6 +315,7 @@ def gather(t, n_chunks, order, pos, vel, quat, cols, heads, heading_from_velocit
         if headings_in_cols:
             vx, vy, vz = hx, hy, hz
         cols[3, k], cols[4, k], cols[5, k] = vx, vy, vz
+        cols[6, k] = i
 
 
 @shared
@@ -505,7 +507,7 @@ CHUNK_SIGNATURE = types.void(
     _I1,
     _I1,  # bounds; grid floats (origin, cell sizes), ints (nx, ny, nz); order; cell_start
     _F2,
-    _F2,  # cols (6, N): start-of-step positions and velocities in cell order; heads (3, N)
+    _F2,  # cols (7, N): start-of-step positions, velocities and indices in cell order; heads (3, N)
     _F2,
     _F2,
     _F2,
@@ -530,7 +532,7 @@ one compiled parallel driver calls any of them through a function pointer)."""
 
 #: Flags (a bool array): positions wrap in a periodic box and distances take the minimum
 #: image; positions wrap; the flock is planar; boids see along their velocity (mesh turn
-#: limit); the Couzin model (the buffer carries headings).
+#: limit); the buffer carries headings, not velocities (the Couzin and Vicsek models).
 PERIODIC, WRAPS, PLANAR, MESH, COUZIN = range(5)
 
 
@@ -573,7 +575,7 @@ def _run_chunks(n_chunks, chunk, bounds, gf, gi, order, start, cols, heads, pos,
 def _advance(chunk, pos, vel, quat, waypoints, pred_pos, pred_vel, pred_quat, n_steps, time0, step0, seed, pv,
              flags, box, attractors, path, obstacles, wind_u, gradient, status, fixed):  # fmt: skip
     n = pos.shape[0]
-    cols = np.empty((6, n))
+    cols = np.empty((7, n))
     heads = np.empty((3, n))
     n_chunks = status.shape[0]
     sides = 2.0 * box[3:]
