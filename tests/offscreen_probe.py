@@ -36,9 +36,7 @@ def renderer(hints: ViewHints, radius: float = 10.0) -> OffscreenRenderer:
 
 
 def project(r: OffscreenRenderer, points: np.ndarray) -> np.ndarray:
-    tr = r.view.scene.node_transform(r.canvas.scene)  # scene -> canvas pixels
-    mapped = tr.map(np.asarray(points, dtype=float))
-    return mapped[:, :2] / mapped[:, 3:4]
+    return r.project(points)
 
 
 def case_positions() -> dict:

@@ -97,7 +97,7 @@ class ViewerWindow:
         self.video = None
 
         self.canvas = vscene.SceneCanvas(keys=None, bgcolor=BACKGROUND, size=(960, 720))
-        self.view = self.canvas.central_widget.add_view()
+        self.view = self.canvas.central_widget.add_view(border_width=0)
         self.visuals = FlockVisuals(self.view, scene.view, scene.params)
         self.focus = FocusVisuals(self.view)
         self.hud = Hud(self.canvas)

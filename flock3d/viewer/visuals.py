@@ -1,0 +1,395 @@
+"""The GPU visuals the renderer is built from: instanced boids, the sky, trails, line segments.
+
+Each is a vispy ``Visual`` with its own small shader program and persistent GPU
+buffers: a frame rewrites the buffers in place (``set_subdata``) and allocates
+only when the number of boids changes. Boids are drawn instanced: the mesh is
+uploaded once, and per boid only its position, heading (forward vector), colour
+and bank angle; the vertex shader builds each boid's rotation from its heading,
+rolls it by the bank angle, beats its wings and keeps it a minimum number of
+pixels long. The fragment shader lights each face flat (from screen-space
+derivatives, so no normals are stored) and fades far boids towards the sky.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from vispy import gloo
+from vispy.scene.visuals import create_visual_node
+from vispy.visuals import Visual
+
+__all__ = ["Boids", "Sky", "Trails", "Segments"]
+
+_BOIDS_VERT = """
+attribute vec3 a_vertex;    // body coordinates: forward +z, up +y, length 1
+attribute float a_flap;     // how much of the wing beat a vertex takes (0 body, 1 wing tip)
+attribute vec3 a_position;  // per boid, world units
+attribute vec3 a_forward;   // per boid, any length
+attribute vec4 a_color;     // per boid
+attribute float a_bank;     // per boid, radians (roll towards the boid's right)
+attribute float a_phase;    // per boid, radians (its own wing-beat phase)
+
+uniform mat4 u_mvp;             // world -> clip coordinates (the view's whole transform)
+uniform float u_px_per_unit;    // canvas pixels per world unit at clip w = 1
+uniform vec3 u_up;              // the world's up for a boid that does not roll
+uniform float u_size;           // body length, world units
+uniform float u_min_px;         // smallest on-screen body length, canvas pixels
+uniform float u_beat;           // wing-beat angle now: 2 pi f t (t simulated seconds)
+uniform float u_flap;           // wing-beat amplitude at the wing tip, body lengths
+uniform vec2 u_fog;             // depth (clip w) where the fog starts and is full
+uniform float u_fog_max;        // how much of the sky colour the farthest boid takes
+
+varying vec4 v_color;
+varying vec3 v_world;
+varying float v_fog;
+
+void main() {
+    float len = length(a_forward);
+    vec3 f = len > 0.0 ? a_forward / len : vec3(0.0, 0.0, 1.0);
+    vec3 r = cross(u_up, f);
+    if (dot(r, r) < 1e-8) r = cross(vec3(1.0, 0.0, 0.0), f);   // flying straight up or down
+    if (dot(r, r) < 1e-8) r = cross(vec3(0.0, 0.0, 1.0), f);
+    r = normalize(r);
+    vec3 u = cross(f, r);
+    float cb = cos(a_bank);
+    float sb = sin(a_bank);
+    vec3 right = cb * r - sb * u;
+    vec3 up = cb * u + sb * r;
+
+    // One matrix product for the boid's centre and one for its shape: the transform is
+    // linear in homogeneous coordinates, so M (p + d) = M p + M (d, 0).
+    vec4 centre = u_mvp * vec4(a_position, 1.0);
+    float px = u_px_per_unit * u_size / max(centre.w, 1e-6);   // body length on screen
+    float scale = u_size * max(1.0, u_min_px / max(px, 1e-6));
+
+    vec3 v = a_vertex;
+    v.y += u_flap * a_flap * sin(u_beat + a_phase);
+    vec3 offset = scale * (v.x * right + v.y * up + v.z * f);
+    v_world = a_position + offset;
+    v_color = a_color;
+    v_fog = u_fog_max * smoothstep(u_fog.x, u_fog.y, centre.w);
+    gl_Position = centre + u_mvp * vec4(offset, 0.0);
+}
+"""
+
+_BOIDS_FRAG = """
+uniform vec3 u_light;       // towards the light, unit vector in the world
+uniform vec3 u_fog_color;
+uniform float u_ambient;
+
+varying vec4 v_color;
+varying vec3 v_world;
+varying float v_fog;
+
+void main() {
+    // Flat shading without stored normals: the face's normal from screen-space derivatives.
+    vec3 n = normalize(cross(dFdx(v_world), dFdy(v_world)));
+    float shade = u_ambient + (1.0 - u_ambient) * abs(dot(n, u_light));
+    vec3 c = min(v_color.rgb * (0.25 + shade), vec3(1.0));
+    gl_FragColor = vec4(mix(c, u_fog_color, v_fog), v_color.a);
+}
+"""
+
+
+class BoidsVisual(Visual):
+    """Boids (or predators) as one instanced mesh; see the module docstring.
+
+    Args:
+        vertices: (V, 3) float32 body coordinates of the mesh.
+        faces: (F, 3) uint32 triangles.
+        flap: (V,) float32, the share of the wing beat each vertex takes.
+    """
+
+    def __init__(self, vertices: np.ndarray, faces: np.ndarray, flap: np.ndarray | None = None) -> None:
+        super().__init__(vcode=_BOIDS_VERT, fcode=_BOIDS_FRAG)
+        self._vertex_vbo = gloo.VertexBuffer(np.zeros((1, 3), np.float32))
+        self._flap_vbo = gloo.VertexBuffer(np.zeros(1, np.float32))
+        self._faces = gloo.IndexBuffer(np.zeros((1, 3), np.uint32))
+        self._instances = {
+            name: gloo.VertexBuffer(np.zeros((1, width), np.float32), divisor=1)
+            for name, width in (("a_position", 3), ("a_forward", 3), ("a_color", 4), ("a_bank", 1), ("a_phase", 1))
+        }
+        self.count = 0
+        self.set_mesh(vertices, faces, flap)
+        self._draw_mode = "triangles"
+        self._index_buffer = self._faces
+        self.set_gl_state("translucent", depth_test=True, cull_face=False)
+        self.uniforms = dict(
+            u_up=(0.0, 1.0, 0.0), u_size=1.0, u_min_px=0.0, u_half_viewport=(1.0, 1.0),
+            u_camera_right=(1.0, 0.0, 0.0), u_beat=0.0, u_flap=0.0, u_fog=(1e30, 2e30), u_fog_max=0.0,
+            u_light=(0.0, 0.0, 1.0), u_fog_color=(0.0, 0.0, 0.0), u_ambient=0.45,
+        )  # fmt: skip
+        for name, vbo in self._instances.items():
+            self.shared_program[name] = vbo
+        self.shared_program["a_vertex"] = self._vertex_vbo
+        self.shared_program["a_flap"] = self._flap_vbo
+
+    def set_mesh(self, vertices: np.ndarray, faces: np.ndarray, flap: np.ndarray | None = None) -> None:
+        vertices = np.ascontiguousarray(vertices, dtype=np.float32)
+        flap = np.zeros(len(vertices), np.float32) if flap is None else np.asarray(flap, np.float32)
+        self._vertex_vbo.set_data(vertices)
+        self._flap_vbo.set_data(np.ascontiguousarray(flap))
+        self._faces.set_data(np.ascontiguousarray(faces, dtype=np.uint32))
+        self.update()
+
+    def set_instances(self, positions, forwards, colors, banks=None) -> None:
+        """Per-boid data for the next frame: (N, 3) positions and forwards, (N, 4) colours,
+        (N,) bank angles in radians (default none)."""
+        n = len(positions)
+        self.visible = n > 0  # vispy cannot draw zero instances
+        if n == 0:
+            return
+        data = {
+            "a_position": positions,
+            "a_forward": forwards,
+            "a_color": colors,
+            "a_bank": np.zeros(n) if banks is None else banks,
+        }
+        if n != self.count:
+            # A new count: resize every buffer (rare), and give each boid its own wing-beat phase.
+            self.count = n
+            phases = np.random.default_rng(7).uniform(0.0, 2.0 * np.pi, n)
+            self._instances["a_phase"].set_data(phases.astype(np.float32).reshape(-1, 1))
+            for name, values in data.items():
+                self._instances[name].set_data(np.ascontiguousarray(values, np.float32).reshape(n, -1))
+        else:
+            for name, values in data.items():
+                self._instances[name].set_subdata(np.ascontiguousarray(values, np.float32).reshape(n, -1))
+        self.update()
+
+    def _prepare_transforms(self, view) -> None:
+        pass  # the transform is read as one matrix when drawing
+
+    def _prepare_draw(self, view) -> bool:
+        if self.count == 0:
+            return False
+        # The view's transform (visual -> clip) as one matrix: the images of the basis
+        # vectors, rows for vispy's row-vector convention.
+        mvp = np.asarray(view.transforms.get_transform().map(np.eye(4)), np.float64)
+        u = self.uniforms
+        right = np.array([*u["u_camera_right"], 0.0])
+        half = np.asarray(u["u_half_viewport"], np.float64)
+        self.shared_program["u_mvp"] = mvp.astype(np.float32)
+        self.shared_program["u_px_per_unit"] = float(np.linalg.norm((right @ mvp)[:2] * half))
+        for name, value in u.items():
+            if name not in ("u_camera_right", "u_half_viewport"):
+                self.shared_program[name] = value
+        return True
+
+    def _compute_bounds(self, axis, view):
+        return None
+
+
+_SKY_VERT = """
+attribute vec2 a_corner;
+varying float v_t;
+void main() {
+    v_t = 0.5 - 0.5 * a_corner.y;       // 0 at the top of the picture, 1 at the bottom
+    gl_Position = vec4(a_corner, 0.0, 1.0);
+}
+"""
+
+_SKY_FRAG = """
+uniform vec3 u_top;
+uniform vec3 u_bottom;
+varying float v_t;
+void main() {
+    gl_FragColor = vec4(mix(u_top, u_bottom, v_t), 1.0);
+}
+"""
+
+
+class SkyVisual(Visual):
+    """A vertical gradient filling the picture behind everything (drawn first, no depth)."""
+
+    def __init__(self, top, bottom) -> None:
+        super().__init__(vcode=_SKY_VERT, fcode=_SKY_FRAG)
+        corners = np.array([[-1, -1], [1, -1], [-1, 1], [1, 1]], np.float32)
+        self.shared_program["a_corner"] = gloo.VertexBuffer(corners)
+        self.shared_program["u_top"] = tuple(top)
+        self.shared_program["u_bottom"] = tuple(bottom)
+        self._draw_mode = "triangle_strip"
+        self.set_gl_state(depth_test=False, blend=False, cull_face=False)
+
+    def _prepare_transforms(self, view) -> None:
+        pass
+
+    def _compute_bounds(self, axis, view):
+        return None
+
+
+_SEGMENTS_VERT = """
+attribute vec3 a_position;
+attribute vec4 a_color;
+varying vec4 v_color;
+void main() {
+    v_color = a_color;
+    gl_Position = $transform(vec4(a_position, 1.0));
+}
+"""
+
+_SEGMENTS_FRAG = """
+varying vec4 v_color;
+void main() {
+    gl_FragColor = v_color;
+}
+"""
+
+
+class SegmentsVisual(Visual):
+    """Line segments with a colour per vertex, in persistent buffers (2K vertices)."""
+
+    def __init__(self, width: float = 1.0) -> None:
+        super().__init__(vcode=_SEGMENTS_VERT, fcode=_SEGMENTS_FRAG)
+        self._pos = gloo.VertexBuffer(np.zeros((2, 3), np.float32))
+        self._color = gloo.VertexBuffer(np.zeros((2, 4), np.float32))
+        self.shared_program["a_position"] = self._pos
+        self.shared_program["a_color"] = self._color
+        self._n = 0
+        self._draw_mode = "lines"
+        self.set_gl_state("translucent", depth_test=True, line_width=width)
+
+    def set_segments(self, points: np.ndarray, colors) -> None:
+        """``points`` (2K, 3): each pair a segment; ``colors`` (2K, 4) or one RGBA."""
+        points = np.ascontiguousarray(points, np.float32).reshape(-1, 3)
+        n = len(points)
+        self.visible = n > 0
+        if n == 0:
+            return
+        colors = np.asarray(colors, np.float32)
+        if colors.ndim == 1:
+            colors = np.broadcast_to(colors, (n, 4))
+        colors = np.ascontiguousarray(colors)
+        if n == self._n:
+            self._pos.set_subdata(points)
+            self._color.set_subdata(colors)
+        else:
+            self._n = n
+            self._pos.set_data(points)
+            self._color.set_data(colors)
+        self.update()
+
+    def _prepare_transforms(self, view) -> None:
+        view.view_program.vert["transform"] = view.get_transform()
+
+    def _prepare_draw(self, view) -> bool:
+        return self._n > 0
+
+    def _compute_bounds(self, axis, view):
+        return None
+
+
+_TRAILS_VERT = """
+attribute vec3 a_position;
+attribute float a_slot;    // 2 * ring slot + 1 for a segment's older end; -2 / -1: the live slot
+uniform float u_head;      // ring slot of the newest sample
+uniform float u_slots;     // ring length K
+uniform float u_frac;      // fraction of a sample interval since the newest sample
+varying float v_age;
+void main() {
+    // Age in sample intervals: the live segment runs from 0 (the boid now) to u_frac
+    // (the newest sample); slot k's runs one interval further back per slot behind the head.
+    float age;
+    if (a_slot < 0.0) {
+        age = a_slot > -1.5 ? u_frac : 0.0;
+    } else {
+        float slot = floor(a_slot * 0.5);
+        age = mod(u_head - slot + u_slots, u_slots) + (a_slot - 2.0 * slot) + u_frac;
+    }
+    v_age = age / (u_slots + 1.0);
+    gl_Position = $transform(vec4(a_position, 1.0));
+}
+"""
+
+_TRAILS_FRAG = """
+uniform vec4 u_color;
+varying float v_age;
+void main() {
+    float fade = clamp(1.0 - v_age, 0.0, 1.0);
+    gl_FragColor = vec4(u_color.rgb, u_color.a * fade * fade);
+}
+"""
+
+
+class TrailsVisual(Visual):
+    """Fading trails: the last ``K`` samples of each boid's path as line segments.
+
+    The samples live in a ring on the GPU: slot ``k`` holds all N boids' segments
+    from sample k - 1 to sample k, so adding a sample rewrites one slot (2N
+    vertices) and nothing else. A last, live slot joins the newest sample to
+    where each boid is now, rewritten every frame. Each vertex knows its slot;
+    its age, hence its fade, follows from the ring's head, a uniform.
+    """
+
+    def __init__(self, slots: int, color, width: float = 1.0) -> None:
+        super().__init__(vcode=_TRAILS_VERT, fcode=_TRAILS_FRAG)
+        self.slots = slots
+        self._pos = gloo.VertexBuffer(np.zeros((2, 3), np.float32))
+        self._slot = gloo.VertexBuffer(np.zeros(2, np.float32))
+        self.shared_program["a_position"] = self._pos
+        self.shared_program["a_slot"] = self._slot
+        self.shared_program["u_color"] = tuple(color)
+        self._draw_mode = "lines"
+        self.set_gl_state("translucent", depth_test=True, depth_mask=False, line_width=width)
+        self.n = 0
+        self.head = 0
+        self.frac = 0.0
+
+    def reset(self, positions: np.ndarray) -> None:
+        """Start every trail afresh at ``positions`` (N, 3): all slots hold zero-length segments."""
+        n = len(positions)
+        self.n = n
+        self.head = 0
+        self.frac = 0.0
+        self.visible = n > 0
+        if n == 0:
+            return
+        p = np.asarray(positions, np.float32)
+        ring = np.broadcast_to(np.repeat(p, 2, axis=0), (self.slots + 1, 2 * n, 3))
+        self._pos.set_data(np.ascontiguousarray(ring).reshape(-1, 3))
+        # Each vertex's code: 2 * slot + 1 for a segment's start (its older end), 2 * slot
+        # for its end; the live slot's start is -1, its end -2.
+        older = np.tile(np.array([1.0, 0.0], np.float32), n)
+        codes = (2.0 * np.arange(self.slots + 1, dtype=np.float32)[:, None] + older).ravel()
+        codes[self.slots * 2 * n :] = np.tile(np.array([-1.0, -2.0], np.float32), n)
+        self._slot.set_data(codes)
+        self.update()
+
+    def add_sample(self, previous: np.ndarray, current: np.ndarray) -> None:
+        """A new sample: segments from ``previous`` to ``current`` (N, 3) into the next slot."""
+        self.head = (self.head + 1) % self.slots
+        self._pos.set_subdata(_segments(previous, current), offset=self.head * 2 * self.n)
+        self.update()
+
+    def set_live(self, newest: np.ndarray, now: np.ndarray, frac: float) -> None:
+        """Segments from the newest sample to where the boids are now; ``frac`` in [0, 1]."""
+        self.frac = frac
+        self._pos.set_subdata(_segments(newest, now), offset=self.slots * 2 * self.n)
+        self.update()
+
+    def _prepare_transforms(self, view) -> None:
+        view.view_program.vert["transform"] = view.get_transform()
+
+    def _prepare_draw(self, view) -> bool:
+        if self.n == 0:
+            return False
+        self.shared_program["u_head"] = float(self.head)
+        self.shared_program["u_slots"] = float(self.slots)
+        self.shared_program["u_frac"] = float(self.frac)
+        return True
+
+    def _compute_bounds(self, axis, view):
+        return None
+
+
+def _segments(start: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """(2N, 3) float32 vertices: start_0, end_0, start_1, end_1, ..."""
+    out = np.empty((len(start), 2, 3), np.float32)
+    out[:, 0] = start
+    out[:, 1] = end
+    return out.reshape(-1, 3)
+
+
+Boids = create_visual_node(BoidsVisual)
+Sky = create_visual_node(SkyVisual)
+Segments = create_visual_node(SegmentsVisual)
+Trails = create_visual_node(TrailsVisual)
