@@ -63,7 +63,9 @@ def _oklab_to_linear(lab: np.ndarray) -> np.ndarray:
 def oklch_to_srgb(lightness, chroma, hue_degrees) -> np.ndarray:
     """(..., 3) sRGB in [0, 1] from OKLCH; out-of-gamut colours keep their lightness and
     hue and lose chroma until they fit."""
-    L, C, h = np.broadcast_arrays(*(np.asarray(v, dtype=np.float64) for v in (lightness, chroma, hue_degrees)))
+    L, C, h = np.broadcast_arrays(
+        *(np.asarray(v, dtype=np.float64) for v in (lightness, chroma, hue_degrees))
+    )
     C = C.copy()
     a_dir, b_dir = np.cos(np.radians(h)), np.sin(np.radians(h))
     for _ in range(24):  # halve the excess chroma until every colour is inside sRGB
@@ -87,7 +89,8 @@ def contrast_ratio(a, b) -> np.ndarray:
 
 
 def sky_rows(height: int) -> np.ndarray:
-    """(height, 3) float sRGB of the sky on each pixel row, top to bottom, as the renderer draws it."""
+    """(height, 3) float sRGB of the sky on each pixel row, top to bottom: a gradient from
+    SKY_TOP to SKY_BOTTOM (drawn in bands finer than 8-bit colour's steps)."""
     t = (np.arange(height) + 0.5) / height
     return np.asarray(SKY_TOP) + t[:, None] * (np.asarray(SKY_BOTTOM) - np.asarray(SKY_TOP))
 

@@ -90,7 +90,9 @@ def _ring(centre, a, b, radius: float, points: int = 128) -> np.ndarray:
     return np.repeat(ring, 2, axis=0)[1:-1].astype(np.float32)
 
 
-def _sphere_lines(radius: float, center, meridians: int = 6, parallels: int = 3, points: int = 48) -> np.ndarray:
+def _sphere_lines(
+    radius: float, center, meridians: int = 6, parallels: int = 3, points: int = 48
+) -> np.ndarray:
     """Line segments (2K, 3) tracing meridians and parallels of a sphere (for obstacles)."""
     c = np.asarray(center, dtype=np.float64)
     segments = []
@@ -204,7 +206,9 @@ class FlockVisuals:
             is larger): sizes in pixels (the smallest boid, line widths) scale with it.
     """
 
-    def __init__(self, view: scene.ViewBox, hints: ViewHints, params: Params, pixel_scale: float = 1.0) -> None:
+    def __init__(
+        self, view: scene.ViewBox, hints: ViewHints, params: Params, pixel_scale: float = 1.0
+    ) -> None:
         self.view = view
         self.pixel_scale = pixel_scale
         self.hints = hints
@@ -312,7 +316,9 @@ class FlockVisuals:
 
     # -- camera -------------------------------------------------------------------------
 
-    def make_camera(self, kind: str = "orbit", positions: np.ndarray | None = None) -> scene.cameras.BaseCamera:
+    def make_camera(
+        self, kind: str = "orbit", positions: np.ndarray | None = None
+    ) -> scene.cameras.BaseCamera:
         """A camera of ``kind`` (orbit, arcball, fly; follow and fixed use a turntable), framing
         the arena, or the flock at ``positions`` when the arena is open space."""
         if kind == "arcball":
@@ -368,8 +374,9 @@ class FlockVisuals:
         """
         tr = self.view.scene.node_transform(self.view.canvas.scene)
         w, h = self.view.canvas.size
-        points = np.array([[w / 2, h / 2, 0.0, 1.0], [w / 2, h / 2, 0.5, 1.0], [w / 2, h / 2 - 1, 0.0, 1.0],
-                           [w / 2 + 1, h / 2, 0.0, 1.0], [0.0, 0.0, 0.0, 1.0], [0.0, 0.0, 0.5, 1.0]])  # fmt: skip
+        cx, cy = w / 2, h / 2
+        points = np.array([[cx, cy, 0.0, 1.0], [cx, cy, 0.5, 1.0], [cx, cy - 1, 0.0, 1.0],
+                           [cx + 1, cy, 0.0, 1.0], [0.0, 0.0, 0.0, 1.0], [0.0, 0.0, 0.5, 1.0]])  # fmt: skip
         mapped = tr.imap(points)
         with np.errstate(all="ignore"):
             centre, deeper, up, right, corner, corner_deeper = mapped[:, :3] / mapped[:, 3:4]
@@ -525,8 +532,8 @@ class FlockVisuals:
         self._aim(state)
         forwards = quaternion.forward(state.orientations)
         banks = self._banks(forwards, acceleration, state.time)
-        self.boids.set_instances(state.positions, forwards, frame.colors, banks)
-        self.boids.uniforms["u_beat"] = 2.0 * math.pi * WING_BEATS_PER_SECOND * (state.time % 3600.0)
+        beat = 2.0 * math.pi * WING_BEATS_PER_SECOND * (state.time % 3600.0)
+        self.boids.set_instances(state.positions, forwards, frame.colors, banks, beat)
         m = state.n_predators
         self.predators.set_instances(
             state.predator_positions,

@@ -331,8 +331,10 @@ class Session:
                 with self.lock:
                     self.clock.budget = self.WORKER_BATCH_SECONDS
                     steps = self.advance(now - last)
-                    wait = 0.02 if self.paused else self.clock.seconds_to_next_step(
-                        self.params.dt, self.time_scale
+                    wait = (
+                        0.02
+                        if self.paused
+                        else self.clock.seconds_to_next_step(self.params.dt, self.time_scale)
                     )
                 last = now
                 if steps == 0:

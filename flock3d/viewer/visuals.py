@@ -3,44 +3,47 @@
 Each is a vispy ``Visual`` with its own small shader program and persistent GPU
 buffers: a frame rewrites the buffers in place (``set_subdata``) and allocates
 only when the number of boids changes. Boids are drawn instanced: the mesh is
-uploaded once, and per boid only its position, heading (forward vector), colour
-and bank angle; the vertex shader builds each boid's rotation from its heading,
-rolls it by the bank angle, beats its wings and keeps it a minimum number of
-pixels long. The fragment shader lights each face flat (from screen-space
-derivatives, so no normals are stored) and fades far boids towards the sky.
+uploaded once, and per boid only its position, heading (forward vector), colour,
+bank (cos, sin) and wing-beat position; the vertex shader builds each boid's
+rotation from its heading, rolls it into its turn, beats its wings, keeps it a
+minimum number of pixels long, lights its faces flat and fades it towards the sky
+with distance. Everything is done per vertex and the fragment shader only writes
+a colour: in software OpenGL (llvmpipe) fragment work and blending cost most.
 """
 
 from __future__ import annotations
 
 import numpy as np
 from vispy import gloo
+from vispy.gloo import gl
 from vispy.scene.visuals import create_visual_node
 from vispy.visuals import Visual
 
 __all__ = ["Boids", "Sky", "Trails", "Segments"]
 
 _BOIDS_VERT = """
-attribute vec3 a_vertex;    // body coordinates: forward +z, up +y, length 1
+attribute vec3 a_vertex;    // body coordinates: forward +z, up +y, length 1 (3 per face)
+attribute vec3 a_normal;    // the face's normal, body coordinates
 attribute float a_flap;     // how much of the wing beat a vertex takes (0 body, 1 wing tip)
 attribute vec3 a_position;  // per boid, world units
 attribute vec3 a_forward;   // per boid, any length
 attribute vec4 a_color;     // per boid
-attribute float a_bank;     // per boid, radians (roll towards the boid's right)
-attribute float a_phase;    // per boid, radians (its own wing-beat phase)
+attribute vec2 a_roll;      // per boid: cos and sin of its bank angle (roll towards its right)
+attribute float a_wing;     // per boid: where its wing beat is now, -1 to 1
 
 uniform mat4 u_mvp;             // world -> clip coordinates (the view's whole transform)
 uniform float u_px_per_unit;    // canvas pixels per world unit at clip w = 1
 uniform vec3 u_up;              // the world's up for a boid that does not roll
 uniform float u_size;           // body length, world units
 uniform float u_min_px;         // smallest on-screen body length, canvas pixels
-uniform float u_beat;           // wing-beat angle now: 2 pi f t (t simulated seconds)
 uniform float u_flap;           // wing-beat amplitude at the wing tip, body lengths
 uniform vec2 u_fog;             // depth (clip w) where the fog starts and is full
 uniform float u_fog_max;        // how much of the sky colour the farthest boid takes
+uniform vec3 u_light;           // towards the light, unit vector in the world
+uniform vec3 u_fog_color;
+uniform float u_ambient;
 
 varying vec4 v_color;
-varying vec3 v_world;
-varying float v_fog;
 
 void main() {
     float len = length(a_forward);
@@ -50,10 +53,8 @@ void main() {
     if (dot(r, r) < 1e-8) r = cross(vec3(0.0, 0.0, 1.0), f);
     r = normalize(r);
     vec3 u = cross(f, r);
-    float cb = cos(a_bank);
-    float sb = sin(a_bank);
-    vec3 right = cb * r - sb * u;
-    vec3 up = cb * u + sb * r;
+    vec3 right = a_roll.x * r - a_roll.y * u;
+    vec3 up = a_roll.x * u + a_roll.y * r;
 
     // One matrix product for the boid's centre and one for its shape: the transform is
     // linear in homogeneous coordinates, so M (p + d) = M p + M (d, 0).
@@ -62,30 +63,24 @@ void main() {
     float scale = u_size * max(1.0, u_min_px / max(px, 1e-6));
 
     vec3 v = a_vertex;
-    v.y += u_flap * a_flap * sin(u_beat + a_phase);
-    vec3 offset = scale * (v.x * right + v.y * up + v.z * f);
-    v_world = a_position + offset;
-    v_color = a_color;
-    v_fog = u_fog_max * smoothstep(u_fog.x, u_fog.y, centre.w);
-    gl_Position = centre + u_mvp * vec4(offset, 0.0);
+    v.y += u_flap * a_flap * a_wing;
+    gl_Position = centre + u_mvp * vec4(scale * (v.x * right + v.y * up + v.z * f), 0.0);
+
+    // Flat shading, lit on both sides (thin wings are single faces); the wing beat tilts
+    // the wings a little, which the face normal ignores.
+    vec3 n = a_normal.x * right + a_normal.y * up + a_normal.z * f;
+    float shade = u_ambient + (1.0 - u_ambient) * abs(dot(n, u_light));
+    vec3 c = min(a_color.rgb * (0.25 + shade), vec3(1.0));
+    float fog = u_fog_max * smoothstep(u_fog.x, u_fog.y, centre.w);
+    v_color = vec4(mix(c, u_fog_color, fog), a_color.a);
 }
 """
 
 _BOIDS_FRAG = """
-uniform vec3 u_light;       // towards the light, unit vector in the world
-uniform vec3 u_fog_color;
-uniform float u_ambient;
-
 varying vec4 v_color;
-varying vec3 v_world;
-varying float v_fog;
 
 void main() {
-    // Flat shading without stored normals: the face's normal from screen-space derivatives.
-    vec3 n = normalize(cross(dFdx(v_world), dFdy(v_world)));
-    float shade = u_ambient + (1.0 - u_ambient) * abs(dot(n, u_light));
-    vec3 c = min(v_color.rgb * (0.25 + shade), vec3(1.0));
-    gl_FragColor = vec4(mix(c, u_fog_color, v_fog), v_color.a);
+    gl_FragColor = v_color;
 }
 """
 
@@ -101,59 +96,80 @@ class BoidsVisual(Visual):
 
     def __init__(self, vertices: np.ndarray, faces: np.ndarray, flap: np.ndarray | None = None) -> None:
         super().__init__(vcode=_BOIDS_VERT, fcode=_BOIDS_FRAG)
-        self._vertex_vbo = gloo.VertexBuffer(np.zeros((1, 3), np.float32))
-        self._flap_vbo = gloo.VertexBuffer(np.zeros(1, np.float32))
-        self._faces = gloo.IndexBuffer(np.zeros((1, 3), np.uint32))
+        self._vertex_vbo = gloo.VertexBuffer(np.zeros((3, 3), np.float32))
+        self._normal_vbo = gloo.VertexBuffer(np.zeros((3, 3), np.float32))
+        self._flap_vbo = gloo.VertexBuffer(np.zeros(3, np.float32))
         self._instances = {
             name: gloo.VertexBuffer(np.zeros((1, width), np.float32), divisor=1)
-            for name, width in (("a_position", 3), ("a_forward", 3), ("a_color", 4), ("a_bank", 1), ("a_phase", 1))
+            for name, width in (
+                ("a_position", 3),
+                ("a_forward", 3),
+                ("a_color", 4),
+                ("a_roll", 2),
+                ("a_wing", 1),
+            )
         }
         self.count = 0
+        self._phases = np.zeros(0)
         self.set_mesh(vertices, faces, flap)
         self._draw_mode = "triangles"
-        self._index_buffer = self._faces
-        self.set_gl_state("translucent", depth_test=True, cull_face=False)
+        self.set_gl_state("opaque", depth_test=True, cull_face=False)
         self.uniforms = dict(
             u_up=(0.0, 1.0, 0.0), u_size=1.0, u_min_px=0.0, u_half_viewport=(1.0, 1.0),
-            u_camera_right=(1.0, 0.0, 0.0), u_beat=0.0, u_flap=0.0, u_fog=(1e30, 2e30), u_fog_max=0.0,
+            u_camera_right=(1.0, 0.0, 0.0), u_flap=0.0, u_fog=(1e30, 2e30), u_fog_max=0.0,
             u_light=(0.0, 0.0, 1.0), u_fog_color=(0.0, 0.0, 0.0), u_ambient=0.45,
         )  # fmt: skip
         for name, vbo in self._instances.items():
             self.shared_program[name] = vbo
         self.shared_program["a_vertex"] = self._vertex_vbo
+        self.shared_program["a_normal"] = self._normal_vbo
         self.shared_program["a_flap"] = self._flap_vbo
 
     def set_mesh(self, vertices: np.ndarray, faces: np.ndarray, flap: np.ndarray | None = None) -> None:
-        vertices = np.ascontiguousarray(vertices, dtype=np.float32)
-        flap = np.zeros(len(vertices), np.float32) if flap is None else np.asarray(flap, np.float32)
-        self._vertex_vbo.set_data(vertices)
-        self._flap_vbo.set_data(np.ascontiguousarray(flap))
-        self._faces.set_data(np.ascontiguousarray(faces, dtype=np.uint32))
+        """The shape every boid is drawn with; each face gets its own three vertices and its
+        normal, so that the vertex shader can light it (flat) and the fragment shader is trivial."""
+        vertices = np.asarray(vertices, dtype=np.float64)
+        faces = np.asarray(faces, dtype=np.int64)
+        flap = np.zeros(len(vertices)) if flap is None else np.asarray(flap, np.float64)
+        corners = vertices[faces]  # (F, 3, 3)
+        normals = np.cross(corners[:, 1] - corners[:, 0], corners[:, 2] - corners[:, 0])
+        normals /= np.maximum(np.linalg.norm(normals, axis=1, keepdims=True), 1e-12)
+        self._vertex_vbo.set_data(corners.reshape(-1, 3).astype(np.float32))
+        self._normal_vbo.set_data(np.repeat(normals, 3, axis=0).astype(np.float32))
+        self._flap_vbo.set_data(flap[faces].reshape(-1).astype(np.float32))
         self.update()
 
-    def set_instances(self, positions, forwards, colors, banks=None) -> None:
+    def set_instances(self, positions, forwards, colors, banks=None, beat: float = 0.0) -> None:
         """Per-boid data for the next frame: (N, 3) positions and forwards, (N, 4) colours,
-        (N,) bank angles in radians (default none)."""
+        (N,) bank angles in radians (default none); ``beat`` is the wing-beat angle now
+        (2 pi f t), to which each boid adds a phase of its own."""
         n = len(positions)
         self.visible = n > 0  # vispy cannot draw zero instances
         if n == 0:
             return
+        if n != self.count:
+            # A new count (rare): resize every buffer, give each boid its own wing-beat phase.
+            self.count = n
+            self._phases = np.random.default_rng(7).uniform(0.0, 2.0 * np.pi, n)
+        # Trigonometry per boid here, not per vertex in the shader (software OpenGL runs
+        # vertex shaders on one core).
+        roll = np.ones((n, 2))
+        if banks is not None:
+            roll[:, 0], roll[:, 1] = np.cos(banks), np.sin(banks)
         data = {
             "a_position": positions,
             "a_forward": forwards,
             "a_color": colors,
-            "a_bank": np.zeros(n) if banks is None else banks,
+            "a_roll": roll,
+            "a_wing": np.sin(beat + self._phases),
         }
-        if n != self.count:
-            # A new count: resize every buffer (rare), and give each boid its own wing-beat phase.
-            self.count = n
-            phases = np.random.default_rng(7).uniform(0.0, 2.0 * np.pi, n)
-            self._instances["a_phase"].set_data(phases.astype(np.float32).reshape(-1, 1))
-            for name, values in data.items():
-                self._instances[name].set_data(np.ascontiguousarray(values, np.float32).reshape(n, -1))
-        else:
-            for name, values in data.items():
-                self._instances[name].set_subdata(np.ascontiguousarray(values, np.float32).reshape(n, -1))
+        for name, values in data.items():
+            values = np.ascontiguousarray(values, np.float32).reshape(n, -1)
+            vbo = self._instances[name]
+            if vbo.size == n:
+                vbo.set_subdata(values)
+            else:
+                vbo.set_data(values)
         self.update()
 
     def _prepare_transforms(self, view) -> None:
@@ -179,44 +195,6 @@ class BoidsVisual(Visual):
         return None
 
 
-_SKY_VERT = """
-attribute vec2 a_corner;
-varying float v_t;
-void main() {
-    v_t = 0.5 - 0.5 * a_corner.y;       // 0 at the top of the picture, 1 at the bottom
-    gl_Position = vec4(a_corner, 0.0, 1.0);
-}
-"""
-
-_SKY_FRAG = """
-uniform vec3 u_top;
-uniform vec3 u_bottom;
-varying float v_t;
-void main() {
-    gl_FragColor = vec4(mix(u_top, u_bottom, v_t), 1.0);
-}
-"""
-
-
-class SkyVisual(Visual):
-    """A vertical gradient filling the picture behind everything (drawn first, no depth)."""
-
-    def __init__(self, top, bottom) -> None:
-        super().__init__(vcode=_SKY_VERT, fcode=_SKY_FRAG)
-        corners = np.array([[-1, -1], [1, -1], [-1, 1], [1, 1]], np.float32)
-        self.shared_program["a_corner"] = gloo.VertexBuffer(corners)
-        self.shared_program["u_top"] = tuple(top)
-        self.shared_program["u_bottom"] = tuple(bottom)
-        self._draw_mode = "triangle_strip"
-        self.set_gl_state(depth_test=False, blend=False, cull_face=False)
-
-    def _prepare_transforms(self, view) -> None:
-        pass
-
-    def _compute_bounds(self, axis, view):
-        return None
-
-
 _SEGMENTS_VERT = """
 attribute vec3 a_position;
 attribute vec4 a_color;
@@ -233,6 +211,62 @@ void main() {
     gl_FragColor = v_color;
 }
 """
+
+
+class SkyVisual(Visual):
+    """A vertical gradient filling the picture behind everything (drawn first, no depth).
+
+    Drawn as horizontal bands, each a scissored clear of the colour buffer: about 1 ms
+    a frame in software OpenGL (llvmpipe), where a full-screen shader cost 6 ms. With
+    :data:`SKY_BANDS` bands the steps are about as fine as 8-bit colour's own.
+    """
+
+    def __init__(self, top, bottom) -> None:
+        super().__init__(vcode=_SEGMENTS_VERT, fcode=_SEGMENTS_FRAG)  # never used to draw
+        self.top, self.bottom = np.asarray(top, np.float64), np.asarray(bottom, np.float64)
+
+    def draw(self) -> None:
+        if not self.visible:
+            return
+        # The picture's corners in framebuffer pixels (y down), from clip coordinates.
+        corners = self.get_transform("render", "framebuffer").map(np.array([[-1.0, 1.0], [1.0, -1.0]]))
+        (x0, y0), (x1, y1) = corners[:, :2] / corners[:, 3:4]
+        width, height = round(abs(x1 - x0)), round(abs(y1 - y0))
+        left, top = round(min(x0, x1)), round(min(y0, y1))
+        # Straight to OpenGL, after what vispy has queued: each of vispy's queued commands
+        # costs tens of microseconds, a plain call a few.
+        gloo.get_current_canvas().context.flush_commands()
+        gl.glEnable(gl.GL_SCISSOR_TEST)
+        try:
+            for k, color in enumerate(sky_bands(self.top, self.bottom)):
+                band_top, band_bottom = band_rows(k, height)
+                # glScissor counts rows from the bottom of the framebuffer.
+                gl.glScissor(left, height - band_bottom + top, width, band_bottom - band_top)
+                gl.glClearColor(float(color[0]), float(color[1]), float(color[2]), 1.0)
+                gl.glClear(gl.GL_COLOR_BUFFER_BIT)
+        finally:
+            gl.glDisable(gl.GL_SCISSOR_TEST)
+
+    def _prepare_transforms(self, view) -> None:
+        pass
+
+    def _compute_bounds(self, axis, view):
+        return None
+
+
+SKY_BANDS = 32
+"""Bands of the sky's gradient."""
+
+
+def sky_bands(top, bottom) -> np.ndarray:
+    """(SKY_BANDS, 3) colours of the bands, top to bottom: the gradient at each band's middle."""
+    t = (np.arange(SKY_BANDS) + 0.5) / SKY_BANDS
+    return np.asarray(top) + t[:, None] * (np.asarray(bottom) - np.asarray(top))
+
+
+def band_rows(k: int, height: int) -> tuple[int, int]:
+    """First row and the row after the last (counted from the top) of band ``k`` in ``height`` rows."""
+    return round(k * height / SKY_BANDS), round((k + 1) * height / SKY_BANDS)
 
 
 class SegmentsVisual(Visual):
