@@ -20,4 +20,14 @@ from flock3d.scene import Scene, load_scene
 
 __version__ = "0.1.0"
 
-__all__ = ["Boid", "Flock", "FlockState", "Params", "Scene", "load_scene", "metrics", "__version__"]
+__all__ = ["Boid", "Flock", "FlockState", "Params", "Scene", "load_scene", "metrics", "show", "__version__"]
+
+
+def __getattr__(name: str):
+    # flock3d.show loads the notebook viewer (vispy, jupyter_rfb) only when asked for:
+    # the library itself imports no graphics.
+    if name == "show":
+        from flock3d.viewer.notebook import show
+
+        return show
+    raise AttributeError(f"module 'flock3d' has no attribute {name!r}")

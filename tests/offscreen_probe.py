@@ -85,7 +85,54 @@ def case_colors() -> dict:
     return images
 
 
-CASES = {"positions": case_positions, "heading": case_heading, "arena": case_arena, "colors": case_colors}
+def case_notebook() -> dict:
+    """flock3d.show() driven as a notebook's front end would: sized, drawn, played, paused."""
+    import time
+
+    import flock3d
+
+    viewer = flock3d.show("default", size=(320, 240))
+    try:
+        first = viewer.frame()
+        time.sleep(1.0)  # the worker thread steps the flock meanwhile
+        playing = viewer.frame()
+        stepped = viewer.session.snapshot().step_count
+        viewer.controls["play"].value = False  # the play/pause button
+        time.sleep(0.3)
+        paused_at = viewer.session.snapshot().step_count
+        time.sleep(0.5)
+        still = viewer.session.snapshot().step_count
+        viewer.controls["colors"].value = "uniform"
+        uniform = viewer.frame()
+        viewer.controls["camera"].value = "follow"
+        followed = viewer.frame()
+        widgets = [type(w).__name__ for w in viewer.widget.children]
+    finally:
+        viewer.close()
+    return {
+        "first": first, "playing": playing, "uniform": uniform, "followed": followed,
+        "steps": np.array([stepped, paused_at, still]), "widgets": np.array(widgets),
+    }  # fmt: skip
+
+
+def case_repr_png() -> dict:
+    import imageio.v3 as iio
+
+    from flock3d import Flock
+
+    flock = Flock(Params(count=300), seed=3)
+    flock.step(30)
+    return {"image": iio.imread(flock._repr_png_(), extension=".png")}
+
+
+CASES = {
+    "positions": case_positions,
+    "heading": case_heading,
+    "arena": case_arena,
+    "colors": case_colors,
+    "notebook": case_notebook,
+    "repr_png": case_repr_png,
+}
 
 if __name__ == "__main__":
     case, out = sys.argv[1], sys.argv[2]

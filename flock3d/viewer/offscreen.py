@@ -23,6 +23,7 @@ __all__ = [
     "CAMERAS",
     "ORBIT_DEGREES_PER_SECOND",
     "downsample",
+    "flock_png",
 ]
 
 CAMERAS = ("orbit", "follow", "fixed")
@@ -149,3 +150,23 @@ class OffscreenRenderer:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+def flock_png(flock, size: tuple[int, int] = (480, 360)) -> bytes | None:
+    """A PNG of ``flock`` as it is now, with the viewer's look (``Flock._repr_png_``).
+
+    The camera frames the arena (the flock itself in open space). None where offscreen
+    OpenGL (EGL) or the packages for drawing are missing, so a notebook falls back to text.
+    """
+    try:
+        import imageio.v3 as iio
+
+        from flock3d.scene import Scene, ViewHints
+
+        scene = Scene(params=flock.params, view=ViewHints(mesh="bird"))
+        camera = "follow" if flock.params.arena_shape == "none" else "fixed"
+        with OffscreenRenderer(scene, size=size, camera=camera) as renderer:
+            image = renderer.render(flock.state)
+        return iio.imwrite("<bytes>", image, extension=".png")
+    except (ImportError, RenderError):
+        return None

@@ -111,6 +111,8 @@ class Snapshot:
 class Session:
     """A scene being watched: the flock, pausing, stepping, and live parameter edits.
 
+    ``flock`` (default: a new one from the scene) is the flock to watch, e.g. the caller's own.
+
     Used directly, nothing runs by itself: :meth:`advance` steps on the caller's
     thread. :meth:`start` moves stepping to a worker thread (the viewer's way);
     :meth:`snapshot` then returns the latest published copy of the flock.
@@ -119,10 +121,10 @@ class Session:
     #: Seconds of stepping per batch on the worker: how long an edit may wait for the lock.
     WORKER_BATCH_SECONDS = 0.04
 
-    def __init__(self, scene: Scene) -> None:
+    def __init__(self, scene: Scene, flock: Flock | None = None) -> None:
         self.scene = scene
         self.seed = scene.seed
-        self.flock = Flock.from_scene(scene)
+        self.flock = Flock.from_scene(scene) if flock is None else flock
         self.paused = False
         self.time_scale = 1.0
         self.clock = FixedStepClock()
