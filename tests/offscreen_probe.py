@@ -17,7 +17,7 @@ from flock3d import Params
 from flock3d.core.quaternion import look_rotation
 from flock3d.core.state import FlockState
 from flock3d.scene import Scene, ViewHints
-from flock3d.viewer.offscreen import OffscreenRenderer
+from flock3d.viewer.offscreen import OffscreenRenderer, downsample
 
 SIZE = (320, 240)
 
@@ -28,11 +28,12 @@ def state_of(positions, headings) -> FlockState:
     return FlockState(p, d * 4.0, look_rotation(d))
 
 
-def renderer(hints: ViewHints, radius: float = 10.0) -> OffscreenRenderer:
+def renderer(hints: ViewHints, radius: float = 10.0, supersample: int = 2) -> OffscreenRenderer:
     # Azimuth 0, elevation 0 with +y up: the camera looks along the x axis, so the
     # screen shows the y-z plane (z across, y up).
     hints = ViewHints(**{**hints.__dict__, "camera_azimuth": 0.0, "camera_elevation": 0.0})
-    return OffscreenRenderer(Scene(Params(arena_radius=radius), view=hints), size=SIZE, camera="fixed")
+    scene = Scene(Params(arena_radius=radius), view=hints)
+    return OffscreenRenderer(scene, size=SIZE, camera="fixed", supersample=supersample)
 
 
 def project(r: OffscreenRenderer, points: np.ndarray) -> np.ndarray:
@@ -85,6 +86,87 @@ def case_colors() -> dict:
     return images
 
 
+def case_antialias() -> dict:
+    """One large boid drawn with and without supersampling."""
+    images = {}
+    for name, factor in (("on", 2), ("off", 1)):
+        r = renderer(
+            ViewHints(show_arena=False, mesh="dart", boid_size=9.0, color_mode="uniform"), supersample=factor
+        )
+        images[name] = r.render(state_of([0, 0, 0], [0, math.sqrt(0.5), math.sqrt(0.5)]))
+        r.close()
+    return images
+
+
+def case_trails() -> dict:
+    """A boid flying straight across the picture for 2 s, with and without trails."""
+    out = {}
+    start, velocity = np.array([0.0, 0.0, -6.0]), np.array([0.0, 0.0, 4.0])
+    for name, seconds in (("on", 3.0), ("off", 0.0)):
+        r = renderer(
+            ViewHints(show_arena=False, mesh="cone", boid_size=0.8, color_mode="uniform", trails=seconds)
+        )
+        for k in range(41):  # 20 frames a second
+            t = k * 0.05
+            state = state_of(start + velocity * t, [0, 0, 1])
+            state.time = t
+            image = r.render(state)
+        out[name] = image
+        out["path"] = project(r, np.array([start, start + velocity * 2.0]))
+        r.close()
+    return out
+
+
+def case_banking() -> dict:
+    """A boid seen from behind, flying level and turning to either side."""
+    out = {}
+    # Acceleration across the heading, towards the boid's right (+) or left (-), units/s^2.
+    for name, lateral in (("level", 0.0), ("turning_right", 15.0), ("turning_left", -15.0)):
+        r = renderer(ViewHints(show_arena=False, mesh="dart", boid_size=7.0, color_mode="uniform"))
+        heading = np.array([-1.0, 0.0, 0.0])  # away from the camera
+        right = np.cross([0.0, 1.0, 0.0], heading)  # the boid's +x side
+        for k in range(20):  # long enough for the smoothed bank to settle
+            state = state_of([0, 0, 0], heading)
+            state.time = 0.05 * k
+            image = r.render(state, acceleration=(lateral * right)[None])
+        out[name] = image
+        out["right_on_screen"] = project(r, np.array([[0, 0, 0], right]))
+        r.close()
+    return out
+
+
+def case_small() -> dict:
+    """A boid far too small to see at its true size."""
+    r = renderer(ViewHints(show_arena=False, mesh="dart", boid_size=0.02, color_mode="uniform"))
+    image = r.render(state_of([0, 0, 0], [0, 0, 1]))
+    return {"image": image, "centre": project(r, np.zeros((1, 3)))[0]}
+
+
+def case_contrast() -> dict:
+    """300 boids in every colour mode, and the focus view, with each boid's place on the picture."""
+    from flock3d.viewer.overlays import focus_colors
+
+    rng = np.random.default_rng(5)
+    n = 300
+    p = rng.uniform(-8, 8, (n, 3))
+    d = rng.normal(size=(n, 3))
+    d /= np.linalg.norm(d, axis=1, keepdims=True)
+    state = FlockState(p, d * rng.uniform(3, 6, (n, 1)), look_rotation(d))
+    out = {}
+    for mode in ("heading", "speed", "neighbours", "uniform", "focus"):
+        r = renderer(
+            ViewHints(show_arena=False, mesh="bird", color_mode="heading" if mode == "focus" else mode)
+        )
+        colors = None
+        if mode == "focus":
+            colors = focus_colors(r.visuals.colors_for(state).colors, 0, np.arange(1, 20))
+        r.visuals.update(state, colors)
+        out[mode] = downsample(r.canvas.render(alpha=False), r.supersample)
+        out["screen"] = project(r, p)
+        r.close()
+    return out
+
+
 def case_notebook() -> dict:
     """flock3d.show() driven as a notebook's front end would: sized, drawn, played, paused."""
     import time
@@ -126,6 +208,11 @@ def case_repr_png() -> dict:
 
 
 CASES = {
+    "antialias": case_antialias,
+    "trails": case_trails,
+    "banking": case_banking,
+    "small": case_small,
+    "contrast": case_contrast,
     "positions": case_positions,
     "heading": case_heading,
     "arena": case_arena,

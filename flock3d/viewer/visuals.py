@@ -363,7 +363,9 @@ class TrailsVisual(Visual):
         self.shared_program["a_slot"] = self._slot
         self.shared_program["u_color"] = tuple(color)
         self._draw_mode = "lines"
-        self.set_gl_state("translucent", depth_test=True, depth_mask=False, line_width=width)
+        # Not depth_mask=False: vispy leaves the mask as the last visual set it, and a mask left
+        # off stops the next frame from clearing the depth buffer.
+        self.set_gl_state("translucent", depth_test=True, line_width=width)
         self.n = 0
         self.head = 0
         self.frac = 0.0
