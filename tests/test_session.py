@@ -158,3 +158,9 @@ def test_the_worker_keeps_dt_one_scenes_at_one_step_per_second():
         assert 2 <= s.snapshot().step_count - start <= 4
     finally:
         s.stop()
+
+
+def test_view_with_an_unreachable_display_says_so():
+    out = flock3d("view", env={"DISPLAY": ":987", "WAYLAND_DISPLAY": ""}, timeout=60)
+    assert_clean_failure(out, "cannot open the display ':987'")
+    assert len(out.stderr.strip().splitlines()) == 1
