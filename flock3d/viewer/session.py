@@ -11,7 +11,8 @@ batch of steps, publishes a :class:`Snapshot`: copies of the arrays that no one
 writes again. The window only ever draws snapshots, so a frame never waits for a
 step and never sees a half-written state. Edits from the window (a slider, reset,
 a new count) take the same lock, so they land between steps. The numba kernels
-release the GIL while they run, so stepping and drawing overlap on two cores.
+release the GIL while they run, so stepping and drawing overlap on two cores. While one core is enough for the
+simulation to keep real time, the worker steps on one, leaving the rest to drawing.
 """
 
 from __future__ import annotations
@@ -120,6 +121,9 @@ class Session:
 
     #: Seconds of stepping per batch on the worker: how long an edit may wait for the lock.
     WORKER_BATCH_SECONDS = 0.04
+    #: The worker steps on one core while that keeps real time with this share of the core
+    #: to spare, leaving the other cores to drawing; beyond it, on all of them.
+    ONE_CORE_LOAD = 0.6
 
     def __init__(self, scene: Scene, flock: Flock | None = None) -> None:
         self.scene = scene
