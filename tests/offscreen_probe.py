@@ -71,13 +71,17 @@ def case_arena() -> dict:
     return {"image": image, "centre": centre, "rim": rim}
 
 
-def case_colors() -> dict:
-    rng = np.random.default_rng(2)
-    n = 300
-    p = rng.uniform(-7, 7, (n, 3))
+def random_flock(seed: int, half_width: float, n: int = 300) -> FlockState:
+    """n boids uniform in a cube, with random headings and speeds from 3 to 6."""
+    rng = np.random.default_rng(seed)
+    p = rng.uniform(-half_width, half_width, (n, 3))
     d = rng.normal(size=(n, 3))
     d /= np.linalg.norm(d, axis=1, keepdims=True)
-    state = FlockState(p, d * rng.uniform(3, 6, (n, 1)), look_rotation(d))
+    return FlockState(p, d * rng.uniform(3, 6, (n, 1)), look_rotation(d))
+
+
+def case_colors() -> dict:
+    state = random_flock(2, 7.0)
     images = {}
     for mode in ("heading", "speed", "neighbours", "uniform"):
         r = renderer(ViewHints(show_arena=False, mesh="cone", boid_size=1.0, color_mode=mode))
@@ -146,12 +150,8 @@ def case_contrast() -> dict:
     """300 boids in every colour mode, and the focus view, with each boid's place on the picture."""
     from flock3d.viewer.overlays import focus_colors
 
-    rng = np.random.default_rng(5)
-    n = 300
-    p = rng.uniform(-8, 8, (n, 3))
-    d = rng.normal(size=(n, 3))
-    d /= np.linalg.norm(d, axis=1, keepdims=True)
-    state = FlockState(p, d * rng.uniform(3, 6, (n, 1)), look_rotation(d))
+    state = random_flock(5, 8.0)
+    p = state.positions
     out = {}
     for mode in ("heading", "speed", "neighbours", "uniform", "focus"):
         r = renderer(

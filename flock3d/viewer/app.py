@@ -413,15 +413,8 @@ class ViewerWindow:
         (follow: the flock, or the focused boid's neighbourhood)."""
         self.camera_kind = kind
         positions = self.snapshot.state.positions
-        if kind == "follow" and len(positions):
-            self.visuals.make_camera("orbit")
-            centre, radius = self._follow_target()
-            from flock3d.viewer.renderer import frame_distance
-
-            self.view.camera.center = tuple(centre)
-            self.view.camera.distance = frame_distance(radius)
-        else:
-            self.visuals.make_camera(kind, positions)
+        target = self._follow_target() if kind == "follow" and len(positions) else None
+        self.visuals.make_camera(kind, positions, target)
         self._push_state()
 
     def _follow_target(self) -> tuple[np.ndarray, float]:
@@ -431,9 +424,7 @@ class ViewerWindow:
             reach = self.session.params.perception_distance
             radius = 3.0 * reach if math.isfinite(reach) else 10.0 * self.visuals.boid_size
             return state.positions[self.focused], radius
-        centre = state.positions.mean(axis=0)
-        spread = float(np.percentile(np.linalg.norm(state.positions - centre, axis=1), 90))
-        return centre, max(spread, 4.0 * self.visuals.boid_size)
+        return self.visuals.flock_extent(state.positions)
 
     def set_focus(self, index: int | None) -> None:
         """Single out boid ``index`` (None: no focus)."""

@@ -12,8 +12,6 @@ Needs the ``jupyter_rfb`` package (and ``ipywidgets``, which it brings).
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from flock3d.errors import Flock3dError
@@ -130,13 +128,7 @@ class NotebookViewer:
     def set_camera(self, kind: str) -> None:
         """orbit or arcball (framing the arena, or the flock in open space), or follow the flock."""
         self.camera_kind = kind
-        positions = self._snapshot.state.positions
-        self.visuals.make_camera("orbit" if kind == "follow" else kind, positions)
-        if kind == "follow" and len(positions):
-            from flock3d.viewer.renderer import frame_distance
-
-            self.view.camera.center = tuple(positions.mean(axis=0))
-            self.view.camera.distance = frame_distance(_spread(positions, self.visuals.boid_size))
+        self.visuals.make_camera(kind, self._snapshot.state.positions)
         self.canvas.update()
 
     # -- drawing --------------------------------------------------------------------------
@@ -182,12 +174,6 @@ def _event_loop_running() -> bool:
     except RuntimeError:
         return False
     return True
-
-
-def _spread(positions: np.ndarray, boid_size: float) -> float:
-    centre = positions.mean(axis=0)
-    spread = float(np.percentile(np.linalg.norm(positions - centre, axis=1), 90))
-    return max(spread, 4.0 * boid_size) if math.isfinite(spread) else 4.0 * boid_size
 
 
 def show(source="default", *, seed: int | None = None, size: tuple[int, int] = (720, 480), play: bool = True):

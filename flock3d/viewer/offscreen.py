@@ -125,9 +125,8 @@ class OffscreenRenderer:
             seconds = self.frames_rendered / self.fps
             self.camera.azimuth = self._start_azimuth + ORBIT_DEGREES_PER_SECOND * seconds
         elif self.mode == "follow" and len(state):
-            centre = state.positions.mean(axis=0)
-            spread = float(np.percentile(np.linalg.norm(state.positions - centre, axis=1), 90))
-            wanted = self._frame_distance(max(spread, 4.0 * self.visuals.boid_size))
+            centre, radius = self.visuals.flock_extent(state.positions)
+            wanted = self._frame_distance(radius)
             # Ease towards the wanted distance so that the camera does not jump.
             d = self._follow_distance
             self._follow_distance = wanted if d is None else d + 0.15 * (wanted - d)

@@ -317,10 +317,16 @@ class FlockVisuals:
     # -- camera -------------------------------------------------------------------------
 
     def make_camera(
-        self, kind: str = "orbit", positions: np.ndarray | None = None
+        self,
+        kind: str = "orbit",
+        positions: np.ndarray | None = None,
+        target: tuple[np.ndarray, float] | None = None,
     ) -> scene.cameras.BaseCamera:
         """A camera of ``kind`` (orbit, arcball, fly; follow and fixed use a turntable), framing
-        the arena, or the flock at ``positions`` when the arena is open space."""
+        the arena, or the flock at ``positions`` when the arena is open space; ``follow`` frames
+        the flock itself. ``target`` (centre, radius) frames that sphere instead."""
+        if kind == "follow" and target is None and positions is not None and len(positions):
+            target = self.flock_extent(positions)
         if kind == "arcball":
             camera = scene.cameras.ArcballCamera(fov=CAMERA_FOV)
         elif kind == "fly":
@@ -330,24 +336,36 @@ class FlockVisuals:
         else:
             camera = scene.cameras.TurntableCamera(fov=CAMERA_FOV, up="+y")
         self.view.camera = camera
-        self.frame(positions)
+        self.frame(positions, target)
         return camera
+
+    def flock_extent(self, positions: np.ndarray) -> tuple[np.ndarray, float]:
+        """Centre of the flock at ``positions`` (N >= 1, 3) and the radius holding 90% of it
+        (at least a few boid lengths): what a camera following the flock frames."""
+        centre = positions.mean(axis=0)
+        spread = float(np.percentile(np.linalg.norm(positions - centre, axis=1), 90))
+        return centre, max(spread, 4.0 * self.boid_size) if math.isfinite(spread) else 4.0 * self.boid_size
 
     def framed(self, positions: np.ndarray | None = None) -> tuple[np.ndarray, float]:
         """Centre and radius of what the camera should frame: the arena, or the flock in open space."""
         p = self.params
         if p.arena_shape != "none" or positions is None or len(positions) == 0:
             return np.asarray(p.arena_center, np.float64), p.arena_radius
-        centre = positions.mean(axis=0)
-        spread = float(np.percentile(np.linalg.norm(positions - centre, axis=1), 90))
-        return centre, max(spread, 4.0 * self.boid_size)
+        return self.flock_extent(positions)
 
-    def frame(self, positions: np.ndarray | None = None) -> None:
-        """Point the camera at the arena (or the flock) from the scene's hinted angles, framing it whole."""
+    def frame(
+        self, positions: np.ndarray | None = None, target: tuple[np.ndarray, float] | None = None
+    ) -> None:
+        """Point the camera at the arena (or the flock, or ``target``: centre, radius) from the
+        scene's hinted angles, framing it whole."""
         camera = self.view.camera
         h = self.hints
-        target, radius = self.framed(positions)
-        distance = h.camera_distance or frame_distance(radius)
+        if target is None:
+            target, radius = self.framed(positions)
+            distance = h.camera_distance or frame_distance(radius)
+        else:
+            target, radius = target
+            distance = frame_distance(radius)
         # A planar flock (in a z = const plane) is watched from above: along -z, with +y up.
         planar = self.params.dimensions == 2
         azimuth, elevation = (90.0, 0.0) if planar else (h.camera_azimuth, h.camera_elevation)
