@@ -71,7 +71,8 @@ WING_BEATS_PER_SECOND = 3.0
 WING_BEAT = 0.3
 """The bird's wing tips move this many body lengths up and down."""
 TRAIL_SLOTS = 16
-"""Samples per trail."""
+"""Samples per trail; half as many above TRAIL_FINE_BOIDS boids (each sample is 2N vertices a frame)."""
+TRAIL_FINE_BOIDS = 5_000
 VELOCITY_SECONDS = 0.4
 """A velocity line shows where the boid will be in this many seconds."""
 STEERING_SECONDS2 = 0.05
@@ -492,13 +493,14 @@ class FlockVisuals:
             self.trails.visible = False
             self._trail = None
             return
-        interval = self.trail_seconds / TRAIL_SLOTS
+        slots = TRAIL_SLOTS if len(positions) <= TRAIL_FINE_BOIDS else TRAIL_SLOTS // 2
+        interval = self.trail_seconds / slots
         p = np.asarray(positions, np.float32)
         # A boid moving further than this between samples went through a periodic wall.
         jump = self.params.arena_radius if self.params.arena_shape == "periodic" else np.inf
         trail = self._trail
         if trail is None or trail["n"] != len(p) or time < trail["time"]:
-            self.trails.reset(p)
+            self.trails.reset(p, slots)
             self._trail = trail = {"n": len(p), "time": time, "newest": p.copy()}
         elif time - trail["time"] >= interval:
             start = _unwrapped(trail["newest"], p, jump)

@@ -370,8 +370,10 @@ class TrailsVisual(Visual):
         self.head = 0
         self.frac = 0.0
 
-    def reset(self, positions: np.ndarray) -> None:
-        """Start every trail afresh at ``positions`` (N, 3): all slots hold zero-length segments."""
+    def reset(self, positions: np.ndarray, slots: int | None = None) -> None:
+        """Start every trail afresh at ``positions`` (N, 3): all slots hold zero-length segments.
+        ``slots``: a new ring length (default: as it was)."""
+        self.slots = slots or self.slots
         n = len(positions)
         self.n = n
         self.head = 0
