@@ -32,10 +32,10 @@ def qt_app():
 
 
 def pump(app, seconds: float = 0.3) -> None:
-    end = time.time() + seconds
-    while time.time() < end:
-        app.process_events()
-        time.sleep(0.005)
+    """Let the window run for ``seconds`` (Qt's own event loop: see run_event_loop)."""
+    from flock3d.viewer.app import run_event_loop
+
+    run_event_loop(seconds)
 
 
 def xdotool(*args) -> None:

@@ -23,7 +23,7 @@ import numpy as np
 from flock3d.errors import Flock3dError
 from flock3d.scene import Scene, SceneError, load_scene
 
-__all__ = ["ViewerWindow", "run_viewer", "check_display", "COMPILING_TEXT"]
+__all__ = ["ViewerWindow", "run_viewer", "run_event_loop", "check_display", "COMPILING_TEXT"]
 
 FRAME_INTERVAL_MS = 16
 VIDEO_FPS = 30.0
@@ -654,6 +654,20 @@ def _qimage_to_array(image) -> np.ndarray | None:
     w, h, stride = image.width(), image.height(), image.bytesPerLine()
     buffer = np.frombuffer(image.constBits(), np.uint8, count=stride * h).reshape(h, stride)
     return buffer[:, : 3 * w].reshape(h, w, 3).copy()
+
+
+def run_event_loop(seconds: float) -> None:
+    """Let Qt's event loop run for ``seconds`` (drawing, timers, input), then return.
+
+    For measurements and tests. Polling ``processEvents`` in a Python loop instead
+    would crash: PySide6 6.12 drops a reference to None on every call, and after some
+    twenty thousand calls the interpreter aborts ("deallocating None").
+    """
+    from PySide6 import QtCore
+
+    loop = QtCore.QEventLoop()
+    QtCore.QTimer.singleShot(max(int(seconds * 1000), 0), loop.quit)
+    loop.exec()
 
 
 def run_viewer(scene: Scene) -> int:

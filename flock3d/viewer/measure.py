@@ -22,7 +22,7 @@ def measure(n: int, seconds: float, mesh: str = "bird") -> dict:
     _use_qt()
     from vispy import app
 
-    from flock3d.viewer.app import ViewerWindow, opengl_renderer
+    from flock3d.viewer.app import ViewerWindow, opengl_renderer, run_event_loop
 
     application = app.use_app()
     application.create()
@@ -33,16 +33,12 @@ def measure(n: int, seconds: float, mesh: str = "bird") -> dict:
     viewer = ViewerWindow(scene, dialogs=False)  # times the first frame from the process start
     viewer.show()
     while viewer.first_frame_seconds is None:
-        application.process_events()
+        run_event_loop(0.01)
     while not viewer.session.first_step_done:  # the kernel's first compile is not what is measured
-        application.process_events()
-    warm_until = time.perf_counter() + min(2.0, seconds / 3)
-    while time.perf_counter() < warm_until:
-        application.process_events()
+        run_event_loop(0.05)
+    run_event_loop(min(2.0, seconds / 3))  # warm up
     start, frames0, t0 = viewer.session.snapshot(), viewer.frames_drawn, time.perf_counter()
-    while time.perf_counter() - t0 < seconds:
-        application.process_events()
-        time.sleep(0.001)
+    run_event_loop(seconds)
     elapsed = time.perf_counter() - t0
     end = viewer.session.snapshot()
     result = {
