@@ -33,3 +33,18 @@ def test_a_flock_shows_itself_as_a_png_in_notebooks(tmp_path):
     assert image.shape[:2] == (360, 480)
     lit = foreground_mask(image[..., :3])
     assert 300 < lit.sum() < 0.5 * lit.size
+
+
+def test_show_is_loaded_only_when_asked_for():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, flock3d\n"
+        "assert not any(m.split('.')[0] in ('vispy', 'PySide6', 'jupyter_rfb') for m in sys.modules)\n"
+        "from flock3d import show\n"
+        "assert callable(show) and 'vispy' not in sys.modules\n"  # still nothing drawn, nothing loaded
+        "print('ok')\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
