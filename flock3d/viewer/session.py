@@ -11,8 +11,10 @@ batch of steps, publishes a :class:`Snapshot`: copies of the arrays that no one
 writes again. The window only ever draws snapshots, so a frame never waits for a
 step and never sees a half-written state. Edits from the window (a slider, reset,
 a new count) take the same lock, so they land between steps. The numba kernels
-release the GIL while they run, so stepping and drawing overlap on two cores. While one core is enough for the
-simulation to keep real time, the worker steps on one, leaving the rest to drawing.
+release the GIL while they run, so stepping and drawing overlap. The worker
+steps on all cores but one, which is left to drawing: on two cores 10,000 boids
+keep real time on one core, and a flock too large for real time slows down
+instead of starving the window.
 """
 
 from __future__ import annotations
@@ -121,9 +123,6 @@ class Session:
 
     #: Seconds of stepping per batch on the worker: how long an edit may wait for the lock.
     WORKER_BATCH_SECONDS = 0.04
-    #: The worker steps on one core while that keeps real time with this share of the core
-    #: to spare, leaving the other cores to drawing; beyond it, on all of them.
-    ONE_CORE_LOAD = 0.6
 
     def __init__(self, scene: Scene, flock: Flock | None = None) -> None:
         self.scene = scene
@@ -328,7 +327,12 @@ class Session:
         self._first_step_done.set()
 
     def _work(self) -> None:
+        import numba
+
         try:
+            # All cores but one: the one left draws (software OpenGL rasterises on the CPU,
+            # and the window's own work is Python). The setting holds for this thread only.
+            numba.set_num_threads(max(1, numba.get_num_threads() - 1))
             if not self.first_step_done:
                 self._warm_up()
             last = time.perf_counter()
