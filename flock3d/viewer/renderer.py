@@ -484,7 +484,7 @@ class FlockVisuals:
         norm = np.linalg.norm(right, axis=1)
         lateral = np.einsum("ij,ij->i", acceleration, right) / np.where(norm > 1e-9, norm, np.inf)
         target = np.clip(np.arctan(lateral / GRAVITY), -MAX_BANK, MAX_BANK)
-        if self._time is not None and elapsed > 0:
+        if elapsed > 0:  # paused, the boids hold their roll
             self._bank += (target - self._bank) * (1.0 - math.exp(-elapsed / BANK_SECONDS))
         return self._bank
 
