@@ -167,6 +167,22 @@ def case_contrast() -> dict:
     return out
 
 
+def case_specks() -> dict:
+    """A flock far enough away to be drawn as specks, and the same drawn with the bird itself."""
+    import flock3d.viewer.renderer as renderer_module
+
+    state = random_flock(9, 7.0, n=400)
+    out = {}
+    for name, speck_pixels in (("specks", renderer_module.SPECK_PIXELS), ("birds", 0.0)):
+        renderer_module.SPECK_PIXELS = speck_pixels
+        r = renderer(ViewHints(show_arena=False, mesh="bird", boid_size=0.3, color_mode="uniform"))
+        r.render(state)  # the first frame lays the view out: sizes on screen are known from the second
+        out[name] = r.render(state)
+        out[f"{name}_drawn_as_specks"] = np.array(r.visuals.specks.count)
+        r.close()
+    return out
+
+
 def case_notebook() -> dict:
     """flock3d.show() driven as a notebook's front end would: sized, drawn, played, paused."""
     import time
@@ -213,6 +229,7 @@ CASES = {
     "banking": case_banking,
     "small": case_small,
     "contrast": case_contrast,
+    "specks": case_specks,
     "positions": case_positions,
     "heading": case_heading,
     "arena": case_arena,

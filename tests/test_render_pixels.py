@@ -178,3 +178,13 @@ def test_every_map_colour_keeps_its_contrast_against_the_lightest_sky():
     from flock3d.viewer.colors import MIN_CONTRAST, SKY_BOTTOM, contrast_ratio, map_colors
 
     assert contrast_ratio(map_colors(), np.asarray(SKY_BOTTOM)).min() >= MIN_CONTRAST
+
+
+def test_far_boids_drawn_as_specks_look_like_the_bird(tmp_path):
+    data = probe("specks", tmp_path)
+    # Boids a few pixels long are drawn with two triangles instead of the bird's eleven...
+    assert data["specks_drawn_as_specks"] == 400 and data["birds_drawn_as_specks"] == 0
+    # ...covering about as much of the picture, in the same colour.
+    specks, birds = foreground_mask(data["specks"]), foreground_mask(data["birds"])
+    assert 0.7 < specks.sum() / birds.sum() < 1.5
+    assert np.abs(data["specks"][specks].mean(axis=0) - data["birds"][birds].mean(axis=0)).max() < 20

@@ -12,7 +12,7 @@ import math
 
 import numpy as np
 
-__all__ = ["MESHES", "mesh", "wing_beat"]
+__all__ = ["MESHES", "mesh", "speck", "wing_beat"]
 
 
 def _closed(vertices: np.ndarray, faces: list[list[int]]) -> list[list[int]]:
@@ -84,6 +84,21 @@ def bird() -> tuple[np.ndarray, np.ndarray]:
     return _shape(v, body + thin)
 
 
+def speck() -> tuple[np.ndarray, np.ndarray]:
+    """The bird's two swept wings alone, two triangles meeting along its back (the tips still
+    beat): what a boid of a few pixels is drawn with, where the bird's thin body would be a
+    pixel wide anyway. Not offered as a shape of its own."""
+    v = np.array(
+        [
+            [0.0, 0.03, 0.3],  # 0 front of the back
+            [0.0, 0.03, -0.2],  # 1 rear of the back
+            [-0.55, 0.05, -0.2],  # 2 left wing tip
+            [0.55, 0.05, -0.2],  # 3 right wing tip
+        ]
+    )
+    return _shape(v, [[0, 1, 2], [0, 3, 1]])
+
+
 MESHES = {"dart": dart, "cone": cone, "bird": bird}
 
 
@@ -101,8 +116,10 @@ def wing_beat(name: str) -> np.ndarray:
     The bird's wing tips take all of it (the renderer moves them up and down along
     the body's up axis); its body, shoulders and tail none. Other shapes do not beat.
     """
-    vertices, _ = mesh(name)
+    vertices, _ = speck() if name == "speck" else mesh(name)
     weights = np.zeros(len(vertices), np.float32)
     if name == "bird":
         weights[[6, 7]] = 1.0  # the wing tips
+    elif name == "speck":
+        weights[[2, 3]] = 1.0
     return weights

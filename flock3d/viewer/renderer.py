@@ -42,7 +42,7 @@ from flock3d.viewer.colors import (
     ramp_colors,
     uniform_colors,
 )
-from flock3d.viewer.meshes import mesh, wing_beat
+from flock3d.viewer.meshes import mesh, speck, wing_beat
 from flock3d.viewer.visuals import Boids, Segments, Sky, Trails
 
 __all__ = ["FlockVisuals", "ARENA_COLOR", "CAMERA_FOV", "MIN_BOID_PIXELS", "frame_distance", "arena_lines"]
@@ -60,6 +60,10 @@ PREDATOR_SCALE = 2.2
 CAMERA_FOV = 45.0
 MIN_BOID_PIXELS = 7.0
 """A boid is drawn at least this many canvas pixels long, however far away."""
+SPECK_PIXELS = 8.0
+"""A boid shorter than this on screen is drawn with two triangles (a V with beating wing
+tips) instead of its shape: at that size they look alike, and the vertex work, done on
+one core by software OpenGL, is a fifth of the bird's."""
 FOG_MAX = 0.4
 """The farthest boids take this much of the sky's colour (the depth cue)."""
 GRAVITY = 9.81
@@ -229,6 +233,8 @@ class FlockVisuals:
         self.sky.order = -1000  # first, behind everything
         vertices, faces = mesh(hints.mesh)
         self.boids = Boids(vertices, faces, wing_beat(hints.mesh), parent=view.scene)
+        self.specks = Boids(*speck(), wing_beat("speck"), parent=view.scene)
+        self._phases = np.zeros(0)
         self.predators = Boids(*mesh("cone"), parent=view.scene)
         self.halos = self._segments(width=1.5)
         self.trails = Trails(TRAIL_SLOTS, TRAIL_COLOR, width=pixel_scale, parent=view.scene)
@@ -435,7 +441,9 @@ class FlockVisuals:
         tr = self.view.scene.node_transform(self.view.canvas.scene)
         w_near, w_far = tr.map(np.array([centre - radius * frame.into, centre + radius * frame.into]))[:, 3]
         w, h = self.view.canvas.size
-        for visual, size in ((self.boids, self.boid_size), (self.predators, self.boid_size * PREDATOR_SCALE)):
+        sizes = ((self.boids, self.boid_size), (self.specks, self.boid_size),
+                 (self.predators, self.boid_size * PREDATOR_SCALE))  # fmt: skip
+        for visual, size in sizes:
             u = visual.uniforms
             u["u_up"] = tuple(float(x) for x in up_axis(self.params))
             u["u_size"] = float(size)
@@ -449,7 +457,8 @@ class FlockVisuals:
                 u["u_fog_max"] = FOG_MAX
             else:
                 u["u_fog_max"] = 0.0
-        self.boids.uniforms["u_flap"] = WING_BEAT if self.mesh_name == "bird" else 0.0
+        flap = WING_BEAT if self.mesh_name == "bird" else 0.0
+        self.boids.uniforms["u_flap"] = self.specks.uniforms["u_flap"] = flap
         if moved and self.show_arena:
             self._outline_arena(self.params)
 
@@ -487,6 +496,15 @@ class FlockVisuals:
         if elapsed > 0:  # paused, the boids hold their roll
             self._bank += (target - self._bank) * (1.0 - math.exp(-elapsed / BANK_SECONDS))
         return self._bank
+
+    def _specks(self, positions: np.ndarray) -> np.ndarray:
+        """(N,) bool: the boids shorter on screen than SPECK_PIXELS (and in front of the camera)."""
+        if len(positions) == 0 or self.camera_frame is None:
+            return np.zeros(len(positions), bool)
+        mvp = self.boids.clip_matrix()
+        w = positions @ mvp[:3, 3] + mvp[3, 3]  # clip w: depth for a perspective camera
+        length = self.boids.pixels_per_unit(mvp) * self.boid_size / np.where(w > 1e-9, w, np.inf)
+        return length < SPECK_PIXELS * self.pixel_scale
 
     def _update_trails(self, positions: np.ndarray, time: float) -> None:
         if self.trail_seconds <= 0 or len(positions) == 0:
@@ -552,8 +570,24 @@ class FlockVisuals:
         self._aim(state)
         forwards = quaternion.forward(state.orientations)
         banks = self._banks(forwards, acceleration, state.time)
+        n = len(state)
+        if len(self._phases) != n:  # each boid beats its wings at a phase of its own
+            self._phases = np.random.default_rng(7).uniform(0.0, 2.0 * np.pi, n)
         beat = 2.0 * math.pi * WING_BEATS_PER_SECOND * (state.time % 3600.0)
-        self.boids.set_instances(state.positions, forwards, frame.colors, banks, beat)
+        rolls = np.c_[np.cos(banks), np.sin(banks)]
+        wings = np.sin(beat + self._phases)
+        data = (state.positions, forwards, frame.colors, rolls, wings)
+        small = self._specks(state.positions)
+        none = tuple(a[:0] for a in data)
+        if not small.any():
+            self.boids.set_instances(*data)
+            self.specks.set_instances(*none)
+        elif small.all():  # a large flock seen whole: no copies needed
+            self.boids.set_instances(*none)
+            self.specks.set_instances(*data)
+        else:
+            self.boids.set_instances(*(a[~small] for a in data))
+            self.specks.set_instances(*(a[small] for a in data))
         m = state.n_predators
         self.predators.set_instances(
             state.predator_positions,

@@ -13,8 +13,8 @@ step and never sees a half-written state. Edits from the window (a slider, reset
 a new count) take the same lock, so they land between steps. The numba kernels
 release the GIL while they run, so stepping and drawing overlap. The worker
 steps on all cores but one, which is left to drawing: on two cores 10,000 boids
-keep real time on one core, and a flock too large for real time slows down
-instead of starving the window.
+keep real time on one core; a flock too large for real time steps at most half
+the time, slowing down instead of starving the window.
 """
 
 from __future__ import annotations
@@ -48,6 +48,8 @@ class FixedStepClock:
     """Seconds of each call that stepping may use."""
     max_lag: float = 0.25
     """Real time carried over beyond one step is capped at this many seconds."""
+    behind: bool = False
+    """Whether the last call dropped steps that were due (the machine cannot keep up)."""
     _carry: float = 0.0
     _step_cost: float = 1e-4
     _real: float = 0.0
@@ -62,6 +64,7 @@ class FixedStepClock:
         wanted = int(self._carry / dt)
         affordable = max(1, int(self.budget / self._step_cost))
         steps = min(wanted, affordable)
+        self.behind = steps < wanted
         self._carry = 0.0 if steps < wanted else self._carry - steps * dt
         self._real += real_elapsed * time_scale
         self._simulated += steps * dt
@@ -347,7 +350,11 @@ class Session:
                         else self.clock.seconds_to_next_step(self.params.dt, self.time_scale)
                     )
                 last = now
-                if steps == 0:
+                if steps and self.clock.behind:
+                    # Cannot keep real time: step no more than half the time, so that a flock
+                    # too large for the machine slows down rather than freezing the window.
+                    self._stop.wait(time.perf_counter() - now)
+                elif steps == 0:
                     # Nothing was due: sleep until the next step is (short naps, so that
                     # pausing, a new time scale or stop() are seen at once).
                     self._stop.wait(min(max(wait, 0.0005), 0.02))

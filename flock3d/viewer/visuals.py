@@ -110,7 +110,6 @@ class BoidsVisual(Visual):
             )
         }
         self.count = 0
-        self._phases = np.zeros(0)
         self.set_mesh(vertices, faces, flap)
         self._draw_mode = "triangles"
         self.set_gl_state("opaque", depth_test=True, cull_face=False)
@@ -139,29 +138,22 @@ class BoidsVisual(Visual):
         self._flap_vbo.set_data(flap[faces].reshape(-1).astype(np.float32))
         self.update()
 
-    def set_instances(self, positions, forwards, colors, banks=None, beat: float = 0.0) -> None:
+    def set_instances(self, positions, forwards, colors, rolls=None, wings=None) -> None:
         """Per-boid data for the next frame: (N, 3) positions and forwards, (N, 4) colours,
-        (N,) bank angles in radians (default none); ``beat`` is the wing-beat angle now
-        (2 pi f t), to which each boid adds a phase of its own."""
+        (N, 2) cos and sin of the bank angles (default level), (N,) where each wing beat
+        is, -1 to 1 (default 0). Trigonometry is done per boid by the caller, not per vertex
+        here: software OpenGL runs vertex shaders on one core."""
         n = len(positions)
         self.visible = n > 0  # vispy cannot draw zero instances
+        self.count = n
         if n == 0:
             return
-        if n != self.count:
-            # A new count (rare): resize every buffer, give each boid its own wing-beat phase.
-            self.count = n
-            self._phases = np.random.default_rng(7).uniform(0.0, 2.0 * np.pi, n)
-        # Trigonometry per boid here, not per vertex in the shader (software OpenGL runs
-        # vertex shaders on one core).
-        roll = np.ones((n, 2))
-        if banks is not None:
-            roll[:, 0], roll[:, 1] = np.cos(banks), np.sin(banks)
         data = {
             "a_position": positions,
             "a_forward": forwards,
             "a_color": colors,
-            "a_roll": roll,
-            "a_wing": np.sin(beat + self._phases),
+            "a_roll": np.tile([1.0, 0.0], (n, 1)) if rolls is None else rolls,
+            "a_wing": np.zeros(n) if wings is None else wings,
         }
         for name, values in data.items():
             values = np.ascontiguousarray(values, np.float32).reshape(n, -1)
@@ -169,8 +161,19 @@ class BoidsVisual(Visual):
             if vbo.size == n:
                 vbo.set_subdata(values)
             else:
-                vbo.set_data(values)
+                vbo.set_data(values)  # another count: a new buffer
         self.update()
+
+    def clip_matrix(self) -> np.ndarray:
+        """(4, 4) world -> clip coordinates as drawn now: the images of the basis vectors
+        (rows, vispy's row-vector convention: clip = [x, y, z, 1] @ M)."""
+        return np.asarray(self.transforms.get_transform().map(np.eye(4)), np.float64)
+
+    def pixels_per_unit(self, mvp: np.ndarray) -> float:
+        """Canvas pixels per world unit across the screen at clip w = 1 (divide by w)."""
+        u = self.uniforms
+        right = np.array([*u["u_camera_right"], 0.0])
+        return float(np.linalg.norm((right @ mvp)[:2] * np.asarray(u["u_half_viewport"], np.float64)))
 
     def _prepare_transforms(self, view) -> None:
         pass  # the transform is read as one matrix when drawing
@@ -178,15 +181,10 @@ class BoidsVisual(Visual):
     def _prepare_draw(self, view) -> bool:
         if self.count == 0:
             return False
-        # The view's transform (visual -> clip) as one matrix: the images of the basis
-        # vectors, rows for vispy's row-vector convention.
         mvp = np.asarray(view.transforms.get_transform().map(np.eye(4)), np.float64)
-        u = self.uniforms
-        right = np.array([*u["u_camera_right"], 0.0])
-        half = np.asarray(u["u_half_viewport"], np.float64)
         self.shared_program["u_mvp"] = mvp.astype(np.float32)
-        self.shared_program["u_px_per_unit"] = float(np.linalg.norm((right @ mvp)[:2] * half))
-        for name, value in u.items():
+        self.shared_program["u_px_per_unit"] = self.pixels_per_unit(mvp)
+        for name, value in self.uniforms.items():
             if name not in ("u_camera_right", "u_half_viewport"):
                 self.shared_program[name] = value
         return True
