@@ -563,6 +563,7 @@ def _add_view(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     _scene_argument(p, nargs="?")
     p.add_argument("--seed", type=_seed, help="seed of the initial state (default: the scene's)")
     _set_argument(p)
+    _rules_argument(p)
     return p
 
 
@@ -571,8 +572,13 @@ def _run_view(args: argparse.Namespace) -> int:
     from flock3d.viewer.app import check_display, run_viewer
 
     scene = _scene_from(args, args.scene)
+    rules, forces = _rules_from(args)
+    if rules or forces:  # refused here, in one line, rather than in the window
+        from flock3d.rules import check_rules
+
+        check_rules(rules, forces)
     check_display()
-    return run_viewer(scene)
+    return run_viewer(scene, rules, forces)
 
 
 # -- sweep ------------------------------------------------------------------------------

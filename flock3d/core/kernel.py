@@ -659,7 +659,7 @@ def synchronous_driver():
         chunk_type = types.FunctionType(CHUNK_SIGNATURE)
         run_signature = types.void(types.int64, chunk_type, *CHUNK_SIGNATURE.args[1:])
         _run_chunks_compiled = numba.njit(
-            run_signature, fastmath=FAST, error_model="numpy", cache=True, parallel=True
+            run_signature, fastmath=FAST, error_model="numpy", cache=True, parallel=True, nogil=True
         )(_run_chunks)
         advance_signature = types.int64(
             chunk_type,
@@ -686,6 +686,6 @@ def synchronous_driver():
             _F1,
         )
         _driver.append(
-            numba.njit(advance_signature, fastmath=FAST, error_model="numpy", cache=True)(_advance)
+            numba.njit(advance_signature, fastmath=FAST, error_model="numpy", cache=True, nogil=True)(_advance)
         )
     return _driver[0]

@@ -150,6 +150,8 @@ class ViewerWindow:
         dialogs: bool = True,
         threaded: bool = True,
         samples: int | None = None,
+        rules=(),
+        forces=(),
     ) -> None:
         from PySide6 import QtCore, QtGui, QtWidgets
         from vispy import scene as vscene
@@ -169,7 +171,7 @@ class ViewerWindow:
         self.output_dir = Path(output_dir)
         self.dialogs = dialogs
         self.threaded = threaded
-        self.session = Session(scene)
+        self.session = Session(scene, rules=rules, forces=forces)
         self.focused: int | None = None
         self.camera_kind = "orbit"
         self.video = None
@@ -670,8 +672,8 @@ def run_event_loop(seconds: float) -> None:
     loop.exec()
 
 
-def run_viewer(scene: Scene) -> int:
-    """Open the viewer on ``scene`` and run until its window closes."""
+def run_viewer(scene: Scene, rules=(), forces=()) -> int:
+    """Open the viewer on ``scene`` (with your ``rules`` and ``forces``) until its window closes."""
     check_display()
     _use_qt()
     from vispy import app
@@ -681,7 +683,7 @@ def run_viewer(scene: Scene) -> int:
         application.create()
     except Exception as error:
         raise Flock3dError(f"cannot open a window: {error}") from None
-    viewer = ViewerWindow(scene, output_dir=Path.cwd())
+    viewer = ViewerWindow(scene, output_dir=Path.cwd(), rules=rules, forces=forces)
     viewer.show()
     application.run()
     return 0

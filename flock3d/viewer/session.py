@@ -127,10 +127,10 @@ class Session:
     #: Seconds of stepping per batch on the worker: how long an edit may wait for the lock.
     WORKER_BATCH_SECONDS = 0.04
 
-    def __init__(self, scene: Scene, flock: Flock | None = None) -> None:
+    def __init__(self, scene: Scene, flock: Flock | None = None, rules=(), forces=()) -> None:
         self.scene = scene
         self.seed = scene.seed
-        self.flock = Flock.from_scene(scene) if flock is None else flock
+        self.flock = Flock.from_scene(scene, rules=rules, forces=forces) if flock is None else flock
         self.paused = False
         self.time_scale = 1.0
         self.clock = FixedStepClock()
@@ -194,16 +194,20 @@ class Session:
             self._acceleration = np.zeros_like(flock.velocities)
             self._publish()
 
+    def _new_flock(self, params: Params, seed: int) -> Flock:
+        """A new flock with these parameters, keeping the user's rules and forces (--rules)."""
+        return Flock(params, seed, rules=self.flock.rules, forces=self.flock.forces)
+
     def load(self, scene: Scene) -> None:
         """Start watching another scene."""
         with self.lock:
             self.scene = scene
             self.seed = scene.seed
-            self._replace_flock(Flock.from_scene(scene))
+            self._replace_flock(self._new_flock(scene.params, scene.seed))
 
     def reset(self) -> None:
         """Start over from the same seed, keeping the current parameters."""
-        self._replace_flock(Flock(self.params, self.seed))
+        self._replace_flock(self._new_flock(self.params, self.seed))
 
     def reseed(self) -> int:
         """Start over from the next seed; returns it."""
@@ -214,7 +218,7 @@ class Session:
 
     def respawn(self, count: int) -> Params:
         """A new flock of ``count`` boids with the current parameters (same seed)."""
-        self._replace_flock(Flock(self.params.replace(count=count), self.seed))
+        self._replace_flock(self._new_flock(self.params.replace(count=count), self.seed))
         return self.params
 
     def current_scene(self) -> Scene:
@@ -325,6 +329,7 @@ class Session:
             twin = Flock(
                 flock.params, flock.seed, positions=state.positions.copy(),
                 velocities=state.velocities.copy(), orientations=state.orientations.copy(),
+                rules=flock.rules, forces=flock.forces,
             )  # fmt: skip
         twin.step(1)
         self._first_step_done.set()
