@@ -195,8 +195,9 @@ def fill_candidates(c, grid, cols, reach2, buf, periodic, sides):
     below sqrt(reach2). In a periodic arena (box sides ``sides`` (3,)) each is copied
     at its image nearest to c, so plain distances in ``buf`` are minimum-image ones.
     ``grid`` is the step's :class:`~flock3d.core.neighbors.CellGrid`; ``cols`` and
-    ``buf`` are tuples of equal numbers of 1-D arrays, x, y, z first (the rest are
-    copied along). Returns the number copied.
+    ``buf`` are 6-tuples of 1-D arrays, x, y, z first (the other three are copied
+    along), or 7-tuples whose last column (the boids' indices) is copied too. Returns the
+    number copied.
     """
     nx, ny, nz = grid.nx, grid.ny, grid.nz
     start = grid.cell_start
@@ -230,7 +231,8 @@ def fill_candidates(c, grid, cols, reach2, buf, periodic, sides):
                     # Always copy, advance only when kept: a branch-free compaction.
                     mm = numba.uint64(m)
                     buf[0][mm], buf[1][mm], buf[2][mm] = x_, y_, z_
-                    for col in range(3, len(cols)):
+                    buf[3][mm], buf[4][mm], buf[5][mm] = cols[3][j], cols[4][j], cols[5][j]
+                    for col in range(6, len(cols)):  # the boids' indices, where the layout carries them
                         buf[col][mm] = cols[col][j]
                     m += 1 if gx * gx + gy * gy + gz * gz < reach2 else 0
     return m
@@ -254,8 +256,9 @@ def fill_around(px, py, pz, grid, pos, vel, reach2, buf, periodic, box):
     For the in-place updates (``sequential`` and ``per_rule``): candidates are read from
     the live arrays ``pos``/``vel`` (N, 3) through the grid built at the start of the
     step, whose cells must be at least the reach plus the farthest any boid may have
-    moved since. ``buf`` is a 6-tuple of arrays of at least N entries; in a periodic
-    arena positions are copied at their image nearest the point. Returns the count.
+    moved since. ``buf`` is a 7-tuple of arrays of at least N entries (the last takes each
+    boid's index); in a periodic arena positions are copied at their image nearest the
+    point. Returns the count.
     """
     nx, ny, nz = grid.nx, grid.ny, grid.nz
     start, order = grid.cell_start, grid.order
@@ -662,7 +665,7 @@ def synchronous_driver():
         chunk_type = types.FunctionType(CHUNK_SIGNATURE)
         run_signature = types.void(types.int64, chunk_type, *CHUNK_SIGNATURE.args[1:])
         _run_chunks_compiled = numba.njit(
-            run_signature, fastmath=FAST, error_model="numpy", cache=True, parallel=True
+            run_signature, fastmath=FAST, error_model="numpy", cache=True, parallel=True, nogil=True
         )(_run_chunks)
         advance_signature = types.int64(
             chunk_type,
@@ -689,6 +692,6 @@ def synchronous_driver():
             _F1,
         )
         _driver.append(
-            numba.njit(advance_signature, fastmath=FAST, error_model="numpy", cache=True)(_advance)
+            numba.njit(advance_signature, fastmath=FAST, error_model="numpy", cache=True, nogil=True)(_advance)
         )
     return _driver[0]
