@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pytest
 
-from flock3d import Flock, Params
+from flock3d import Flock, Params, metrics
 from flock3d.core.params import Species
 from flock3d.scene import SceneError, parse_scene
 
@@ -158,7 +158,6 @@ def test_species_in_a_scene_file_with_their_look():
         name = "starlings"
         count = 50
         color = "#3080ff"
-        mesh = "bird"
         [[species]]
         name = "hawks"
         count = 2
@@ -169,7 +168,7 @@ def test_species_in_a_scene_file_with_their_look():
     assert scene.params.count == 52 and scene.params.species[1].max_speed == 9.0
     assert scene.params.interacts(1, 0) == (True, True, False, True)
     assert scene.params.interacts(1, 1) == (False, False, False, False)
-    assert [(s.color, s.mesh) for s in scene.view.species] == [("#3080ff", "bird"), (None, None)]
+    assert [s.color for s in scene.view.species] == ["#3080ff", None]
     again = parse_scene(scene.to_toml())
     assert again == scene and again.view.species == scene.view.species
     assert scene.with_overrides(["perception.fov=200"]).view.species == scene.view.species
@@ -188,6 +187,7 @@ ONE = '[[species]]\nname = "a"\ncount = 2\n'
         (ONE + "view_distance = 1", "species[0].separation_distance must be in (0, view_distance]"),
         (ONE + 'color = "red"', 'species[0].color must be a colour like "#3080ff"'),
         (ONE + "speed = 3", "species[0].speed: unknown key"),
+        (ONE + 'mesh = "bird"', "species[0].mesh: unknown key"),
         (ONE + "[flock]\ncount = 3", "flock.count is 3 but the [[species]] tables hold 2"),
         ('model = "couzin"\n' + ONE, "species belong to the boids model"),
     ],
@@ -196,3 +196,23 @@ def test_bad_species_tables_are_one_line_naming_the_key(text, message):
     with pytest.raises(SceneError) as caught:
         parse_scene(text, source="x.toml")
     assert any(message in p for p in caught.value.problems), caught.value.problems
+
+
+def test_species_colours_take_each_table_s_colour_or_the_palette_s():
+    from flock3d.viewer.colors import SPECIES_PALETTE, species_colors
+
+    rgba = species_colors(np.array([0, 0, 1, 2]), ("#ff0000", None))
+    np.testing.assert_allclose(rgba[:2], [[1.0, 0.0, 0.0, 1.0]] * 2)
+    np.testing.assert_allclose(rgba[2, :3], SPECIES_PALETTE[1], atol=1e-6)
+    np.testing.assert_allclose(rgba[3, :3], SPECIES_PALETTE[2], atol=1e-6)
+
+
+def test_metrics_per_species():
+    rng = np.random.default_rng(0)
+    positions = rng.uniform(-5, 5, (40, 3))
+    velocities = np.repeat([[1.0, 0, 0], [-1.0, 0, 0]], 20, axis=0)
+    kinds = np.repeat([0, 1], 20)
+    each = metrics.species_summary(positions, velocities, kinds, 3.0)
+    assert [row["polarization"] for row in each] == pytest.approx([1.0, 1.0])
+    assert metrics.summary(positions, velocities, 3.0)["polarization"] == pytest.approx(0.0, abs=1e-12)
+    assert each[0] == metrics.summary(positions[:20], velocities[:20], 3.0)

@@ -377,7 +377,8 @@ def _data_of(scene: Scene) -> dict[str, Any]:
         if name == "species":
             tables = _plain(value)
             for table, look in zip(tables, scene.view.species, strict=False):
-                table.update({k: v for k, v in (("color", look.color), ("mesh", look.mesh)) if v is not None})
+                if look.color is not None:
+                    table["color"] = look.color
             data[name] = tables
             continue
         section, _, leaf = name.rpartition(".")

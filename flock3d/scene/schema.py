@@ -97,12 +97,11 @@ class Key:
 
 
 class SpeciesLook(NamedTuple):
-    """How one species is drawn: its ``color`` (``"#rrggbb"``) and ``mesh`` (one of
-    :data:`MESHES`); None leaves the choice to the viewer (a palette colour, the scene's mesh)."""
+    """How one species is drawn with ``view.color_mode = "species"``: its ``color``
+    (``"#rrggbb"``); None takes the palette's colour of its place in the list."""
 
     name: str
     color: str | None = None
-    mesh: str | None = None
 
 
 @dataclass(frozen=True)
@@ -132,13 +131,13 @@ class ViewHints:
     show_vectors: bool = False
     """Draw each boid's velocity and its last step's steering (v_new - v_old) / dt as lines."""
     species: tuple[SpeciesLook, ...] = ()
-    """The colour and mesh of each species, in the order of ``Params.species`` (from the
-    ``color`` and ``mesh`` of the ``[[species]]`` tables)."""
+    """The colour of each species, in the order of ``Params.species`` (from the ``color`` of
+    the ``[[species]]`` tables)."""
 
 
 CAMERAS = ("orbit", "arcball", "fly", "follow", "fixed")
 MESHES = ("dart", "cone", "bird")
-COLOR_MODES = ("heading", "speed", "neighbours", "uniform")
+COLOR_MODES = ("heading", "speed", "neighbours", "uniform", "species")
 
 KEYS: list[Key] = [
     Key("name", "scene", "name", "string", "Short name shown in the viewer's title."),
@@ -206,7 +205,7 @@ KEYS: list[Key] = [
     Key("species", "params", "species", "items", "[[species]] tables: the species of a mixed flock, each with its boids, own parameters, look and interaction matrix.",
         parts=(Part("name", "string", required=True), Part("count", "integer", required=True),
                *(Part(name, "number") for name in SPECIES_FIELDS), *(Part(rule, "names") for rule in SPECIES_RULES),
-               Part("color", "color"), Part("mesh", "choice"))),
+               Part("color", "color"))),
     Key("view.camera", "view", "camera", "choice", "Camera kind.", CAMERAS),
     Key("view.camera_distance", "view", "camera_distance", "number", "Camera distance from the arena centre; unset: frame the arena."),
     Key("view.camera_azimuth", "view", "camera_azimuth", "number", "Camera azimuth, degrees."),
@@ -234,7 +233,7 @@ assert {k.field for k in KEYS if k.target == "view"} == _VIEW_FIELDS - {"species
     "every ViewHints field needs a key"
 )
 #: The keys of a [[species]] table that are view hints, not parameters.
-_LOOK_PARTS = ("color", "mesh")
+_LOOK_PARTS = ("color",)
 
 
 def check_kind(key: Key, value: Any) -> str | None:
@@ -295,7 +294,6 @@ _PART_KIND_TEXT = {
     "integer": "a whole number",
     "names": 'an array of names like ["starlings"]',
     "color": 'a colour like "#3080ff"',
-    "choice": f"one of {', '.join(map(repr, MESHES))}",
 }
 
 
@@ -334,7 +332,6 @@ def _table_problems(where: str, table: Any, parts: tuple[Part, ...]) -> list[str
             "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
             "names": lambda v: isinstance(v, list) and all(isinstance(n, str) for n in v),
             "color": _is_color,
-            "choice": lambda v: v in MESHES,  # the one choice a table holds: a species' mesh
         }[part.kind](value)
         if not ok:
             problems.append(
@@ -367,8 +364,8 @@ def convert_structured(key: Key, value: Any) -> tuple[Any, list[str]]:
 
 
 def species_looks(tables: list[dict]) -> tuple[SpeciesLook, ...]:
-    """The view part (colour, mesh) of valid ``[[species]]`` tables."""
-    return tuple(SpeciesLook(t["name"], t.get("color"), t.get("mesh")) for t in tables)
+    """The view part (the colour) of valid ``[[species]]`` tables."""
+    return tuple(SpeciesLook(t["name"], t.get("color")) for t in tables)
 
 
 def structured_to_toml(key: Key, value: Any, write_value, looks: tuple[SpeciesLook, ...] = ()) -> list[str]:
@@ -380,7 +377,7 @@ def structured_to_toml(key: Key, value: Any, write_value, looks: tuple[SpeciesLo
             lines += ["", f"[[{key.name}]]"]
             fields = {name: getattr(item, name) for name in item._fields}
             if k < len(looks):
-                fields.update(color=looks[k].color, mesh=looks[k].mesh)
+                fields.update(color=looks[k].color)
             lines += [f"{name} = {write_value(v)}" for name, v in fields.items() if v is not None]
         return lines
     if value is None:
