@@ -686,6 +686,8 @@ def synchronous_driver():
             _F1,
         )
         _driver.append(
-            numba.njit(advance_signature, fastmath=FAST, error_model="numpy", cache=True, nogil=True)(_advance)
+            numba.njit(advance_signature, fastmath=FAST, error_model="numpy", cache=True, nogil=True)(
+                _advance
+            )
         )
     return _driver[0]

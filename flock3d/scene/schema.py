@@ -49,7 +49,17 @@ __all__ = [
 ]
 
 Kind = Literal[
-    "number", "integer", "string", "boolean", "vector3", "matrix3", "points", "choice", "items", "table", "names"
+    "number",
+    "integer",
+    "string",
+    "boolean",
+    "vector3",
+    "matrix3",
+    "points",
+    "choice",
+    "items",
+    "table",
+    "names",
 ]
 
 
