@@ -982,6 +982,8 @@ def _fold(fn: Any, digest: Any, seen: set[int]) -> None:
         digest.update(repr(fn).encode())
         return
     seen.add(id(fn))
+    # Its module too: numba's cache imports that module by name when it loads the step back.
+    digest.update(str(getattr(fn, "__module__", "")).encode())
     try:
         digest.update(inspect.getsource(fn).encode())
     except (OSError, TypeError):

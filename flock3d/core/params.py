@@ -765,7 +765,8 @@ def params_problems(values: Params | dict[str, Any]) -> list[Problem]:
         problems.append(
             Problem(
                 "init_radius",
-                f"must be in (0, {MAX_MAGNITUDE:g}] or unset for 0.5 * arena_radius (got {short_repr(init)})",
+                f"must be > 0 and at most {MAX_MAGNITUDE:g}, or unset for 0.5 * arena_radius "
+                f"(got {short_repr(init)})",
             )
         )
 
