@@ -112,17 +112,17 @@ def test_boid_neighbours_respect_the_species_it_sees():
 
 
 SPECIES = [
-    Species("starlings", 40),
-    Species("hawks", 20, separation=60.0, alignment=1.0, max_speed=8.0, view_distance=4.0, fov=200.0,
+    Species("starlings", 20),
+    Species("hawks", 10, separation=60.0, alignment=1.0, max_speed=8.0, view_distance=4.0, fov=200.0,
             max_turn_rate=90.0, sees=("starlings", "hawks"), aligns=("hawks",), coheres=("starlings",)),
 ]  # fmt: skip
 AGREEMENT = {
-    "two species": Params(arena_radius=6.0, species=SPECIES),
-    "two species, topological, periodic": Params(arena_radius=6.0, species=SPECIES, neighbours=5,
-                                                 arena_shape="periodic", init_radius=7.0),
-    "three species, sequential, blind to one": Params(arena_radius=6.0, update="sequential", species=[
-        Species("a", 20), Species("b", 20, sees=("b",)), Species("c", 20, cohesion=3.0, separates=("a",))]),
-    "two species, per rule, chained": Params(arena_radius=6.0, update="per_rule", combine="chain",
+    "two species": Params(arena_radius=4.8, species=SPECIES),
+    "two species, topological, periodic": Params(arena_radius=5.5, species=SPECIES, neighbours=5,
+                                                 arena_shape="periodic"),
+    "three species, sequential, blind to one": Params(arena_radius=4.8, update="sequential", species=[
+        Species("a", 10), Species("b", 10, sees=("b",)), Species("c", 10, cohesion=3.0, separates=("a",))]),
+    "two species, per rule, chained": Params(arena_radius=4.8, update="per_rule", combine="chain",
                                              species=SPECIES),
 }  # fmt: skip
 

@@ -139,18 +139,17 @@ def test_a_lone_adaptive_boid_widens_its_radius_to_the_view_distance():
     assert flock.state.radii[0] == pytest.approx(1.0 + 0.25 * 3.0)
 
 
-SMALL = dict(count=60, arena_radius=6.0)
+SMALL = dict(count=30, arena_radius=4.8)  # the density of 60 in a radius of 6
 AGREEMENT = {
     "topological": Params(**SMALL, neighbours=5),
-    "topological, narrow cone": Params(**SMALL, neighbours=3, fov=100.0),
-    "topological, global view": Params(**SMALL, neighbours=7, view_distance=math.inf),
-    "topological, periodic": Params(**SMALL, neighbours=6, arena_shape="periodic", init_radius=7.0),
+    "topological, global view, narrow cone": Params(**SMALL, neighbours=3, fov=100.0, view_distance=math.inf),
+    "topological, periodic": Params(count=30, arena_radius=5.5, neighbours=6, arena_shape="periodic"),
     "topological, sequential": Params(**SMALL, neighbours=4, update="sequential"),
     "topological, per rule": Params(**SMALL, neighbours=3, update="per_rule", combine="chain"),
     "adaptive": Params(**SMALL, neighbours=5, adaptive=True, adaptation=0.3),
     "adaptive, planar, sequential": Params(**SMALL, neighbours=4, adaptive=True, dimensions=2,
                                            update="sequential"),
-    "couzin, topological": Params(model="couzin", count=40, neighbours=6, init_radius=5.0, arena_shape="none",
+    "couzin, topological": Params(model="couzin", count=30, neighbours=6, init_radius=5.0, arena_shape="none",
                                   dt=0.1, max_turn_rate=40.0, zone_orientation_width=2.0),
 }  # fmt: skip
 

@@ -136,14 +136,14 @@ def test_a_vicsek_flock_starts_uniform_in_its_box():
     np.testing.assert_array_equal(flock.positions[:, 2], 0.0)
 
 
-AGREEMENT = {
-    "2d": vicsek(count=150, arena_radius=3.0, noise_eta=1.0),
-    "3d": vicsek(count=200, arena_radius=2.5, noise_eta=1.5, dimensions=3),
-    "topological": vicsek(count=150, arena_radius=3.0, noise_eta=1.0, neighbours=3, view_distance=2.0),
+AGREEMENT = {  # density 4 (2D) and 3.2 (3D), as the paper's
+    "2d": vicsek(count=64, arena_radius=2.0, noise_eta=1.0),
+    "3d": vicsek(count=100, arena_radius=1.5, noise_eta=1.5, dimensions=3),
+    "topological": vicsek(count=64, arena_radius=2.0, noise_eta=1.0, neighbours=3, view_distance=1.9),
     "adaptive": vicsek(
-        count=150, arena_radius=3.0, noise_eta=1.0, neighbours=3, view_distance=2.0, adaptive=True
+        count=64, arena_radius=2.0, noise_eta=1.0, neighbours=3, view_distance=1.9, adaptive=True
     ),
-    "cone and turn limit": vicsek(count=150, arena_radius=3.0, noise_eta=0.5, fov=180.0, max_turn_rate=20.0),
+    "cone and turn limit": vicsek(count=64, arena_radius=2.0, noise_eta=0.5, fov=180.0, max_turn_rate=20.0),
 }
 
 
