@@ -207,7 +207,7 @@ def variant_params(n: int) -> dict:
         "flock.turn_limit = mesh": base.replace(turn_limit="mesh"),
         "arena.containment = 40": base.replace(containment=40.0),
         "perception.neighbours = 7": base.replace(neighbours=7),
-        "two species (each aligns with its own)": base.replace(
+        "two species (own alignment)": base.replace(
             species=[
                 Species("a", n // 2, aligns=("a",)),
                 Species("b", n - n // 2, aligns=("b",), max_speed=7.0),
