@@ -338,6 +338,8 @@ class _Generator:
     def pair_loop(self, c: _Code, terms: Sequence[str]) -> None:
         """The branch-free loop summing the built-in pair ``terms`` over the m candidates."""
         masks: dict[tuple[str, str], str] = {}
+        cones: dict[str, str] = {}
+        counted: dict[str, str] = {}  # a mask -> the term that counts it (terms sharing it share the count)
         for term in terms:
             c(f"n_{term} = 0.0", f"s_{term}_x = s_{term}_y = s_{term}_z = 0.0")
         c("for jj in range(m):")
@@ -353,7 +355,10 @@ class _Generator:
             if hood not in masks:
                 masks[hood] = f"seen{len(masks)}"
                 r2, cone = hood
-                c(f"{masks[hood]} = near & (d2 < {self.v(r2)}) & (cdot >= {self.v(cone)} * d2)")
+                if cone not in cones:  # each cone tested once per candidate
+                    cones[cone] = f"in_cone{len(cones)}"
+                    c(f"{cones[cone]} = cdot >= {self.v(cone)} * d2")
+                c(f"{masks[hood]} = near & (d2 < {self.v(r2)}) & {cones[cone]}")
             seen = masks[hood]
             if term == "separation":
                 fn = _FALLOFF_FUNCTION[self.layout.falloff]
@@ -362,11 +367,17 @@ class _Generator:
                 c("tx, ty, tz = C.neighbour_velocity(bvx[j], bvy[j], bvz[j])")
             else:
                 c("tx, ty, tz = C.neighbour_offset(dx, dy, dz)")
-            c(f"n_{term} += 1.0 if {seen} else 0.0",
-              f"s_{term}_x += tx if {seen} else 0.0",
+            if seen not in counted:
+                counted[seen] = term
+                c(f"n_{term} += 1.0 if {seen} else 0.0")
+            c(f"s_{term}_x += tx if {seen} else 0.0",
               f"s_{term}_y += ty if {seen} else 0.0",
               f"s_{term}_z += tz if {seen} else 0.0")  # fmt: skip
         c.dedent()
+        for term in terms:
+            first = counted[masks[self.neighbourhood(term)]]
+            if first != term:
+                c(f"n_{term} = n_{first}")
 
     def user_pair_loop(self, c: _Code, k: int) -> None:
         """The loop of user pair rule k: called for the candidates it sees, with the boid's current v."""
