@@ -428,6 +428,9 @@ class _Generator:
         chosen k nearest, with topological neighbours)."""
         masks: dict[tuple[str, str], str] = {}
         species = self.layout.species
+        cones: dict[str, str] = {}
+        counted: dict[str, str] = {}  # a mask -> the term that counts it (terms sharing it share the count)
+        mask_of: dict[str, str] = {}
         for term in terms:
             c(f"n_{term} = 0.0", f"s_{term}_x = s_{term}_y = s_{term}_z = 0.0")
         c(f"for jj in range({self.b['m']}):")
@@ -440,11 +443,15 @@ class _Generator:
             if hood not in masks:
                 masks[hood] = f"seen{len(masks)}"
                 r2, cone = hood
-                c(f"{masks[hood]} = near & (d2 < {self.v(r2)}) & (cdot >= {self.v(cone)} * d2)")
+                if cone not in cones:  # each cone tested once per candidate
+                    cones[cone] = f"in_cone{len(cones)}"
+                    c(f"{cones[cone]} = cdot >= {self.v(cone)} * d2")
+                c(f"{masks[hood]} = near & (d2 < {self.v(r2)}) & {cones[cone]}")
             seen = masks[hood]
-            if species:  # the rule acts on this species?
-                c(f"acts = {seen} & ({self.v(_MATRICES[term])}[rel] > 0.0)")
-                seen = "acts"
+            if species:  # the rule acts on this species? (its own mask: the matrix differs by rule)
+                c(f"acts_{term} = {seen} & ({self.v(_MATRICES[term])}[rel] > 0.0)")
+                seen = f"acts_{term}"
+            mask_of[term] = seen
             if term == "separation":
                 fn = _FALLOFF_FUNCTION[self.layout.falloff]
                 c(f"tx, ty, tz = C.{fn}(dx, dy, dz, d2, {self.v('rs')})")
@@ -453,11 +460,17 @@ class _Generator:
                 c(f"tx, ty, tz = C.neighbour_velocity({b['vx']}[j], {b['vy']}[j], {b['vz']}[j])")
             else:
                 c("tx, ty, tz = C.neighbour_offset(dx, dy, dz)")
-            c(f"n_{term} += 1.0 if {seen} else 0.0",
-              f"s_{term}_x += tx if {seen} else 0.0",
+            if seen not in counted:
+                counted[seen] = term
+                c(f"n_{term} += 1.0 if {seen} else 0.0")
+            c(f"s_{term}_x += tx if {seen} else 0.0",
               f"s_{term}_y += ty if {seen} else 0.0",
               f"s_{term}_z += tz if {seen} else 0.0")  # fmt: skip
         c.dedent()
+        for term in terms:
+            first = counted[mask_of[term]]
+            if first != term:
+                c(f"n_{term} = n_{first}")
 
     def user_pair_loop(self, c: _Code, k: int) -> None:
         """The loop of user pair rule k: called for the candidates it sees, with the boid's current v."""
