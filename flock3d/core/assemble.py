@@ -869,38 +869,45 @@ class _Generator:
 
     def couzin(self) -> str:
         """The Couzin model's chunk: the buffer carries unit headings (bvx.. are headings)."""
-        v = self.v
-        c = _Code()
-        self.header(c)
-        self.chunk_head(c)
-        c.indent(3)
-        self.choose(c, "ra2", "cone")
-        b = self.b
-        c("n_r, rx, ry, rz, n_o, ox, oy, oz, n_a, ax, ay, az = C.zone_sums(",
-          f"    {b['x']}, {b['y']}, {b['z']}, {b['vx']}, {b['vy']}, {b['vz']}, {b['m']}, px, py, pz, fx, fy, fz, "
-          f"{v('rr2')}, {v('ro2')}, {v('ra2')}, {v('cone')})",
-          "ux, uy, uz = C.zone_direction(n_r, rx, ry, rz, n_o, ox, oy, oz, n_a, ax, ay, az, fx, fy, fz, planar)",
-          f"ux, uy, uz = C.perturbed(ux, uy, uz, planar, {v('sigma')}, seed, step_count, i)",
-          "failed = False")  # fmt: skip
-        self.turn_and_write(c, v("speed"), v("speed"))
-        c.dedent(3)
-        return self.finalize(c)
+        return self.zone_chunk(
+            "ra2",
+            "n_r, rx, ry, rz, n_o, ox, oy, oz, n_a, ax, ay, az",
+            ("rr2", "ro2", "ra2"),
+            "n_r, rx, ry, rz, n_o, ox, oy, oz, n_a, ax, ay, az",
+            ("perturbed", "sigma"),
+        )
 
     def vicsek(self) -> str:
         """The Vicsek model's chunk: each particle takes the direction of its own heading plus
         its neighbours' (the Couzin orientation zone alone, of radius r), tilted by the noise."""
+        return self.zone_chunk(
+            "view2",
+            "_, _, _, _, n_o, ox, oy, oz, _, _, _, _",
+            (None, "view2", "view2"),
+            "0.0, 0.0, 0.0, 0.0, n_o, ox, oy, oz, 0.0, 0.0, 0.0, 0.0",
+            ("vicsek_noise", "eta"),
+        )
+
+    def zone_chunk(
+        self, reach2: str, sums: str, radii2: tuple[str | None, ...], zones: str, noise: tuple[str, str]
+    ) -> str:
+        """A zone model's chunk (Couzin, Vicsek): the sums of ``C.zone_sums`` over the candidates
+        within ``reach2``, with the squared radii ``radii2`` (repulsion, orientation, attraction
+        value names; None: no zone), the direction ``zones`` of them gives, tilted by the noise
+        ``(component, value name)``, then the model's turn at constant speed."""
         v = self.v
         c = _Code()
         self.header(c)
         self.chunk_head(c)
         c.indent(3)
-        self.choose(c, "view2", "cone")
+        self.choose(c, reach2, "cone")
         b = self.b
-        c("_, _, _, _, n_o, ox, oy, oz, _, _, _, _ = C.zone_sums(",
+        radii = ", ".join("0.0" if r is None else v(r) for r in radii2)
+        c(f"{sums} = C.zone_sums(",
           f"    {b['x']}, {b['y']}, {b['z']}, {b['vx']}, {b['vy']}, {b['vz']}, {b['m']}, px, py, pz, fx, fy, fz, "
-          f"0.0, {v('view2')}, {v('view2')}, {v('cone')})",
-          "ux, uy, uz = C.zone_direction(0.0, 0.0, 0.0, 0.0, n_o, ox, oy, oz, 0.0, 0.0, 0.0, 0.0, fx, fy, fz, planar)",
-          f"ux, uy, uz = C.vicsek_noise(ux, uy, uz, planar, {v('eta')}, seed, step_count, i)",
+          f"{radii}, {v('cone')})",
+          f"ux, uy, uz = C.zone_direction({zones}, fx, fy, fz, planar)",
+          f"ux, uy, uz = C.{noise[0]}(ux, uy, uz, planar, {v(noise[1])}, seed, step_count, i)",
           "failed = False")  # fmt: skip
         self.turn_and_write(c, v("speed"), v("speed"))
         c.dedent(3)
