@@ -428,7 +428,7 @@ def _box_anisotropy(params: Params, seeds: list[int], settle: int, frames: int, 
 
 @experiment(
     "ballerini-range",
-    "Topological range: n_c stays at k when the density changes with topological interaction, "
+    "Topological range: n_c stays put when the density changes with topological interaction, "
     "and grows with it with metric interaction",
     "Ballerini, Cabibbo, Candelier, Cavagna, Cisbani, Giardina, Lecomte, Orlandi, Parisi, Procaccini, "
     "Viale and Zdravkovic (2008), PNAS 105:1232-1237",
