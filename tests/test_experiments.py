@@ -104,3 +104,31 @@ def test_vicsek_quick_order_parameter_falls_with_the_noise_and_sharpens_with_n(t
     row = next(line for line in out.stdout.splitlines() if line.split()[:1] == ["4.50"])
     assert [float(x) for x in row.split()[1:]] == pytest.approx([mean(40, 4.5), mean(400, 4.5)], abs=6e-4)
     assert "Vicsek et al. 1995" in out.stdout
+
+
+def test_ballerini_quick_range_stays_at_k_when_topological_and_grows_with_density_when_metric(tmp_path):
+    out = flock3d("experiment", "ballerini-range", "--out", tmp_path, "--quick")
+    assert out.returncode == 0, out.stderr
+    table = read_csv(tmp_path / "ballerini-range.csv")
+    assert imageio.imread(tmp_path / "ballerini-range.png").shape[0] > 300
+    kind = np.array(table["interaction"])
+    density, n_c, r1, gamma_1, pol = (
+        np.array(table[k], float) for k in ("density", "n_c", "r1", "gamma_1", "polarization")
+    )
+    assert sorted(set(kind)) == ["metric", "topological"] and set(density) == {1.0, 0.125}
+    assert "gamma_40" in table and np.all(pol > 0.75)  # flying one way, as gamma(n) needs
+    top, met = kind == "topological", kind == "metric"
+    dense, sparse = density == 1.0, density == 0.125
+    # Eight times the density, half the distance to the nearest neighbour (0.65 and 1.4).
+    assert np.all(r1[dense] < 0.6 * r1[sparse])
+    # Topological (k = 6): the first neighbours are missing along the motion (gamma above 1/3),
+    # and the anisotropy ends just past the 6th neighbour at either density.
+    assert np.all(gamma_1[top] > 0.6)
+    assert np.all((6.0 < n_c[top]) & (n_c[top] < 9.5))
+    # Metric (r = 2): n_c follows the boids within r, 4.2 at density 1/8 and 33.5 at 1.
+    assert 3.0 < n_c[met & sparse][0] < 7.0
+    assert n_c[met & dense][0] > 15.0
+    row = next(line for line in out.stdout.splitlines() if line.split()[:1] == ["1.000"])
+    assert float(row.split()[4]) == pytest.approx(n_c[top & dense][0], abs=0.006)
+    assert float(row.split()[5]) == pytest.approx(n_c[met & dense][0], abs=0.006)
+    assert "Ballerini et al. 2008" in out.stdout
