@@ -37,5 +37,16 @@ __all__ = [
     "load_scene",
     "metrics",
     "pair_rule",
+    "show",
     "__version__",
 ]
+
+
+def __getattr__(name: str):
+    # flock3d.show loads the notebook viewer (vispy, jupyter_rfb) only when asked for:
+    # the library itself imports no graphics.
+    if name == "show":
+        from flock3d.viewer.notebook import show
+
+        return show
+    raise AttributeError(f"module 'flock3d' has no attribute {name!r}")

@@ -577,6 +577,7 @@ def _add_view(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     _scene_argument(p, nargs="?")
     p.add_argument("--seed", type=_seed, help="seed of the initial state (default: the scene's)")
     _set_argument(p)
+    _rules_argument(p)
     return p
 
 
@@ -585,8 +586,13 @@ def _run_view(args: argparse.Namespace) -> int:
     from flock3d.viewer.app import check_display, run_viewer
 
     scene = _scene_from(args, args.scene)
+    rules, forces = _rules_from(args)
+    if rules or forces:  # refused here, in one line, rather than in the window
+        from flock3d.rules import check_rules
+
+        check_rules(rules, forces)
     check_display()
-    return run_viewer(scene)
+    return run_viewer(scene, rules, forces)
 
 
 # -- sweep ------------------------------------------------------------------------------
@@ -681,6 +687,41 @@ def _size(text: str) -> tuple[int, int]:
     return w, h
 
 
+#: Bounds of `flock3d render`, so that a mistyped number cannot run for ever.
+MAX_RENDER_FRAMES = 100_000
+"""About 55 minutes of video at 30 frames/s."""
+MAX_RENDER_STEPS = 10_000_000
+"""Simulation steps a render of a scene may take (--start and the frames together)."""
+RENDER_FPS_RANGE = (1.0, 240.0)
+
+
+def _fps(text: str) -> float:
+    value = _positive_float(text)
+    low, high = RENDER_FPS_RANGE
+    if not low <= value <= high:
+        raise argparse.ArgumentTypeError(f"must be from {low:g} to {high:g} frames per second, got {text}")
+    return value
+
+
+def _frames(text: str) -> int:
+    value = _positive_int(text)
+    if value > MAX_RENDER_FRAMES:
+        raise argparse.ArgumentTypeError(
+            f"at most {MAX_RENDER_FRAMES:,} frames (about 55 minutes at 30 fps), got {value:,}"
+        )
+    return value
+
+
+def _start(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not (math.isfinite(value) and value >= 0):
+        raise argparse.ArgumentTypeError(f"must be a finite number of seconds >= 0, got {text}")
+    return value
+
+
 def _add_render(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     from flock3d.viewer.offscreen import CAMERAS
 
@@ -688,7 +729,8 @@ def _add_render(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
         "render",
         help="render a scene or a recorded trajectory to an MP4 video or a PNG image",
         description="Render offscreen (EGL), with the viewer's look. From a scene, the flock is "
-        "simulated as it renders; from a trajectory (.h5), its recorded frames are drawn.",
+        "simulated as it renders; from a trajectory (.h5), its recorded frames are drawn. "
+        "Videos play at the simulation's pace: one second of video is one simulated second.",
     )
     p.add_argument("source", metavar="SCENE|TRAJ.h5", help="a scene (file or shipped name) or a trajectory")
     p.add_argument(
@@ -696,9 +738,18 @@ def _add_render(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--frames",
-        type=_positive_int,
-        help="frames to render (default: 300 from a scene, every frame of a trajectory); "
-        "a PNG shows frame N alone (default: a scene's first frame, a trajectory's last)",
+        type=_frames,
+        help=f"frames to render, at most {MAX_RENDER_FRAMES:,} (default: 300 from a scene, the whole "
+        "recording from a trajectory); a PNG shows frame N alone (default: the first frame of a scene, "
+        "the last of a trajectory)",
+    )
+    p.add_argument(
+        "--start",
+        type=_start,
+        default=0.0,
+        metavar="SECONDS",
+        help="begin this many simulated seconds in: a scene is simulated that long without drawing "
+        "(film a mill or a murmuration once formed); a trajectory skips its frames before it",
     )
     p.add_argument(
         "--size", type=_size, default=(800, 600), metavar="WxH", help="image size (default 800x600)"
@@ -710,8 +761,9 @@ def _add_render(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--fps",
-        type=_positive_float,
-        help="video frames per second (default: real time for a trajectory, capped to 10-60; 30 for a scene)",
+        type=_fps,
+        help="video frames per second, 1 to 240 (default 30, or a trajectory's own rate when it is "
+        "10 to 60); the video shows the flock at real speed whatever the rate",
     )
     p.add_argument("--seed", type=_seed, help="seed, when rendering a scene")
     _set_argument(p)
@@ -721,6 +773,7 @@ def _add_render(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 
 def _run_render(args: argparse.Namespace) -> int:
+    """Render frames at simulated times start, start + 1/fps, start + 2/fps, ... (real speed)."""
     from flock3d.flock import Flock
     from flock3d.io import Trajectory
 
@@ -735,24 +788,56 @@ def _run_render(args: argparse.Namespace) -> int:
             if traj.n_frames == 0:
                 raise Flock3dError(f"{args.source}: the trajectory has no frames")
             scene = traj.scene
-            if args.fps is None:  # play the recording in real time
-                args.fps = float(np.clip(1.0 / (traj.every * scene.params.dt), 10.0, 60.0))
-            total = min(args.frames or traj.n_frames, traj.n_frames)
-            frames = [traj.frame(total - 1)] if is_png else traj.frames(total)
+            interval = traj.every * scene.params.dt  # simulated seconds between recorded frames
+            if args.fps is None:  # the recording's own rate when it is a usual one: frame for frame
+                rate = 1.0 / interval
+                args.fps = rate if 10.0 <= rate <= 60.0 else 30.0
+            first = traj.frame(0).time
+            end = first + (traj.n_frames - 1) * interval
+            if first + args.start > end + 1e-9:
+                raise Flock3dError(
+                    f"--start {args.start:g} is past the end of the recording ({end - first:g} s long)"
+                )
+            available = math.floor((end - first - args.start) * args.fps + 1e-6) + 1
+            total = min(args.frames or available, available)
+            if is_png and args.frames is None:
+                total = available  # the last frame
+
+            def recorded(k: int) -> int:
+                """The recorded frame nearest to output frame k's time."""
+                return min(round((args.start + k / args.fps) / interval), traj.n_frames - 1)
+
+            def play(first_frame: int):
+                for k in range(first_frame, total):
+                    yield traj.frame(recorded(k)), None
+
+            frames = play(total - 1 if is_png else 0)
         else:
             scene = _scene_from(args, args.source)
             rules, forces = _rules_from(args)
             args.fps = args.fps or 30.0
             total = args.frames or (1 if is_png else 300)
-            steps_per_frame = max(1, round(1.0 / (args.fps * scene.params.dt)))
+            dt = scene.params.dt
+            last_time = args.start + (total - 1) / args.fps
+            if last_time / dt > MAX_RENDER_STEPS:
+                raise Flock3dError(
+                    f"rendering to {last_time:g} simulated seconds at sim.dt = {dt:g} takes "
+                    f"{last_time / dt:,.0f} steps, more than the {MAX_RENDER_STEPS:,} a render may take"
+                )
             flock = Flock.from_scene(scene, rules=rules, forces=forces)
 
-            def simulate(first: int):
-                flock.step(first * steps_per_frame)
-                for k in range(first, total):
-                    if k > first:
-                        flock.step(steps_per_frame)
-                    yield flock.state
+            def simulate(first_frame: int):
+                """The flock at each output frame's time, and its last step's acceleration."""
+                acceleration = None
+                for k in range(first_frame, total):
+                    due = round((args.start + k / args.fps) / dt) - flock.step_count
+                    if due > 0:
+                        if due > 1:
+                            flock.step(due - 1)
+                        before = flock.velocities.copy()
+                        flock.step(1)
+                        acceleration = (flock.velocities - before) / dt
+                    yield flock.state, acceleration
 
             frames = simulate(total - 1 if is_png else 0)
         return _render_frames(args, out, is_png, scene, total, frames)
@@ -770,17 +855,28 @@ def _render_frames(args, out: Path, is_png: bool, scene, total: int, frames) -> 
             import imageio.v3 as iio
 
             renderer.frames_rendered = total - 1  # the orbit's angle at that frame
-            iio.imwrite(out, renderer.render(next(iter(frames))))
-            print(f"wrote {out} ({args.size[0]}x{args.size[1]}, frame {total} of {scene.name!r})")
+            state, acceleration = next(iter(frames))
+            png = iio.imwrite("<bytes>", renderer.render(state, acceleration), extension=".png")
+            try:
+                out.write_bytes(png)  # encoded in memory first: a full disk fails here, cleanly
+            except OSError as error:
+                raise Flock3dError(f"{out}: cannot write the image ({error.strerror or error})") from None
+            print(
+                f"wrote {out} ({args.size[0]}x{args.size[1]}, frame {total} of {scene.name!r}, "
+                f"t = {state.time:.2f} s)"
+            )
             return 0
         bar = tqdm(total=total, unit="frame", file=sys.stderr, disable=True if args.no_progress else None)
         with bar, VideoWriter(out, fps=args.fps) as video:
-            for state in frames:
-                video.append(renderer.render(state))
+            for state, acceleration in frames:
+                video.append(renderer.render(state, acceleration))
                 bar.update()
+        # Frame k shows the flock at start + k / fps (the nearest step): the video's clock is the flock's.
+        seconds = video.frames / args.fps
         print(
-            f"wrote {out}: {video.frames} frames, {args.size[0]}x{args.size[1]}, "
-            f"{video.frames / args.fps:.1f} s at {args.fps:g} fps ({scene.name!r})"
+            f"wrote {out}: {video.frames} frames, {args.size[0]}x{args.size[1]}, {seconds:.2f} s at "
+            f"{args.fps:g} fps, showing simulated t = {args.start:.2f} to {args.start + seconds:.2f} s "
+            f"({scene.name!r})"
         )
     return 0
 

@@ -262,6 +262,13 @@ class Flock:
     def __len__(self) -> int:
         return len(self._state)
 
+    def _repr_png_(self) -> bytes | None:
+        """A picture of the flock as it is now, for notebooks (drawn offscreen with the viewer's
+        look); None where offscreen OpenGL is not available."""
+        from flock3d.viewer.offscreen import flock_png
+
+        return flock_png(self)
+
     def __repr__(self) -> str:
         return (
             f"Flock({len(self)} boids, t={self.time:.3f} s, step {self.step_count}, engine={self._engine!r})"

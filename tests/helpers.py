@@ -31,7 +31,13 @@ def assert_clean_failure(out: subprocess.CompletedProcess, *fragments: str) -> N
         assert fragment in out.stderr, (fragment, out.stderr)
 
 
-def foreground_mask(image: np.ndarray, background=(0.035, 0.05, 0.09), tolerance: int = 12) -> np.ndarray:
-    """Pixels that differ from the background colour."""
-    bg = np.round(np.asarray(background) * 255).astype(int)
-    return np.abs(image[..., :3].astype(int) - bg).max(axis=-1) > tolerance
+def sky(image: np.ndarray) -> np.ndarray:
+    """(H, 1, 3) int: the renderer's sky behind each row of ``image``, 0-255."""
+    from flock3d.viewer.colors import sky_rows
+
+    return np.round(sky_rows(image.shape[0]) * 255).astype(int)[:, None, :]
+
+
+def foreground_mask(image: np.ndarray, tolerance: int = 12) -> np.ndarray:
+    """Pixels that differ from the sky behind them (a vertical gradient)."""
+    return np.abs(image[..., :3].astype(int) - sky(image)).max(axis=-1) > tolerance

@@ -17,7 +17,7 @@ from flock3d import Params
 from flock3d.core.quaternion import look_rotation
 from flock3d.core.state import FlockState
 from flock3d.scene import Scene, ViewHints
-from flock3d.viewer.offscreen import OffscreenRenderer
+from flock3d.viewer.offscreen import OffscreenRenderer, downsample
 
 SIZE = (320, 240)
 
@@ -28,17 +28,16 @@ def state_of(positions, headings) -> FlockState:
     return FlockState(p, d * 4.0, look_rotation(d))
 
 
-def renderer(hints: ViewHints, radius: float = 10.0) -> OffscreenRenderer:
+def renderer(hints: ViewHints, radius: float = 10.0, supersample: int = 2) -> OffscreenRenderer:
     # Azimuth 0, elevation 0 with +y up: the camera looks along the x axis, so the
     # screen shows the y-z plane (z across, y up).
     hints = ViewHints(**{**hints.__dict__, "camera_azimuth": 0.0, "camera_elevation": 0.0})
-    return OffscreenRenderer(Scene(Params(arena_radius=radius), view=hints), size=SIZE, camera="fixed")
+    scene = Scene(Params(arena_radius=radius), view=hints)
+    return OffscreenRenderer(scene, size=SIZE, camera="fixed", supersample=supersample)
 
 
 def project(r: OffscreenRenderer, points: np.ndarray) -> np.ndarray:
-    tr = r.view.scene.node_transform(r.canvas.scene)  # scene -> canvas pixels
-    mapped = tr.map(np.asarray(points, dtype=float))
-    return mapped[:, :2] / mapped[:, 3:4]
+    return r.project(points)
 
 
 def case_positions() -> dict:
@@ -72,13 +71,17 @@ def case_arena() -> dict:
     return {"image": image, "centre": centre, "rim": rim}
 
 
-def case_colors() -> dict:
-    rng = np.random.default_rng(2)
-    n = 300
-    p = rng.uniform(-7, 7, (n, 3))
+def random_flock(seed: int, half_width: float, n: int = 300) -> FlockState:
+    """n boids uniform in a cube, with random headings and speeds from 3 to 6."""
+    rng = np.random.default_rng(seed)
+    p = rng.uniform(-half_width, half_width, (n, 3))
     d = rng.normal(size=(n, 3))
     d /= np.linalg.norm(d, axis=1, keepdims=True)
-    state = FlockState(p, d * rng.uniform(3, 6, (n, 1)), look_rotation(d))
+    return FlockState(p, d * rng.uniform(3, 6, (n, 1)), look_rotation(d))
+
+
+def case_colors() -> dict:
+    state = random_flock(2, 7.0)
     images = {}
     for mode in ("heading", "speed", "neighbours", "uniform"):
         r = renderer(ViewHints(show_arena=False, mesh="cone", boid_size=1.0, color_mode=mode))
@@ -87,7 +90,153 @@ def case_colors() -> dict:
     return images
 
 
-CASES = {"positions": case_positions, "heading": case_heading, "arena": case_arena, "colors": case_colors}
+def case_antialias() -> dict:
+    """One large boid drawn with and without supersampling."""
+    images = {}
+    for name, factor in (("on", 2), ("off", 1)):
+        r = renderer(
+            ViewHints(show_arena=False, mesh="dart", boid_size=9.0, color_mode="uniform"), supersample=factor
+        )
+        images[name] = r.render(state_of([0, 0, 0], [0, math.sqrt(0.5), math.sqrt(0.5)]))
+        r.close()
+    return images
+
+
+def case_trails() -> dict:
+    """A boid flying straight across the picture for 2 s, with and without trails."""
+    out = {}
+    start, velocity = np.array([0.0, 0.0, -6.0]), np.array([0.0, 0.0, 4.0])
+    for name, seconds in (("on", 3.0), ("off", 0.0)):
+        r = renderer(
+            ViewHints(show_arena=False, mesh="cone", boid_size=0.8, color_mode="uniform", trails=seconds)
+        )
+        for k in range(41):  # 20 frames a second
+            t = k * 0.05
+            state = state_of(start + velocity * t, [0, 0, 1])
+            state.time = t
+            image = r.render(state)
+        out[name] = image
+        out["path"] = project(r, np.array([start, start + velocity * 2.0]))
+        r.close()
+    return out
+
+
+def case_banking() -> dict:
+    """A boid seen from behind, flying level and turning to either side."""
+    out = {}
+    # Acceleration across the heading, towards the boid's right (+) or left (-), units/s^2.
+    for name, lateral in (("level", 0.0), ("turning_right", 15.0), ("turning_left", -15.0)):
+        r = renderer(ViewHints(show_arena=False, mesh="dart", boid_size=7.0, color_mode="uniform"))
+        heading = np.array([-1.0, 0.0, 0.0])  # away from the camera
+        right = np.cross([0.0, 1.0, 0.0], heading)  # the boid's +x side
+        for k in range(20):  # long enough for the smoothed bank to settle
+            state = state_of([0, 0, 0], heading)
+            state.time = 0.05 * k
+            image = r.render(state, acceleration=(lateral * right)[None])
+        out[name] = image
+        out["right_on_screen"] = project(r, np.array([[0, 0, 0], right]))
+        r.close()
+    return out
+
+
+def case_small() -> dict:
+    """A boid far too small to see at its true size."""
+    r = renderer(ViewHints(show_arena=False, mesh="dart", boid_size=0.02, color_mode="uniform"))
+    image = r.render(state_of([0, 0, 0], [0, 0, 1]))
+    return {"image": image, "centre": project(r, np.zeros((1, 3)))[0]}
+
+
+def case_contrast() -> dict:
+    """300 boids in every colour mode, and the focus view, with each boid's place on the picture."""
+    from flock3d.viewer.overlays import focus_colors
+
+    state = random_flock(5, 8.0)
+    p = state.positions
+    out = {}
+    for mode in ("heading", "speed", "neighbours", "uniform", "focus"):
+        r = renderer(
+            ViewHints(show_arena=False, mesh="bird", color_mode="heading" if mode == "focus" else mode)
+        )
+        colors = None
+        if mode == "focus":
+            colors = focus_colors(r.visuals.colors_for(state).colors, 0, np.arange(1, 20))
+        r.visuals.update(state, colors)
+        out[mode] = downsample(r.canvas.render(alpha=False), r.supersample)
+        out["screen"] = project(r, p)
+        r.close()
+    return out
+
+
+def case_specks() -> dict:
+    """A flock far enough away to be drawn as specks, and the same drawn with the bird itself."""
+    import flock3d.viewer.renderer as renderer_module
+
+    state = random_flock(9, 7.0, n=400)
+    out = {}
+    for name, speck_pixels in (("specks", renderer_module.SPECK_PIXELS), ("birds", 0.0)):
+        renderer_module.SPECK_PIXELS = speck_pixels
+        r = renderer(ViewHints(show_arena=False, mesh="bird", boid_size=0.3, color_mode="uniform"))
+        r.render(state)  # the first frame lays the view out: sizes on screen are known from the second
+        out[name] = r.render(state)
+        out[f"{name}_drawn_as_specks"] = np.array(r.visuals.specks.count)
+        r.close()
+    return out
+
+
+def case_notebook() -> dict:
+    """flock3d.show() driven as a notebook's front end would: sized, drawn, played, paused."""
+    import time
+
+    import flock3d
+
+    viewer = flock3d.show("default", size=(320, 240))
+    try:
+        first = viewer.frame()
+        time.sleep(1.0)  # the worker thread steps the flock meanwhile
+        playing = viewer.frame()
+        stepped = viewer.session.snapshot().step_count
+        viewer.controls["play"].value = False  # the play/pause button
+        time.sleep(0.3)
+        paused_at = viewer.session.snapshot().step_count
+        time.sleep(0.5)
+        still = viewer.session.snapshot().step_count
+        viewer.controls["colors"].value = "uniform"
+        uniform = viewer.frame()
+        viewer.controls["camera"].value = "follow"
+        followed = viewer.frame()
+        widgets = [type(w).__name__ for w in viewer.widget.children]
+    finally:
+        viewer.close()
+    return {
+        "first": first, "playing": playing, "uniform": uniform, "followed": followed,
+        "steps": np.array([stepped, paused_at, still]), "widgets": np.array(widgets),
+    }  # fmt: skip
+
+
+def case_repr_png() -> dict:
+    import imageio.v3 as iio
+
+    from flock3d import Flock
+
+    flock = Flock(Params(count=300), seed=3)
+    flock.step(30)
+    return {"image": iio.imread(flock._repr_png_(), extension=".png")}
+
+
+CASES = {
+    "antialias": case_antialias,
+    "trails": case_trails,
+    "banking": case_banking,
+    "small": case_small,
+    "contrast": case_contrast,
+    "specks": case_specks,
+    "positions": case_positions,
+    "heading": case_heading,
+    "arena": case_arena,
+    "colors": case_colors,
+    "notebook": case_notebook,
+    "repr_png": case_repr_png,
+}
 
 if __name__ == "__main__":
     case, out = sys.argv[1], sys.argv[2]

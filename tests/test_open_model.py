@@ -281,3 +281,19 @@ def test_run_takes_a_rules_file_and_a_broken_one_is_one_line(tmp_path):
         "force 'updraft' (bad.py:5) returned",
     )
     assert_clean_failure(flock3d("run", "small-arena", "--rules", tmp_path / "none.py"), "no such rules file")
+
+
+def test_the_viewer_session_keeps_your_rules_through_reset_and_reseed():
+    from flock3d.scene import resolve_scene
+    from flock3d.viewer.session import Session
+
+    session = Session(resolve_scene("small-arena"), rules=[towards], forces=[lift])
+    session.reset()
+    session.reseed()
+    session.respawn(12)
+    assert session.flock.rules == (towards,) and session.flock.forces == (lift,)
+
+
+def test_view_refuses_a_broken_rules_file_in_one_line(tmp_path):
+    (tmp_path / "bad.py").write_text(RULES_FILE.replace("0.5, 0.0])", "0.5])"))
+    assert_clean_failure(flock3d("view", "--rules", tmp_path / "bad.py"), "force 'updraft' (bad.py:5) returned")

@@ -7,7 +7,7 @@ import sys
 
 import numpy as np
 import pytest
-from helpers import foreground_mask
+from helpers import foreground_mask, sky
 
 pytestmark = pytest.mark.gui
 PROBE = pathlib.Path(__file__).with_name("offscreen_probe.py")
@@ -82,10 +82,109 @@ def test_colour_modes_give_different_pictures(tmp_path):
 
 
 def hues_used(image: np.ndarray) -> int:
-    """How many of twelve hue sectors hold at least 4% of the clearly coloured pixels."""
+    """How many of twelve hue sectors hold at least 4% of the clearly coloured pixels
+    (bright ones: anti-aliased edges and the depth cue blend boids with the blue sky)."""
     px = image[foreground_mask(image)].astype(float) / 255.0
-    px = px[px.max(axis=1) > 0.25]
+    px = px[px.max(axis=1) > 0.4]
     r, g, b = px.T
     hue = (np.degrees(np.arctan2(np.sqrt(3.0) * (g - b), 2.0 * r - g - b)) % 360.0) / 360.0
     counts = np.histogram(hue, bins=12, range=(0.0, 1.0))[0] / len(px)
     return int((counts >= 0.04).sum())
+
+
+def luminance(image: np.ndarray) -> np.ndarray:
+    from flock3d.viewer.colors import relative_luminance
+
+    return relative_luminance(image[..., :3] / 255.0)
+
+
+def test_edges_are_anti_aliased(tmp_path):
+    images = probe("antialias", tmp_path)
+
+    def blended_edge_pixels(image):
+        """Drawn pixels much darker than the boid's darkest face: partly covered, blended with the sky."""
+        lit = foreground_mask(image)
+        inside = lit.copy()
+        for shift in ((0, 1), (0, -1), (1, 0), (-1, 0)):
+            inside &= np.roll(lit, shift, axis=(0, 1))
+        lum = luminance(image)
+        return int((lit & (lum < 0.6 * np.percentile(lum[inside], 5))).sum())
+
+    on, off = blended_edge_pixels(images["on"]), blended_edge_pixels(images["off"])
+    assert on > 40 and on > 5 * off, (on, off)
+
+
+def test_trails_follow_the_path_and_fade(tmp_path):
+    data = probe("trails", tmp_path)
+    (x0, y), (x1, _) = data["path"]  # where the boid was 2 s ago, and where it is
+    row = int(round(y))
+    span = slice(int(x0) + 2, int(x1) - 8)  # behind the boid, off its body
+
+    def along_path(image):
+        difference = np.abs(image.astype(int) - sky(image)).max(axis=-1)
+        return difference[row - 1 : row + 2, span].max(axis=0)
+
+    trail = along_path(data["on"])
+    assert np.mean(trail > 6) > 0.9  # drawn all along the last two seconds
+    assert trail[-5:].mean() > 3 * trail[:5].mean()  # bright behind the boid, faded further back
+    assert not along_path(data["off"]).any()  # and nothing without trails
+
+
+def test_a_turning_boid_banks_into_the_turn(tmp_path):
+    data = probe("banking", tmp_path)
+
+    def wing_angle(image):
+        """Angle of the boid's longest axis on screen, degrees anticlockwise from the x axis."""
+        ys, xs = np.nonzero(foreground_mask(image))
+        axis = np.linalg.eigh(np.cov(np.c_[xs, ys].T))[1][:, 1]
+        return (np.degrees(np.arctan2(-axis[1], axis[0])) + 90.0) % 180.0 - 90.0
+
+    # Seen from behind: level wings lie flat; a turn of 15 units/s^2 rolls the boid by
+    # atan(15 / 9.81) = 57 degrees, lowering the wing on the inside of the turn.
+    (cx, _), (rx, _) = data["right_on_screen"]
+    assert rx > cx  # the boid's right is the picture's right
+    assert abs(wing_angle(data["level"])) < 5
+    assert wing_angle(data["turning_right"]) == pytest.approx(-57, abs=8)  # right wing down
+    assert wing_angle(data["turning_left"]) == pytest.approx(57, abs=8)
+
+
+def test_a_far_boid_keeps_a_readable_size(tmp_path):
+    data = probe("small", tmp_path)
+    ys, xs = np.nonzero(foreground_mask(data["image"]))
+    # 0.02 units long is a fraction of a pixel here; it is drawn MIN_BOID_PIXELS (7) long.
+    assert xs.max() - xs.min() + 1 >= 5
+    assert np.hypot(xs.mean() - data["centre"][0], ys.mean() - data["centre"][1]) < 3
+
+
+def test_boids_stand_out_from_the_sky_in_every_colour_mode(tmp_path):
+    from flock3d.viewer.colors import contrast_ratio
+
+    data = probe("contrast", tmp_path)
+    for mode in ("heading", "speed", "neighbours", "uniform", "focus"):
+        image = data[mode]
+        behind = sky(image)[:, 0] / 255.0
+        ratios = []
+        for x, y in data["screen"]:
+            xi, yi = int(round(x)), int(round(y))
+            window = image[yi - 2 : yi + 3, xi - 2 : xi + 3].reshape(-1, 3) / 255.0
+            ratios.append(contrast_ratio(window[np.argmax(luminance(window * 255.0))], behind[yi]))
+        # WCAG contrast ratio of each boid's brightest pixel against the sky behind it: the typical
+        # boid at least 4.5:1 (WCAG's level for text), nine in ten at least 3:1, far ones included.
+        assert np.median(ratios) >= 4.5, (mode, np.median(ratios))
+        assert np.percentile(ratios, 10) >= 3.0, (mode, np.percentile(ratios, 10))
+
+
+def test_every_map_colour_keeps_its_contrast_against_the_lightest_sky():
+    from flock3d.viewer.colors import MIN_CONTRAST, SKY_BOTTOM, contrast_ratio, map_colors
+
+    assert contrast_ratio(map_colors(), np.asarray(SKY_BOTTOM)).min() >= MIN_CONTRAST
+
+
+def test_far_boids_drawn_as_specks_look_like_the_bird(tmp_path):
+    data = probe("specks", tmp_path)
+    # Boids a few pixels long are drawn with two triangles instead of the bird's eleven...
+    assert data["specks_drawn_as_specks"] == 400 and data["birds_drawn_as_specks"] == 0
+    # ...covering about as much of the picture, in the same colour.
+    specks, birds = foreground_mask(data["specks"]), foreground_mask(data["birds"])
+    assert 0.7 < specks.sum() / birds.sum() < 1.5
+    assert np.abs(data["specks"][specks].mean(axis=0) - data["birds"][birds].mean(axis=0)).max() < 20

@@ -1,5 +1,7 @@
 """The viewer's session without a GUI: live edits, reset, reseed, the fixed-step clock."""
 
+import time
+
 import numpy as np
 import pytest
 from helpers import assert_clean_failure, flock3d
@@ -79,4 +81,86 @@ def test_pause_and_time_scale():
 def test_view_without_a_display_says_so():
     out = flock3d("view", env={"DISPLAY": "", "WAYLAND_DISPLAY": ""})
     assert_clean_failure(out, "no display found", "flock3d render")
+    assert len(out.stderr.strip().splitlines()) == 1
+
+
+def test_clock_steps_a_scene_whose_dt_is_one_second():
+    # A step longer than the clock's lag cap (0.25 s) must still fall due: one step per
+    # simulated second at time scale 1, whatever the frame rate.
+    for fps in (10, 60, 144):
+        clock = FixedStepClock()
+        steps = sum(clock.steps_due(1 / fps, 1.0) for _ in range(10 * fps))  # 10 s
+        assert steps == pytest.approx(10, abs=1), fps
+    clock = FixedStepClock()
+    assert sum(clock.steps_due(1 / 30, 1.0, time_scale=4.0) for _ in range(300)) == pytest.approx(40, abs=1)
+
+
+def test_a_shipped_dt_one_scene_steps_in_the_session():
+    s = Session(resolve_scene("classics/perceived-centre"))
+    assert s.params.dt == 1.0
+    steps = sum(s.advance(1 / 60) for _ in range(60 * 5))  # 5 s of frames at 60 fps
+    assert steps == pytest.approx(5, abs=1) and s.flock.step_count == steps
+
+
+def wait_for(predicate, timeout: float = 120.0) -> None:
+    end = time.perf_counter() + timeout
+    while not predicate():
+        assert time.perf_counter() < end, "timed out"
+        time.sleep(0.01)
+
+
+def test_the_worker_thread_steps_in_real_time_and_publishes_copies():
+    s = session(300)
+    s.start()
+    try:
+        wait_for(lambda: s.first_step_done)
+        wait_for(lambda: s.snapshot().step_count > 0)
+        t0, first = time.perf_counter(), s.snapshot()
+        time.sleep(1.0)
+        second = s.snapshot()
+        simulated = second.time - first.time
+        assert 0.6 < simulated / (time.perf_counter() - t0) < 1.2  # about real time
+        # A snapshot is a copy: the worker never writes it again.
+        frozen = second.state.positions.copy()
+        time.sleep(0.2)
+        np.testing.assert_array_equal(second.state.positions, frozen)
+        assert second.state.positions is not s.flock.positions
+        assert not np.array_equal(s.snapshot().state.positions, frozen)  # newer ones move on
+        # The last step's acceleration, (v_new - v_old) / dt, comes with it.
+        assert second.acceleration.shape == (300, 3) and np.abs(second.acceleration).max() > 0
+        # Edits land between steps on the same flock; a respawn is a new generation.
+        flock = s.flock
+        s.set_param("fov", 90.0)
+        assert s.snapshot().params.fov == 90.0 and s.flock is flock
+        generation = s.snapshot().generation
+        s.set_param("count", 40)
+        snap = s.snapshot()
+        assert len(snap.state) == 40 and snap.generation == generation + 1
+        s.paused = True
+        time.sleep(0.1)
+        count = s.snapshot().step_count
+        time.sleep(0.3)
+        assert s.snapshot().step_count == count
+        s.single_step()
+        assert s.snapshot().step_count == count + 1
+    finally:
+        s.stop()
+    assert not s.running and s.error is None
+
+
+def test_the_worker_keeps_dt_one_scenes_at_one_step_per_second():
+    s = Session(resolve_scene("classics/screen-edge-2d"))
+    s.start()
+    try:
+        wait_for(lambda: s.first_step_done)
+        start = s.snapshot().step_count
+        time.sleep(3.2)
+        assert 2 <= s.snapshot().step_count - start <= 4
+    finally:
+        s.stop()
+
+
+def test_view_with_an_unreachable_display_says_so():
+    out = flock3d("view", env={"DISPLAY": ":987", "WAYLAND_DISPLAY": ""}, timeout=60)
+    assert_clean_failure(out, "cannot open the display ':987'")
     assert len(out.stderr.strip().splitlines()) == 1

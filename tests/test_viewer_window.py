@@ -32,10 +32,10 @@ def qt_app():
 
 
 def pump(app, seconds: float = 0.3) -> None:
-    end = time.time() + seconds
-    while time.time() < end:
-        app.process_events()
-        time.sleep(0.005)
+    """Let the window run for ``seconds`` (Qt's own event loop: see run_event_loop)."""
+    from flock3d.viewer.app import run_event_loop
+
+    run_event_loop(seconds)
 
 
 def xdotool(*args) -> None:
@@ -197,7 +197,13 @@ def test_loading_a_scene_with_another_radius_reframes_the_camera(qt_app, viewer,
 
 def test_a_couzin_scene_puts_its_zones_on_the_panel(qt_app, viewer, tmp_path):
     panel = viewer.panel
-    assert panel.zones.isHidden() and not panel.world.isHidden()
+    # No world features in the default scene: no World box either.
+    assert panel.zones.isHidden() and panel.world.isHidden()
+    assert viewer.open_scene(resolve_scene("features/predators").save(tmp_path / "predators.toml"))
+    pump(qt_app, 0.2)
+    # A scene with predators shows their weight, and only that, in the World box.
+    assert not panel.world.isHidden() and not panel.controls["flee"].isHidden()
+    assert panel.controls["avoidance"].isHidden() and panel.controls["path_weight"].isHidden()
     assert viewer.open_scene(resolve_scene("couzin/torus").save(tmp_path / "torus.toml"))
     pump(qt_app, 0.3)
     # The zone model's own controls replace the boids model's rules and world features.
@@ -220,7 +226,7 @@ def test_a_couzin_scene_puts_its_zones_on_the_panel(qt_app, viewer, tmp_path):
     # Back to the boids model: its rows return and the zones go.
     assert viewer.open_scene(resolve_scene("default").save(tmp_path / "default.toml"))
     pump(qt_app, 0.2)
-    assert panel.zones.isHidden() and not panel.world.isHidden()
+    assert panel.zones.isHidden() and panel.world.isHidden()
     assert not panel.controls["separation"].isHidden() and panel.controls["separation"].isEnabled()
 
 
@@ -263,3 +269,142 @@ def test_record_writes_a_video(qt_app, viewer, tmp_path):
     frames = [frame for frame in imageio.get_reader(movie)]
     assert len(frames) >= 3
     assert frames[0].shape[:2] == tuple(s - s % 2 for s in viewer.canvas.size[::-1])
+
+
+def test_ctrl_q_quits(qt_app, viewer):
+    assert viewer.window.isVisible() and viewer.session.running
+    xdotool("key", "ctrl+q")
+    pump(qt_app, 0.5)
+    assert not viewer.window.isVisible() and not viewer.session.running
+
+
+def test_every_control_says_what_it_sets_and_nothing_scrolls(qt_app, viewer, tmp_path):
+    from PySide6 import QtWidgets
+
+    from flock3d.scene.schema import PARAM_KEY_OF_FIELD
+
+    panel = viewer.panel
+    inputs = (
+        QtWidgets.QAbstractSlider,
+        QtWidgets.QAbstractSpinBox,
+        QtWidgets.QComboBox,
+        QtWidgets.QAbstractButton,
+    )
+    controls = [
+        w
+        for w in panel.widget().findChildren(QtWidgets.QWidget)
+        if isinstance(w, inputs) and not isinstance(w, QtWidgets.QScrollBar)  # combo lists' own bars
+    ]
+    assert len(controls) > 40
+    for widget in controls:
+        assert widget.toolTip().strip(), widget.objectName() or type(widget).__name__
+    for field, control in panel.controls.items():
+        key = (
+            PARAM_KEY_OF_FIELD.get(field) or {"attractor_weight": "attractors", "path_weight": "path"}[field]
+        )
+        assert f"scene key {key}" in control.slider.toolTip(), field
+    assert "view.color_mode" in panel.color_mode.toolTip() and "view.trails" in panel.trails.toolTip()
+
+    assert (viewer.window.width(), viewer.window.height()) == (1280, 800)
+    for name in ("default", "features/predators", "features/path", "couzin/torus", "classics/screen-edge-2d"):
+        assert viewer.open_scene(resolve_scene(name).save(tmp_path / "scene.toml"))
+        pump(qt_app, 0.2)
+        assert panel.verticalScrollBar().maximum() == 0, name  # everything fits: no scrolling
+
+
+def test_the_first_compile_is_announced_and_nothing_freezes(qt_app, tmp_path, monkeypatch):
+    from flock3d.viewer.app import COMPILING_TEXT, ViewerWindow
+    from flock3d.viewer.session import Session
+
+    warm_up = Session._warm_up
+
+    def slow_compile(self):
+        time.sleep(2.0)  # as the first numba compile of a fresh install does, only shorter
+        warm_up(self)
+
+    monkeypatch.setattr(Session, "_warm_up", slow_compile)
+    v = ViewerWindow(
+        resolve_scene("default", overrides=["flock.count=200"]), output_dir=tmp_path, dialogs=False
+    )
+    v.show()
+    try:
+        pump(qt_app, 0.8)
+        assert not v.session.first_step_done
+        assert v.hud.notice.isVisible() and v.hud.notice.text() == COMPILING_TEXT
+        frames = v.frames_drawn
+        pump(qt_app, 0.5)
+        assert v.frames_drawn > frames + 5  # the window keeps drawing meanwhile
+        deadline = time.time() + 30
+        while not v.session.first_step_done and time.time() < deadline:
+            pump(qt_app, 0.1)
+        pump(qt_app, 0.5)
+        assert not v.hud.notice.isVisible() and v.snapshot.step_count > 0
+    finally:
+        v.close()
+        pump(qt_app, 0.2)
+
+
+def test_a_recording_plays_at_the_simulations_pace(qt_app, viewer, tmp_path):
+    import imageio.v2 as imageio
+
+    from flock3d.viewer.app import VIDEO_FPS
+
+    pump(qt_app, 0.5)
+    viewer.set_recording(True)
+    start = viewer.snapshot.time
+    pump(qt_app, 1.5)
+    viewer.set_paused(True)  # paused: no simulated time passes, so no frames are added
+    pump(qt_app, 1.0)
+    viewer.set_paused(False)
+    pump(qt_app, 1.0)
+    viewer.set_recording(False)
+    simulated = viewer.snapshot.time - start
+    [movie] = list(tmp_path.glob("*.mp4"))
+    reader = imageio.get_reader(movie)
+    frames = sum(1 for _ in reader)
+    assert reader.get_meta_data()["fps"] == VIDEO_FPS
+    # 3.5 s of wall time, 2.5 s of it running: the video lasts as long as the simulated time.
+    assert frames / VIDEO_FPS == pytest.approx(simulated, abs=3 / VIDEO_FPS)
+    assert 1.5 < simulated < 3.0
+
+
+def test_every_camera_frames_the_flock(qt_app, viewer, tmp_path):
+    from flock3d.viewer.panel import CAMERA_KINDS
+
+    def framed():
+        xy = viewer.screen_positions()
+        w, h = viewer.canvas.size
+        inside = (xy[:, 0] > 0) & (xy[:, 0] < w) & (xy[:, 1] > 0) & (xy[:, 1] < h)
+        spread = np.nanpercentile(xy[:, 0], 90) - np.nanpercentile(xy[:, 0], 10)
+        return inside.mean(), spread / w
+
+    for scene in ("default", "couzin/highly-parallel"):  # an arena, and open space
+        assert viewer.open_scene(resolve_scene(scene).save(tmp_path / "scene.toml"))
+        if scene != "default":
+            pump(qt_app, 3.0)  # the group flies off from where it started
+        for kind in CAMERA_KINDS:
+            viewer.panel.camera.setCurrentText(kind)
+            pump(qt_app, 0.3)
+            share, spread = framed()
+            assert share > 0.9 and spread > 0.08, (scene, kind, share, spread)
+
+
+def test_the_fly_camera_moves_with_the_keys_in_the_help(qt_app, viewer):
+    viewer.panel.camera.setCurrentText("fly")
+    pump(qt_app, 0.3)
+    xdotool("key", "h")
+    pump(qt_app, 0.2)
+    assert viewer.hud.help.isVisible() and "page up/down" in viewer.hud.help.text()
+    centre = np.array(viewer.view.camera.center)
+    xdotool("keydown", "Up")
+    pump(qt_app, 0.6)
+    xdotool("keyup", "Up")
+    pump(qt_app, 0.2)
+    assert np.linalg.norm(np.array(viewer.view.camera.center) - centre) > 1.0  # flew forward
+
+
+def test_a_scene_with_one_second_steps_runs(qt_app, viewer, tmp_path):
+    assert viewer.open_scene(resolve_scene("classics/perceived-centre").save(tmp_path / "pc.toml"))
+    start = viewer.snapshot.step_count
+    pump(qt_app, 3.3)
+    assert viewer.snapshot.step_count - start >= 2  # one step per simulated second

@@ -13,8 +13,8 @@ image in a periodic arena) and ``d2`` its squared length, > 0; ``(px, py, pz)``,
 acceleration (units/s^2) or, for the pair terms, a contribution that the step sums over
 the neighbours a boid sees and then finishes into an acceleration.
 
-Pair terms are inlined into the generated pair loop (nothing is called per pair), so they
-must stay branch-free; per-boid terms are compiled once and called.
+All are inlined into the generated code (nothing is called per pair or per boid: calls
+cost the world features up to 6% of a step); the pair terms must stay branch-free.
 """
 
 from __future__ import annotations
@@ -119,7 +119,7 @@ def centering(k, n, sx, sy, sz, px, py, pz, zero_mean):
 # -- per-boid terms ---------------------------------------------------------------------------
 
 
-@shared
+@inlined
 def sphere_confinement(px, py, pz, box, start, k):
     """Beyond ``start`` from the centre, a push of k straight back towards it."""
     rx, ry, rz = px - box[0], py - box[1], pz - box[2]
@@ -130,7 +130,7 @@ def sphere_confinement(px, py, pz, box, start, k):
     return 0.0, 0.0, 0.0
 
 
-@shared
+@inlined
 def box_confinement(px, py, pz, box, fraction, k, planar):
     """A push of k back along each axis where the boid is beyond ``fraction`` of the half side."""
     ax = ay = az = 0.0
@@ -143,7 +143,7 @@ def box_confinement(px, py, pz, box, fraction, k, planar):
     return ax, ay, az
 
 
-@shared
+@inlined
 def _sideways(nx, ny, nz, fx, fy, fz, qw, qx, qy, qz, k):
     """k along the part of the inward direction n across the heading f (the boid's right
     when heading straight along n, so that it turns one way rather than brake)."""
@@ -157,7 +157,7 @@ def _sideways(nx, ny, nz, fx, fy, fz, qw, qx, qy, qz, k):
     return w * lx, w * ly, w * lz
 
 
-@shared
+@inlined
 def sphere_containment(px, py, pz, fx, fy, fz, qw, qx, qy, qz, look, box, start, k):
     """Wall avoidance in a sphere: when the point ``look`` ahead (one turn radius) lies
     beyond ``start`` from the centre, steer sideways towards the inside with k."""
@@ -167,7 +167,7 @@ def sphere_containment(px, py, pz, fx, fy, fz, qw, qx, qy, qz, look, box, start,
     return _sideways(box[0] - px, box[1] - py, box[2] - pz, fx, fy, fz, qw, qx, qy, qz, k)
 
 
-@shared
+@inlined
 def box_containment(px, py, pz, fx, fy, fz, qw, qx, qy, qz, look, box, fraction, k, planar):
     """Wall avoidance in a box: when the point ``look`` ahead crosses a face's margin
     (``fraction`` of the half side), steer sideways, away from the faces it crosses, with k."""
@@ -184,7 +184,7 @@ def box_containment(px, py, pz, fx, fy, fz, qw, qx, qy, qz, look, box, fraction,
     return _sideways(nx, ny, nz, fx, fy, fz, qw, qx, qy, qz, k)
 
 
-@shared
+@inlined
 def seek(px, py, pz, vx, vy, vz, tx, ty, tz, weight, max_speed, box, periodic, planar):
     """Reynolds' seek towards (tx, ty, tz): weight * (max_speed * unit(offset) - v)."""
     dx = image(tx - px, 2.0 * box[3], periodic)
@@ -197,7 +197,7 @@ def seek(px, py, pz, vx, vy, vz, tx, ty, tz, weight, max_speed, box, periodic, p
     return weight * (s * dx - vx), weight * (s * dy - vy), weight * (s * dz - vz)
 
 
-@shared
+@inlined
 def attraction(px, py, pz, vx, vy, vz, attractors, max_speed, box, periodic, planar):
     """Seek every attractor (rows of x, y, z, weight, radius) closer than its radius."""
     ax = ay = az = 0.0
@@ -215,7 +215,7 @@ def attraction(px, py, pz, vx, vy, vz, attractors, max_speed, box, periodic, pla
     return ax, ay, az
 
 
-@shared
+@inlined
 def path_following(px, py, pz, vx, vy, vz, path, waypoint, weight, reach2, max_speed, box, periodic, planar):
     """Seek the current waypoint of a closed path, moving on to the next within reach.
 
@@ -233,7 +233,7 @@ def path_following(px, py, pz, vx, vy, vz, path, waypoint, weight, reach2, max_s
     return ax, ay, az, k
 
 
-@shared
+@inlined
 def obstacle_avoidance(px, py, pz, fx, fy, fz, qw, qx, qy, qz, obstacles, strength, ahead, margin, box,
                        periodic, planar):  # fmt: skip
     """Steer around the spheres (rows of x, y, z, radius) the heading ray meets within ``ahead``.
@@ -278,7 +278,7 @@ def obstacle_avoidance(px, py, pz, fx, fy, fz, qw, qx, qy, qz, obstacles, streng
     return ax, ay, az
 
 
-@shared
+@inlined
 def flight(px, py, pz, fx, fy, fz, predators, flee_distance2, strength, cone, box, periodic, planar):
     """Flee from each predator (rows of x, y, z) seen within the flee distance: strength away."""
     ax = ay = az = 0.0
@@ -296,7 +296,7 @@ def flight(px, py, pz, fx, fy, fz, predators, flee_distance2, strength, cone, bo
     return ax, ay, az
 
 
-@shared
+@inlined
 def wind(px, py, pz, box, uniform, gradient):
     """The wind field: ``uniform + gradient @ (p - centre)``."""
     rx, ry, rz = px - box[0], py - box[1], pz - box[2]

@@ -195,8 +195,8 @@ def fill_candidates(c, grid, cols, reach2, buf, periodic, sides):
     below sqrt(reach2). In a periodic arena (box sides ``sides`` (3,)) each is copied
     at its image nearest to c, so plain distances in ``buf`` are minimum-image ones.
     ``grid`` is the step's :class:`~flock3d.core.neighbors.CellGrid`; ``cols`` and
-    ``buf`` are tuples of equal numbers of 1-D arrays, x, y, z first (the rest are
-    copied along). Returns the number copied.
+    ``buf`` are 6-tuples of 1-D arrays, x, y, z first (the other three are copied
+    along). Returns the number copied.
     """
     nx, ny, nz = grid.nx, grid.ny, grid.nz
     start = grid.cell_start
@@ -230,8 +230,7 @@ def fill_candidates(c, grid, cols, reach2, buf, periodic, sides):
                     # Always copy, advance only when kept: a branch-free compaction.
                     mm = numba.uint64(m)
                     buf[0][mm], buf[1][mm], buf[2][mm] = x_, y_, z_
-                    for col in range(3, len(cols)):
-                        buf[col][mm] = cols[col][j]
+                    buf[3][mm], buf[4][mm], buf[5][mm] = cols[3][j], cols[4][j], cols[5][j]
                     m += 1 if gx * gx + gy * gy + gz * gz < reach2 else 0
     return m
 
@@ -660,7 +659,7 @@ def synchronous_driver():
         chunk_type = types.FunctionType(CHUNK_SIGNATURE)
         run_signature = types.void(types.int64, chunk_type, *CHUNK_SIGNATURE.args[1:])
         _run_chunks_compiled = numba.njit(
-            run_signature, fastmath=FAST, error_model="numpy", cache=True, parallel=True
+            run_signature, fastmath=FAST, error_model="numpy", cache=True, parallel=True, nogil=True
         )(_run_chunks)
         advance_signature = types.int64(
             chunk_type,
@@ -687,6 +686,6 @@ def synchronous_driver():
             _F1,
         )
         _driver.append(
-            numba.njit(advance_signature, fastmath=FAST, error_model="numpy", cache=True)(_advance)
+            numba.njit(advance_signature, fastmath=FAST, error_model="numpy", cache=True, nogil=True)(_advance)
         )
     return _driver[0]

@@ -603,7 +603,10 @@ def params_problems(values: Params | dict[str, Any]) -> list[Problem]:
     init = values["init_radius"]
     if init is not None and (not is_real_number(init) or not 0 < init <= MAX_MAGNITUDE):
         problems.append(
-            Problem("init_radius", f"must be > 0 or unset for 0.5 * arena_radius (got {short_repr(init)})")
+            Problem(
+                "init_radius",
+                f"must be in (0, {MAX_MAGNITUDE:g}] or unset for 0.5 * arena_radius (got {short_repr(init)})",
+            )
         )
 
     _choice(problems, "arena_shape", values["arena_shape"], ARENA_SHAPES)

@@ -1,7 +1,15 @@
-"""Writing videos (MP4, H.264) from rendered frames, with imageio's bundled ffmpeg."""
+"""Writing videos (MP4, H.264) from rendered frames, with the ffmpeg that imageio-ffmpeg bundles.
+
+The file is written with its index (the ``moov`` atom) at the front ("fast start"),
+so that a player or a browser can start playing before it has the whole file.
+ffmpeg's own messages are kept, not printed: a failure (an output that cannot be
+written, a full disk) becomes one :class:`Flock3dError` naming the file and the cause.
+"""
 
 from __future__ import annotations
 
+import subprocess
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -12,30 +20,54 @@ __all__ = ["VideoWriter"]
 
 
 class VideoWriter:
-    """Append (H, W, 3) uint8 frames to an MP4 file.
+    """Append (H, W, 3) uint8 frames to an MP4 file, played at ``fps`` frames per second.
 
     Width and height must be even (yuv420p, the pixel format every player reads).
+    The encoder starts with the first frame; :meth:`close` finishes the file and
+    raises :class:`Flock3dError` if it could not be written.
     """
 
-    def __init__(self, path: str | Path, fps: float = 30.0) -> None:
-        import imageio.v2 as imageio
-
+    def __init__(self, path: str | Path, fps: float = 30.0, quality: int = 18) -> None:
         self.path = Path(path)
+        self.fps = float(fps)
+        self.quality = quality
         self.frames = 0
         self._shape: tuple[int, ...] | None = None
+        self._process: subprocess.Popen | None = None
+        self._log = tempfile.TemporaryFile()
+        try:  # fail now, not after rendering, if the file cannot be created
+            self.path.open("ab").close()
+        except OSError as error:
+            raise Flock3dError(f"{self.path}: cannot write the video ({error.strerror or error})") from None
+
+    def _start(self, width: int, height: int) -> None:
         try:
-            self._writer = imageio.get_writer(
-                self.path,
-                format="FFMPEG",
-                fps=fps,
-                codec="libx264",
-                quality=7,
-                pixelformat="yuv420p",
-                macro_block_size=2,
-                ffmpeg_log_level="error",
-            )
-        except Exception as error:
-            raise Flock3dError(f"{self.path}: cannot start the video encoder ({error})") from None
+            import imageio_ffmpeg
+
+            ffmpeg = imageio_ffmpeg.get_ffmpeg_exe()
+        except Exception as error:  # not installed, or no binary for this platform
+            raise Flock3dError(f"{self.path}: no video encoder (imageio-ffmpeg): {error}") from None
+        command = [
+            ffmpeg, "-y", "-loglevel", "error",
+            "-f", "rawvideo", "-vcodec", "rawvideo", "-s", f"{width}x{height}", "-pix_fmt", "rgb24",
+            "-r", f"{self.fps:.6g}", "-i", "-",
+            "-an", "-vcodec", "libx264", "-pix_fmt", "yuv420p", "-crf", str(self.quality),
+            "-movflags", "+faststart", str(self.path),
+        ]  # fmt: skip
+        self._process = subprocess.Popen(
+            command, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=self._log
+        )
+
+    def _failure(self, what: str) -> Flock3dError:
+        self._log.seek(0)
+        text = self._log.read().decode(errors="replace")
+        lines = [line.strip() for line in text.splitlines() if line.strip()]
+        # ffmpeg's lines look like "[out#0/mp4 @ 0x...] Error opening output x.mp4: No space left on device".
+        errors = [line.split("] ", 1)[-1] for line in lines if "rror" in line]
+        cause = errors[0] if errors else (lines[-1] if lines else "")
+        if self.path.is_file() and not self.path.is_symlink() and self.path.stat().st_size == 0:
+            self.path.unlink()  # nothing was written: leave no empty file behind
+        return Flock3dError(f"{self.path}: {what}" + (f" ({cause})" if cause else ""))
 
     def append(self, image: np.ndarray) -> None:
         """Add a frame; frames of another size than the first are cropped or padded to it
@@ -43,19 +75,39 @@ class VideoWriter:
         image = np.asarray(image)[..., :3]
         if self._shape is None:
             self._shape = image.shape
+            self._start(image.shape[1], image.shape[0])
         elif image.shape != self._shape:
             fitted = np.zeros(self._shape, dtype=image.dtype)
             h, w = min(image.shape[0], self._shape[0]), min(image.shape[1], self._shape[1])
             fitted[:h, :w] = image[:h, :w]
             image = fitted
-        self._writer.append_data(np.ascontiguousarray(image))
+        try:
+            self._process.stdin.write(np.ascontiguousarray(image, dtype=np.uint8).tobytes())
+        except (BrokenPipeError, OSError):
+            self._process.wait()
+            raise self._failure("the video encoder stopped") from None
         self.frames += 1
 
     def close(self) -> None:
-        self._writer.close()
+        """Finish the file; raises :class:`Flock3dError` if it could not be written."""
+        process, self._process = self._process, None
+        if process is None:
+            return
+        try:
+            process.stdin.close()
+        except OSError:
+            pass
+        if process.wait() != 0:
+            raise self._failure("writing the video failed")
+        self._log.close()
 
     def __enter__(self) -> VideoWriter:
         return self
 
     def __exit__(self, *exc) -> None:
-        self.close()
+        if exc[0] is None:
+            self.close()
+        elif self._process is not None:  # already failing: stop the encoder quietly
+            self._process.kill()
+            self._process.wait()
+            self._process = None

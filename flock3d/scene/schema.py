@@ -101,6 +101,10 @@ class ViewHints:
     """Draw the arena sphere as a faint wireframe."""
     show_axes: bool = False
     """Draw x (red), y (green), z (blue) axes at the arena centre."""
+    trails: float = 0.0
+    """Seconds of each boid's path drawn behind it as a fading trail; 0 draws none."""
+    show_vectors: bool = False
+    """Draw each boid's velocity and its last step's steering (v_new - v_old) / dt as lines."""
 
 
 CAMERAS = ("orbit", "arcball", "fly", "follow", "fixed")
@@ -175,6 +179,8 @@ KEYS: list[Key] = [
     Key("view.color_mode", "view", "color_mode", "choice", "What boid colours show.", COLOR_MODES),
     Key("view.show_arena", "view", "show_arena", "boolean", "Draw the arena sphere."),
     Key("view.show_axes", "view", "show_axes", "boolean", "Draw coordinate axes."),
+    Key("view.trails", "view", "trails", "number", "Seconds of path drawn behind each boid as a fading trail, in [0, 10]; 0: none."),
+    Key("view.show_vectors", "view", "show_vectors", "boolean", "Draw each boid's velocity and steering as lines."),
 ]  # fmt: skip
 
 KEYS_BY_NAME: dict[str, Key] = {k.name: k for k in KEYS}
@@ -230,6 +236,8 @@ def check_kind(key: Key, value: Any) -> str | None:
         return f"must be finite (got {value!r})"
     if key.name == "view.camera_elevation" and not -90 <= value <= 90:
         return f"must be in [-90, 90] (got {value!r})"
+    if key.name == "view.trails" and not 0 <= value <= 10:
+        return f"must be from 0 to 10 seconds (got {value!r})"
     return None
 
 

@@ -1,64 +1,146 @@
-"""Boid colours: (N, 4) float32 RGBA from headings, speeds or neighbour counts."""
+"""Colours: the sky, and boid colours (N, 4) float32 RGBA from headings, speeds or counts.
+
+Every map is built in OKLab (Ottosson 2020), a perceptually uniform colour space:
+equal steps in its lightness L look like equal steps of brightness. Each map keeps
+its lightness high enough that every boid stands out from the dark sky: the
+darkest colour of any map has a contrast ratio (WCAG 2: (Y1 + 0.05) / (Y2 + 0.05) of
+relative luminances) of at least :data:`MIN_CONTRAST` against the lightest sky colour.
+The maps are tables computed once, so colouring a frame is one lookup per boid.
+"""
 
 from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["heading_colors", "ramp_colors", "uniform_colors", "BACKGROUND", "BOID_COLOR"]
+__all__ = [
+    "BACKGROUND",
+    "BOID_COLOR",
+    "PREDATOR_COLOR",
+    "SKY_TOP",
+    "SKY_BOTTOM",
+    "MIN_CONTRAST",
+    "heading_colors",
+    "ramp_colors",
+    "uniform_colors",
+    "sky_rows",
+    "oklch_to_srgb",
+    "relative_luminance",
+    "contrast_ratio",
+]
 
-BACKGROUND = (0.035, 0.05, 0.09, 1.0)
-"""Deep night blue behind the flock."""
-BOID_COLOR = (0.95, 0.72, 0.35, 1.0)
+SKY_TOP = (0.016, 0.027, 0.063)
+"""Sky colour at the top of the picture (sRGB): deep night blue."""
+SKY_BOTTOM = (0.11, 0.13, 0.2)
+"""Sky colour at the bottom of the picture (sRGB): a dusky horizon."""
+BACKGROUND = (*SKY_TOP, 1.0)
+"""The canvas colour under the sky (seen only before the first frame)."""
+MIN_CONTRAST = 4.5
+"""Contrast ratio of the darkest colour of every map against the lightest sky colour."""
+
+
+def _srgb_from_linear(c: np.ndarray) -> np.ndarray:
+    c = np.clip(c, 0.0, 1.0)
+    return np.where(c <= 0.0031308, 12.92 * c, 1.055 * np.power(c, 1 / 2.4) - 0.055)
+
+
+def _linear_from_srgb(c: np.ndarray) -> np.ndarray:
+    c = np.asarray(c, dtype=np.float64)
+    return np.where(c <= 0.04045, c / 12.92, np.power((c + 0.055) / 1.055, 2.4))
+
+
+_LMS_FROM_OKLAB = np.array([[1.0, 0.3963377774, 0.2158037573], [1.0, -0.1055613458, -0.0638541728],
+                            [1.0, -0.0894841775, -1.2914855480]])  # fmt: skip
+_LINEAR_FROM_LMS = np.array([[4.0767416621, -3.3077115913, 0.2309699292],
+                             [-1.2684380046, 2.6097574011, -0.3413193965],
+                             [-0.0041960863, -0.7034186147, 1.7076147010]])  # fmt: skip
+
+
+def _oklab_to_linear(lab: np.ndarray) -> np.ndarray:
+    lms = (lab @ _LMS_FROM_OKLAB.T) ** 3
+    return lms @ _LINEAR_FROM_LMS.T
+
+
+def oklch_to_srgb(lightness, chroma, hue_degrees) -> np.ndarray:
+    """(..., 3) sRGB in [0, 1] from OKLCH; out-of-gamut colours keep their lightness and
+    hue and lose chroma until they fit."""
+    L, C, h = np.broadcast_arrays(
+        *(np.asarray(v, dtype=np.float64) for v in (lightness, chroma, hue_degrees))
+    )
+    C = C.copy()
+    a_dir, b_dir = np.cos(np.radians(h)), np.sin(np.radians(h))
+    for _ in range(24):  # halve the excess chroma until every colour is inside sRGB
+        rgb = _oklab_to_linear(np.stack([L, C * a_dir, C * b_dir], axis=-1))
+        outside = np.any((rgb < -1e-4) | (rgb > 1 + 1e-4), axis=-1)
+        if not outside.any():
+            break
+        C[outside] *= 0.9
+    return _srgb_from_linear(rgb)
+
+
+def relative_luminance(rgb) -> np.ndarray:
+    """WCAG relative luminance of sRGB colours in [0, 1], shape (..., 3) -> (...)."""
+    return _linear_from_srgb(rgb)[..., :3] @ np.array([0.2126, 0.7152, 0.0722])
+
+
+def contrast_ratio(a, b) -> np.ndarray:
+    """WCAG contrast ratio (1 to 21) between sRGB colours ``a`` and ``b`` in [0, 1]."""
+    ya, yb = relative_luminance(a), relative_luminance(b)
+    return (np.maximum(ya, yb) + 0.05) / (np.minimum(ya, yb) + 0.05)
+
+
+def sky_rows(height: int) -> np.ndarray:
+    """(height, 3) float sRGB of the sky on each pixel row, top to bottom: a gradient from
+    SKY_TOP to SKY_BOTTOM (drawn in bands finer than 8-bit colour's steps)."""
+    t = (np.arange(height) + 0.5) / height
+    return np.asarray(SKY_TOP) + t[:, None] * (np.asarray(SKY_BOTTOM) - np.asarray(SKY_TOP))
+
+
+# -- the maps ---------------------------------------------------------------------------
+
+_HUES, _CLIMBS = 256, 9
+# Heading: hue around the compass at constant chroma; climbing boids a little lighter.
+_HEADING = oklch_to_srgb(
+    np.linspace(0.74, 0.88, _CLIMBS)[None, :], 0.105, np.linspace(0.0, 360.0, _HUES, endpoint=False)[:, None]
+).astype(np.float32)
+
+# Sequential: lightness rising linearly (equal steps look equal), hue from violet-blue
+# through teal and green to yellow, like viridis but never dark.
+_RAMP_T = np.linspace(0.0, 1.0, 256)
+_RAMP = oklch_to_srgb(0.66 + 0.3 * _RAMP_T, 0.1 + 0.06 * _RAMP_T, 275.0 - 170.0 * _RAMP_T).astype(np.float32)
+
+BOID_COLOR = (*oklch_to_srgb(0.82, 0.13, 70.0).tolist(), 1.0)
 """Warm amber used by the ``uniform`` colour mode."""
-
-# A perceptually ordered dark-blue -> teal -> yellow ramp (viridis' stops).
-_RAMP = np.array(
-    [
-        [0.267, 0.005, 0.329],
-        [0.229, 0.322, 0.546],
-        [0.128, 0.567, 0.551],
-        [0.369, 0.789, 0.383],
-        [0.993, 0.906, 0.144],
-    ]
-)
-
-
-def _hsv_to_rgb(h: np.ndarray, s: float, v: np.ndarray) -> np.ndarray:
-    i = np.floor(h * 6.0).astype(int) % 6
-    f = h * 6.0 - np.floor(h * 6.0)
-    p, q, t = v * (1 - s), v * (1 - s * f), v * (1 - s * (1 - f))
-    choices = [(v, t, p), (q, v, p), (p, v, t), (p, q, v), (t, p, v), (v, p, q)]
-    rgb = np.empty((len(h), 3))
-    for k, (r, g, b) in enumerate(choices):
-        sel = i == k
-        rgb[sel] = np.c_[r[sel], g[sel], b[sel]]
-    return rgb
+PREDATOR_COLOR = (*oklch_to_srgb(0.66, 0.25, 27.0).tolist(), 1.0)
+"""Predators: a saturated red, far more saturated than any boid colour."""
 
 
 def heading_colors(forwards: np.ndarray) -> np.ndarray:
-    """Hue from the heading's compass direction (around +Y), brightness from its climb.
+    """Hue from the heading's compass direction (around +Y), lightness from its climb.
 
     Boids flying the same way share a colour, so flocks and their turns stand out.
     """
     f = np.asarray(forwards, dtype=np.float64).reshape(-1, 3)
-    hue = (np.arctan2(f[:, 0], f[:, 2]) / (2.0 * np.pi)) % 1.0
-    value = 0.8 + 0.2 * np.clip(f[:, 1], -1.0, 1.0)
+    hue = np.arctan2(f[:, 0], f[:, 2]) * (_HUES / (2.0 * np.pi))
+    i = np.rint(hue).astype(np.int64) % _HUES
+    j = np.rint((np.clip(f[:, 1], -1.0, 1.0) + 1.0) * (0.5 * (_CLIMBS - 1))).astype(np.int64)
     rgba = np.ones((len(f), 4), dtype=np.float32)
-    rgba[:, :3] = _hsv_to_rgb(hue, 0.6, value)
+    rgba[:, :3] = _HEADING[i, j]
     return rgba
 
 
 def ramp_colors(values: np.ndarray, low: float, high: float) -> np.ndarray:
-    """Values mapped linearly from [low, high] onto the dark-blue to yellow ramp."""
+    """Values mapped linearly from [low, high] onto the violet to yellow ramp."""
     x = np.asarray(values, dtype=np.float64).ravel()
     t = np.clip((x - low) / (high - low), 0.0, 1.0) if high > low else np.full(len(x), 0.5)
-    pos = t * (len(_RAMP) - 1)
-    k = np.minimum(pos.astype(int), len(_RAMP) - 2)
-    frac = (pos - k)[:, None]
     rgba = np.ones((len(x), 4), dtype=np.float32)
-    rgba[:, :3] = _RAMP[k] * (1.0 - frac) + _RAMP[k + 1] * frac
+    rgba[:, :3] = _RAMP[np.rint(np.nan_to_num(t) * (len(_RAMP) - 1)).astype(np.int64)]
     return rgba
 
 
 def uniform_colors(n: int, color=BOID_COLOR) -> np.ndarray:
     return np.tile(np.asarray(color, dtype=np.float32), (n, 1))
+
+
+def map_colors() -> np.ndarray:
+    """Every colour any boid map can give, (K, 3) sRGB (for checking their contrast)."""
+    return np.vstack([_HEADING.reshape(-1, 3), _RAMP, np.asarray(BOID_COLOR[:3])[None]])

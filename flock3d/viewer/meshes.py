@@ -2,8 +2,8 @@
 
 Each shape is ``(vertices (V, 3) float32, faces (F, 3) uint32)``, centred so that
 the boid's position is its middle. Closed parts are wound counter-clockwise seen
-from outside (flat shading lights their outside); thin parts (wings, tail) are
-emitted with both windings so that they are lit from either side.
+from outside; thin parts (wings, tail) are single triangles, since the renderer
+draws and lights both sides of every face.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import math
 
 import numpy as np
 
-__all__ = ["MESHES", "mesh"]
+__all__ = ["MESHES", "mesh", "speck", "wing_beat"]
 
 
 def _closed(vertices: np.ndarray, faces: list[list[int]]) -> list[list[int]]:
@@ -24,10 +24,6 @@ def _closed(vertices: np.ndarray, faces: list[list[int]]) -> list[list[int]]:
         middle = (vertices[a] + vertices[b] + vertices[c]) / 3.0
         out.append([a, b, c] if normal @ (middle - centre) > 0 else [a, c, b])
     return out
-
-
-def _two_sided(faces: list[list[int]]) -> list[list[int]]:
-    return [f for a, b, c in faces for f in ([a, b, c], [a, c, b])]
 
 
 def _shape(vertices, faces) -> tuple[np.ndarray, np.ndarray]:
@@ -62,7 +58,7 @@ def cone(sides: int = 8) -> tuple[np.ndarray, np.ndarray]:
 
 
 def bird() -> tuple[np.ndarray, np.ndarray]:
-    """A body with swept wings and a tail fan: 14 triangles, reads as a bird from any side."""
+    """A body with swept wings and a tail fan: 11 triangles, reads as a bird from any side."""
     v = np.array(
         [
             [0.0, 0.0, 0.5],  # 0 beak
@@ -84,8 +80,23 @@ def bird() -> tuple[np.ndarray, np.ndarray]:
     body = _closed(
         v, [[0, 1, 3], [0, 4, 1], [0, 3, 2], [0, 2, 4], [1, 5, 3], [1, 4, 5], [2, 3, 5], [2, 5, 4]]
     )
-    thin = _two_sided([[10, 11, 6], [12, 13, 7], [5, 8, 9]])
+    thin = [[10, 11, 6], [12, 13, 7], [5, 8, 9]]  # one-sided: the renderer lights both sides
     return _shape(v, body + thin)
+
+
+def speck() -> tuple[np.ndarray, np.ndarray]:
+    """The bird's two swept wings alone, two triangles meeting along its back (the tips still
+    beat): what a boid of a few pixels is drawn with, where the bird's thin body would be a
+    pixel wide anyway. Not offered as a shape of its own."""
+    v = np.array(
+        [
+            [0.0, 0.03, 0.3],  # 0 front of the back
+            [0.0, 0.03, -0.2],  # 1 rear of the back
+            [-0.55, 0.05, -0.2],  # 2 left wing tip
+            [0.55, 0.05, -0.2],  # 3 right wing tip
+        ]
+    )
+    return _shape(v, [[0, 1, 2], [0, 3, 1]])
 
 
 MESHES = {"dart": dart, "cone": cone, "bird": bird}
@@ -97,3 +108,18 @@ def mesh(name: str) -> tuple[np.ndarray, np.ndarray]:
         return MESHES[name]()
     except KeyError:
         raise ValueError(f"unknown boid mesh {name!r}; choose one of {', '.join(MESHES)}") from None
+
+
+def wing_beat(name: str) -> np.ndarray:
+    """(V,) float32: how much of the wing beat each vertex of shape ``name`` takes.
+
+    The bird's wing tips take all of it (the renderer moves them up and down along
+    the body's up axis); its body, shoulders and tail none. Other shapes do not beat.
+    """
+    vertices, _ = speck() if name == "speck" else mesh(name)
+    weights = np.zeros(len(vertices), np.float32)
+    if name == "bird":
+        weights[[6, 7]] = 1.0  # the wing tips
+    elif name == "speck":
+        weights[[2, 3]] = 1.0
+    return weights

@@ -16,11 +16,34 @@ from flock3d.core.state import FlockState
 from flock3d.errors import Flock3dError
 from flock3d.scene import Scene
 
-__all__ = ["RenderError", "use_offscreen", "OffscreenRenderer", "CAMERAS", "ORBIT_DEGREES_PER_SECOND"]
+__all__ = [
+    "RenderError",
+    "use_offscreen",
+    "OffscreenRenderer",
+    "CAMERAS",
+    "ORBIT_DEGREES_PER_SECOND",
+    "downsample",
+    "flock_png",
+]
 
 CAMERAS = ("orbit", "follow", "fixed")
 ORBIT_DEGREES_PER_SECOND = 12.0
 """How fast the orbiting camera circles the arena (one turn in 30 s)."""
+SUPERSAMPLE = 2
+"""Offscreen frames are drawn at this many times the size and averaged down (anti-aliasing)."""
+
+
+def downsample(image: np.ndarray, factor: int) -> np.ndarray:
+    """(H * f, W * f, 3) uint8 -> (H, W, 3): each f x f block of pixels averaged (anti-aliasing)."""
+    if factor == 1:
+        return image
+    h, w = image.shape[0] // factor, image.shape[1] // factor
+    total = np.zeros((h, w, 3), np.uint16)
+    for dy in range(factor):
+        for dx in range(factor):
+            total += image[dy : h * factor : factor, dx : w * factor : factor, :3]
+    total += factor * factor // 2
+    return (total // (factor * factor)).astype(np.uint8)
 
 
 class RenderError(Flock3dError):
@@ -56,10 +79,17 @@ class OffscreenRenderer:
         camera: ``orbit`` (circles the arena), ``follow`` (tracks the flock's
             centre) or ``fixed`` (the scene's camera hints).
         fps: frames per second of the output, for the orbit's pace.
+        supersample: anti-aliasing: each frame is drawn this many times larger in both
+            directions and averaged down (1: none).
     """
 
     def __init__(
-        self, scene: Scene, size: tuple[int, int] = (800, 600), camera: str = "orbit", fps: float = 30.0
+        self,
+        scene: Scene,
+        size: tuple[int, int] = (800, 600),
+        camera: str = "orbit",
+        fps: float = 30.0,
+        supersample: int = SUPERSAMPLE,
     ):
         if camera not in CAMERAS:
             raise ValueError(f"unknown camera {camera!r}; choose one of {', '.join(CAMERAS)}")
@@ -70,12 +100,16 @@ class OffscreenRenderer:
         from flock3d.viewer.renderer import FlockVisuals, frame_distance
 
         self._frame_distance = frame_distance
+        self.supersample = s = max(1, int(supersample))
+        self.size = tuple(size)
         try:
-            self.canvas = vscene.SceneCanvas(size=size, show=False, bgcolor=BACKGROUND)
+            # Drawn s times larger and averaged down: vispy's render(size=...) does not scale
+            # a ViewBox, so the canvas itself is the larger one.
+            self.canvas = vscene.SceneCanvas(size=(size[0] * s, size[1] * s), show=False, bgcolor=BACKGROUND)
         except Exception as error:
             raise RenderError(f"cannot create an offscreen OpenGL context: {error}") from None
-        self.view = self.canvas.central_widget.add_view()
-        self.visuals = FlockVisuals(self.view, scene.view, scene.params)
+        self.view = self.canvas.central_widget.add_view(border_width=0)
+        self.visuals = FlockVisuals(self.view, scene.view, scene.params, pixel_scale=s)
         self.camera = self.visuals.make_camera("orbit")
         self.mode = camera
         self.fps = fps
@@ -83,23 +117,29 @@ class OffscreenRenderer:
         self._start_azimuth = self.camera.azimuth
         self._follow_distance: float | None = None
 
-    def render(self, state: FlockState) -> np.ndarray:
-        """The next frame: (height, width, 3) uint8 RGB."""
-        self.visuals.update(state)
+    def render(self, state: FlockState, acceleration: np.ndarray | None = None) -> np.ndarray:
+        """The next frame: (height, width, 3) uint8 RGB. ``acceleration`` (N, 3) of the
+        last step banks the boids into their turns."""
+        self.visuals.update(state, acceleration=acceleration)
         if self.mode == "orbit":
             seconds = self.frames_rendered / self.fps
             self.camera.azimuth = self._start_azimuth + ORBIT_DEGREES_PER_SECOND * seconds
         elif self.mode == "follow" and len(state):
-            centre = state.positions.mean(axis=0)
-            spread = float(np.percentile(np.linalg.norm(state.positions - centre, axis=1), 90))
-            wanted = self._frame_distance(max(spread, 4.0 * self.visuals.boid_size))
+            centre, radius = self.visuals.flock_extent(state.positions)
+            wanted = self._frame_distance(radius)
             # Ease towards the wanted distance so that the camera does not jump.
             d = self._follow_distance
             self._follow_distance = wanted if d is None else d + 0.15 * (wanted - d)
             self.camera.center = tuple(centre)
             self.camera.distance = self._follow_distance
         self.frames_rendered += 1
-        return self.canvas.render(alpha=False)
+        return downsample(self.canvas.render(alpha=False), self.supersample)
+
+    def project(self, points: np.ndarray) -> np.ndarray:
+        """(K, 2) pixel positions in the rendered images of world ``points`` (K, 3)."""
+        tr = self.view.scene.node_transform(self.canvas.scene)  # scene -> canvas pixels
+        mapped = tr.map(np.asarray(points, dtype=float))
+        return mapped[:, :2] / mapped[:, 3:4] / self.supersample
 
     def close(self) -> None:
         self.canvas.close()
@@ -109,3 +149,23 @@ class OffscreenRenderer:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+def flock_png(flock, size: tuple[int, int] = (480, 360)) -> bytes | None:
+    """A PNG of ``flock`` as it is now, with the viewer's look (``Flock._repr_png_``).
+
+    The camera frames the arena (the flock itself in open space). None where offscreen
+    OpenGL (EGL) or the packages for drawing are missing, so a notebook falls back to text.
+    """
+    try:
+        import imageio.v3 as iio
+
+        from flock3d.scene import Scene, ViewHints
+
+        scene = Scene(params=flock.params, view=ViewHints(mesh="bird"))
+        camera = "follow" if flock.params.arena_shape == "none" else "fixed"
+        with OffscreenRenderer(scene, size=size, camera=camera) as renderer:
+            image = renderer.render(flock.state)
+        return iio.imwrite("<bytes>", image, extension=".png")
+    except (ImportError, RenderError):
+        return None

@@ -9,7 +9,6 @@ from vispy import scene
 
 from flock3d.core import quaternion
 from flock3d.core.params import Params
-from flock3d.viewer.colors import BACKGROUND
 
 __all__ = ["Hud", "HELP_TEXT", "FocusVisuals", "focus_colors", "cone_lines"]
 
@@ -22,32 +21,74 @@ r       reset (same seed)     n   reseed
 c       cycle camera (orbit, arcball, fly, follow)
 v       cycle colours (heading, speed, neighbours, uniform)
 f       focus on boid 0       esc  clear focus
+t       trails on / off       d    velocity and steering lines
 p       screenshot (PNG)      m    record / stop video (MP4)
-a       arena   x  axes       h ?  this help"""
+a       arena   x  axes       h ?  this help      ctrl+q  quit
+fly camera: arrows move, page up/down rise and sink, drag or i j k l to look,
+            q e roll"""
 
 FOCUS_COLOR = (0.35, 0.95, 1.0, 0.9)
 NEIGHBOUR_COLOR = (1.0, 0.95, 0.35, 1.0)
-FOCUSED_BOID_COLOR = (1.0, 0.25, 0.3, 1.0)
+FOCUSED_BOID_COLOR = (1.0, 1.0, 1.0, 1.0)
+OTHER_BOID_COLOR = (0.55, 0.6, 0.72)
+"""What the boids that the focused one does not see fade to."""
 
 
 class Hud:
-    """Two text blocks in canvas pixels: a status line top-left, help text below it."""
+    """Text over the canvas: a status line top-left, the help below it, and a notice in
+    the middle (e.g. while the simulation compiles).
 
-    def __init__(self, canvas: scene.SceneCanvas) -> None:
-        # Canvas pixels run downwards, so a block hangs below its position with anchor "bottom".
-        style = dict(
-            color=(0.85, 0.9, 1.0, 0.95), font_size=9, anchor_x="left", anchor_y="bottom", parent=canvas.scene
-        )
-        self.status = scene.visuals.Text("", pos=(10, 8), bold=True, **style)
-        self.help = scene.visuals.Text(HELP_TEXT, pos=(10, 34), **style)
-        self.help.visible = False
+    Qt labels laid over the canvas widget rather than vispy text: they are redrawn only
+    when their text changes (vispy's text visual re-uploads a texture every frame, 6 ms
+    in software OpenGL), and screenshots and recordings of the 3D view leave them out.
+
+    Args:
+        parent: the canvas's Qt widget.
+    """
+
+    def __init__(self, parent) -> None:
+        from PySide6 import QtCore, QtGui, QtWidgets
+
+        def label(style: str) -> QtWidgets.QLabel:
+            widget = QtWidgets.QLabel(parent)
+            widget.setAttribute(QtCore.Qt.WidgetAttribute.WA_TransparentForMouseEvents)
+            widget.setStyleSheet(
+                "QLabel { background: rgba(6, 10, 20, 150); color: #dce5f7; border-radius: 3px;"
+                f" padding: 3px 7px; {style} }}"
+            )
+            return widget
+
+        self.parent = parent
+        self.status = label("font-weight: bold;")
+        self.status.move(6, 6)
+        self.help = label("")
+        self.help.setFont(QtGui.QFontDatabase.systemFont(QtGui.QFontDatabase.SystemFont.FixedFont))
+        self.help.setText(HELP_TEXT)
+        self.help.adjustSize()
+        self.help.move(6, 34)
+        self.help.hide()
+        self.notice = label("font-size: 14pt; font-weight: bold; color: #ffeec0; padding: 8px 14px;")
+        self.notice.hide()
 
     def set_status(self, text: str) -> None:
-        self.status.text = text
+        self.status.setText(text)
+        self.status.adjustSize()
+
+    def set_notice(self, text: str) -> None:
+        """Show ``text`` in the middle of the canvas ("" hides it)."""
+        if text != self.notice.text():
+            self.notice.setText(text)
+            self.notice.adjustSize()
+        if text:
+            size = self.notice.size()
+            self.notice.move(
+                (self.parent.width() - size.width()) // 2, (self.parent.height() - size.height()) // 2
+            )
+        self.notice.setVisible(bool(text))
 
     def toggle_help(self) -> bool:
-        self.help.visible = not self.help.visible
-        return self.help.visible
+        self.help.setVisible(not self.help.isVisible())
+        return self.help.isVisible()
 
 
 def cone_lines(
@@ -80,9 +121,11 @@ def cone_lines(
 
 
 def focus_colors(base: np.ndarray, focused: int, neighbours: np.ndarray) -> np.ndarray:
-    """Colours that single out one boid and the boids it sees; the rest are dimmed."""
+    """Colours that single out one boid and the boids it sees; the rest turn a quiet grey-blue
+    (still clearly visible against the sky, but without colour)."""
     colors = base.copy()
-    colors[:, :3] = colors[:, :3] * 0.3 + np.asarray(BACKGROUND[:3], dtype=np.float32) * 0.7
+    grey = colors[:, :3] @ np.array([0.2126, 0.7152, 0.0722], np.float32)
+    colors[:, :3] = 0.35 * grey[:, None] + 0.65 * np.asarray(OTHER_BOID_COLOR, dtype=np.float32)
     colors[neighbours] = NEIGHBOUR_COLOR
     colors[focused] = FOCUSED_BOID_COLOR
     return colors

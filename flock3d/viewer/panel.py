@@ -1,4 +1,9 @@
-"""The side panel: live controls for the model's parameters and the viewer's options."""
+"""The side panel: live controls for the model's parameters and the viewer's options.
+
+Dark, to match the canvas, and compact enough that nothing scrolls in the default
+1280 x 800 window. Every control's tooltip says what it does and which scene key
+it sets, so a setting found by hand can be written into a scene file.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +14,7 @@ from dataclasses import dataclass
 from PySide6 import QtCore, QtWidgets
 
 from flock3d.core.params import Params
-from flock3d.scene.schema import COLOR_MODES, MESHES
+from flock3d.scene.schema import COLOR_MODES, KEYS_BY_NAME, MESHES, PARAM_KEY_OF_FIELD
 
 __all__ = [
     "ParamControl",
@@ -20,10 +25,68 @@ __all__ = [
     "CAMERA_KINDS",
     "applies",
     "control_value",
+    "apply_dark_theme",
+    "DEFAULT_TRAIL_SECONDS",
 ]
 
 CAMERA_KINDS = ("orbit", "arcball", "fly", "follow")
+DEFAULT_TRAIL_SECONDS = 2.0
+"""Trail length when trails are switched on with a key."""
 _STEPS = 1000  # slider resolution
+
+#: The scene key behind each control that is not a plain Params field.
+_KEY_OF_CONTROL = {
+    "attractor_weight": ("attractors", "the weight of every attractor"),
+    "path_weight": ("path", "the path's weight"),
+    "count": ("flock.count", None),
+    "camera": ("view.camera", None),
+    "color_mode": ("view.color_mode", None),
+    "mesh": ("view.mesh", None),
+    "arena": ("view.show_arena", None),
+    "axes": ("view.show_axes", None),
+    "trails": ("view.trails", None),
+    "vectors": ("view.show_vectors", None),
+}
+
+
+def tooltip(field: str, what: str = "") -> str:
+    """A control's tooltip: what it does and the scene key it sets."""
+    key_name, part = _KEY_OF_CONTROL.get(field, (PARAM_KEY_OF_FIELD.get(field), None))
+    key = KEYS_BY_NAME.get(key_name) if key_name else None
+    doc = what or (key.doc if key else "")
+    if key_name is None:
+        return f"{doc}\nNot a scene key: the viewer's own setting."
+    where = f"{part} in scene key {key_name}" if part else f"scene key {key_name}"
+    return f"{doc}\nSets {where}."
+
+
+_DARK_STYLE = """
+QWidget { background: #0e121b; color: #d6deee; font-size: 9pt; }
+QMainWindow, QStatusBar { background: #0b0e16; }
+QStatusBar { color: #9aa6bf; }
+QScrollArea { border: none; }
+QGroupBox { border: 1px solid #252c3c; border-radius: 4px; margin-top: 9px; padding: 2px 4px 2px 4px; }
+QGroupBox::title { subcontrol-origin: margin; left: 8px; padding: 0 3px; color: #8fb4ff; }
+QPushButton { background: #1a2030; border: 1px solid #2c3548; border-radius: 3px; padding: 3px 6px; }
+QPushButton:hover { background: #222a3d; }
+QPushButton:checked { background: #2d4a80; border-color: #4a72c0; }
+QComboBox, QDoubleSpinBox, QSpinBox { background: #161b28; border: 1px solid #2c3548; border-radius: 3px;
+    padding: 1px 3px; }
+QComboBox QAbstractItemView { background: #161b28; selection-background-color: #2d4a80; }
+QSlider::groove:horizontal { height: 4px; background: #252c3c; border-radius: 2px; }
+QSlider::sub-page:horizontal { background: #3d63a8; border-radius: 2px; }
+QSlider::handle:horizontal { background: #9cc0ff; width: 10px; margin: -5px 0; border-radius: 5px; }
+QSlider::handle:horizontal:disabled, QSlider::sub-page:horizontal:disabled { background: #3a4152; }
+QCheckBox::indicator { width: 12px; height: 12px; border: 1px solid #3a4660; background: #161b28; }
+QCheckBox::indicator:checked { background: #5b8ef0; }
+QToolTip { background: #1d2433; color: #e4eaf6; border: 1px solid #3a4660; padding: 3px; }
+QSplitter::handle { background: #1a2030; }
+"""
+
+
+def apply_dark_theme(widget: QtWidgets.QWidget) -> None:
+    """Style ``widget`` and everything in it dark, to match the canvas."""
+    widget.setStyleSheet(_DARK_STYLE)
 
 
 @dataclass(frozen=True)
@@ -71,6 +134,7 @@ ZONE_CONTROLS: list[Control] = [
 ]
 
 _ZONE_FIELDS = frozenset(c.field for c in ZONE_CONTROLS)
+_WORLD_FIELDS = frozenset(c.field for c in WORLD_CONTROLS)
 _SHARED_WITH_COUZIN = frozenset({"fov", "max_turn_rate"})
 
 
@@ -93,9 +157,12 @@ class ParamControl(QtWidgets.QWidget):
         self.spin.setDecimals(control.decimals)
         self.spin.setSuffix(control.suffix)
         self.spin.setKeyboardTracking(False)
-        self.spin.setMinimumWidth(92)
+        self.spin.setFixedWidth(84)
+        for widget in (self, self.slider, self.spin):
+            widget.setToolTip(tooltip(control.field))
         row = QtWidgets.QHBoxLayout(self)
         row.setContentsMargins(0, 0, 0, 0)
+        row.setSpacing(4)
         row.addWidget(self.slider, 1)
         row.addWidget(self.spin)
         self.slider.valueChanged.connect(self._slider_moved)
@@ -139,7 +206,7 @@ class ParamControl(QtWidgets.QWidget):
 
 
 class ControlPanel(QtWidgets.QScrollArea):
-    """Every live control of the viewer, in one scrollable column.
+    """Every live control of the viewer, in one column (it scrolls only in a small window).
 
     The panel only emits requests; the window applies them between steps.
     """
@@ -153,35 +220,42 @@ class ControlPanel(QtWidgets.QScrollArea):
     arena_toggled = QtCore.Signal(bool)
     axes_toggled = QtCore.Signal(bool)
     focus_toggled = QtCore.Signal(bool)
+    trails_edited = QtCore.Signal(float)
+    vectors_toggled = QtCore.Signal(bool)
 
     def __init__(self, parent: QtWidgets.QWidget | None = None) -> None:
         super().__init__(parent)
         self.setWidgetResizable(True)
-        self.setMinimumWidth(330)
+        self.setMinimumWidth(340)
+        self.setHorizontalScrollBarPolicy(QtCore.Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         body = QtWidgets.QWidget()
         self.setWidget(body)
         column = QtWidgets.QVBoxLayout(body)
+        column.setContentsMargins(6, 4, 6, 4)
+        column.setSpacing(4)
 
         self.buttons: dict[str, QtWidgets.QPushButton] = {}
         actions = QtWidgets.QGridLayout()
-        for i, (name, text, checkable) in enumerate(
+        actions.setSpacing(3)
+        for i, (name, text, checkable, tip) in enumerate(
             [
-                ("pause", "Pause", True),
-                ("step", "Step", False),
-                ("reset", "Reset", False),
-                ("reseed", "Reseed", False),
-                ("open", "Open scene…", False),
-                ("save", "Save scene…", False),
-                ("screenshot", "Screenshot", False),
-                ("record", "Record", True),
+                ("pause", "Pause", True, "Pause or play the simulation (space)"),
+                ("step", "Step", False, "One step while paused (.)"),
+                ("reset", "Reset", False, "Start over from the same seed, keeping the parameters (r)"),
+                ("reseed", "Reseed", False, "Start over from the next seed (n); sets scene key seed"),
+                ("open", "Open…", False, "Open a scene file (.toml)"),
+                ("save", "Save…", False, "Save the current parameters, view and seed as a scene file"),
+                ("screenshot", "Shot", False, "Save the 3D view as a PNG in the current folder (p)"),
+                ("record", "Record", True, "Record the 3D view to an MP4 at the simulation's pace (m)"),
             ]
         ):
             button = QtWidgets.QPushButton(text)
             button.setCheckable(checkable)
             button.setObjectName(f"button_{name}")
+            button.setToolTip(tip)
             button.setFocusPolicy(QtCore.Qt.FocusPolicy.NoFocus)  # keep keys for the shortcuts
             self.buttons[name] = button
-            actions.addWidget(button, i // 2, i % 2)
+            actions.addWidget(button, i // 4, i % 4)
         column.addLayout(actions)
 
         self.controls: dict[str, ParamControl] = {}
@@ -191,12 +265,14 @@ class ControlPanel(QtWidgets.QScrollArea):
         self.count.setRange(0, 2_000_000)
         self.count.setSingleStep(100)
         self.count.setKeyboardTracking(False)
-        self.count.setToolTip("Number of boids; a new count re-spawns the flock")
+        self.count.setToolTip(tooltip("count", "Number of boids; a new count re-spawns the flock."))
         self.count.valueChanged.connect(self.count_edited.emit)
         form.addRow("Boids (re-spawns)", self.count)
         self.time_scale = ParamControl(
             Control("time_scale", "Time scale", 0.05, 8.0, log=True, decimals=2, suffix=" x")
         )
+        for widget in (self.time_scale, self.time_scale.slider, self.time_scale.spin):
+            widget.setToolTip(tooltip("time_scale", "Simulated seconds per real second (1: real time)."))
         self.time_scale.edited.connect(self.time_scale_edited.emit)
         form.addRow("Time scale", self.time_scale)
         column.addWidget(model)
@@ -207,25 +283,50 @@ class ControlPanel(QtWidgets.QScrollArea):
         column.addWidget(self.zones)
 
         view = QtWidgets.QGroupBox("View")
-        view_form = QtWidgets.QFormLayout(view)
+        view_form = _form(view)
         self.camera = self._combo(CAMERA_KINDS, self.camera_chosen)
+        self.camera.setToolTip(
+            tooltip(
+                "camera", "orbit, arcball, fly (arrows move; see h) or follow the flock or the focused boid."
+            )
+        )
         self.color_mode = self._combo(COLOR_MODES, self.color_mode_chosen)
+        self.color_mode.setToolTip(tooltip("color_mode", "What the boids' colours show (v cycles)."))
         self.mesh = self._combo(tuple(MESHES), self.mesh_chosen)
+        self.mesh.setToolTip(tooltip("mesh", "Boid shape: dart (cheapest), cone or bird (beats its wings)."))
+        self.trails = QtWidgets.QDoubleSpinBox()
+        self.trails.setRange(0.0, 10.0)
+        self.trails.setSingleStep(0.5)
+        self.trails.setDecimals(1)
+        self.trails.setSuffix(" s")
+        self.trails.setSpecialValueText("off")
+        self.trails.setKeyboardTracking(False)
+        self.trails.setToolTip(tooltip("trails", "Seconds of each boid's path drawn as a fading trail (t)."))
+        self.trails.valueChanged.connect(self.trails_edited.emit)
         view_form.addRow("Camera", self.camera)
         view_form.addRow("Colour by", self.color_mode)
         view_form.addRow("Boid shape", self.mesh)
-        self.arena = self._check("Arena sphere", self.arena_toggled)
-        self.axes = self._check("Axes", self.axes_toggled)
-        self.focus = self._check("Focus on one boid (click one)", self.focus_toggled)
-        for box in (self.arena, self.axes, self.focus):
-            view_form.addRow(box)
+        view_form.addRow("Trails", self.trails)
+        self.arena = self._check("Arena", self.arena_toggled, tooltip("arena", "Outline the arena (a)."))
+        self.axes = self._check("Axes", self.axes_toggled, tooltip("axes", "x, y, z axes at the centre (x)."))
+        tip = tooltip("vectors", "Velocity (cyan) and last steering (v_new - v_old) / dt (orange) (d).")
+        self.vectors = self._check("Velocity, steering", self.vectors_toggled, tip)
+        self.focus = self._check(
+            "Focus (click a boid)", self.focus_toggled,
+            tooltip("focus", "Single out one boid: its view cone, and the boids it sees (f, esc)."),
+        )  # fmt: skip
+        checks = QtWidgets.QGridLayout()
+        checks.setSpacing(2)
+        for i, box in enumerate((self.arena, self.axes, self.vectors, self.focus)):
+            checks.addWidget(box, i // 2, i % 2)
+        view_form.addRow(checks)
         column.addWidget(view)
         column.addStretch(1)
 
     def _param_group(self, title: str, controls: list[Control]) -> QtWidgets.QGroupBox:
         """A box of sliders, one per control, each emitting ``param_edited``."""
         group = QtWidgets.QGroupBox(title)
-        form = QtWidgets.QFormLayout(group)
+        form = _form(group)
         for control in controls:
             widget = ParamControl(control)
             widget.edited.connect(lambda value, field=control.field: self.param_edited.emit(field, value))
@@ -241,26 +342,30 @@ class ControlPanel(QtWidgets.QScrollArea):
         return combo
 
     @staticmethod
-    def _check(text: str, signal) -> QtWidgets.QCheckBox:
+    def _check(text: str, signal, tip: str) -> QtWidgets.QCheckBox:
         box = QtWidgets.QCheckBox(text)
+        box.setToolTip(tip)
         box.toggled.connect(signal.emit)
         return box
 
     def show_params(self, params: Params) -> None:
         """Reflect ``params`` in the controls (without emitting edits).
 
-        Only the scene's model's controls are shown (the World and Zones boxes
-        included); the weight of a feature the scene lacks is disabled.
+        Only the controls that apply are shown: the scene's model's, and the weights
+        of the world features the scene has (the World box only when it has one).
         """
         couzin = params.model == "couzin"
-        self.world.setVisible(not couzin)
-        self.zones.setVisible(couzin)
+        world = False
         for field, widget in self.controls.items():
-            widget.parentWidget().layout().setRowVisible(widget, applies(params, field))
             value = control_value(params, field)
+            shown = value is not None if field in _WORLD_FIELDS else applies(params, field)
+            widget.parentWidget().layout().setRowVisible(widget, shown)
+            world = world or (shown and field in _WORLD_FIELDS)
             widget.setEnabled(value is not None)
             if value is not None:
                 widget.set_value(value)
+        self.world.setVisible(world and not couzin)
+        self.zones.setVisible(couzin)
         self.count.blockSignals(True)
         self.count.setValue(params.count)
         self.count.blockSignals(False)
@@ -298,3 +403,13 @@ def control_value(params: Params, field: str) -> float | None:
     if field == "flee" and not params.predator_count:
         return None
     return getattr(params, field)
+
+
+def _form(parent: QtWidgets.QWidget) -> QtWidgets.QFormLayout:
+    """A tight two-column form (label, control)."""
+    form = QtWidgets.QFormLayout(parent)
+    form.setContentsMargins(4, 6, 4, 4)
+    form.setVerticalSpacing(3)
+    form.setHorizontalSpacing(6)
+    form.setLabelAlignment(QtCore.Qt.AlignmentFlag.AlignRight | QtCore.Qt.AlignmentFlag.AlignVCenter)
+    return form

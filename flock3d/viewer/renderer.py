@@ -1,10 +1,23 @@
-"""The flock's visuals in a vispy scene, shared by the viewer and ``flock3d render``.
+"""The flock's visuals in a vispy scene, shared by the viewer, the notebook and ``flock3d render``.
 
-:class:`FlockVisuals` holds no simulation state: each frame the caller pushes
-the flock's state in with :meth:`FlockVisuals.update` (style guide: the viewer
-reads state and never owns it). Boids are one instanced mesh whose per-boid
-buffers are rewritten in place, which avoids re-allocating GPU buffers and
-re-linking the shader every frame (5-20 ms per frame, rendering notes).
+:class:`FlockVisuals` holds no simulation state: each frame the caller pushes a
+flock state in with :meth:`FlockVisuals.update` (style guide: the viewer reads
+state and never owns it). What it draws, back to front:
+
+- a sky: a vertical gradient from night blue to a dusky horizon;
+- the boids: one instanced mesh (:mod:`flock3d.viewer.visuals`); per boid only its
+  position, heading, colour and bank angle go to the GPU, which builds its rotation,
+  beats its wings and keeps it at least :data:`MIN_BOID_PIXELS` long on screen;
+  far boids fade towards the sky (depth cue);
+- predators, larger, in a saturated red, each ringed by a halo;
+- optional fading trails (the last seconds of each path) and debug lines
+  (each boid's velocity and its last step's steering);
+- a quiet outline of the arena (the sphere's rim as seen from the camera and its
+  equator; a box's edges), obstacles, the path and attractors.
+
+Banking: a boid rolls into a turn as an aircraft does, by ``atan(a_lat / g)`` where
+``a_lat`` is its acceleration across its heading in the last step (smoothed over
+about :data:`BANK_SECONDS`); it is drawn only and never changes the model.
 """
 
 from __future__ import annotations
@@ -15,26 +28,59 @@ from dataclasses import dataclass
 
 import numpy as np
 from vispy import scene
-from vispy.visuals.filters import InstancedShadingFilter
 
 from flock3d.core import quaternion
 from flock3d.core.neighbors import count_within
 from flock3d.core.params import Params
-from flock3d.core.state import FlockState
+from flock3d.core.state import FlockState, up_axis
 from flock3d.scene.schema import COLOR_MODES, ViewHints
-from flock3d.viewer.colors import heading_colors, ramp_colors, uniform_colors
-from flock3d.viewer.meshes import mesh
+from flock3d.viewer.colors import (
+    PREDATOR_COLOR,
+    SKY_BOTTOM,
+    SKY_TOP,
+    heading_colors,
+    ramp_colors,
+    uniform_colors,
+)
+from flock3d.viewer.meshes import mesh, speck, wing_beat
+from flock3d.viewer.visuals import Boids, Segments, Sky, Trails
 
-__all__ = ["FlockVisuals", "ARENA_COLOR", "CAMERA_FOV", "frame_distance"]
+__all__ = ["FlockVisuals", "ARENA_COLOR", "CAMERA_FOV", "MIN_BOID_PIXELS", "frame_distance", "arena_lines"]
 
-ARENA_COLOR = (0.55, 0.7, 1.0, 0.13)
+ARENA_COLOR = (0.6, 0.72, 1.0, 0.16)
 OBSTACLE_COLOR = (1.0, 0.62, 0.3, 0.55)
 PATH_COLOR = (0.45, 1.0, 0.6, 0.6)
 ATTRACTOR_COLOR = (1.0, 0.92, 0.4, 1.0)
-PREDATOR_COLOR = (0.95, 0.18, 0.22, 1.0)
+TRAIL_COLOR = (0.8, 0.88, 1.0, 0.55)
+VELOCITY_COLOR = (0.45, 0.95, 1.0, 0.9)
+STEERING_COLOR = (1.0, 0.55, 0.2, 0.9)
+FOG_COLOR = tuple(0.5 * (np.asarray(SKY_TOP) + np.asarray(SKY_BOTTOM)))
 PREDATOR_SCALE = 2.2
 """Predators are drawn this many times larger than boids."""
 CAMERA_FOV = 45.0
+MIN_BOID_PIXELS = 7.0
+"""A boid is drawn at least this many canvas pixels long, however far away."""
+SPECK_PIXELS = 8.0
+"""A boid shorter than this on screen is drawn with two triangles (a V with beating wing
+tips) instead of its shape: at that size they look alike, and the vertex work, done on
+one core by software OpenGL, is a fifth of the bird's."""
+FOG_MAX = 0.4
+"""The farthest boids take this much of the sky's colour (the depth cue)."""
+GRAVITY = 9.81
+"""For banking, world units/s^2."""
+MAX_BANK = math.radians(70.0)
+BANK_SECONDS = 0.15
+"""Banking follows the lateral acceleration with this time constant (simulated seconds)."""
+WING_BEATS_PER_SECOND = 3.0
+WING_BEAT = 0.3
+"""The bird's wing tips move this many body lengths up and down."""
+TRAIL_SLOTS = 16
+"""Samples per trail; half as many above TRAIL_FINE_BOIDS boids (each sample is 2N vertices a frame)."""
+TRAIL_FINE_BOIDS = 5_000
+VELOCITY_SECONDS = 0.4
+"""A velocity line shows where the boid will be in this many seconds."""
+STEERING_SECONDS2 = 0.05
+"""A steering line is the acceleration times this (s^2): 20 units/s^2 draws one unit."""
 
 
 def frame_distance(radius: float, fov_deg: float = CAMERA_FOV, margin: float = 1.12) -> float:
@@ -42,62 +88,28 @@ def frame_distance(radius: float, fov_deg: float = CAMERA_FOV, margin: float = 1
     return margin * radius / math.sin(math.radians(fov_deg) / 2.0)
 
 
-class _InstancedBoids(scene.visuals.InstancedMesh):
-    """An InstancedMesh whose per-instance buffers can be rewritten in place.
-
-    The only place that touches vispy's private buffer names.
-    """
-
-    shading: InstancedShadingFilter | None = None
-
-    def set_instances(self, positions: np.ndarray, matrices: np.ndarray, colors: np.ndarray) -> None:
-        n = len(positions)
-        if n == 0:
-            # vispy cannot hold zero instances: draw one of zero size instead.
-            positions, matrices, colors = np.zeros((1, 3)), np.zeros((1, 3, 3)), np.zeros((1, 4))
-            n = 1
-        if self.instance_positions is None or len(self.instance_positions) != n:
-            # A new count: allocate (rare: the count changed).
-            self.instance_positions = positions
-            self.instance_transforms = matrices
-            self.instance_colors = colors
-            if self.shading is not None:
-                # The shading filter reads the rotations for its normals from the old buffers.
-                for axis, vbo in zip("xyz", self._instance_transforms_vbos, strict=True):
-                    self.shading.vshader[f"instance_transform_{axis}"] = vbo
-            return
-        self._instance_positions[...] = positions
-        self._instance_positions_vbo.set_data(self._instance_positions)
-        m = matrices.astype(np.float32)
-        for axis, vbo in enumerate(self._instance_transforms_vbos):
-            vbo.set_data(np.ascontiguousarray(m[:, :, axis]))
-        self._instance_colors_vbo.set_data(np.ascontiguousarray(colors, dtype=np.float32))
-        self.update()
+def _ring(centre, a, b, radius: float, points: int = 128) -> np.ndarray:
+    """Segments (2K, 3) of a circle of ``radius`` around ``centre`` in the plane of unit vectors a, b."""
+    t = np.linspace(0.0, 2.0 * np.pi, points + 1)
+    ring = np.asarray(centre, np.float64) + radius * (np.outer(np.cos(t), a) + np.outer(np.sin(t), b))
+    return np.repeat(ring, 2, axis=0)[1:-1].astype(np.float32)
 
 
 def _sphere_lines(
-    radius: float, center, meridians: int = 8, parallels: int = 5, points: int = 96
+    radius: float, center, meridians: int = 6, parallels: int = 3, points: int = 48
 ) -> np.ndarray:
-    """Line segments (2K, 3) tracing meridians and parallels of a sphere."""
+    """Line segments (2K, 3) tracing meridians and parallels of a sphere (for obstacles)."""
     c = np.asarray(center, dtype=np.float64)
-    t = np.linspace(0.0, 2.0 * np.pi, points + 1)
     segments = []
     for k in range(meridians):
         phi = np.pi * k / meridians
-        ring = np.c_[np.sin(t) * np.cos(phi), np.cos(t), np.sin(t) * np.sin(phi)]
-        segments.append(np.repeat(ring, 2, axis=0)[1:-1])
+        segments.append(_ring(c, (0, 1, 0), (np.cos(phi), 0, np.sin(phi)), radius, points))
     for k in range(1, parallels + 1):
         lat = -np.pi / 2 + np.pi * k / (parallels + 1)
-        ring = np.c_[np.cos(lat) * np.cos(t), np.full_like(t, np.sin(lat)), np.cos(lat) * np.sin(t)]
-        segments.append(np.repeat(ring, 2, axis=0)[1:-1])
-    return (np.vstack(segments) * radius + c).astype(np.float32)
-
-
-def _circle_lines(radius: float, center, points: int = 128) -> np.ndarray:
-    """Segments of a circle in the z = center z plane (a planar flock's round arena)."""
-    t = np.linspace(0.0, 2.0 * np.pi, points + 1)
-    ring = np.c_[np.cos(t), np.sin(t), np.zeros_like(t)] * radius + np.asarray(center, dtype=np.float64)
-    return np.repeat(ring, 2, axis=0)[1:-1].astype(np.float32)
+        segments.append(
+            _ring(c + (0, radius * np.sin(lat), 0), (1, 0, 0), (0, 0, 1), radius * np.cos(lat), points)
+        )
+    return np.vstack(segments)
 
 
 def _box_lines(half: float, center, planar: bool) -> np.ndarray:
@@ -112,24 +124,53 @@ def _box_lines(half: float, center, planar: bool) -> np.ndarray:
     return (corners[np.array(edges).ravel()] * half + c).astype(np.float32)
 
 
-def arena_lines(params: Params) -> np.ndarray:
-    """Segments outlining the arena for its shape (empty for open space)."""
+def arena_lines(params: Params, eye: np.ndarray | None = None, into: np.ndarray | None = None) -> np.ndarray:
+    """Segments outlining the arena for its shape (empty for open space).
+
+    A sphere is drawn as its equator and its rim as seen from ``eye`` (or, without an
+    eye, the great circle across the viewing direction ``into``): one quiet circle
+    around the flock instead of a wireframe globe.
+    """
     planar = params.dimensions == 2
+    c = np.asarray(params.arena_center, np.float64)
+    r = params.arena_radius
     if params.arena_shape == "sphere":
         if planar:
-            return _circle_lines(params.arena_radius, params.arena_center)
-        return _sphere_lines(params.arena_radius, params.arena_center)
+            return _ring(c, (1, 0, 0), (0, 1, 0), r)
+        parts = [_ring(c, (1, 0, 0), (0, 0, 1), r)]
+        rim = _sphere_rim(c, r, eye, into)
+        if rim is not None:
+            parts.append(rim)
+        return np.vstack(parts)
     if params.arena_shape in ("box", "periodic"):
-        return _box_lines(params.arena_radius, params.arena_center, planar)
+        return _box_lines(r, c, planar)
     return np.zeros((0, 3), np.float32)
+
+
+def _sphere_rim(c: np.ndarray, r: float, eye, into) -> np.ndarray | None:
+    if eye is not None:
+        to_eye = np.asarray(eye, np.float64) - c
+        d = float(np.linalg.norm(to_eye))
+        if d <= r * 1.001:
+            return None  # inside the sphere: no rim to see
+        axis = to_eye / d
+        centre, radius = c + axis * (r * r / d), r * math.sqrt(1.0 - (r / d) ** 2)
+    elif into is not None:
+        axis = -np.asarray(into, np.float64) / np.linalg.norm(into)
+        centre, radius = c, r
+    else:
+        return None
+    a = np.cross(axis, (0.0, 1.0, 0.0) if abs(axis[1]) < 0.9 else (1.0, 0.0, 0.0))
+    a /= np.linalg.norm(a)
+    return _ring(centre, a, np.cross(axis, a), radius)
 
 
 def obstacle_lines(params: Params) -> np.ndarray:
     """Segments of a light wireframe around each obstacle (circles in a planar flock)."""
     if params.dimensions == 2:
-        parts = [_circle_lines(o.radius, o.center) for o in params.obstacles]
+        parts = [_ring(o.center, (1, 0, 0), (0, 1, 0), o.radius) for o in params.obstacles]
     else:
-        parts = [_sphere_lines(o.radius, o.center, 6, 3, 48) for o in params.obstacles]
+        parts = [_sphere_lines(o.radius, o.center) for o in params.obstacles]
     return np.vstack(parts) if parts else np.zeros((0, 3), np.float32)
 
 
@@ -141,15 +182,6 @@ def path_lines(params: Params) -> np.ndarray:
     return np.stack([points, np.roll(points, -1, axis=0)], axis=1).reshape(-1, 3)
 
 
-def _set_lines(visual, segments: np.ndarray, shown: bool = True) -> None:
-    """Give a Line visual new segments; an empty set hides it (vispy cannot draw nothing)."""
-    if len(segments) == 0:
-        visual.visible = False
-        return
-    visual.set_data(pos=segments)
-    visual.visible = shown
-
-
 @dataclass
 class FrameData:
     """What was drawn last: the colours and the neighbour counts (if computed)."""
@@ -158,59 +190,60 @@ class FrameData:
     neighbour_counts: np.ndarray | None = None
 
 
+@dataclass
+class CameraFrame:
+    """Where the camera is, in world coordinates: unit vectors and the eye (None: orthographic)."""
+
+    into: np.ndarray
+    up: np.ndarray
+    right: np.ndarray
+    eye: np.ndarray | None
+
+
 class FlockVisuals:
-    """Boids, predators, the arena, obstacles, the path, attractors and axes in a vispy ``ViewBox``.
+    """Sky, boids, predators, trails, the arena, obstacles, the path, attractors and axes in a ``ViewBox``.
 
     Args:
-        view: the ViewBox to draw in (its camera is set up by :meth:`frame`).
-        hints: the scene's viewing hints (mesh, size, colour mode, arena, axes).
+        view: the ViewBox to draw in (its camera is set up by :meth:`make_camera`).
+        hints: the scene's viewing hints (mesh, size, colour mode, arena, axes, trails).
         params: model parameters (arena size, speed range for colours).
+        pixel_scale: canvas pixels per pixel of the final picture (a supersampled canvas
+            is larger): sizes in pixels (the smallest boid, line widths) scale with it.
     """
 
-    def __init__(self, view: scene.ViewBox, hints: ViewHints, params: Params) -> None:
+    def __init__(
+        self, view: scene.ViewBox, hints: ViewHints, params: Params, pixel_scale: float = 1.0
+    ) -> None:
         self.view = view
+        self.pixel_scale = pixel_scale
         self.hints = hints
         self.params = params
         self.color_mode = hints.color_mode
         self.boid_size = hints.boid_size
+        self.mesh_name = hints.mesh
+        self.trail_seconds = hints.trails
+        self.show_vectors = hints.show_vectors
         self.last: FrameData | None = None
+        self.camera_frame: CameraFrame | None = None
+        self._bank = np.zeros(0)
+        self._time: float | None = None
+        self._trail: dict | None = None
+
+        self.sky = Sky(SKY_TOP, SKY_BOTTOM, parent=view.scene)
+        self.sky.order = -1000  # first, behind everything
         vertices, faces = mesh(hints.mesh)
-        self.boids = _InstancedBoids(
-            vertices=vertices,
-            faces=faces,
-            color=(1.0, 1.0, 1.0, 1.0),  # vispy's default mesh colour (light blue) would tint every boid
-            instance_positions=np.zeros((1, 3), np.float32),
-            instance_transforms=np.zeros((1, 3, 3), np.float32),  # nothing drawn until update()
-            instance_colors=np.zeros((1, 4), np.float32),
-            parent=view.scene,
-        )
-        self.shading = InstancedShadingFilter(
-            "flat",
-            light_dir=(0.0, -1.0, 0.0),  # aimed from the camera at every update
-            ambient_light=(1, 1, 1, 0.18),
-            diffuse_light=(1, 1, 1, 1.0),
-            specular_light=(1, 1, 1, 0.15),
-            shininess=24,
-        )
-        self.boids.attach(self.shading)
-        self.boids.shading = self.shading
-        self.predators = _InstancedBoids(
-            vertices=mesh("cone")[0],
-            faces=mesh("cone")[1],
-            color=(1.0, 1.0, 1.0, 1.0),
-            instance_positions=np.zeros((1, 3), np.float32),
-            instance_transforms=np.zeros((1, 3, 3), np.float32),
-            instance_colors=np.zeros((1, 4), np.float32),
-            parent=view.scene,
-        )
-        self.predator_shading = InstancedShadingFilter(
-            "flat", light_dir=(0.0, -1.0, 0.0), ambient_light=(1, 1, 1, 0.3), diffuse_light=(1, 1, 1, 1.0)
-        )
-        self.predators.attach(self.predator_shading)
-        self.predators.shading = self.predator_shading
-        self.arena = self._lines(ARENA_COLOR)
-        self.obstacles = self._lines(OBSTACLE_COLOR)
-        self.path = self._lines(PATH_COLOR, width=2.0)
+        self.boids = Boids(vertices, faces, wing_beat(hints.mesh), parent=view.scene)
+        self.specks = Boids(*speck(), wing_beat("speck"), parent=view.scene)
+        self._phases = np.zeros(0)
+        self.predators = Boids(*mesh("cone"), parent=view.scene)
+        self.halos = self._segments(width=1.5)
+        self.trails = Trails(TRAIL_SLOTS, TRAIL_COLOR, width=pixel_scale, parent=view.scene)
+        self.trails.order = 5  # after the boids: trails do not hide them
+        self.trails.visible = False
+        self.vectors = self._segments()
+        self.arena = self._segments()
+        self.obstacles = self._segments()
+        self.path = self._segments(width=2.0)
         # Markers without data break vispy's bounds computation, even hidden: start with a point.
         self.attractors = scene.visuals.Markers(pos=np.zeros((1, 3), np.float32), parent=view.scene)
         self.attractors.set_gl_state("translucent", depth_test=True)
@@ -218,20 +251,17 @@ class FlockVisuals:
         self._show_world(params, hints.show_arena)
         self.axes.visible = hints.show_axes
 
-    def _lines(self, color, width: float = 1.0) -> scene.visuals.Line:
-        line = scene.visuals.Line(
-            np.zeros((2, 3), np.float32), color=color, width=width, connect="segments", antialias=False,
-            parent=self.view.scene,
-        )  # fmt: skip
-        line.set_gl_state("translucent", depth_test=True)
-        return line
+    def _segments(self, width: float = 1.0):
+        lines = Segments(width=width * self.pixel_scale, parent=self.view.scene)
+        lines.order = 10
+        lines.visible = False
+        return lines
 
     def _show_world(self, params: Params, show_arena: bool) -> None:
-        """(Re)build the arena outline, obstacles, path and attractors for ``params``."""
+        """(Re)build the obstacles, path and attractors for ``params``; the arena follows the camera."""
         self.show_arena = show_arena  # wished for; an open arena has nothing to show
-        _set_lines(self.arena, arena_lines(params), show_arena)
-        _set_lines(self.obstacles, obstacle_lines(params))
-        _set_lines(self.path, path_lines(params))
+        self.obstacles.set_segments(obstacle_lines(params), OBSTACLE_COLOR)
+        self.path.set_segments(path_lines(params), PATH_COLOR)
         n_attractors = len(params.attractors)
         points = [a.position for a in params.attractors] + list(params.path.points if params.path else [])
         if points:
@@ -243,6 +273,13 @@ class FlockVisuals:
             )
         self.attractors.visible = bool(points)
         self._place_axes(params)
+        self._outline_arena(params)
+
+    def _outline_arena(self, params: Params) -> None:
+        frame = self.camera_frame
+        lines = arena_lines(params, frame.eye if frame else None, frame.into if frame else None)
+        self.arena.set_segments(lines, ARENA_COLOR)
+        self.arena.visible = self.show_arena and len(lines) > 0
 
     # -- configuration ------------------------------------------------------------------
 
@@ -258,17 +295,25 @@ class FlockVisuals:
 
         show = self.show_arena if show_arena is None else show_arena
         if show_arena is not None or layout(params) != layout(self.params):
+            self.params = params
             self._show_world(params, show)
         self.params = params
 
     def set_mesh(self, name: str) -> None:
         vertices, faces = mesh(name)
-        self.boids.set_data(vertices=vertices, faces=faces)
+        self.mesh_name = name
+        self.boids.set_mesh(vertices, faces, wing_beat(name))
 
     def set_color_mode(self, mode: str) -> None:
         if mode not in COLOR_MODES:
             raise ValueError(f"unknown colour mode {mode!r}; choose one of {', '.join(COLOR_MODES)}")
         self.color_mode = mode
+
+    def set_trails(self, seconds: float) -> None:
+        """Trails of the last ``seconds`` of each path (0: none)."""
+        self.trail_seconds = max(float(seconds), 0.0)
+        self._trail = None  # start afresh
+        self.trails.visible = False
 
     def _place_axes(self, params: Params) -> None:
         from vispy.visuals.transforms import STTransform
@@ -278,63 +323,144 @@ class FlockVisuals:
 
     # -- camera -------------------------------------------------------------------------
 
-    def make_camera(self, kind: str = "orbit") -> scene.cameras.BaseCamera:
-        """A camera of ``kind`` (orbit, arcball, fly; follow and fixed use a turntable)."""
+    def make_camera(
+        self,
+        kind: str = "orbit",
+        positions: np.ndarray | None = None,
+        target: tuple[np.ndarray, float] | None = None,
+    ) -> scene.cameras.BaseCamera:
+        """A camera of ``kind`` (orbit, arcball, fly; follow and fixed use a turntable), framing
+        the arena, or the flock at ``positions`` when the arena is open space; ``follow`` frames
+        the flock itself. ``target`` (centre, radius) frames that sphere instead."""
+        if kind == "follow" and target is None and positions is not None and len(positions):
+            target = self.flock_extent(positions)
         if kind == "arcball":
             camera = scene.cameras.ArcballCamera(fov=CAMERA_FOV)
         elif kind == "fly":
             camera = scene.cameras.FlyCamera(fov=CAMERA_FOV)
+            camera.keymap.clear()
+            camera.keymap.update(FLY_KEYS)
         else:
             camera = scene.cameras.TurntableCamera(fov=CAMERA_FOV, up="+y")
         self.view.camera = camera
-        self.frame()
+        self.frame(positions, target)
         return camera
 
-    def frame(self) -> None:
-        """Point the camera at the arena from the scene's hinted angles, framing it whole."""
+    def flock_extent(self, positions: np.ndarray) -> tuple[np.ndarray, float]:
+        """Centre of the flock at ``positions`` (N >= 1, 3) and the radius holding 90% of it
+        (at least a few boid lengths): what a camera following the flock frames."""
+        centre = positions.mean(axis=0)
+        spread = float(np.percentile(np.linalg.norm(positions - centre, axis=1), 90))
+        return centre, max(spread, 4.0 * self.boid_size) if math.isfinite(spread) else 4.0 * self.boid_size
+
+    def framed(self, positions: np.ndarray | None = None) -> tuple[np.ndarray, float]:
+        """Centre and radius of what the camera should frame: the arena, or the flock in open space."""
+        p = self.params
+        if p.arena_shape != "none" or positions is None or len(positions) == 0:
+            return np.asarray(p.arena_center, np.float64), p.arena_radius
+        return self.flock_extent(positions)
+
+    def frame(
+        self, positions: np.ndarray | None = None, target: tuple[np.ndarray, float] | None = None
+    ) -> None:
+        """Point the camera at the arena (or the flock, or ``target``: centre, radius) from the
+        scene's hinted angles, framing it whole."""
         camera = self.view.camera
         h = self.hints
-        distance = h.camera_distance or frame_distance(self.params.arena_radius)
-        center = tuple(self.params.arena_center)
+        if target is None:
+            target, radius = self.framed(positions)
+            distance = h.camera_distance or frame_distance(radius)
+        else:
+            target, radius = target
+            distance = frame_distance(radius)
         # A planar flock (in a z = const plane) is watched from above: along -z, with +y up.
         planar = self.params.dimensions == 2
         azimuth, elevation = (90.0, 0.0) if planar else (h.camera_azimuth, h.camera_elevation)
         if isinstance(camera, scene.cameras.TurntableCamera):
-            camera.center, camera.distance = center, distance
+            camera.center, camera.distance = tuple(target), distance
             camera.azimuth, camera.elevation = azimuth, elevation
         elif isinstance(camera, scene.cameras.FlyCamera):
             az, el = math.radians(azimuth), math.radians(elevation)
-            eye = np.asarray(center) + distance * np.array(
-                [math.sin(az) * math.cos(el), math.sin(el), math.cos(az) * math.cos(el)]
-            )
-            camera.center = tuple(eye)
-            camera.scale_factor = distance
+            offset = np.array([math.sin(az) * math.cos(el), math.sin(el), math.cos(az) * math.cos(el)])
+            if planar:
+                offset = np.array([0.0, 0.0, 1.0])
+            _aim_fly_camera(camera, target + distance * offset, target, planar)
+            camera.scale_factor = distance / 3.0  # speed: units per second
         else:
-            camera.center = center
+            camera.center = tuple(target)
             camera.distance = distance
         camera.view_changed()
 
-    def _aim_light(self) -> None:
-        """Light the boids from just above and left of the viewer, wherever the camera is.
+    def _camera_frame(self) -> CameraFrame | None:
+        """The camera's directions and eye in the world, whatever its kind.
 
-        The viewing directions come from mapping canvas points back into the scene,
-        which holds for every camera kind and needs no knowledge of their conventions.
+        Found by mapping canvas points back into the scene, which holds for every camera
+        and needs no knowledge of their conventions.
         """
         tr = self.view.scene.node_transform(self.view.canvas.scene)
         w, h = self.view.canvas.size
-        points = np.array([[w / 2, h / 2, 0.0, 1.0], [w / 2, h / 2, 0.5, 1.0], [w / 2, h / 2 - 1, 0.0, 1.0],
-                           [w / 2 + 1, h / 2, 0.0, 1.0]])  # fmt: skip
+        cx, cy = w / 2, h / 2
+        points = np.array([[cx, cy, 0.0, 1.0], [cx, cy, 0.5, 1.0], [cx, cy - 1, 0.0, 1.0],
+                           [cx + 1, cy, 0.0, 1.0], [0.0, 0.0, 0.0, 1.0], [0.0, 0.0, 0.5, 1.0]])  # fmt: skip
         mapped = tr.imap(points)
-        centre, deeper, up, right = mapped[:, :3] / mapped[:, 3:4]
-        into = deeper - centre
-        up, right = up - centre, right - centre
+        with np.errstate(all="ignore"):
+            centre, deeper, up, right, corner, corner_deeper = mapped[:, :3] / mapped[:, 3:4]
+        into, up, right = deeper - centre, up - centre, right - centre
         norms = [np.linalg.norm(v) for v in (into, up, right)]
         if min(norms) == 0 or not np.all(np.isfinite(norms)):
+            return None
+        into, up, right = into / norms[0], up / norms[1], right / norms[2]
+        # The eye: where the central ray and a corner ray meet (parallel rays: orthographic).
+        d2 = corner_deeper - corner
+        eye = None
+        if np.all(np.isfinite(d2)) and np.linalg.norm(d2) > 0:
+            d2 = d2 / np.linalg.norm(d2)
+            a = np.c_[into, -d2]
+            if abs(np.dot(into, d2)) < 0.999999:
+                t, _ = np.linalg.lstsq(a, corner - centre, rcond=None)[0]
+                eye = centre + t * into
+        return CameraFrame(into, up, right, eye)
+
+    def _aim(self, state: FlockState) -> None:
+        """Per frame: light from just above and left of the viewer, fog across what is framed,
+        the minimum boid size, and the arena's rim as seen from the camera now."""
+        frame = self._camera_frame()
+        if frame is None:
             return
-        # light_dir is the direction the light travels: into the scene, downwards, rightwards.
-        direction = into / norms[0] - 0.55 * up / norms[1] + 0.3 * right / norms[2]
-        light = tuple(direction / np.linalg.norm(direction))
-        self.shading.light_dir = self.predator_shading.light_dir = light
+        moved = self.camera_frame is None or not (
+            np.allclose(frame.into, self.camera_frame.into)
+            and (frame.eye is None) == (self.camera_frame.eye is None)
+            and (frame.eye is None or np.allclose(frame.eye, self.camera_frame.eye))
+        )
+        self.camera_frame = frame
+        towards_light = -(frame.into - 0.55 * frame.up + 0.3 * frame.right)
+        towards_light /= np.linalg.norm(towards_light)
+        centre, radius = self.framed(state.positions)
+        if self.params.arena_shape in ("box", "periodic"):
+            radius *= math.sqrt(2.0 if self.params.dimensions == 2 else 3.0)
+        tr = self.view.scene.node_transform(self.view.canvas.scene)
+        w_near, w_far = tr.map(np.array([centre - radius * frame.into, centre + radius * frame.into]))[:, 3]
+        w, h = self.view.canvas.size
+        sizes = ((self.boids, self.boid_size), (self.specks, self.boid_size),
+                 (self.predators, self.boid_size * PREDATOR_SCALE))  # fmt: skip
+        for visual, size in sizes:
+            u = visual.uniforms
+            u["u_up"] = tuple(float(x) for x in up_axis(self.params))
+            u["u_size"] = float(size)
+            u["u_min_px"] = MIN_BOID_PIXELS * self.pixel_scale
+            u["u_half_viewport"] = (w / 2.0, h / 2.0)
+            u["u_camera_right"] = tuple(float(x) for x in frame.right)
+            u["u_light"] = tuple(float(x) for x in towards_light)
+            u["u_fog_color"] = FOG_COLOR
+            if frame.eye is not None and w_far > w_near:
+                u["u_fog"] = (float(w_near + 0.3 * (w_far - w_near)), float(w_far))
+                u["u_fog_max"] = FOG_MAX
+            else:
+                u["u_fog_max"] = 0.0
+        flap = WING_BEAT if self.mesh_name == "bird" else 0.0
+        self.boids.uniforms["u_flap"] = self.specks.uniforms["u_flap"] = flap
+        if moved and self.show_arena:
+            self._outline_arena(self.params)
 
     # -- per frame ----------------------------------------------------------------------
 
@@ -354,18 +480,160 @@ class FlockVisuals:
             return FrameData(ramp_colors(counts, 0.0, top), counts)
         return FrameData(uniform_colors(n))
 
-    def update(self, state: FlockState, colors: np.ndarray | None = None) -> FrameData:
-        """Push a flock state to the GPU buffers; ``colors`` (N, 4) overrides the colour mode."""
+    def _banks(self, forwards: np.ndarray, acceleration: np.ndarray | None, time: float) -> np.ndarray:
+        """(N,) smoothed bank angles (radians) from the lateral acceleration of the last step."""
+        n = len(forwards)
+        elapsed = 0.0 if self._time is None else time - self._time
+        if len(self._bank) != n or elapsed < 0:
+            self._bank = np.zeros(n)  # a new flock (or a reset)
+        self._time = time
+        if acceleration is None or len(acceleration) != n or n == 0:
+            return self._bank
+        right = np.cross(np.asarray(up_axis(self.params)), forwards)
+        norm = np.linalg.norm(right, axis=1)
+        lateral = np.einsum("ij,ij->i", acceleration, right) / np.where(norm > 1e-9, norm, np.inf)
+        target = np.clip(np.arctan(lateral / GRAVITY), -MAX_BANK, MAX_BANK)
+        if elapsed > 0:  # paused, the boids hold their roll
+            self._bank += (target - self._bank) * (1.0 - math.exp(-elapsed / BANK_SECONDS))
+        return self._bank
+
+    def _specks(self, positions: np.ndarray) -> np.ndarray:
+        """(N,) bool: the boids shorter on screen than SPECK_PIXELS (and in front of the camera)."""
+        if len(positions) == 0 or self.camera_frame is None:
+            return np.zeros(len(positions), bool)
+        mvp = self.boids.clip_matrix()
+        w = positions @ mvp[:3, 3] + mvp[3, 3]  # clip w: depth for a perspective camera
+        length = self.boids.pixels_per_unit(mvp) * self.boid_size / np.where(w > 1e-9, w, np.inf)
+        return length < SPECK_PIXELS * self.pixel_scale
+
+    def _update_trails(self, positions: np.ndarray, time: float) -> None:
+        if self.trail_seconds <= 0 or len(positions) == 0:
+            self.trails.visible = False
+            self._trail = None
+            return
+        slots = TRAIL_SLOTS if len(positions) <= TRAIL_FINE_BOIDS else TRAIL_SLOTS // 2
+        interval = self.trail_seconds / slots
+        p = np.asarray(positions, np.float32)
+        # A boid moving further than this between samples went through a periodic wall.
+        jump = self.params.arena_radius if self.params.arena_shape == "periodic" else np.inf
+        trail = self._trail
+        if trail is None or trail["n"] != len(p) or time < trail["time"]:
+            self.trails.reset(p, slots)
+            self._trail = trail = {"n": len(p), "time": time, "newest": p.copy()}
+        elif time - trail["time"] >= interval:
+            start = _unwrapped(trail["newest"], p, jump)
+            self.trails.add_sample(start, p)
+            trail["newest"] = p.copy()
+            trail["time"] += interval * math.floor((time - trail["time"]) / interval)
+        frac = min((time - trail["time"]) / interval, 1.0)
+        self.trails.set_live(_unwrapped(trail["newest"], p, jump), p, frac)
+        self.trails.visible = True
+
+    def _update_vectors(self, state: FlockState, acceleration: np.ndarray | None) -> None:
+        if not self.show_vectors or len(state) == 0:
+            self.vectors.visible = False
+            return
+        p = state.positions
+        ends = [p + VELOCITY_SECONDS * state.velocities]
+        colors = [VELOCITY_COLOR]
+        if acceleration is not None and len(acceleration) == len(p):
+            ends.append(p + STEERING_SECONDS2 * acceleration)
+            colors.append(STEERING_COLOR)
+        points = np.empty((len(ends), len(p), 2, 3), np.float32)
+        rgba = np.empty((len(ends), len(p), 2, 4), np.float32)
+        for k, (end, color) in enumerate(zip(ends, colors, strict=True)):
+            points[k, :, 0], points[k, :, 1] = p, end
+            rgba[k] = color
+        self.vectors.set_segments(points.reshape(-1, 3), rgba.reshape(-1, 4))
+
+    def _update_halos(self, state: FlockState) -> None:
+        frame = self.camera_frame
+        if state.n_predators == 0 or frame is None:
+            self.halos.visible = False
+            return
+        radius = 1.1 * self.boid_size * PREDATOR_SCALE
+        rings = [_ring(p, frame.right, frame.up, radius, 24) for p in state.predator_positions]
+        self.halos.set_segments(np.vstack(rings), PREDATOR_COLOR[:3] + (0.85,))
+
+    def update(
+        self, state: FlockState, colors: np.ndarray | None = None, acceleration: np.ndarray | None = None
+    ) -> FrameData:
+        """Push a flock state to the GPU buffers.
+
+        Args:
+            state: the flock to draw.
+            colors: (N, 4) colours overriding the colour mode (e.g. the focus view's).
+            acceleration: (N, 3) of the last step, units/s^2, for banking and the steering
+                lines (None: no banking).
+        """
         frame = self.colors_for(state) if colors is None else FrameData(np.asarray(colors, np.float32))
-        matrices = quaternion.to_matrices(state.orientations) * self.boid_size
-        self._aim_light()
-        positions = state.positions.astype(np.float32)
-        self.boids.set_instances(positions, matrices.astype(np.float32), frame.colors)
-        hunters = quaternion.to_matrices(state.predator_orientations) * (self.boid_size * PREDATOR_SCALE)
+        self._aim(state)
+        forwards = quaternion.forward(state.orientations)
+        banks = self._banks(forwards, acceleration, state.time)
+        n = len(state)
+        if len(self._phases) != n:  # each boid beats its wings at a phase of its own
+            self._phases = np.random.default_rng(7).uniform(0.0, 2.0 * np.pi, n)
+        beat = 2.0 * math.pi * WING_BEATS_PER_SECOND * (state.time % 3600.0)
+        rolls = np.c_[np.cos(banks), np.sin(banks)]
+        wings = np.sin(beat + self._phases)
+        data = (state.positions, forwards, frame.colors, rolls, wings)
+        small = self._specks(state.positions)
+        none = tuple(a[:0] for a in data)
+        if not small.any():
+            self.boids.set_instances(*data)
+            self.specks.set_instances(*none)
+        elif small.all():  # a large flock seen whole: no copies needed
+            self.boids.set_instances(*none)
+            self.specks.set_instances(*data)
+        else:
+            self.boids.set_instances(*(a[~small] for a in data))
+            self.specks.set_instances(*(a[small] for a in data))
+        m = state.n_predators
         self.predators.set_instances(
-            state.predator_positions.astype(np.float32),
-            hunters.astype(np.float32),
-            np.tile(np.asarray(PREDATOR_COLOR, np.float32), (state.n_predators, 1)),
+            state.predator_positions,
+            quaternion.forward(state.predator_orientations) if m else np.zeros((0, 3)),
+            np.tile(np.asarray(PREDATOR_COLOR, np.float32), (m, 1)),
         )
+        self._update_halos(state)
+        self._update_trails(state.positions, state.time)
+        self._update_vectors(state, acceleration)
         self.last = frame
         return frame
+
+
+def _unwrapped(start: np.ndarray, end: np.ndarray, jump: float) -> np.ndarray:
+    """``start`` with the points that jumped further than ``jump`` moved onto ``end`` (no segment)."""
+    if not math.isfinite(jump):
+        return start
+    far = np.any(np.abs(end - start) > jump, axis=1)
+    if not far.any():
+        return start
+    start = start.copy()
+    start[far] = end[far]
+    return start
+
+
+#: The fly camera's keys, chosen to leave the viewer's own shortcuts alone:
+#: arrows move forward, back and sideways, page up/down rise and sink,
+#: I/K pitch, J/L turn, Q/E roll; dragging with the mouse looks around.
+FLY_KEYS = {
+    "Up": (+1, 1), "Down": (-1, 1), "Right": (+1, 2), "Left": (-1, 2),
+    "PageUp": (+1, 3), "PageDown": (-1, 3),
+    "I": (+1, 4), "K": (-1, 4), "L": (+1, 5), "J": (-1, 5), "Q": (+1, 6), "E": (-1, 6),
+}  # fmt: skip
+
+
+def _aim_fly_camera(camera, eye: np.ndarray, target: np.ndarray, planar: bool) -> None:
+    """Put a FlyCamera at ``eye`` looking at ``target``, level with the world's up."""
+    from vispy.util.quaternion import Quaternion
+
+    forward = np.asarray(target, np.float64) - eye
+    forward /= np.linalg.norm(forward)
+    world_up = np.array([0.0, 1.0, 0.0])
+    # q turns the camera's axes (right +x, up +y, looking along -z) onto the world's.
+    q = quaternion.look_rotation(-forward[None], up=world_up)[0]
+    camera.center = tuple(eye)
+    camera.rotation1 = Quaternion(q[0], -q[1], -q[2], -q[3])
+    camera.rotation2 = Quaternion()
+    if planar:
+        camera.auto_roll = False

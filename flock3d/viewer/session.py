@@ -1,19 +1,36 @@
-"""What the viewer runs, without any GUI: a scene, its flock, a fixed-step clock, live edits.
+"""What the viewer runs, without any GUI: a scene, its flock, a fixed-step clock, live edits,
+and the worker thread that steps the flock while the window draws.
 
 Kept free of Qt and vispy so that its behaviour (parameter edits between steps,
-reset and reseed, the real-time factor) is tested like the rest of the library.
+reset and reseed, the real-time factor, the worker thread) is tested like the
+rest of the library.
+
+Threading. A step writes the flock's arrays in place, so nothing may read them
+while a step runs. The worker steps under the session's lock and, after each
+batch of steps, publishes a :class:`Snapshot`: copies of the arrays that no one
+writes again. The window only ever draws snapshots, so a frame never waits for a
+step and never sees a half-written state. Edits from the window (a slider, reset,
+a new count) take the same lock, so they land between steps. The numba kernels
+release the GIL while they run, so stepping and drawing overlap. The worker
+steps on all cores but one, which is left to drawing: on two cores 10,000 boids
+keep real time on one core; a flock too large for real time steps at most half
+the time, slowing down instead of starving the window.
 """
 
 from __future__ import annotations
 
+import threading
 import time
 from dataclasses import dataclass
 
+import numpy as np
+
 from flock3d.core.params import Params
+from flock3d.core.state import FlockState
 from flock3d.flock import Flock
 from flock3d.scene import Scene
 
-__all__ = ["FixedStepClock", "Session"]
+__all__ = ["FixedStepClock", "Session", "Snapshot"]
 
 
 @dataclass
@@ -21,16 +38,18 @@ class FixedStepClock:
     """Turns elapsed real time into a whole number of fixed simulation steps.
 
     Simulated time advances by ``dt`` per step whatever the frame rate; real time
-    left over carries into the next frame. When stepping would take more than
-    ``budget`` seconds of a frame, the excess is dropped, so a machine that cannot
+    left over carries into the next call. When stepping would take more than
+    ``budget`` seconds of one call, the excess is dropped, so a machine that cannot
     keep up slows the simulation down (``real_time_factor`` < 1) instead of
     falling ever further behind.
     """
 
     budget: float = 0.03
-    """Seconds of each frame that stepping may use."""
+    """Seconds of each call that stepping may use."""
     max_lag: float = 0.25
-    """Real time is never carried over beyond this many seconds."""
+    """Real time carried over beyond one step is capped at this many seconds."""
+    behind: bool = False
+    """Whether the last call dropped steps that were due (the machine cannot keep up)."""
     _carry: float = 0.0
     _step_cost: float = 1e-4
     _real: float = 0.0
@@ -38,16 +57,22 @@ class FixedStepClock:
 
     def steps_due(self, real_elapsed: float, dt: float, time_scale: float = 1.0) -> int:
         """Steps to run now for ``real_elapsed`` seconds of wall time at ``time_scale``."""
-        self._carry = min(
-            self._carry + max(real_elapsed, 0.0) * time_scale, self.max_lag * max(time_scale, 1.0)
-        )
+        # The cap keeps one whole step above max_lag: with dt = 1 s a cap of 0.25 s alone
+        # would never let a step fall due.
+        cap = self.max_lag * max(time_scale, 1.0) + dt
+        self._carry = min(self._carry + max(real_elapsed, 0.0) * time_scale, cap)
         wanted = int(self._carry / dt)
         affordable = max(1, int(self.budget / self._step_cost))
         steps = min(wanted, affordable)
+        self.behind = steps < wanted
         self._carry = 0.0 if steps < wanted else self._carry - steps * dt
         self._real += real_elapsed * time_scale
         self._simulated += steps * dt
         return steps
+
+    def seconds_to_next_step(self, dt: float, time_scale: float = 1.0) -> float:
+        """Wall-clock seconds until the next step falls due (0 if one is due now)."""
+        return max(dt - self._carry, 0.0) / max(time_scale, 1e-9)
 
     def record_step_cost(self, seconds: float, steps: int) -> None:
         """Tell the clock how long ``steps`` steps took (a moving average)."""
@@ -64,21 +89,70 @@ class FixedStepClock:
         self._carry = 0.0
 
 
-class Session:
-    """A scene being watched: the flock, pausing, stepping, and live parameter edits."""
+@dataclass(frozen=True)
+class Snapshot:
+    """A copy of the flock at one instant, safe to read while the flock steps on.
 
-    def __init__(self, scene: Scene) -> None:
+    ``acceleration`` is ``(v_new - v_old) / dt`` of the last step taken, (N, 3)
+    units/s^2 (zeros before the first step): the steering that step applied, used
+    to bank the boids into their turns and for the steering debug lines.
+    ``generation`` changes whenever the flock is replaced (reset, reseed, a new
+    count or scene), so that a renderer knows to forget the trails of the old one.
+    """
+
+    state: FlockState
+    acceleration: np.ndarray
+    params: Params
+    generation: int
+
+    @property
+    def time(self) -> float:
+        return self.state.time
+
+    @property
+    def step_count(self) -> int:
+        return self.state.step_count
+
+
+class Session:
+    """A scene being watched: the flock, pausing, stepping, and live parameter edits.
+
+    ``flock`` (default: a new one from the scene) is the flock to watch, e.g. the caller's own.
+
+    Used directly, nothing runs by itself: :meth:`advance` steps on the caller's
+    thread. :meth:`start` moves stepping to a worker thread (the viewer's way);
+    :meth:`snapshot` then returns the latest published copy of the flock.
+    """
+
+    #: Seconds of stepping per batch on the worker: how long an edit may wait for the lock.
+    WORKER_BATCH_SECONDS = 0.04
+
+    def __init__(self, scene: Scene, flock: Flock | None = None, rules=(), forces=()) -> None:
         self.scene = scene
         self.seed = scene.seed
-        self.flock = Flock.from_scene(scene)
+        self.flock = Flock.from_scene(scene, rules=rules, forces=forces) if flock is None else flock
         self.paused = False
         self.time_scale = 1.0
         self.clock = FixedStepClock()
         self.steps_per_second = 0.0
+        self.lock = threading.RLock()
+        self._generation = 0
+        self._acceleration = np.zeros_like(self.flock.velocities)
+        self._snapshot: Snapshot | None = None
+        self._thread: threading.Thread | None = None
+        self._stop = threading.Event()
+        self._first_step_done = threading.Event()
+        self.error: BaseException | None = None
+        """An exception that stopped the worker (shown by the viewer), or None."""
 
     @property
     def params(self) -> Params:
         return self.flock.params
+
+    @property
+    def first_step_done(self) -> bool:
+        """Whether the kernel has run once (the first step compiles it, which can take a while)."""
+        return self._first_step_done.is_set()
 
     # -- edits between steps ------------------------------------------------------------
 
@@ -92,46 +166,59 @@ class Session:
         """
         if field == "count":
             return self.respawn(int(value))
-        p = self.params
-        if field == "attractor_weight":  # one weight for every attractor
-            changes = {"attractors": tuple(a._replace(weight=value) for a in p.attractors)}
-        elif field == "path_weight":
-            changes = {"path": p.path._replace(weight=value) if p.path else None}
-        else:
-            changes = {field: value}
-        if field == "view_distance" and value < p.separation_distance:
-            changes["separation_distance"] = value
-        elif field == "separation_distance" and value > p.view_distance:
-            changes["view_distance"] = value
-        elif field == "min_speed" and value > p.max_speed:
-            changes["max_speed"] = value
-        elif field == "max_speed" and value < p.min_speed:
-            changes["min_speed"] = value
-        self.flock.params = p.replace(**changes)
-        return self.flock.params
+        with self.lock:
+            p = self.params
+            if field == "attractor_weight":  # one weight for every attractor
+                changes = {"attractors": tuple(a._replace(weight=value) for a in p.attractors)}
+            elif field == "path_weight":
+                changes = {"path": p.path._replace(weight=value) if p.path else None}
+            else:
+                changes = {field: value}
+            if field == "view_distance" and value < p.separation_distance:
+                changes["separation_distance"] = value
+            elif field == "separation_distance" and value > p.view_distance:
+                changes["view_distance"] = value
+            elif field == "min_speed" and value > p.max_speed:
+                changes["max_speed"] = value
+            elif field == "max_speed" and value < p.min_speed:
+                changes["min_speed"] = value
+            self.flock.params = p.replace(**changes)
+            self._publish()
+            return self.flock.params
+
+    def _replace_flock(self, flock: Flock) -> None:
+        with self.lock:
+            self.flock = flock
+            self.clock.reset()
+            self._generation += 1
+            self._acceleration = np.zeros_like(flock.velocities)
+            self._publish()
+
+    def _new_flock(self, params: Params, seed: int) -> Flock:
+        """A new flock with these parameters, keeping the user's rules and forces (--rules)."""
+        return Flock(params, seed, rules=self.flock.rules, forces=self.flock.forces)
 
     def load(self, scene: Scene) -> None:
         """Start watching another scene."""
-        self.scene = scene
-        self.seed = scene.seed
-        self.flock = Flock.from_scene(scene)
-        self.clock.reset()
+        with self.lock:
+            self.scene = scene
+            self.seed = scene.seed
+            self._replace_flock(self._new_flock(scene.params, scene.seed))
 
     def reset(self) -> None:
         """Start over from the same seed, keeping the current parameters."""
-        self.flock = Flock(self.params, self.seed)
-        self.clock.reset()
+        self._replace_flock(self._new_flock(self.params, self.seed))
 
     def reseed(self) -> int:
         """Start over from the next seed; returns it."""
-        self.seed += 1
-        self.reset()
-        return self.seed
+        with self.lock:
+            self.seed += 1
+            self.reset()
+            return self.seed
 
     def respawn(self, count: int) -> Params:
         """A new flock of ``count`` boids with the current parameters (same seed)."""
-        self.flock = Flock(self.params.replace(count=count), self.seed)
-        self.clock.reset()
+        self._replace_flock(self._new_flock(self.params.replace(count=count), self.seed))
         return self.params
 
     def current_scene(self) -> Scene:
@@ -140,18 +227,142 @@ class Session:
 
     # -- time ---------------------------------------------------------------------------
 
+    def _step(self, n: int) -> None:
+        """``n`` steps, keeping the last step's acceleration (call with the lock held)."""
+        if n <= 0:
+            return
+        flock = self.flock
+        if n > 1:
+            flock.step(n - 1)
+        before = flock.velocities.copy()
+        flock.step(1)
+        self._acceleration = (flock.velocities - before) / flock.params.dt
+        self._first_step_done.set()
+
     def advance(self, real_elapsed: float) -> int:
         """Run the steps due after ``real_elapsed`` seconds of wall time; returns how many."""
-        if self.paused:
-            self.clock.steps_due(0.0, self.params.dt)
-            return 0
-        steps = self.clock.steps_due(real_elapsed, self.params.dt, self.time_scale)
-        if steps:
-            start = time.perf_counter()
-            self.flock.step(steps)
-            self.clock.record_step_cost(time.perf_counter() - start, steps)
-        return steps
+        with self.lock:
+            if self.paused:
+                self.clock.steps_due(0.0, self.params.dt)
+                return 0
+            steps = self.clock.steps_due(real_elapsed, self.params.dt, self.time_scale)
+            if steps:
+                start = time.perf_counter()
+                self._step(steps)
+                self.clock.record_step_cost(time.perf_counter() - start, steps)
+                self._publish()
+            return steps
 
     def single_step(self) -> None:
         """One step, whether paused or not."""
-        self.flock.step(1)
+        with self.lock:
+            self._step(1)
+            self._publish()
+
+    # -- what the window draws ------------------------------------------------------------
+
+    def _publish(self) -> None:
+        """Make the current state the latest snapshot (call with the lock held)."""
+        if self._thread is None:
+            self._snapshot = None  # built on demand: no copy needed on the caller's own thread
+            return
+        self._snapshot = self._make_snapshot(copy=True)
+
+    def _make_snapshot(self, copy: bool) -> Snapshot:
+        state = self.flock.state
+        return Snapshot(
+            state.copy() if copy else state,
+            self._acceleration.copy() if copy else self._acceleration,
+            self.flock.params,
+            self._generation,
+        )
+
+    def snapshot(self) -> Snapshot:
+        """The flock as last published: safe to read on any thread while the worker steps.
+
+        Without a worker thread, the live state itself (nothing else writes it).
+        """
+        snap = self._snapshot
+        if snap is not None:
+            return snap
+        with self.lock:
+            if self._thread is None:
+                return self._make_snapshot(copy=False)
+            self._snapshot = self._make_snapshot(copy=True)
+            return self._snapshot
+
+    # -- the worker thread ----------------------------------------------------------------
+
+    @property
+    def running(self) -> bool:
+        """Whether a worker thread is stepping the flock."""
+        return self._thread is not None and self._thread.is_alive()
+
+    def start(self) -> None:
+        """Step the flock on a worker thread from now on (real time, at ``time_scale``)."""
+        if self._thread is not None:
+            return
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._work, name="flock3d-simulation", daemon=True)
+        with self.lock:
+            self._publish()
+        self._thread.start()
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Stop the worker thread (after the batch of steps it is running)."""
+        thread = self._thread
+        if thread is None:
+            return
+        self._stop.set()
+        thread.join(timeout)
+        self._thread = None
+        self._snapshot = None
+
+    def _warm_up(self) -> None:
+        """Compile the kernel on a throwaway copy, without holding the lock.
+
+        The first step of a fresh install compiles the kernel (tens of seconds); done
+        here, the window stays responsive and its edits are not held up meanwhile.
+        """
+        with self.lock:
+            flock, state = self.flock, self.flock.state
+            twin = Flock(
+                flock.params, flock.seed, positions=state.positions.copy(),
+                velocities=state.velocities.copy(), orientations=state.orientations.copy(),
+                rules=flock.rules, forces=flock.forces,
+            )  # fmt: skip
+        twin.step(1)
+        self._first_step_done.set()
+
+    def _work(self) -> None:
+        import numba
+
+        try:
+            # All cores but one: the one left draws (software OpenGL rasterises on the CPU,
+            # and the window's own work is Python). The setting holds for this thread only.
+            numba.set_num_threads(max(1, numba.get_num_threads() - 1))
+            if not self.first_step_done:
+                self._warm_up()
+            last = time.perf_counter()
+            while not self._stop.is_set():
+                now = time.perf_counter()
+                with self.lock:
+                    self.clock.budget = self.WORKER_BATCH_SECONDS
+                    steps = self.advance(now - last)
+                    wait = (
+                        0.02
+                        if self.paused
+                        else self.clock.seconds_to_next_step(self.params.dt, self.time_scale)
+                    )
+                last = now
+                if steps and self.clock.behind:
+                    # Cannot keep real time: step no more than half the time, so that a flock
+                    # too large for the machine slows down rather than freezing the window.
+                    self._stop.wait(time.perf_counter() - now)
+                elif steps == 0:
+                    # Nothing was due: sleep until the next step is (short naps, so that
+                    # pausing, a new time scale or stop() are seen at once).
+                    self._stop.wait(min(max(wait, 0.0005), 0.02))
+        except BaseException as error:  # shown by the viewer; the window stays open
+            self.error = error
+            self._first_step_done.set()

@@ -1,0 +1,431 @@
+"""The GPU visuals the renderer is built from: instanced boids, the sky, trails, line segments.
+
+Each is a vispy ``Visual`` with its own small shader program and persistent GPU
+buffers: a frame rewrites the buffers in place (``set_subdata``) and allocates
+only when the number of boids changes. Boids are drawn instanced: the mesh is
+uploaded once, and per boid only its position, heading (forward vector), colour,
+bank (cos, sin) and wing-beat position; the vertex shader builds each boid's
+rotation from its heading, rolls it into its turn, beats its wings, keeps it a
+minimum number of pixels long, lights its faces flat and fades it towards the sky
+with distance. Everything is done per vertex and the fragment shader only writes
+a colour: in software OpenGL (llvmpipe) fragment work and blending cost most.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from vispy import gloo
+from vispy.gloo import gl
+from vispy.scene.visuals import create_visual_node
+from vispy.visuals import Visual
+
+__all__ = ["Boids", "Sky", "Trails", "Segments"]
+
+_BOIDS_VERT = """
+attribute vec3 a_vertex;    // body coordinates: forward +z, up +y, length 1 (3 per face)
+attribute vec3 a_normal;    // the face's normal, body coordinates
+attribute float a_flap;     // how much of the wing beat a vertex takes (0 body, 1 wing tip)
+attribute vec3 a_position;  // per boid, world units
+attribute vec3 a_forward;   // per boid, any length
+attribute vec4 a_color;     // per boid
+attribute vec2 a_roll;      // per boid: cos and sin of its bank angle (roll towards its right)
+attribute float a_wing;     // per boid: where its wing beat is now, -1 to 1
+
+uniform mat4 u_mvp;             // world -> clip coordinates (the view's whole transform)
+uniform float u_px_per_unit;    // canvas pixels per world unit at clip w = 1
+uniform vec3 u_up;              // the world's up for a boid that does not roll
+uniform float u_size;           // body length, world units
+uniform float u_min_px;         // smallest on-screen body length, canvas pixels
+uniform float u_flap;           // wing-beat amplitude at the wing tip, body lengths
+uniform vec2 u_fog;             // depth (clip w) where the fog starts and is full
+uniform float u_fog_max;        // how much of the sky colour the farthest boid takes
+uniform vec3 u_light;           // towards the light, unit vector in the world
+uniform vec3 u_fog_color;
+uniform float u_ambient;
+
+varying vec4 v_color;
+
+void main() {
+    float len = length(a_forward);
+    vec3 f = len > 0.0 ? a_forward / len : vec3(0.0, 0.0, 1.0);
+    vec3 r = cross(u_up, f);
+    if (dot(r, r) < 1e-8) r = cross(vec3(1.0, 0.0, 0.0), f);   // flying straight up or down
+    if (dot(r, r) < 1e-8) r = cross(vec3(0.0, 0.0, 1.0), f);
+    r = normalize(r);
+    vec3 u = cross(f, r);
+    vec3 right = a_roll.x * r - a_roll.y * u;
+    vec3 up = a_roll.x * u + a_roll.y * r;
+
+    // One matrix product for the boid's centre and one for its shape: the transform is
+    // linear in homogeneous coordinates, so M (p + d) = M p + M (d, 0).
+    vec4 centre = u_mvp * vec4(a_position, 1.0);
+    float px = u_px_per_unit * u_size / max(centre.w, 1e-6);   // body length on screen
+    float scale = u_size * max(1.0, u_min_px / max(px, 1e-6));
+
+    vec3 v = a_vertex;
+    v.y += u_flap * a_flap * a_wing;
+    gl_Position = centre + u_mvp * vec4(scale * (v.x * right + v.y * up + v.z * f), 0.0);
+
+    // Flat shading, lit on both sides (thin wings are single faces); the wing beat tilts
+    // the wings a little, which the face normal ignores.
+    vec3 n = a_normal.x * right + a_normal.y * up + a_normal.z * f;
+    float shade = u_ambient + (1.0 - u_ambient) * abs(dot(n, u_light));
+    vec3 c = min(a_color.rgb * (0.25 + shade), vec3(1.0));
+    float fog = u_fog_max * smoothstep(u_fog.x, u_fog.y, centre.w);
+    v_color = vec4(mix(c, u_fog_color, fog), a_color.a);
+}
+"""
+
+_BOIDS_FRAG = """
+varying vec4 v_color;
+
+void main() {
+    gl_FragColor = v_color;
+}
+"""
+
+
+class BoidsVisual(Visual):
+    """Boids (or predators) as one instanced mesh; see the module docstring.
+
+    Args:
+        vertices: (V, 3) float32 body coordinates of the mesh.
+        faces: (F, 3) uint32 triangles.
+        flap: (V,) float32, the share of the wing beat each vertex takes.
+    """
+
+    def __init__(self, vertices: np.ndarray, faces: np.ndarray, flap: np.ndarray | None = None) -> None:
+        super().__init__(vcode=_BOIDS_VERT, fcode=_BOIDS_FRAG)
+        self._vertex_vbo = gloo.VertexBuffer(np.zeros((3, 3), np.float32))
+        self._normal_vbo = gloo.VertexBuffer(np.zeros((3, 3), np.float32))
+        self._flap_vbo = gloo.VertexBuffer(np.zeros(3, np.float32))
+        self._instances = {
+            name: gloo.VertexBuffer(np.zeros((1, width), np.float32), divisor=1)
+            for name, width in (
+                ("a_position", 3),
+                ("a_forward", 3),
+                ("a_color", 4),
+                ("a_roll", 2),
+                ("a_wing", 1),
+            )
+        }
+        self.count = 0
+        self.set_mesh(vertices, faces, flap)
+        self._draw_mode = "triangles"
+        self.set_gl_state("opaque", depth_test=True, cull_face=False)
+        self.uniforms = dict(
+            u_up=(0.0, 1.0, 0.0), u_size=1.0, u_min_px=0.0, u_half_viewport=(1.0, 1.0),
+            u_camera_right=(1.0, 0.0, 0.0), u_flap=0.0, u_fog=(1e30, 2e30), u_fog_max=0.0,
+            u_light=(0.0, 0.0, 1.0), u_fog_color=(0.0, 0.0, 0.0), u_ambient=0.45,
+        )  # fmt: skip
+        for name, vbo in self._instances.items():
+            self.shared_program[name] = vbo
+        self.shared_program["a_vertex"] = self._vertex_vbo
+        self.shared_program["a_normal"] = self._normal_vbo
+        self.shared_program["a_flap"] = self._flap_vbo
+
+    def set_mesh(self, vertices: np.ndarray, faces: np.ndarray, flap: np.ndarray | None = None) -> None:
+        """The shape every boid is drawn with; each face gets its own three vertices and its
+        normal, so that the vertex shader can light it (flat) and the fragment shader is trivial."""
+        vertices = np.asarray(vertices, dtype=np.float64)
+        faces = np.asarray(faces, dtype=np.int64)
+        flap = np.zeros(len(vertices)) if flap is None else np.asarray(flap, np.float64)
+        corners = vertices[faces]  # (F, 3, 3)
+        normals = np.cross(corners[:, 1] - corners[:, 0], corners[:, 2] - corners[:, 0])
+        normals /= np.maximum(np.linalg.norm(normals, axis=1, keepdims=True), 1e-12)
+        self._vertex_vbo.set_data(corners.reshape(-1, 3).astype(np.float32))
+        self._normal_vbo.set_data(np.repeat(normals, 3, axis=0).astype(np.float32))
+        self._flap_vbo.set_data(flap[faces].reshape(-1).astype(np.float32))
+        self.update()
+
+    def set_instances(self, positions, forwards, colors, rolls=None, wings=None) -> None:
+        """Per-boid data for the next frame: (N, 3) positions and forwards, (N, 4) colours,
+        (N, 2) cos and sin of the bank angles (default level), (N,) where each wing beat
+        is, -1 to 1 (default 0). Trigonometry is done per boid by the caller, not per vertex
+        here: software OpenGL runs vertex shaders on one core."""
+        n = len(positions)
+        self.visible = n > 0  # vispy cannot draw zero instances
+        self.count = n
+        if n == 0:
+            return
+        data = {
+            "a_position": positions,
+            "a_forward": forwards,
+            "a_color": colors,
+            "a_roll": np.tile([1.0, 0.0], (n, 1)) if rolls is None else rolls,
+            "a_wing": np.zeros(n) if wings is None else wings,
+        }
+        for name, values in data.items():
+            values = np.ascontiguousarray(values, np.float32).reshape(n, -1)
+            vbo = self._instances[name]
+            if vbo.size == n:
+                vbo.set_subdata(values)
+            else:
+                vbo.set_data(values)  # another count: a new buffer
+        self.update()
+
+    def clip_matrix(self) -> np.ndarray:
+        """(4, 4) world -> clip coordinates as drawn now: the images of the basis vectors
+        (rows, vispy's row-vector convention: clip = [x, y, z, 1] @ M)."""
+        return np.asarray(self.transforms.get_transform().map(np.eye(4)), np.float64)
+
+    def pixels_per_unit(self, mvp: np.ndarray) -> float:
+        """Canvas pixels per world unit across the screen at clip w = 1 (divide by w)."""
+        u = self.uniforms
+        right = np.array([*u["u_camera_right"], 0.0])
+        return float(np.linalg.norm((right @ mvp)[:2] * np.asarray(u["u_half_viewport"], np.float64)))
+
+    def _prepare_transforms(self, view) -> None:
+        pass  # the transform is read as one matrix when drawing
+
+    def _prepare_draw(self, view) -> bool:
+        if self.count == 0:
+            return False
+        mvp = np.asarray(view.transforms.get_transform().map(np.eye(4)), np.float64)
+        self.shared_program["u_mvp"] = mvp.astype(np.float32)
+        self.shared_program["u_px_per_unit"] = self.pixels_per_unit(mvp)
+        for name, value in self.uniforms.items():
+            if name not in ("u_camera_right", "u_half_viewport"):
+                self.shared_program[name] = value
+        return True
+
+    def _compute_bounds(self, axis, view):
+        return None
+
+
+_SEGMENTS_VERT = """
+attribute vec3 a_position;
+attribute vec4 a_color;
+varying vec4 v_color;
+void main() {
+    v_color = a_color;
+    gl_Position = $transform(vec4(a_position, 1.0));
+}
+"""
+
+_SEGMENTS_FRAG = """
+varying vec4 v_color;
+void main() {
+    gl_FragColor = v_color;
+}
+"""
+
+
+class SkyVisual(Visual):
+    """A vertical gradient filling the picture behind everything (drawn first, no depth).
+
+    Drawn as horizontal bands, each a scissored clear of the colour buffer: about 1 ms
+    a frame in software OpenGL (llvmpipe), where a full-screen shader cost 6 ms. With
+    :data:`SKY_BANDS` bands the steps are about as fine as 8-bit colour's own.
+    """
+
+    def __init__(self, top, bottom) -> None:
+        super().__init__(vcode=_SEGMENTS_VERT, fcode=_SEGMENTS_FRAG)  # never used to draw
+        self.top, self.bottom = np.asarray(top, np.float64), np.asarray(bottom, np.float64)
+
+    def draw(self) -> None:
+        if not self.visible:
+            return
+        # The picture's corners in framebuffer pixels (y down), from clip coordinates.
+        corners = self.get_transform("render", "framebuffer").map(np.array([[-1.0, 1.0], [1.0, -1.0]]))
+        (x0, y0), (x1, y1) = corners[:, :2] / corners[:, 3:4]
+        width, height = round(abs(x1 - x0)), round(abs(y1 - y0))
+        left, top = round(min(x0, x1)), round(min(y0, y1))
+        # Straight to OpenGL, after what vispy has queued: each of vispy's queued commands
+        # costs tens of microseconds, a plain call a few.
+        gloo.get_current_canvas().context.flush_commands()
+        gl.glEnable(gl.GL_SCISSOR_TEST)
+        try:
+            for k, color in enumerate(sky_bands(self.top, self.bottom)):
+                band_top, band_bottom = band_rows(k, height)
+                # glScissor counts rows from the bottom of the framebuffer.
+                gl.glScissor(left, height - band_bottom + top, width, band_bottom - band_top)
+                gl.glClearColor(float(color[0]), float(color[1]), float(color[2]), 1.0)
+                gl.glClear(gl.GL_COLOR_BUFFER_BIT)
+        finally:
+            gl.glDisable(gl.GL_SCISSOR_TEST)
+
+    def _prepare_transforms(self, view) -> None:
+        pass
+
+    def _compute_bounds(self, axis, view):
+        return None
+
+
+SKY_BANDS = 32
+"""Bands of the sky's gradient."""
+
+
+def sky_bands(top, bottom) -> np.ndarray:
+    """(SKY_BANDS, 3) colours of the bands, top to bottom: the gradient at each band's middle."""
+    t = (np.arange(SKY_BANDS) + 0.5) / SKY_BANDS
+    return np.asarray(top) + t[:, None] * (np.asarray(bottom) - np.asarray(top))
+
+
+def band_rows(k: int, height: int) -> tuple[int, int]:
+    """First row and the row after the last (counted from the top) of band ``k`` in ``height`` rows."""
+    return round(k * height / SKY_BANDS), round((k + 1) * height / SKY_BANDS)
+
+
+class SegmentsVisual(Visual):
+    """Line segments with a colour per vertex, in persistent buffers (2K vertices)."""
+
+    def __init__(self, width: float = 1.0) -> None:
+        super().__init__(vcode=_SEGMENTS_VERT, fcode=_SEGMENTS_FRAG)
+        self._pos = gloo.VertexBuffer(np.zeros((2, 3), np.float32))
+        self._color = gloo.VertexBuffer(np.zeros((2, 4), np.float32))
+        self.shared_program["a_position"] = self._pos
+        self.shared_program["a_color"] = self._color
+        self._n = 0
+        self._draw_mode = "lines"
+        self.set_gl_state("translucent", depth_test=True, line_width=width)
+
+    def set_segments(self, points: np.ndarray, colors) -> None:
+        """``points`` (2K, 3): each pair a segment; ``colors`` (2K, 4) or one RGBA."""
+        points = np.ascontiguousarray(points, np.float32).reshape(-1, 3)
+        n = len(points)
+        self.visible = n > 0
+        if n == 0:
+            return
+        colors = np.asarray(colors, np.float32)
+        if colors.ndim == 1:
+            colors = np.broadcast_to(colors, (n, 4))
+        colors = np.ascontiguousarray(colors)
+        if n == self._n:
+            self._pos.set_subdata(points)
+            self._color.set_subdata(colors)
+        else:
+            self._n = n
+            self._pos.set_data(points)
+            self._color.set_data(colors)
+        self.update()
+
+    def _prepare_transforms(self, view) -> None:
+        view.view_program.vert["transform"] = view.get_transform()
+
+    def _prepare_draw(self, view) -> bool:
+        return self._n > 0
+
+    def _compute_bounds(self, axis, view):
+        return None
+
+
+_TRAILS_VERT = """
+attribute vec3 a_position;
+attribute float a_slot;    // 2 * ring slot + 1 for a segment's older end; -2 / -1: the live slot
+uniform float u_head;      // ring slot of the newest sample
+uniform float u_slots;     // ring length K
+uniform float u_frac;      // fraction of a sample interval since the newest sample
+varying float v_age;
+void main() {
+    // Age in sample intervals: the live segment runs from 0 (the boid now) to u_frac
+    // (the newest sample); slot k's runs one interval further back per slot behind the head.
+    float age;
+    if (a_slot < 0.0) {
+        age = a_slot > -1.5 ? u_frac : 0.0;
+    } else {
+        float slot = floor(a_slot * 0.5);
+        age = mod(u_head - slot + u_slots, u_slots) + (a_slot - 2.0 * slot) + u_frac;
+    }
+    v_age = age / (u_slots + 1.0);
+    gl_Position = $transform(vec4(a_position, 1.0));
+}
+"""
+
+_TRAILS_FRAG = """
+uniform vec4 u_color;
+varying float v_age;
+void main() {
+    float fade = clamp(1.0 - v_age, 0.0, 1.0);
+    gl_FragColor = vec4(u_color.rgb, u_color.a * fade * fade);
+}
+"""
+
+
+class TrailsVisual(Visual):
+    """Fading trails: the last ``K`` samples of each boid's path as line segments.
+
+    The samples live in a ring on the GPU: slot ``k`` holds all N boids' segments
+    from sample k - 1 to sample k, so adding a sample rewrites one slot (2N
+    vertices) and nothing else. A last, live slot joins the newest sample to
+    where each boid is now, rewritten every frame. Each vertex knows its slot;
+    its age, hence its fade, follows from the ring's head, a uniform.
+    """
+
+    def __init__(self, slots: int, color, width: float = 1.0) -> None:
+        super().__init__(vcode=_TRAILS_VERT, fcode=_TRAILS_FRAG)
+        self.slots = slots
+        self._pos = gloo.VertexBuffer(np.zeros((2, 3), np.float32))
+        self._slot = gloo.VertexBuffer(np.zeros(2, np.float32))
+        self.shared_program["a_position"] = self._pos
+        self.shared_program["a_slot"] = self._slot
+        self.shared_program["u_color"] = tuple(color)
+        self._draw_mode = "lines"
+        # Not depth_mask=False: vispy leaves the mask as the last visual set it, and a mask left
+        # off stops the next frame from clearing the depth buffer.
+        self.set_gl_state("translucent", depth_test=True, line_width=width)
+        self.n = 0
+        self.head = 0
+        self.frac = 0.0
+
+    def reset(self, positions: np.ndarray, slots: int | None = None) -> None:
+        """Start every trail afresh at ``positions`` (N, 3): all slots hold zero-length segments.
+        ``slots``: a new ring length (default: as it was)."""
+        self.slots = slots or self.slots
+        n = len(positions)
+        self.n = n
+        self.head = 0
+        self.frac = 0.0
+        self.visible = n > 0
+        if n == 0:
+            return
+        p = np.asarray(positions, np.float32)
+        ring = np.broadcast_to(np.repeat(p, 2, axis=0), (self.slots + 1, 2 * n, 3))
+        self._pos.set_data(np.ascontiguousarray(ring).reshape(-1, 3))
+        # Each vertex's code: 2 * slot + 1 for a segment's start (its older end), 2 * slot
+        # for its end; the live slot's start is -1, its end -2.
+        older = np.tile(np.array([1.0, 0.0], np.float32), n)
+        codes = (2.0 * np.arange(self.slots + 1, dtype=np.float32)[:, None] + older).ravel()
+        codes[self.slots * 2 * n :] = np.tile(np.array([-1.0, -2.0], np.float32), n)
+        self._slot.set_data(codes)
+        self.update()
+
+    def add_sample(self, previous: np.ndarray, current: np.ndarray) -> None:
+        """A new sample: segments from ``previous`` to ``current`` (N, 3) into the next slot."""
+        self.head = (self.head + 1) % self.slots
+        self._pos.set_subdata(_segments(previous, current), offset=self.head * 2 * self.n)
+        self.update()
+
+    def set_live(self, newest: np.ndarray, now: np.ndarray, frac: float) -> None:
+        """Segments from the newest sample to where the boids are now; ``frac`` in [0, 1]."""
+        self.frac = frac
+        self._pos.set_subdata(_segments(newest, now), offset=self.slots * 2 * self.n)
+        self.update()
+
+    def _prepare_transforms(self, view) -> None:
+        view.view_program.vert["transform"] = view.get_transform()
+
+    def _prepare_draw(self, view) -> bool:
+        if self.n == 0:
+            return False
+        self.shared_program["u_head"] = float(self.head)
+        self.shared_program["u_slots"] = float(self.slots)
+        self.shared_program["u_frac"] = float(self.frac)
+        return True
+
+    def _compute_bounds(self, axis, view):
+        return None
+
+
+def _segments(start: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """(2N, 3) float32 vertices: start_0, end_0, start_1, end_1, ..."""
+    out = np.empty((len(start), 2, 3), np.float32)
+    out[:, 0] = start
+    out[:, 1] = end
+    return out.reshape(-1, 3)
+
+
+Boids = create_visual_node(BoidsVisual)
+Sky = create_visual_node(SkyVisual)
+Segments = create_visual_node(SegmentsVisual)
+Trails = create_visual_node(TrailsVisual)

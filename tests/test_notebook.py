@@ -1,0 +1,50 @@
+"""The notebook viewer (flock3d.show) driven headless, and Flock._repr_png_."""
+
+import importlib.util
+
+import numpy as np
+import pytest
+from helpers import foreground_mask
+from test_render_pixels import probe
+
+pytestmark = pytest.mark.gui
+
+
+@pytest.mark.skipif(importlib.util.find_spec("jupyter_rfb") is None, reason="jupyter_rfb is not installed")
+def test_the_notebook_widget_shows_a_playing_flock_with_its_controls(tmp_path):
+    data = probe("notebook", tmp_path)
+    for name in ("first", "playing", "uniform", "followed"):
+        image = data[name]
+        assert image.shape == (240, 320, 3), name
+        lit = foreground_mask(image)
+        assert 100 < lit.sum() < 0.5 * lit.size, name  # boids, not an empty (or a filled) frame
+    assert not np.array_equal(data["first"], data["playing"])  # the flock moved between frames
+    stepped, paused_at, still = data["steps"]
+    assert stepped > 20 and still == paused_at  # playing steps; the pause button stops it
+    # The colour control reached the renderer: one warm colour for every boid.
+    px = data["uniform"][foreground_mask(data["uniform"])].astype(int)
+    bright = px[px.max(axis=1) > 120]
+    assert len(bright) > 50 and np.mean(bright[:, 0] > bright[:, 2]) > 0.9
+    assert list(data["widgets"]) == ["CanvasBackend", "HBox", "HBox"]
+
+
+def test_a_flock_shows_itself_as_a_png_in_notebooks(tmp_path):
+    image = probe("repr_png", tmp_path)["image"]
+    assert image.shape[:2] == (360, 480)
+    lit = foreground_mask(image[..., :3])
+    assert 300 < lit.sum() < 0.5 * lit.size
+
+
+def test_show_is_loaded_only_when_asked_for():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, flock3d\n"
+        "assert not any(m.split('.')[0] in ('vispy', 'PySide6', 'jupyter_rfb') for m in sys.modules)\n"
+        "from flock3d import show\n"
+        "assert callable(show) and 'vispy' not in sys.modules\n"  # still nothing drawn, nothing loaded
+        "print('ok')\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr

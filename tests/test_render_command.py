@@ -1,0 +1,96 @@
+"""`flock3d render` at the simulation's pace, --start, fast-start MP4s, and outputs that cannot be written."""
+
+import os
+import re
+
+import imageio.v2 as imageio
+import pytest
+from helpers import assert_clean_failure, flock3d
+
+pytestmark = pytest.mark.gui
+
+SMALL = ("--size", "160x120", "--no-progress")
+
+
+def rendered(*args) -> str:
+    out = flock3d("render", *args)
+    if out.returncode != 0 and "needs EGL" in out.stderr:
+        pytest.skip("no EGL/OpenGL for offscreen rendering here")
+    assert out.returncode == 0, out.stderr
+    return out.stdout
+
+
+def simulated_time(stdout: str) -> float:
+    return float(re.search(r"t = ([0-9.]+) s\)", stdout).group(1))
+
+
+def test_frames_are_taken_at_the_simulations_pace(tmp_path):
+    # The Couzin torus steps 0.1 s at a time: at 30 fps frame 60 shows t = 59/30 s
+    # (the nearest step), not 59 steps = 5.9 s as a step per frame would.
+    stdout = rendered("couzin/torus", "--out", tmp_path / "f.png", "--frames", "60", "--fps", "30", *SMALL)
+    assert abs(simulated_time(stdout) - 59 / 30) <= 0.05 + 1e-9
+    # The default scene steps 1/60 s: frame 31 at 15 fps is t = 2 s.
+    stdout = rendered("default", "--out", tmp_path / "g.png", "--frames", "31", "--fps", "15", *SMALL)
+    assert simulated_time(stdout) == pytest.approx(2.0, abs=1 / 120)
+
+
+def test_mp4_duration_equals_the_simulated_time_and_starts_fast(tmp_path):
+    movie = tmp_path / "m.mp4"
+    stdout = rendered("default", "--out", movie, "--start", "2", "--frames", "45", "--fps", "15", *SMALL)
+    start, end = map(float, re.search(r"simulated t = ([0-9.]+) to ([0-9.]+) s", stdout).groups())
+    assert (start, end) == (2.0, 5.0)
+    reader = imageio.get_reader(movie)
+    frames = sum(1 for _ in reader)
+    assert reader.get_meta_data()["fps"] == 15.0 and frames == 45
+    assert frames / 15.0 == pytest.approx(end - start)  # one second of video per simulated second
+    data = movie.read_bytes()
+    assert 0 <= data.find(b"moov") < data.find(b"mdat")  # the index first: plays while downloading
+
+
+def test_start_simulates_before_drawing(tmp_path):
+    stdout = rendered("default", "--out", tmp_path / "late.png", "--start", "12.5", *SMALL)
+    assert simulated_time(stdout) == pytest.approx(12.5, abs=1 / 120)
+
+
+def test_a_trajectory_plays_at_its_recorded_pace(tmp_path):
+    for every, fps, frames in ((4, 15.0, 31), (60, 30.0, 61)):
+        traj = tmp_path / f"every{every}.h5"
+        assert (
+            flock3d("run", "small-arena", "--steps", "120", "--every", str(every), "--out", traj).returncode
+            == 0
+        )
+        movie = tmp_path / f"every{every}.mp4"
+        rendered(traj, "--out", movie, *SMALL)
+        reader = imageio.get_reader(movie)
+        count = sum(1 for _ in reader)
+        # 120 steps of 1/60 s = 2 s recorded: 2 s of video (and the closing frame) at either rate.
+        assert reader.get_meta_data()["fps"] == fps and count == frames, (every, count)
+
+
+@pytest.mark.parametrize(
+    "out, extra, message",
+    [
+        ("/proc/f.mp4", (), "/proc/f.mp4: cannot write the video"),
+        ("x.png", ("--fps", "1e-9"), "--fps: must be from 1 to 240"),
+        ("x.png", ("--frames", "1000000000"), "at most 100,000 frames"),
+        ("x.mp4", ("--start", "1e12"), "more than the 10,000,000 a render may take"),
+        ("x.mp4", ("--start", "nan"), "--start: must be a finite number"),
+    ],
+)
+def test_outputs_and_numbers_that_cannot_work_fail_cleanly(tmp_path, out, extra, message):
+    result = flock3d("render", "default", "--out", tmp_path / out if not out.startswith("/") else out, *extra,
+                     *SMALL, timeout=120)  # fmt: skip
+    assert_clean_failure(result, message)
+    assert "wrote" not in result.stdout
+    assert result.stderr.strip().splitlines()[-1].startswith(("flock3d render: ", "flock3d render: error:"))
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full to stand for a full disk")
+@pytest.mark.parametrize("name", ["full.png", "full.mp4"])
+def test_a_full_disk_fails_cleanly(tmp_path, name):
+    out = tmp_path / name
+    out.symlink_to("/dev/full")  # every write fails with ENOSPC, as on a full disk
+    result = flock3d("render", "default", "--out", out, "--frames", "3", *SMALL, timeout=120)
+    assert_clean_failure(result, str(out), "No space left on device")
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert "wrote" not in result.stdout
