@@ -289,11 +289,12 @@ def profile(n: int = 100_000, after: float = 60.0, repeats: int = 7, out=sys.std
     """Where the time of one step of the bench scene goes, at the start and after ``after``
     seconds of simulated time; prints it and returns one dict per moment.
 
-    The whole step is timed through ``Flock.step(1)``; each phase is then re-run alone on
-    the same state by the same runtime functions the step calls (``flock3d.core.kernel``):
-    the cell grid, gathering the state in cell order, gathering each cell's candidates,
-    and the turn and move of every boid. The pair loop is the step's time less those
-    phases. Medians of ``repeats`` runs.
+    The whole step is timed through ``Flock.step(5)`` (a fifth of it); each phase is then
+    re-run alone on the same state, stored in cell order as the step keeps it, by the same
+    runtime functions the step calls (``flock3d.core.kernel``): the cell grid, gathering
+    the state in cell order, gathering each cell's candidates, and the turn and move of
+    every boid. The pair loop is the step's time less those phases. Medians of ``repeats``
+    runs.
     """
     from flock3d.flock import Flock
 
@@ -332,27 +333,42 @@ def _profile_state(flock, repeats: int) -> dict:
             times.append(time.perf_counter() - t)
         return float(np.median(times)) * 1e3
 
-    def one_step():
-        flock.state.assign(start)
-        flock.step(1)
+    steps = 5
 
-    step_ms = timed(one_step)
+    def some_steps():
+        flock.state.assign(start)
+        flock.step(steps)
+
+    step_ms = timed(some_steps) / steps
     flock.state.assign(start)
     reach = params.view_distance
-    pos, vel, quat = state.positions, state.velocities, state.orientations
-    grid_ms = timed(build_grid, pos, reach)
-    grid = build_grid(pos, reach)
     n_chunks = max(1, (n + kernel.BOIDS_PER_CHUNK - 1) // kernel.BOIDS_PER_CHUNK)
     cols, heads = np.empty((6, n)), np.empty((3, n))
-    gather_ms = timed(_gather_pass, grid.order, pos, vel, quat, cols, heads, n_chunks)
+
+    def rows():
+        return (np.empty(n, dtype=np.int64), np.empty((n, 3)), np.empty((n, 3)), np.empty((n, 4)),
+                np.empty(n, dtype=np.int64))  # fmt: skip
+
+    # Between steps the step keeps the boids stored in cell order: put them so once, then
+    # time each phase on rows stored as they are in the middle of a run.
+    grid = build_grid(state.positions, reach)
     bounds = kernel.chunk_cells(grid.cell_start, n, n_chunks)
+    ids, pos, vel, quat, wp = stored = rows()
+    _gather_pass(bounds, grid, np.arange(n), state.positions, state.velocities, state.orientations,
+                 state.waypoints, stored, cols, heads)  # fmt: skip
+    grid_ms = timed(build_grid, pos, reach)
+    grid = build_grid(pos, reach)
+    bounds = kernel.chunk_cells(grid.cell_start, n, n_chunks)
+    gathered = rows()
+    gather_ms = timed(_gather_pass, bounds, grid, ids, pos, vel, quat, wp, gathered, cols, heads)
     counts = np.zeros((n_chunks, 2), dtype=np.int64)
     candidates_ms = timed(_candidates_pass, grid, cols, bounds, reach * reach, counts)
     box = np.array([*params.arena_center, *params.half_extents])
     turn = np.array([params.dt, params.min_speed, params.max_speed,
                      *kernel_turn_limit(params)])  # fmt: skip
     scratch = np.empty((n, 10))
-    turn_ms = timed(_turn_pass, pos, vel, quat, heads, grid.order, turn, box, scratch, n_chunks)
+    _, pos, vel, quat, _ = gathered
+    turn_ms = timed(_turn_pass, pos, vel, quat, heads, turn, box, scratch, n_chunks)
     seen = _seen_pairs(pos, heads, grid, cols, reach, kernel.cone_threshold(params.fov))
     within = neighbours_within_view(pos) * n
     pair_ms = max(step_ms - grid_ms - gather_ms - candidates_ms - turn_ms, 0.0)
@@ -404,13 +420,16 @@ def _print_profile(row: dict, out) -> None:
     )
 
 
-@numba.njit(parallel=True, cache=True)
-def _gather_pass(order, pos, vel, quat, cols, heads, n_chunks):
-    for t in numba.prange(n_chunks):
-        kernel.gather(np.int64(t), n_chunks, order, pos, vel, quat, cols, heads, False, False)
+# Not cached: they compile in the kernel's functions, and numba would not see those change.
+@numba.njit(parallel=True)
+def _gather_pass(bounds, grid, ids, pos, vel, quat, wp, to, cols, heads):
+    """The step's gather: the state (rows ``ids``..) into cell order in ``to``, ``cols`` and ``heads``."""
+    for t in numba.prange(bounds.shape[0] - 1):
+        kernel.gather(np.int64(t), bounds, grid.cell_start, grid.order, ids, pos, vel, quat, wp, to[0], to[1],
+                      to[2], to[3], to[4], cols, heads, False, False)  # fmt: skip
 
 
-@numba.njit(parallel=True, cache=True)
+@numba.njit(parallel=True)
 def _candidates_pass(grid, cols, bounds, reach2, counts):
     """Every cell's candidates, as a step gathers them; counts (chunks, 2): boids scanned and
     candidates kept, summed over the boids of each chunk."""
@@ -432,14 +451,14 @@ def _candidates_pass(grid, cols, bounds, reach2, counts):
         counts[t, 0], counts[t, 1] = scanned, kept
 
 
-@numba.njit(parallel=True, cache=True, fastmath=kernel.FAST)
-def _turn_pass(pos, vel, quat, heads, order, turn, box, scratch, n_chunks):
+@numba.njit(parallel=True, fastmath=kernel.FAST)
+def _turn_pass(pos, vel, quat, heads, turn, box, scratch, n_chunks):
     """Every boid's turn towards a desired velocity, move and settle, written to ``scratch``."""
     n = pos.shape[0]
     dt, s_min, s_max, cos_max, cos_half, sin_half = turn[0], turn[1], turn[2], turn[3], turn[4], turn[5]
     for t in numba.prange(n_chunks):
         for k in range(n * t // n_chunks, n * (t + 1) // n_chunks):
-            i = order[k]
+            i = k  # rows in cell order, as the step stores them
             # A desired velocity off the current one, so that the turn does its full work.
             ux, uy, uz = vel[i, 0] + 0.3, vel[i, 1] - 0.2, vel[i, 2] + 0.1
             nw, nx, ny, nz, nvx, nvy, nvz = kernel.turn_heading(
@@ -455,7 +474,7 @@ def _turn_pass(pos, vel, quat, heads, order, turn, box, scratch, n_chunks):
                 scratch[i, 7], scratch[i, 8], scratch[i, 9] = px, py, pz
 
 
-@numba.njit(parallel=True, cache=True)
+@numba.njit(parallel=True)
 def _seen_pairs(pos, heads, grid, cols, reach, cone):
     """Pairs (i, j) with j within ``reach`` of i and inside i's cone (``cone``: the cone test's threshold)."""
     n = pos.shape[0]

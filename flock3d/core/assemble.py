@@ -314,6 +314,10 @@ class _Generator:
     def __init__(self, layout: Layout) -> None:
         self.layout = layout
         self.used: list[str] = []
+        #: The synchronous step's candidate buffers are padded to a multiple of 8 with
+        #: entries that no test accepts (see ``kernel.fill_candidates``): its pair loop
+        #: then runs whole SIMD vectors, without a scalar remainder.
+        self.padded = layout.update == "synchronous"
 
     def v(self, name: str) -> str:
         """The local variable holding value ``name`` of pv (unpacked at the top of a function)."""
@@ -340,7 +344,7 @@ class _Generator:
         masks: dict[tuple[str, str], str] = {}
         for term in terms:
             c(f"n_{term} = 0.0", f"s_{term}_x = s_{term}_y = s_{term}_z = 0.0")
-        c("for jj in range(m):")
+        c("for jj in range((m + 7) & -8):" if self.padded else "for jj in range(m):")
         c.indent()
         c("j = numba.uint64(jj)",
           "dx = bx[j] - px", "dy = by[j] - py", "dz = bz[j] - pz",
@@ -386,16 +390,16 @@ class _Generator:
           "try:",
           f"    r = U_rule{k}(p_i, v_i, p_j, v_j)",
           "except Exception:",
-          f"    record(status, t, RULE_RAISED, i, {k})",
+          f"    record(status, t, RULE_RAISED, boid, {k})",
           "    failed = True",
           "    break",
           "if len(r) != 3:",
-          f"    record(status, t, RULE_SHAPE, i, {k})",
+          f"    record(status, t, RULE_SHAPE, boid, {k})",
           "    failed = True",
           "    break",
           "tx, ty, tz = float(r[0]), float(r[1]), float(r[2])",
           "if not (abs(tx) < np.inf and abs(ty) < np.inf and abs(tz) < np.inf):",
-          f"    record(status, t, RULE_NOT_FINITE, i, {k})",
+          f"    record(status, t, RULE_NOT_FINITE, boid, {k})",
           "    failed = True",
           "    break",
           f"n_rule{k} += 1.0",
@@ -460,17 +464,17 @@ class _Generator:
               "try:",
               f"    r = U_force{k}(p_i, v_i, now)",
               "except Exception:",
-              f"    record(status, t, RULE_RAISED, i, {len(L.rules) + k})",
+              f"    record(status, t, RULE_RAISED, boid, {len(L.rules) + k})",
               "    failed = True",
               "    r = p_i",
               "if len(r) != 3:",
-              f"    record(status, t, RULE_SHAPE, i, {len(L.rules) + k})",
+              f"    record(status, t, RULE_SHAPE, boid, {len(L.rules) + k})",
               "    failed = True",
               "    r = p_i",
               f"w = {v(f'force{k}_w')}",
               "tx, ty, tz = w * float(r[0]), w * float(r[1]), w * float(r[2])",
               "if not (abs(tx) < np.inf and abs(ty) < np.inf and abs(tz) < np.inf):",
-              f"    record(status, t, RULE_NOT_FINITE, i, {len(L.rules) + k})",
+              f"    record(status, t, RULE_NOT_FINITE, boid, {len(L.rules) + k})",
               "    failed = True")  # fmt: skip
         else:  # pragma: no cover - stage_names only yields the stages above
             raise AssertionError(stage)
@@ -537,10 +541,10 @@ class _Generator:
     def chunk_head(self, c: _Code) -> None:
         """The chunk function's signature and set-up (the same for every synchronous layout)."""
         c("@_chunk",
-          "def chunk(t, bounds, gf, gi, order, start, cols, heads, pos, vel, quat, waypoints, pv, flags, box, sides,",
+          "def chunk(t, bounds, gf, gi, ids, start, cols, heads, pos, vel, quat, waypoints, pv, flags, box, sides,",
           "          attractors, path, obstacles, wind_u, gradient, hunters, status, now, seed, step_count):",
           _UNPACK,
-          "    grid = CellGrid(gf[0], gf[1], gf[2], gf[3], gi[0], gi[1], gi[2], order, start, gf[4], gf[5])",
+          "    grid = CellGrid(gf[0], gf[1], gf[2], gf[3], gi[0], gi[1], gi[2], ids, start, gf[4], gf[5])",
           "    colt = (cols[0], cols[1], cols[2], cols[3], cols[4], cols[5])",
           "    xs, ys, zs, vxs, vys, vzs = colt",
           "    fxs, fys, fzs = heads[0], heads[1], heads[2]",
@@ -554,7 +558,7 @@ class _Generator:
           "            continue",
           f"        m = fill_candidates(c, grid, colt, {self.v('reach')} * {self.v('reach')}, buf, periodic, sides)",
           "        for k in range(start[c], start[c + 1]):",
-          "            i = order[k]",
+          "            i, boid = k, ids[k]  # the row of the state, and the boid's public index",
           "            px, py, pz = xs[k], ys[k], zs[k]",
           "            vx, vy, vz = vxs[k], vys[k], vzs[k]",
           "            fx, fy, fz = fxs[k], fys[k], fzs[k]",
@@ -578,7 +582,7 @@ class _Generator:
     def hunt(self, c: _Code) -> None:
         if "flee" in self.layout.stages:
             v = self.v
-            c(f"hunt(pred_pos, pred_vel, pred_quat, pos, box, periodic, wraps, planar, {v('predator_speed')}, dt, "
+            c(f"hunt(pred_pos, pred_vel, pred_quat, pos, np.arange(n), box, periodic, wraps, planar, {v('predator_speed')}, dt, "
               f"{v('predator_cos_max')}, {v('predator_cos_half')}, {v('predator_sin_half')})")  # fmt: skip
 
     def boids_in_place(self) -> str:
@@ -613,7 +617,8 @@ class _Generator:
         if L.update == "sequential":
             c("for i in range(n):")
             c.indent()
-            c("px, py, pz = pos[i, 0], pos[i, 1], pos[i, 2]",
+            c("boid = i",
+              "px, py, pz = pos[i, 0], pos[i, 1], pos[i, 2]",
               "vx, vy, vz = vel[i, 0], vel[i, 1], vel[i, 2]",
               "fx, fy, fz = heads[i, 0], heads[i, 1], heads[i, 2]",
               "qw, qx, qy, qz = quat[i, 0], quat[i, 1], quat[i, 2], quat[i, 3]",
@@ -644,7 +649,8 @@ class _Generator:
         for stage in L.stages:
             c(f"# stage: {stage}", "for i in range(n):")
             c.indent()
-            c("if broken[i]:",
+            c("boid = i",
+              "if broken[i]:",
               "    continue",
               "px, py, pz = pos[i, 0], pos[i, 1], pos[i, 2]",
               "vx, vy, vz = vel[i, 0], vel[i, 1], vel[i, 2]",
@@ -675,7 +681,8 @@ class _Generator:
             c.dedent()
         c("# every boid turns and moves", "for i in range(n):")
         c.indent()
-        c("if broken[i]:",
+        c("boid = i",
+          "if broken[i]:",
           "    vel[i, 0], vel[i, 1], vel[i, 2] = vel0[i, 0], vel0[i, 1], vel0[i, 2]",
           "    continue",
           "px, py, pz = pos[i, 0], pos[i, 1], pos[i, 2]",
@@ -705,7 +712,7 @@ class _Generator:
           "    vel[i, 0], vel[i, 1], vel[i, 2] = nvx, nvy, nvz",
           "    pos[i, 0], pos[i, 1], pos[i, 2] = npx, npy, npz",
           "else:",
-          "    record(status, t, NOT_FINITE, i, -1)")  # fmt: skip
+          "    record(status, t, NOT_FINITE, boid, -1)")  # fmt: skip
 
     def couzin(self) -> str:
         """The Couzin model's chunk: the buffer carries unit headings (bvx.. are headings)."""
@@ -718,7 +725,7 @@ class _Generator:
           f"                {v('cone')})",
           "            ux, uy, uz = C.zone_direction(n_r, rx, ry, rz, n_o, ox, oy, oz, n_a, ax, ay, az, fx, fy, fz,",
           "                                          planar)",
-          f"            ux, uy, uz = C.perturbed(ux, uy, uz, planar, {v('sigma')}, seed, step_count, i)",
+          f"            ux, uy, uz = C.perturbed(ux, uy, uz, planar, {v('sigma')}, seed, step_count, boid)",
           "            failed = False")  # fmt: skip
         c.indent(3)
         self.turn_and_write(c, v("speed"), v("speed"))

@@ -65,6 +65,7 @@ __all__ = [
     "fill_candidates",
     "fill_around",
     "gather",
+    "sort_cells_by_id",
     "image",
     "settle",
     "clamp_speed",
@@ -194,6 +195,7 @@ def fill_candidates(c, grid, cols, reach2, buf, periodic, sides):
     Candidates are the boids of the 27 surrounding cells whose distance to c's box is
     below sqrt(reach2). In a periodic arena (box sides ``sides`` (3,)) each is copied
     at its image nearest to c, so plain distances in ``buf`` are minimum-image ones.
+    Entries m .. multiple of 8 above m are padding: NaN positions and zero velocities.
     ``grid`` is the step's :class:`~flock3d.core.neighbors.CellGrid`; ``cols`` and
     ``buf`` are 6-tuples of 1-D arrays, x, y, z first (the other three are copied
     along). Returns the number copied.
@@ -232,6 +234,12 @@ def fill_candidates(c, grid, cols, reach2, buf, periodic, sides):
                     buf[0][mm], buf[1][mm], buf[2][mm] = x_, y_, z_
                     buf[3][mm], buf[4][mm], buf[5][mm] = cols[3][j], cols[4][j], cols[5][j]
                     m += 1 if gx * gx + gy * gy + gz * gz < reach2 else 0
+    # Pad to a multiple of 8 with NaN positions: every comparison with them is false, so the
+    # pair loop can run whole SIMD vectors (``buf`` holds 8 spare entries, see chunk_buffer).
+    for q in range(m, (m + 7) & -8):
+        buf[0][q], buf[1][q], buf[2][q] = np.nan, np.nan, np.nan
+        for col in range(3, len(cols)):
+            buf[col][q] = 0.0
     return m
 
 
@@ -243,7 +251,7 @@ def chunk_buffer(c_lo, c_hi, grid, n_columns, periodic):
     for c in range(c_lo, c_hi):
         if start[c + 1] > start[c]:
             cap = max(cap, count_candidates(c, grid, periodic))
-    return np.empty((n_columns, cap))
+    return np.empty((n_columns, cap + 8))  # + 8: room to pad to whole SIMD vectors
 
 
 @shared
@@ -293,22 +301,62 @@ def fill_around(px, py, pz, grid, pos, vel, reach2, buf, periodic, box):
 
 
 @shared
-def gather(t, n_chunks, order, pos, vel, quat, cols, heads, heading_from_velocity, headings_in_cols):
-    """Chunk ``t`` of the start-of-step state, in cell order: positions and velocities into
-    the rows of ``cols`` (6, N), each boid's unit heading into ``heads`` (3, N).
+def sort_cells_by_id(c_lo, c_hi, start, order, ids):
+    """Put the boids of each cell ``c_lo .. c_hi - 1`` in the order of their public ids.
+
+    ``order`` (N,) lists storage rows by cell; ``ids`` (N,) is each row's public index.
+    The order of a cell's boids fixes the order of every sum over them, so it must not
+    depend on how the rows happen to be stored: by public id it is what a stable sort of
+    the flock in its public order gives. Rows come stored in the last step's cell order,
+    so most cells are sorted already and an insertion sort is linear; a crowded cell
+    takes a merge sort instead.
+    """
+    for c in range(c_lo, c_hi):
+        a, b = start[c], start[c + 1]
+        if b - a > 48:
+            keys = np.empty(b - a, dtype=np.int64)
+            for k in range(a, b):
+                keys[k - a] = ids[order[k]]
+            perm = np.argsort(keys, kind="mergesort")
+            rows = order[a:b].copy()
+            for k in range(b - a):
+                order[a + k] = rows[perm[k]]
+            continue
+        for k in range(a + 1, b):
+            r = order[k]
+            key = ids[r]
+            m = k
+            while m > a and ids[order[m - 1]] > key:
+                order[m] = order[m - 1]
+                m -= 1
+            order[m] = r
+
+
+@shared
+def gather(t, bounds, start, order, ids, pos, vel, quat, wp, ids_to, pos_to, vel_to, quat_to, wp_to, cols,
+           heads, heading_from_velocity, headings_in_cols):  # fmt: skip
+    """Chunk ``t`` (cells ``bounds[t] .. bounds[t + 1] - 1``) of the start-of-step state, in
+    cell order: the state rows (``ids``, ``pos``, ``vel``, ``quat``, ``wp``) copied to the
+    same rows of the ``*_to`` arrays, positions and velocities into the rows of ``cols``
+    (6, N), each boid's unit heading into ``heads`` (3, N).
 
     The heading is the forward axis of its orientation, or with ``heading_from_velocity``
     (the ``mesh`` turn limit: boids see along their motion) its velocity's direction.
     With ``headings_in_cols`` (the Couzin model) ``cols`` carries headings, not velocities.
     """
-    n = order.shape[0]
-    for k in range(n * t // n_chunks, n * (t + 1) // n_chunks):
+    c_lo, c_hi = bounds[t], bounds[t + 1]
+    sort_cells_by_id(c_lo, c_hi, start, order, ids)
+    for k in range(start[c_lo], start[c_hi]):
         i = order[k]
-        cols[0, k], cols[1, k], cols[2, k] = pos[i, 0], pos[i, 1], pos[i, 2]
+        ids_to[k], wp_to[k] = ids[i], wp[i]
+        px, py, pz = pos[i, 0], pos[i, 1], pos[i, 2]
+        pos_to[k, 0], pos_to[k, 1], pos_to[k, 2] = px, py, pz
+        cols[0, k], cols[1, k], cols[2, k] = px, py, pz
         vx, vy, vz = vel[i, 0], vel[i, 1], vel[i, 2]
-        hx, hy, hz = heading(
-            quat[i, 0], quat[i, 1], quat[i, 2], quat[i, 3], vx, vy, vz, heading_from_velocity
-        )
+        vel_to[k, 0], vel_to[k, 1], vel_to[k, 2] = vx, vy, vz
+        qw, qx, qy, qz = quat[i, 0], quat[i, 1], quat[i, 2], quat[i, 3]
+        quat_to[k, 0], quat_to[k, 1], quat_to[k, 2], quat_to[k, 3] = qw, qx, qy, qz
+        hx, hy, hz = heading(qw, qx, qy, qz, vx, vy, vz, heading_from_velocity)
         heads[0, k], heads[1, k], heads[2, k] = hx, hy, hz
         if headings_in_cols:
             vx, vy, vz = hx, hy, hz
@@ -446,26 +494,27 @@ def is_sound(px, py, pz, vx, vy, vz):
 
 
 @shared
-def hunt(
-    pred_pos, pred_vel, pred_quat, pos, box, periodic, wrap, planar, speed, dt, cos_max, cos_half, sin_half
-):
+def hunt(pred_pos, pred_vel, pred_quat, pos, ids, box, periodic, wrap, planar, speed, dt, cos_max, cos_half,
+         sin_half):  # fmt: skip
     """Predators: turn (at their own rate) towards their nearest boid and fly on at their speed.
 
-    Reads only the boids' start-of-step positions; the lowest index wins a tie.
+    Reads only the boids' start-of-step positions ``pos`` (N, 3), whose rows hold the boids of
+    public index ``ids`` (N,); the lowest public index wins a tie.
     """
     n = pos.shape[0]
     for k in range(pred_pos.shape[0]):
         qx, qy, qz = pred_pos[k, 0], pred_pos[k, 1], pred_pos[k, 2]
         ex, ey, ez = forward_of(pred_quat[k, 0], pred_quat[k, 1], pred_quat[k, 2], pred_quat[k, 3])
         best = np.inf
+        best_id = n
         bx = by = bz = 0.0
         for j in range(n):
             dx = image(pos[j, 0] - qx, 2.0 * box[3], periodic)
             dy = image(pos[j, 1] - qy, 2.0 * box[4], periodic)
             dz = image(pos[j, 2] - qz, 2.0 * box[5], periodic and not planar)
             d2 = dx * dx + dy * dy + dz * dz
-            if d2 < best:
-                best, bx, by, bz = d2, dx, dy, dz
+            if d2 < best or (d2 == best and ids[j] < best_id and best < np.inf):
+                best, best_id, bx, by, bz = d2, ids[j], dx, dy, dz
         if planar:
             bz = 0.0
         d = math.sqrt(bx * bx + by * by + bz * bz)
@@ -502,13 +551,13 @@ CHUNK_SIGNATURE = types.void(
     _F1,
     _I1,
     _I1,
-    _I1,  # bounds; grid floats (origin, cell sizes), ints (nx, ny, nz); order; cell_start
+    _I1,  # bounds; grid floats (origin, cell sizes), ints (nx, ny, nz); ids (row's boid); cell_start
     _F2,
     _F2,  # cols (6, N): start-of-step positions and velocities in cell order; heads (3, N)
     _F2,
     _F2,
     _F2,
-    _I1,  # pos, vel, quat, waypoints: the live state, written row by row
+    _I1,  # pos, vel, quat, waypoints: the state in cell order (row k: boid ids[k]), written row by row
     _F1,
     types.boolean[::1],
     _F1,
@@ -533,25 +582,26 @@ one compiled parallel driver calls any of them through a function pointer)."""
 PERIODIC, WRAPS, PLANAR, MESH, COUZIN = range(5)
 
 
-def _run_chunks(n_chunks, chunk, bounds, gf, gi, order, start, cols, heads, pos, vel, quat, waypoints, pv,
-                flags, box, sides, attractors, path, obstacles, wind_u, gradient, hunters, status, now, seed,
-                step):  # fmt: skip
+def _run_chunks(n_chunks, chunk, bounds, gf, gi, order, start, cols, heads, ids, pos, vel, quat, waypoints,
+                ids_to, pos_to, vel_to, quat_to, wp_to, pv, flags, box, sides, attractors, path, obstacles,
+                wind_u, gradient, hunters, status, now, seed, step):  # fmt: skip
     for t in prange(n_chunks):
-        gather(np.int64(t), n_chunks, order, pos, vel, quat, cols, heads, flags[MESH], flags[COUZIN])
+        gather(np.int64(t), bounds, start, order, ids, pos, vel, quat, waypoints, ids_to, pos_to, vel_to,
+               quat_to, wp_to, cols, heads, flags[MESH], flags[COUZIN])  # fmt: skip
     for t in prange(n_chunks):
         chunk(
             np.int64(t),
             bounds,
             gf,
             gi,
-            order,
+            ids_to,
             start,
             cols,
             heads,
-            pos,
-            vel,
-            quat,
-            waypoints,
+            pos_to,
+            vel_to,
+            quat_to,
+            wp_to,
             pv,
             flags,
             box,
@@ -569,6 +619,18 @@ def _run_chunks(n_chunks, chunk, bounds, gf, gi, order, start, cols, heads, pos,
         )
 
 
+@shared
+def _unpermute(ids, pos, vel, quat, waypoints, pos_to, vel_to, quat_to, wp_to):
+    """Rows k of ``pos``.. (the boid of public index ``ids[k]``) to rows ``ids[k]`` of ``pos_to``.."""
+    for k in range(ids.shape[0]):
+        i = ids[k]
+        pos_to[i, 0], pos_to[i, 1], pos_to[i, 2] = pos[k, 0], pos[k, 1], pos[k, 2]
+        vel_to[i, 0], vel_to[i, 1], vel_to[i, 2] = vel[k, 0], vel[k, 1], vel[k, 2]
+        for a in range(4):
+            quat_to[i, a] = quat[k, a]
+        wp_to[i] = waypoints[k]
+
+
 def _advance(chunk, pos, vel, quat, waypoints, pred_pos, pred_vel, pred_quat, n_steps, time0, step0, seed, pv,
              flags, box, attractors, path, obstacles, wind_u, gradient, status, fixed):  # fmt: skip
     n = pos.shape[0]
@@ -580,13 +642,30 @@ def _advance(chunk, pos, vel, quat, waypoints, pred_pos, pred_vel, pred_quat, n_
     gi = np.empty(3, dtype=np.int64)
     periodic, wraps, planar = flags[PERIODIC], flags[WRAPS], flags[PLANAR]
     reach, dt = fixed[0], fixed[1]
+    # Between steps the boids are stored in the last step's cell order (ids: the public index
+    # of each row), in two sets of arrays used in turn: the caller's and a second one. A step
+    # then reads and writes its rows nearly in sequence instead of at random; the public order
+    # is restored at the end. Each boid's sums run in the order of (cell, public index), so
+    # the result does not depend on how rows are stored.
+    ids = np.arange(n)
+    ids_b, pos_b, vel_b = np.empty(n, dtype=np.int64), np.empty_like(pos), np.empty_like(vel)
+    quat_b, wp_b = np.empty_like(quat), np.empty_like(waypoints)
+    pos_a, vel_a, quat_a, wp_a = pos, vel, quat, waypoints
+    in_b = False
+    done = n_steps
     for s in range(n_steps):
-        if periodic:  # given or edited positions may lie outside the box
-            wrap_into_box(pos, vel, box, planar)
-            wrap_into_box(pred_pos, pred_vel, box, planar)
-            grid = build_periodic_grid(pos, box[:3], box[3:], reach, planar)
+        if in_b:
+            ids_c, pos_c, vel_c, quat_c, wp_c = ids_b, pos_b, vel_b, quat_b, wp_b
+            ids_t, pos_t, vel_t, quat_t, wp_t = ids, pos_a, vel_a, quat_a, wp_a
         else:
-            grid = build_grid(pos, reach)
+            ids_c, pos_c, vel_c, quat_c, wp_c = ids, pos_a, vel_a, quat_a, wp_a
+            ids_t, pos_t, vel_t, quat_t, wp_t = ids_b, pos_b, vel_b, quat_b, wp_b
+        if periodic:  # given or edited positions may lie outside the box
+            wrap_into_box(pos_c, vel_c, box, planar)
+            wrap_into_box(pred_pos, pred_vel, box, planar)
+            grid = build_periodic_grid(pos_c, box[:3], box[3:], reach, planar)
+        else:
+            grid = build_grid(pos_c, reach)
         gf[0], gf[1], gf[2] = grid.origin_x, grid.origin_y, grid.origin_z
         gf[3], gf[4], gf[5] = grid.cell_size, grid.cell_size_y, grid.cell_size_z
         gi[0], gi[1], gi[2] = grid.nx, grid.ny, grid.nz
@@ -597,7 +676,8 @@ def _advance(chunk, pos, vel, quat, waypoints, pred_pos, pred_vel, pred_quat, n_
                 pred_pos,
                 pred_vel,
                 pred_quat,
-                pos,
+                pos_c,
+                ids_c,
                 box,
                 periodic,
                 wraps,
@@ -608,39 +688,24 @@ def _advance(chunk, pos, vel, quat, waypoints, pred_pos, pred_vel, pred_quat, n_
                 fixed[4],
                 fixed[5],
             )
-        _run_chunks_compiled(
-            n_chunks,
-            chunk,
-            bounds,
-            gf,
-            gi,
-            grid.order,
-            grid.cell_start,
-            cols,
-            heads,
-            pos,
-            vel,
-            quat,
-            waypoints,
-            pv,
-            flags,
-            box,
-            sides,
-            attractors,
-            path,
-            obstacles,
-            wind_u,
-            gradient,
-            hunters,
-            status,
-            time0 + s * dt,
-            seed,
-            step0 + s,
-        )
+        _run_chunks_compiled(n_chunks, chunk, bounds, gf, gi, grid.order, grid.cell_start, cols, heads,
+                             ids_c, pos_c, vel_c, quat_c, wp_c, ids_t, pos_t, vel_t, quat_t, wp_t, pv, flags,
+                             box, sides, attractors, path, obstacles, wind_u, gradient, hunters, status,
+                             time0 + s * dt, seed, step0 + s)  # fmt: skip
+        in_b = not in_b
+        failed = False
         for t in range(n_chunks):
             if status[t, 0] != OK:
-                return s + 1
-    return n_steps
+                failed = True
+        if failed:
+            done = s + 1
+            break
+    if in_b:
+        _unpermute(ids_b, pos_b, vel_b, quat_b, wp_b, pos, vel, quat, waypoints)
+    elif done > 0:
+        pos_b[:], vel_b[:], quat_b[:], wp_b[:] = pos, vel, quat, waypoints
+        _unpermute(ids, pos_b, vel_b, quat_b, wp_b, pos, vel, quat, waypoints)
+    return done
 
 
 _driver: list = []
@@ -657,7 +722,9 @@ def synchronous_driver():
     global _run_chunks_compiled
     if not _driver:
         chunk_type = types.FunctionType(CHUNK_SIGNATURE)
-        run_signature = types.void(types.int64, chunk_type, *CHUNK_SIGNATURE.args[1:])
+        rows = (_I1, _F2, _F2, _F2, _I1)  # a set of state arrays: ids, pos, vel, quat, waypoints
+        head, tail = CHUNK_SIGNATURE.args[1:8], CHUNK_SIGNATURE.args[12:]
+        run_signature = types.void(types.int64, chunk_type, *head, *rows, *rows, *tail)
         _run_chunks_compiled = numba.njit(
             run_signature, fastmath=FAST, error_model="numpy", cache=True, parallel=True, nogil=True
         )(_run_chunks)
@@ -686,6 +753,8 @@ def synchronous_driver():
             _F1,
         )
         _driver.append(
-            numba.njit(advance_signature, fastmath=FAST, error_model="numpy", cache=True, nogil=True)(_advance)
+            numba.njit(advance_signature, fastmath=FAST, error_model="numpy", cache=True, nogil=True)(
+                _advance
+            )
         )
     return _driver[0]
