@@ -361,8 +361,9 @@ def _profile_state(flock, repeats: int) -> dict:
     bounds = kernel.chunk_cells(grid.cell_start, n, n_chunks)
     gathered = rows()
     gather_ms = timed(_gather_pass, bounds, grid, ids, pos, vel, quat, wp, gathered, cols, heads)
-    counts = np.zeros((n_chunks, 2), dtype=np.int64)
-    candidates_ms = timed(_candidates_pass, grid, cols, bounds, reach * reach, counts)
+    counts = np.zeros((n_chunks, 3), dtype=np.int64)
+    candidates_ms = timed(_candidates_pass, grid, cols, bounds, reach * reach, counts, False)
+    _candidates_pass(grid, cols, bounds, reach * reach, counts, True)
     box = np.array([*params.arena_center, *params.half_extents])
     turn = np.array([params.dt, params.min_speed, params.max_speed,
                      *kernel_turn_limit(params)])  # fmt: skip
@@ -385,6 +386,7 @@ def _profile_state(flock, repeats: int) -> dict:
         "turn_ms": turn_ms,
         "scanned_per_boid": counts[:, 0].sum() / n,
         "candidates_per_boid": counts[:, 1].sum() / n,
+        "copied_per_boid": counts[:, 2].sum() / n,
         "within_per_boid": within / n,
         "seen_per_boid": seen / n,
         "pairs_per_ns_core": within / (step_ms * 1e6 * threads),
@@ -407,7 +409,8 @@ def _print_profile(row: dict, out) -> None:
                       ("turn and move", "turn_ms")):  # fmt: skip
         print(f"    {name:<22} {row[key]:>8.2f} ms {100 * row[key] / step:>5.0f}%", file=out)
     print(
-        f"    per boid: {row['scanned_per_boid']:.1f} boids scanned in the 27 cells, "
+        f"    per boid: {row['scanned_per_boid']:.1f} boids in the 27 cells around, "
+        f"{row['copied_per_boid']:.1f} copied to candidate buffers, "
         f"{row['candidates_per_boid']:.1f} candidates in the pair loop, "
         f"{row['within_per_boid']:.1f} within view distance, {row['seen_per_boid']:.1f} seen",
         file=out,
@@ -430,25 +433,39 @@ def _gather_pass(bounds, grid, ids, pos, vel, quat, wp, to, cols, heads):
 
 
 @numba.njit(parallel=True)
-def _candidates_pass(grid, cols, bounds, reach2, counts):
-    """Every cell's candidates, as a step gathers them; counts (chunks, 2): boids scanned and
-    candidates kept, summed over the boids of each chunk."""
+def _candidates_pass(grid, cols, bounds, reach2, counts, count):
+    """Every row segment's candidate buffer, as a step fills them. With ``count``, counts
+    (chunks, 3) gets, summed over each chunk's boids: the boids in the 27 cells around,
+    the candidates of the pair loop, and (over its row segments) the entries copied."""
     n_chunks = bounds.shape[0] - 1
-    start = grid.cell_start
+    start, nx, ny = grid.cell_start, grid.nx, grid.ny
     colt = (cols[0], cols[1], cols[2], cols[3], cols[4], cols[5])
     sides = np.ones(3)
     for t in numba.prange(n_chunks):
-        b = kernel.chunk_buffer(bounds[t], bounds[t + 1], grid, 6, False)
+        b, xoff = kernel.rows_buffer(bounds[t], bounds[t + 1], grid, False)
         buf = (b[0], b[1], b[2], b[3], b[4], b[5])
-        scanned = kept = 0
-        for c in range(bounds[t], bounds[t + 1]):
-            k = start[c + 1] - start[c]
-            if k == 0:
+        scanned = kept = copied = 0
+        c_next, c_hi = bounds[t], bounds[t + 1]
+        while c_next < c_hi:
+            r = c_next // nx
+            first, last = c_next, min(c_hi, (r + 1) * nx) - 1
+            c_next = last + 1
+            while first <= last and start[first + 1] == start[first]:
+                first += 1
+            while last >= first and start[last + 1] == start[last]:
+                last -= 1
+            if first > last:
                 continue
-            m = kernel.fill_candidates(c, grid, colt, reach2, buf, False, sides)
-            scanned += k * kernel.count_candidates(c, grid, False)
-            kept += k * m
-        counts[t, 0], counts[t, 1] = scanned, kept
+            xa, xb = kernel.row_span(first - r * nx, last - r * nx, nx, False)
+            copied += kernel.fill_row(r % ny, r // ny, xa, xb, grid, colt, reach2, buf, xoff, False, sides)
+            if not count:
+                continue
+            for c in range(first, last + 1):
+                k = start[c + 1] - start[c]
+                x = c - r * nx
+                kept += k * (xoff[min(x + 1, xb) - xa + 1] - xoff[max(x - 1, xa) - xa])
+                scanned += k * kernel.count_candidates(c, grid, False) if k else 0
+        counts[t, 0], counts[t, 1], counts[t, 2] = scanned, kept, copied
 
 
 @numba.njit(parallel=True, fastmath=kernel.FAST)

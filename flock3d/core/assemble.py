@@ -315,7 +315,7 @@ class _Generator:
         self.layout = layout
         self.used: list[str] = []
         #: The synchronous step's candidate buffers are padded to a multiple of 8 with
-        #: entries that no test accepts (see ``kernel.fill_candidates``): its pair loop
+        #: entries that no test accepts (see ``kernel.fill_row``): its pair loop
         #: then runs whole SIMD vectors, without a scalar remainder.
         self.padded = layout.update == "synchronous"
 
@@ -528,8 +528,9 @@ class _Generator:
           "from numba import prange",
           "from flock3d.core import components as C",
           "from flock3d.core.kernel import (BOIDS_PER_CHUNK, CHUNK_SIGNATURE, FAST, NOT_FINITE, OK, RULE_NOT_FINITE, RULE_RAISED,",
-          "    RULE_SHAPE, chunk_buffer, chunk_cells, clamp_speed, fill_around, fill_candidates, gather,",
-          "    heading, hunt, image, is_sound, record, settle, turn_heading, turn_mesh, wrap_into_box)",
+          "    RULE_SHAPE, chunk_buffer, chunk_cells, clamp_speed, fill_around, fill_row, gather,",
+          "    heading, hunt, image, is_sound, record, row_span, rows_buffer, settle, turn_heading, turn_mesh,",
+          "    wrap_into_box)",
           "from flock3d.core.neighbors import CellGrid, build_grid, build_periodic_grid",
           "",
           f"# user rules: {', '.join(fp for fp, _ in L.rules) or 'none'}; forces: {', '.join(L.forces) or 'none'}",
@@ -549,28 +550,49 @@ class _Generator:
           "    xs, ys, zs, vxs, vys, vzs = colt",
           "    fxs, fys, fzs = heads[0], heads[1], heads[2]",
           "    c_lo, c_hi = bounds[t], bounds[t + 1]",
-          "    b = chunk_buffer(c_lo, c_hi, grid, 6, periodic)",
+          "    cells_x, cells_y = gi[0], gi[1]",
+          "    b, xoff = rows_buffer(c_lo, c_hi, grid, periodic)",
           "    buf = (b[0], b[1], b[2], b[3], b[4], b[5])",
-          "    bx, by, bz, bvx, bvy, bvz = buf",
+          "    rbx, rby, rbz, rbvx, rbvy, rbvz = buf",
           "    p_i, v_i, p_j, v_j = np.empty(3), np.empty(3), np.empty(3), np.empty(3)",
-          "    for c in range(c_lo, c_hi):",
-          "        if start[c + 1] == start[c]:",
+          "    c_next = c_lo",
+          "    while c_next < c_hi:  # row segment after row segment: cells seg_first .. seg_last of a row",
+          "        seg_row = c_next // cells_x",
+          "        seg_first, seg_last = c_next, min(c_hi, (seg_row + 1) * cells_x) - 1",
+          "        c_next = seg_last + 1",
+          "        while seg_first <= seg_last and start[seg_first + 1] == start[seg_first]:",
+          "            seg_first += 1",
+          "        while seg_last >= seg_first and start[seg_last + 1] == start[seg_last]:",
+          "            seg_last -= 1",
+          "        if seg_first > seg_last:",
           "            continue",
-          f"        m = fill_candidates(c, grid, colt, {self.v('reach')} * {self.v('reach')}, buf, periodic, sides)",
-          "        for k in range(start[c], start[c + 1]):",
-          "            i, boid = k, ids[k]  # the row of the state, and the boid's public index",
-          "            px, py, pz = xs[k], ys[k], zs[k]",
-          "            vx, vy, vz = vxs[k], vys[k], vzs[k]",
-          "            fx, fy, fz = fxs[k], fys[k], fzs[k]",
-          "            qw, qx, qy, qz = quat[i, 0], quat[i, 1], quat[i, 2], quat[i, 3]")  # fmt: skip
+          "        row_x = seg_row * cells_x",
+          "        span_a, span_b = row_span(seg_first - row_x, seg_last - row_x, cells_x, periodic)",
+          "        fill_row(seg_row % cells_y, seg_row // cells_y, span_a, span_b, grid, colt,",
+          f"                 {self.v('reach')} * {self.v('reach')}, buf, xoff, periodic, sides)",
+          "        for c in range(seg_first, seg_last + 1):",
+          "            if start[c + 1] == start[c]:",
+          "                continue",
+          "            # The candidates of cell c: x-cells c - 1 .. c + 1 of the row buffer.",
+          "            cell_x = c - row_x",
+          "            run0 = xoff[max(cell_x - 1, span_a) - span_a]",
+          "            m = xoff[min(cell_x + 1, span_b) - span_a + 1] - run0",
+          "            bx, by, bz = rbx[run0:], rby[run0:], rbz[run0:]",
+          "            bvx, bvy, bvz = rbvx[run0:], rbvy[run0:], rbvz[run0:]",
+          "            for k in range(start[c], start[c + 1]):",
+          "                i, boid = k, ids[k]  # the row of the state, and the boid's public index",
+          "                px, py, pz = xs[k], ys[k], zs[k]",
+          "                vx, vy, vz = vxs[k], vys[k], vzs[k]",
+          "                fx, fy, fz = fxs[k], fys[k], fzs[k]",
+          "                qw, qx, qy, qz = quat[i, 0], quat[i, 1], quat[i, 2], quat[i, 3]")  # fmt: skip
 
     def boids_synchronous(self) -> str:
         c = _Code()
         self.header(c)
         self.chunk_head(c)
-        c.indent(3)
+        c.indent(4)
         self.boid_update(c, len(self.layout.rules))
-        c.dedent(3)
+        c.dedent(4)
         return self.finalize(c)
 
     def grid(self, reach: str) -> str:
@@ -720,16 +742,16 @@ class _Generator:
         c = _Code()
         self.header(c)
         self.chunk_head(c)
-        c("            n_r, rx, ry, rz, n_o, ox, oy, oz, n_a, ax, ay, az = C.zone_sums(",
-          f"                bx, by, bz, bvx, bvy, bvz, m, px, py, pz, fx, fy, fz, {v('rr2')}, {v('ro2')}, {v('ra2')},",
-          f"                {v('cone')})",
-          "            ux, uy, uz = C.zone_direction(n_r, rx, ry, rz, n_o, ox, oy, oz, n_a, ax, ay, az, fx, fy, fz,",
-          "                                          planar)",
-          f"            ux, uy, uz = C.perturbed(ux, uy, uz, planar, {v('sigma')}, seed, step_count, boid)",
-          "            failed = False")  # fmt: skip
-        c.indent(3)
+        c.indent(4)
+        c("n_r, rx, ry, rz, n_o, ox, oy, oz, n_a, ax, ay, az = C.zone_sums(",
+          f"    bx, by, bz, bvx, bvy, bvz, m, px, py, pz, fx, fy, fz, {v('rr2')}, {v('ro2')}, {v('ra2')},",
+          f"    {v('cone')})",
+          "ux, uy, uz = C.zone_direction(n_r, rx, ry, rz, n_o, ox, oy, oz, n_a, ax, ay, az, fx, fy, fz,",
+          "                              planar)",
+          f"ux, uy, uz = C.perturbed(ux, uy, uz, planar, {v('sigma')}, seed, step_count, boid)",
+          "failed = False")  # fmt: skip
         self.turn_and_write(c, v("speed"), v("speed"))
-        c.dedent(3)
+        c.dedent(4)
         return self.finalize(c)
 
     def finalize(self, c: _Code) -> str:

@@ -63,6 +63,9 @@ __all__ = [
     "chunk_buffer",
     "count_candidates",
     "fill_candidates",
+    "fill_row",
+    "row_span",
+    "rows_buffer",
     "fill_around",
     "gather",
     "sort_cells_by_id",
@@ -252,6 +255,110 @@ def chunk_buffer(c_lo, c_hi, grid, n_columns, periodic):
         if start[c + 1] > start[c]:
             cap = max(cap, count_candidates(c, grid, periodic))
     return np.empty((n_columns, cap + 8))  # + 8: room to pad to whole SIMD vectors
+
+
+@shared
+def row_span(x0, x1, nx, periodic):
+    """The x-cells whose boids a row segment of target cells x0..x1 needs: one more each side
+    (ghost cells -1 and nx, images of the far ends, in a periodic arena)."""
+    if periodic:
+        return x0 - 1, x1 + 1
+    return max(x0 - 1, 0), min(x1 + 1, nx - 1)
+
+
+@shared
+def _row_capacity(cy, cz, xa, xb, grid, periodic):
+    """How many boids (and images) x-cells xa..xb of the 9 rows around row (cy, cz) hold."""
+    nx, ny, nz = grid.nx, grid.ny, grid.nz
+    start = grid.cell_start
+    m = 0
+    for dz in range(-1, 2):
+        z, _ = _wrap_cell(cz + dz, nz, periodic and nz > 1)
+        if z < 0:
+            continue
+        for dy in range(-1, 2):
+            y, _ = _wrap_cell(cy + dy, ny, periodic)
+            if y < 0:
+                continue
+            row = (z * ny + y) * nx
+            if periodic:
+                for x in range(xa, xb + 1):
+                    xx, _ = _wrap_cell(x, nx, True)
+                    m += start[row + xx + 1] - start[row + xx]
+            else:
+                m += start[row + xb + 1] - start[row + xa]
+    return m
+
+
+@shared
+def rows_buffer(c_lo, c_hi, grid, periodic):
+    """A (6, capacity) buffer for the candidates of any row segment of cells c_lo .. c_hi - 1
+    (see :func:`fill_row`), and room for its x-cell offsets, (nx + 3,) int64."""
+    nx, ny = grid.nx, grid.ny
+    cap = 0
+    c = c_lo
+    while c < c_hi:
+        r = c // nx
+        end = min(c_hi, (r + 1) * nx)
+        xa, xb = row_span(c - r * nx, end - 1 - r * nx, nx, periodic)
+        cap = max(cap, _row_capacity(r % ny, r // ny, xa, xb, grid, periodic))
+        c = end
+    return np.empty((6, cap + 8)), np.empty(nx + 3, dtype=np.int64)
+
+
+@shared
+def fill_row(cy, cz, xa, xb, grid, cols, reach2, buf, xoff, periodic, sides):
+    """Copy into ``buf`` the candidates of a row segment of cells: the boids of x-cells
+    xa..xb of the 9 rows around row (cy, cz) whose distance to the row's y-z square is below
+    sqrt(reach2), x-cell by x-cell: those of x-cell x are entries ``xoff[x - xa]`` to
+    ``xoff[x - xa + 1] - 1``.
+
+    So the candidates of target cell x, x-cells x - 1 .. x + 1, are one contiguous run of
+    ``buf``, and each boid is copied once per row it may matter to (9 times a step) rather
+    than once per cell (27 times). Entries past a run are boids at least a cell width
+    away, or the 8 entries of padding after the last (NaN positions, zero velocities):
+    every pair test rejects them, so a pair loop may run on to a multiple of 8. In a
+    periodic arena (box sides ``sides`` (3,)) boids are copied at their image nearest the
+    row, ghost x-cells -1 and nx as images of the far ends. ``cols`` and ``buf`` are
+    6-tuples of 1-D arrays (x, y, z, vx, vy, vz). Returns the number copied.
+    """
+    nx, ny, nz = grid.nx, grid.ny, grid.nz
+    start = grid.cell_start
+    sy, sz = grid.cell_size_y, grid.cell_size_z
+    lo_y, lo_z = grid.origin_y + cy * sy, grid.origin_z + cz * sz
+    hi_y, hi_z = lo_y + sy, lo_z + sz
+    xs, ys, zs = cols[0], cols[1], cols[2]
+    m = 0
+    for x in range(xa, xb + 1):
+        xoff[x - xa] = m
+        xx, wx = _wrap_cell(x, nx, periodic)
+        shift_x = wx * sides[0]
+        for dz in range(-1, 2):
+            z, wz = _wrap_cell(cz + dz, nz, periodic and nz > 1)
+            if z < 0:
+                continue
+            shift_z = wz * sides[2]
+            for dy in range(-1, 2):
+                y, wy = _wrap_cell(cy + dy, ny, periodic)
+                if y < 0:
+                    continue
+                shift_y = wy * sides[1]
+                c = (z * ny + y) * nx + xx
+                for jj in range(start[c], start[c + 1]):
+                    j = numba.uint64(jj)
+                    y_, z_ = ys[j] + shift_y, zs[j] + shift_z
+                    gy = max(lo_y - y_, 0.0, y_ - hi_y)
+                    gz = max(lo_z - z_, 0.0, z_ - hi_z)
+                    # Always copy, advance only when kept: a branch-free compaction.
+                    mm = numba.uint64(m)
+                    buf[0][mm], buf[1][mm], buf[2][mm] = xs[j] + shift_x, y_, z_
+                    buf[3][mm], buf[4][mm], buf[5][mm] = cols[3][j], cols[4][j], cols[5][j]
+                    m += 1 if gy * gy + gz * gz < reach2 else 0
+    xoff[xb - xa + 1] = m
+    for q in range(m, m + 8):
+        buf[0][q], buf[1][q], buf[2][q] = np.nan, np.nan, np.nan
+        buf[3][q], buf[4][q], buf[5][q] = 0.0, 0.0, 0.0
+    return m
 
 
 @shared
