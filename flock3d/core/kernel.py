@@ -64,6 +64,8 @@ __all__ = [
     "count_candidates",
     "fill_candidates",
     "fill_row",
+    "crowded",
+    "CROWDED",
     "row_span",
     "rows_buffer",
     "fill_around",
@@ -255,6 +257,23 @@ def chunk_buffer(c_lo, c_hi, grid, n_columns, periodic):
         if start[c + 1] > start[c]:
             cap = max(cap, count_candidates(c, grid, periodic))
     return np.empty((n_columns, cap + 8))  # + 8: room to pad to whole SIMD vectors
+
+
+#: Boids per occupied cell above which a step gathers candidates cell by cell
+#: (:func:`fill_candidates`) rather than row by row (:func:`fill_row`). Row buffers copy
+#: each boid 9 times a step instead of 27 but give the pair loop about 18% more candidates;
+#: in a crowded flock (a clustered one, 20 boids a cell) copying is cheap per boid and the
+#: pair loop is most of the step, so cell buffers win there.
+CROWDED = 10.0
+
+
+@shared
+def crowded(start):
+    """Whether the boids of the grid whose cells start at ``start`` are crowded (see CROWDED)."""
+    occupied = 0
+    for c in range(start.shape[0] - 1):
+        occupied += 1 if start[c + 1] > start[c] else 0
+    return start[start.shape[0] - 1] > CROWDED * occupied
 
 
 @shared
@@ -658,7 +677,7 @@ CHUNK_SIGNATURE = types.void(
     _F1,
     _I1,
     _I1,
-    _I1,  # bounds; grid floats (origin, cell sizes), ints (nx, ny, nz); ids (row's boid); cell_start
+    _I1,  # bounds; grid floats (origin, cell sizes), ints (nx, ny, nz, crowded); ids; cell_start
     _F2,
     _F2,  # cols (6, N): start-of-step positions and velocities in cell order; heads (3, N)
     _F2,
@@ -746,7 +765,7 @@ def _advance(chunk, pos, vel, quat, waypoints, pred_pos, pred_vel, pred_quat, n_
     n_chunks = status.shape[0]
     sides = 2.0 * box[3:]
     gf = np.empty(6)
-    gi = np.empty(3, dtype=np.int64)
+    gi = np.empty(4, dtype=np.int64)
     periodic, wraps, planar = flags[PERIODIC], flags[WRAPS], flags[PLANAR]
     reach, dt = fixed[0], fixed[1]
     # Between steps the boids are stored in the last step's cell order (ids: the public index
@@ -776,6 +795,7 @@ def _advance(chunk, pos, vel, quat, waypoints, pred_pos, pred_vel, pred_quat, n_
         gf[0], gf[1], gf[2] = grid.origin_x, grid.origin_y, grid.origin_z
         gf[3], gf[4], gf[5] = grid.cell_size, grid.cell_size_y, grid.cell_size_z
         gi[0], gi[1], gi[2] = grid.nx, grid.ny, grid.nz
+        gi[3] = 1 if crowded(grid.cell_start) else 0
         bounds = chunk_cells(grid.cell_start, n, n_chunks)
         hunters = pred_pos.copy()  # boids flee from where the predators were
         if pred_pos.shape[0]:
