@@ -45,8 +45,9 @@ def check(name: str, steps: int, max_count: int | None) -> dict:
     if max_count and params.count > max_count:  # the same density in a smaller sphere or box
         scale = (max_count / params.count) ** (1 / (2 if params.dimensions == 2 else 3))
         size = None if params.arena_size is None else tuple(s * scale for s in params.arena_size)
-        params = params.replace(count=max_count, arena_radius=params.arena_radius * scale, arena_size=size,
-                                init_radius=None if params.init_radius is None else params.init_radius * scale)  # fmt: skip
+        init = None if params.init_radius is None else params.init_radius * scale
+        radius = params.arena_radius * scale
+        params = params.replace(count=max_count, arena_radius=radius, arena_size=size, init_radius=init)
     flock = Flock(params, scene.seed)
     worst, escapes, start = 0.0, 0, time.perf_counter()
     for _ in range(steps):
@@ -68,9 +69,10 @@ def main() -> None:
     print(f"{'scene':<34} {'boids':>8} {'max out':>8} {'> 1.02':>8} {'seconds':>8}")
     for name in names:
         row = check(name, args.steps, args.max_count)
-        mark = " (literal: as its source)" if name in LITERAL else ("" if row["worst"] <= LIMIT else "  ESCAPES")
-        print(f"{name:<34} {row['count']:>8,} {row['worst']:>8.3f} {row['escapes']:>8,} {row['seconds']:>8.1f}{mark}",
-              flush=True)  # fmt: skip
+        escapes = "" if row["worst"] <= LIMIT else "  ESCAPES"
+        mark = " (literal: as its source)" if name in LITERAL else escapes
+        numbers = f"{row['count']:>8,} {row['worst']:>8.3f} {row['escapes']:>8,} {row['seconds']:>8.1f}"
+        print(f"{name:<34} {numbers}{mark}", flush=True)
 
 
 if __name__ == "__main__":

@@ -182,7 +182,7 @@ def run(large: bool = False, steps: int = 20, min_seconds: float = 2.0, out=sys.
 
 def variant_params(n: int) -> dict:
     """The fixed-density scene of :func:`bench_params` with each option of the model turned on."""
-    from flock3d.core.params import Attractor, Obstacle, WaypointPath
+    from flock3d.core.params import VICSEK_DEFAULTS, Attractor, Obstacle, Params, Species, WaypointPath
 
     base = bench_params(n)
     ball = base.initial_radius
@@ -210,6 +210,16 @@ def variant_params(n: int) -> dict:
         "rules.combine = chain": base.replace(combine="chain"),
         "flock.turn_limit = mesh": base.replace(turn_limit="mesh"),
         "arena.containment = 40": base.replace(containment=40.0),
+        "perception.neighbours = 7": base.replace(neighbours=7),
+        "two species (own alignment)": base.replace(
+            species=[
+                Species("a", n // 2, aligns=("a",)),
+                Species("b", n - n // 2, aligns=("b",), max_speed=7.0),
+            ]
+        ),
+        "model = vicsek (2D, density 4)": Params(
+            **{**VICSEK_DEFAULTS, "count": n, "arena_radius": 0.5 * (n / 4.0) ** 0.5}
+        ),
     }
 
 

@@ -8,7 +8,7 @@ import numpy as np
 from pyquaternion import Quaternion
 
 from flock3d.core import quaternion
-from flock3d.core.reference import visible
+from flock3d.core.reference import neighbours, visible
 from flock3d.core.state import settled_positions, up_axis
 
 if TYPE_CHECKING:
@@ -98,14 +98,24 @@ class Boid:
         """|velocity|, units/s."""
         return float(np.linalg.norm(self.velocity))
 
+    @property
+    def species(self) -> int:
+        """Its species: an index into ``flock.params.species`` (0 without species)."""
+        return int(self._flock.species[self._index])
+
     def can_see(self, other: Boid) -> bool:
         """Whether ``other`` is inside this boid's field of view and perception distance
-        (the view distance; r_a for the Couzin model)."""
-        return bool(visible(self.position, self.forward, other.position[None], self._flock.params)[0])
+        (its species' view distance; r_a for the Couzin model)."""
+        own = self._flock.params.of_species(self.species)
+        return bool(visible(self.position, self.forward, other.position[None], own)[0])
 
     def neighbours(self) -> list[Boid]:
-        """The boids this one sees now (spec step 1), in index order."""
-        seen = visible(self.position, self.forward, self._flock.positions, self._flock.params)
+        """The boids this one interacts with now, in index order: those it sees (spec step 1)
+        of the species it sees, within its adaptive radius, and with topological neighbours
+        only the k nearest (:func:`flock3d.core.reference.neighbours`)."""
+        params = self._flock.params
+        radius = self._flock.state.radii[self._index] if params.adaptive else None
+        seen = neighbours(self.position, self.forward, self._flock.positions, params, self.species, radius)
         return [Boid(self._flock, int(j)) for j in np.flatnonzero(seen)]
 
     def __eq__(self, other: object) -> bool:

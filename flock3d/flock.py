@@ -15,6 +15,7 @@ from flock3d.core.assemble import Force, PairRule
 from flock3d.core.params import Params
 from flock3d.core.state import (
     FlockState,
+    initial_radii,
     nearest_waypoints,
     random_state,
     settled_positions,
@@ -81,6 +82,11 @@ class Flock:
         if engine not in ("fast", "reference"):
             raise ValueError(f"engine must be 'fast' or 'reference' (got {engine!r})")
         given = next((a for a in (positions, velocities, orientations) if a is not None), None)
+        if given is not None and params.species and len(np.asarray(given)) != params.count:
+            raise ValueError(
+                f"{len(np.asarray(given))} boids given, but the species hold {params.count} "
+                "(boids are numbered species after species)"
+            )
         if given is not None:
             params = params.replace(count=len(np.asarray(given)))
         drawn = random_state(params, seed)
@@ -95,6 +101,7 @@ class Flock:
         state.predator_positions = settled_positions(drawn.predator_positions, params)
         state.predator_velocities = drawn.predator_velocities
         state.predator_orientations = drawn.predator_orientations
+        state.radii = drawn.radii
         self._state = state
         self._params = params
         self._seed = seed
@@ -141,6 +148,8 @@ class Flock:
             try:
                 if self._params.model == "couzin":
                     new = reference.couzin_step(state, self._params, self.noise_seed)
+                elif self._params.model == "vicsek":
+                    new = reference.vicsek_step(state, self._params, self.noise_seed)
                 else:
                     new = reference.step(state, self._params, self._rules, self._forces)
             except reference.StepFailure as failure:
@@ -197,6 +206,8 @@ class Flock:
             state.waypoints = nearest_waypoints(state.positions, params)
         if params.predator_count != state.n_predators:
             self._set_predators(params)
+        if params.adaptive and not (old.adaptive and old.species == params.species):
+            state.radii[...] = initial_radii(params)  # radii start at the view distance
         self._params = params
 
     def _set_predators(self, params: Params) -> None:
@@ -238,6 +249,11 @@ class Flock:
     def step_count(self) -> int:
         """Steps taken since the start."""
         return self._state.step_count
+
+    @property
+    def species(self) -> np.ndarray:
+        """(N,) int32: each boid's species, an index into ``params.species`` (all 0 without species)."""
+        return self._params.species_of_boids
 
     @property
     def predator_positions(self) -> np.ndarray:
@@ -348,15 +364,20 @@ def _likely_cause(flock: Flock, i: int) -> str:
     """Which term of boid i is huge or non-finite, and the parameter to lower; else dt."""
     p = flock.params
     if p.model == "boids":
+        state, kinds = flock.state, p.species_of_boids
         boid = reference.ReferenceBoid(
-            flock.positions[i].copy(), flock.velocities[i].copy(), Boid(flock, i).orientation
-        )
-        state = flock.state
+            flock.positions[i].copy(), flock.velocities[i].copy(), Boid(flock, i).orientation,
+            species=int(kinds[i]), radius=float(state.radii[i]),
+        )  # fmt: skip
         world = reference.World(
             [
-                reference.ReferenceBoid(q.copy(), v.copy(), reference.Quaternion(o))
-                for q, v, o in zip(state.positions, state.velocities, state.orientations, strict=True)
-            ],
+                reference.ReferenceBoid(
+                    q.copy(), v.copy(), reference.Quaternion(o), species=int(k), radius=float(r)
+                )
+                for q, v, o, k, r in zip(
+                    state.positions, state.velocities, state.orientations, kinds, state.radii, strict=True
+                )
+            ],  # fmt: skip
             [],
             p,
             (),
@@ -379,7 +400,7 @@ def _likely_cause(flock: Flock, i: int) -> str:
                 f"the likely cause: its {name} acceleration is {size:.3g} units/s^2 ({key} = "
                 f"{getattr(p, field):g}, sim.dt = {p.dt:g}): lower the weight or sim.dt"
             )
-    speed = p.speed if p.model == "couzin" else p.max_speed
+    speed = p.speed if p.model != "boids" else p.max_speed
     return (
         f"the likely cause: sim.dt = {p.dt:g} is too large for these weights and speeds "
         f"(a boid may move {speed * p.dt:.3g} units in one step)"

@@ -59,6 +59,7 @@ __all__ = [
     "neighbour_anisotropy",
     "topological_range",
     "summary",
+    "species_summary",
     "table",
     "correlation_table",
     "anisotropy_table",
@@ -927,6 +928,28 @@ def summary(
     p, v = _array3(positions), _array3(velocities)
     row = _measure(p[None], v[None], group_distance, _period(period))[0]
     return {name: float(x) for name, x in zip(COLUMNS, row, strict=True)}
+
+
+def species_summary(
+    positions: np.ndarray, velocities: np.ndarray, species: np.ndarray, group_distance: float, period=None
+) -> list[dict[str, float]]:
+    """:func:`summary` of each species of a mixed flock on its own, in species order.
+
+    Args:
+        positions, velocities: (N, 3) the whole flock.
+        species: (N,) int, each boid's species (``Flock.species``).
+        group_distance, period: as for :func:`summary`.
+
+    Returns:
+        One dictionary per species 0 .. max(species), of :data:`COLUMNS`: the polarization of
+        one species, its groups, its nearest-neighbour distances among its own kind.
+    """
+    p, v = _array3(positions), _array3(velocities)
+    kinds = np.asarray(species).ravel()
+    if len(kinds) != len(p):
+        raise ValueError(f"species must give one species per boid: {len(kinds)} for {len(p)} boids")
+    count = int(kinds.max()) + 1 if len(kinds) else 0
+    return [summary(p[kinds == k], v[kinds == k], group_distance, period) for k in range(count)]
 
 
 def _blocks(frames: Iterable) -> Iterator[list]:

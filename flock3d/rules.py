@@ -31,9 +31,11 @@ defines (:func:`load_rules`); scene files never carry code. See ``docs/rules.md`
 
 from __future__ import annotations
 
+import hashlib
+import importlib.util
 import inspect
 import math
-import runpy
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -203,8 +205,22 @@ def load_rules(path: str | Path) -> tuple[tuple[PairRule, ...], tuple[Force, ...
         )
     if path.suffix != ".py":
         raise RuleError(f"{path}: a rules file is a Python file (.py)")
+    # A module of its own, registered, named after the file's content: numba names a compiled
+    # function's module, and imports it by that name when it loads a cached step calling it.
     try:
-        namespace = runpy.run_path(str(path), run_name=f"flock3d_rules_{path.stem}")
+        name = "flock3d_rules_" + hashlib.sha256(path.read_bytes()).hexdigest()[:12]
+    except OSError as error:
+        raise RuleError(f"{path}: cannot be read ({error.strerror or error})") from None
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        try:
+            spec.loader.exec_module(module)
+        except BaseException:
+            del sys.modules[name]
+            raise
+        namespace = vars(module)
     except RuleError as error:
         raise RuleError(f"{path}: {error}") from None
     except SyntaxError as error:

@@ -28,8 +28,6 @@ def test_the_readme_links_the_model_documentation():
 
 
 def test_no_docstring_cites_a_file_users_do_not_have():
-    # flock3d/core is left out while it is rewritten: its citations are replaced there.
-    for path in [*(ROOT / "flock3d").rglob("*.py"), ROOT / "README.md", *(ROOT / "scenes").rglob("*.toml")]:
-        if "core" in path.relative_to(ROOT).parts:
-            continue
+    shipped = [ROOT / "README.md", *(ROOT / "flock3d").rglob("*.py"), *(ROOT / "scenes").rglob("*.toml")]
+    for path in [*shipped, *(ROOT / "docs").rglob("*.md"), *(ROOT / "examples").rglob("*.py")]:
         assert "shared/" not in path.read_text(), f"{path.relative_to(ROOT)} cites shared/"

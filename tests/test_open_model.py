@@ -296,4 +296,5 @@ def test_the_viewer_session_keeps_your_rules_through_reset_and_reseed():
 
 def test_view_refuses_a_broken_rules_file_in_one_line(tmp_path):
     (tmp_path / "bad.py").write_text(RULES_FILE.replace("0.5, 0.0])", "0.5])"))
-    assert_clean_failure(flock3d("view", "--rules", tmp_path / "bad.py"), "force 'updraft' (bad.py:5) returned")
+    out = flock3d("view", "--rules", tmp_path / "bad.py")
+    assert_clean_failure(out, "force 'updraft' (bad.py:5) returned")

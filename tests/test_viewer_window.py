@@ -229,6 +229,16 @@ def test_a_couzin_scene_puts_its_zones_on_the_panel(qt_app, viewer, tmp_path):
     assert panel.zones.isHidden() and panel.world.isHidden()
     assert not panel.controls["separation"].isHidden() and panel.controls["separation"].isEnabled()
 
+    # A Vicsek scene: its noise, speed and radius in the model's box, none of the boids' rules.
+    assert viewer.open_scene(resolve_scene("vicsek/fig2a").save(tmp_path / "fig2a.toml"))
+    pump(qt_app, 0.2)
+    assert not panel.zones.isHidden() and panel.zones.title() == "Vicsek model" and panel.world.isHidden()
+    for field in ("noise_eta", "speed", "view_distance", "fov", "arena_radius"):
+        assert not panel.controls[field].isHidden(), field
+    for field in ("separation", "alignment", "cohesion", "min_speed", "zone_repulsion", "noise_sigma"):
+        assert panel.controls[field].isHidden(), field
+    assert panel.controls["noise_eta"].spin.value() == pytest.approx(2.0)
+
 
 def test_a_broken_scene_keeps_the_current_one(qt_app, viewer, tmp_path):
     bad = tmp_path / "bad.toml"

@@ -136,10 +136,20 @@ class Layout:
     """User pair rules: (fingerprint, has its own cone)."""
     forces: tuple[str, ...] = ()
     """User forces: fingerprints."""
+    neighbours: str = "metric"
+    """``metric`` (every boid seen), ``topological`` (the k nearest seen) or ``adaptive`` (the k
+    nearest within each boid's own radius, which the step adapts)."""
+    species: int = 0
+    """Number of species (0: one kind of boid); their values and matrix travel in pv."""
 
     @property
     def periodic(self) -> bool:
         return self.shape == "periodic"
+
+    @property
+    def indexed(self) -> bool:
+        """Whether the candidate buffer carries the boids' indices (ties, species)."""
+        return self.neighbours != "metric" or self.species > 0
 
     @property
     def wraps(self) -> bool:
@@ -191,9 +201,11 @@ def stage_names(params: Params, rules: Sequence[PairRule], forces: Sequence[Forc
 
 def layout_of(params: Params, rules: Sequence[PairRule] = (), forces: Sequence[Force] = ()) -> Layout:
     """The structure of the step ``params`` (and the user's rules and forces) need."""
-    if params.model == "couzin":
-        return Layout("couzin", "synchronous", "sum", (), "heading", params.arena_shape,
-                      params.dimensions == 2, "inverse", "difference", (False, False, False))  # fmt: skip
+    neighbours = "adaptive" if params.adaptive else "metric" if params.neighbours is None else "topological"
+    if params.model != "boids":
+        return Layout(params.model, "synchronous", "sum", (), "heading", params.arena_shape,
+                      params.dimensions == 2, "inverse", "difference", (False, False, False),
+                      neighbours=neighbours)  # fmt: skip
     return Layout(
         model="boids",
         update=params.update,
@@ -211,6 +223,8 @@ def layout_of(params: Params, rules: Sequence[PairRule] = (), forces: Sequence[F
         ),
         rules=tuple((fingerprint(r.fn), r.fov is not None) for r in rules),
         forces=tuple(fingerprint(f.fn) for f in forces),
+        neighbours=neighbours,
+        species=len(params.species),
     )
 
 
@@ -218,9 +232,11 @@ def layout_of(params: Params, rules: Sequence[PairRule] = (), forces: Sequence[F
 
 
 def _reach(params: Params, rules: Sequence[PairRule]) -> float:
-    """The farthest any pair term looks: the cell size of the step's grid."""
+    """The farthest any pair term looks (of any species): the cell size of the step's grid."""
     if params.model == "couzin":
         return params.zone_radii[2]
+    if params.species:
+        return max(_reach(params.of_species(k), rules) for k in range(len(params.species)))
     return max(
         [params.view_distance, *(params.view_distance if r.radius is None else r.radius for r in rules)]
     )
@@ -238,10 +254,14 @@ def _values(params: Params, rules: Sequence[PairRule], forces: Sequence[Force]) 
         "reach": _reach(p, rules),
     }
     out["cos_max"], out["cos_half"], out["sin_half"] = turn_limit(omega * p.dt)
+    out.update(k=float(p.neighbours or 0), adaptation=p.adaptation)
     if p.model == "couzin":
         r_r, r_o, r_a = p.zone_radii
         out.update(rr2=r_r * r_r, ro2=r_o * r_o, ra2=r_a * r_a, cone=cone_threshold(p.fov),
                    speed=p.speed, sigma=p.noise_sigma)  # fmt: skip
+        return out
+    if p.model == "vicsek":
+        out.update(view2=p.view_distance**2, cone=cone_threshold(p.fov), speed=p.speed, eta=p.noise_eta)
         return out
     (rs, ra, rc), (fs, fa, fc) = p.rule_distances, p.rule_fovs
     out.update(
@@ -280,6 +300,58 @@ def _values(params: Params, rules: Sequence[PairRule], forces: Sequence[Force]) 
     return out
 
 
+#: Values each species has its own of (one slot per species in pv); the rest are the flock's.
+SPECIES_VALUES = frozenset({
+    "view2", "cone", "rs", "sep2", "sep_cone", "ali2", "ali_cone", "coh2", "coh_cone", "k_s", "k_a", "k_c",
+    "s_min", "s_max", "max_angle", "cos_max", "cos_half", "sin_half", "omega", "ahead",
+})  # fmt: skip
+#: The interaction matrix of the species, one (S * S,) array per rule (> 0: acts), and where
+#: each species' boids end (S - 1 cumulative counts).
+_MATRICES = {"sees": "sees_m", "separation": "separates_m", "alignment": "aligns_m", "cohesion": "coheres_m"}
+
+
+def value_slots(layout: Layout, name: str) -> int:
+    """How many numbers value ``name`` takes in pv: one, one per species, or an array's length."""
+    if name == "ends":
+        return max(layout.species - 1, 0)
+    if name in _MATRICES.values():
+        return layout.species * layout.species
+    return layout.species if layout.species and name in SPECIES_VALUES else 1
+
+
+def _offsets(layout: Layout, names: Sequence[str]) -> dict[str, int]:
+    """Where each value starts in pv."""
+    out, at = {}, 0
+    for name in names:
+        out[name] = at
+        at += value_slots(layout, name)
+    return out
+
+
+def _packed(layout: Layout, names: Sequence[str], params: Params, rules, forces) -> list[float]:
+    """pv's numbers: each value of ``names`` in its slots (per species, arrays flattened)."""
+    values = _values(params, rules, forces)
+    kinds = [_values(params.of_species(k), rules, forces) for k in range(layout.species)]
+    matrix = np.array(
+        [[params.interacts(a, b) for b in range(layout.species)] for a in range(layout.species)]
+    )
+    out: list[float] = []
+    for name in names:
+        if name == "slack":  # in-place updates: how far a boid may move before the grid is rebuilt
+            fastest = max([values["s_max"], *(kind["s_max"] for kind in kinds)])
+            out.append(values["dt"] * fastest * (1.0 + 1e-9) + 1e-12)
+        elif name == "ends":
+            out += list(np.cumsum([sp.count for sp in params.species])[:-1].astype(float))
+        elif name in _MATRICES.values():
+            rule = list(_MATRICES.values()).index(name)
+            out += list(matrix[:, :, rule].reshape(-1).astype(float))
+        elif value_slots(layout, name) > 1 or (layout.species and name in SPECIES_VALUES):
+            out += [kind[name] for kind in kinds]
+        else:
+            out.append(values[name])
+    return out
+
+
 # -- code generation ------------------------------------------------------------------------------
 
 
@@ -306,6 +378,10 @@ class _Code:
 
 
 _BUILTIN_PAIR = ("separation", "alignment", "cohesion")
+#: The columns of the candidate buffer and their count, by role; and of the chosen (the k
+#: nearest, compacted) when a layout has topological neighbours.
+_CANDIDATES = {"x": "bx", "y": "by", "z": "bz", "vx": "bvx", "vy": "bvy", "vz": "bvz", "id": "bid", "m": "m"}
+_CHOSEN = {"x": "kx", "y": "ky", "z": "kz", "vx": "kvx", "vy": "kvy", "vz": "kvz", "id": "kid", "m": "n_sel"}
 
 
 class _Generator:
@@ -315,9 +391,10 @@ class _Generator:
         self.layout = layout
         self.used: list[str] = []
         #: The synchronous step's candidate buffers are padded to a multiple of 8 with
-        #: entries that no test accepts (see ``kernel.fill_row``): its pair loop
-        #: then runs whole SIMD vectors, without a scalar remainder.
+        #: entries that no test accepts (see ``kernel.fill_row``): its pair loop over all
+        #: candidates then runs whole SIMD vectors, without a scalar remainder.
         self.padded = layout.update == "synchronous"
+        self.b = _CANDIDATES
 
     def v(self, name: str) -> str:
         """The local variable holding value ``name`` of pv (unpacked at the top of a function)."""
@@ -339,54 +416,83 @@ class _Generator:
         k = int(term[len("rule") :])
         return f"rule{k}_r2", (f"rule{k}_cone" if L.rules[k][1] else "cone")
 
+    def offset_to_candidate(self, c: _Code) -> None:
+        """dx, dy, dz, d2, dot: candidate j seen from the boid; with species, ``rel`` indexes
+        the matrix entry of the boid's species and the candidate's."""
+        b = self.b
+        c("j = numba.uint64(jj)",
+          f"dx = {b['x']}[j] - px", f"dy = {b['y']}[j] - py", f"dz = {b['z']}[j] - pz",
+          "d2 = dx * dx + dy * dy + dz * dz",
+          "dot = fx * dx + fy * dy + fz * dz")  # fmt: skip
+        if self.layout.species:
+            c(f"rel = row + C.species_index({b['id']}[j], {self.v('ends')})")
+
     def pair_loop(self, c: _Code, terms: Sequence[str]) -> None:
-        """The branch-free loop summing the built-in pair ``terms`` over the m candidates."""
+        """The branch-free loop summing the built-in pair ``terms`` over the candidates (the
+        chosen k nearest, with topological neighbours)."""
         masks: dict[tuple[str, str], str] = {}
+        species = self.layout.species
+        cones: dict[str, str] = {}
+        counted: dict[str, str] = {}  # a mask -> the term that counts it (terms sharing it share the count)
+        mask_of: dict[str, str] = {}
         for term in terms:
             c(f"n_{term} = 0.0", f"s_{term}_x = s_{term}_y = s_{term}_z = 0.0")
-        c("for jj in range((m + 7) & -8):" if self.padded else "for jj in range(m):")
+        if self.padded and self.b is _CANDIDATES:
+            c("for jj in range((m + 7) & -8):")
+        else:
+            c(f"for jj in range({self.b['m']}):")
         c.indent()
-        c("j = numba.uint64(jj)",
-          "dx = bx[j] - px", "dy = by[j] - py", "dz = bz[j] - pz",
-          "d2 = dx * dx + dy * dy + dz * dz",
-          "dot = fx * dx + fy * dy + fz * dz",
-          "cdot = dot * abs(dot)",
-          "near = d2 > 0.0")  # fmt: skip
+        self.offset_to_candidate(c)
+        c("cdot = dot * abs(dot)",
+          f"near = (d2 > 0.0) & ({self.v('sees_m')}[rel] > 0.0)" if species else "near = d2 > 0.0")  # fmt: skip
         for term in terms:
             hood = self.neighbourhood(term)
             if hood not in masks:
                 masks[hood] = f"seen{len(masks)}"
                 r2, cone = hood
-                c(f"{masks[hood]} = near & (d2 < {self.v(r2)}) & (cdot >= {self.v(cone)} * d2)")
+                if cone not in cones:  # each cone tested once per candidate
+                    cones[cone] = f"in_cone{len(cones)}"
+                    c(f"{cones[cone]} = cdot >= {self.v(cone)} * d2")
+                c(f"{masks[hood]} = near & (d2 < {self.v(r2)}) & {cones[cone]}")
             seen = masks[hood]
+            if species:  # the rule acts on this species? (its own mask: the matrix differs by rule)
+                c(f"acts_{term} = {seen} & ({self.v(_MATRICES[term])}[rel] > 0.0)")
+                seen = f"acts_{term}"
+            mask_of[term] = seen
             if term == "separation":
                 fn = _FALLOFF_FUNCTION[self.layout.falloff]
                 c(f"tx, ty, tz = C.{fn}(dx, dy, dz, d2, {self.v('rs')})")
             elif term == "alignment":
-                c("tx, ty, tz = C.neighbour_velocity(bvx[j], bvy[j], bvz[j])")
+                b = self.b
+                c(f"tx, ty, tz = C.neighbour_velocity({b['vx']}[j], {b['vy']}[j], {b['vz']}[j])")
             else:
                 c("tx, ty, tz = C.neighbour_offset(dx, dy, dz)")
-            c(f"n_{term} += 1.0 if {seen} else 0.0",
-              f"s_{term}_x += tx if {seen} else 0.0",
+            if seen not in counted:
+                counted[seen] = term
+                c(f"n_{term} += 1.0 if {seen} else 0.0")
+            c(f"s_{term}_x += tx if {seen} else 0.0",
               f"s_{term}_y += ty if {seen} else 0.0",
               f"s_{term}_z += tz if {seen} else 0.0")  # fmt: skip
         c.dedent()
+        for term in terms:
+            first = counted[mask_of[term]]
+            if first != term:
+                c(f"n_{term} = n_{first}")
 
     def user_pair_loop(self, c: _Code, k: int) -> None:
         """The loop of user pair rule k: called for the candidates it sees, with the boid's current v."""
         r2, cone = self.neighbourhood(f"rule{k}")
+        b = self.b
         c(f"n_rule{k} = 0.0", f"s_rule{k}_x = s_rule{k}_y = s_rule{k}_z = 0.0",
           "p_i[0], p_i[1], p_i[2] = px, py, pz", "v_i[0], v_i[1], v_i[2] = vx, vy, vz",
-          "for jj in range(m):")  # fmt: skip
+          f"for jj in range({b['m']}):")  # fmt: skip
         c.indent()
-        c("j = numba.uint64(jj)",
-          "dx = bx[j] - px", "dy = by[j] - py", "dz = bz[j] - pz",
-          "d2 = dx * dx + dy * dy + dz * dz",
-          "dot = fx * dx + fy * dy + fz * dz",
-          f"if not ((d2 > 0.0) & (d2 < {self.v(r2)}) & (dot * abs(dot) >= {self.v(cone)} * d2)):",
+        self.offset_to_candidate(c)
+        sees = f" & ({self.v('sees_m')}[rel] > 0.0)" if self.layout.species else ""
+        c(f"if not ((d2 > 0.0) & (d2 < {self.v(r2)}) & (dot * abs(dot) >= {self.v(cone)} * d2){sees}):",
           "    continue",
-          "p_j[0], p_j[1], p_j[2] = bx[j], by[j], bz[j]",
-          "v_j[0], v_j[1], v_j[2] = bvx[j], bvy[j], bvz[j]",
+          f"p_j[0], p_j[1], p_j[2] = {b['x']}[j], {b['y']}[j], {b['z']}[j]",
+          f"v_j[0], v_j[1], v_j[2] = {b['vx']}[j], {b['vy']}[j], {b['vz']}[j]",
           "try:",
           f"    r = U_rule{k}(p_i, v_i, p_j, v_j)",
           "except Exception:",
@@ -479,6 +585,40 @@ class _Generator:
         else:  # pragma: no cover - stage_names only yields the stages above
             raise AssertionError(stage)
 
+    def chosen_buffers(self, c: _Code, capacity: str) -> None:
+        """With topological neighbours, the arrays the k nearest are chosen into (at most
+        ``capacity``, the candidate buffer's size); with the adaptive radius, where the boids'
+        radii are in pv (after the values: boid i reads and writes only its own)."""
+        L = self.layout
+        if L.neighbours == "metric":
+            return
+        c(f"n_pick = max(1, min(int({self.v('k')}), {capacity}))",
+          "sel, sel_d2, kb = np.empty(n_pick, dtype=np.int64), np.empty(n_pick), np.empty((7, n_pick))",
+          "kbuf = (kb[0], kb[1], kb[2], kb[3], kb[4], kb[5], kb[6])",
+          "kx, ky, kz, kvx, kvy, kvz, kid = kbuf",
+          "none = pv[:0]")  # fmt: skip
+        if L.neighbours == "adaptive":
+            c("radius_at = pv.shape[0] - pos.shape[0]")
+
+    def choose(self, c: _Code, r2: str, cone: str) -> None:
+        """With topological neighbours: the k nearest candidates the boid sees within sqrt(r2)
+        and ``cone`` (ties to the lower index), copied into the chosen buffer, which the pair
+        sums then run over (``self.b``); with the adaptive radius only those within the boid's
+        radius, and its radius for the next step (``r_new``)."""
+        L, v = self.layout, self.v
+        self.b = _CANDIDATES
+        if L.neighbours == "metric":
+            return
+        ends, sees = (v("ends"), f"{v('sees_m')}[row:row + {L.species}]") if L.species else ("none", "none")
+        c(f"n_sel = C.nearest_seen(bx, by, bz, bid, m, px, py, pz, fx, fy, fz, {v(r2)}, {v(cone)}, n_pick, "
+          f"{ends}, {sees}, sel, sel_d2)")  # fmt: skip
+        if L.neighbours == "adaptive":
+            c("r_i = pv[radius_at + boid]",
+              f"r_new = C.adapted_radius(r_i, n_sel, int({v('k')}), sel_d2, {v(r2)}, {v('adaptation')})",
+              "n_sel = C.within(sel_d2, n_sel, r_i * r_i)")  # fmt: skip
+        c("C.compact((bx, by, bz, bvx, bvy, bvz, bid), sel, n_sel, kbuf)  # this cell's candidates")
+        self.b = _CHOSEN
+
     def boid_update(self, c: _Code, n_rules: int) -> None:
         """Everything after the candidates are in the buffer: sums, forces, turn, move, write.
 
@@ -486,6 +626,7 @@ class _Generator:
         """
         L, v = self.layout, self.v
         c("failed = False")
+        self.choose(c, "view2", "cone")
         builtin = [s for s in L.stages if s in _BUILTIN_PAIR]
         self.pair_loop(c, builtin)
         if L.combine == "sum":
@@ -541,27 +682,36 @@ class _Generator:
           "")  # fmt: skip
 
     def chunk_head(self, c: _Code) -> None:
-        """The chunk function's signature and set-up (the same for every synchronous layout)."""
+        """The chunk function's signature and set-up (the same for every synchronous layout, but
+        for the candidates' indices, which topological neighbours and species need)."""
+        n_cols = 7 if self.layout.indexed else 6
+        columns = ", ".join(f"cols[{k}]" for k in range(n_cols))
+        buffer = ", ".join(f"b[{k}]" for k in range(n_cols))
+        runs = ["rbx", "rby", "rbz", "rbvx", "rbvy", "rbvz", "rbid"][:n_cols]
+        cut = ", ".join(f"{name}[run0:]" for name in runs)
         c("@_chunk",
           "def chunk(t, bounds, gf, gi, ids, start, cols, heads, pos, vel, quat, waypoints, pv, flags, box, sides,",
           "          attractors, path, obstacles, wind_u, gradient, hunters, status, now, seed, step_count):",
           _UNPACK,
           "    grid = CellGrid(gf[0], gf[1], gf[2], gf[3], gi[0], gi[1], gi[2], ids, start, gf[4], gf[5])",
-          "    colt = (cols[0], cols[1], cols[2], cols[3], cols[4], cols[5])",
-          "    xs, ys, zs, vxs, vys, vzs = colt",
+          f"    colt = ({columns})",
+          "    xs, ys, zs, vxs, vys, vzs = cols[0], cols[1], cols[2], cols[3], cols[4], cols[5]",
           "    fxs, fys, fzs = heads[0], heads[1], heads[2]",
           "    c_lo, c_hi = bounds[t], bounds[t + 1]",
           "    cells_x, cells_y = gi[0], gi[1]",
           "    crowded = gi[3] != 0  # candidates cell by cell (fill_candidates), else row by row (fill_row)",
           "    if crowded:",
-          "        b, xoff = chunk_buffer(c_lo, c_hi, grid, 6, periodic), np.empty(1, dtype=np.int64)",
+          f"        b, xoff = chunk_buffer(c_lo, c_hi, grid, {n_cols}, periodic), np.empty(1, dtype=np.int64)",
           "    else:",
-          "        b, xoff = rows_buffer(c_lo, c_hi, grid, periodic)",
-          "    buf = (b[0], b[1], b[2], b[3], b[4], b[5])",
-          "    rbx, rby, rbz, rbvx, rbvy, rbvz = buf",
+          f"        b, xoff = rows_buffer(c_lo, c_hi, grid, {n_cols}, periodic)",
+          f"    buf = ({buffer})",
+          f"    {', '.join(runs)} = buf",
           "    p_i, v_i, p_j, v_j = np.empty(3), np.empty(3), np.empty(3), np.empty(3)",
-          f"    reach2 = {self.v('reach')} * {self.v('reach')}",
-          "    c_next = c_lo",
+          f"    reach2 = {self.v('reach')} * {self.v('reach')}")  # fmt: skip
+        c.indent()
+        self.chosen_buffers(c, "b.shape[1]")
+        c.dedent()
+        c("    c_next = c_lo",
           "    while c_next < c_hi:  # row segment after row segment: cells seg_first .. seg_last of a row",
           "        seg_row = c_next // cells_x",
           "        seg_first, seg_last = c_next, min(c_hi, (seg_row + 1) * cells_x) - 1",
@@ -587,14 +737,14 @@ class _Generator:
           "                cell_x = c - row_x",
           "                run0 = xoff[max(cell_x - 1, span_a) - span_a]",
           "                m = xoff[min(cell_x + 1, span_b) - span_a + 1] - run0",
-          "            bx, by, bz = rbx[run0:], rby[run0:], rbz[run0:]",
-          "            bvx, bvy, bvz = rbvx[run0:], rbvy[run0:], rbvz[run0:]",
+          f"            {', '.join(_CANDIDATES[k] for k in ('x', 'y', 'z', 'vx', 'vy', 'vz', 'id')[:n_cols])} = {cut}",
           "            for k in range(start[c], start[c + 1]):",
           "                i, boid = k, ids[k]  # the row of the state, and the boid's public index",
           "                px, py, pz = xs[k], ys[k], zs[k]",
           "                vx, vy, vz = vxs[k], vys[k], vzs[k]",
           "                fx, fy, fz = fxs[k], fys[k], fzs[k]",
-          "                qw, qx, qy, qz = quat[i, 0], quat[i, 1], quat[i, 2], quat[i, 3]")  # fmt: skip
+          "                qw, qx, qy, qz = quat[i, 0], quat[i, 1], quat[i, 2], quat[i, 3]",
+          "                " + _UNPACK_BOID)  # fmt: skip
 
     def boids_synchronous(self) -> str:
         c = _Code()
@@ -629,12 +779,15 @@ class _Generator:
           _UNPACK,
           "    n = pos.shape[0]",
           "    buf = (np.empty(n), np.empty(n), np.empty(n), np.empty(n), np.empty(n), np.empty(n), np.empty(n))",
-          "    bx, by, bz, bvx, bvy, bvz, bj = buf",
+          "    bx, by, bz, bvx, bvy, bvz, bid = buf",
           "    heads = np.empty((n, 3))",
           "    p_i, v_i, p_j, v_j = np.empty(3), np.empty(3), np.empty(3), np.empty(3)",
           "    t = 0",
-          f"    dt = {v('dt')}",
-          "    for s in range(n_steps):",
+          f"    dt = {v('dt')}")  # fmt: skip
+        c.indent()
+        self.chosen_buffers(c, "n")
+        c.dedent()
+        c("    for s in range(n_steps):",
           "        now = time0 + s * dt",
           f"        if {self.layout.periodic}:",
           "            wrap_into_box(pos, vel, box, planar)",
@@ -654,6 +807,7 @@ class _Generator:
               "vx, vy, vz = vel[i, 0], vel[i, 1], vel[i, 2]",
               "fx, fy, fz = heads[i, 0], heads[i, 1], heads[i, 2]",
               "qw, qx, qy, qz = quat[i, 0], quat[i, 1], quat[i, 2], quat[i, 3]",
+              _UNPACK_BOID,
               f"m = fill_around(px, py, pz, grid, pos, vel, {reach} * {reach}, buf, periodic, box)")  # fmt: skip
             self.boid_update(c, len(L.rules))
             # A boid that moved farther than the grid allows for: rebuild it for those after.
@@ -688,6 +842,7 @@ class _Generator:
               "vx, vy, vz = vel[i, 0], vel[i, 1], vel[i, 2]",
               "fx, fy, fz = heads[i, 0], heads[i, 1], heads[i, 2]",
               "qw, qx, qy, qz = quat[i, 0], quat[i, 1], quat[i, 2], quat[i, 3]",
+              _UNPACK_BOID,
               "failed = False")  # fmt: skip
             if stage == "speed":
                 c(f"vel[i, 0], vel[i, 1], vel[i, 2] = clamp_speed(vx, vy, vz, {v('s_min')}, {v('s_max')})")
@@ -697,6 +852,7 @@ class _Generator:
                 c(
                     f"m = fill_around(px, py, pz, grid, pos, vel, {v('reach')} * {v('reach')}, buf, periodic, box)"
                 )
+                self.choose(c, "view2", "cone")
                 if stage in _BUILTIN_PAIR:
                     self.pair_loop(c, [stage])
                 else:
@@ -722,6 +878,7 @@ class _Generator:
           "vel[i, 0], vel[i, 1], vel[i, 2] = vel0[i, 0], vel0[i, 1], vel0[i, 2]  # kept if the move fails",
           "fx, fy, fz = heads[i, 0], heads[i, 1], heads[i, 2]",
           "qw, qx, qy, qz = quat[i, 0], quat[i, 1], quat[i, 2], quat[i, 3]",
+          _UNPACK_BOID,
           "failed = False")  # fmt: skip
         self.turn_and_write(c, "0.0", "np.inf")
         c.dedent()
@@ -742,46 +899,100 @@ class _Generator:
           "elif is_sound(npx, npy, npz, nvx, nvy, nvz) and nw == nw:",
           "    quat[i, 0], quat[i, 1], quat[i, 2], quat[i, 3] = nw, nx, ny, nz",
           "    vel[i, 0], vel[i, 1], vel[i, 2] = nvx, nvy, nvz",
-          "    pos[i, 0], pos[i, 1], pos[i, 2] = npx, npy, npz",
-          "else:",
-          "    record(status, t, NOT_FINITE, boid, -1)")  # fmt: skip
+          "    pos[i, 0], pos[i, 1], pos[i, 2] = npx, npy, npz")  # fmt: skip
+        if self.layout.neighbours == "adaptive":
+            c("    pv[radius_at + boid] = r_new")
+        c("else:", "    record(status, t, NOT_FINITE, boid, -1)")
 
     def couzin(self) -> str:
         """The Couzin model's chunk: the buffer carries unit headings (bvx.. are headings)."""
+        return self.zone_chunk(
+            "ra2",
+            "n_r, rx, ry, rz, n_o, ox, oy, oz, n_a, ax, ay, az",
+            ("rr2", "ro2", "ra2"),
+            "n_r, rx, ry, rz, n_o, ox, oy, oz, n_a, ax, ay, az",
+            ("perturbed", "sigma"),
+        )
+
+    def vicsek(self) -> str:
+        """The Vicsek model's chunk: each particle takes the direction of its own heading plus
+        its neighbours' (the Couzin orientation zone alone, of radius r), tilted by the noise."""
+        return self.zone_chunk(
+            "view2",
+            "_, _, _, _, n_o, ox, oy, oz, _, _, _, _",
+            (None, "view2", "view2"),
+            "0.0, 0.0, 0.0, 0.0, n_o, ox, oy, oz, 0.0, 0.0, 0.0, 0.0",
+            ("vicsek_noise", "eta"),
+        )
+
+    def zone_chunk(
+        self, reach2: str, sums: str, radii2: tuple[str | None, ...], zones: str, noise: tuple[str, str]
+    ) -> str:
+        """A zone model's chunk (Couzin, Vicsek): the sums of ``C.zone_sums`` over the candidates
+        within ``reach2``, with the squared radii ``radii2`` (repulsion, orientation, attraction
+        value names; None: no zone), the direction ``zones`` of them gives, tilted by the noise
+        ``(component, value name)``, then the model's turn at constant speed."""
         v = self.v
         c = _Code()
         self.header(c)
         self.chunk_head(c)
         c.indent(4)
-        c("n_r, rx, ry, rz, n_o, ox, oy, oz, n_a, ax, ay, az = C.zone_sums(",
-          f"    bx, by, bz, bvx, bvy, bvz, m, px, py, pz, fx, fy, fz, {v('rr2')}, {v('ro2')}, {v('ra2')},",
-          f"    {v('cone')})",
-          "ux, uy, uz = C.zone_direction(n_r, rx, ry, rz, n_o, ox, oy, oz, n_a, ax, ay, az, fx, fy, fz,",
-          "                              planar)",
-          f"ux, uy, uz = C.perturbed(ux, uy, uz, planar, {v('sigma')}, seed, step_count, boid)",
+        self.choose(c, reach2, "cone")
+        b = self.b
+        radii = ", ".join("0.0" if r is None else v(r) for r in radii2)
+        c(f"{sums} = C.zone_sums(",
+          f"    {b['x']}, {b['y']}, {b['z']}, {b['vx']}, {b['vy']}, {b['vz']}, {b['m']}, px, py, pz, fx, fy, fz, "
+          f"{radii}, {v('cone')})",
+          f"ux, uy, uz = C.zone_direction({zones}, fx, fy, fz, planar)",
+          f"ux, uy, uz = C.{noise[0]}(ux, uy, uz, planar, {v(noise[1])}, seed, step_count, boid)",
           "failed = False")  # fmt: skip
         self.turn_and_write(c, v("speed"), v("speed"))
         c.dedent(4)
         return self.finalize(c)
 
     def finalize(self, c: _Code) -> str:
-        """Replace each function's unpack marker with the values that function reads."""
+        """Replace each function's unpack marker with the values that function reads, and each
+        boid's marker with its species' values (with species)."""
+        L = self.layout
+        at = _offsets(L, self.used)
+        own = [name for name in self.used if L.species and name in SPECIES_VALUES]
         out, lines = [], c.lines
         for k, line in enumerate(lines):
+            if line.strip() == _UNPACK_BOID:
+                if L.species:
+                    indent = line[: len(line) - len(line.lstrip())]
+                    end = next((e for e in range(k + 1, len(lines)) if lines[e].startswith("@")), len(lines))
+                    text = "\n".join(lines[k + 1 : end])
+                    out += [indent + "sp = C.species_index(boid, v_ends)", indent + f"row = sp * {L.species}"]
+                    out += [indent + f"v_{name} = pv[{at[name]} + sp]" for name in own if f"v_{name}" in text]
+                continue
             if line != _UNPACK:
                 out.append(line)
                 continue
             end = next((e for e in range(k + 1, len(lines)) if lines[e].startswith("@")), len(lines))
             text = "\n".join(lines[k + 1 : end])
-            out += [f"    v_{name} = pv[{i}]" for i, name in enumerate(self.used) if f"v_{name}" in text]
+            for name in self.used:
+                if name in own or not (f"v_{name}" in text or (name == "ends" and L.species)):
+                    continue
+                size = value_slots(L, name)
+                is_array = name == "ends" or name in _MATRICES.values()
+                out.append(
+                    f"    v_{name} = pv[{at[name]}:{at[name] + size}]"
+                    if is_array
+                    else f"    v_{name} = pv[{at[name]}]"
+                )
             # Flags travel as values, not constants, so the shared functions compile once for all.
             out.append("    periodic, wraps, planar, mesh = flags[0], flags[1], flags[2], flags[3]")
         return "\n".join(out) + "\n"
 
     def module(self) -> str:
         L = self.layout
+        if L.species:
+            self.v("ends")  # each boid's species is found from it
         if L.model == "couzin":
             return self.couzin()
+        if L.model == "vicsek":
+            return self.vicsek()
         if L.update == "synchronous":
             return self.boids_synchronous()
         return self.boids_in_place()
@@ -794,6 +1005,7 @@ _FALLOFF_FUNCTION = {
     "quadratic": "separation_quadratic",
 }
 _UNPACK = "#UNPACK"
+_UNPACK_BOID = "#UNPACK_BOID"
 
 
 def up_axis_of(planar: bool) -> tuple[float, float, float]:
@@ -827,6 +1039,8 @@ def _fold(fn: Any, digest: Any, seen: set[int]) -> None:
         digest.update(repr(fn).encode())
         return
     seen.add(id(fn))
+    # Its module too: numba's cache imports that module by name when it loads the step back.
+    digest.update(str(getattr(fn, "__module__", "")).encode())
     try:
         digest.update(inspect.getsource(fn).encode())
     except (OSError, TypeError):
@@ -955,11 +1169,9 @@ class Stepper:
                tuple(f.weight for f in self.forces))  # fmt: skip
         pv = self._packed.get(key)
         if pv is None:
-            values = _values(params, self.rules, self.forces)
-            dt, max_speed = values["dt"], values["s_max"]
-            # In-place updates: how far a boid may move in one step before the grid is rebuilt.
-            values["slack"] = dt * max_speed * (1.0 + 1e-9) + 1e-12
-            pv = np.array([values[name] for name in self.value_names], dtype=np.float64)
+            pv = np.array(
+                _packed(self.layout, self.value_names, params, self.rules, self.forces), dtype=np.float64
+            )
             if len(self._packed) > 64:
                 self._packed.clear()
             self._packed[key] = pv
@@ -972,14 +1184,17 @@ class Stepper:
         L = self.layout
         n_chunks = max(1, (len(state) + BOIDS_PER_CHUNK - 1) // BOIDS_PER_CHUNK)
         flags = np.array(
-            [L.periodic, L.wraps, L.planar, L.turn == "mesh", L.model == "couzin"], dtype=np.bool_
+            [L.periodic, L.wraps, L.planar, L.turn == "mesh", L.model != "boids"], dtype=np.bool_
         )
+        adaptive = L.neighbours == "adaptive"
+        if adaptive:  # each boid's radius rides after the values; boid i reads and writes its own only
+            pv = np.concatenate([pv, state.radii])
         status = np.zeros((n_chunks if L.update == "synchronous" else 1, 3), dtype=np.int64)
         attractors, path, obstacles, wind_u, gradient = _world_arrays(params)
         arrays = (state.positions, state.velocities, state.orientations, state.waypoints, state.predator_positions,
                   state.predator_velocities, state.predator_orientations)  # fmt: skip
         if L.update == "synchronous":
-            fixed = np.array([pv[self.value_names.index("reach")], params.dt, params.predator_speed,
+            fixed = np.array([pv[_offsets(L, self.value_names)["reach"]], params.dt, params.predator_speed,
                               *turn_limit(math.radians(params.predator_turn_rate) * params.dt)])  # fmt: skip
             done = _driver()(self.module.chunk, *arrays, int(n), float(state.time),
                                         int(state.step_count), int(seed), pv, flags, box, attractors, path,
@@ -987,6 +1202,8 @@ class Stepper:
         else:
             done = self.module.advance(*arrays, int(n), float(state.time), pv, flags, box, attractors, path,
                                        obstacles, wind_u, gradient, status)  # fmt: skip
+        if adaptive:
+            state.radii[...] = pv[len(pv) - len(state) :]
         state.time += done * params.dt
         state.step_count += done
         failed = status[status[:, 0] != OK]

@@ -307,6 +307,79 @@ def wind(px, py, pz, box, uniform, gradient):
     )
 
 
+# -- whom a boid interacts with: topological neighbours, species ----------------------------
+
+
+@inlined
+def species_index(index, ends):
+    """The species of boid ``index``: species are consecutive ranges of boids, and ``ends``
+    holds where each but the last ends (cumulative counts)."""
+    s = 0
+    for e in ends:
+        s += 1 if index >= e else 0
+    return s
+
+
+@shared
+def nearest_seen(bx, by, bz, bid, m, px, py, pz, fx, fy, fz, r2, cone, k, ends, sees, sel, sel_d2):
+    """The k nearest of the m candidates in the buffer that a boid sees (Ballerini et al. 2008's
+    topological neighbours): within sqrt(r2), inside the cone, and, with species (``ends`` not
+    empty), of a species its row ``sees`` of the interaction matrix marks (> 0).
+
+    ``bid`` holds the candidates' boid indices: at equal distances the lower index comes first,
+    so the choice does not depend on the buffer's order. Writes the buffer positions of the
+    chosen into ``sel`` and their squared distances into ``sel_d2``, nearest first (both of at
+    least k entries); returns how many were chosen (at most k).
+    """
+    n = 0
+    for jj in range(m):
+        j = numba.uint64(jj)
+        dx = bx[j] - px
+        dy = by[j] - py
+        dz = bz[j] - pz
+        d2 = dx * dx + dy * dy + dz * dz
+        dot = fx * dx + fy * dy + fz * dz
+        if not ((d2 > 0.0) & (d2 < r2) & (dot * abs(dot) >= cone * d2)):
+            continue
+        if len(ends) and not sees[species_index(bid[j], ends)] > 0.0:
+            continue
+        index = bid[j]
+        if n == k and not (d2 < sel_d2[k - 1] or (d2 == sel_d2[k - 1] and index < bid[sel[k - 1]])):
+            continue
+        p = n if n < k else k - 1
+        while p > 0 and (sel_d2[p - 1] > d2 or (sel_d2[p - 1] == d2 and bid[sel[p - 1]] > index)):
+            sel_d2[p], sel[p] = sel_d2[p - 1], sel[p - 1]
+            p -= 1
+        sel_d2[p], sel[p] = d2, jj
+        n = min(n + 1, k)
+    return n
+
+
+@shared
+def compact(buf, sel, n, out):
+    """Copy the rows ``sel[:n]`` of the candidate buffer ``buf`` into ``out`` (tuples of columns)."""
+    for col in range(len(buf)):
+        for s in range(n):
+            out[col][s] = buf[col][sel[s]]
+
+
+@shared
+def adapted_radius(radius, n, k, sel_d2, view2, rate):
+    """StarDisplay's adaptive radius after a step: ``radius`` nudged by ``rate`` of the gap to the
+    distance of the k-th nearest boid seen (n of them chosen within sqrt(view2), nearest first),
+    or to sqrt(view2) when fewer than k are seen."""
+    target2 = sel_d2[k - 1] if n == k else view2
+    return radius + rate * (math.sqrt(target2) - radius)
+
+
+@shared
+def within(sel_d2, n, r2):
+    """How many of the n chosen (nearest first) lie closer than sqrt(r2)."""
+    while n > 0 and not sel_d2[n - 1] < r2:
+        n -= 1
+    return n
+
+
 # -- the Couzin et al. (2002) zone model -------------------------------------------------------
 
 
@@ -386,11 +459,29 @@ def perturbed(dx, dy, dz, planar, sigma, seed, step_count, index):
     perpendicular axis (in the plane for a planar flock). Counter-based: a pure function of
     (seed, step, boid)."""
     phi = sigma * noise.gaussian(seed, step_count, index, 0)
+    return tilted(dx, dy, dz, phi, 2.0 * math.pi * noise.uniform(seed, step_count, index, 2), planar)
+
+
+@shared
+def vicsek_noise(dx, dy, dz, planar, eta, seed, step_count, index):
+    """The Vicsek noise of amplitude eta: in a plane the direction turned by an angle uniform in
+    [-eta/2, eta/2]; in 3D tilted to a direction uniform on the cap of those within eta/2 of it
+    (cos(phi) uniform in [cos(eta/2), 1], the azimuth uniform). Counter-based, as the Couzin noise."""
+    u = noise.uniform(seed, step_count, index, 0)
+    if planar:
+        return tilted(dx, dy, dz, eta * (u - 0.5), 0.0, True)
+    phi = math.acos(1.0 - u * (1.0 - math.cos(0.5 * eta)))
+    return tilted(dx, dy, dz, phi, 2.0 * math.pi * noise.uniform(seed, step_count, index, 2), False)
+
+
+@shared
+def tilted(dx, dy, dz, phi, psi, planar):
+    """The unit direction d tilted by the angle phi towards the perpendicular at azimuth psi
+    around it; in a plane, turned by phi counterclockwise (psi unused)."""
     c, s = math.cos(phi), math.sin(phi)
     if planar:
         ex, ey, ez = unit(-dy, dx, 0.0)
         return c * dx + s * ex, c * dy + s * ey, c * dz + s * ez
-    psi = 2.0 * math.pi * noise.uniform(seed, step_count, index, 2)
     if abs(dx) < 0.9:  # e1 = d x (1, 0, 0)
         e1x, e1y, e1z = unit(0.0, dz, -dy)
     else:  # e1 = d x (0, 1, 0)

@@ -203,7 +203,8 @@ def fill_candidates(c, grid, cols, reach2, buf, periodic, sides):
     Entries m .. multiple of 8 above m are padding: NaN positions and zero velocities.
     ``grid`` is the step's :class:`~flock3d.core.neighbors.CellGrid`; ``cols`` and
     ``buf`` are 6-tuples of 1-D arrays, x, y, z first (the other three are copied
-    along). Returns the number copied.
+    along), or 7-tuples whose last column (the boids' indices) is copied too. Returns the
+    number copied.
     """
     nx, ny, nz = grid.nx, grid.ny, grid.nz
     start = grid.cell_start
@@ -238,6 +239,8 @@ def fill_candidates(c, grid, cols, reach2, buf, periodic, sides):
                     mm = numba.uint64(m)
                     buf[0][mm], buf[1][mm], buf[2][mm] = x_, y_, z_
                     buf[3][mm], buf[4][mm], buf[5][mm] = cols[3][j], cols[4][j], cols[5][j]
+                    for col in range(6, len(cols)):  # the boids' indices, where the layout carries them
+                        buf[col][mm] = cols[col][j]
                     m += 1 if gx * gx + gy * gy + gz * gz < reach2 else 0
     # Pad to a multiple of 8 with NaN positions: every comparison with them is false, so the
     # pair loop can run whole SIMD vectors (``buf`` holds 8 spare entries, see chunk_buffer).
@@ -310,9 +313,9 @@ def _row_capacity(cy, cz, xa, xb, grid, periodic):
 
 
 @shared
-def rows_buffer(c_lo, c_hi, grid, periodic):
-    """A (6, capacity) buffer for the candidates of any row segment of cells c_lo .. c_hi - 1
-    (see :func:`fill_row`), and room for its x-cell offsets, (nx + 3,) int64."""
+def rows_buffer(c_lo, c_hi, grid, n_columns, periodic):
+    """A (n_columns, capacity) buffer for the candidates of any row segment of cells
+    c_lo .. c_hi - 1 (see :func:`fill_row`), and room for its x-cell offsets, (nx + 3,) int64."""
     nx, ny = grid.nx, grid.ny
     cap = 0
     c = c_lo
@@ -322,7 +325,7 @@ def rows_buffer(c_lo, c_hi, grid, periodic):
         xa, xb = row_span(c - r * nx, end - 1 - r * nx, nx, periodic)
         cap = max(cap, _row_capacity(r % ny, r // ny, xa, xb, grid, periodic))
         c = end
-    return np.empty((6, cap + 8)), np.empty(nx + 3, dtype=np.int64)
+    return np.empty((n_columns, cap + 8)), np.empty(nx + 3, dtype=np.int64)
 
 
 @shared
@@ -339,7 +342,8 @@ def fill_row(cy, cz, xa, xb, grid, cols, reach2, buf, xoff, periodic, sides):
     every pair test rejects them, so a pair loop may run on to a multiple of 8. In a
     periodic arena (box sides ``sides`` (3,)) boids are copied at their image nearest the
     row, ghost x-cells -1 and nx as images of the far ends. ``cols`` and ``buf`` are
-    6-tuples of 1-D arrays (x, y, z, vx, vy, vz). Returns the number copied.
+    6-tuples of 1-D arrays (x, y, z, vx, vy, vz), or 7-tuples whose last column (the boids'
+    indices) is copied too. Returns the number copied.
     """
     nx, ny, nz = grid.nx, grid.ny, grid.nz
     start = grid.cell_start
@@ -372,11 +376,14 @@ def fill_row(cy, cz, xa, xb, grid, cols, reach2, buf, xoff, periodic, sides):
                     mm = numba.uint64(m)
                     buf[0][mm], buf[1][mm], buf[2][mm] = xs[j] + shift_x, y_, z_
                     buf[3][mm], buf[4][mm], buf[5][mm] = cols[3][j], cols[4][j], cols[5][j]
+                    for col in range(6, len(cols)):  # the boids' indices, where the layout carries them
+                        buf[col][mm] = cols[col][j]
                     m += 1 if gy * gy + gz * gz < reach2 else 0
     xoff[xb - xa + 1] = m
     for q in range(m, m + 8):
         buf[0][q], buf[1][q], buf[2][q] = np.nan, np.nan, np.nan
-        buf[3][q], buf[4][q], buf[5][q] = 0.0, 0.0, 0.0
+        for col in range(3, len(cols)):
+            buf[col][q] = 0.0
     return m
 
 
@@ -387,8 +394,9 @@ def fill_around(px, py, pz, grid, pos, vel, reach2, buf, periodic, box):
     For the in-place updates (``sequential`` and ``per_rule``): candidates are read from
     the live arrays ``pos``/``vel`` (N, 3) through the grid built at the start of the
     step, whose cells must be at least the reach plus the farthest any boid may have
-    moved since. ``buf`` is a 6-tuple of arrays of at least N entries; in a periodic
-    arena positions are copied at their image nearest the point. Returns the count.
+    moved since. ``buf`` is a 7-tuple of arrays of at least N entries (the last takes each
+    boid's index); in a periodic arena positions are copied at their image nearest the
+    point. Returns the count.
     """
     nx, ny, nz = grid.nx, grid.ny, grid.nz
     start, order = grid.cell_start, grid.order
@@ -464,7 +472,8 @@ def gather(t, bounds, start, order, ids, pos, vel, quat, wp, ids_to, pos_to, vel
     """Chunk ``t`` (cells ``bounds[t] .. bounds[t + 1] - 1``) of the start-of-step state, in
     cell order: the state rows (``ids``, ``pos``, ``vel``, ``quat``, ``wp``) copied to the
     same rows of the ``*_to`` arrays, positions and velocities into the rows of ``cols``
-    (6, N), each boid's unit heading into ``heads`` (3, N).
+    (7, N), then each boid's public index (as a float: topological neighbours break ties by
+    it, species are ranges of it), each boid's unit heading into ``heads`` (3, N).
 
     The heading is the forward axis of its orientation, or with ``heading_from_velocity``
     (the ``mesh`` turn limit: boids see along their motion) its velocity's direction.
@@ -487,6 +496,7 @@ def gather(t, bounds, start, order, ids, pos, vel, quat, wp, ids_to, pos_to, vel
         if headings_in_cols:
             vx, vy, vz = hx, hy, hz
         cols[3, k], cols[4, k], cols[5, k] = vx, vy, vz
+        cols[6, k] = ids[i]
 
 
 @shared
@@ -679,7 +689,7 @@ CHUNK_SIGNATURE = types.void(
     _I1,
     _I1,  # bounds; grid floats (origin, cell sizes), ints (nx, ny, nz, crowded); ids; cell_start
     _F2,
-    _F2,  # cols (6, N): start-of-step positions and velocities in cell order; heads (3, N)
+    _F2,  # cols (7, N): start-of-step positions, velocities and indices in cell order; heads (3, N)
     _F2,
     _F2,
     _F2,
@@ -704,7 +714,7 @@ one compiled parallel driver calls any of them through a function pointer)."""
 
 #: Flags (a bool array): positions wrap in a periodic box and distances take the minimum
 #: image; positions wrap; the flock is planar; boids see along their velocity (mesh turn
-#: limit); the Couzin model (the buffer carries headings).
+#: limit); the buffer carries headings, not velocities (the Couzin and Vicsek models).
 PERIODIC, WRAPS, PLANAR, MESH, COUZIN = range(5)
 
 
@@ -760,7 +770,7 @@ def _unpermute(ids, pos, vel, quat, waypoints, pos_to, vel_to, quat_to, wp_to):
 def _advance(chunk, pos, vel, quat, waypoints, pred_pos, pred_vel, pred_quat, n_steps, time0, step0, seed, pv,
              flags, box, attractors, path, obstacles, wind_u, gradient, status, fixed):  # fmt: skip
     n = pos.shape[0]
-    cols = np.empty((6, n))
+    cols = np.empty((7, n))
     heads = np.empty((3, n))
     n_chunks = status.shape[0]
     sides = 2.0 * box[3:]

@@ -15,11 +15,14 @@ defaults reproduce the model exactly.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import numbers
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, NamedTuple
+
+import numpy as np
 
 __all__ = [
     "Params",
@@ -28,6 +31,9 @@ __all__ = [
     "Attractor",
     "WaypointPath",
     "Obstacle",
+    "Species",
+    "SPECIES_FIELDS",
+    "SPECIES_RULES",
     "ARENA_SHAPES",
     "FALLOFFS",
     "MODELS",
@@ -39,6 +45,8 @@ __all__ = [
     "STAGES",
     "MAX_MAGNITUDE",
     "COUZIN_DEFAULTS",
+    "VICSEK_DEFAULTS",
+    "MODEL_DEFAULTS",
     "SPEC_FIELDS",
     "is_real_number",
     "short_repr",
@@ -78,8 +86,9 @@ STAGES = (
 """The built-in stages of a chained update, in their default order (user rules and forces
 follow the built-in rules and forces, before ``speed``)."""
 FALLOFFS = ("inverse", "linear", "linear_gap", "quadratic")
-MODELS = ("boids", "couzin")
-"""``boids``: the spec's model and its variants; ``couzin``: the 2002 zone model."""
+MODELS = ("boids", "couzin", "vicsek")
+"""``boids``: the spec's model and its variants; ``couzin``: the 2002 zone model; ``vicsek``: the
+1995 self-propelled particles (constant speed, alignment with angular noise, periodic box)."""
 """How separation grows as a neighbour closes in (d = distance, u = unit offset away):
 ``inverse`` u/d (spec), ``linear`` u*d (the offset itself), ``linear_gap`` u*(r_s - d),
 ``quadratic`` u*(r_s - d)^2."""
@@ -110,6 +119,43 @@ class Obstacle(NamedTuple):
 
     center: tuple[float, float, float]
     radius: float
+
+
+SPECIES_FIELDS = (
+    "separation_distance", "separation", "alignment", "cohesion", "view_distance", "fov",
+    "min_speed", "max_speed", "max_turn_rate",
+)  # fmt: skip
+"""The parameters a species may set for itself (the flock's values otherwise)."""
+SPECIES_RULES = ("sees", "separates", "aligns", "coheres")
+"""The interaction matrix: for each species, the species it sees, and among them those it
+separates from, aligns with and coheres with."""
+
+
+class Species(NamedTuple):
+    """One species of a mixed flock: its boids, its own parameters and whom it interacts with.
+
+    The boids of a flock are numbered species after species, in the order of
+    ``Params.species``. A parameter left None takes the flock's value. ``sees`` names the
+    species whose boids this one perceives at all (None: every species, itself included);
+    ``separates``, ``aligns`` and ``coheres`` name, among those, the ones each rule acts on
+    (None: all it sees).
+    """
+
+    name: str
+    count: int
+    separation_distance: float | None = None
+    separation: float | None = None
+    alignment: float | None = None
+    cohesion: float | None = None
+    view_distance: float | None = None
+    fov: float | None = None
+    min_speed: float | None = None
+    max_speed: float | None = None
+    max_turn_rate: float | None = None
+    sees: tuple[str, ...] | None = None
+    separates: tuple[str, ...] | None = None
+    aligns: tuple[str, ...] | None = None
+    coheres: tuple[str, ...] | None = None
 
 
 _ZERO3 = (0.0, 0.0, 0.0)
@@ -253,6 +299,24 @@ class Params:
     turn_limit: str = "heading"
     """One of :data:`TURN_LIMITS`."""
 
+    # -- whom a boid interacts with (the defaults: everyone it sees, one species) --------
+    neighbours: int | None = None
+    """k: interact with the k nearest of the boids seen (topological interaction, Ballerini et
+    al. 2008; ties go to the lower index), >= 1; None: with every boid seen (metric)."""
+    adaptive: bool = False
+    """StarDisplay's adaptive radius (Hildenbrandt et al. 2010; needs ``neighbours``): each boid
+    sees within its own radius, at most ``view_distance``, nudged each step towards the
+    distance of its k-th nearest neighbour."""
+    adaptation: float = 0.1
+    """s: fraction of the gap to that distance an adaptive radius closes each step, in (0, 1]."""
+    species: tuple[Species, ...] = ()
+    """The species of a mixed flock (boids model only); ``count`` is then their total."""
+
+    # -- the Vicsek et al. (1995) model ------------------------------------------------
+    noise_eta: float = 0.0
+    """eta: amplitude of the Vicsek model's angular noise, radians, in [0, 2 pi]: uniform in
+    [-eta/2, eta/2] in a plane, uniform on the cap of directions within eta/2 in 3D."""
+
     def __post_init__(self) -> None:
         # Accept sequences and numpy numbers from TOML or numpy, but store plain tuples,
         # floats and ints so that Params stays hashable and compares by value.
@@ -278,6 +342,13 @@ class Params:
             set_("arena_size", _vector(self.arena_size))
         if _is_sequence(self.rule_order):
             set_("rule_order", tuple(self.rule_order))
+        if isinstance(self.neighbours, numbers.Integral) and not isinstance(self.neighbours, bool):
+            set_("neighbours", int(self.neighbours))
+        if _is_sequence(self.species):
+            set_("species", tuple(_species(s) for s in self.species))
+            counts = [s.count for s in self.species if isinstance(s, Species)]
+            if self.species and len(counts) == len(self.species) and all(_whole(c) for c in counts):
+                set_("count", int(sum(counts)))  # the species make the flock
         problems = params_problems(self)
         if problems:
             raise ValueError("; ".join(str(p) for p in problems))
@@ -295,9 +366,34 @@ class Params:
 
     @property
     def perception_distance(self) -> float:
-        """How far a boid sees: the view distance, or r_a (the attraction zone's rim) for the
-        Couzin model. Neighbour lists, focus cones and groups all use it."""
-        return self.zone_radii[2] if self.model == "couzin" else self.view_distance
+        """How far a boid sees: the view distance (the longest of its species'), or r_a (the
+        attraction zone's rim) for the Couzin model. Neighbour lists, focus cones and groups
+        all use it."""
+        if self.model == "couzin":
+            return self.zone_radii[2]
+        return max(
+            [self.view_distance, *(self.of_species(k).view_distance for k in range(len(self.species)))]
+        )
+
+    @property
+    def species_of_boids(self) -> np.ndarray:
+        """(count,) int32: the species of each boid (0 for every boid of a flock without species)."""
+        return np.repeat(np.arange(max(1, len(self.species)), dtype=np.int32),
+                         [s.count for s in self.species] or [self.count])  # fmt: skip
+
+    def of_species(self, k: int) -> Params:
+        """The parameters boids of species k live by: the flock's, with the species' own values
+        (and its count, no species). Without species, k = 0 gives these parameters."""
+        if not self.species:
+            return self
+        return _species_params(self, k)
+
+    def interacts(self, a: int, b: int) -> tuple[bool, bool, bool, bool]:
+        """Whether a boid of species a sees, separates from, aligns with and coheres with one of
+        species b (all True without species)."""
+        if not self.species:
+            return (True, True, True, True)
+        return _interaction_matrix(self)[a][b]
 
     @property
     def rule_distances(self) -> tuple[float, float, float]:
@@ -349,6 +445,28 @@ def _friendly_init(init: Callable) -> Callable:
 
 Params.__init__ = _friendly_init(Params.__init__)
 
+
+@functools.lru_cache(maxsize=256)
+def _species_params(params: Params, k: int) -> Params:
+    own = {name: getattr(params.species[k], name) for name in SPECIES_FIELDS}
+    return dataclasses.replace(
+        params, species=(), count=params.species[k].count,
+        **{name: value for name, value in own.items() if value is not None},
+    )  # fmt: skip
+
+
+@functools.lru_cache(maxsize=64)
+def _interaction_matrix(params: Params) -> tuple[tuple[tuple[bool, bool, bool, bool], ...], ...]:
+    names = [s.name for s in params.species]
+    rows = []
+    for s in params.species:
+        sees = set(names if s.sees is None else s.sees)
+        lists = [sees] + [sees if getattr(s, rule) is None else set(getattr(s, rule)) & sees
+                          for rule in SPECIES_RULES[1:]]  # fmt: skip
+        rows.append(tuple(tuple(name in rule for rule in lists) for name in names))
+    return tuple(rows)
+
+
 SPEC_FIELDS = tuple(f.name for f in dataclasses.fields(Params))[:16]
 """The spec's sixteen parameters, in its order."""
 
@@ -367,6 +485,26 @@ COUZIN_DEFAULTS: dict[str, Any] = {
 """The values of Couzin, Krause, James, Ruxton and Franks (2002) that a scene with
 ``model = "couzin"`` starts from: N = 100, r_r = 1, alpha = 270, theta = 40 deg/s, s = 3,
 sigma = 0.05 rad, tau = 0.1 s, in open space, from a random ball (here of radius 5)."""
+
+VICSEK_DEFAULTS: dict[str, Any] = {
+    "model": "vicsek",
+    "count": 400,
+    "arena_shape": "periodic",
+    "arena_radius": 5.0,
+    "dimensions": 2,
+    "speed": 0.03,
+    "view_distance": 1.0,
+    "fov": 360.0,
+    "max_turn_rate": math.inf,
+    "noise_eta": 2.0,
+    "dt": 1.0,
+}
+"""The values of Vicsek, Czirok, Ben-Jacob, Cohen and Shochet (1995) that a scene with
+``model = "vicsek"`` starts from: N = 400 in a periodic square of side L = 10 (density 4),
+v0 = 0.03, r = 1, Delta t = 1, no turn limit, eta = 2."""
+
+MODEL_DEFAULTS: dict[str, dict[str, Any]] = {"couzin": COUZIN_DEFAULTS, "vicsek": VICSEK_DEFAULTS}
+"""What a scene with ``model = NAME`` starts from, for each model with values of its own."""
 
 
 # -- normalisation of structured values -------------------------------------------------
@@ -401,6 +539,26 @@ def _attractor(value: Any) -> Any:
 
 def _obstacle(value: Any) -> Any:
     return _record(value, Obstacle, lambda o: o._replace(center=_vector(o.center) or o.center))
+
+
+def _names(value: Any) -> Any:
+    if _is_sequence(value) and all(isinstance(v, str) for v in value):
+        return tuple(value)
+    return value
+
+
+def _species(value: Any) -> Any:
+    def normalise(s: Species) -> Species:
+        changes = {rule: _names(getattr(s, rule)) for rule in SPECIES_RULES if getattr(s, rule) is not None}
+        if isinstance(s.count, numbers.Integral) and not isinstance(s.count, bool):
+            changes["count"] = int(s.count)
+        return s._replace(**changes)
+
+    return _record(value, Species, normalise)
+
+
+def _whole(value: Any) -> bool:
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
 
 
 def _path(value: Any) -> Any:
@@ -481,6 +639,8 @@ _RANGES: list[tuple[str, float, float, bool, bool, bool]] = [
     ("zone_attraction_width", 0.0, _M, False, False, False),
     ("noise_sigma", 0.0, _M, False, False, False),
     ("containment", 0.0, _M, False, False, False),
+    ("adaptation", 0.0, 1.0, True, False, False),
+    ("noise_eta", 0.0, 2.0 * math.pi, False, False, False),
 ]
 
 
@@ -567,7 +727,7 @@ def params_problems(values: Params | dict[str, Any]) -> list[Problem]:
         problems.append(
             Problem("separation_distance", f"must be a finite number {rule} (got {short_repr(rs)})")
         )
-    elif rs <= 0 or (rv is not None and rs > rv):
+    elif rs <= 0 or (rv is not None and rs > rv and values["model"] == "boids"):
         got = f"{rs!r} with view_distance {rv!r}" if rs > 0 else repr(rs)
         problems.append(Problem("separation_distance", f"must be {rule} (got {got})"))
 
@@ -605,7 +765,8 @@ def params_problems(values: Params | dict[str, Any]) -> list[Problem]:
         problems.append(
             Problem(
                 "init_radius",
-                f"must be in (0, {MAX_MAGNITUDE:g}] or unset for 0.5 * arena_radius (got {short_repr(init)})",
+                f"must be > 0 and at most {MAX_MAGNITUDE:g}, or unset for 0.5 * arena_radius "
+                f"(got {short_repr(init)})",
             )
         )
 
@@ -619,6 +780,11 @@ def params_problems(values: Params | dict[str, Any]) -> list[Problem]:
                 f"(got {values['arena_shape']!r})",
             )
         )
+    if values["model"] == "vicsek" and values["arena_shape"] != "periodic":
+        problems.append(
+            Problem("arena_shape", f"must be 'periodic' for the vicsek model (got {values['arena_shape']!r})")
+        )
+    problems += _neighbour_problems(values)
     _choice(problems, "separation_falloff", values["separation_falloff"], FALLOFFS)
     if values["dimensions"] not in (2, 3) or isinstance(values["dimensions"], bool):
         problems.append(Problem("dimensions", f"must be 2 or 3 (got {values['dimensions']!r})"))
@@ -641,8 +807,10 @@ def params_problems(values: Params | dict[str, Any]) -> list[Problem]:
     path = values["path"]
     if path is not None:
         problems += [Problem("path", p) for p in _path_problems(path)]
-    if values["model"] == "couzin":
-        problems += _couzin_world_problems(values, {p.field for p in problems})
+    if values["model"] != "boids":
+        problems += _model_world_problems(values, {p.field for p in problems})
+    elif _is_sequence(values["species"]) and values["species"]:
+        problems += _species_problems(values)
 
     order = [f.name for f in dataclasses.fields(Params)]
     problems.sort(key=lambda p: order.index(p.field))
@@ -680,12 +848,97 @@ def _mode_problems(values: dict[str, Any]) -> list[Problem]:
         problems.append(
             Problem("update", '"per_rule" applies the rules one after another: it needs combine = "chain"')
         )
-    if values["model"] == "couzin":
+    if values["model"] != "boids":
         for name, default in (("update", "synchronous"), ("combine", "sum"), ("turn_limit", "heading")):
             if values[name] != default:
                 problems.append(
-                    Problem(name, f"must be {default!r} for the couzin model (got {values[name]!r})")
+                    Problem(
+                        name, f"must be {default!r} for the {values['model']} model (got {values[name]!r})"
+                    )
                 )
+    return problems
+
+
+def _neighbour_problems(values: dict[str, Any]) -> list[Problem]:
+    """Topological neighbours and the adaptive radius: a whole k, and what the radius needs."""
+    problems = []
+    k = values["neighbours"]
+    if k is not None and not (_whole(k) and 1 <= k <= MAX_BOIDS):
+        problems.append(
+            Problem(
+                "neighbours", f"must be unset or a whole number from 1 to {MAX_BOIDS:,} (got {short_repr(k)})"
+            )
+        )
+    adaptive = values["adaptive"]
+    if not isinstance(adaptive, bool):
+        problems.append(Problem("adaptive", f"must be true or false (got {adaptive!r})"))
+    elif adaptive:
+        if k is None:
+            problems.append(Problem("adaptive", "needs neighbours = k: the radius holds the k nearest"))
+        rv = values["view_distance"]
+        if values["model"] != "couzin" and is_real_number(rv) and math.isinf(rv):
+            problems.append(Problem("adaptive", "needs a finite view_distance: the largest radius"))
+        if values["model"] == "couzin":
+            problems.append(
+                Problem("adaptive", "applies to the boids and vicsek models (got model 'couzin')")
+            )
+        if values["update"] == "per_rule":
+            problems.append(Problem("adaptive", 'needs update = "synchronous" or "sequential"'))
+    return problems
+
+
+def _species_problems(values: dict[str, Any]) -> list[Problem]:
+    """Each species: a unique name, a count, its own values valid as the flock's would be, and an
+    interaction matrix naming known species (a rule acts only on species it sees)."""
+    species = values["species"]
+    problems: list[Problem] = []
+    names = [s.name for s in species if isinstance(s, Species)]
+    for i, s in enumerate(species):
+        where = f"[{i}]"
+        if not isinstance(s, Species):
+            problems.append(Problem("species", f"{where} must have a name and a count (got {short_repr(s)})"))
+            continue
+        if not (isinstance(s.name, str) and s.name.isidentifier()):
+            problems.append(
+                Problem("species", f"{where}.name must be a name of letters, digits and _ (got {s.name!r})")
+            )
+        elif names.count(s.name) > 1:
+            problems.append(Problem("species", f"{where}.name {s.name!r} is used by another species"))
+        if not (_whole(s.count) and 0 <= s.count <= MAX_BOIDS):
+            problems.append(
+                Problem(
+                    "species",
+                    f"{where}.count must be a whole number from 0 to {MAX_BOIDS:,} "
+                    f"(got {short_repr(s.count)})",
+                )
+            )
+        own = {name: getattr(s, name) for name in SPECIES_FIELDS if getattr(s, name) is not None}
+        if own:  # what the species' own values break that the flock's did not
+            base = set(params_problems({**values, "species": (), "count": 0}))
+            for p in params_problems({**values, **own, "species": (), "count": 0}):
+                if p not in base:
+                    problems.append(Problem("species", f"{where}.{p.field} {p.message}"))
+        for rule in SPECIES_RULES:
+            listed = getattr(s, rule)
+            if listed is None:
+                continue
+            if not (_is_sequence(listed) and all(isinstance(n, str) for n in listed)):
+                problems.append(
+                    Problem(
+                        "species",
+                        f"{where}.{rule} must be a list of species names (got {short_repr(listed)})",
+                    )
+                )
+                continue
+            for name in listed:
+                if name not in names:
+                    problems.append(
+                        Problem("species", f"{where}.{rule} names {name!r}, which is no species here")
+                    )
+                elif rule != "sees" and s.sees is not None and name not in s.sees:
+                    problems.append(
+                        Problem("species", f"{where}.{rule} names {name!r}, which it does not see")
+                    )
     return problems
 
 
@@ -726,9 +979,13 @@ _WORLD_FEATURES = {
 }
 
 
-def _couzin_world_problems(values: dict[str, Any], reported: set[str]) -> list[Problem]:
-    """The Couzin model has no attractors, path, obstacles, predators or wind: say so, not ignore them."""
+def _model_world_problems(values: dict[str, Any], reported: set[str]) -> list[Problem]:
+    """The Couzin and Vicsek models have no attractors, path, obstacles, predators, wind or
+    species: say so, not ignore them."""
+    model = values["model"]
     problems = []
+    if _is_sequence(values["species"]) and values["species"]:
+        problems.append(Problem("species", f"belong to the boids model; the {model} model has none"))
     for name, empty in _WORLD_FEATURES.items():
         if name in reported:
             continue
@@ -741,7 +998,7 @@ def _couzin_world_problems(values: dict[str, Any], reported: set[str]) -> list[P
             problems.append(
                 Problem(
                     name,
-                    f"is a feature of the boids model; the couzin model has none (got {short_repr(value)})",
+                    f"is a feature of the boids model; the {model} model has none (got {short_repr(value)})",
                 )
             )
     return problems

@@ -9,9 +9,10 @@ code but the counter-based noise.
 It implements every variant of :class:`~flock3d.core.params.Params`: arena shapes,
 planar flocks, separation falloffs, per-rule radii and cones, the world features, the
 update orders (synchronous, sequential, per rule), chained rules, the mesh turn
-limit, wall containment, and the user's rules and forces; with the default
-parameters all of these reduce to the model. Turning uses pyquaternion rather than
-:mod:`flock3d.core.quaternion`.
+limit, wall containment, topological neighbours and the adaptive radius, species,
+and the user's rules and forces; with the default parameters all of these reduce to
+the model. It also steps the Couzin and Vicsek models. Turning uses pyquaternion
+rather than :mod:`flock3d.core.quaternion`.
 """
 
 from __future__ import annotations
@@ -32,7 +33,10 @@ from flock3d.core.state import FlockState, settle, up_axis
 __all__ = [
     "step",
     "couzin_step",
+    "vicsek_step",
     "visible",
+    "neighbours",
+    "nearest_of",
     "offsets",
     "ReferenceBoid",
     "ReferencePredator",
@@ -105,6 +109,60 @@ def visible(
     return in_range & (angles <= fov / 2.0)
 
 
+def nearest_of(seen: np.ndarray, distances: np.ndarray, k: int | None) -> np.ndarray:
+    """(M,) bool: the k nearest of the boids ``seen`` (all of them when k is None); at equal
+    distances the lower index comes first."""
+    if k is None:
+        return seen
+    candidates = np.flatnonzero(seen)
+    nearest = candidates[np.lexsort((candidates, distances[candidates]))[:k]]
+    keep = np.zeros_like(seen)
+    keep[nearest] = True
+    return keep
+
+
+def neighbours(
+    position: np.ndarray,
+    heading: np.ndarray,
+    positions: np.ndarray,
+    params: Params,
+    species: int = 0,
+    radius: float | None = None,
+) -> np.ndarray:
+    """Which of a flock's boids a boid interacts with: step 1 with the options of perception.
+
+    Args:
+        position, heading: (3,) the boid's position and unit heading.
+        positions: (N, 3) the whole flock (the boid itself included: it is never its own neighbour).
+        params: the flock's parameters.
+        species: the boid's species (``Params.species``), 0 without species.
+        radius: its adaptive radius (``Params.adaptive``) instead of its view distance.
+
+    Returns:
+        (N,) bool: the boids it sees (within its species' view distance, or ``radius``, and
+        cone; for the Couzin model within r_a) of the species it sees, and with
+        ``params.neighbours = k`` only the k nearest of those, the lower index first at
+        equal distances.
+    """
+    seen = visible(position, heading, positions, params.of_species(species), radius)
+    if params.species:
+        kinds = params.species_of_boids
+        seen &= np.array([params.interacts(species, b)[0] for b in range(len(params.species))])[kinds]
+    distances = np.linalg.norm(offsets(position, positions, params), axis=1)
+    return nearest_of(seen, distances, params.neighbours)
+
+
+def adapted_radius(radius: float, position, heading, positions, params: Params, species: int = 0) -> float:
+    """An adaptive radius after one step: nudged by ``params.adaptation`` of the gap towards the
+    distance of the k-th nearest boid seen within the view distance (the view distance when
+    fewer than k are seen there): StarDisplay's radius that holds k neighbours."""
+    seen = neighbours(position, heading, positions, params, species)
+    distances = np.linalg.norm(offsets(position, positions, params), axis=1)[seen]
+    own = params.of_species(species).view_distance
+    target = float(np.max(distances)) if len(distances) == params.neighbours else own
+    return radius + params.adaptation * (target - radius)
+
+
 def _unit(v: np.ndarray) -> np.ndarray:
     n = np.linalg.norm(v)
     return v / n if n > 0.0 else np.zeros(3)
@@ -155,6 +213,9 @@ class ReferenceBoid:
     waypoint: int = 0
     looking: np.ndarray | None = None
     """Where it looked at the start of the step, once its velocity changes mid-step (per rule)."""
+    species: int = 0
+    radius: float = 0.0
+    """Its adaptive radius (``Params.adaptive``)."""
 
     @cached_property
     def forward(self) -> np.ndarray:
@@ -169,14 +230,21 @@ class ReferenceBoid:
             return _unit(self.velocity)
         return self.forward
 
-    def seen(
-        self, flock: list[ReferenceBoid], params: Params, distance: float, fov: float, heading: np.ndarray
-    ):
-        """The boids seen within ``distance`` and the cone ``fov``, with their offsets (step 1)."""
-        positions = np.array([b.position for b in flock]).reshape(-1, 3)
-        d = offsets(self.position, positions, params)
-        seen = visible(self.position, heading, positions, params, distance, fov)
-        return [(flock[j], d[j]) for j in np.flatnonzero(seen)]
+    def seen(self, world: World, distance: float, fov: float, rule: int = 0):
+        """The neighbours (:func:`neighbours`) within ``distance`` and the cone ``fov`` that rule
+        ``rule`` acts on (0: any; 1, 2, 3: separation, alignment, cohesion, by the species'
+        matrix), with their offsets (step 1)."""
+        p = world.params
+        positions = np.array([b.position for b in world.flock]).reshape(-1, 3)
+        d = offsets(self.position, positions, p)
+        own, heading = world.own(self), self.heading(world.own(self))
+        seen = visible(self.position, heading, positions, own, distance, fov)
+        if p.neighbours is not None:  # only the k nearest of those it sees
+            radius = self.radius if p.adaptive else None
+            seen &= neighbours(self.position, heading, positions, p, self.species, radius)
+        if p.species:
+            seen &= world.matrix[self.species, :, rule][p.species_of_boids]
+        return [(world.flock[j], d[j]) for j in np.flatnonzero(seen)]
 
     # -- the built-in terms --------------------------------------------------------------
 
@@ -314,14 +382,13 @@ class ReferenceBoid:
 
     # -- the user's rules and forces -------------------------------------------------------
 
-    def user_rule(
-        self, k: int, rule: PairRule, flock: list, velocity: np.ndarray, params: Params
-    ) -> np.ndarray:
+    def user_rule(self, k: int, rule: PairRule, world: World, velocity: np.ndarray) -> np.ndarray:
         """The user's pair rule k: its contributions over the neighbours it sees, summed or averaged."""
+        params = world.own(self)
         radius = params.view_distance if rule.radius is None else rule.radius
         fov = params.fov if rule.fov is None else rule.fov
         parts = []
-        for other, offset in self.seen(flock, params, radius, fov, self.heading(params)):
+        for other, offset in self.seen(world, radius, fov):
             try:
                 out = rule.fn(
                     self.position.copy(), velocity.copy(), self.position + offset, other.velocity.copy()
@@ -344,18 +411,17 @@ class ReferenceBoid:
 
     def stage(self, name: str, world: World, velocity: np.ndarray) -> np.ndarray:
         """The acceleration of one stage for this boid, given its current velocity."""
-        p = world.params
+        p = world.own(self)  # the parameters of its species
         (rs, ra, rc), (fs, fa, fc) = p.rule_distances, p.rule_fovs
-        f = self.heading(p)
         if name == "separation":
-            return self.separation(self.seen(world.flock, p, rs, fs, f), p)
+            return self.separation(self.seen(world, rs, fs, 1), p)
         if name == "alignment":
-            return self.alignment(self.seen(world.flock, p, ra, fa, f), velocity, p)
+            return self.alignment(self.seen(world, ra, fa, 2), velocity, p)
         if name == "cohesion":
-            return self.cohesion(self.seen(world.flock, p, rc, fc, f), p)
+            return self.cohesion(self.seen(world, rc, fc, 3), p)
         if name.startswith("rule"):
             k = int(name[4:])
-            return self.user_rule(k, world.rules[k], world.flock, velocity, p)
+            return self.user_rule(k, world.rules[k], world, velocity)
         if name.startswith("force"):
             k = int(name[5:])
             return self.user_force(len(world.rules) + k, world.forces[k], velocity, world.time)
@@ -371,7 +437,7 @@ class ReferenceBoid:
 
     def desired_velocity(self, world: World) -> np.ndarray:
         """Steps 2-7: u = v + dt * (sum of the terms), or each term in turn on the chained v."""
-        p = world.params
+        p = world.own(self)
         velocity = self.velocity.copy()
         planar = p.dimensions == 2
         if p.combine == "sum":
@@ -407,12 +473,22 @@ class ReferenceBoid:
                 target = look_rotation(velocity, np.asarray(up_axis(params)))
                 orientation = rotate_towards(self.orientation, target, max_angle)
         position, velocity = settle(self.position + params.dt * velocity, velocity, params)
-        return ReferenceBoid(position, velocity, orientation, self.waypoint)
+        return ReferenceBoid(
+            position, velocity, orientation, self.waypoint, species=self.species, radius=self.radius
+        )
 
     def updated(self, world: World) -> ReferenceBoid:
-        """This boid after one step, computed from ``world`` (steps 1 to 10)."""
+        """This boid after one step, computed from ``world`` (steps 1 to 10), and its adaptive
+        radius nudged from where the others were."""
         boid = replace(self)  # the path stage may advance the waypoint of the copy
-        return boid.moved(boid.desired_velocity(world), world.params)
+        own = world.own(self)
+        u = boid.desired_velocity(world)
+        if world.params.adaptive:
+            positions = np.array([b.position for b in world.flock]).reshape(-1, 3)
+            boid.radius = adapted_radius(
+                self.radius, self.position, self.heading(own), positions, world.params, self.species
+            )
+        return boid.moved(u, own)
 
 
 def _clamped(v: np.ndarray, s_min: float, s_max: float) -> np.ndarray:
@@ -450,6 +526,16 @@ class World:
     stages: list[str]
     time: float
 
+    def own(self, boid: ReferenceBoid) -> Params:
+        """The parameters ``boid`` lives by: those of its species."""
+        return self.params.of_species(boid.species)
+
+    @cached_property
+    def matrix(self) -> np.ndarray:
+        """(S, S, 4) bool: whether species a sees, separates from, aligns with, coheres with b."""
+        count = len(self.params.species)
+        return np.array([[self.params.interacts(a, b) for b in range(count)] for a in range(count)])
+
 
 def _sound(boid: ReferenceBoid) -> bool:
     values = np.concatenate([boid.position, boid.velocity])
@@ -480,25 +566,38 @@ class ReferencePredator:
         return ReferencePredator(position, velocity, orientation)
 
 
-def perturbed(direction: np.ndarray, params: Params, seed: int, step_count: int, index: int) -> np.ndarray:
-    """The Couzin model's noise: ``direction`` rotated by a random angle of spread sigma.
-
-    The angle phi is Gaussian (sd sigma) and the axis, perpendicular to the direction,
-    uniform around it: ``cos(phi) d + sin(phi) (cos(psi) e1 + sin(psi) e2)``. A planar
-    flock keeps the turn in its plane. The random numbers come from
-    :mod:`flock3d.core.noise`, shared with the fast kernel.
-    """
-    phi = params.noise_sigma * noise.gaussian(seed, step_count, index, 0)
-    d = direction
-    if params.dimensions == 2:
+def tilted(d: np.ndarray, phi: float, psi: float, planar: bool) -> np.ndarray:
+    """The unit direction ``d`` tilted by the angle ``phi`` towards the perpendicular at azimuth
+    ``psi`` around it: ``cos(phi) d + sin(phi) (cos(psi) e1 + sin(psi) e2)``; in a plane, turned
+    by phi counterclockwise (psi unused)."""
+    if planar:
         side = np.array([-d[1], d[0], 0.0])
         return math.cos(phi) * d + math.sin(phi) * side / np.linalg.norm(side)
-    psi = 2.0 * math.pi * noise.uniform(seed, step_count, index, 2)
     helper = np.array([1.0, 0.0, 0.0]) if abs(d[0]) < 0.9 else np.array([0.0, 1.0, 0.0])
     e1 = np.cross(d, helper)
     e1 /= np.linalg.norm(e1)
     e2 = np.cross(d, e1)
     return math.cos(phi) * d + math.sin(phi) * (math.cos(psi) * e1 + math.sin(psi) * e2)
+
+
+def perturbed(direction: np.ndarray, params: Params, seed: int, step_count: int, index: int) -> np.ndarray:
+    """The Couzin model's noise: ``direction`` tilted by a Gaussian angle phi (sd sigma) about an
+    axis perpendicular to it, uniform around it (in its plane for a planar flock). The random
+    numbers come from :mod:`flock3d.core.noise`, shared with the fast kernel."""
+    phi = params.noise_sigma * noise.gaussian(seed, step_count, index, 0)
+    psi = 2.0 * math.pi * noise.uniform(seed, step_count, index, 2)
+    return tilted(direction, phi, psi, params.dimensions == 2)
+
+
+def vicsek_noise(direction: np.ndarray, params: Params, seed: int, step_count: int, index: int) -> np.ndarray:
+    """The Vicsek model's noise of amplitude eta: in a plane, the direction's angle plus a number
+    uniform in [-eta/2, eta/2]; in 3D, a direction uniform on the cap of those within eta/2 of it
+    (cos(phi) uniform in [cos(eta/2), 1], the azimuth uniform)."""
+    eta, u = params.noise_eta, noise.uniform(seed, step_count, index, 0)
+    if params.dimensions == 2:
+        return tilted(direction, eta * (u - 0.5), 0.0, True)
+    phi = math.acos(1.0 - u * (1.0 - math.cos(0.5 * eta)))
+    return tilted(direction, phi, 2.0 * math.pi * noise.uniform(seed, step_count, index, 2), False)
 
 
 @dataclass
@@ -518,7 +617,7 @@ class CouzinAgent:
         r_r, r_o, _ = params.zone_radii
         positions = np.array([a.position for a in group]).reshape(-1, 3)
         d = offsets(self.position, positions, params)
-        seen = visible(self.position, self.heading, positions, params)  # within r_a, in the cone
+        seen = neighbours(self.position, self.heading, positions, params)  # within r_a, in the cone
         repel, orient, attract = [], [], []
         for j in np.flatnonzero(seen):
             distance = np.linalg.norm(d[j])
@@ -554,14 +653,51 @@ def couzin_step(state: FlockState, params: Params, seed: int) -> FlockState:
     group = [
         CouzinAgent(p.copy(), Quaternion(q)) for p, q in zip(state.positions, state.orientations, strict=True)
     ]
-    moved = [a.updated(group, params, seed, state.step_count, i) for i, a in enumerate(group)]
+    return _moved_state(state, params, [a.updated(group, params, seed, state.step_count, i)
+                                        for i, a in enumerate(group)])  # fmt: skip
+
+
+def _moved_state(state: FlockState, params: Params, moved: list, radii: list | None = None) -> FlockState:
+    """The state after a step of a constant-speed model: (agent, velocity) per individual."""
     n = len(moved)
     new = state.copy()
     new.positions = np.array([a.position for a, _ in moved]).reshape(n, 3)
     new.velocities = np.array([v for _, v in moved]).reshape(n, 3)
     new.orientations = np.array([a.orientation.elements for a, _ in moved]).reshape(n, 4)
+    if radii is not None:
+        new.radii = np.array(radii, dtype=np.float64).reshape(n)
     new.time, new.step_count = state.time + params.dt, state.step_count + 1
     return new
+
+
+def vicsek_step(state: FlockState, params: Params, seed: int) -> FlockState:
+    """One synchronous update of the Vicsek et al. (1995) model; ``seed`` keys its noise.
+
+    Each particle takes the direction of the summed headings of itself and its neighbours
+    (:func:`neighbours`: within r, or its k nearest), tilts it by the noise
+    (:func:`vicsek_noise`), turns to it (at most the turn limit, none by default) and moves at
+    the constant speed v0 for dt.
+    """
+    group = [
+        CouzinAgent(p.copy(), Quaternion(q)) for p, q in zip(state.positions, state.orientations, strict=True)
+    ]
+    positions = state.positions
+    moved, radii = [], []
+    for i, a in enumerate(group):
+        radius = state.radii[i] if params.adaptive else None
+        partners = neighbours(a.position, a.heading, positions, params, radius=radius)
+        total = a.heading + sum((group[j].heading for j in np.flatnonzero(partners)), np.zeros(3))
+        if params.dimensions == 2:  # headings carry rounding out of the plane; drop it
+            total[2] = 0.0
+        direction = _unit(total) if np.any(total) else a.heading
+        desired = vicsek_noise(direction, params, seed, state.step_count, i)
+        orientation = turned(a.orientation, desired, math.radians(params.max_turn_rate) * params.dt)
+        velocity = params.speed * np.asarray(orientation.rotate(FORWARD))
+        position, velocity = settle(a.position + params.dt * velocity, velocity, params)
+        moved.append((CouzinAgent(position, orientation), velocity))
+        if params.adaptive:
+            radii.append(adapted_radius(state.radii[i], a.position, a.heading, positions, params))
+    return _moved_state(state, params, moved, radii if params.adaptive else None)
 
 
 def step(
@@ -573,11 +709,12 @@ def step(
     new state is not sound (the other boids' results are in ``failure.state``).
     """
     flock = [
-        ReferenceBoid(p.copy(), v.copy(), Quaternion(q), int(k))
-        for p, v, q, k in zip(
-            state.positions, state.velocities, state.orientations, state.waypoints, strict=True
+        ReferenceBoid(p.copy(), v.copy(), Quaternion(q), int(k), species=int(s), radius=float(r))
+        for p, v, q, k, s, r in zip(
+            state.positions, state.velocities, state.orientations, state.waypoints,
+            params.species_of_boids, state.radii, strict=True,
         )
-    ]
+    ]  # fmt: skip
     predators = [
         ReferencePredator(p.copy(), v.copy(), Quaternion(q))
         for p, v, q in zip(
@@ -620,6 +757,7 @@ def step(
         np.array([p.position for p in hunted]).reshape(m, 3),
         np.array([p.velocity for p in hunted]).reshape(m, 3),
         np.array([p.orientation.elements for p in hunted]).reshape(m, 4),
+        np.array([b.radius for b in moved], dtype=np.float64).reshape(n),
     )
     if failed:
         i, failure = min(failed, key=lambda item: item[0])
@@ -638,7 +776,8 @@ def _per_rule(world: World, attempt, failed: list) -> list[ReferenceBoid]:
             if i in broken:
                 continue
             if name == "speed":
-                velocities[i] = _clamped(velocities[i], params.min_speed, params.max_speed)
+                own = world.own(boid)
+                velocities[i] = _clamped(velocities[i], own.min_speed, own.max_speed)
             else:
                 try:
                     a = boid.stage(name, world, velocities[i])
@@ -651,12 +790,15 @@ def _per_rule(world: World, attempt, failed: list) -> list[ReferenceBoid]:
                     a[2] = 0.0
                 velocities[i] = velocities[i] + params.dt * a
             # Later boids see this boid's new velocity; it still looks where it looked.
-            world.flock[i] = replace(boid, velocity=velocities[i], looking=start[i].heading(params))
+            world.flock[i] = replace(boid, velocity=velocities[i], looking=start[i].heading(world.own(boid)))
     return [
         start[i]
         if i in broken
         else attempt(
-            i, lambda i=i: replace(start[i], waypoint=world.flock[i].waypoint).moved(velocities[i], params)
+            i,
+            lambda i=i: replace(start[i], waypoint=world.flock[i].waypoint).moved(
+                velocities[i], world.own(start[i])
+            ),
         )
         for i in range(len(start))
     ]

@@ -14,6 +14,7 @@ __all__ = [
     "random_state",
     "state_from_arrays",
     "nearest_waypoints",
+    "initial_radii",
     "settle",
     "settled_positions",
     "up_axis",
@@ -59,10 +60,14 @@ class FlockState:
     """(M, 3) float64."""
     predator_orientations: np.ndarray = field(default_factory=lambda: _empty(4))
     """(M, 4) float64 unit quaternions."""
+    radii: np.ndarray | None = None
+    """(N,) float64: each boid's adaptive radius (``Params.adaptive``; unused otherwise), world units."""
 
     def __post_init__(self) -> None:
         if self.waypoints is None:
             self.waypoints = np.zeros(len(self.positions), dtype=np.int64)
+        if self.radii is None:
+            self.radii = np.zeros(len(self.positions))
 
     def __len__(self) -> int:
         return self.positions.shape[0]
@@ -77,7 +82,7 @@ class FlockState:
         The boid and predator counts must match.
         """
         for name in ("positions", "velocities", "orientations", "waypoints", "predator_positions",
-                     "predator_velocities", "predator_orientations"):  # fmt: skip
+                     "predator_velocities", "predator_orientations", "radii"):  # fmt: skip
             getattr(self, name)[...] = getattr(other, name)
         self.time, self.step_count = other.time, other.step_count
 
@@ -93,6 +98,7 @@ class FlockState:
             self.predator_positions.copy(),
             self.predator_velocities.copy(),
             self.predator_orientations.copy(),
+            self.radii.copy(),
         )
 
 
@@ -113,13 +119,17 @@ def random_state(params: Params, seed: int | np.random.Generator | None = 0) -> 
     n = params.count
     positions = _positions_outside_obstacles(rng, n, params)
     directions = _unit_vectors(rng, n, params.dimensions)
-    if params.model == "couzin":  # constant speed
+    if params.model != "boids":  # constant speed
         speeds = np.full(n, params.speed)
+    elif params.species:  # each species within its own limits
+        kinds = [params.of_species(k) for k in params.species_of_boids]
+        speeds = rng.uniform([p.min_speed for p in kinds], [p.max_speed for p in kinds]).reshape(n)
     else:
         speeds = rng.uniform(params.min_speed, params.max_speed, n)
     up = up_axis(params)
     state = FlockState(positions, directions * speeds[:, None], quaternion.look_rotation(directions, up))
     state.waypoints = nearest_waypoints(positions, params)
+    state.radii = initial_radii(params)
     m = params.predator_count
     if m:
         state.predator_positions = _uniform_positions(rng, m, params)
@@ -144,8 +154,23 @@ def _positions_outside_obstacles(rng: np.random.Generator, n: int, params: Param
     return positions  # if obstacles together all but cover the ball, the last few start in a margin
 
 
+def initial_radii(params: Params) -> np.ndarray:
+    """(count,) the adaptive radii a flock starts with: each boid's view distance (its species')."""
+    if not params.species:
+        return np.full(params.count, float(params.view_distance))
+    return np.array([params.of_species(k).view_distance for k in range(len(params.species))])[
+        params.species_of_boids
+    ]
+
+
 def _uniform_positions(rng: np.random.Generator, n: int, params: Params) -> np.ndarray:
-    """(n, 3) points uniform in the initial ball (disc for a planar flock) around c."""
+    """(n, 3) points uniform in the initial ball (disc for a planar flock) around c; for the
+    Vicsek model without an ``init_radius``, uniform in its whole periodic box."""
+    if params.model == "vicsek" and params.init_radius is None:
+        half = np.asarray(params.half_extents)
+        if params.dimensions == 2:
+            half[2] = 0.0
+        return np.asarray(params.arena_center) + rng.uniform(-1.0, 1.0, (n, 3)) * half
     r0 = params.initial_radius
     if params.dimensions == 2:
         offsets = _unit_vectors(rng, n, 2) * (r0 * np.sqrt(rng.random(n)))[:, None]

@@ -14,7 +14,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from flock3d.core.params import COUZIN_DEFAULTS, Params, Problem, params_problems
+from flock3d.core.params import MODEL_DEFAULTS, Params, Problem, params_problems
 from flock3d.errors import Flock3dError
 from flock3d.scene.schema import (
     KEYS,
@@ -26,6 +26,7 @@ from flock3d.scene.schema import (
     ViewHints,
     check_kind,
     convert_structured,
+    species_looks,
     structured_to_toml,
 )
 
@@ -87,7 +88,8 @@ class Scene:
                 if key.name.startswith(section + ".") and values.get(key.name) is not None:
                     lines.append(f"{key.name.split('.', 1)[1]} = {toml_value(values[key.name])}")
         for name in STRUCTURED:  # tables come last: TOML puts every key after them inside them
-            lines += structured_to_toml(KEYS_BY_NAME[name], values[name], toml_value)
+            looks = self.view.species if name == "species" else ()
+            lines += structured_to_toml(KEYS_BY_NAME[name], values[name], toml_value, looks)
         return "\n".join(lines) + "\n"
 
     def save(self, path: str | Path) -> Path:
@@ -308,10 +310,13 @@ def _build(
             problems.append(unknown_key_message(name))
             continue
         if key.kind in ("items", "table"):
+            tables = value
             value, found = convert_structured(key, value)
             if found:
                 problems += found
                 continue
+            if name == "species":
+                view_values["species"] = species_looks(tables)
         else:
             problem = check_kind(key, value)
             if problem:
@@ -319,12 +324,23 @@ def _build(
                 continue
         target = {"scene": scene_values, "view": view_values, "params": param_values}[key.target]
         target[key.field] = value
-    if param_values.get("model") == "couzin":  # unspecified keys take the paper's values
-        param_values = {**COUZIN_DEFAULTS, **param_values}
+    if param_values.get("model") in MODEL_DEFAULTS:  # unspecified keys take the paper's values
+        param_values = {**MODEL_DEFAULTS[param_values["model"]], **param_values}
+    species = param_values.get("species")
+    if species and "count" in param_values and param_values["count"] != sum(s.count for s in species):
+        problems.append(
+            f"flock.count is {param_values.pop('count')} but the [[species]] tables hold "
+            f"{sum(s.count for s in species)} boids; leave flock.count out"
+        )
     # Values of the wrong kind were reported above and left out, so every problem found
     # here is real, including cross-key ones (min_speed > max_speed) where one key is a default.
     for p in params_problems(param_values):
-        message = _FIELD_WORD.sub(lambda m: PARAM_KEY_OF_FIELD[m[1]], p.message)
+        # A species' problems name the keys of its table, which are the fields' own names.
+        message = (
+            p.message
+            if p.field == "species"
+            else _FIELD_WORD.sub(lambda m: PARAM_KEY_OF_FIELD[m[1]], p.message)
+        )
         problems.append(str(Problem(PARAM_KEY_OF_FIELD[p.field], message)))
     if problems:
         raise SceneError([f"{origin}: {p}" for p in problems])
@@ -358,6 +374,13 @@ def _data_of(scene: Scene) -> dict[str, Any]:
     for name, value in _values_of(scene).items():
         if value is None:
             continue
+        if name == "species":
+            tables = _plain(value)
+            for table, look in zip(tables, scene.view.species, strict=False):
+                if look.color is not None:
+                    table["color"] = look.color
+            data[name] = tables
+            continue
         section, _, leaf = name.rpartition(".")
         table = data.setdefault(section, {}) if section else data
         table[leaf] = _plain(value)
@@ -366,8 +389,8 @@ def _data_of(scene: Scene) -> dict[str, Any]:
 
 def _plain(value: Any) -> Any:
     """A Params value as TOML would give it back: lists and tables, no tuples."""
-    if hasattr(value, "_asdict"):  # an Attractor, Obstacle or WaypointPath
-        return {k: _plain(v) for k, v in value._asdict().items()}
+    if hasattr(value, "_asdict"):  # an Attractor, Obstacle, WaypointPath or Species (unset fields left out)
+        return {k: _plain(v) for k, v in value._asdict().items() if v is not None}
     if isinstance(value, (list, tuple)):
         return [_plain(v) for v in value]
     return value

@@ -5,9 +5,10 @@ sections ``[arena]``, ``[perception]``, ``[rules]``, ``[flock]``, ``[sim]`` (the
 model, described in ``docs/model.md``, and its variants), ``[avoidance]``,
 ``[predators]`` and ``[wind]`` (world features) and ``[view]`` (hints for the
 viewer and the renderer); and the structured ``[[attractors]]``,
-``[[obstacles]]`` and ``[path]``; ``model = "couzin"`` with ``[zones]`` and ``[noise]``
-selects the Couzin et al. (2002) zone model. Every key is optional; a missing key
-takes its default (for the Couzin model, the paper's values).
+``[[obstacles]]`` and ``[path]``; ``[[species]]`` tables make a mixed flock; ``model = "couzin"``
+with ``[zones]`` and ``[noise]`` selects the Couzin et al. (2002) zone model, ``model =
+"vicsek"`` the Vicsek et al. (1995) model. Every key is optional; a missing key takes its
+default (for the Couzin and Vicsek models, the paper's values).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from flock3d.core.params import (
     ALIGNMENT_FORMS,
@@ -24,10 +25,13 @@ from flock3d.core.params import (
     EMPTY_MEANS,
     FALLOFFS,
     MODELS,
+    SPECIES_FIELDS,
+    SPECIES_RULES,
     TURN_LIMITS,
     UPDATES,
     Attractor,
     Obstacle,
+    Species,
     WaypointPath,
     is_real_number,
     short_repr,
@@ -42,14 +46,27 @@ __all__ = [
     "STRUCTURED",
     "TOP_LEVEL_PARAMS",
     "ViewHints",
+    "SpeciesLook",
     "PARAM_KEY_OF_FIELD",
     "check_kind",
     "convert_structured",
+    "species_looks",
     "structured_to_toml",
 ]
 
 Kind = Literal[
-    "number", "integer", "string", "boolean", "vector3", "matrix3", "points", "choice", "items", "table", "names"
+    "number",
+    "integer",
+    "string",
+    "boolean",
+    "vector3",
+    "matrix3",
+    "points",
+    "choice",
+    "items",
+    "table",
+    "names",
+    "color",
 ]
 
 
@@ -79,6 +96,14 @@ class Key:
     """For ``items`` (an array of tables) and ``table``: the keys of each table."""
 
 
+class SpeciesLook(NamedTuple):
+    """How one species is drawn with ``view.color_mode = "species"``: its ``color``
+    (``"#rrggbb"``); None takes the palette's colour of its place in the list."""
+
+    name: str
+    color: str | None = None
+
+
 @dataclass(frozen=True)
 class ViewHints:
     """How the viewer and ``flock3d render`` show a scene (section ``[view]``)."""
@@ -105,11 +130,14 @@ class ViewHints:
     """Seconds of each boid's path drawn behind it as a fading trail; 0 draws none."""
     show_vectors: bool = False
     """Draw each boid's velocity and its last step's steering (v_new - v_old) / dt as lines."""
+    species: tuple[SpeciesLook, ...] = ()
+    """The colour of each species, in the order of ``Params.species`` (from the ``color`` of
+    the ``[[species]]`` tables)."""
 
 
 CAMERAS = ("orbit", "arcball", "fly", "follow", "fixed")
 MESHES = ("dart", "cone", "bird")
-COLOR_MODES = ("heading", "speed", "neighbours", "uniform")
+COLOR_MODES = ("heading", "speed", "neighbours", "uniform", "species")
 
 KEYS: list[Key] = [
     Key("name", "scene", "name", "string", "Short name shown in the viewer's title."),
@@ -158,18 +186,26 @@ KEYS: list[Key] = [
     Key("rules.alignment_form", "params", "alignment_form", "choice", "difference (k_a (mean v_j - v_i)) or mean (k_a mean v_j).", ALIGNMENT_FORMS),
     Key("rules.empty_mean", "params", "empty_mean", "choice", "skip (a boid that sees no one gets no alignment or cohesion) or zero (their means taken as zero: slow down, pull to the origin).", EMPTY_MEANS),
     Key("flock.turn_limit", "params", "turn_limit", "choice", "heading (the limit steers the motion) or mesh (the velocity turns freely; the drawn orientation follows at the limit).", TURN_LIMITS),
-    Key("model", "params", "model", "choice", "boids (the classic model and its variants) or couzin (the 2002 zone model).", MODELS),
+    Key("model", "params", "model", "choice", "boids (the classic model and its variants), couzin (the 2002 zone model) or vicsek (the 1995 self-propelled particles).", MODELS),
     Key("zones.repulsion", "params", "zone_repulsion", "number", "Couzin: radius r_r of the zone of repulsion, > 0."),
     Key("zones.orientation_width", "params", "zone_orientation_width", "number", "Couzin: width Delta r_o of the zone of orientation, >= 0."),
     Key("zones.attraction_width", "params", "zone_attraction_width", "number", "Couzin: width Delta r_a of the zone of attraction, >= 0."),
     Key("flock.speed", "params", "speed", "number", "Couzin: constant speed s, > 0."),
     Key("noise.sigma", "params", "noise_sigma", "number", "Couzin: angular noise, standard deviation in radians, >= 0."),
+    Key("noise.eta", "params", "noise_eta", "number", "Vicsek: angular noise amplitude eta, radians, in [0, 2 pi]: uniform in [-eta/2, eta/2] (on the cap within eta/2 in 3D)."),
+    Key("perception.neighbours", "params", "neighbours", "integer", "Topological interaction: the k nearest of the boids seen, >= 1; unset: all seen (metric)."),
+    Key("perception.adaptive", "params", "adaptive", "boolean", "StarDisplay's adaptive radius: each boid's radius (at most view_distance) follows the distance of its k-th nearest (needs neighbours)."),
+    Key("perception.adaptation", "params", "adaptation", "number", "Fraction of the gap to that distance an adaptive radius closes each step, in (0, 1]."),
     Key("attractors", "params", "attractors", "items", "[[attractors]] tables: points boids seek.",
         parts=(Part("position", "vector3", required=True), Part("weight", "number"), Part("radius", "number"))),
     Key("obstacles", "params", "obstacles", "items", "[[obstacles]] tables: spheres boids steer around.",
         parts=(Part("center", "vector3", required=True), Part("radius", "number", required=True))),
     Key("path", "params", "path", "table", "[path] table: a closed list of waypoints boids follow.",
         parts=(Part("points", "points", required=True), Part("weight", "number"), Part("reach", "number"))),
+    Key("species", "params", "species", "items", "[[species]] tables: the species of a mixed flock, each with its boids, own parameters, look and interaction matrix.",
+        parts=(Part("name", "string", required=True), Part("count", "integer", required=True),
+               *(Part(name, "number") for name in SPECIES_FIELDS), *(Part(rule, "names") for rule in SPECIES_RULES),
+               Part("color", "color"))),
     Key("view.camera", "view", "camera", "choice", "Camera kind.", CAMERAS),
     Key("view.camera_distance", "view", "camera_distance", "number", "Camera distance from the arena centre; unset: frame the arena."),
     Key("view.camera_azimuth", "view", "camera_azimuth", "number", "Camera azimuth, degrees."),
@@ -192,7 +228,12 @@ SECTIONS: tuple[str, ...] = tuple(dict.fromkeys(k.name.split(".")[0] for k in KE
 PARAM_KEY_OF_FIELD: dict[str, str] = {k.field: k.name for k in KEYS if k.target == "params"}
 
 _VIEW_FIELDS = {f.name for f in dataclasses.fields(ViewHints)}
-assert {k.field for k in KEYS if k.target == "view"} == _VIEW_FIELDS, "every ViewHints field needs a key"
+# ViewHints.species comes from the [[species]] tables, whose other keys are parameters.
+assert {k.field for k in KEYS if k.target == "view"} == _VIEW_FIELDS - {"species"}, (
+    "every ViewHints field needs a key"
+)
+#: The keys of a [[species]] table that are view hints, not parameters.
+_LOOK_PARTS = ("color",)
 
 
 def check_kind(key: Key, value: Any) -> str | None:
@@ -249,7 +290,20 @@ _PART_KIND_TEXT = {
     "vector3": "an array of 3 numbers like [0, 0, 0]",
     "number": "a number",
     "points": "an array of points like [[0, 0, 0], [10, 0, 0]]",
+    "string": "a string",
+    "integer": "a whole number",
+    "names": 'an array of names like ["starlings"]',
+    "color": 'a colour like "#3080ff"',
 }
+
+
+def _is_color(value: Any) -> bool:
+    return (
+        isinstance(value, str)
+        and len(value) == 7
+        and value[0] == "#"
+        and all(c in "0123456789abcdefABCDEF" for c in value[1:])
+    )
 
 
 def _table_problems(where: str, table: Any, parts: tuple[Part, ...]) -> list[str]:
@@ -271,10 +325,14 @@ def _table_problems(where: str, table: Any, parts: tuple[Part, ...]) -> list[str
             continue
         value = table[part.name]
         ok = {
-            "vector3": _is_vector(value),
-            "number": is_real_number(value),
-            "points": isinstance(value, list) and all(_is_vector(v) for v in value),
-        }[part.kind]
+            "vector3": _is_vector,
+            "number": is_real_number,
+            "points": lambda v: isinstance(v, list) and all(_is_vector(p) for p in v),
+            "string": lambda v: isinstance(v, str),
+            "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
+            "names": lambda v: isinstance(v, list) and all(isinstance(n, str) for n in v),
+            "color": _is_color,
+        }[part.kind](value)
         if not ok:
             problems.append(
                 f"{where}.{part.name} must be {_PART_KIND_TEXT[part.kind]} (got {short_repr(value)})"
@@ -287,7 +345,7 @@ def convert_structured(key: Key, value: Any) -> tuple[Any, list[str]]:
 
     Ranges (a negative weight) are left to Params' own checks, which name the item.
     """
-    types = {"attractors": Attractor, "obstacles": Obstacle, "path": WaypointPath}
+    types = {"attractors": Attractor, "obstacles": Obstacle, "path": WaypointPath, "species": Species}
     make = types[key.name]
     if key.kind == "items":
         if not isinstance(value, list):
@@ -295,20 +353,32 @@ def convert_structured(key: Key, value: Any) -> tuple[Any, list[str]]:
                 f"{key.name} must be an array of tables: [[{key.name}]] sections (got {short_repr(value)})"
             ]
         problems = [p for i, t in enumerate(value) for p in _table_problems(f"{key.name}[{i}]", t, key.parts)]
-        return (None, problems) if problems else (tuple(make(**t) for t in value), [])
+        if problems:
+            return None, problems
+        # A species' look is a view hint (see species_looks), not a parameter.
+        return tuple(make(**{k: v for k, v in t.items() if k not in _LOOK_PARTS}) for t in value), []
     problems = _table_problems(key.name, value, key.parts)
     if problems:
         return None, problems
     return make(**{**value, "points": tuple(tuple(p) for p in value["points"])}), []
 
 
-def structured_to_toml(key: Key, value: Any, write_value) -> list[str]:
-    """Lines of TOML for a structured value (``write_value`` formats one plain value)."""
+def species_looks(tables: list[dict]) -> tuple[SpeciesLook, ...]:
+    """The view part (the colour) of valid ``[[species]]`` tables."""
+    return tuple(SpeciesLook(t["name"], t.get("color")) for t in tables)
+
+
+def structured_to_toml(key: Key, value: Any, write_value, looks: tuple[SpeciesLook, ...] = ()) -> list[str]:
+    """Lines of TOML for a structured value (``write_value`` formats one plain value); unset
+    fields are left out. ``looks``: the species' view hints, written into their tables."""
     if key.kind == "items":
         lines = []
-        for item in value:
+        for k, item in enumerate(value):
             lines += ["", f"[[{key.name}]]"]
-            lines += [f"{name} = {write_value(getattr(item, name))}" for name in item._fields]
+            fields = {name: getattr(item, name) for name in item._fields}
+            if k < len(looks):
+                fields.update(color=looks[k].color)
+            lines += [f"{name} = {write_value(v)}" for name, v in fields.items() if v is not None]
         return lines
     if value is None:
         return []

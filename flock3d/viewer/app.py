@@ -532,7 +532,7 @@ class ViewerWindow:
 
     def _push_state(self) -> None:
         from flock3d.core import quaternion
-        from flock3d.core.reference import visible
+        from flock3d.core.reference import neighbours
         from flock3d.viewer.overlays import focus_colors
 
         snap = self.snapshot = self.session.snapshot()
@@ -541,9 +541,14 @@ class ViewerWindow:
         if self.focused is not None and self.focused < len(state):
             i = self.focused
             forward = quaternion.forward(state.orientations[i : i + 1])[0]
-            seen = np.flatnonzero(visible(state.positions[i], forward, state.positions, params))
+            # Those it interacts with: the k nearest with topological neighbours, its species' choice.
+            radius = state.radii[i] if params.adaptive else None
+            species = int(params.species_of_boids[i])
+            seen = np.flatnonzero(
+                neighbours(state.positions[i], forward, state.positions, params, species, radius)
+            )
             colors = focus_colors(self.visuals.colors_for(state).colors, i, seen)
-            self.focus.show(state.positions[i], state.orientations[i], params)
+            self.focus.show(state.positions[i], state.orientations[i], params.of_species(species))
         elif self.focused is not None:
             self.set_focus(None)
         self.visuals.update(state, colors, acceleration=snap.acceleration)

@@ -22,6 +22,7 @@ __all__ = [
     "heading_colors",
     "ramp_colors",
     "uniform_colors",
+    "species_colors",
     "sky_rows",
     "oklch_to_srgb",
     "relative_luminance",
@@ -141,6 +142,32 @@ def uniform_colors(n: int, color=BOID_COLOR) -> np.ndarray:
     return np.tile(np.asarray(color, dtype=np.float32), (n, 1))
 
 
+#: One colour per species, in the order of the [[species]] tables: the uniform mode's amber
+#: first, then hues far from it and from each other at the same lightness and chroma.
+SPECIES_PALETTE = oklch_to_srgb(0.8, 0.13, np.array([70.0, 250.0, 150.0, 330.0, 20.0, 200.0, 110.0, 290.0]))
+
+
+def species_colors(species: np.ndarray, colors: tuple[str | None, ...] = ()) -> np.ndarray:
+    """(N, 4) each boid's species colour: ``colors[k]`` (``"#rrggbb"``) for species k where given,
+    else the palette's k-th (cycling).
+
+    Args:
+        species: (N,) int, each boid's species (``Params.species_of_boids``).
+        colors: the species' own colours, in their order; None or missing: the palette's.
+    """
+    kinds = np.asarray(species, dtype=np.int64).ravel()
+    count = int(kinds.max()) + 1 if len(kinds) else 0
+    table = np.ones((max(count, 1), 4), dtype=np.float32)
+    for k in range(count):
+        own = colors[k] if k < len(colors) else None
+        table[k, :3] = (
+            [int(own[i : i + 2], 16) / 255.0 for i in (1, 3, 5)]
+            if own
+            else SPECIES_PALETTE[k % len(SPECIES_PALETTE)]
+        )
+    return table[kinds]
+
+
 def map_colors() -> np.ndarray:
     """Every colour any boid map can give, (K, 3) sRGB (for checking their contrast)."""
-    return np.vstack([_HEADING.reshape(-1, 3), _RAMP, np.asarray(BOID_COLOR[:3])[None]])
+    return np.vstack([_HEADING.reshape(-1, 3), _RAMP, np.asarray(BOID_COLOR[:3])[None], SPECIES_PALETTE])

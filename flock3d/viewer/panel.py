@@ -133,9 +133,16 @@ ZONE_CONTROLS: list[Control] = [
     Control("noise_sigma", "Noise σ", 0.0, 1.0, decimals=3, suffix=" rad"),
 ]
 
+#: The Vicsek model's noise; it shares the box of the Couzin model's controls (and its speed).
+VICSEK_CONTROLS: list[Control] = [
+    Control("noise_eta", "Noise η", 0.0, 2.0 * math.pi, decimals=2, suffix=" rad"),
+]
+
 _ZONE_FIELDS = frozenset(c.field for c in ZONE_CONTROLS)
 _WORLD_FIELDS = frozenset(c.field for c in WORLD_CONTROLS)
 _SHARED_WITH_COUZIN = frozenset({"fov", "max_turn_rate"})
+#: What a Vicsek scene shows: its noise, speed v0, radius r, cone, turn limit and box.
+_VICSEK_FIELDS = frozenset({"noise_eta", "speed", "view_distance", "fov", "max_turn_rate", "arena_radius"})
 
 
 class ParamControl(QtWidgets.QWidget):
@@ -279,7 +286,7 @@ class ControlPanel(QtWidgets.QScrollArea):
 
         self.world = self._param_group("World", WORLD_CONTROLS)
         column.addWidget(self.world)
-        self.zones = self._param_group("Zones (Couzin model)", ZONE_CONTROLS)
+        self.zones = self._param_group("Zones (Couzin model)", ZONE_CONTROLS + VICSEK_CONTROLS)
         column.addWidget(self.zones)
 
         view = QtWidgets.QGroupBox("View")
@@ -364,8 +371,9 @@ class ControlPanel(QtWidgets.QScrollArea):
             widget.setEnabled(value is not None)
             if value is not None:
                 widget.set_value(value)
-        self.world.setVisible(world and not couzin)
-        self.zones.setVisible(couzin)
+        self.world.setVisible(world and params.model == "boids")
+        self.zones.setVisible(params.model != "boids")
+        self.zones.setTitle("Zones (Couzin model)" if couzin else "Vicsek model")
         self.count.blockSignals(True)
         self.count.setValue(params.count)
         self.count.blockSignals(False)
@@ -386,7 +394,9 @@ def applies(params: Params, field: str) -> bool:
         # Open space, or a periodic box: only the box has a size.
         periodic_size = field == "arena_radius" and params.arena_shape == "periodic"
         return field in _ZONE_FIELDS or field in _SHARED_WITH_COUZIN or periodic_size
-    return field not in _ZONE_FIELDS
+    if params.model == "vicsek":
+        return field in _VICSEK_FIELDS
+    return field not in _ZONE_FIELDS and field != "noise_eta"
 
 
 def control_value(params: Params, field: str) -> float | None:

@@ -40,6 +40,7 @@ from flock3d.viewer.colors import (
     SKY_TOP,
     heading_colors,
     ramp_colors,
+    species_colors,
     uniform_colors,
 )
 from flock3d.viewer.meshes import mesh, speck, wing_beat
@@ -478,6 +479,9 @@ class FlockVisuals:
             counts = count_within(state.positions, radius) if n else np.zeros(0, np.int64)
             top = max(10.0, float(np.percentile(counts, 95))) if n else 10.0
             return FrameData(ramp_colors(counts, 0.0, top), counts)
+        if self.color_mode == "species":
+            own = tuple(look.color for look in self.hints.species)
+            return FrameData(species_colors(self.params.species_of_boids[:n], own))
         return FrameData(uniform_colors(n))
 
     def _banks(self, forwards: np.ndarray, acceleration: np.ndarray | None, time: float) -> np.ndarray:

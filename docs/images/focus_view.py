@@ -1,0 +1,44 @@
+"""Takes docs/images/focus.png: the viewer's whole window, one boid in focus.
+
+    xvfb-run -s "-screen 0 1280x800x24" python docs/images/focus_view.py
+
+(The other two pictures are offscreen renders: ``flock3d render default --start 20
+--size 1280x800 --out docs/images/default.png`` and the same for ``murmuration`` with
+``--start 40``.)
+"""
+
+import time
+from pathlib import Path
+
+import vispy
+
+vispy.use(app="pyside6", gl="gl+")
+from vispy import app  # noqa: E402
+
+from flock3d.scene import resolve_scene  # noqa: E402
+from flock3d.viewer.app import ViewerWindow  # noqa: E402
+
+HERE = Path(__file__).resolve().parent
+
+
+def pump(application, seconds: float) -> None:
+    end = time.time() + seconds
+    while time.time() < end:
+        application.process_events()
+        time.sleep(0.01)
+
+
+def main() -> None:
+    application = app.use_app()
+    application.create()
+    window = ViewerWindow(resolve_scene("default"), output_dir=HERE, dialogs=False)
+    window.window.showMaximized()
+    pump(application, 12.0)  # the flock orders itself
+    window.set_focus(0)
+    pump(application, 3.0)  # the camera moves in on boid 0
+    window.window.grab().save(str(HERE / "focus.png"))
+    window.close()
+
+
+if __name__ == "__main__":
+    main()
