@@ -353,7 +353,7 @@ def _profile_state(flock, repeats: int) -> dict:
     flock.state.assign(start)
     reach = params.view_distance
     n_chunks = max(1, (n + kernel.BOIDS_PER_CHUNK - 1) // kernel.BOIDS_PER_CHUNK)
-    cols, heads = np.empty((6, n)), np.empty((3, n))
+    cols, heads = np.empty((7, n)), np.empty((3, n))
 
     def rows():
         return (np.empty(n, dtype=np.int64), np.empty((n, 3)), np.empty((n, 3)), np.empty((n, 4)),
@@ -452,7 +452,7 @@ def _candidates_pass(grid, cols, bounds, reach2, counts, count):
     colt = (cols[0], cols[1], cols[2], cols[3], cols[4], cols[5])
     sides = np.ones(3)
     for t in numba.prange(n_chunks):
-        b, xoff = kernel.rows_buffer(bounds[t], bounds[t + 1], grid, False)
+        b, xoff = kernel.rows_buffer(bounds[t], bounds[t + 1], grid, 6, False)
         buf = (b[0], b[1], b[2], b[3], b[4], b[5])
         scanned = kept = copied = 0
         c_next, c_hi = bounds[t], bounds[t + 1]
