@@ -434,6 +434,10 @@ def fill_around(px, py, pz, grid, pos, vel, reach2, buf, periodic, box):
     return m
 
 
+#: Ciura's gap sequence for Shell sort (cells hold at most a few thousand boids).
+_SHELL_GAPS = (1750, 701, 301, 132, 57, 23, 10, 4, 1)
+
+
 @shared
 def sort_cells_by_id(c_lo, c_hi, start, order, ids):
     """Put the boids of each cell ``c_lo .. c_hi - 1`` in the order of their public ids.
@@ -442,28 +446,22 @@ def sort_cells_by_id(c_lo, c_hi, start, order, ids):
     The order of a cell's boids fixes the order of every sum over them, so it must not
     depend on how the rows happen to be stored: by public id it is what a stable sort of
     the flock in its public order gives. Rows come stored in the last step's cell order,
-    so most cells are sorted already and an insertion sort is linear; a crowded cell
-    takes a merge sort instead.
+    so a cell's list is a few runs already sorted: a Shell sort (insertion sorts of gaps
+    shrinking to 1) is near linear on it, and compiles in a fraction of numba's argsort.
     """
     for c in range(c_lo, c_hi):
         a, b = start[c], start[c + 1]
-        if b - a > 48:
-            keys = np.empty(b - a, dtype=np.int64)
-            for k in range(a, b):
-                keys[k - a] = ids[order[k]]
-            perm = np.argsort(keys, kind="mergesort")
-            rows = order[a:b].copy()
-            for k in range(b - a):
-                order[a + k] = rows[perm[k]]
-            continue
-        for k in range(a + 1, b):
-            r = order[k]
-            key = ids[r]
-            m = k
-            while m > a and ids[order[m - 1]] > key:
-                order[m] = order[m - 1]
-                m -= 1
-            order[m] = r
+        for gap in _SHELL_GAPS:
+            if gap >= b - a:
+                continue
+            for k in range(a + gap, b):
+                r = order[k]
+                key = ids[r]
+                m = k
+                while m - gap >= a and ids[order[m - gap]] > key:
+                    order[m] = order[m - gap]
+                    m -= gap
+                order[m] = r
 
 
 @shared
@@ -756,6 +754,17 @@ def _run_chunks(n_chunks, chunk, bounds, gf, gi, order, start, cols, heads, ids,
 
 
 @shared
+def _copy_rows(pos, vel, quat, waypoints, pos_to, vel_to, quat_to, wp_to):
+    """``pos``.. into ``pos_to``.. (a loop: an array assignment compiles its shape checks slowly)."""
+    for k in range(pos.shape[0]):
+        pos_to[k, 0], pos_to[k, 1], pos_to[k, 2] = pos[k, 0], pos[k, 1], pos[k, 2]
+        vel_to[k, 0], vel_to[k, 1], vel_to[k, 2] = vel[k, 0], vel[k, 1], vel[k, 2]
+        for a in range(4):
+            quat_to[k, a] = quat[k, a]
+        wp_to[k] = waypoints[k]
+
+
+@shared
 def _unpermute(ids, pos, vel, quat, waypoints, pos_to, vel_to, quat_to, wp_to):
     """Rows k of ``pos``.. (the boid of public index ``ids[k]``) to rows ``ids[k]`` of ``pos_to``.."""
     for k in range(ids.shape[0]):
@@ -840,7 +849,7 @@ def _advance(chunk, pos, vel, quat, waypoints, pred_pos, pred_vel, pred_quat, n_
     if in_b:
         _unpermute(ids_b, pos_b, vel_b, quat_b, wp_b, pos, vel, quat, waypoints)
     elif done > 0:
-        pos_b[:], vel_b[:], quat_b[:], wp_b[:] = pos, vel, quat, waypoints
+        _copy_rows(pos, vel, quat, waypoints, pos_b, vel_b, quat_b, wp_b)
         _unpermute(ids, pos_b, vel_b, quat_b, wp_b, pos, vel, quat, waypoints)
     return done
 
