@@ -7,8 +7,8 @@ to compare). Every measurement runs in a fresh process that imports that checkou
 first; the two versions alternate, round after round, so that a machine that gets
 busier or quieter affects both alike. The scenes are each version's own
 ``bench_params(n)`` (the fixed density of ``flock3d bench``) and, at N = 10,000, the
-``variant_params`` rows both versions know. Prints the median steps/s of each version
-and their ratio.
+``variant_params`` rows both versions know. Prints the median steps/s of each version and
+their ratio, the ratio of their best rounds, and each version's spread over the rounds.
 """
 
 from __future__ import annotations
@@ -67,11 +67,18 @@ def main() -> None:
                 root = args.old if version == "old" else args.new
                 results[case][version].append(measure(root, *case, args.steps)["steps_per_s"])
         print(f"round {r + 1} of {args.rounds} done", file=sys.stderr, flush=True)
-    print(f"{'case':<40} {'old steps/s':>12} {'new steps/s':>12} {'new/old':>8}")
+    # Medians, and the best of the rounds (the least disturbed by other work on the machine);
+    # "spread": (best - worst) / best of each version's rounds, a measure of the noise.
+    print(f"{'case':<40} {'old steps/s':>12} {'new steps/s':>12} {'new/old':>8} {'best new/old':>13} "
+          f"{'spread old':>11} {'spread new':>11}")  # fmt: skip
     for (n, name), runs in results.items():
         old, new = statistics.median(runs["old"]), statistics.median(runs["new"])
+        best_old, best_new = max(runs["old"]), max(runs["new"])
+        spread_old = (best_old - min(runs["old"])) / best_old
+        spread_new = (best_new - min(runs["new"])) / best_new
         label = f"N = {n:,}" if name is None else f"{name} (N = {n:,})"
-        print(f"{label:<40} {old:>12,.1f} {new:>12,.1f} {new / old:>7.2f}x")
+        print(f"{label:<40} {old:>12,.1f} {new:>12,.1f} {new / old:>7.2f}x {best_new / best_old:>12.2f}x "
+              f"{spread_old:>10.0%} {spread_new:>10.0%}")  # fmt: skip
 
 
 if __name__ == "__main__":

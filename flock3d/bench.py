@@ -19,7 +19,11 @@ import subprocess
 import sys
 import time
 
+import numba
 import numpy as np
+
+from flock3d.core import kernel
+from flock3d.core.neighbors import axis_span
 
 NEIGHBOURS = 20
 VIEW_DISTANCE = 5.0
@@ -286,6 +290,243 @@ def run_viewer(large: bool = False, seconds: float = 8.0, out=sys.stdout) -> lis
     )
     print("first frame: seconds from the process start to the window's first drawn frame", file=out)
     return rows
+
+
+# -- the profile of one step ------------------------------------------------------------------
+
+
+def profile(n: int = 100_000, after: float = 60.0, repeats: int = 7, out=sys.stdout) -> list[dict]:
+    """Where the time of one step of the bench scene goes, at the start and after ``after``
+    seconds of simulated time; prints it and returns one dict per moment.
+
+    The whole step is timed through ``Flock.step(5)`` (a fifth of it); each phase is then
+    re-run alone on the same state, stored in cell order as the step keeps it, by the same
+    runtime functions the step calls (``flock3d.core.kernel``): the cell grid, gathering
+    the state in cell order, gathering each cell's candidates, and the turn and move of
+    every boid. The pair loop is the step's time less those phases. Medians of ``repeats``
+    runs.
+    """
+    from flock3d.flock import Flock
+
+    params = bench_params(n)
+    flock = Flock(params, seed=0)
+    flock.step(1)  # compile or load
+    rows = []
+    print(
+        f"flock3d bench --profile: one step of N = {n:,} (the bench scene), threads {kernel.threads()}, "
+        f"median of {repeats} runs",
+        file=out,
+    )
+    for moment in ("start", f"after {after:g} s"):
+        if moment != "start":
+            flock.step(round(after / params.dt) - 1)
+        row = _profile_state(flock, repeats)
+        row["moment"] = moment
+        rows.append(row)
+        _print_profile(row, out)
+    return rows
+
+
+def _profile_state(flock, repeats: int) -> dict:
+    """Phase times (ms) and candidate counts of one step from ``flock``'s current state."""
+    from flock3d.core.neighbors import build_grid
+
+    state, params = flock.state, flock.params
+    start = state.copy()
+    n = len(state)
+
+    def timed(fn, *args) -> float:
+        times = []
+        for _ in range(repeats):
+            t = time.perf_counter()
+            fn(*args)
+            times.append(time.perf_counter() - t)
+        return float(np.median(times)) * 1e3
+
+    steps = 5
+
+    def some_steps():
+        flock.state.assign(start)
+        flock.step(steps)
+
+    step_ms = timed(some_steps) / steps
+    flock.state.assign(start)
+    reach = params.view_distance
+    n_chunks = max(1, (n + kernel.BOIDS_PER_CHUNK - 1) // kernel.BOIDS_PER_CHUNK)
+    cols, heads = np.empty((7, n)), np.empty((3, n))
+
+    def rows():
+        return (np.empty(n, dtype=np.int64), np.empty((n, 3)), np.empty((n, 3)), np.empty((n, 4)),
+                np.empty(n, dtype=np.int64))  # fmt: skip
+
+    # Between steps the step keeps the boids stored in cell order: put them so once, then
+    # time each phase on rows stored as they are in the middle of a run.
+    grid = build_grid(state.positions, reach)
+    bounds = kernel.chunk_cells(grid.cell_start, n, n_chunks)
+    ids, pos, vel, quat, wp = stored = rows()
+    _gather_pass(bounds, grid, np.arange(n), state.positions, state.velocities, state.orientations,
+                 state.waypoints, stored, cols, heads)  # fmt: skip
+    grid_ms = timed(build_grid, pos, reach)
+    grid = build_grid(pos, reach)
+    bounds = kernel.chunk_cells(grid.cell_start, n, n_chunks)
+    gathered = rows()
+    gather_ms = timed(_gather_pass, bounds, grid, ids, pos, vel, quat, wp, gathered, cols, heads)
+    counts = np.zeros((n_chunks, 3), dtype=np.int64)
+    candidates_ms = timed(_candidates_pass, grid, cols, bounds, reach * reach, counts, False)
+    _candidates_pass(grid, cols, bounds, reach * reach, counts, True)
+    box = np.array([*params.arena_center, *params.half_extents])
+    turn = np.array([params.dt, params.min_speed, params.max_speed,
+                     *kernel_turn_limit(params)])  # fmt: skip
+    scratch = np.empty((n, 10))
+    _, pos, vel, quat, _ = gathered
+    turn_ms = timed(_turn_pass, pos, vel, quat, heads, turn, box, scratch, n_chunks)
+    seen = _seen_pairs(pos, heads, grid, cols, reach, kernel.cone_threshold(params.fov))
+    within = neighbours_within_view(pos) * n
+    pair_ms = max(step_ms - grid_ms - gather_ms - candidates_ms - turn_ms, 0.0)
+    threads = kernel.threads()
+    return {
+        "n": n,
+        "threads": threads,
+        "step_ms": step_ms,
+        "steps_per_s": 1e3 / step_ms,
+        "grid_ms": grid_ms,
+        "gather_ms": gather_ms,
+        "candidates_ms": candidates_ms,
+        "pair_ms": pair_ms,
+        "turn_ms": turn_ms,
+        "scanned_per_boid": counts[:, 0].sum() / n,
+        "candidates_per_boid": counts[:, 1].sum() / n,
+        "copied_per_boid": counts[:, 2].sum() / n,
+        "within_per_boid": within / n,
+        "seen_per_boid": seen / n,
+        "pairs_per_ns_core": within / (step_ms * 1e6 * threads),
+        "pair_loop_pairs_per_ns_core": within / (pair_ms * 1e6 * threads) if pair_ms > 0 else math.nan,
+    }
+
+
+def kernel_turn_limit(params) -> tuple[float, float, float]:
+    """The cosines and sine of a boid's turn limit in one step (as the assembled step gets them)."""
+    from flock3d.core.quaternion import turn_limit
+
+    return tuple(turn_limit(math.radians(params.max_turn_rate) * params.dt))
+
+
+def _print_profile(row: dict, out) -> None:
+    step = row["step_ms"]
+    print(f"  {row['moment']}: {row['steps_per_s']:,.1f} steps/s ({step:.2f} ms/step)", file=out)
+    for name, key in (("cell grid", "grid_ms"), ("gather in cell order", "gather_ms"),
+                      ("candidates", "candidates_ms"), ("pair loop (the rest)", "pair_ms"),
+                      ("turn and move", "turn_ms")):  # fmt: skip
+        print(f"    {name:<22} {row[key]:>8.2f} ms {100 * row[key] / step:>5.0f}%", file=out)
+    print(
+        f"    per boid: {row['scanned_per_boid']:.1f} boids in the 27 cells around, "
+        f"{row['copied_per_boid']:.1f} copied to candidate buffers, "
+        f"{row['candidates_per_boid']:.1f} candidates in the pair loop, "
+        f"{row['within_per_boid']:.1f} within view distance, {row['seen_per_boid']:.1f} seen",
+        file=out,
+    )
+    print(
+        f"    pairs within view distance per ns per core: {row['pairs_per_ns_core']:.3f} over the step, "
+        f"{row['pair_loop_pairs_per_ns_core']:.3f} in the pair loop",
+        file=out,
+        flush=True,
+    )
+
+
+# Not cached: they compile in the kernel's functions, and numba would not see those change.
+@numba.njit(parallel=True)
+def _gather_pass(bounds, grid, ids, pos, vel, quat, wp, to, cols, heads):
+    """The step's gather: the state (rows ``ids``..) into cell order in ``to``, ``cols`` and ``heads``."""
+    for t in numba.prange(bounds.shape[0] - 1):
+        kernel.gather(np.int64(t), bounds, grid.cell_start, grid.order, ids, pos, vel, quat, wp, to[0], to[1],
+                      to[2], to[3], to[4], cols, heads, False, False)  # fmt: skip
+
+
+@numba.njit(parallel=True)
+def _candidates_pass(grid, cols, bounds, reach2, counts, count):
+    """Every row segment's candidate buffer, as a step fills them. With ``count``, counts
+    (chunks, 3) gets, summed over each chunk's boids: the boids in the 27 cells around,
+    the candidates of the pair loop, and (over its row segments) the entries copied."""
+    n_chunks = bounds.shape[0] - 1
+    start, nx, ny = grid.cell_start, grid.nx, grid.ny
+    colt = (cols[0], cols[1], cols[2], cols[3], cols[4], cols[5])
+    sides = np.ones(3)
+    for t in numba.prange(n_chunks):
+        b, xoff = kernel.rows_buffer(bounds[t], bounds[t + 1], grid, 6, False)
+        buf = (b[0], b[1], b[2], b[3], b[4], b[5])
+        scanned = kept = copied = 0
+        c_next, c_hi = bounds[t], bounds[t + 1]
+        while c_next < c_hi:
+            r = c_next // nx
+            first, last = c_next, min(c_hi, (r + 1) * nx) - 1
+            c_next = last + 1
+            while first <= last and start[first + 1] == start[first]:
+                first += 1
+            while last >= first and start[last + 1] == start[last]:
+                last -= 1
+            if first > last:
+                continue
+            xa, xb = kernel.row_span(first - r * nx, last - r * nx, nx, False)
+            copied += kernel.fill_row(r % ny, r // ny, xa, xb, grid, colt, reach2, buf, xoff, False, sides)
+            if not count:
+                continue
+            for c in range(first, last + 1):
+                k = start[c + 1] - start[c]
+                x = c - r * nx
+                kept += k * (xoff[min(x + 1, xb) - xa + 1] - xoff[max(x - 1, xa) - xa])
+                scanned += k * kernel.count_candidates(c, grid, False) if k else 0
+        counts[t, 0], counts[t, 1], counts[t, 2] = scanned, kept, copied
+
+
+@numba.njit(parallel=True, fastmath=kernel.FAST)
+def _turn_pass(pos, vel, quat, heads, turn, box, scratch, n_chunks):
+    """Every boid's turn towards a desired velocity, move and settle, written to ``scratch``."""
+    n = pos.shape[0]
+    dt, s_min, s_max, cos_max, cos_half, sin_half = turn[0], turn[1], turn[2], turn[3], turn[4], turn[5]
+    for t in numba.prange(n_chunks):
+        for k in range(n * t // n_chunks, n * (t + 1) // n_chunks):
+            i = k  # rows in cell order, as the step stores them
+            # A desired velocity off the current one, so that the turn does its full work.
+            ux, uy, uz = vel[i, 0] + 0.3, vel[i, 1] - 0.2, vel[i, 2] + 0.1
+            nw, nx, ny, nz, nvx, nvy, nvz = kernel.turn_heading(
+                quat[i, 0], quat[i, 1], quat[i, 2], quat[i, 3], ux, uy, uz, heads[0, k], heads[1, k],
+                heads[2, k], s_min, s_max, cos_max, cos_half, sin_half,
+            )  # fmt: skip
+            px, py, pz, nvz = kernel.settle(
+                pos[i, 0] + dt * nvx, pos[i, 1] + dt * nvy, pos[i, 2] + dt * nvz, nvz, box, False, False
+            )
+            if kernel.is_sound(px, py, pz, nvx, nvy, nvz):
+                scratch[i, 0], scratch[i, 1], scratch[i, 2], scratch[i, 3] = nw, nx, ny, nz
+                scratch[i, 4], scratch[i, 5], scratch[i, 6] = nvx, nvy, nvz
+                scratch[i, 7], scratch[i, 8], scratch[i, 9] = px, py, pz
+
+
+@numba.njit(parallel=True)
+def _seen_pairs(pos, heads, grid, cols, reach, cone):
+    """Pairs (i, j) with j within ``reach`` of i and inside i's cone (``cone``: the cone test's threshold)."""
+    n = pos.shape[0]
+    seen = np.zeros(n, dtype=np.int64)
+    start, nx, ny, nz = grid.cell_start, grid.nx, grid.ny, grid.nz
+    inv = 1.0 / grid.cell_size
+    r2 = reach * reach
+    for k in numba.prange(n):
+        px, py, pz = cols[0, k], cols[1, k], cols[2, k]
+        fx, fy, fz = heads[0, k], heads[1, k], heads[2, k]
+        x0, x1 = axis_span(px, reach, grid.origin_x, inv, nx)
+        y0, y1 = axis_span(py, reach, grid.origin_y, inv, ny)
+        z0, z1 = axis_span(pz, reach, grid.origin_z, inv, nz)
+        s = 0
+        for z in range(z0, z1 + 1):
+            for y in range(y0, y1 + 1):
+                row = (z * ny + y) * nx
+                for q in range(start[row + x0], start[row + x1 + 1]):
+                    dx, dy, dz = cols[0, q] - px, cols[1, q] - py, cols[2, q] - pz
+                    d2 = dx * dx + dy * dy + dz * dz
+                    dot = fx * dx + fy * dy + fz * dz
+                    if 0.0 < d2 < r2 and dot * abs(dot) >= cone * d2:
+                        s += 1
+        seen[k] = s
+    return seen.sum()
 
 
 if __name__ == "__main__":

@@ -121,6 +121,18 @@ def _add_bench(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
         action="store_true",
         help="measure each option of the model (arenas, 2D, rules, world features) at N = 10,000",
     )
+    mode.add_argument(
+        "--profile",
+        action="store_true",
+        help="where one step's time goes at N = 100,000 (grid, candidates, pair loop, turn and move), "
+        "candidates and neighbours per boid, pairs/ns per core; at the start and after --after seconds",
+    )
+    p.add_argument(
+        "--after",
+        type=_positive_float,
+        default=60.0,
+        help="with --profile: simulated seconds before the second profile (default 60)",
+    )
     p.add_argument("--steps", type=_positive_int, default=20, help="steps per timed run (default 20)")
     p.add_argument("--threads", type=_positive_int, help="numba threads (default: all cores)")
     return p
@@ -142,6 +154,8 @@ def _run_bench(args: argparse.Namespace) -> int:
         bench.run_viewer(large=args.large)
     elif args.variants:
         bench.run_variants(steps=args.steps)
+    elif args.profile:
+        bench.profile(after=args.after)
     else:
         bench.run(large=args.large, steps=args.steps)
     return 0

@@ -74,3 +74,26 @@ def test_bench_variants_table_lists_every_option():
 def test_a_cold_start_compiles_everything_in_a_fresh_process():
     seconds = bench.cold_start_seconds(200, "rules.combine = chain")
     assert 0.5 < seconds < 300  # printed by flock3d bench; its size is not asserted
+
+
+def test_bench_profile_splits_a_step_into_its_phases():
+    out = io.StringIO()
+    rows = bench.profile(n=2000, after=0.1, repeats=1, out=out)
+    assert [r["moment"] for r in rows] == ["start", "after 0.1 s"]
+    for r in rows:
+        assert r["n"] == 2000 and r["step_ms"] > 0 and r["pair_ms"] >= 0
+        assert all(r[k] > 0 for k in ("grid_ms", "gather_ms", "candidates_ms", "turn_ms"))
+        # Every pair the step tests is among the 27 cells around; every neighbour is a candidate.
+        counts = ("scanned_per_boid", "candidates_per_boid", "within_per_boid", "seen_per_boid")
+        assert [r[k] for k in counts] == sorted((r[k] for k in counts), reverse=True)
+        assert r["seen_per_boid"] > 0
+        assert r["pairs_per_ns_core"] > 0
+    text = out.getvalue()
+    assert text.count("pair loop (the rest)") == 2 and "pairs within view distance per ns per core" in text
+
+
+def test_bench_profile_is_on_the_command_line(monkeypatch):
+    calls = []
+    monkeypatch.setattr(bench, "profile", lambda **kwargs: calls.append(kwargs))
+    assert main(["bench", "--profile", "--after", "5"]) == 0
+    assert calls == [{"after": 5.0}]

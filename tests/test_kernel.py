@@ -212,3 +212,18 @@ def test_long_run_stays_finite_and_inside_the_arena():
         worst = max(worst, np.linalg.norm(flock.positions, axis=1).max() / params.arena_radius)
     assert flock.step_count == 10_000
     assert worst <= 1.02
+
+
+def test_agreement_whether_candidates_are_gathered_by_rows_or_by_cells():
+    # A flock of ~5 boids a cell gathers its candidates row by row, a crowded one cell by cell.
+    from flock3d.bench import bench_params
+    from flock3d.core import kernel
+    from flock3d.core.neighbors import build_grid
+
+    for params, crowded in ((bench_params(400), False), (Params(count=400, arena_radius=6.0), True)):
+        fast, ref = Flock(params, seed=3), Flock(params, seed=3, engine="reference")
+        assert kernel.crowded(build_grid(fast.positions, params.view_distance).cell_start) == crowded
+        fast.step(10)
+        ref.step(10)
+        np.testing.assert_allclose(fast.positions, ref.positions, rtol=0, atol=1e-9)
+        np.testing.assert_allclose(fast.velocities, ref.velocities, rtol=0, atol=1e-9)

@@ -390,6 +390,10 @@ class _Generator:
     def __init__(self, layout: Layout) -> None:
         self.layout = layout
         self.used: list[str] = []
+        #: The synchronous step's candidate buffers are padded to a multiple of 8 with
+        #: entries that no test accepts (see ``kernel.fill_row``): its pair loop over all
+        #: candidates then runs whole SIMD vectors, without a scalar remainder.
+        self.padded = layout.update == "synchronous"
         self.b = _CANDIDATES
 
     def v(self, name: str) -> str:
@@ -433,7 +437,10 @@ class _Generator:
         mask_of: dict[str, str] = {}
         for term in terms:
             c(f"n_{term} = 0.0", f"s_{term}_x = s_{term}_y = s_{term}_z = 0.0")
-        c(f"for jj in range({self.b['m']}):")
+        if self.padded and self.b is _CANDIDATES:
+            c("for jj in range((m + 7) & -8):")
+        else:
+            c(f"for jj in range({self.b['m']}):")
         c.indent()
         self.offset_to_candidate(c)
         c("cdot = dot * abs(dot)",
@@ -489,16 +496,16 @@ class _Generator:
           "try:",
           f"    r = U_rule{k}(p_i, v_i, p_j, v_j)",
           "except Exception:",
-          f"    record(status, t, RULE_RAISED, i, {k})",
+          f"    record(status, t, RULE_RAISED, boid, {k})",
           "    failed = True",
           "    break",
           "if len(r) != 3:",
-          f"    record(status, t, RULE_SHAPE, i, {k})",
+          f"    record(status, t, RULE_SHAPE, boid, {k})",
           "    failed = True",
           "    break",
           "tx, ty, tz = float(r[0]), float(r[1]), float(r[2])",
           "if not (abs(tx) < np.inf and abs(ty) < np.inf and abs(tz) < np.inf):",
-          f"    record(status, t, RULE_NOT_FINITE, i, {k})",
+          f"    record(status, t, RULE_NOT_FINITE, boid, {k})",
           "    failed = True",
           "    break",
           f"n_rule{k} += 1.0",
@@ -563,17 +570,17 @@ class _Generator:
               "try:",
               f"    r = U_force{k}(p_i, v_i, now)",
               "except Exception:",
-              f"    record(status, t, RULE_RAISED, i, {len(L.rules) + k})",
+              f"    record(status, t, RULE_RAISED, boid, {len(L.rules) + k})",
               "    failed = True",
               "    r = p_i",
               "if len(r) != 3:",
-              f"    record(status, t, RULE_SHAPE, i, {len(L.rules) + k})",
+              f"    record(status, t, RULE_SHAPE, boid, {len(L.rules) + k})",
               "    failed = True",
               "    r = p_i",
               f"w = {v(f'force{k}_w')}",
               "tx, ty, tz = w * float(r[0]), w * float(r[1]), w * float(r[2])",
               "if not (abs(tx) < np.inf and abs(ty) < np.inf and abs(tz) < np.inf):",
-              f"    record(status, t, RULE_NOT_FINITE, i, {len(L.rules) + k})",
+              f"    record(status, t, RULE_NOT_FINITE, boid, {len(L.rules) + k})",
               "    failed = True")  # fmt: skip
         else:  # pragma: no cover - stage_names only yields the stages above
             raise AssertionError(stage)
@@ -606,10 +613,10 @@ class _Generator:
         c(f"n_sel = C.nearest_seen(bx, by, bz, bid, m, px, py, pz, fx, fy, fz, {v(r2)}, {v(cone)}, n_pick, "
           f"{ends}, {sees}, sel, sel_d2)")  # fmt: skip
         if L.neighbours == "adaptive":
-            c("r_i = pv[radius_at + i]",
+            c("r_i = pv[radius_at + boid]",
               f"r_new = C.adapted_radius(r_i, n_sel, int({v('k')}), sel_d2, {v(r2)}, {v('adaptation')})",
               "n_sel = C.within(sel_d2, n_sel, r_i * r_i)")  # fmt: skip
-        c("C.compact(buf, sel, n_sel, kbuf)")
+        c("C.compact((bx, by, bz, bvx, bvy, bvz, bid), sel, n_sel, kbuf)  # this cell's candidates")
         self.b = _CHOSEN
 
     def boid_update(self, c: _Code, n_rules: int) -> None:
@@ -662,8 +669,10 @@ class _Generator:
           "from numba import prange",
           "from flock3d.core import components as C",
           "from flock3d.core.kernel import (BOIDS_PER_CHUNK, CHUNK_SIGNATURE, FAST, NOT_FINITE, OK, RULE_NOT_FINITE, RULE_RAISED,",
-          "    RULE_SHAPE, chunk_buffer, chunk_cells, clamp_speed, fill_around, fill_candidates, gather,",
-          "    heading, hunt, image, is_sound, record, settle, turn_heading, turn_mesh, wrap_into_box)",
+          "    RULE_SHAPE, chunk_buffer, chunk_cells, clamp_speed, fill_around, fill_candidates,",
+          "    fill_row, gather,",
+          "    heading, hunt, image, is_sound, record, row_span, rows_buffer, settle, turn_heading, turn_mesh,",
+          "    wrap_into_box)",
           "from flock3d.core.neighbors import CellGrid, build_grid, build_periodic_grid",
           "",
           f"# user rules: {', '.join(fp for fp, _ in L.rules) or 'none'}; forces: {', '.join(L.forces) or 'none'}",
@@ -675,50 +684,75 @@ class _Generator:
     def chunk_head(self, c: _Code) -> None:
         """The chunk function's signature and set-up (the same for every synchronous layout, but
         for the candidates' indices, which topological neighbours and species need)."""
-        if self.layout.indexed:
-            columns, names = "cols[0], cols[1], cols[2], cols[3], cols[4], cols[5], cols[6]", ", bid"
-            buffer = "b[0], b[1], b[2], b[3], b[4], b[5], b[6]"
-        else:
-            columns, names, buffer = (
-                "cols[0], cols[1], cols[2], cols[3], cols[4], cols[5]",
-                "",
-                "b[0], b[1], b[2], b[3], b[4], b[5]",
-            )
+        n_cols = 7 if self.layout.indexed else 6
+        columns = ", ".join(f"cols[{k}]" for k in range(n_cols))
+        buffer = ", ".join(f"b[{k}]" for k in range(n_cols))
+        runs = ["rbx", "rby", "rbz", "rbvx", "rbvy", "rbvz", "rbid"][:n_cols]
+        cut = ", ".join(f"{name}[run0:]" for name in runs)
         c("@_chunk",
-          "def chunk(t, bounds, gf, gi, order, start, cols, heads, pos, vel, quat, waypoints, pv, flags, box, sides,",
+          "def chunk(t, bounds, gf, gi, ids, start, cols, heads, pos, vel, quat, waypoints, pv, flags, box, sides,",
           "          attractors, path, obstacles, wind_u, gradient, hunters, status, now, seed, step_count):",
           _UNPACK,
-          "    grid = CellGrid(gf[0], gf[1], gf[2], gf[3], gi[0], gi[1], gi[2], order, start, gf[4], gf[5])",
+          "    grid = CellGrid(gf[0], gf[1], gf[2], gf[3], gi[0], gi[1], gi[2], ids, start, gf[4], gf[5])",
           f"    colt = ({columns})",
           "    xs, ys, zs, vxs, vys, vzs = cols[0], cols[1], cols[2], cols[3], cols[4], cols[5]",
           "    fxs, fys, fzs = heads[0], heads[1], heads[2]",
           "    c_lo, c_hi = bounds[t], bounds[t + 1]",
-          f"    b = chunk_buffer(c_lo, c_hi, grid, {7 if names else 6}, periodic)",
+          "    cells_x, cells_y = gi[0], gi[1]",
+          "    crowded = gi[3] != 0  # candidates cell by cell (fill_candidates), else row by row (fill_row)",
+          "    if crowded:",
+          f"        b, xoff = chunk_buffer(c_lo, c_hi, grid, {n_cols}, periodic), np.empty(1, dtype=np.int64)",
+          "    else:",
+          f"        b, xoff = rows_buffer(c_lo, c_hi, grid, {n_cols}, periodic)",
           f"    buf = ({buffer})",
-          f"    bx, by, bz, bvx, bvy, bvz{names} = buf",
-          "    p_i, v_i, p_j, v_j = np.empty(3), np.empty(3), np.empty(3), np.empty(3)")  # fmt: skip
+          f"    {', '.join(runs)} = buf",
+          "    p_i, v_i, p_j, v_j = np.empty(3), np.empty(3), np.empty(3), np.empty(3)",
+          f"    reach2 = {self.v('reach')} * {self.v('reach')}")  # fmt: skip
         c.indent()
         self.chosen_buffers(c, "b.shape[1]")
         c.dedent()
-        c("    for c in range(c_lo, c_hi):",
-          "        if start[c + 1] == start[c]:",
+        c("    c_next = c_lo",
+          "    while c_next < c_hi:  # row segment after row segment: cells seg_first .. seg_last of a row",
+          "        seg_row = c_next // cells_x",
+          "        seg_first, seg_last = c_next, min(c_hi, (seg_row + 1) * cells_x) - 1",
+          "        c_next = seg_last + 1",
+          "        while seg_first <= seg_last and start[seg_first + 1] == start[seg_first]:",
+          "            seg_first += 1",
+          "        while seg_last >= seg_first and start[seg_last + 1] == start[seg_last]:",
+          "            seg_last -= 1",
+          "        if seg_first > seg_last:",
           "            continue",
-          f"        m = fill_candidates(c, grid, colt, {self.v('reach')} * {self.v('reach')}, buf, periodic, sides)",
-          "        for k in range(start[c], start[c + 1]):",
-          "            i = order[k]",
-          "            px, py, pz = xs[k], ys[k], zs[k]",
-          "            vx, vy, vz = vxs[k], vys[k], vzs[k]",
-          "            fx, fy, fz = fxs[k], fys[k], fzs[k]",
-          "            qw, qx, qy, qz = quat[i, 0], quat[i, 1], quat[i, 2], quat[i, 3]",
-          "            " + _UNPACK_BOID)  # fmt: skip
+          "        row_x = seg_row * cells_x",
+          "        span_a, span_b = row_span(seg_first - row_x, seg_last - row_x, cells_x, periodic)",
+          "        if not crowded:",
+          "            fill_row(seg_row % cells_y, seg_row // cells_y, span_a, span_b, grid, colt, reach2, buf, xoff,",
+          "                     periodic, sides)",
+          "        for c in range(seg_first, seg_last + 1):",
+          "            if start[c + 1] == start[c]:",
+          "                continue",
+          "            if crowded:",
+          "                run0 = 0",
+          "                m = fill_candidates(c, grid, colt, reach2, buf, periodic, sides)",
+          "            else:  # the candidates of cell c: x-cells c - 1 .. c + 1 of the row buffer",
+          "                cell_x = c - row_x",
+          "                run0 = xoff[max(cell_x - 1, span_a) - span_a]",
+          "                m = xoff[min(cell_x + 1, span_b) - span_a + 1] - run0",
+          f"            {', '.join(_CANDIDATES[k] for k in ('x', 'y', 'z', 'vx', 'vy', 'vz', 'id')[:n_cols])} = {cut}",
+          "            for k in range(start[c], start[c + 1]):",
+          "                i, boid = k, ids[k]  # the row of the state, and the boid's public index",
+          "                px, py, pz = xs[k], ys[k], zs[k]",
+          "                vx, vy, vz = vxs[k], vys[k], vzs[k]",
+          "                fx, fy, fz = fxs[k], fys[k], fzs[k]",
+          "                qw, qx, qy, qz = quat[i, 0], quat[i, 1], quat[i, 2], quat[i, 3]",
+          "                " + _UNPACK_BOID)  # fmt: skip
 
     def boids_synchronous(self) -> str:
         c = _Code()
         self.header(c)
         self.chunk_head(c)
-        c.indent(3)
+        c.indent(4)
         self.boid_update(c, len(self.layout.rules))
-        c.dedent(3)
+        c.dedent(4)
         return self.finalize(c)
 
     def grid(self, reach: str) -> str:
@@ -730,7 +764,7 @@ class _Generator:
     def hunt(self, c: _Code) -> None:
         if "flee" in self.layout.stages:
             v = self.v
-            c(f"hunt(pred_pos, pred_vel, pred_quat, pos, box, periodic, wraps, planar, {v('predator_speed')}, dt, "
+            c(f"hunt(pred_pos, pred_vel, pred_quat, pos, np.arange(n), box, periodic, wraps, planar, {v('predator_speed')}, dt, "
               f"{v('predator_cos_max')}, {v('predator_cos_half')}, {v('predator_sin_half')})")  # fmt: skip
 
     def boids_in_place(self) -> str:
@@ -768,7 +802,8 @@ class _Generator:
         if L.update == "sequential":
             c("for i in range(n):")
             c.indent()
-            c("px, py, pz = pos[i, 0], pos[i, 1], pos[i, 2]",
+            c("boid = i",
+              "px, py, pz = pos[i, 0], pos[i, 1], pos[i, 2]",
               "vx, vy, vz = vel[i, 0], vel[i, 1], vel[i, 2]",
               "fx, fy, fz = heads[i, 0], heads[i, 1], heads[i, 2]",
               "qw, qx, qy, qz = quat[i, 0], quat[i, 1], quat[i, 2], quat[i, 3]",
@@ -800,7 +835,8 @@ class _Generator:
         for stage in L.stages:
             c(f"# stage: {stage}", "for i in range(n):")
             c.indent()
-            c("if broken[i]:",
+            c("boid = i",
+              "if broken[i]:",
               "    continue",
               "px, py, pz = pos[i, 0], pos[i, 1], pos[i, 2]",
               "vx, vy, vz = vel[i, 0], vel[i, 1], vel[i, 2]",
@@ -833,7 +869,8 @@ class _Generator:
             c.dedent()
         c("# every boid turns and moves", "for i in range(n):")
         c.indent()
-        c("if broken[i]:",
+        c("boid = i",
+          "if broken[i]:",
           "    vel[i, 0], vel[i, 1], vel[i, 2] = vel0[i, 0], vel0[i, 1], vel0[i, 2]",
           "    continue",
           "px, py, pz = pos[i, 0], pos[i, 1], pos[i, 2]",
@@ -864,8 +901,8 @@ class _Generator:
           "    vel[i, 0], vel[i, 1], vel[i, 2] = nvx, nvy, nvz",
           "    pos[i, 0], pos[i, 1], pos[i, 2] = npx, npy, npz")  # fmt: skip
         if self.layout.neighbours == "adaptive":
-            c("    pv[radius_at + i] = r_new")
-        c("else:", "    record(status, t, NOT_FINITE, i, -1)")
+            c("    pv[radius_at + boid] = r_new")
+        c("else:", "    record(status, t, NOT_FINITE, boid, -1)")
 
     def couzin(self) -> str:
         """The Couzin model's chunk: the buffer carries unit headings (bvx.. are headings)."""
@@ -899,7 +936,7 @@ class _Generator:
         c = _Code()
         self.header(c)
         self.chunk_head(c)
-        c.indent(3)
+        c.indent(4)
         self.choose(c, reach2, "cone")
         b = self.b
         radii = ", ".join("0.0" if r is None else v(r) for r in radii2)
@@ -907,10 +944,10 @@ class _Generator:
           f"    {b['x']}, {b['y']}, {b['z']}, {b['vx']}, {b['vy']}, {b['vz']}, {b['m']}, px, py, pz, fx, fy, fz, "
           f"{radii}, {v('cone')})",
           f"ux, uy, uz = C.zone_direction({zones}, fx, fy, fz, planar)",
-          f"ux, uy, uz = C.{noise[0]}(ux, uy, uz, planar, {v(noise[1])}, seed, step_count, i)",
+          f"ux, uy, uz = C.{noise[0]}(ux, uy, uz, planar, {v(noise[1])}, seed, step_count, boid)",
           "failed = False")  # fmt: skip
         self.turn_and_write(c, v("speed"), v("speed"))
-        c.dedent(3)
+        c.dedent(4)
         return self.finalize(c)
 
     def finalize(self, c: _Code) -> str:
@@ -926,7 +963,7 @@ class _Generator:
                     indent = line[: len(line) - len(line.lstrip())]
                     end = next((e for e in range(k + 1, len(lines)) if lines[e].startswith("@")), len(lines))
                     text = "\n".join(lines[k + 1 : end])
-                    out += [indent + "sp = C.species_index(i, v_ends)", indent + f"row = sp * {L.species}"]
+                    out += [indent + "sp = C.species_index(boid, v_ends)", indent + f"row = sp * {L.species}"]
                     out += [indent + f"v_{name} = pv[{at[name]} + sp]" for name in own if f"v_{name}" in text]
                 continue
             if line != _UNPACK:

@@ -63,8 +63,14 @@ __all__ = [
     "chunk_buffer",
     "count_candidates",
     "fill_candidates",
+    "fill_row",
+    "crowded",
+    "CROWDED",
+    "row_span",
+    "rows_buffer",
     "fill_around",
     "gather",
+    "sort_cells_by_id",
     "image",
     "settle",
     "clamp_speed",
@@ -194,6 +200,7 @@ def fill_candidates(c, grid, cols, reach2, buf, periodic, sides):
     Candidates are the boids of the 27 surrounding cells whose distance to c's box is
     below sqrt(reach2). In a periodic arena (box sides ``sides`` (3,)) each is copied
     at its image nearest to c, so plain distances in ``buf`` are minimum-image ones.
+    Entries m .. multiple of 8 above m are padding: NaN positions and zero velocities.
     ``grid`` is the step's :class:`~flock3d.core.neighbors.CellGrid`; ``cols`` and
     ``buf`` are 6-tuples of 1-D arrays, x, y, z first (the other three are copied
     along), or 7-tuples whose last column (the boids' indices) is copied too. Returns the
@@ -235,6 +242,12 @@ def fill_candidates(c, grid, cols, reach2, buf, periodic, sides):
                     for col in range(6, len(cols)):  # the boids' indices, where the layout carries them
                         buf[col][mm] = cols[col][j]
                     m += 1 if gx * gx + gy * gy + gz * gz < reach2 else 0
+    # Pad to a multiple of 8 with NaN positions: every comparison with them is false, so the
+    # pair loop can run whole SIMD vectors (``buf`` holds 8 spare entries, see chunk_buffer).
+    for q in range(m, (m + 7) & -8):
+        buf[0][q], buf[1][q], buf[2][q] = np.nan, np.nan, np.nan
+        for col in range(3, len(cols)):
+            buf[col][q] = 0.0
     return m
 
 
@@ -246,7 +259,132 @@ def chunk_buffer(c_lo, c_hi, grid, n_columns, periodic):
     for c in range(c_lo, c_hi):
         if start[c + 1] > start[c]:
             cap = max(cap, count_candidates(c, grid, periodic))
-    return np.empty((n_columns, cap))
+    return np.empty((n_columns, cap + 8))  # + 8: room to pad to whole SIMD vectors
+
+
+#: Boids per occupied cell above which a step gathers candidates cell by cell
+#: (:func:`fill_candidates`) rather than row by row (:func:`fill_row`). Row buffers copy
+#: each boid 9 times a step instead of 27 but give the pair loop about 18% more candidates;
+#: in a crowded flock (a clustered one, 20 boids a cell) copying is cheap per boid and the
+#: pair loop is most of the step, so cell buffers win there.
+CROWDED = 10.0
+
+
+@shared
+def crowded(start):
+    """Whether the boids of the grid whose cells start at ``start`` are crowded (see CROWDED)."""
+    occupied = 0
+    for c in range(start.shape[0] - 1):
+        occupied += 1 if start[c + 1] > start[c] else 0
+    return start[start.shape[0] - 1] > CROWDED * occupied
+
+
+@shared
+def row_span(x0, x1, nx, periodic):
+    """The x-cells whose boids a row segment of target cells x0..x1 needs: one more each side
+    (ghost cells -1 and nx, images of the far ends, in a periodic arena)."""
+    if periodic:
+        return x0 - 1, x1 + 1
+    return max(x0 - 1, 0), min(x1 + 1, nx - 1)
+
+
+@shared
+def _row_capacity(cy, cz, xa, xb, grid, periodic):
+    """How many boids (and images) x-cells xa..xb of the 9 rows around row (cy, cz) hold."""
+    nx, ny, nz = grid.nx, grid.ny, grid.nz
+    start = grid.cell_start
+    m = 0
+    for dz in range(-1, 2):
+        z, _ = _wrap_cell(cz + dz, nz, periodic and nz > 1)
+        if z < 0:
+            continue
+        for dy in range(-1, 2):
+            y, _ = _wrap_cell(cy + dy, ny, periodic)
+            if y < 0:
+                continue
+            row = (z * ny + y) * nx
+            if periodic:
+                for x in range(xa, xb + 1):
+                    xx, _ = _wrap_cell(x, nx, True)
+                    m += start[row + xx + 1] - start[row + xx]
+            else:
+                m += start[row + xb + 1] - start[row + xa]
+    return m
+
+
+@shared
+def rows_buffer(c_lo, c_hi, grid, n_columns, periodic):
+    """A (n_columns, capacity) buffer for the candidates of any row segment of cells
+    c_lo .. c_hi - 1 (see :func:`fill_row`), and room for its x-cell offsets, (nx + 3,) int64."""
+    nx, ny = grid.nx, grid.ny
+    cap = 0
+    c = c_lo
+    while c < c_hi:
+        r = c // nx
+        end = min(c_hi, (r + 1) * nx)
+        xa, xb = row_span(c - r * nx, end - 1 - r * nx, nx, periodic)
+        cap = max(cap, _row_capacity(r % ny, r // ny, xa, xb, grid, periodic))
+        c = end
+    return np.empty((n_columns, cap + 8)), np.empty(nx + 3, dtype=np.int64)
+
+
+@shared
+def fill_row(cy, cz, xa, xb, grid, cols, reach2, buf, xoff, periodic, sides):
+    """Copy into ``buf`` the candidates of a row segment of cells: the boids of x-cells
+    xa..xb of the 9 rows around row (cy, cz) whose distance to the row's y-z square is below
+    sqrt(reach2), x-cell by x-cell: those of x-cell x are entries ``xoff[x - xa]`` to
+    ``xoff[x - xa + 1] - 1``.
+
+    So the candidates of target cell x, x-cells x - 1 .. x + 1, are one contiguous run of
+    ``buf``, and each boid is copied once per row it may matter to (9 times a step) rather
+    than once per cell (27 times). Entries past a run are boids at least a cell width
+    away, or the 8 entries of padding after the last (NaN positions, zero velocities):
+    every pair test rejects them, so a pair loop may run on to a multiple of 8. In a
+    periodic arena (box sides ``sides`` (3,)) boids are copied at their image nearest the
+    row, ghost x-cells -1 and nx as images of the far ends. ``cols`` and ``buf`` are
+    6-tuples of 1-D arrays (x, y, z, vx, vy, vz), or 7-tuples whose last column (the boids'
+    indices) is copied too. Returns the number copied.
+    """
+    nx, ny, nz = grid.nx, grid.ny, grid.nz
+    start = grid.cell_start
+    sy, sz = grid.cell_size_y, grid.cell_size_z
+    lo_y, lo_z = grid.origin_y + cy * sy, grid.origin_z + cz * sz
+    hi_y, hi_z = lo_y + sy, lo_z + sz
+    xs, ys, zs = cols[0], cols[1], cols[2]
+    m = 0
+    for x in range(xa, xb + 1):
+        xoff[x - xa] = m
+        xx, wx = _wrap_cell(x, nx, periodic)
+        shift_x = wx * sides[0]
+        for dz in range(-1, 2):
+            z, wz = _wrap_cell(cz + dz, nz, periodic and nz > 1)
+            if z < 0:
+                continue
+            shift_z = wz * sides[2]
+            for dy in range(-1, 2):
+                y, wy = _wrap_cell(cy + dy, ny, periodic)
+                if y < 0:
+                    continue
+                shift_y = wy * sides[1]
+                c = (z * ny + y) * nx + xx
+                for jj in range(start[c], start[c + 1]):
+                    j = numba.uint64(jj)
+                    y_, z_ = ys[j] + shift_y, zs[j] + shift_z
+                    gy = max(lo_y - y_, 0.0, y_ - hi_y)
+                    gz = max(lo_z - z_, 0.0, z_ - hi_z)
+                    # Always copy, advance only when kept: a branch-free compaction.
+                    mm = numba.uint64(m)
+                    buf[0][mm], buf[1][mm], buf[2][mm] = xs[j] + shift_x, y_, z_
+                    buf[3][mm], buf[4][mm], buf[5][mm] = cols[3][j], cols[4][j], cols[5][j]
+                    for col in range(6, len(cols)):  # the boids' indices, where the layout carries them
+                        buf[col][mm] = cols[col][j]
+                    m += 1 if gy * gy + gz * gz < reach2 else 0
+    xoff[xb - xa + 1] = m
+    for q in range(m, m + 8):
+        buf[0][q], buf[1][q], buf[2][q] = np.nan, np.nan, np.nan
+        for col in range(3, len(cols)):
+            buf[col][q] = 0.0
+    return m
 
 
 @shared
@@ -296,29 +434,67 @@ def fill_around(px, py, pz, grid, pos, vel, reach2, buf, periodic, box):
     return m
 
 
+#: Ciura's gap sequence for Shell sort (cells hold at most a few thousand boids).
+_SHELL_GAPS = (1750, 701, 301, 132, 57, 23, 10, 4, 1)
+
+
 @shared
-def gather(t, n_chunks, order, pos, vel, quat, cols, heads, heading_from_velocity, headings_in_cols):
-    """Chunk ``t`` of the start-of-step state, in cell order: positions and velocities into
-    the rows of ``cols`` (7, N), then each boid's index (as a float: topological neighbours
-    break ties by it, species are ranges of it), each boid's unit heading into ``heads`` (3, N).
+def sort_cells_by_id(c_lo, c_hi, start, order, ids):
+    """Put the boids of each cell ``c_lo .. c_hi - 1`` in the order of their public ids.
+
+    ``order`` (N,) lists storage rows by cell; ``ids`` (N,) is each row's public index.
+    The order of a cell's boids fixes the order of every sum over them, so it must not
+    depend on how the rows happen to be stored: by public id it is what a stable sort of
+    the flock in its public order gives. Rows come stored in the last step's cell order,
+    so a cell's list is a few runs already sorted: a Shell sort (insertion sorts of gaps
+    shrinking to 1) is near linear on it, and compiles in a fraction of numba's argsort.
+    """
+    for c in range(c_lo, c_hi):
+        a, b = start[c], start[c + 1]
+        for gap in _SHELL_GAPS:
+            if gap >= b - a:
+                continue
+            for k in range(a + gap, b):
+                r = order[k]
+                key = ids[r]
+                m = k
+                while m - gap >= a and ids[order[m - gap]] > key:
+                    order[m] = order[m - gap]
+                    m -= gap
+                order[m] = r
+
+
+@shared
+def gather(t, bounds, start, order, ids, pos, vel, quat, wp, ids_to, pos_to, vel_to, quat_to, wp_to, cols,
+           heads, heading_from_velocity, headings_in_cols):  # fmt: skip
+    """Chunk ``t`` (cells ``bounds[t] .. bounds[t + 1] - 1``) of the start-of-step state, in
+    cell order: the state rows (``ids``, ``pos``, ``vel``, ``quat``, ``wp``) copied to the
+    same rows of the ``*_to`` arrays, positions and velocities into the rows of ``cols``
+    (7, N), then each boid's public index (as a float: topological neighbours break ties by
+    it, species are ranges of it), each boid's unit heading into ``heads`` (3, N).
 
     The heading is the forward axis of its orientation, or with ``heading_from_velocity``
     (the ``mesh`` turn limit: boids see along their motion) its velocity's direction.
     With ``headings_in_cols`` (the Couzin model) ``cols`` carries headings, not velocities.
     """
-    n = order.shape[0]
-    for k in range(n * t // n_chunks, n * (t + 1) // n_chunks):
+    c_lo, c_hi = bounds[t], bounds[t + 1]
+    sort_cells_by_id(c_lo, c_hi, start, order, ids)
+    for k in range(start[c_lo], start[c_hi]):
         i = order[k]
-        cols[0, k], cols[1, k], cols[2, k] = pos[i, 0], pos[i, 1], pos[i, 2]
+        ids_to[k], wp_to[k] = ids[i], wp[i]
+        px, py, pz = pos[i, 0], pos[i, 1], pos[i, 2]
+        pos_to[k, 0], pos_to[k, 1], pos_to[k, 2] = px, py, pz
+        cols[0, k], cols[1, k], cols[2, k] = px, py, pz
         vx, vy, vz = vel[i, 0], vel[i, 1], vel[i, 2]
-        hx, hy, hz = heading(
-            quat[i, 0], quat[i, 1], quat[i, 2], quat[i, 3], vx, vy, vz, heading_from_velocity
-        )
+        vel_to[k, 0], vel_to[k, 1], vel_to[k, 2] = vx, vy, vz
+        qw, qx, qy, qz = quat[i, 0], quat[i, 1], quat[i, 2], quat[i, 3]
+        quat_to[k, 0], quat_to[k, 1], quat_to[k, 2], quat_to[k, 3] = qw, qx, qy, qz
+        hx, hy, hz = heading(qw, qx, qy, qz, vx, vy, vz, heading_from_velocity)
         heads[0, k], heads[1, k], heads[2, k] = hx, hy, hz
         if headings_in_cols:
             vx, vy, vz = hx, hy, hz
         cols[3, k], cols[4, k], cols[5, k] = vx, vy, vz
-        cols[6, k] = i
+        cols[6, k] = ids[i]
 
 
 @shared
@@ -452,26 +628,27 @@ def is_sound(px, py, pz, vx, vy, vz):
 
 
 @shared
-def hunt(
-    pred_pos, pred_vel, pred_quat, pos, box, periodic, wrap, planar, speed, dt, cos_max, cos_half, sin_half
-):
+def hunt(pred_pos, pred_vel, pred_quat, pos, ids, box, periodic, wrap, planar, speed, dt, cos_max, cos_half,
+         sin_half):  # fmt: skip
     """Predators: turn (at their own rate) towards their nearest boid and fly on at their speed.
 
-    Reads only the boids' start-of-step positions; the lowest index wins a tie.
+    Reads only the boids' start-of-step positions ``pos`` (N, 3), whose rows hold the boids of
+    public index ``ids`` (N,); the lowest public index wins a tie.
     """
     n = pos.shape[0]
     for k in range(pred_pos.shape[0]):
         qx, qy, qz = pred_pos[k, 0], pred_pos[k, 1], pred_pos[k, 2]
         ex, ey, ez = forward_of(pred_quat[k, 0], pred_quat[k, 1], pred_quat[k, 2], pred_quat[k, 3])
         best = np.inf
+        best_id = n
         bx = by = bz = 0.0
         for j in range(n):
             dx = image(pos[j, 0] - qx, 2.0 * box[3], periodic)
             dy = image(pos[j, 1] - qy, 2.0 * box[4], periodic)
             dz = image(pos[j, 2] - qz, 2.0 * box[5], periodic and not planar)
             d2 = dx * dx + dy * dy + dz * dz
-            if d2 < best:
-                best, bx, by, bz = d2, dx, dy, dz
+            if d2 < best or (d2 == best and ids[j] < best_id and best < np.inf):
+                best, best_id, bx, by, bz = d2, ids[j], dx, dy, dz
         if planar:
             bz = 0.0
         d = math.sqrt(bx * bx + by * by + bz * bz)
@@ -508,13 +685,13 @@ CHUNK_SIGNATURE = types.void(
     _F1,
     _I1,
     _I1,
-    _I1,  # bounds; grid floats (origin, cell sizes), ints (nx, ny, nz); order; cell_start
+    _I1,  # bounds; grid floats (origin, cell sizes), ints (nx, ny, nz, crowded); ids; cell_start
     _F2,
     _F2,  # cols (7, N): start-of-step positions, velocities and indices in cell order; heads (3, N)
     _F2,
     _F2,
     _F2,
-    _I1,  # pos, vel, quat, waypoints: the live state, written row by row
+    _I1,  # pos, vel, quat, waypoints: the state in cell order (row k: boid ids[k]), written row by row
     _F1,
     types.boolean[::1],
     _F1,
@@ -539,25 +716,26 @@ one compiled parallel driver calls any of them through a function pointer)."""
 PERIODIC, WRAPS, PLANAR, MESH, COUZIN = range(5)
 
 
-def _run_chunks(n_chunks, chunk, bounds, gf, gi, order, start, cols, heads, pos, vel, quat, waypoints, pv,
-                flags, box, sides, attractors, path, obstacles, wind_u, gradient, hunters, status, now, seed,
-                step):  # fmt: skip
+def _run_chunks(n_chunks, chunk, bounds, gf, gi, order, start, cols, heads, ids, pos, vel, quat, waypoints,
+                ids_to, pos_to, vel_to, quat_to, wp_to, pv, flags, box, sides, attractors, path, obstacles,
+                wind_u, gradient, hunters, status, now, seed, step):  # fmt: skip
     for t in prange(n_chunks):
-        gather(np.int64(t), n_chunks, order, pos, vel, quat, cols, heads, flags[MESH], flags[COUZIN])
+        gather(np.int64(t), bounds, start, order, ids, pos, vel, quat, waypoints, ids_to, pos_to, vel_to,
+               quat_to, wp_to, cols, heads, flags[MESH], flags[COUZIN])  # fmt: skip
     for t in prange(n_chunks):
         chunk(
             np.int64(t),
             bounds,
             gf,
             gi,
-            order,
+            ids_to,
             start,
             cols,
             heads,
-            pos,
-            vel,
-            quat,
-            waypoints,
+            pos_to,
+            vel_to,
+            quat_to,
+            wp_to,
             pv,
             flags,
             box,
@@ -575,6 +753,29 @@ def _run_chunks(n_chunks, chunk, bounds, gf, gi, order, start, cols, heads, pos,
         )
 
 
+@shared
+def _copy_rows(pos, vel, quat, waypoints, pos_to, vel_to, quat_to, wp_to):
+    """``pos``.. into ``pos_to``.. (a loop: an array assignment compiles its shape checks slowly)."""
+    for k in range(pos.shape[0]):
+        pos_to[k, 0], pos_to[k, 1], pos_to[k, 2] = pos[k, 0], pos[k, 1], pos[k, 2]
+        vel_to[k, 0], vel_to[k, 1], vel_to[k, 2] = vel[k, 0], vel[k, 1], vel[k, 2]
+        for a in range(4):
+            quat_to[k, a] = quat[k, a]
+        wp_to[k] = waypoints[k]
+
+
+@shared
+def _unpermute(ids, pos, vel, quat, waypoints, pos_to, vel_to, quat_to, wp_to):
+    """Rows k of ``pos``.. (the boid of public index ``ids[k]``) to rows ``ids[k]`` of ``pos_to``.."""
+    for k in range(ids.shape[0]):
+        i = ids[k]
+        pos_to[i, 0], pos_to[i, 1], pos_to[i, 2] = pos[k, 0], pos[k, 1], pos[k, 2]
+        vel_to[i, 0], vel_to[i, 1], vel_to[i, 2] = vel[k, 0], vel[k, 1], vel[k, 2]
+        for a in range(4):
+            quat_to[i, a] = quat[k, a]
+        wp_to[i] = waypoints[k]
+
+
 def _advance(chunk, pos, vel, quat, waypoints, pred_pos, pred_vel, pred_quat, n_steps, time0, step0, seed, pv,
              flags, box, attractors, path, obstacles, wind_u, gradient, status, fixed):  # fmt: skip
     n = pos.shape[0]
@@ -583,19 +784,37 @@ def _advance(chunk, pos, vel, quat, waypoints, pred_pos, pred_vel, pred_quat, n_
     n_chunks = status.shape[0]
     sides = 2.0 * box[3:]
     gf = np.empty(6)
-    gi = np.empty(3, dtype=np.int64)
+    gi = np.empty(4, dtype=np.int64)
     periodic, wraps, planar = flags[PERIODIC], flags[WRAPS], flags[PLANAR]
     reach, dt = fixed[0], fixed[1]
+    # Between steps the boids are stored in the last step's cell order (ids: the public index
+    # of each row), in two sets of arrays used in turn: the caller's and a second one. A step
+    # then reads and writes its rows nearly in sequence instead of at random; the public order
+    # is restored at the end. Each boid's sums run in the order of (cell, public index), so
+    # the result does not depend on how rows are stored.
+    ids = np.arange(n)
+    ids_b, pos_b, vel_b = np.empty(n, dtype=np.int64), np.empty_like(pos), np.empty_like(vel)
+    quat_b, wp_b = np.empty_like(quat), np.empty_like(waypoints)
+    pos_a, vel_a, quat_a, wp_a = pos, vel, quat, waypoints
+    in_b = False
+    done = n_steps
     for s in range(n_steps):
-        if periodic:  # given or edited positions may lie outside the box
-            wrap_into_box(pos, vel, box, planar)
-            wrap_into_box(pred_pos, pred_vel, box, planar)
-            grid = build_periodic_grid(pos, box[:3], box[3:], reach, planar)
+        if in_b:
+            ids_c, pos_c, vel_c, quat_c, wp_c = ids_b, pos_b, vel_b, quat_b, wp_b
+            ids_t, pos_t, vel_t, quat_t, wp_t = ids, pos_a, vel_a, quat_a, wp_a
         else:
-            grid = build_grid(pos, reach)
+            ids_c, pos_c, vel_c, quat_c, wp_c = ids, pos_a, vel_a, quat_a, wp_a
+            ids_t, pos_t, vel_t, quat_t, wp_t = ids_b, pos_b, vel_b, quat_b, wp_b
+        if periodic:  # given or edited positions may lie outside the box
+            wrap_into_box(pos_c, vel_c, box, planar)
+            wrap_into_box(pred_pos, pred_vel, box, planar)
+            grid = build_periodic_grid(pos_c, box[:3], box[3:], reach, planar)
+        else:
+            grid = build_grid(pos_c, reach)
         gf[0], gf[1], gf[2] = grid.origin_x, grid.origin_y, grid.origin_z
         gf[3], gf[4], gf[5] = grid.cell_size, grid.cell_size_y, grid.cell_size_z
         gi[0], gi[1], gi[2] = grid.nx, grid.ny, grid.nz
+        gi[3] = 1 if crowded(grid.cell_start) else 0
         bounds = chunk_cells(grid.cell_start, n, n_chunks)
         hunters = pred_pos.copy()  # boids flee from where the predators were
         if pred_pos.shape[0]:
@@ -603,7 +822,8 @@ def _advance(chunk, pos, vel, quat, waypoints, pred_pos, pred_vel, pred_quat, n_
                 pred_pos,
                 pred_vel,
                 pred_quat,
-                pos,
+                pos_c,
+                ids_c,
                 box,
                 periodic,
                 wraps,
@@ -614,39 +834,24 @@ def _advance(chunk, pos, vel, quat, waypoints, pred_pos, pred_vel, pred_quat, n_
                 fixed[4],
                 fixed[5],
             )
-        _run_chunks_compiled(
-            n_chunks,
-            chunk,
-            bounds,
-            gf,
-            gi,
-            grid.order,
-            grid.cell_start,
-            cols,
-            heads,
-            pos,
-            vel,
-            quat,
-            waypoints,
-            pv,
-            flags,
-            box,
-            sides,
-            attractors,
-            path,
-            obstacles,
-            wind_u,
-            gradient,
-            hunters,
-            status,
-            time0 + s * dt,
-            seed,
-            step0 + s,
-        )
+        _run_chunks_compiled(n_chunks, chunk, bounds, gf, gi, grid.order, grid.cell_start, cols, heads,
+                             ids_c, pos_c, vel_c, quat_c, wp_c, ids_t, pos_t, vel_t, quat_t, wp_t, pv, flags,
+                             box, sides, attractors, path, obstacles, wind_u, gradient, hunters, status,
+                             time0 + s * dt, seed, step0 + s)  # fmt: skip
+        in_b = not in_b
+        failed = False
         for t in range(n_chunks):
             if status[t, 0] != OK:
-                return s + 1
-    return n_steps
+                failed = True
+        if failed:
+            done = s + 1
+            break
+    if in_b:
+        _unpermute(ids_b, pos_b, vel_b, quat_b, wp_b, pos, vel, quat, waypoints)
+    elif done > 0:
+        _copy_rows(pos, vel, quat, waypoints, pos_b, vel_b, quat_b, wp_b)
+        _unpermute(ids, pos_b, vel_b, quat_b, wp_b, pos, vel, quat, waypoints)
+    return done
 
 
 _driver: list = []
@@ -663,7 +868,9 @@ def synchronous_driver():
     global _run_chunks_compiled
     if not _driver:
         chunk_type = types.FunctionType(CHUNK_SIGNATURE)
-        run_signature = types.void(types.int64, chunk_type, *CHUNK_SIGNATURE.args[1:])
+        rows = (_I1, _F2, _F2, _F2, _I1)  # a set of state arrays: ids, pos, vel, quat, waypoints
+        head, tail = CHUNK_SIGNATURE.args[1:8], CHUNK_SIGNATURE.args[12:]
+        run_signature = types.void(types.int64, chunk_type, *head, *rows, *rows, *tail)
         _run_chunks_compiled = numba.njit(
             run_signature, fastmath=FAST, error_model="numpy", cache=True, parallel=True, nogil=True
         )(_run_chunks)
