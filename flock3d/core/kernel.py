@@ -7,15 +7,23 @@ every stepper: the cell grid of a step, the candidate buffers, gathering the sta
 cell order, the turn limit and the move, the predators' hunt.
 
 How a synchronous step is organised, and why (measured on a 2-core machine with
-``flock3d bench``; see ``docs/performance.md`` for the figures):
+``flock3d bench`` and ``flock3d bench --profile``, which splits a step into its phases):
 
 - Boids are counting-sorted into cells at least as wide as the longest sight, and
-  the start-of-step state is gathered in cell order, one column per coordinate.
+  the start-of-step state is gathered in cell order, one column per coordinate. Within
+  one call of ``step(n)`` the state itself stays stored in the last step's cell order
+  (two sets of arrays used in turn; the public order is restored at the end), so each
+  step reads and writes its rows nearly in sequence; the boids of a cell are kept in
+  the order of their public index, so no sum depends on how rows are stored.
 - Work is split into chunks of whole cells (about 256 boids each) run in parallel.
-  Every boid of a cell shares one candidate buffer: the boids of the 27 surrounding
-  cells that lie within reach of the cell's box, copied contiguously (in a periodic
-  arena each at its image nearest the cell). The pair loop then runs over one long
-  contiguous array, which vectorises; short per-cell runs cost twice as much.
+  Candidates are copied into contiguous buffers, one per segment of a row of cells:
+  the boids of the 9 rows around it that lie within reach of the row, x-cell by x-cell,
+  so the candidates of one cell (x-cells x - 1 .. x + 1) are one contiguous run and
+  each boid is copied 9 times a step rather than 27 (in a periodic arena each at its
+  image nearest the row). In a crowded flock (over 10 boids per occupied cell) each
+  cell gets its own buffer of the 27 cells around instead: fewer candidates per boid.
+  Buffers are padded to a multiple of 8 with entries that every test rejects, so the
+  pair loop runs whole SIMD vectors with no scalar remainder.
 - The pair loop is branch-free and indexes with unsigned integers (signed indices
   gave gathers, 2.4x slower); the cone test compares ``(f.d)|f.d|`` with
   ``cos|cos| |d|^2``: no square root or arccos per pair; the quaternion turn uses
