@@ -1,5 +1,6 @@
 """What a new user meets first: the README's pipeline, the shipped scenes by name, the listings."""
 
+import os
 import re
 import shlex
 import subprocess
@@ -71,3 +72,26 @@ def test_scenes_and_check_say_what_arena_each_scene_has():
     assert "100 boids, open space, fov 270" in out.stdout
     assert "box, side 800" in out.stdout and "sphere R=20" in out.stdout
     assert "radius" not in out.stdout
+
+
+def test_the_background_compile_builds_this_process_flock3d_not_another(monkeypatch):
+    # A first run compiles the shared driver in a second process; it must import the same
+    # flock3d as this one (a source checkout may shadow an installed copy), or its work is lost.
+    import flock3d
+    from flock3d.core import assemble
+
+    launched = []
+
+    class Recorder:
+        def __init__(self, args, **kwargs):
+            launched.append(kwargs["env"])
+
+    monkeypatch.setattr(assemble, "_warm_up", None)
+    monkeypatch.setattr(assemble, "_driver_is_cached", lambda: False)
+    monkeypatch.delenv("FLOCK3D_NO_WARM_UP", raising=False)
+    monkeypatch.setattr(assemble.subprocess, "Popen", Recorder)
+    assemble.warm_up_in_background()
+    assert len(launched) == 1
+    first = launched[0]["PYTHONPATH"].split(os.pathsep)[0]
+    assert Path(first) == Path(flock3d.__file__).resolve().parents[1]
+    assert launched[0]["FLOCK3D_NO_WARM_UP"] == "1"

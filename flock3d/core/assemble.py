@@ -1259,10 +1259,13 @@ def warm_up_in_background() -> None:
     if _warm_up is not None or _driver_is_cached() or os.environ.get("FLOCK3D_NO_WARM_UP"):
         return
     code = "from flock3d.core.kernel import synchronous_driver; synchronous_driver()"
+    # The same flock3d as this process's (a source checkout may shadow an installed one).
+    here = str(Path(__file__).resolve().parents[2])
+    path = os.pathsep.join(p for p in (here, os.environ.get("PYTHONPATH")) if p)
     try:
         _warm_up = subprocess.Popen(
             [sys.executable, "-c", code], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL, env={**os.environ, "FLOCK3D_NO_WARM_UP": "1"},
+            stderr=subprocess.DEVNULL, env={**os.environ, "FLOCK3D_NO_WARM_UP": "1", "PYTHONPATH": path},
         )  # fmt: skip
     except OSError:
         _warm_up = None
