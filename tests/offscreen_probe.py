@@ -28,11 +28,13 @@ def state_of(positions, headings) -> FlockState:
     return FlockState(p, d * 4.0, look_rotation(d))
 
 
-def renderer(hints: ViewHints, radius: float = 10.0, supersample: int = 2) -> OffscreenRenderer:
+def renderer(
+    hints: ViewHints, radius: float = 10.0, supersample: int = 2, species: tuple = ()
+) -> OffscreenRenderer:
     # Azimuth 0, elevation 0 with +y up: the camera looks along the x axis, so the
     # screen shows the y-z plane (z across, y up).
     hints = ViewHints(**{**hints.__dict__, "camera_azimuth": 0.0, "camera_elevation": 0.0})
-    scene = Scene(Params(arena_radius=radius), view=hints)
+    scene = Scene(Params(arena_radius=radius, species=species), view=hints)
     return OffscreenRenderer(scene, size=SIZE, camera="fixed", supersample=supersample)
 
 
@@ -183,6 +185,38 @@ def case_specks() -> dict:
     return out
 
 
+def case_species_meshes() -> dict:
+    """Species a (left) and b (right) drawn with the meshes named (panel, a's, b's), as bodies
+    and, with every boid shorter than SPECK_PIXELS, as specks."""
+    import flock3d.viewer.renderer as renderer_module
+    from flock3d.core.params import Species
+    from flock3d.scene.schema import SpeciesLook
+
+    state = random_flock(6, 2.5, n=16)
+    state.positions[:, 0] = 0.0
+    state.positions[:8, 2] -= 5.0  # a on the left (the picture's z runs left to right)
+    state.positions[8:, 2] += 5.0
+    species = (Species("a", 8), Species("b", 8))
+    out = {}
+    looks = {"darts": ("dart", None, None), "mixed": ("dart", None, "bird"), "birds": ("bird", None, None),
+             "cones": ("cone", None, None), "panel_cone": ("dart", None, "bird")}  # fmt: skip
+    for speck_pixels, suffix in ((0.0, ""), (1e6, "_specks")):
+        renderer_module.SPECK_PIXELS = speck_pixels
+        for name, (panel, a, b) in looks.items():
+            hints = ViewHints(show_arena=False, mesh=panel, boid_size=1.5, color_mode="uniform",
+                              species=(SpeciesLook("a", mesh=a), SpeciesLook("b", mesh=b)))  # fmt: skip
+            r = renderer(hints, species=species)
+            if name == "panel_cone":
+                r.render(state)
+                r.visuals.set_mesh("cone")  # the panel's choice: for a, which has no mesh of its own
+            r.render(state)  # the first frame lays the view out: sizes on screen are known from the second
+            out[name + suffix] = r.render(state)
+            out[f"{name}{suffix}_counts"] = np.array([r.visuals.specks.count, r.visuals.boids.count])
+            out["middle"] = project(r, np.zeros((1, 3)))[0, 0]  # the column between the species
+            r.close()
+    return out
+
+
 def case_notebook() -> dict:
     """flock3d.show() driven as a notebook's front end would: sized, drawn, played, paused."""
     import time
@@ -230,6 +264,7 @@ CASES = {
     "small": case_small,
     "contrast": case_contrast,
     "specks": case_specks,
+    "species_meshes": case_species_meshes,
     "positions": case_positions,
     "heading": case_heading,
     "arena": case_arena,

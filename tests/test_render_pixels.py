@@ -188,3 +188,27 @@ def test_far_boids_drawn_as_specks_look_like_the_bird(tmp_path):
     specks, birds = foreground_mask(data["specks"]), foreground_mask(data["birds"])
     assert 0.7 < specks.sum() / birds.sum() < 1.5
     assert np.abs(data["specks"][specks].mean(axis=0) - data["birds"][birds].mean(axis=0)).max() < 20
+
+
+def test_each_species_is_drawn_with_its_own_mesh(tmp_path):
+    data = probe("species_meshes", tmp_path)
+    middle = int(round(float(data["middle"])))
+
+    def differing(a: str, b: str, side: str) -> int:
+        """Pixels of species a's side (left) or b's (right) that differ between two pictures."""
+        half = slice(None, middle - 2) if side == "a" else slice(middle + 2, None)
+        return int((np.abs(data[a][:, half].astype(int) - data[b][:, half]).max(axis=-1) > 12).sum())
+
+    for s in ("", "_specks"):  # boids drawn whole, and far boids drawn as specks
+        # b's own bird, a the scene's dart: each looks as if the whole flock had its mesh...
+        assert differing("mixed" + s, "darts" + s, "a") == 0
+        assert differing("mixed" + s, "birds" + s, "b") == 0
+        # ...which is another picture than the dart's (the bird beats its wings as a speck too).
+        assert differing("darts" + s, "birds" + s, "b") > 100
+        # The panel's mesh changes the species without a mesh of their own only.
+        assert differing("panel_cone" + s, "cones" + s, "a") == 0
+        assert differing("panel_cone" + s, "birds" + s, "b") == 0
+    assert differing("darts", "cones", "a") > 100
+    # Bodies: the scene's mesh draws a's 8 boids and all 16 alone; as specks, all 16 are one visual.
+    assert list(data["mixed_counts"]) == [0, 8] and list(data["darts_counts"]) == [0, 16]
+    assert list(data["mixed_specks_counts"]) == [16, 0]

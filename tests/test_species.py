@@ -187,7 +187,8 @@ ONE = '[[species]]\nname = "a"\ncount = 2\n'
         (ONE + "view_distance = 1", "species[0].separation_distance must be in (0, view_distance]"),
         (ONE + 'color = "red"', 'species[0].color must be a colour like "#3080ff"'),
         (ONE + "speed = 3", "species[0].speed: unknown key"),
-        (ONE + 'mesh = "bird"', "species[0].mesh: unknown key"),
+        (ONE + 'mesh = "brid"', "species[0].mesh must be one of 'dart', 'cone', 'bird' (got 'brid')"),
+        (ONE + "mesh = 3", "species[0].mesh must be one of 'dart', 'cone', 'bird' (got 3)"),
         (ONE + "[flock]\ncount = 3", "flock.count is 3 but the [[species]] tables hold 2"),
         ('model = "couzin"\n' + ONE, "species belong to the boids model"),
     ],
@@ -196,6 +197,15 @@ def test_bad_species_tables_are_one_line_naming_the_key(text, message):
     with pytest.raises(SceneError) as caught:
         parse_scene(text, source="x.toml")
     assert any(message in p for p in caught.value.problems), caught.value.problems
+
+
+def test_a_species_may_carry_its_own_mesh_and_it_is_written_back():
+    scene = parse_scene(ONE + 'mesh = "bird"\n[[species]]\nname = "b"\ncount = 1\n[view]\nmesh = "cone"\n')
+    assert [look.mesh for look in scene.view.species] == ["bird", None]
+    assert scene.view.mesh == "cone" and scene.params.species[0] == Species("a", 2)  # a look, no parameter
+    again = parse_scene(scene.to_toml())
+    assert again == scene and again.view.species == scene.view.species
+    assert scene.with_overrides(["view.mesh='dart'"]).view.species == scene.view.species
 
 
 def test_species_colours_take_each_table_s_colour_or_the_palette_s():

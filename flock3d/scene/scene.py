@@ -26,6 +26,7 @@ from flock3d.scene.schema import (
     ViewHints,
     check_kind,
     convert_structured,
+    look_parts,
     species_looks,
     structured_to_toml,
 )
@@ -377,8 +378,7 @@ def _data_of(scene: Scene) -> dict[str, Any]:
         if name == "species":
             tables = _plain(value)
             for table, look in zip(tables, scene.view.species, strict=False):
-                if look.color is not None:
-                    table["color"] = look.color
+                table.update(look_parts(look))
             data[name] = tables
             continue
         section, _, leaf = name.rpartition(".")

@@ -51,6 +51,7 @@ __all__ = [
     "check_kind",
     "convert_structured",
     "species_looks",
+    "look_parts",
     "structured_to_toml",
 ]
 
@@ -77,6 +78,8 @@ class Part:
     name: str
     kind: Kind
     required: bool = False
+    choices: tuple[str, ...] = ()
+    """For ``choice``: the values it may take."""
 
 
 @dataclass(frozen=True)
@@ -97,11 +100,13 @@ class Key:
 
 
 class SpeciesLook(NamedTuple):
-    """How one species is drawn with ``view.color_mode = "species"``: its ``color``
-    (``"#rrggbb"``); None takes the palette's colour of its place in the list."""
+    """How one species is drawn: its ``color`` (``"#rrggbb"``) with ``view.color_mode =
+    "species"``, None taking the palette's colour of its place in the list; and its ``mesh``
+    (one of :data:`MESHES`), None taking the scene's ``view.mesh``."""
 
     name: str
     color: str | None = None
+    mesh: str | None = None
 
 
 @dataclass(frozen=True)
@@ -131,8 +136,8 @@ class ViewHints:
     show_vectors: bool = False
     """Draw each boid's velocity and its last step's steering (v_new - v_old) / dt as lines."""
     species: tuple[SpeciesLook, ...] = ()
-    """The colour of each species, in the order of ``Params.species`` (from the ``color`` of
-    the ``[[species]]`` tables)."""
+    """The look of each species, in the order of ``Params.species`` (from the ``color`` and
+    ``mesh`` of the ``[[species]]`` tables)."""
 
 
 CAMERAS = ("orbit", "arcball", "fly", "follow", "fixed")
@@ -205,7 +210,7 @@ KEYS: list[Key] = [
     Key("species", "params", "species", "items", "[[species]] tables: the species of a mixed flock, each with its boids, own parameters, look and interaction matrix.",
         parts=(Part("name", "string", required=True), Part("count", "integer", required=True),
                *(Part(name, "number") for name in SPECIES_FIELDS), *(Part(rule, "names") for rule in SPECIES_RULES),
-               Part("color", "color"))),
+               Part("color", "color"), Part("mesh", "choice", choices=MESHES))),
     Key("view.camera", "view", "camera", "choice", "Camera kind.", CAMERAS),
     Key("view.camera_distance", "view", "camera_distance", "number", "Camera distance from the arena centre; unset: frame the arena."),
     Key("view.camera_azimuth", "view", "camera_azimuth", "number", "Camera azimuth, degrees."),
@@ -232,8 +237,9 @@ _VIEW_FIELDS = {f.name for f in dataclasses.fields(ViewHints)}
 assert {k.field for k in KEYS if k.target == "view"} == _VIEW_FIELDS - {"species"}, (
     "every ViewHints field needs a key"
 )
-#: The keys of a [[species]] table that are view hints, not parameters.
-_LOOK_PARTS = ("color",)
+#: The keys of a [[species]] table that are view hints, not parameters: SpeciesLook's fields.
+_LOOK_PARTS = ("color", "mesh")
+assert _LOOK_PARTS == SpeciesLook._fields[1:], "every part of a species' look needs a key"
 
 
 def check_kind(key: Key, value: Any) -> str | None:
@@ -265,8 +271,7 @@ def check_kind(key: Key, value: Any) -> str | None:
             return f'must be an array of names like ["separation", "speed"] (got {short_repr(value)})'
     elif key.kind == "choice":
         if value not in key.choices:
-            options = ", ".join(repr(c) for c in key.choices)
-            return f"must be one of {options} (got {value!r})"
+            return f"must be {_one_of(key.choices)} (got {value!r})"
 
     # Ranges of the keys that Params does not validate.
     if key.name == "seed" and not 0 <= value < 2**63:
@@ -280,6 +285,11 @@ def check_kind(key: Key, value: Any) -> str | None:
     if key.name == "view.trails" and not 0 <= value <= 10:
         return f"must be from 0 to 10 seconds (got {value!r})"
     return None
+
+
+def _one_of(choices: tuple[str, ...]) -> str:
+    """``one of 'dart', 'cone', 'bird'``: the words naming a choice's values."""
+    return "one of " + ", ".join(repr(c) for c in choices)
 
 
 def _is_vector(value: Any) -> bool:
@@ -332,11 +342,11 @@ def _table_problems(where: str, table: Any, parts: tuple[Part, ...]) -> list[str
             "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
             "names": lambda v: isinstance(v, list) and all(isinstance(n, str) for n in v),
             "color": _is_color,
+            "choice": lambda v, choices=part.choices: v in choices,
         }[part.kind](value)
         if not ok:
-            problems.append(
-                f"{where}.{part.name} must be {_PART_KIND_TEXT[part.kind]} (got {short_repr(value)})"
-            )
+            wanted = _one_of(part.choices) if part.kind == "choice" else _PART_KIND_TEXT[part.kind]
+            problems.append(f"{where}.{part.name} must be {wanted} (got {short_repr(value)})")
     return problems
 
 
@@ -364,8 +374,13 @@ def convert_structured(key: Key, value: Any) -> tuple[Any, list[str]]:
 
 
 def species_looks(tables: list[dict]) -> tuple[SpeciesLook, ...]:
-    """The view part (the colour) of valid ``[[species]]`` tables."""
-    return tuple(SpeciesLook(t["name"], t.get("color")) for t in tables)
+    """The view part (the colour and the mesh) of valid ``[[species]]`` tables."""
+    return tuple(SpeciesLook(t["name"], *(t.get(part) for part in _LOOK_PARTS)) for t in tables)
+
+
+def look_parts(look: SpeciesLook) -> dict[str, str]:
+    """The parts of a species' look that are set (``color``, ``mesh``), as its table's keys."""
+    return {part: getattr(look, part) for part in _LOOK_PARTS if getattr(look, part) is not None}
 
 
 def structured_to_toml(key: Key, value: Any, write_value, looks: tuple[SpeciesLook, ...] = ()) -> list[str]:
@@ -377,7 +392,7 @@ def structured_to_toml(key: Key, value: Any, write_value, looks: tuple[SpeciesLo
             lines += ["", f"[[{key.name}]]"]
             fields = {name: getattr(item, name) for name in item._fields}
             if k < len(looks):
-                fields.update(color=looks[k].color)
+                fields.update(look_parts(looks[k]))
             lines += [f"{name} = {write_value(v)}" for name, v in fields.items() if v is not None]
         return lines
     if value is None:

@@ -8,7 +8,8 @@ state and never owns it). What it draws, back to front:
 - the boids: one instanced mesh (:mod:`flock3d.viewer.visuals`); per boid only its
   position, heading, colour and bank angle go to the GPU, which builds its rotation,
   beats its wings and keeps it at least :data:`MIN_BOID_PIXELS` long on screen;
-  far boids fade towards the sky (depth cue);
+  far boids fade towards the sky (depth cue). Species with a mesh of their own
+  (``mesh`` in a ``[[species]]`` table) get one instanced mesh per shape;
 - predators, larger, in a saturated red, each ringed by a halo;
 - optional fading trails (the last seconds of each path) and debug lines
   (each boid's velocity and its last step's steering);
@@ -25,6 +26,7 @@ from __future__ import annotations
 import itertools
 import math
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 from vispy import scene
@@ -183,6 +185,20 @@ def path_lines(params: Params) -> np.ndarray:
     return np.stack([points, np.roll(points, -1, axis=0)], axis=1).reshape(-1, 3)
 
 
+class MeshGroup(NamedTuple):
+    """The boids drawn with one mesh when species have meshes of their own."""
+
+    name: str
+    visual: Boids
+    boids: np.ndarray
+    """(N,) bool: the boids of the species drawn with this mesh."""
+
+
+def _flap(name: str) -> float:
+    """How far the wing tips of mesh ``name`` beat, body lengths: only the bird has wings."""
+    return WING_BEAT if name == "bird" else 0.0
+
+
 @dataclass
 class FrameData:
     """What was drawn last: the colours and the neighbour counts (if computed)."""
@@ -234,6 +250,10 @@ class FlockVisuals:
         self.sky.order = -1000  # first, behind everything
         vertices, faces = mesh(hints.mesh)
         self.boids = Boids(vertices, faces, wing_beat(hints.mesh), parent=view.scene)
+        self.species_boids: dict[str, Boids] = {}
+        """A visual for each mesh of a species' own other than :attr:`mesh_name`, made when first needed."""
+        self._groups: list[MeshGroup] | None = None
+        self._grouped_for: tuple | None = None
         self.specks = Boids(*speck(), wing_beat("speck"), parent=view.scene)
         self._phases = np.zeros(0)
         self.predators = Boids(*mesh("cone"), parent=view.scene)
@@ -301,6 +321,7 @@ class FlockVisuals:
         self.params = params
 
     def set_mesh(self, name: str) -> None:
+        """The panel's mesh: the shape of every boid whose species has no mesh of its own."""
         vertices, faces = mesh(name)
         self.mesh_name = name
         self.boids.set_mesh(vertices, faces, wing_beat(name))
@@ -442,8 +463,9 @@ class FlockVisuals:
         tr = self.view.scene.node_transform(self.view.canvas.scene)
         w_near, w_far = tr.map(np.array([centre - radius * frame.into, centre + radius * frame.into]))[:, 3]
         w, h = self.view.canvas.size
-        sizes = ((self.boids, self.boid_size), (self.specks, self.boid_size),
-                 (self.predators, self.boid_size * PREDATOR_SCALE))  # fmt: skip
+        bodies = (self.boids, *self.species_boids.values(), self.specks)
+        sizes = [(body, self.boid_size) for body in bodies]
+        sizes.append((self.predators, self.boid_size * PREDATOR_SCALE))
         for visual, size in sizes:
             u = visual.uniforms
             u["u_up"] = tuple(float(x) for x in up_axis(self.params))
@@ -458,8 +480,11 @@ class FlockVisuals:
                 u["u_fog_max"] = FOG_MAX
             else:
                 u["u_fog_max"] = 0.0
-        flap = WING_BEAT if self.mesh_name == "bird" else 0.0
-        self.boids.uniforms["u_flap"] = self.specks.uniforms["u_flap"] = flap
+        self.boids.uniforms["u_flap"] = _flap(self.mesh_name)
+        for name, visual in self.species_boids.items():
+            visual.uniforms["u_flap"] = _flap(name)
+        drawn = [self.mesh_name] if self._groups is None else [group.name for group in self._groups]
+        self.specks.uniforms["u_flap"] = max(_flap(name) for name in drawn)
         if moved and self.show_arena:
             self._outline_arena(self.params)
 
@@ -500,6 +525,32 @@ class FlockVisuals:
         if elapsed > 0:  # paused, the boids hold their roll
             self._bank += (target - self._bank) * (1.0 - math.exp(-elapsed / BANK_SECONDS))
         return self._bank
+
+    def _mesh_groups(self, n: int) -> list[MeshGroup] | None:
+        """The boids of each mesh when species have meshes of their own (species sharing a
+        mesh share its visual), or None when all ``n`` boids take :attr:`mesh_name`."""
+        meshes = tuple(look.mesh or self.mesh_name for look in self.hints.species)
+        key = (self.mesh_name, meshes, tuple(s.count for s in self.params.species), n)
+        if key != self._grouped_for:
+            self._grouped_for, self._groups = key, None
+            for visual in self.species_boids.values():
+                visual.visible = False  # until a group draws with it again
+            kinds = self.params.species_of_boids
+            # A flock of another size than its species hold (being changed): one mesh for all.
+            if set(meshes) - {self.mesh_name} and len(kinds) == n:
+                self._groups = []
+                for name in dict.fromkeys((self.mesh_name, *meshes)):
+                    species = [k for k, m in enumerate(meshes) if m == name]
+                    self._groups.append(MeshGroup(name, self._visual_of(name), np.isin(kinds, species)))
+        return self._groups
+
+    def _visual_of(self, name: str) -> Boids:
+        """The instanced visual drawing mesh ``name``."""
+        if name == self.mesh_name:
+            return self.boids
+        if name not in self.species_boids:
+            self.species_boids[name] = Boids(*mesh(name), wing_beat(name), parent=self.view.scene)
+        return self.species_boids[name]
 
     def _specks(self, positions: np.ndarray) -> np.ndarray:
         """(N,) bool: the boids shorter on screen than SPECK_PIXELS (and in front of the camera)."""
@@ -571,10 +622,11 @@ class FlockVisuals:
                 lines (None: no banking).
         """
         frame = self.colors_for(state) if colors is None else FrameData(np.asarray(colors, np.float32))
+        n = len(state)
+        groups = self._mesh_groups(n)  # before aiming: a new visual takes the uniforms too
         self._aim(state)
         forwards = quaternion.forward(state.orientations)
         banks = self._banks(forwards, acceleration, state.time)
-        n = len(state)
         if len(self._phases) != n:  # each boid beats its wings at a phase of its own
             self._phases = np.random.default_rng(7).uniform(0.0, 2.0 * np.pi, n)
         beat = 2.0 * math.pi * WING_BEATS_PER_SECOND * (state.time % 3600.0)
@@ -583,7 +635,13 @@ class FlockVisuals:
         data = (state.positions, forwards, frame.colors, rolls, wings)
         small = self._specks(state.positions)
         none = tuple(a[:0] for a in data)
-        if not small.any():
+        if groups is not None:
+            for name, visual, mine in groups:
+                if not _flap(name):
+                    wings[mine] = 0.0  # a mesh without wings: its specks keep still (its body ignores them)
+                visual.set_instances(*(a[mine & ~small] for a in data))
+            self.specks.set_instances(*(a[small] for a in data))
+        elif not small.any():
             self.boids.set_instances(*data)
             self.specks.set_instances(*none)
         elif small.all():  # a large flock seen whole: no copies needed
