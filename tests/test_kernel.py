@@ -227,3 +227,39 @@ def test_agreement_whether_candidates_are_gathered_by_rows_or_by_cells():
         ref.step(10)
         np.testing.assert_allclose(fast.positions, ref.positions, rtol=0, atol=1e-9)
         np.testing.assert_allclose(fast.velocities, ref.velocities, rtol=0, atol=1e-9)
+
+
+@pytest.mark.parametrize(
+    "periodic, n, side", [(False, 400, 10.0), (True, 400, 10.0), (True, 50, 2.5), (False, 1, 1.0)]
+)
+def test_candidate_buffers_are_sized_for_every_boid_they_may_take(periodic, n, side):
+    # The buffers are written past their counts' end unchecked (numba does no bounds checks):
+    # with an unlimited reach every boid (and image) of the cells scanned is taken, so the
+    # fill counts must equal the sizes the buffers were made with, cell by cell and row by row.
+    from flock3d.core import kernel
+    from flock3d.core.neighbors import build_grid, build_periodic_grid
+
+    rng = np.random.default_rng(n)
+    pos = rng.uniform(-side / 2, side / 2, (n, 3))
+    if periodic:
+        grid = build_periodic_grid(pos, np.zeros(3), np.full(3, side / 2), 1.0, False)
+    else:
+        grid = build_grid(pos, 1.0)
+    ordered = pos[grid.order]
+    cols = (*(np.ascontiguousarray(ordered[:, a]) for a in range(3)), *(np.zeros(n) for _ in range(3)))
+    sides = np.full(3, side)
+    n_cells = grid.nx * grid.ny * grid.nz
+    assert n_cells > 1 or n == 1
+    for c in range(n_cells):
+        need = kernel.count_candidates(c, grid, periodic)
+        buf = tuple(np.empty(need + 8) for _ in range(6))
+        assert kernel.fill_candidates(c, grid, cols, math.inf, buf, periodic, sides) == need
+    for row in range(grid.ny * grid.nz):
+        cy, cz = row % grid.ny, row // grid.ny
+        xa, xb = kernel.row_span(0, grid.nx - 1, grid.nx, periodic)
+        b, xoff = kernel.rows_buffer(row * grid.nx, (row + 1) * grid.nx, grid, 6, periodic)
+        buf = tuple(b[k] for k in range(6))
+        assert (
+            kernel.fill_row(cy, cz, xa, xb, grid, cols, math.inf, buf, xoff, periodic, sides)
+            == b.shape[1] - 8
+        )

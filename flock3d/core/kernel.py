@@ -179,26 +179,10 @@ def _cell_box(c, grid):
 @shared
 def count_candidates(c, grid, periodic):
     """How many boids (and images) the 27 cells around cell c hold: the buffer size c needs."""
-    nx, ny, nz = grid.nx, grid.ny, grid.nz
-    start = grid.cell_start
+    nx, ny = grid.nx, grid.ny
     cx, cy, cz = c % nx, (c // nx) % ny, c // (nx * ny)
-    m = 0
-    for dz in range(-1, 2):
-        z, _ = _wrap_cell(cz + dz, nz, periodic and nz > 1)
-        if z < 0:
-            continue
-        for dy in range(-1, 2):
-            y, _ = _wrap_cell(cy + dy, ny, periodic)
-            if y < 0:
-                continue
-            row = (z * ny + y) * nx
-            if periodic:
-                for dx in range(-1, 2):
-                    x, _ = _wrap_cell(cx + dx, nx, True)
-                    m += start[row + x + 1] - start[row + x]
-            else:
-                m += start[row + min(cx + 1, nx - 1) + 1] - start[row + max(cx - 1, 0)]
-    return m
+    xa, xb = row_span(cx, cx, nx, periodic)
+    return _row_capacity(cy, cz, xa, xb, grid, periodic)
 
 
 @shared
