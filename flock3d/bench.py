@@ -452,7 +452,7 @@ def _candidates_pass(grid, cols, bounds, reach2, counts, count):
     colt = (cols[0], cols[1], cols[2], cols[3], cols[4], cols[5])
     sides = np.ones(3)
     for t in numba.prange(n_chunks):
-        b, xoff = kernel.rows_buffer(bounds[t], bounds[t + 1], grid, 6, False)
+        b, xoff = kernel.candidate_buffer(bounds[t], bounds[t + 1], grid, 6, False, False)
         buf = (b[0], b[1], b[2], b[3], b[4], b[5])
         scanned = kept = copied = 0
         c_next, c_hi = bounds[t], bounds[t + 1]

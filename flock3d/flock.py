@@ -81,6 +81,10 @@ class Flock:
             raise TypeError(f"params must be a flock3d.Params, got {type(params).__name__}")
         if engine not in ("fast", "reference"):
             raise ValueError(f"engine must be 'fast' or 'reference' (got {engine!r})")
+        if engine == "fast" and params.update == "synchronous":
+            # A first run on this machine: the other core compiles the shared driver while this
+            # one builds the flock and compiles its own step.
+            assemble.warm_up_in_background(params)
         given = next((a for a in (positions, velocities, orientations) if a is not None), None)
         if given is not None and params.species and len(np.asarray(given)) != params.count:
             raise ValueError(
@@ -109,8 +113,6 @@ class Flock:
         self._rules: tuple[PairRule, ...] = ()
         self._forces: tuple[Force, ...] = ()
         self.set_rules(rules, forces)
-        if engine == "fast" and params.update == "synchronous":
-            assemble.warm_up_in_background()  # a first run on this machine: compile on both cores
 
     @classmethod
     def from_scene(cls, scene: Scene, seed: int | None = None, **kwargs) -> Flock:

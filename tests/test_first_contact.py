@@ -74,9 +74,10 @@ def test_scenes_and_check_say_what_arena_each_scene_has():
     assert "radius" not in out.stdout
 
 
-def test_the_background_compile_builds_this_process_flock3d_not_another(monkeypatch):
+def test_the_background_compile_builds_this_process_flock3d_not_another(monkeypatch, tmp_path):
     # A first run compiles the shared driver in a second process; it must import the same
-    # flock3d as this one (a source checkout may shadow an installed copy), or its work is lost.
+    # flock3d as this one, or its work is lost: not an installed copy that a source checkout
+    # shadows, nor another checkout in the current directory.
     import flock3d
     from flock3d.core import assemble
 
@@ -84,14 +85,23 @@ def test_the_background_compile_builds_this_process_flock3d_not_another(monkeypa
 
     class Recorder:
         def __init__(self, args, **kwargs):
-            launched.append(kwargs["env"])
+            launched.append((args, kwargs["env"]))
 
     monkeypatch.setattr(assemble, "_warm_up", None)
-    monkeypatch.setattr(assemble, "_driver_is_cached", lambda: False)
+    monkeypatch.setattr(assemble, "driver_is_cached", lambda *options: False)
     monkeypatch.delenv("FLOCK3D_NO_WARM_UP", raising=False)
     monkeypatch.setattr(assemble.subprocess, "Popen", Recorder)
-    assemble.warm_up_in_background()
+    assemble.warm_up_in_background(flock3d.Params())
     assert len(launched) == 1
-    first = launched[0]["PYTHONPATH"].split(os.pathsep)[0]
-    assert Path(first) == Path(flock3d.__file__).resolve().parents[1]
-    assert launched[0]["FLOCK3D_NO_WARM_UP"] == "1"
+    args, env = launched[0]
+    assert env["FLOCK3D_NO_WARM_UP"] == "1"
+    monkeypatch.undo()  # the real Popen again
+    decoy = tmp_path / "flock3d"
+    decoy.mkdir()
+    (decoy / "__init__.py").write_text("raise SystemExit('the decoy was imported')\n")
+    which = subprocess.run(
+        [*args[:-1], "import flock3d; print(flock3d.__file__)"], cwd=tmp_path, env=env,
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert which.returncode == 0, which.stderr
+    assert Path(which.stdout.strip()) == Path(flock3d.__file__).resolve()

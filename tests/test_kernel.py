@@ -254,10 +254,13 @@ def test_candidate_buffers_are_sized_for_every_boid_they_may_take(periodic, n, s
         need = kernel.count_candidates(c, grid, periodic)
         buf = tuple(np.empty(need + 8) for _ in range(6))
         assert kernel.fill_candidates(c, grid, cols, math.inf, buf, periodic, sides) == need
+        if grid.cell_start[c + 1] > grid.cell_start[c]:  # a step fills occupied cells only
+            b, _ = kernel.candidate_buffer(c, c + 1, grid, 6, periodic, True)
+            assert b.shape[1] - 8 == need
     for row in range(grid.ny * grid.nz):
         cy, cz = row % grid.ny, row // grid.ny
         xa, xb = kernel.row_span(0, grid.nx - 1, grid.nx, periodic)
-        b, xoff = kernel.rows_buffer(row * grid.nx, (row + 1) * grid.nx, grid, 6, periodic)
+        b, xoff = kernel.candidate_buffer(row * grid.nx, (row + 1) * grid.nx, grid, 6, periodic, False)
         buf = tuple(b[k] for k in range(6))
         assert (
             kernel.fill_row(cy, cz, xa, xb, grid, cols, math.inf, buf, xoff, periodic, sides)

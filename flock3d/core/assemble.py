@@ -53,7 +53,7 @@ from typing import Any
 import numba
 import numpy as np
 
-from flock3d.core.kernel import BOIDS_PER_CHUNK, OK, cone_threshold, synchronous_driver
+from flock3d.core.kernel import BOIDS_PER_CHUNK, OK, cone_threshold, driver_is_cached, synchronous_driver
 from flock3d.core.params import STAGES, Params
 from flock3d.core.quaternion import turn_limit
 from flock3d.core.state import FlockState
@@ -669,9 +669,9 @@ class _Generator:
           "from numba import prange",
           "from flock3d.core import components as C",
           "from flock3d.core.kernel import (BOIDS_PER_CHUNK, CHUNK_SIGNATURE, FAST, NOT_FINITE, OK, RULE_NOT_FINITE, RULE_RAISED,",
-          "    RULE_SHAPE, chunk_buffer, chunk_cells, clamp_speed, fill_around, fill_candidates,",
+          "    RULE_SHAPE, candidate_buffer, chunk_cells, clamp_speed, fill_around, fill_candidates,",
           "    fill_row, gather,",
-          "    heading, hunt, image, is_sound, record, row_span, rows_buffer, settle, turn_heading, turn_mesh,",
+          "    heading, hunt, image, is_sound, record, row_span, settle, turn_heading, turn_mesh,",
           "    wrap_into_box)",
           "from flock3d.core.neighbors import CellGrid, build_grid, build_periodic_grid",
           "",
@@ -700,10 +700,7 @@ class _Generator:
           "    c_lo, c_hi = bounds[t], bounds[t + 1]",
           "    cells_x, cells_y = gi[0], gi[1]",
           "    crowded = gi[3] != 0  # candidates cell by cell (fill_candidates), else row by row (fill_row)",
-          "    if crowded:",
-          f"        b, xoff = chunk_buffer(c_lo, c_hi, grid, {n_cols}, periodic), np.empty(1, dtype=np.int64)",
-          "    else:",
-          f"        b, xoff = rows_buffer(c_lo, c_hi, grid, {n_cols}, periodic)",
+          f"    b, xoff = candidate_buffer(c_lo, c_hi, grid, {n_cols}, periodic, crowded)",
           f"    buf = ({buffer})",
           f"    {', '.join(runs)} = buf",
           "    p_i, v_i, p_j, v_j = np.empty(3), np.empty(3), np.empty(3), np.empty(3)",
@@ -1196,7 +1193,8 @@ class Stepper:
         if L.update == "synchronous":
             fixed = np.array([pv[_offsets(L, self.value_names)["reach"]], params.dt, params.predator_speed,
                               *turn_limit(math.radians(params.predator_turn_rate) * params.dt)])  # fmt: skip
-            done = _driver()(self.module.chunk, *arrays, int(n), float(state.time),
+            driver = _driver(L.periodic, len(state.predator_positions) > 0)
+            done = driver(self.module.chunk, *arrays, int(n), float(state.time),
                                         int(state.step_count), int(seed), pv, flags, box, attractors, path,
                                         obstacles, wind_u, gradient, status, fixed)  # fmt: skip
         else:
@@ -1236,43 +1234,34 @@ _lock = threading.Lock()
 _warm_up: subprocess.Popen | None = None
 
 
-def _driver_is_cached() -> bool:
-    """Whether numba's cache already holds the shared synchronous driver (an index file for it)."""
-    try:
-        from numba.core.caching import FunctionCache
-
-        from flock3d.core import kernel
-
-        return Path(FunctionCache(kernel._advance)._cache_file._index_path).exists()
-    except Exception:  # noqa: BLE001 - numba's internals moved: assume cached, compile here if not
-        return True
-
-
-def warm_up_in_background() -> None:
-    """On a machine whose numba cache lacks the shared driver, compile it in a second process.
+def warm_up_in_background(params: Params) -> None:
+    """On a machine whose numba cache lacks the driver ``params`` need, compile it in a second process.
 
     The first step then compiles the scene's own chunk here while the other core compiles
-    what every scene shares; :func:`stepper_for`'s first synchronous step waits for it
-    and loads the result from the cache. Nothing happens once the cache holds it.
+    what every scene of its kind shares; :func:`stepper_for`'s first synchronous step
+    waits for it and loads the result from the cache. Nothing happens once the cache
+    holds it.
     """
     global _warm_up
-    if _warm_up is not None or _driver_is_cached() or os.environ.get("FLOCK3D_NO_WARM_UP"):
+    options = (params.arena_shape == "periodic", params.predator_count > 0)
+    if _warm_up is not None or os.environ.get("FLOCK3D_NO_WARM_UP") or driver_is_cached(*options):
         return
-    code = "from flock3d.core.kernel import synchronous_driver; synchronous_driver()"
-    # The same flock3d as this process's (a source checkout may shadow an installed one).
+    code = f"from flock3d.core.kernel import synchronous_driver; synchronous_driver{options}"
+    # The same flock3d as this process's: first on the path, and no current directory before
+    # it (-P), where another checkout may lie.
     here = str(Path(__file__).resolve().parents[2])
     path = os.pathsep.join(p for p in (here, os.environ.get("PYTHONPATH")) if p)
     try:
         _warm_up = subprocess.Popen(
-            [sys.executable, "-c", code], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+            [sys.executable, "-P", "-c", code], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL, env={**os.environ, "FLOCK3D_NO_WARM_UP": "1", "PYTHONPATH": path},
         )  # fmt: skip
     except OSError:
         _warm_up = None
 
 
-def _driver():
-    """The shared synchronous driver, after any compile under way in the background ends."""
+def _driver(periodic: bool, predators: bool):
+    """The synchronous driver, after any compile under way in the background ends."""
     global _warm_up
     if _warm_up is not None:
         try:
@@ -1280,7 +1269,7 @@ def _driver():
         except subprocess.TimeoutExpired:
             _warm_up.kill()
         _warm_up = None
-    return synchronous_driver()
+    return synchronous_driver(periodic, predators)
 
 
 def stepper_for(params: Params, rules: Sequence[PairRule] = (), forces: Sequence[Force] = ()) -> Stepper:

@@ -68,14 +68,13 @@ __all__ = [
     "cone_threshold",
     "threads",
     "chunk_cells",
-    "chunk_buffer",
+    "candidate_buffer",
     "count_candidates",
     "fill_candidates",
     "fill_row",
     "crowded",
     "CROWDED",
     "row_span",
-    "rows_buffer",
     "fill_around",
     "gather",
     "sort_cells_by_id",
@@ -235,23 +234,12 @@ def fill_candidates(c, grid, cols, reach2, buf, periodic, sides):
                         buf[col][mm] = cols[col][j]
                     m += 1 if gx * gx + gy * gy + gz * gz < reach2 else 0
     # Pad to a multiple of 8 with NaN positions: every comparison with them is false, so the
-    # pair loop can run whole SIMD vectors (``buf`` holds 8 spare entries, see chunk_buffer).
+    # pair loop can run whole SIMD vectors (``buf`` holds 8 spare entries, see candidate_buffer).
     for q in range(m, (m + 7) & -8):
         buf[0][q], buf[1][q], buf[2][q] = np.nan, np.nan, np.nan
         for col in range(3, len(cols)):
             buf[col][q] = 0.0
     return m
-
-
-@shared
-def chunk_buffer(c_lo, c_hi, grid, n_columns, periodic):
-    """A (n_columns, capacity) buffer big enough for the candidates of any cell c_lo..c_hi - 1."""
-    cap = 1
-    start = grid.cell_start
-    for c in range(c_lo, c_hi):
-        if start[c + 1] > start[c]:
-            cap = max(cap, count_candidates(c, grid, periodic))
-    return np.empty((n_columns, cap + 8))  # + 8: room to pad to whole SIMD vectors
 
 
 #: Boids per occupied cell above which a step gathers candidates cell by cell
@@ -305,17 +293,24 @@ def _row_capacity(cy, cz, xa, xb, grid, periodic):
 
 
 @shared
-def rows_buffer(c_lo, c_hi, grid, n_columns, periodic):
-    """A (n_columns, capacity) buffer for the candidates of any row segment of cells
-    c_lo .. c_hi - 1 (see :func:`fill_row`), and room for its x-cell offsets, (nx + 3,) int64."""
+def candidate_buffer(c_lo, c_hi, grid, n_columns, periodic, by_cell):
+    """A (n_columns, capacity) buffer for the candidates of cells c_lo .. c_hi - 1, and room
+    for the x-cell offsets of a row segment, (nx + 3,) int64.
+
+    The capacity is the most that :func:`fill_candidates` copies for one occupied cell
+    (``by_cell``) or :func:`fill_row` for one row segment of the cells (otherwise), plus 8
+    entries of room to pad to whole SIMD vectors.
+    """
     nx, ny = grid.nx, grid.ny
+    start = grid.cell_start
     cap = 0
     c = c_lo
     while c < c_hi:
         r = c // nx
-        end = min(c_hi, (r + 1) * nx)
-        xa, xb = row_span(c - r * nx, end - 1 - r * nx, nx, periodic)
-        cap = max(cap, _row_capacity(r % ny, r // ny, xa, xb, grid, periodic))
+        end = c + 1 if by_cell else min(c_hi, (r + 1) * nx)
+        if not by_cell or start[c + 1] > start[c]:
+            xa, xb = row_span(c - r * nx, end - 1 - r * nx, nx, periodic)
+            cap = max(cap, _row_capacity(r % ny, r // ny, xa, xb, grid, periodic))
         c = end
     return np.empty((n_columns, cap + 8)), np.empty(nx + 3, dtype=np.int64)
 
@@ -708,41 +703,23 @@ one compiled parallel driver calls any of them through a function pointer)."""
 PERIODIC, WRAPS, PLANAR, MESH, COUZIN = range(5)
 
 
-def _run_chunks(n_chunks, chunk, bounds, gf, gi, order, start, cols, heads, ids, pos, vel, quat, waypoints,
-                ids_to, pos_to, vel_to, quat_to, wp_to, pv, flags, box, sides, attractors, path, obstacles,
-                wind_u, gradient, hunters, status, now, seed, step):  # fmt: skip
+#: The phases of a step that run chunk by chunk in parallel (see :func:`_run_chunks`).
+GATHER, ADVANCE = 0, 1
+
+
+def _run_chunks(phase, n_chunks, chunk, bounds, gf, gi, order, start, cols, heads, ids, pos, vel, quat,
+                waypoints, ids_to, pos_to, vel_to, quat_to, wp_to, pv, flags, box, sides, attractors, path,
+                obstacles, wind_u, gradient, hunters, status, now, seed, step):  # fmt: skip
+    # One parallel loop for both phases, called once for each: a second loop would compile a
+    # second parallel region (about a second of the first run's compile).
     for t in prange(n_chunks):
-        gather(np.int64(t), bounds, start, order, ids, pos, vel, quat, waypoints, ids_to, pos_to, vel_to,
-               quat_to, wp_to, cols, heads, flags[MESH], flags[COUZIN])  # fmt: skip
-    for t in prange(n_chunks):
-        chunk(
-            np.int64(t),
-            bounds,
-            gf,
-            gi,
-            ids_to,
-            start,
-            cols,
-            heads,
-            pos_to,
-            vel_to,
-            quat_to,
-            wp_to,
-            pv,
-            flags,
-            box,
-            sides,
-            attractors,
-            path,
-            obstacles,
-            wind_u,
-            gradient,
-            hunters,
-            status,
-            now,
-            seed,
-            step,
-        )
+        if phase == GATHER:
+            gather(np.int64(t), bounds, start, order, ids, pos, vel, quat, waypoints, ids_to, pos_to, vel_to,
+                   quat_to, wp_to, cols, heads, flags[MESH], flags[COUZIN])  # fmt: skip
+        else:
+            chunk(np.int64(t), bounds, gf, gi, ids_to, start, cols, heads, pos_to, vel_to, quat_to, wp_to, pv,
+                  flags, box, sides, attractors, path, obstacles, wind_u, gradient, hunters, status, now, seed,
+                  step)  # fmt: skip
 
 
 @shared
@@ -768,131 +745,125 @@ def _unpermute(ids, pos, vel, quat, waypoints, pos_to, vel_to, quat_to, wp_to):
         wp_to[i] = waypoints[k]
 
 
-def _advance(chunk, pos, vel, quat, waypoints, pred_pos, pred_vel, pred_quat, n_steps, time0, step0, seed, pv,
-             flags, box, attractors, path, obstacles, wind_u, gradient, status, fixed):  # fmt: skip
-    n = pos.shape[0]
-    cols = np.empty((7, n))
-    heads = np.empty((3, n))
-    n_chunks = status.shape[0]
-    sides = 2.0 * box[3:]
-    gf = np.empty(6)
-    gi = np.empty(4, dtype=np.int64)
-    periodic, wraps, planar = flags[PERIODIC], flags[WRAPS], flags[PLANAR]
-    reach, dt = fixed[0], fixed[1]
-    # Between steps the boids are stored in the last step's cell order (ids: the public index
-    # of each row), in two sets of arrays used in turn: the caller's and a second one. A step
-    # then reads and writes its rows nearly in sequence instead of at random; the public order
-    # is restored at the end. Each boid's sums run in the order of (cell, public index), so
-    # the result does not depend on how rows are stored.
-    ids = np.arange(n)
-    ids_b, pos_b, vel_b = np.empty(n, dtype=np.int64), np.empty_like(pos), np.empty_like(vel)
-    quat_b, wp_b = np.empty_like(quat), np.empty_like(waypoints)
-    pos_a, vel_a, quat_a, wp_a = pos, vel, quat, waypoints
-    in_b = False
-    done = n_steps
-    for s in range(n_steps):
-        if in_b:
-            ids_c, pos_c, vel_c, quat_c, wp_c = ids_b, pos_b, vel_b, quat_b, wp_b
-            ids_t, pos_t, vel_t, quat_t, wp_t = ids, pos_a, vel_a, quat_a, wp_a
-        else:
-            ids_c, pos_c, vel_c, quat_c, wp_c = ids, pos_a, vel_a, quat_a, wp_a
-            ids_t, pos_t, vel_t, quat_t, wp_t = ids_b, pos_b, vel_b, quat_b, wp_b
-        if periodic:  # given or edited positions may lie outside the box
-            wrap_into_box(pos_c, vel_c, box, planar)
-            wrap_into_box(pred_pos, pred_vel, box, planar)
-            grid = build_periodic_grid(pos_c, box[:3], box[3:], reach, planar)
-        else:
-            grid = build_grid(pos_c, reach)
-        gf[0], gf[1], gf[2] = grid.origin_x, grid.origin_y, grid.origin_z
-        gf[3], gf[4], gf[5] = grid.cell_size, grid.cell_size_y, grid.cell_size_z
-        gi[0], gi[1], gi[2] = grid.nx, grid.ny, grid.nz
-        gi[3] = 1 if crowded(grid.cell_start) else 0
-        bounds = chunk_cells(grid.cell_start, n, n_chunks)
-        hunters = pred_pos.copy()  # boids flee from where the predators were
-        if pred_pos.shape[0]:
-            hunt(
-                pred_pos,
-                pred_vel,
-                pred_quat,
-                pos_c,
-                ids_c,
-                box,
-                periodic,
-                wraps,
-                planar,
-                fixed[2],
-                dt,
-                fixed[3],
-                fixed[4],
-                fixed[5],
-            )
-        _run_chunks_compiled(n_chunks, chunk, bounds, gf, gi, grid.order, grid.cell_start, cols, heads,
-                             ids_c, pos_c, vel_c, quat_c, wp_c, ids_t, pos_t, vel_t, quat_t, wp_t, pv, flags,
-                             box, sides, attractors, path, obstacles, wind_u, gradient, hunters, status,
-                             time0 + s * dt, seed, step0 + s)  # fmt: skip
-        in_b = not in_b
-        failed = False
-        for t in range(n_chunks):
-            if status[t, 0] != OK:
-                failed = True
-        if failed:
-            done = s + 1
-            break
-    if in_b:
-        _unpermute(ids_b, pos_b, vel_b, quat_b, wp_b, pos, vel, quat, waypoints)
-    elif done > 0:
-        _copy_rows(pos, vel, quat, waypoints, pos_b, vel_b, quat_b, wp_b)
-        _unpermute(ids, pos_b, vel_b, quat_b, wp_b, pos, vel, quat, waypoints)
-    return done
+def _make_advance(periodic, predators):
+    """The driver's step loop for a periodic arena or not, with predators or not.
+
+    Both are constants of the closure, so numba drops the branches a flock does not use
+    before typing them: a first run compiles neither the periodic grid nor the hunt
+    unless its scene has them.
+    """
+
+    def _advance(chunk, pos, vel, quat, waypoints, pred_pos, pred_vel, pred_quat, n_steps, time0, step0, seed,
+                 pv, flags, box, attractors, path, obstacles, wind_u, gradient, status, fixed):  # fmt: skip
+        n = pos.shape[0]
+        cols = np.empty((7, n))
+        heads = np.empty((3, n))
+        n_chunks = status.shape[0]
+        sides = 2.0 * box[3:]
+        gf = np.empty(6)
+        gi = np.empty(4, dtype=np.int64)
+        reach, dt = fixed[0], fixed[1]
+        # Between steps the boids are stored in the last step's cell order (ids: the public
+        # index of each row), in two sets of arrays used in turn: the caller's and a second
+        # one. A step then reads and writes its rows nearly in sequence instead of at random;
+        # the public order is restored at the end. Each boid's sums run in the order of
+        # (cell, public index), so the result does not depend on how rows are stored.
+        ids = np.arange(n)
+        ids_b, pos_b, vel_b = np.empty(n, dtype=np.int64), np.empty_like(pos), np.empty_like(vel)
+        quat_b, wp_b = np.empty_like(quat), np.empty_like(waypoints)
+        done = n_steps
+        for s in range(n_steps):
+            if s % 2:
+                ids_c, pos_c, vel_c, quat_c, wp_c = ids_b, pos_b, vel_b, quat_b, wp_b
+                ids_t, pos_t, vel_t, quat_t, wp_t = ids, pos, vel, quat, waypoints
+            else:
+                ids_c, pos_c, vel_c, quat_c, wp_c = ids, pos, vel, quat, waypoints
+                ids_t, pos_t, vel_t, quat_t, wp_t = ids_b, pos_b, vel_b, quat_b, wp_b
+            if periodic:  # given or edited positions may lie outside the box
+                wrap_into_box(pos_c, vel_c, box, flags[PLANAR])
+                wrap_into_box(pred_pos, pred_vel, box, flags[PLANAR])
+                grid = build_periodic_grid(pos_c, box[:3], box[3:], reach, flags[PLANAR])
+            else:
+                grid = build_grid(pos_c, reach)
+            gf[0], gf[1], gf[2] = grid.origin_x, grid.origin_y, grid.origin_z
+            gf[3], gf[4], gf[5] = grid.cell_size, grid.cell_size_y, grid.cell_size_z
+            gi[0], gi[1], gi[2] = grid.nx, grid.ny, grid.nz
+            gi[3] = 1 if crowded(grid.cell_start) else 0
+            bounds = chunk_cells(grid.cell_start, n, n_chunks)
+            hunters = pred_pos.copy()  # boids flee from where the predators were
+            if predators:
+                hunt(pred_pos, pred_vel, pred_quat, pos_c, ids_c, box, periodic, flags[WRAPS], flags[PLANAR],
+                     fixed[2], dt, fixed[3], fixed[4], fixed[5])  # fmt: skip
+            for phase in (GATHER, ADVANCE):
+                _run_chunks_compiled(phase, n_chunks, chunk, bounds, gf, gi, grid.order, grid.cell_start, cols,
+                                     heads, ids_c, pos_c, vel_c, quat_c, wp_c, ids_t, pos_t, vel_t, quat_t, wp_t,
+                                     pv, flags, box, sides, attractors, path, obstacles, wind_u, gradient,
+                                     hunters, status, time0 + s * dt, seed, step0 + s)  # fmt: skip
+            failed = False
+            for t in range(n_chunks):
+                if status[t, 0] != OK:
+                    failed = True
+            if failed:
+                done = s + 1
+                break
+        if done % 2:  # the last step wrote the second set
+            _unpermute(ids_b, pos_b, vel_b, quat_b, wp_b, pos, vel, quat, waypoints)
+        elif done > 0:
+            _copy_rows(pos, vel, quat, waypoints, pos_b, vel_b, quat_b, wp_b)
+            _unpermute(ids, pos_b, vel_b, quat_b, wp_b, pos, vel, quat, waypoints)
+        return done
+
+    return _advance
 
 
-_driver: list = []
+_drivers: dict = {}
 _run_chunks_compiled = None
 
 
-def synchronous_driver():
+def driver_options(periodic: bool, predators: bool) -> tuple[bool, bool]:
+    """The key of the synchronous driver a flock needs (see :func:`synchronous_driver`)."""
+    return bool(periodic), bool(predators)
+
+
+def _advance_signature(chunk_type):
+    return types.int64(chunk_type, _F2, _F2, _F2, _I1, _F2, _F2, _F2, types.int64, types.float64, types.int64,
+                       types.int64, _F1, types.boolean[::1], _F1, _F2, _F2, _F2, _F1, _F2, _I2, _F1)  # fmt: skip
+
+
+def synchronous_driver(periodic: bool = False, predators: bool = False):
     """The compiled synchronous step: ``advance(chunk, state arrays..., status, fixed) -> steps done``.
 
     ``chunk`` is an assembled chunk function (:data:`CHUNK_SIGNATURE`); ``fixed`` holds the
-    grid's cell size, dt and the predators' speed and turn limit. Compiled on first use
-    (and cached), once for every layout.
+    grid's cell size, dt and the predators' speed and turn limit. One driver serves every
+    layout of a kind (periodic arena or not, predators or not); each is compiled on first
+    use and cached.
     """
     global _run_chunks_compiled
-    if not _driver:
+    key = driver_options(periodic, predators)
+    if key not in _drivers:
         chunk_type = types.FunctionType(CHUNK_SIGNATURE)
-        rows = (_I1, _F2, _F2, _F2, _I1)  # a set of state arrays: ids, pos, vel, quat, waypoints
-        head, tail = CHUNK_SIGNATURE.args[1:8], CHUNK_SIGNATURE.args[12:]
-        run_signature = types.void(types.int64, chunk_type, *head, *rows, *rows, *tail)
-        _run_chunks_compiled = numba.njit(
-            run_signature, fastmath=FAST, error_model="numpy", cache=True, parallel=True, nogil=True
-        )(_run_chunks)
-        advance_signature = types.int64(
-            chunk_type,
-            _F2,
-            _F2,
-            _F2,
-            _I1,
-            _F2,
-            _F2,
-            _F2,
-            types.int64,
-            types.float64,
-            types.int64,
-            types.int64,
-            _F1,
-            types.boolean[::1],
-            _F1,
-            _F2,
-            _F2,
-            _F2,
-            _F1,
-            _F2,
-            _I2,
-            _F1,
-        )
-        _driver.append(
-            numba.njit(advance_signature, fastmath=FAST, error_model="numpy", cache=True, nogil=True)(
-                _advance
-            )
-        )
-    return _driver[0]
+        if _run_chunks_compiled is None:
+            rows = (_I1, _F2, _F2, _F2, _I1)  # a set of state arrays: ids, pos, vel, quat, waypoints
+            head, tail = CHUNK_SIGNATURE.args[1:8], CHUNK_SIGNATURE.args[12:]
+            run_signature = types.void(types.int64, types.int64, chunk_type, *head, *rows, *rows, *tail)
+            _run_chunks_compiled = numba.njit(
+                run_signature, fastmath=FAST, error_model="numpy", cache=True, parallel=True, nogil=True
+            )(_run_chunks)
+        _drivers[key] = numba.njit(
+            _advance_signature(chunk_type), fastmath=FAST, error_model="numpy", cache=True, nogil=True
+        )(_make_advance(*key))
+    return _drivers[key]
+
+
+def driver_is_cached(periodic: bool = False, predators: bool = False) -> bool:
+    """Whether numba's cache holds the driver :func:`synchronous_driver` would compile."""
+    try:
+        from numba.core.caching import FunctionCache
+        from numba.core.registry import cpu_target
+
+        cache = FunctionCache(_make_advance(*driver_options(periodic, predators)))
+        key = cache._index_key(_advance_signature(types.FunctionType(CHUNK_SIGNATURE)),
+                               cpu_target.target_context.codegen())  # fmt: skip
+        return key in cache._cache_file._load_index()
+    except Exception:  # noqa: BLE001 - numba's internals moved: assume cached, compile where needed
+        return True
