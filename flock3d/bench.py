@@ -362,13 +362,13 @@ def _profile_state(flock, repeats: int) -> dict:
     # Between steps the step keeps the boids stored in cell order: put them so once, then
     # time each phase on rows stored as they are in the middle of a run.
     grid = build_grid(state.positions, reach)
-    bounds = kernel.chunk_cells(grid.cell_start, n, n_chunks)
+    bounds = kernel.from_python(kernel.chunk_cells)(grid.cell_start, n, n_chunks)
     ids, pos, vel, quat, wp = stored = rows()
     _gather_pass(bounds, grid, np.arange(n), state.positions, state.velocities, state.orientations,
                  state.waypoints, stored, cols, heads)  # fmt: skip
     grid_ms = timed(build_grid, pos, reach)
     grid = build_grid(pos, reach)
-    bounds = kernel.chunk_cells(grid.cell_start, n, n_chunks)
+    bounds = kernel.from_python(kernel.chunk_cells)(grid.cell_start, n, n_chunks)
     gathered = rows()
     gather_ms = timed(_gather_pass, bounds, grid, ids, pos, vel, quat, wp, gathered, cols, heads)
     counts = np.zeros((n_chunks, 3), dtype=np.int64)

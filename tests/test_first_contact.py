@@ -1,6 +1,5 @@
 """What a new user meets first: the README's pipeline, the shipped scenes by name, the listings."""
 
-import os
 import re
 import shlex
 import subprocess

@@ -220,9 +220,10 @@ def test_agreement_whether_candidates_are_gathered_by_rows_or_by_cells():
     from flock3d.core import kernel
     from flock3d.core.neighbors import build_grid
 
+    is_crowded = kernel.from_python(kernel.crowded)
     for params, crowded in ((bench_params(400), False), (Params(count=400, arena_radius=6.0), True)):
         fast, ref = Flock(params, seed=3), Flock(params, seed=3, engine="reference")
-        assert kernel.crowded(build_grid(fast.positions, params.view_distance).cell_start) == crowded
+        assert is_crowded(build_grid(fast.positions, params.view_distance).cell_start) == crowded
         fast.step(10)
         ref.step(10)
         np.testing.assert_allclose(fast.positions, ref.positions, rtol=0, atol=1e-9)
@@ -239,6 +240,11 @@ def test_candidate_buffers_are_sized_for_every_boid_they_may_take(periodic, n, s
     from flock3d.core import kernel
     from flock3d.core.neighbors import build_grid, build_periodic_grid
 
+    count_candidates, fill_candidates, candidate_buffer, row_span, fill_row = (
+        kernel.from_python(f)
+        for f in (kernel.count_candidates, kernel.fill_candidates, kernel.candidate_buffer, kernel.row_span,
+                  kernel.fill_row)
+    )  # fmt: skip
     rng = np.random.default_rng(n)
     pos = rng.uniform(-side / 2, side / 2, (n, 3))
     if periodic:
@@ -251,18 +257,15 @@ def test_candidate_buffers_are_sized_for_every_boid_they_may_take(periodic, n, s
     n_cells = grid.nx * grid.ny * grid.nz
     assert n_cells > 1 or n == 1
     for c in range(n_cells):
-        need = kernel.count_candidates(c, grid, periodic)
+        need = count_candidates(c, grid, periodic)
         buf = tuple(np.empty(need + 8) for _ in range(6))
-        assert kernel.fill_candidates(c, grid, cols, math.inf, buf, periodic, sides) == need
+        assert fill_candidates(c, grid, cols, math.inf, buf, periodic, sides) == need
         if grid.cell_start[c + 1] > grid.cell_start[c]:  # a step fills occupied cells only
-            b, _ = kernel.candidate_buffer(c, c + 1, grid, 6, periodic, True)
+            b, _ = candidate_buffer(c, c + 1, grid, 6, periodic, True)
             assert b.shape[1] - 8 == need
     for row in range(grid.ny * grid.nz):
         cy, cz = row % grid.ny, row // grid.ny
-        xa, xb = kernel.row_span(0, grid.nx - 1, grid.nx, periodic)
-        b, xoff = kernel.candidate_buffer(row * grid.nx, (row + 1) * grid.nx, grid, 6, periodic, False)
+        xa, xb = row_span(0, grid.nx - 1, grid.nx, periodic)
+        b, xoff = candidate_buffer(row * grid.nx, (row + 1) * grid.nx, grid, 6, periodic, False)
         buf = tuple(b[k] for k in range(6))
-        assert (
-            kernel.fill_row(cy, cz, xa, xb, grid, cols, math.inf, buf, xoff, periodic, sides)
-            == b.shape[1] - 8
-        )
+        assert fill_row(cy, cz, xa, xb, grid, cols, math.inf, buf, xoff, periodic, sides) == b.shape[1] - 8

@@ -678,7 +678,9 @@ class _Generator:
           f"# user rules: {', '.join(fp for fp, _ in L.rules) or 'none'}; forces: {', '.join(L.forces) or 'none'}",
           f"UP = {tuple(float(x) for x in up_axis_of(L.planar))}",
           "_compiled = numba.njit(fastmath=FAST, error_model='numpy', cache=True, nogil=True)",
-          "_chunk = numba.njit(CHUNK_SIGNATURE, fastmath=FAST, error_model='numpy', cache=True, nogil=True)",
+          "# The driver calls chunk through a pointer: it needs no entry point from Python.",
+          "_chunk = numba.njit(CHUNK_SIGNATURE, fastmath=FAST, error_model='numpy', cache=True, nogil=True,",
+          "                    no_cpython_wrapper=True)",
           "")  # fmt: skip
 
     def chunk_head(self, c: _Code) -> None:

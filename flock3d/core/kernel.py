@@ -34,12 +34,19 @@ How a synchronous step is organised, and why (measured on a 2-core machine with
 - The functions here are called from the assembled code, not inlined into it, so a new
   combination of rules compiles only its own code (and the cache serves the rest); the
   hot pair loop is generated whole, so nothing is called per pair.
+- What a first run compiles is kept small (numba's typing and LLVM dominate it): the
+  driver of a step comes in four kinds (periodic arena or not, predators or not) so
+  no scene compiles code it cannot reach; the parallel loop over chunks is one loop
+  compiled once and called through a pointer, as the chunk is; and the shared functions
+  have no entry point from Python (:func:`from_python` makes one for tests and tools).
+  While one core compiles the driver, the other compiles the scene's own chunk.
 - Every boid's new state is checked (finite, and within :data:`MAX_COORDINATE`); a boid
   that fails keeps its old state and the step reports it (see :class:`StepStatus`).
 """
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 
@@ -63,6 +70,8 @@ from flock3d.core.quaternion import (  # noqa: E402
 
 __all__ = [
     "FAST",
+    "from_python",
+    "shared",
     "BOIDS_PER_CHUNK",
     "MAX_COORDINATE",
     "cone_threshold",
@@ -101,8 +110,26 @@ __all__ = [
 # sums; each boid's summation order is still fixed, so results do not depend on threads.
 FAST = {"nsz", "arcp", "contract", "afn", "reassoc"}
 
-#: Compiled once, cached, and called (not inlined) by every assembled stepper.
-shared = numba.njit(fastmath=FAST, error_model="numpy", cache=True, nogil=True)
+#: Compiled once, cached, and called (not inlined) by every assembled stepper. Compiled code
+#: calls them; Python calls them through :func:`from_python`. They have no CPython entry
+#: point: building one costs about as much as compiling a small function, and a first run
+#: compiles dozens of them.
+shared = numba.njit(fastmath=FAST, error_model="numpy", cache=True, nogil=True, no_cpython_wrapper=True)
+
+_twins: dict = {}
+
+
+def from_python(fn):
+    """The :data:`shared` function ``fn`` as Python can call it (for tests and tools): the
+    same source compiled a second time, with an entry point and its own cache entry."""
+    twin = _twins.get(fn)
+    if twin is None:
+        py = fn.py_func
+        copy = type(py)(py.__code__, py.__globals__, py.__name__, py.__defaults__, py.__closure__)
+        copy.__qualname__ = f"{py.__qualname__}.from_python"
+        twin = _twins[fn] = numba.njit(fastmath=FAST, error_model="numpy", cache=True, nogil=True)(copy)
+    return twin
+
 
 #: Boids per unit of parallel work: large enough to amortise a candidate buffer,
 #: small enough to balance two to a few dozen threads.
@@ -717,9 +744,9 @@ def _run_chunks(phase, n_chunks, chunk, bounds, gf, gi, order, start, cols, head
             gather(np.int64(t), bounds, start, order, ids, pos, vel, quat, waypoints, ids_to, pos_to, vel_to,
                    quat_to, wp_to, cols, heads, flags[MESH], flags[COUZIN])  # fmt: skip
         else:
-            chunk(np.int64(t), bounds, gf, gi, ids_to, start, cols, heads, pos_to, vel_to, quat_to, wp_to, pv,
-                  flags, box, sides, attractors, path, obstacles, wind_u, gradient, hunters, status, now, seed,
-                  step)  # fmt: skip
+            chunk(np.int64(t), bounds, gf, gi, ids_to, start, cols, heads, pos_to, vel_to, quat_to, wp_to,
+                  pv, flags, box, sides, attractors, path, obstacles, wind_u, gradient, hunters, status, now,
+                  seed, step)  # fmt: skip
 
 
 @shared
@@ -753,8 +780,9 @@ def _make_advance(periodic, predators):
     unless its scene has them.
     """
 
-    def _advance(chunk, pos, vel, quat, waypoints, pred_pos, pred_vel, pred_quat, n_steps, time0, step0, seed,
-                 pv, flags, box, attractors, path, obstacles, wind_u, gradient, status, fixed):  # fmt: skip
+    def _advance(run, chunk, pos, vel, quat, waypoints, pred_pos, pred_vel, pred_quat, n_steps, time0,
+                 step0, seed, pv, flags, box, attractors, path, obstacles, wind_u, gradient, status,
+                 fixed):  # fmt: skip
         n = pos.shape[0]
         cols = np.empty((7, n))
         heads = np.empty((3, n))
@@ -795,10 +823,10 @@ def _make_advance(periodic, predators):
                 hunt(pred_pos, pred_vel, pred_quat, pos_c, ids_c, box, periodic, flags[WRAPS], flags[PLANAR],
                      fixed[2], dt, fixed[3], fixed[4], fixed[5])  # fmt: skip
             for phase in (GATHER, ADVANCE):
-                _run_chunks_compiled(phase, n_chunks, chunk, bounds, gf, gi, grid.order, grid.cell_start, cols,
-                                     heads, ids_c, pos_c, vel_c, quat_c, wp_c, ids_t, pos_t, vel_t, quat_t, wp_t,
-                                     pv, flags, box, sides, attractors, path, obstacles, wind_u, gradient,
-                                     hunters, status, time0 + s * dt, seed, step0 + s)  # fmt: skip
+                run(phase, n_chunks, chunk, bounds, gf, gi, grid.order, grid.cell_start, cols, heads, ids_c,
+                    pos_c, vel_c, quat_c, wp_c, ids_t, pos_t, vel_t, quat_t, wp_t, pv, flags, box, sides,
+                    attractors, path, obstacles, wind_u, gradient, hunters, status, time0 + s * dt, seed,
+                    step0 + s)  # fmt: skip
             failed = False
             for t in range(n_chunks):
                 if status[t, 0] != OK:
@@ -817,17 +845,23 @@ def _make_advance(periodic, predators):
 
 
 _drivers: dict = {}
-_run_chunks_compiled = None
+_run_chunks_compiled: list = []
+
+_CHUNK_TYPE = types.FunctionType(CHUNK_SIGNATURE)
+_ROWS = (_I1, _F2, _F2, _F2, _I1)  # a set of state arrays: ids, pos, vel, quat, waypoints
+_RUN_TYPE = types.FunctionType(
+    types.void(types.int64, types.int64, _CHUNK_TYPE, *CHUNK_SIGNATURE.args[1:8], *_ROWS, *_ROWS,
+               *CHUNK_SIGNATURE.args[12:])
+)  # fmt: skip
+_ADVANCE_SIGNATURE = types.int64(
+    _RUN_TYPE, _CHUNK_TYPE, _F2, _F2, _F2, _I1, _F2, _F2, _F2, types.int64, types.float64, types.int64,
+    types.int64, _F1, types.boolean[::1], _F1, _F2, _F2, _F2, _F1, _F2, _I2, _F1
+)  # fmt: skip
 
 
 def driver_options(periodic: bool, predators: bool) -> tuple[bool, bool]:
     """The key of the synchronous driver a flock needs (see :func:`synchronous_driver`)."""
     return bool(periodic), bool(predators)
-
-
-def _advance_signature(chunk_type):
-    return types.int64(chunk_type, _F2, _F2, _F2, _I1, _F2, _F2, _F2, types.int64, types.float64, types.int64,
-                       types.int64, _F1, types.boolean[::1], _F1, _F2, _F2, _F2, _F1, _F2, _I2, _F1)  # fmt: skip
 
 
 def synchronous_driver(periodic: bool = False, predators: bool = False):
@@ -836,22 +870,19 @@ def synchronous_driver(periodic: bool = False, predators: bool = False):
     ``chunk`` is an assembled chunk function (:data:`CHUNK_SIGNATURE`); ``fixed`` holds the
     grid's cell size, dt and the predators' speed and turn limit. One driver serves every
     layout of a kind (periodic arena or not, predators or not); each is compiled on first
-    use and cached.
+    use and cached. The parallel loop over chunks is compiled once for all of them and
+    called through a pointer, so that no driver's compile links and compiles it again.
     """
-    global _run_chunks_compiled
     key = driver_options(periodic, predators)
     if key not in _drivers:
-        chunk_type = types.FunctionType(CHUNK_SIGNATURE)
-        if _run_chunks_compiled is None:
-            rows = (_I1, _F2, _F2, _F2, _I1)  # a set of state arrays: ids, pos, vel, quat, waypoints
-            head, tail = CHUNK_SIGNATURE.args[1:8], CHUNK_SIGNATURE.args[12:]
-            run_signature = types.void(types.int64, types.int64, chunk_type, *head, *rows, *rows, *tail)
-            _run_chunks_compiled = numba.njit(
-                run_signature, fastmath=FAST, error_model="numpy", cache=True, parallel=True, nogil=True
-            )(_run_chunks)
-        _drivers[key] = numba.njit(
-            _advance_signature(chunk_type), fastmath=FAST, error_model="numpy", cache=True, nogil=True
-        )(_make_advance(*key))
+        if not _run_chunks_compiled:
+            run = numba.njit(_RUN_TYPE.signature, fastmath=FAST, error_model="numpy", cache=True,
+                             parallel=True, nogil=True, no_cpython_wrapper=True)(_run_chunks)  # fmt: skip
+            _run_chunks_compiled.append(run)
+        advance = numba.njit(_ADVANCE_SIGNATURE, fastmath=FAST, error_model="numpy", cache=True, nogil=True)(
+            _make_advance(*key)
+        )
+        _drivers[key] = functools.partial(advance, _run_chunks_compiled[0])
     return _drivers[key]
 
 
@@ -862,8 +893,7 @@ def driver_is_cached(periodic: bool = False, predators: bool = False) -> bool:
         from numba.core.registry import cpu_target
 
         cache = FunctionCache(_make_advance(*driver_options(periodic, predators)))
-        key = cache._index_key(_advance_signature(types.FunctionType(CHUNK_SIGNATURE)),
-                               cpu_target.target_context.codegen())  # fmt: skip
+        key = cache._index_key(_ADVANCE_SIGNATURE, cpu_target.target_context.codegen())
         return key in cache._cache_file._load_index()
     except Exception:  # noqa: BLE001 - numba's internals moved: assume cached, compile where needed
         return True

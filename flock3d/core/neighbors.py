@@ -73,7 +73,7 @@ def axis_span(coordinate, radius, origin, inv_size, n):
     )
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, no_cpython_wrapper=True)  # called by build_grid only
 def _counting_sort(positions, ox, oy, oz, size, nx, ny, nz, size_y, size_z):
     """Sort boids by cell (stable: boids of a cell keep their index order)."""
     n = positions.shape[0]
@@ -97,7 +97,7 @@ def _counting_sort(positions, ox, oy, oz, size, nx, ny, nz, size_y, size_z):
     return CellGrid(ox, oy, oz, size, nx, ny, nz, order, cell_start, size_y, size_z)
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, no_cpython_wrapper=True)  # called by build_grid only
 def _finite_bounds(positions):
     """Lower and upper corners (3,) of the bounding box of the finite coordinates.
 
