@@ -66,6 +66,7 @@ def measure(n: int, steps: int, min_seconds: float, engine: str = "fast") -> dic
     flock.step(1)  # loads the compiled kernel (from numba's cache after the first launch)
     first_step_done = time.time()
     per_step, runs = _time_steps(flock, start, steps, min_seconds, min_runs=3 if min_seconds else 1)
+    per_call, _ = _time_steps(flock, start, 1, min_seconds / 4, min_runs=5 if min_seconds else 1)
     return {
         "n": n,
         "engine": engine,
@@ -73,6 +74,7 @@ def measure(n: int, steps: int, min_seconds: float, engine: str = "fast") -> dic
         "runs": runs,
         "ms_per_step": per_step * 1e3,
         "steps_per_s": 1.0 / per_step,
+        "ms_per_call": per_call * 1e3,
         "neighbours_start": neighbours_within_view(start.positions),
         "neighbours_end": neighbours_within_view(flock.positions),
         "threads": kernel.threads(),
@@ -150,15 +152,15 @@ def run(large: bool = False, steps: int = 20, min_seconds: float = 2.0, out=sys.
         f"the same {steps} steps from the same start, median of repeated runs; each size in a fresh process",
         file=out,
     )
-    columns = ("N", "steps/s", "ms/step", "neighbours start->end", "peak RSS", "start", "cold")
-    print("{:>10} {:>10} {:>10} {:>22} {:>10} {:>8} {:>8}".format(*columns), file=out)
+    columns = ("N", "steps/s", "ms/step", "step() ms", "neighbours start->end", "peak RSS", "start", "cold")
+    print("{:>10} {:>10} {:>10} {:>10} {:>22} {:>10} {:>8} {:>8}".format(*columns), file=out)
     rows = []
     for n in sizes:
         row = _measure_in_subprocess(n, steps, min_seconds)
         row["cold_start_s"] = cold_start_seconds(n)
         rows.append(row)
         print(
-            f"{n:>10,} {row['steps_per_s']:>10,.1f} {row['ms_per_step']:>10.3f} "
+            f"{n:>10,} {row['steps_per_s']:>10,.1f} {row['ms_per_step']:>10.3f} {row['ms_per_call']:>10.3f} "
             f"{row['neighbours_start']:>10.1f} -> {row['neighbours_end']:<9.1f} "
             f"{row['peak_rss_mb']:>7.0f} MB {row['start_to_first_step_s']:>7.2f}s "
             f"{row['cold_start_s']:>7.2f}s",
@@ -173,6 +175,7 @@ def run(large: bool = False, steps: int = 20, min_seconds: float = 2.0, out=sys.
         file=out,
     )
     print(
+        "step() ms: one call of Flock.step() for one step, as a viewer frame or a Python loop makes it; "
         "start: seconds from a fresh process to the end of its first step (numba loads its cached compile); "
         "cold: the same with empty compile caches (a first run on a new machine)",
         file=out,

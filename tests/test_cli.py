@@ -32,6 +32,7 @@ def test_bench_measures_at_the_stated_density():
     row = bench.measure(1000, steps=2, min_seconds=0.0)
     assert row["n"] == 1000 and row["threads"] >= 1
     assert row["steps_per_s"] > 0 and row["ms_per_step"] == pytest.approx(1e3 / row["steps_per_s"])
+    assert row["ms_per_call"] > 0  # one Flock.step() call of one step
     assert 15 < row["neighbours_start"] < 25  # ~20 boids within view distance
     assert row["peak_rss_mb"] > 0
 
@@ -44,7 +45,8 @@ def test_bench_prints_the_table(monkeypatch):
         calls.append((n, engine))
         speed = 2.0 if engine == "reference" else 4000.0 / (n / 1000)
         return dict(
-            n=n, steps_per_s=speed, ms_per_step=1e3 / speed, neighbours_start=20.0, neighbours_end=21.0,
+            n=n, steps_per_s=speed, ms_per_step=1e3 / speed, ms_per_call=1.5e3 / speed, neighbours_start=20.0,
+            neighbours_end=21.0,
             threads=2, peak_rss_mb=200.0, start_to_first_step_s=0.7,
         )  # fmt: skip
 
@@ -60,6 +62,7 @@ def test_bench_prints_the_table(monkeypatch):
     ]
     assert [r[0] for r in rows] == ["1,000", "10,000", "100,000", "1,000,000"]
     assert rows[0][1] == "4,000.0" and rows[-1][1] == "4.0"  # steps/s column
+    assert rows[0][3] == "0.375" and "step() ms" in text  # one call of step(), overhead included
     assert all(r[-1] == "6.50s" for r in rows) and "cold" in text  # the cold-compile column
 
 

@@ -53,7 +53,15 @@ from typing import Any
 import numba
 import numpy as np
 
-from flock3d.core.kernel import BOIDS_PER_CHUNK, OK, cone_threshold, driver_is_cached, synchronous_driver
+from flock3d.core.kernel import (
+    BOIDS_PER_CHUNK,
+    OK,
+    Pointer,
+    chunk_pointer,
+    cone_threshold,
+    driver_is_cached,
+    synchronous_driver,
+)
 from flock3d.core.params import STAGES, Params
 from flock3d.core.quaternion import turn_limit
 from flock3d.core.state import FlockState
@@ -1161,6 +1169,13 @@ class Stepper:
     rules: tuple[PairRule, ...] = ()
     forces: tuple[Force, ...] = ()
     _packed: dict = field(default_factory=dict)
+    _chunk_pointer: Pointer | None = None
+
+    def _chunk(self) -> Pointer:
+        """The assembled chunk as the synchronous driver takes it (looked up once)."""
+        if self._chunk_pointer is None:
+            self._chunk_pointer = chunk_pointer(self.module.chunk)
+        return self._chunk_pointer
 
     def values(self, params: Params) -> np.ndarray:
         """pv: the values the step reads, for ``params`` (and the rules' weights and radii)."""
@@ -1196,7 +1211,7 @@ class Stepper:
             fixed = np.array([pv[_offsets(L, self.value_names)["reach"]], params.dt, params.predator_speed,
                               *turn_limit(math.radians(params.predator_turn_rate) * params.dt)])  # fmt: skip
             driver = _driver(L.periodic, len(state.predator_positions) > 0)
-            done = driver(self.module.chunk, *arrays, int(n), float(state.time),
+            done = driver(self._chunk(), *arrays, int(n), float(state.time),
                                         int(state.step_count), int(seed), pv, flags, box, attractors, path,
                                         obstacles, wind_u, gradient, status, fixed)  # fmt: skip
         else:

@@ -40,6 +40,9 @@ How a synchronous step is organised, and why (measured on a 2-core machine with
   compiled once and called through a pointer, as the chunk is; and the shared functions
   have no entry point from Python (:func:`from_python` makes one for tests and tools).
   While one core compiles the driver, the other compiles the scene's own chunk.
+- The driver gets the chunk and the parallel loop as addresses (:class:`Pointer`), so a call
+  from Python does not type them again; a flock of one chunk runs it on the calling thread
+  (waking the sleeping threads costs more than its whole step).
 - Every boid's new state is checked (finite, and within :data:`MAX_COORDINATE`); a boid
   that fails keeps its old state and the step reports it (see :class:`StepStatus`).
 """
@@ -60,6 +63,9 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 import numba  # noqa: E402
 import numpy as np  # noqa: E402
 from numba import prange, types  # noqa: E402
+from numba.core.types import WrapperAddressProtocol  # noqa: E402
+from numba.experimental.function_type import _get_wrapper_address  # noqa: E402
+from numba.extending import typeof_impl  # noqa: E402
 
 from flock3d.core.neighbors import build_grid, build_periodic_grid, cell_index  # noqa: E402
 from flock3d.core.quaternion import (  # noqa: E402
@@ -739,16 +745,27 @@ GATHER, ADVANCE = 0, 1
 #: than the copy. At 1,000 boids on 2 cores: 3,700 -> 4,300 steps/s.
 SERIAL_GATHER_CHUNKS = 8
 
+#: A flock of one chunk (256 boids or fewer) is advanced on the calling thread: a parallel
+#: loop of one iteration has nothing to share and only wakes the sleeping threads, about
+#: 75 us a step on a 2-core VM (100 boids: 8,300 -> 33,000 steps/s; 256: 5,100 -> 11,600).
+SERIAL_ADVANCE_CHUNKS = 1
+
 
 def _run_chunks(phase, n_chunks, chunk, bounds, gf, gi, order, start, cols, heads, ids, pos, vel, quat,
                 waypoints, ids_to, pos_to, vel_to, quat_to, wp_to, pv, flags, box, sides, attractors, path,
                 obstacles, wind_u, gradient, hunters, status, now, seed, step):  # fmt: skip
     # One parallel loop for both phases, called once for each: a second loop would compile a
-    # second parallel region (about a second of the first run's compile).
-    if phase == GATHER and n_chunks <= SERIAL_GATHER_CHUNKS:
+    # second parallel region (about a second of the first run's compile). Small flocks run a
+    # phase on this thread (SERIAL_GATHER_CHUNKS, SERIAL_ADVANCE_CHUNKS).
+    if n_chunks <= (SERIAL_GATHER_CHUNKS if phase == GATHER else SERIAL_ADVANCE_CHUNKS):
         for t in range(n_chunks):
-            gather(np.int64(t), bounds, start, order, ids, pos, vel, quat, waypoints, ids_to, pos_to, vel_to,
-                   quat_to, wp_to, cols, heads, flags[MESH], flags[COUZIN])  # fmt: skip
+            if phase == GATHER:
+                gather(np.int64(t), bounds, start, order, ids, pos, vel, quat, waypoints, ids_to, pos_to, vel_to,
+                       quat_to, wp_to, cols, heads, flags[MESH], flags[COUZIN])  # fmt: skip
+            else:
+                chunk(np.int64(t), bounds, gf, gi, ids_to, start, cols, heads, pos_to, vel_to, quat_to, wp_to,
+                      pv, flags, box, sides, attractors, path, obstacles, wind_u, gradient, hunters, status, now,
+                      seed, step)  # fmt: skip
         return
     for t in prange(n_chunks):
         if phase == GATHER:
@@ -870,6 +887,36 @@ _ADVANCE_SIGNATURE = types.int64(
 )  # fmt: skip
 
 
+class Pointer(WrapperAddressProtocol):
+    """A compiled function handed to compiled code as a first-class function of type ``ftype``.
+
+    Passing the numba function itself costs about 0.2 ms a call: the dispatcher types it
+    (a 30-argument signature) and looks up its compiled version every time, which made a
+    one-step ``Flock.step()`` of a small flock several times slower than its work. The
+    address is looked up once here and the type is given, not inferred.
+    """
+
+    def __init__(self, fn, ftype: types.FunctionType) -> None:
+        self.fn, self.type = fn, ftype  # fn keeps the compiled code alive
+        self.address = _get_wrapper_address(fn, ftype.signature)
+
+    def __wrapper_address__(self) -> int:
+        return self.address
+
+    def signature(self):
+        return self.type.signature
+
+
+@typeof_impl.register(Pointer)
+def _typeof_pointer(value, context):
+    return value.type
+
+
+def chunk_pointer(chunk) -> Pointer:
+    """An assembled ``chunk`` function as the driver takes it (see :class:`Pointer`)."""
+    return Pointer(chunk, _CHUNK_TYPE)
+
+
 def driver_options(periodic: bool, predators: bool) -> tuple[bool, bool]:
     """The key of the synchronous driver a flock needs (see :func:`synchronous_driver`)."""
     return bool(periodic), bool(predators)
@@ -878,8 +925,9 @@ def driver_options(periodic: bool, predators: bool) -> tuple[bool, bool]:
 def synchronous_driver(periodic: bool = False, predators: bool = False):
     """The compiled synchronous step: ``advance(chunk, state arrays..., status, fixed) -> steps done``.
 
-    ``chunk`` is an assembled chunk function (:data:`CHUNK_SIGNATURE`); ``fixed`` holds the
-    grid's cell size, dt and the predators' speed and turn limit. One driver serves every
+    ``chunk`` is an assembled chunk function (:data:`CHUNK_SIGNATURE`) as :func:`chunk_pointer`
+    gives it; ``fixed`` holds the grid's cell size, dt and the predators' speed and turn
+    limit. One driver serves every
     layout of a kind (periodic arena or not, predators or not); each is compiled on first
     use and cached. The parallel loop over chunks is compiled once for all of them and
     called through a pointer, so that no driver's compile links and compiles it again.
@@ -893,7 +941,7 @@ def synchronous_driver(periodic: bool = False, predators: bool = False):
         advance = numba.njit(_ADVANCE_SIGNATURE, fastmath=FAST, error_model="numpy", cache=True, nogil=True)(
             _make_advance(*key)
         )
-        _drivers[key] = functools.partial(advance, _run_chunks_compiled[0])
+        _drivers[key] = functools.partial(advance, Pointer(_run_chunks_compiled[0], _RUN_TYPE))
     return _drivers[key]
 
 
