@@ -111,6 +111,7 @@ CONTROLS: list[Control] = [
     Control("alignment", "Alignment", 0.0, 30.0, decimals=2),
     Control("cohesion", "Cohesion", 0.0, 20.0, decimals=2),
     Control("confinement", "Confinement", 0.0, 100.0, decimals=1),
+    Control("containment", "Wall avoidance", 0.0, 300.0, decimals=1),
     Control("min_speed", "Min speed", 0.0, 50.0, decimals=2),
     Control("max_speed", "Max speed", 0.05, 50.0, decimals=2),
     Control("arena_radius", "Arena radius", 1.0, 1000.0, log=True, decimals=1),
