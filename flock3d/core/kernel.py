@@ -737,8 +737,10 @@ one compiled parallel driver calls any of them through a function pointer)."""
 PERIODIC, WRAPS, PLANAR, MESH, COUZIN = range(5)
 
 
-#: The phases of a step that run chunk by chunk in parallel (see :func:`_run_chunks`).
-GATHER, ADVANCE = 0, 1
+#: What runs chunk by chunk in parallel (see :func:`_run_chunks`): a step's two phases, and
+#: at the end of a call the rows' way back to the public order (copied first when the last
+#: step wrote the caller's arrays).
+GATHER, ADVANCE, COPY, UNPERMUTE = 0, 1, 2, 3
 
 #: Up to this many chunks (2,048 boids) a step gathers its state on one thread: waking the
 #: others (OpenMP threads sleep between parallel loops, see OMP_WAIT_POLICY above) costs more
@@ -754,45 +756,49 @@ SERIAL_ADVANCE_CHUNKS = 1
 def _run_chunks(phase, n_chunks, chunk, bounds, gf, gi, order, start, cols, heads, ids, pos, vel, quat,
                 waypoints, ids_to, pos_to, vel_to, quat_to, wp_to, pv, flags, box, sides, attractors, path,
                 obstacles, wind_u, gradient, hunters, status, now, seed, step):  # fmt: skip
-    # One parallel loop for both phases, called once for each: a second loop would compile a
+    # One parallel loop for every phase, called once for each: a second loop would compile a
     # second parallel region (about a second of the first run's compile). Small flocks run a
     # phase on this thread (SERIAL_GATHER_CHUNKS, SERIAL_ADVANCE_CHUNKS).
-    if n_chunks <= (SERIAL_GATHER_CHUNKS if phase == GATHER else SERIAL_ADVANCE_CHUNKS):
+    if n_chunks <= (SERIAL_ADVANCE_CHUNKS if phase == ADVANCE else SERIAL_GATHER_CHUNKS):
         for t in range(n_chunks):
-            if phase == GATHER:
-                gather(np.int64(t), bounds, start, order, ids, pos, vel, quat, waypoints, ids_to, pos_to, vel_to,
-                       quat_to, wp_to, cols, heads, flags[MESH], flags[COUZIN])  # fmt: skip
-            else:
-                chunk(np.int64(t), bounds, gf, gi, ids_to, start, cols, heads, pos_to, vel_to, quat_to, wp_to,
-                      pv, flags, box, sides, attractors, path, obstacles, wind_u, gradient, hunters, status, now,
-                      seed, step)  # fmt: skip
+            _run_chunk(phase, np.int64(t), n_chunks, chunk, bounds, gf, gi, order, start, cols, heads, ids,
+                       pos, vel, quat, waypoints, ids_to, pos_to, vel_to, quat_to, wp_to, pv, flags, box,
+                       sides, attractors, path, obstacles, wind_u, gradient, hunters, status, now, seed,
+                       step)  # fmt: skip
         return
     for t in prange(n_chunks):
-        if phase == GATHER:
-            gather(np.int64(t), bounds, start, order, ids, pos, vel, quat, waypoints, ids_to, pos_to, vel_to,
-                   quat_to, wp_to, cols, heads, flags[MESH], flags[COUZIN])  # fmt: skip
-        else:
-            chunk(np.int64(t), bounds, gf, gi, ids_to, start, cols, heads, pos_to, vel_to, quat_to, wp_to,
-                  pv, flags, box, sides, attractors, path, obstacles, wind_u, gradient, hunters, status, now,
-                  seed, step)  # fmt: skip
+        _run_chunk(phase, np.int64(t), n_chunks, chunk, bounds, gf, gi, order, start, cols, heads, ids, pos,
+                   vel, quat, waypoints, ids_to, pos_to, vel_to, quat_to, wp_to, pv, flags, box, sides,
+                   attractors, path, obstacles, wind_u, gradient, hunters, status, now, seed,
+                   step)  # fmt: skip
 
 
 @shared
-def _copy_rows(pos, vel, quat, waypoints, pos_to, vel_to, quat_to, wp_to):
-    """``pos``.. into ``pos_to``.. (a loop: an array assignment compiles its shape checks slowly)."""
-    for k in range(pos.shape[0]):
-        pos_to[k, 0], pos_to[k, 1], pos_to[k, 2] = pos[k, 0], pos[k, 1], pos[k, 2]
-        vel_to[k, 0], vel_to[k, 1], vel_to[k, 2] = vel[k, 0], vel[k, 1], vel[k, 2]
-        for a in range(4):
-            quat_to[k, a] = quat[k, a]
-        wp_to[k] = waypoints[k]
+def _run_chunk(phase, t, n_chunks, chunk, bounds, gf, gi, order, start, cols, heads, ids, pos, vel, quat,
+               waypoints, ids_to, pos_to, vel_to, quat_to, wp_to, pv, flags, box, sides, attractors, path,
+               obstacles, wind_u, gradient, hunters, status, now, seed, step):  # fmt: skip
+    """Chunk ``t`` of ``phase``: cells ``bounds[t] .. bounds[t + 1] - 1`` for a step's phases, the
+    t-th of ``n_chunks`` equal runs of rows for COPY and UNPERMUTE."""
+    if phase == GATHER:
+        gather(t, bounds, start, order, ids, pos, vel, quat, waypoints, ids_to, pos_to, vel_to, quat_to,
+               wp_to, cols, heads, flags[MESH], flags[COUZIN])  # fmt: skip
+    elif phase == ADVANCE:
+        chunk(t, bounds, gf, gi, ids_to, start, cols, heads, pos_to, vel_to, quat_to, wp_to, pv, flags,
+              box, sides, attractors, path, obstacles, wind_u, gradient, hunters, status, now, seed,
+              step)  # fmt: skip
+    else:
+        n = ids.shape[0]
+        lo, hi = n * t // n_chunks, n * (t + 1) // n_chunks
+        _move_rows(lo, hi, ids, phase == UNPERMUTE, pos, vel, quat, waypoints, pos_to, vel_to, quat_to, wp_to)
 
 
 @shared
-def _unpermute(ids, pos, vel, quat, waypoints, pos_to, vel_to, quat_to, wp_to):
-    """Rows k of ``pos``.. (the boid of public index ``ids[k]``) to rows ``ids[k]`` of ``pos_to``.."""
-    for k in range(ids.shape[0]):
-        i = ids[k]
+def _move_rows(lo, hi, ids, unpermute, pos, vel, quat, waypoints, pos_to, vel_to, quat_to, wp_to):
+    """Rows ``lo .. hi - 1`` of ``pos``.. into ``pos_to``..: to the same rows, or with ``unpermute``
+    row k (the boid of public index ``ids[k]``) to row ``ids[k]``. (A loop: an array assignment
+    compiles its shape checks slowly.)"""
+    for k in range(lo, hi):
+        i = ids[k] if unpermute else k
         pos_to[i, 0], pos_to[i, 1], pos_to[i, 2] = pos[k, 0], pos[k, 1], pos[k, 2]
         vel_to[i, 0], vel_to[i, 1], vel_to[i, 2] = vel[k, 0], vel[k, 1], vel[k, 2]
         for a in range(4):
@@ -862,11 +868,17 @@ def _make_advance(periodic, predators):
             if failed:
                 done = s + 1
                 break
-        if done % 2:  # the last step wrote the second set
-            _unpermute(ids_b, pos_b, vel_b, quat_b, wp_b, pos, vel, quat, waypoints)
-        elif done > 0:
-            _copy_rows(pos, vel, quat, waypoints, pos_b, vel_b, quat_b, wp_b)
-            _unpermute(ids, pos_b, vel_b, quat_b, wp_b, pos, vel, quat, waypoints)
+        # Back to the public order, from the second set, where the last step wrote it, or else
+        # through it. (The arrays a step's phases need but these do not: any of the right type.)
+        if done % 2 == 0 and done > 0:
+            run(COPY, n_chunks, chunk, gi, gf, gi, gi, gi, cols, heads, ids, pos, vel, quat, waypoints,
+                ids_b, pos_b, vel_b, quat_b, wp_b, pv, flags, box, sides, attractors, path, obstacles, wind_u,
+                gradient, pred_pos, status, time0, seed, step0)  # fmt: skip
+        if done > 0:
+            source = ids_b if done % 2 else ids
+            run(UNPERMUTE, n_chunks, chunk, gi, gf, gi, gi, gi, cols, heads, source, pos_b, vel_b, quat_b,
+                wp_b, ids_b, pos, vel, quat, waypoints, pv, flags, box, sides, attractors, path, obstacles,
+                wind_u, gradient, pred_pos, status, time0, seed, step0)  # fmt: skip
         return done
 
     return _advance
