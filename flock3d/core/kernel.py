@@ -885,7 +885,7 @@ def _make_advance(periodic, predators):
 
 
 _drivers: dict = {}
-_run_chunks_compiled: list = []
+_run_pointer: list = []  # the compiled _run_chunks, as every driver takes it (one Pointer)
 
 _CHUNK_TYPE = types.FunctionType(CHUNK_SIGNATURE)
 _ROWS = (_I1, _F2, _F2, _F2, _I1)  # a set of state arrays: ids, pos, vel, quat, waypoints
@@ -939,21 +939,21 @@ def synchronous_driver(periodic: bool = False, predators: bool = False):
 
     ``chunk`` is an assembled chunk function (:data:`CHUNK_SIGNATURE`) as :func:`chunk_pointer`
     gives it; ``fixed`` holds the grid's cell size, dt and the predators' speed and turn
-    limit. One driver serves every
-    layout of a kind (periodic arena or not, predators or not); each is compiled on first
-    use and cached. The parallel loop over chunks is compiled once for all of them and
-    called through a pointer, so that no driver's compile links and compiles it again.
+    limit. One driver serves every layout of a kind (periodic arena or not, predators or
+    not); each is compiled on first use and cached. The parallel loop over chunks is
+    compiled once for all of them and called through a pointer, so that no driver's
+    compile links and compiles it again.
     """
     key = driver_options(periodic, predators)
     if key not in _drivers:
-        if not _run_chunks_compiled:
+        if not _run_pointer:
             run = numba.njit(_RUN_TYPE.signature, fastmath=FAST, error_model="numpy", cache=True,
                              parallel=True, nogil=True, no_cpython_wrapper=True)(_run_chunks)  # fmt: skip
-            _run_chunks_compiled.append(run)
+            _run_pointer.append(Pointer(run, _RUN_TYPE))
         advance = numba.njit(_ADVANCE_SIGNATURE, fastmath=FAST, error_model="numpy", cache=True, nogil=True)(
             _make_advance(*key)
         )
-        _drivers[key] = functools.partial(advance, Pointer(_run_chunks_compiled[0], _RUN_TYPE))
+        _drivers[key] = functools.partial(advance, _run_pointer[0])
     return _drivers[key]
 
 
