@@ -12,6 +12,7 @@ import numpy as np
 from flock3d.boid import Boid
 from flock3d.core import assemble, reference
 from flock3d.core.assemble import Force, PairRule
+from flock3d.core.kernel import Workspace
 from flock3d.core.params import Params
 from flock3d.core.state import (
     FlockState,
@@ -110,6 +111,7 @@ class Flock:
         self._params = params
         self._seed = seed
         self._engine: Engine = engine
+        self._workspace = Workspace()  # the fast step's working arrays, kept between calls
         self._rules: tuple[PairRule, ...] = ()
         self._forces: tuple[Force, ...] = ()
         self.set_rules(rules, forces)
@@ -137,7 +139,7 @@ class Flock:
         if self._engine == "fast":
             try:
                 stepper = assemble.stepper_for(self._params, self._rules, self._forces)
-                status = stepper.advance(self._state, self._params, n, self.noise_seed)
+                status = stepper.advance(self._state, self._params, n, self.noise_seed, self._workspace)
             except numba.core.errors.NumbaError as error:
                 raise compile_error(error, self._rules, self._forces) from None
             if not status.ok:

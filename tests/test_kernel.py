@@ -8,6 +8,8 @@ import pytest
 
 from flock3d import Flock, Params
 from flock3d.core import quaternion
+from flock3d.core.assemble import stepper_for
+from flock3d.core.kernel import Workspace
 
 from conftest import angle_between, free_params, hand_flock
 
@@ -118,6 +120,24 @@ def test_n_steps_equal_n_single_steps():
     np.testing.assert_array_equal(a.positions, b.positions)
     np.testing.assert_array_equal(a.velocities, b.velocities)
     assert a.time == pytest.approx(b.time, rel=1e-12)
+
+
+def test_a_step_does_not_read_what_its_workspace_held():
+    # A flock keeps the driver's working arrays between calls: a step must write them before
+    # it reads them, so what an earlier call (or anything else) left there cannot matter.
+    params = Params(count=500)
+    a, b = Flock(params, seed=3), Flock(params, seed=3)
+    a.step(3)
+    a.step(4)
+    work = Workspace()
+    for array in work.arrays(len(b)):
+        array.fill(7 if array.dtype.kind == "i" else np.nan)
+    assert stepper_for(params).advance(b.state, params, 7, b.noise_seed, work).ok
+    for name in ("positions", "velocities", "orientations"):
+        np.testing.assert_array_equal(getattr(b, name), getattr(a, name))
+    kept = work.arrays(500)
+    assert all(x is y for x, y in zip(work.arrays(500), kept, strict=True))  # not reallocated
+    assert [x.shape for x in work.arrays(20)][:3] == [(7, 20), (3, 20), (20,)]  # resized for another flock
 
 
 @pytest.mark.parametrize("engine", ["fast", "reference"])

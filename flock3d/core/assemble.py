@@ -57,6 +57,7 @@ from flock3d.core.kernel import (
     BOIDS_PER_CHUNK,
     OK,
     Pointer,
+    Workspace,
     chunk_pointer,
     cone_threshold,
     driver_is_cached,
@@ -1191,8 +1192,12 @@ class Stepper:
             self._packed[key] = pv
         return pv
 
-    def advance(self, state: FlockState, params: Params, n: int, seed: int = 0) -> StepStatus:
-        """Advance ``state`` by up to ``n`` steps in place; stops after a step that fails."""
+    def advance(self, state: FlockState, params: Params, n: int, seed: int = 0,
+                workspace: Workspace | None = None) -> StepStatus:  # fmt: skip
+        """Advance ``state`` by up to ``n`` steps in place; stops after a step that fails.
+
+        ``workspace``: the synchronous driver's working arrays, which a flock keeps between calls
+        (a fresh one when not given)."""
         pv = self.values(params)
         box = np.array([*params.arena_center, *params.half_extents], dtype=np.float64)
         L = self.layout
@@ -1211,9 +1216,10 @@ class Stepper:
             fixed = np.array([pv[_offsets(L, self.value_names)["reach"]], params.dt, params.predator_speed,
                               *turn_limit(math.radians(params.predator_turn_rate) * params.dt)])  # fmt: skip
             driver = _driver(L.periodic, len(state.predator_positions) > 0)
-            done = driver(self._chunk(), *arrays, int(n), float(state.time),
-                                        int(state.step_count), int(seed), pv, flags, box, attractors, path,
-                                        obstacles, wind_u, gradient, status, fixed)  # fmt: skip
+            work = (workspace or Workspace()).arrays(len(state))
+            done = driver(self._chunk(), *arrays, int(n), float(state.time), int(state.step_count), int(seed), pv,
+                          flags, box, attractors, path, obstacles, wind_u, gradient, status, fixed,
+                          *work)  # fmt: skip
         else:
             done = self.module.advance(*arrays, int(n), float(state.time), pv, flags, box, attractors, path,
                                        obstacles, wind_u, gradient, status)  # fmt: skip
