@@ -425,16 +425,34 @@ class _Generator:
         k = int(term[len("rule") :])
         return f"rule{k}_r2", (f"rule{k}_cone" if L.rules[k][1] else "cone")
 
-    def offset_to_candidate(self, c: _Code) -> None:
-        """dx, dy, dz, d2, dot: candidate j seen from the boid; with species, ``rel`` indexes
-        the matrix entry of the boid's species and the candidate's."""
+    def offset_to_candidate(self, c: _Code, rel: bool = True) -> None:
+        """dx, dy, dz, d2, dot: candidate j seen from the boid; with species and ``rel``, ``rel``
+        indexes the matrix entry of the boid's species and the candidate's."""
         b = self.b
         c("j = numba.uint64(jj)",
           f"dx = {b['x']}[j] - px", f"dy = {b['y']}[j] - py", f"dz = {b['z']}[j] - pz",
           "d2 = dx * dx + dy * dy + dz * dz",
           "dot = fx * dx + fy * dy + fz * dz")  # fmt: skip
-        if self.layout.species:
+        if self.layout.species and rel:
             c(f"rel = row + C.species_index({b['id']}[j], {self.v('ends')})")
+
+    def species_rows(self, c: _Code, matrices: Sequence[str]) -> None:
+        """Before a vectorised pair loop, with species: where each species' boids end
+        (``end_k``), and the boid's row of each interaction matrix as flags (``<matrix>_k``:
+        it acts on species k)."""
+        n = self.layout.species
+        c(*(f"end_{k} = {self.v('ends')}[{k}]" for k in range(n - 1)))
+        for name in matrices:
+            c(*(f"{name}_{k} = {self.v(name)}[row + {k}] > 0.0" for k in range(n)))
+
+    def species_entry(self, c: _Code, name: str) -> str:
+        """In that loop: the entry of matrix ``name`` for candidate j's species, as a chain of
+        selects over the ``after_k`` flags (j's species is k or later). Looking it up by index
+        (:func:`~flock3d.core.components.species_index`, then an indexed load) kept the loop
+        from vectorising: 4x slower than one species."""
+        c(f"{name}_j = {name}_0")
+        c(*(f"{name}_j = {name}_{k} if after_{k} else {name}_j" for k in range(1, self.layout.species)))
+        return f"{name}_j"
 
     def pair_loop(self, c: _Code, terms: Sequence[str]) -> None:
         """The branch-free loop summing the built-in pair ``terms`` over the candidates (the
@@ -446,14 +464,20 @@ class _Generator:
         mask_of: dict[str, str] = {}
         for term in terms:
             c(f"n_{term} = 0.0", f"s_{term}_x = s_{term}_y = s_{term}_z = 0.0")
+        if species:
+            self.species_rows(c, [_MATRICES[term] for term in ("sees", *terms)])
         if self.padded and self.b is _CANDIDATES:
             c("for jj in range((m + 7) & -8):")
         else:
             c(f"for jj in range({self.b['m']}):")
         c.indent()
-        self.offset_to_candidate(c)
-        c("cdot = dot * abs(dot)",
-          f"near = (d2 > 0.0) & ({self.v('sees_m')}[rel] > 0.0)" if species else "near = d2 > 0.0")  # fmt: skip
+        self.offset_to_candidate(c, rel=False)
+        c("cdot = dot * abs(dot)")
+        if species:
+            c(*(f"after_{k} = {self.b['id']}[j] >= end_{k - 1}" for k in range(1, species)))
+            c(f"near = (d2 > 0.0) & {self.species_entry(c, _MATRICES['sees'])}")
+        else:
+            c("near = d2 > 0.0")
         for term in terms:
             hood = self.neighbourhood(term)
             if hood not in masks:
@@ -465,7 +489,7 @@ class _Generator:
                 c(f"{masks[hood]} = near & (d2 < {self.v(r2)}) & {cones[cone]}")
             seen = masks[hood]
             if species:  # the rule acts on this species? (its own mask: the matrix differs by rule)
-                c(f"acts_{term} = {seen} & ({self.v(_MATRICES[term])}[rel] > 0.0)")
+                c(f"acts_{term} = {seen} & {self.species_entry(c, _MATRICES[term])}")
                 seen = f"acts_{term}"
             mask_of[term] = seen
             if term == "separation":
