@@ -627,6 +627,7 @@ class _Generator:
             return
         c(f"n_pick = max(1, min(int({self.v('k')}), {capacity}))",
           "sel, sel_d2, kb = np.empty(n_pick, dtype=np.int64), np.empty(n_pick), np.empty((7, n_pick))",
+          f"seen, seen_d2 = np.empty({capacity}, dtype=np.int64), np.empty({capacity})",
           "kbuf = (kb[0], kb[1], kb[2], kb[3], kb[4], kb[5], kb[6])",
           "kx, ky, kz, kvx, kvy, kvz, kid = kbuf",
           "none = pv[:0]")  # fmt: skip
@@ -644,7 +645,7 @@ class _Generator:
             return
         ends, sees = (v("ends"), f"{v('sees_m')}[row:row + {L.species}]") if L.species else ("none", "none")
         c(f"n_sel = C.nearest_seen(bx, by, bz, bid, m, px, py, pz, fx, fy, fz, {v(r2)}, {v(cone)}, n_pick, "
-          f"{ends}, {sees}, sel, sel_d2)")  # fmt: skip
+          f"{ends}, {sees}, sel, sel_d2, seen, seen_d2)")  # fmt: skip
         if L.neighbours == "adaptive":
             c("r_i = pv[radius_at + boid]",
               f"r_new = C.adapted_radius(r_i, n_sel, int({v('k')}), sel_d2, {v(r2)}, {v('adaptation')})",

@@ -321,7 +321,9 @@ def species_index(index, ends):
 
 
 @shared
-def nearest_seen(bx, by, bz, bid, m, px, py, pz, fx, fy, fz, r2, cone, k, ends, sees, sel, sel_d2):
+def nearest_seen(
+    bx, by, bz, bid, m, px, py, pz, fx, fy, fz, r2, cone, k, ends, sees, sel, sel_d2, seen, seen_d2
+):
     """The k nearest of the m candidates in the buffer that a boid sees (Ballerini et al. 2008's
     topological neighbours): within sqrt(r2), inside the cone, and, with species (``ends`` not
     empty), of a species its row ``sees`` of the interaction matrix marks (> 0).
@@ -329,9 +331,12 @@ def nearest_seen(bx, by, bz, bid, m, px, py, pz, fx, fy, fz, r2, cone, k, ends, 
     ``bid`` holds the candidates' boid indices: at equal distances the lower index comes first,
     so the choice does not depend on the buffer's order. Writes the buffer positions of the
     chosen into ``sel`` and their squared distances into ``sel_d2``, nearest first (both of at
-    least k entries); returns how many were chosen (at most k).
+    least k entries); returns how many were chosen (at most k). ``seen`` and ``seen_d2`` (at
+    least m entries) are scratch: a first pass lists there, without a branch, the candidates
+    in range and in the cone, and the choice runs over them. (Branching on that test, which
+    no processor predicts well, made the whole step 1.25x slower at 10,000 boids, k = 7.)
     """
-    n = 0
+    n_seen = 0
     for jj in range(m):
         j = numba.uint64(jj)
         dx = bx[j] - px
@@ -339,8 +344,13 @@ def nearest_seen(bx, by, bz, bid, m, px, py, pz, fx, fy, fz, r2, cone, k, ends, 
         dz = bz[j] - pz
         d2 = dx * dx + dy * dy + dz * dz
         dot = fx * dx + fy * dy + fz * dz
-        if not ((d2 > 0.0) & (d2 < r2) & (dot * abs(dot) >= cone * d2)):
-            continue
+        q = numba.uint64(n_seen)  # always written, kept when seen: a branch-free compaction
+        seen[q], seen_d2[q] = jj, d2
+        n_seen += 1 if (d2 > 0.0) & (d2 < r2) & (dot * abs(dot) >= cone * d2) else 0
+    n = 0
+    for q in range(n_seen):
+        jj, d2 = seen[q], seen_d2[q]
+        j = numba.uint64(jj)
         if len(ends) and not sees[species_index(bid[j], ends)] > 0.0:
             continue
         index = bid[j]
