@@ -399,10 +399,6 @@ class _Generator:
     def __init__(self, layout: Layout) -> None:
         self.layout = layout
         self.used: list[str] = []
-        #: The synchronous step's candidate buffers are padded to a multiple of 8 with
-        #: entries that no test accepts (see ``kernel.fill_row``): its pair loop over all
-        #: candidates then runs whole SIMD vectors, without a scalar remainder.
-        self.padded = layout.update == "synchronous"
         self.b = _CANDIDATES
 
     def v(self, name: str) -> str:
@@ -466,7 +462,8 @@ class _Generator:
             c(f"n_{term} = 0.0", f"s_{term}_x = s_{term}_y = s_{term}_z = 0.0")
         if species:
             self.species_rows(c, [_MATRICES[term] for term in ("sees", *terms)])
-        if self.padded and self.b is _CANDIDATES:
+        if self.b is _CANDIDATES:  # padded to a multiple of 8 with entries no test accepts (kernel.fill_row):
+            # the loop runs whole SIMD vectors, without a scalar remainder
             c("for jj in range((m + 7) & -8):")
         else:
             c(f"for jj in range({self.b['m']}):")
@@ -811,7 +808,8 @@ class _Generator:
           "            attractors, path, obstacles, wind_u, gradient, status):",
           _UNPACK,
           "    n = pos.shape[0]",
-          "    buf = (np.empty(n), np.empty(n), np.empty(n), np.empty(n), np.empty(n), np.empty(n), np.empty(n))",
+          "    b = np.empty((7, n + 8))  # room for the padding (see fill_around)",
+          "    buf = (b[0], b[1], b[2], b[3], b[4], b[5], b[6])",
           "    bx, by, bz, bvx, bvy, bvz, bid = buf",
           "    heads = np.empty((n, 3))",
           "    p_i, v_i, p_j, v_j = np.empty(3), np.empty(3), np.empty(3), np.empty(3)",

@@ -418,9 +418,10 @@ def fill_around(px, py, pz, grid, pos, vel, reach2, buf, periodic, box):
     For the in-place updates (``sequential`` and ``per_rule``): candidates are read from
     the live arrays ``pos``/``vel`` (N, 3) through the grid built at the start of the
     step, whose cells must be at least the reach plus the farthest any boid may have
-    moved since. ``buf`` is a 7-tuple of arrays of at least N entries (the last takes each
-    boid's index); in a periodic arena positions are copied at their image nearest the
-    point. Returns the count.
+    moved since. ``buf`` is a 7-tuple of arrays of at least N + 8 entries (the last takes
+    each boid's index); in a periodic arena positions are copied at their image nearest the
+    point. Entries m .. the next multiple of 8 are padding that every pair test rejects
+    (NaN positions), as in :func:`fill_row`. Returns the count m.
     """
     nx, ny, nz = grid.nx, grid.ny, grid.nz
     start, order = grid.cell_start, grid.order
@@ -436,13 +437,19 @@ def fill_around(px, py, pz, grid, pos, vel, reach2, buf, periodic, box):
             y, _ = _wrap_cell(cy + dy, ny, periodic)
             if y < 0 or (periodic and ny < 3 and dy != 0 and (ny == 1 or dy == 1)):
                 continue
-            for dx in range(-1, 2):
-                x, _ = _wrap_cell(cx + dx, nx, periodic)
-                if x < 0 or (periodic and nx < 3 and dx != 0 and (nx == 1 or dx == 1)):
-                    continue
-                c = (z * ny + y) * nx + x
-                for k in range(start[c], start[c + 1]):
-                    j = order[k]
+            row = (z * ny + y) * nx
+            # The x-cells cx - 1 .. cx + 1 of a row are one run of the sorted boids, or
+            # three when wrap-around can split it.
+            for dx in range(-1, 2) if periodic else range(1):
+                if periodic:
+                    x, _ = _wrap_cell(cx + dx, nx, True)
+                    if nx < 3 and dx != 0 and (nx == 1 or dx == 1):
+                        continue
+                    a, b = start[row + x], start[row + x + 1]
+                else:
+                    a, b = start[row + max(cx - 1, 0)], start[row + min(cx + 1, nx - 1) + 1]
+                for k in range(a, b):
+                    j = numba.uint64(order[k])  # unsigned: no wrap-around code for negative indices
                     ox = pos[j, 0] - px
                     oy = pos[j, 1] - py
                     oz = pos[j, 2] - pz
@@ -450,11 +457,16 @@ def fill_around(px, py, pz, grid, pos, vel, reach2, buf, periodic, box):
                         ox = image(ox, 2.0 * box[3], True)
                         oy = image(oy, 2.0 * box[4], True)
                         oz = image(oz, 2.0 * box[5], nz > 1)
-                    if ox * ox + oy * oy + oz * oz < reach2:
-                        buf[0][m], buf[1][m], buf[2][m] = px + ox, py + oy, pz + oz
-                        buf[3][m], buf[4][m], buf[5][m] = vel[j, 0], vel[j, 1], vel[j, 2]
-                        buf[6][m] = j
-                        m += 1
+                    # Always copy, advance only when kept: a branch-free compaction.
+                    mm = numba.uint64(m)
+                    buf[0][mm], buf[1][mm], buf[2][mm] = px + ox, py + oy, pz + oz
+                    buf[3][mm], buf[4][mm], buf[5][mm] = vel[j, 0], vel[j, 1], vel[j, 2]
+                    buf[6][mm] = j
+                    m += 1 if ox * ox + oy * oy + oz * oz < reach2 else 0
+    for q in range(m, (m + 7) & -8):
+        buf[0][q], buf[1][q], buf[2][q] = np.nan, np.nan, np.nan
+        for col in range(3, 7):
+            buf[col][q] = 0.0
     return m
 
 
