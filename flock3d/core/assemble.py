@@ -462,8 +462,8 @@ class _Generator:
             c(f"n_{term} = 0.0", f"s_{term}_x = s_{term}_y = s_{term}_z = 0.0")
         if species:
             self.species_rows(c, [_MATRICES[term] for term in ("sees", *terms)])
-        if self.b is _CANDIDATES:  # padded to a multiple of 8 with entries no test accepts (kernel.fill_row):
-            # the loop runs whole SIMD vectors, without a scalar remainder
+        if self.b is _CANDIDATES:  # padded to a multiple of 8 with entries no test accepts (see
+            # kernel.fill_row): the loop runs whole SIMD vectors, without a scalar remainder
             c("for jj in range((m + 7) & -8):")
         else:
             c(f"for jj in range({self.b['m']}):")
