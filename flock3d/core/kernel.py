@@ -222,6 +222,16 @@ def count_candidates(c, grid, periodic):
 
 
 @shared
+def _pad(buf, lo, hi):
+    """Entries ``lo .. hi - 1`` of a candidate buffer (a tuple of columns, x, y, z first) as
+    padding that every pair test rejects: NaN positions, zeros in the other columns."""
+    for q in range(lo, hi):
+        buf[0][q], buf[1][q], buf[2][q] = np.nan, np.nan, np.nan
+        for col in range(3, len(buf)):
+            buf[col][q] = 0.0
+
+
+@shared
 def fill_candidates(c, grid, cols, reach2, buf, periodic, sides):
     """Copy into ``buf`` the boids around cell ``c`` that may lie within reach of its boids.
 
@@ -272,10 +282,7 @@ def fill_candidates(c, grid, cols, reach2, buf, periodic, sides):
                     m += 1 if gx * gx + gy * gy + gz * gz < reach2 else 0
     # Pad to a multiple of 8 with NaN positions: every comparison with them is false, so the
     # pair loop can run whole SIMD vectors (``buf`` holds 8 spare entries, see candidate_buffer).
-    for q in range(m, (m + 7) & -8):
-        buf[0][q], buf[1][q], buf[2][q] = np.nan, np.nan, np.nan
-        for col in range(3, len(cols)):
-            buf[col][q] = 0.0
+    _pad(buf, m, (m + 7) & -8)
     return m
 
 
@@ -404,10 +411,7 @@ def fill_row(cy, cz, xa, xb, grid, cols, reach2, buf, xoff, periodic, sides):
                         buf[col][mm] = cols[col][j]
                     m += 1 if gy * gy + gz * gz < reach2 else 0
     xoff[xb - xa + 1] = m
-    for q in range(m, m + 8):
-        buf[0][q], buf[1][q], buf[2][q] = np.nan, np.nan, np.nan
-        for col in range(3, len(cols)):
-            buf[col][q] = 0.0
+    _pad(buf, m, m + 8)
     return m
 
 
@@ -463,10 +467,7 @@ def fill_around(px, py, pz, grid, pos, vel, reach2, buf, periodic, box):
                     buf[3][mm], buf[4][mm], buf[5][mm] = vel[j, 0], vel[j, 1], vel[j, 2]
                     buf[6][mm] = j
                     m += 1 if ox * ox + oy * oy + oz * oz < reach2 else 0
-    for q in range(m, (m + 7) & -8):
-        buf[0][q], buf[1][q], buf[2][q] = np.nan, np.nan, np.nan
-        for col in range(3, 7):
-            buf[col][q] = 0.0
+    _pad(buf, m, (m + 7) & -8)
     return m
 
 
