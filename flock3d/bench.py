@@ -380,9 +380,9 @@ def _profile_state(flock, repeats: int) -> dict:
     box = np.array([*params.arena_center, *params.half_extents])
     turn = np.array([params.dt, params.min_speed, params.max_speed,
                      *kernel_turn_limit(params)])  # fmt: skip
-    scratch = np.empty((n, 10))
     _, pos, vel, quat, _ = gathered
-    turn_ms = timed(_turn_pass, pos, vel, quat, heads, turn, box, scratch, n_chunks)
+    moved = (pos.copy(), vel.copy(), quat.copy())
+    turn_ms = timed(_turn_pass, pos, vel, quat, heads, turn, box, moved, n_chunks)
     seen = _seen_pairs(pos, heads, grid, cols, reach, kernel.cone_threshold(params.fov))
     within = neighbours_within_view(pos) * n
     pair_ms = max(step_ms - grid_ms - gather_ms - candidates_ms - turn_ms, 0.0)
@@ -482,26 +482,32 @@ def _candidates_pass(grid, cols, bounds, reach2, counts, count):
 
 
 @numba.njit(parallel=True, fastmath=kernel.FAST)
-def _turn_pass(pos, vel, quat, heads, turn, box, scratch, n_chunks):
-    """Every boid's turn towards a desired velocity, move and settle, written to ``scratch``."""
+def _turn_pass(pos, vel, quat, heads, turn, box, moved, n_chunks):
+    """Every boid's turn towards a desired velocity, move and settle, as a step's chunks do
+    them (a batch a chunk): the boids of rows ``pos``.. written to ``moved`` (pos, vel, quat)."""
     n = pos.shape[0]
-    dt, s_min, s_max, cos_max, cos_half, sin_half = turn[0], turn[1], turn[2], turn[3], turn[4], turn[5]
+    dt = turn[0]
+    to_pos, to_vel, to_quat = moved
+    ids = np.arange(n)
+    status = np.zeros((n_chunks, 3), dtype=np.int64)
     for t in numba.prange(n_chunks):
-        for k in range(n * t // n_chunks, n * (t + 1) // n_chunks):
-            i = k  # rows in cell order, as the step stores them
-            # A desired velocity off the current one, so that the turn does its full work.
-            ux, uy, uz = vel[i, 0] + 0.3, vel[i, 1] - 0.2, vel[i, 2] + 0.1
-            nw, nx, ny, nz, nvx, nvy, nvz = kernel.turn_heading(
-                quat[i, 0], quat[i, 1], quat[i, 2], quat[i, 3], ux, uy, uz, heads[0, k], heads[1, k],
-                heads[2, k], s_min, s_max, cos_max, cos_half, sin_half,
-            )  # fmt: skip
-            px, py, pz, nvz = kernel.settle(
-                pos[i, 0] + dt * nvx, pos[i, 1] + dt * nvy, pos[i, 2] + dt * nvz, nvz, box, False, False
-            )
-            if kernel.is_sound(px, py, pz, nvx, nvy, nvz):
-                scratch[i, 0], scratch[i, 1], scratch[i, 2], scratch[i, 3] = nw, nx, ny, nz
-                scratch[i, 4], scratch[i, 5], scratch[i, 6] = nvx, nvy, nvz
-                scratch[i, 7], scratch[i, 8], scratch[i, 9] = px, py, pz
+        k0, k1 = n * t // n_chunks, n * (t + 1) // n_chunks
+        staged, turned = np.empty((kernel.STAGED, k1 - k0)), np.empty((7, k1 - k0))
+        failed = np.zeros(k1 - k0, dtype=np.bool_)
+        for k in range(k0, k1):  # rows in cell order, as the step stores them
+            r = k - k0
+            for a in range(4):
+                staged[kernel.Q_W + a, r] = quat[k, a]
+            for a in range(3):
+                # A desired velocity off the current one, so that the turn does its full work.
+                staged[kernel.U_X + a, r] = vel[k, a] + (0.3, -0.2, 0.1)[a]
+                staged[kernel.F_X + a, r] = heads[a, k]
+                staged[kernel.P_X + a, r] = pos[k, a]
+                staged[kernel.LIMIT + a, r] = turn[3 + a]
+            staged[kernel.S_MIN, r], staged[kernel.S_MAX, r] = turn[1], turn[2]
+        kernel.turn_rows(k1 - k0, staged, turned, False, 0.0, 1.0, 0.0)
+        kernel.move_rows(k0, k1 - k0, staged, turned, failed, dt, box, False, False, to_quat, to_vel, to_pos,
+                         ids, status, t)  # fmt: skip
 
 
 @numba.njit(parallel=True)

@@ -5,11 +5,14 @@ import math
 import numba
 import numpy as np
 import pytest
+from helpers import flock3d
 
 from flock3d import Flock, Params
+from flock3d.cli import COMPILING
 from flock3d.core import quaternion
 from flock3d.core.assemble import stepper_for
 from flock3d.core.kernel import Workspace
+from flock3d.io.trajectory import Trajectory
 
 from conftest import angle_between, free_params, hand_flock
 
@@ -120,6 +123,25 @@ def test_n_steps_equal_n_single_steps():
     np.testing.assert_array_equal(a.positions, b.positions)
     np.testing.assert_array_equal(a.velocities, b.velocities)
     assert a.time == pytest.approx(b.time, rel=1e-12)
+
+
+def test_a_run_that_compiles_its_step_equals_one_that_loads_it(tmp_path):
+    """Bit for bit: the process that compiles a scene's step and one that loads the compiled
+    step from the cache (a fast-math function called from the step could run as its own
+    compiled code in the first and as the step's re-optimised copy in the second)."""
+    env = {"FLOCK3D_CACHE_DIR": str(tmp_path / "steps")}  # this scene's step: not compiled yet
+    frames = []
+    for name in ("compiled", "loaded"):
+        out = tmp_path / f"{name}.h5"
+        args = ("run", "default", "--steps", "30", "--every", "30", "--seed", "3", "--set", "flock.count=300")
+        result = flock3d(*args, "--out", out, env=env)
+        assert result.returncode == 0, result.stderr
+        assert (COMPILING in result.stderr) == (name == "compiled"), result.stderr
+        with Trajectory(out) as trajectory:
+            frames.append(trajectory.frame(-1))
+    np.testing.assert_array_equal(frames[0].positions, frames[1].positions)
+    np.testing.assert_array_equal(frames[0].velocities, frames[1].velocities)
+    np.testing.assert_array_equal(frames[0].orientations, frames[1].orientations)
 
 
 def test_a_step_does_not_read_what_its_workspace_held():

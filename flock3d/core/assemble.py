@@ -27,7 +27,9 @@ A step, for the model's synchronous update, as generated::
                     one more for the user's pair rules
                 acceleration <- finished pair terms + per-boid terms  (sum), or
                 velocity <- each term in turn, in the chain's order   (chain)
-                turn (heading or mesh limit), move, settle; check; write row i
+                stage i's desired velocity in the chunk's batch
+            the batch turns (heading or mesh limit) as SIMD vectors; move, settle;
+                check; write each boid's row
 
 ``sequential`` and ``per_rule`` updates run single-threaded over the live arrays in
 index order, as their sources do.
@@ -55,7 +57,14 @@ import numpy as np
 
 from flock3d.core.kernel import (
     BOIDS_PER_CHUNK,
+    F_X,
+    LIMIT,
     OK,
+    P_X,
+    Q_W,
+    S_MAX,
+    S_MIN,
+    U_X,
     Pointer,
     Workspace,
     chunk_pointer,
@@ -651,10 +660,10 @@ class _Generator:
         self.b = _CHOSEN
 
     def boid_update(self, c: _Code, n_rules: int) -> None:
-        """Everything after the candidates are in the buffer: sums, forces, turn, move, write.
+        """Everything after the candidates are in the buffer: sums, forces, the desired velocity.
 
-        Expects px..pz, vx..vz, fx..fz (heading), qw..qz, i, t, m and the buffer; writes row i.
-        """
+        Expects px..pz, vx..vz, fx..fz (heading), qw..qz, i, t, m, slot and the buffer; stages
+        boid i in column ``slot`` of the batch (:meth:`turn_batch` turns, moves and writes it)."""
         L, v = self.layout, self.v
         c("failed = False")
         self.choose(c, "view2", "cone")
@@ -687,7 +696,7 @@ class _Generator:
                 c(f"vx += {v('dt')} * tx", f"vy += {v('dt')} * ty", f"vz += {v('dt')} * tz")
             c("ux, uy, uz = vx, vy, vz", "vx, vy, vz = vx0, vy0, vz0")
             s_min, s_max = "0.0", "np.inf"  # the chain's speed stage has clamped it
-        self.turn_and_write(c, s_min, s_max)
+        self.stage(c, s_min, s_max)
 
     # modules ------------------------------------------------------------------------------------
 
@@ -700,10 +709,8 @@ class _Generator:
           "from numba import prange",
           "from flock3d.core import components as C",
           "from flock3d.core.kernel import (BOIDS_PER_CHUNK, CHUNK_SIGNATURE, FAST, NOT_FINITE, OK, RULE_NOT_FINITE, RULE_RAISED,",
-          "    RULE_SHAPE, candidate_buffer, chunk_cells, clamp_speed, fill_around, fill_candidates,",
-          "    fill_row, gather,",
-          "    heading, hunt, image, is_sound, record, row_span, settle, turn_heading, turn_mesh,",
-          "    wrap_into_box)",
+          "    RULE_SHAPE, STAGED, candidate_buffer, chunk_cells, clamp_speed, fill_around, fill_candidates,",
+          "    fill_row, gather, heading, hunt, image, move_rows, record, row_span, turn_rows, wrap_into_box)",
           "from flock3d.core.neighbors import CellGrid, build_grid, build_periodic_grid",
           "",
           f"# user rules: {', '.join(fp for fp, _ in L.rules) or 'none'}; forces: {', '.join(L.forces) or 'none'}",
@@ -737,8 +744,10 @@ class _Generator:
           f"    buf = ({buffer})",
           f"    {', '.join(runs)} = buf",
           "    p_i, v_i, p_j, v_j = np.empty(3), np.empty(3), np.empty(3), np.empty(3)",
-          f"    reach2 = {self.v('reach')} * {self.v('reach')}")  # fmt: skip
+          f"    reach2 = {self.v('reach')} * {self.v('reach')}",
+          "    rows0 = start[c_lo]  # the chunk's boids turn and move as one batch (turn_rows)")  # fmt: skip
         c.indent()
+        self.batch_arrays(c, "start[c_hi] - rows0")
         self.chosen_buffers(c, "b.shape[1]")
         c.dedent()
         c("    c_next = c_lo",
@@ -769,7 +778,7 @@ class _Generator:
           "                m = xoff[min(cell_x + 1, span_b) - span_a + 1] - run0",
           f"            {', '.join(_CANDIDATES[k] for k in ('x', 'y', 'z', 'vx', 'vy', 'vz', 'id')[:n_cols])} = {cut}",
           "            for k in range(start[c], start[c + 1]):",
-          "                i, boid = k, ids[k]  # the row of the state, and the boid's public index",
+          "                i, boid, slot = k, ids[k], k - rows0  # the row of the state, the boid's public index, its slot",
           "                px, py, pz = xs[k], ys[k], zs[k]",
           "                vx, vy, vz = vxs[k], vys[k], vzs[k]",
           "                fx, fy, fz = fxs[k], fys[k], fzs[k]",
@@ -782,7 +791,9 @@ class _Generator:
         self.chunk_head(c)
         c.indent(4)
         self.boid_update(c, len(self.layout.rules))
-        c.dedent(4)
+        c.dedent(3)
+        self.turn_batch(c, "rows0", "n_rows", "ids")
+        c.dedent()
         return self.finalize(c)
 
     def grid(self, reach: str) -> str:
@@ -814,8 +825,10 @@ class _Generator:
           "    heads = np.empty((n, 3))",
           "    p_i, v_i, p_j, v_j = np.empty(3), np.empty(3), np.empty(3), np.empty(3)",
           "    t = 0",
-          f"    dt = {v('dt')}")  # fmt: skip
+          f"    dt = {v('dt')}",
+          "    rows_ids = np.arange(n)")  # fmt: skip
         c.indent()
+        self.batch_arrays(c, "n")
         self.chosen_buffers(c, "n")
         c.dedent()
         c("    for s in range(n_steps):",
@@ -839,8 +852,10 @@ class _Generator:
               "fx, fy, fz = heads[i, 0], heads[i, 1], heads[i, 2]",
               "qw, qx, qy, qz = quat[i, 0], quat[i, 1], quat[i, 2], quat[i, 3]",
               _UNPACK_BOID,
+              "slot = 0  # a batch of one: the boids after it see where it went",
               f"m = fill_around(px, py, pz, grid, pos, vel, {reach} * {reach}, buf, periodic, box)")  # fmt: skip
             self.boid_update(c, len(L.rules))
+            self.turn_batch(c, "i", "1", "rows_ids")
             # A boid that moved farther than the grid allows for: rebuild it for those after.
             c("ox = image(pos[i, 0] - px, 2.0 * box[3], periodic)",
               "oy = image(pos[i, 1] - py, 2.0 * box[4], periodic)",
@@ -900,7 +915,8 @@ class _Generator:
             c.dedent()
         c("# every boid turns and moves", "for i in range(n):")
         c.indent()
-        c("boid = i",
+        c("boid, slot = i, i",
+          "failed_rows[slot] = broken[i]",
           "if broken[i]:",
           "    vel[i, 0], vel[i, 1], vel[i, 2] = vel0[i, 0], vel0[i, 1], vel0[i, 2]",
           "    continue",
@@ -911,29 +927,50 @@ class _Generator:
           "qw, qx, qy, qz = quat[i, 0], quat[i, 1], quat[i, 2], quat[i, 3]",
           _UNPACK_BOID,
           "failed = False")  # fmt: skip
-        self.turn_and_write(c, "0.0", "np.inf")
+        self.stage(c, "0.0", "np.inf")
         c.dedent()
+        self.turn_batch(c, "0", "n", "rows_ids")
 
-    def turn_and_write(self, c: _Code, s_min: str, s_max: str) -> None:
-        """Turn towards u (heading or mesh limit), move, settle, and write row i if sound."""
-        v = self.v
-        if self.layout.turn == "heading":
-            c(f"nw, nx, ny, nz, nvx, nvy, nvz = turn_heading(qw, qx, qy, qz, ux, uy, uz, fx, fy, fz, {s_min}, "
-              f"{s_max}, {v('cos_max')}, {v('cos_half')}, {v('sin_half')})")  # fmt: skip
-        else:
-            c(f"nw, nx, ny, nz, nvx, nvy, nvz = turn_mesh(qw, qx, qy, qz, ux, uy, uz, {s_min}, {s_max}, "
-              f"UP[0], UP[1], UP[2], {v('max_angle')})")  # fmt: skip
-        c(f"npx, npy, npz, nvz = settle(px + {v('dt')} * nvx, py + {v('dt')} * nvy, pz + {v('dt')} * nvz, nvz, "
-          "box, wraps, planar)",
-          "if failed:",
-          "    pass",
-          "elif is_sound(npx, npy, npz, nvx, nvy, nvz) and nw == nw:",
-          "    quat[i, 0], quat[i, 1], quat[i, 2], quat[i, 3] = nw, nx, ny, nz",
-          "    vel[i, 0], vel[i, 1], vel[i, 2] = nvx, nvy, nvz",
-          "    pos[i, 0], pos[i, 1], pos[i, 2] = npx, npy, npz")  # fmt: skip
+    def batch_arrays(self, c: _Code, n_rows: str) -> None:
+        """The arrays of a batch of ``n_rows`` boids that turn and move together (turn_rows)."""
+        c(f"n_rows = {n_rows}",
+          "staged, turned = np.empty((STAGED, n_rows)), np.empty((7, n_rows))",
+          "failed_rows = np.zeros(n_rows, dtype=np.bool_)")  # fmt: skip
         if self.layout.neighbours == "adaptive":
-            c("    pv[radius_at + boid] = r_new")
-        c("else:", "    record(status, t, NOT_FINITE, boid, -1)")
+            c("radii = np.empty(n_rows)  # each boid's radius for the next step, kept if it moves")
+
+    def stage(self, c: _Code, s_min: str, s_max: str) -> None:
+        """Put boid i in column ``slot`` of the batch: its state, desired velocity u and turn limits."""
+        v = self.v
+        limit = (v("max_angle"), "0.0", "0.0") if self.layout.turn == "mesh" else (
+            v("cos_max"), v("cos_half"), v("sin_half"))  # fmt: skip
+        rows = [
+            (Q_W, ("qw", "qx", "qy", "qz")),
+            (U_X, ("ux", "uy", "uz")),
+            (F_X, ("fx", "fy", "fz")),
+            (S_MIN, (s_min,)),
+            (S_MAX, (s_max,)),
+            (LIMIT, limit),
+            (P_X, ("px", "py", "pz")),
+        ]
+        for first, values in rows:
+            targets = ", ".join(f"staged[{first + a}, slot]" for a in range(len(values)))
+            c(f"{targets} = {', '.join(values)}")
+        c("failed_rows[slot] = failed")
+        if self.layout.neighbours == "adaptive":
+            c("radii[slot] = r_new")
+
+    def turn_batch(self, c: _Code, k0: str, n: str, ids: str) -> None:
+        """Turn (heading or mesh limit), move, settle and write the batch: columns 0 .. n - 1,
+        rows k0 .. k0 + n - 1 of the state (public indices ``ids``); a failed boid keeps its row."""
+        mesh = self.layout.turn != "heading"
+        c(f"turn_rows({n}, staged, turned, {mesh}, UP[0], UP[1], UP[2])",
+          f"move_rows({k0}, {n}, staged, turned, failed_rows, {self.v('dt')}, box, wraps, planar, quat, vel, pos, "
+          f"{ids}, status, t)")  # fmt: skip
+        if self.layout.neighbours == "adaptive":
+            c(f"for slot in range({n}):",
+              "    if not failed_rows[slot]:",
+              f"        pv[radius_at + {ids}[{k0} + slot]] = radii[slot]")  # fmt: skip
 
     def couzin(self) -> str:
         """The Couzin model's chunk: the buffer carries unit headings (bvx.. are headings)."""
@@ -977,8 +1014,10 @@ class _Generator:
           f"ux, uy, uz = C.zone_direction({zones}, fx, fy, fz, planar)",
           f"ux, uy, uz = C.{noise[0]}(ux, uy, uz, planar, {v(noise[1])}, seed, step_count, boid)",
           "failed = False")  # fmt: skip
-        self.turn_and_write(c, v("speed"), v("speed"))
-        c.dedent(4)
+        self.stage(c, v("speed"), v("speed"))
+        c.dedent(3)
+        self.turn_batch(c, "rows0", "n_rows", "ids")
+        c.dedent()
         return self.finalize(c)
 
     def finalize(self, c: _Code) -> str:
