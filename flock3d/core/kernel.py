@@ -478,12 +478,20 @@ def fill_around(px, py, pz, grid, pos, vel, reach2, buf, periodic, box):
                         ox = image(ox, 2.0 * box[3], True)
                         oy = image(oy, 2.0 * box[4], True)
                         oz = image(oz, 2.0 * box[5], nz > 1)
-                    # Always copy, advance only when kept: a branch-free compaction.
-                    mm = numba.uint64(m)
-                    buf[0][mm], buf[1][mm], buf[2][mm] = px + ox, py + oy, pz + oz
-                    buf[3][mm], buf[4][mm], buf[5][mm] = vel[j, 0], vel[j, 1], vel[j, 2]
-                    buf[6][mm] = j
+                    # First the indices of those within reach (always write, advance only
+                    # when kept: a branch-free compaction); most are not, so their
+                    # positions and velocities are copied after, in a second loop.
+                    buf[6][numba.uint64(m)] = j
                     m += 1 if ox * ox + oy * oy + oz * oz < reach2 else 0
+    for q in range(m):
+        j = numba.uint64(buf[6][q])
+        ox, oy, oz = pos[j, 0] - px, pos[j, 1] - py, pos[j, 2] - pz
+        if periodic:
+            ox = image(ox, 2.0 * box[3], True)
+            oy = image(oy, 2.0 * box[4], True)
+            oz = image(oz, 2.0 * box[5], nz > 1)
+        buf[0][q], buf[1][q], buf[2][q] = px + ox, py + oy, pz + oz
+        buf[3][q], buf[4][q], buf[5][q] = vel[j, 0], vel[j, 1], vel[j, 2]
     _pad(buf, m, (m + 7) & -8)
     return m
 
