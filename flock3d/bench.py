@@ -356,7 +356,7 @@ def _profile_state(flock, repeats: int) -> dict:
     flock.state.assign(start)
     reach = params.view_distance
     n_chunks = max(1, (n + kernel.BOIDS_PER_CHUNK - 1) // kernel.BOIDS_PER_CHUNK)
-    cols, heads = np.empty((7, n)), np.empty((3, n))
+    cols, heads = np.empty((n, kernel.COLUMNS)), np.empty((3, n))
 
     def rows():
         return (np.empty(n, dtype=np.int64), np.empty((n, 3)), np.empty((n, 3)), np.empty((n, 4)),
@@ -452,7 +452,6 @@ def _candidates_pass(grid, cols, bounds, reach2, counts, count):
     the candidates of the pair loop, and (over its row segments) the entries copied."""
     n_chunks = bounds.shape[0] - 1
     start, nx, ny = grid.cell_start, grid.nx, grid.ny
-    colt = (cols[0], cols[1], cols[2], cols[3], cols[4], cols[5])
     sides = np.ones(3)
     for t in numba.prange(n_chunks):
         b, xoff = kernel.candidate_buffer(bounds[t], bounds[t + 1], grid, 6, False, False)
@@ -470,7 +469,7 @@ def _candidates_pass(grid, cols, bounds, reach2, counts, count):
             if first > last:
                 continue
             xa, xb = kernel.row_span(first - r * nx, last - r * nx, nx, False)
-            copied += kernel.fill_row(r % ny, r // ny, xa, xb, grid, colt, reach2, buf, xoff, False, sides)
+            copied += kernel.fill_row(r % ny, r // ny, xa, xb, grid, cols, reach2, buf, xoff, False, sides)
             if not count:
                 continue
             for c in range(first, last + 1):
@@ -519,7 +518,7 @@ def _seen_pairs(pos, heads, grid, cols, reach, cone):
     inv = 1.0 / grid.cell_size
     r2 = reach * reach
     for k in numba.prange(n):
-        px, py, pz = cols[0, k], cols[1, k], cols[2, k]
+        px, py, pz = cols[k, 0], cols[k, 1], cols[k, 2]
         fx, fy, fz = heads[0, k], heads[1, k], heads[2, k]
         x0, x1 = axis_span(px, reach, grid.origin_x, inv, nx)
         y0, y1 = axis_span(py, reach, grid.origin_y, inv, ny)
@@ -529,7 +528,7 @@ def _seen_pairs(pos, heads, grid, cols, reach, cone):
             for y in range(y0, y1 + 1):
                 row = (z * ny + y) * nx
                 for q in range(start[row + x0], start[row + x1 + 1]):
-                    dx, dy, dz = cols[0, q] - px, cols[1, q] - py, cols[2, q] - pz
+                    dx, dy, dz = cols[q, 0] - px, cols[q, 1] - py, cols[q, 2] - pz
                     d2 = dx * dx + dy * dy + dz * dz
                     dot = fx * dx + fy * dy + fz * dz
                     if 0.0 < d2 < r2 and dot * abs(dot) >= cone * d2:

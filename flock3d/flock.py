@@ -57,7 +57,7 @@ class Flock:
     ``positions``, ``velocities`` and ``orientations`` are the live arrays: the
     flock updates them in place at each step, and :class:`Boid` objects are views
     into them. Copy them to keep a snapshot. The fast engine keeps its working arrays
-    (184 bytes a boid) from one :meth:`step` to the next, so a step call does not
+    (192 bytes a boid) from one :meth:`step` to the next, so a step call does not
     allocate them again.
 
     Examples:

@@ -11,7 +11,7 @@ from flock3d import Flock, Params
 from flock3d.cli import COMPILING
 from flock3d.core import quaternion
 from flock3d.core.assemble import stepper_for
-from flock3d.core.kernel import Workspace
+from flock3d.core.kernel import COLUMNS, Workspace
 from flock3d.io.trajectory import Trajectory
 
 from conftest import angle_between, free_params, hand_flock
@@ -159,7 +159,7 @@ def test_a_step_does_not_read_what_its_workspace_held():
         np.testing.assert_array_equal(getattr(b, name), getattr(a, name))
     kept = work.arrays(500)
     assert all(x is y for x, y in zip(work.arrays(500), kept, strict=True))  # not reallocated
-    assert [x.shape for x in work.arrays(20)][:3] == [(7, 20), (3, 20), (20,)]  # resized for another flock
+    assert [x.shape for x in work.arrays(20)][:3] == [(20, COLUMNS), (3, 20), (20,)]  # resized for another
 
 
 @pytest.mark.parametrize("engine", ["fast", "reference"])
@@ -294,7 +294,8 @@ def test_candidate_buffers_are_sized_for_every_boid_they_may_take(periodic, n, s
     else:
         grid = build_grid(pos, 1.0)
     ordered = pos[grid.order]
-    cols = (*(np.ascontiguousarray(ordered[:, a]) for a in range(3)), *(np.zeros(n) for _ in range(3)))
+    cols = np.zeros((n, kernel.COLUMNS))
+    cols[:, :3] = ordered
     sides = np.full(3, side)
     n_cells = grid.nx * grid.ny * grid.nz
     assert n_cells > 1 or n == 1

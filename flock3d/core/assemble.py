@@ -725,7 +725,6 @@ class _Generator:
         """The chunk function's signature and set-up (the same for every synchronous layout, but
         for the candidates' indices, which topological neighbours and species need)."""
         n_cols = 7 if self.layout.indexed else 6
-        columns = ", ".join(f"cols[{k}]" for k in range(n_cols))
         buffer = ", ".join(f"b[{k}]" for k in range(n_cols))
         runs = ["rbx", "rby", "rbz", "rbvx", "rbvy", "rbvz", "rbid"][:n_cols]
         cut = ", ".join(f"{name}[run0:]" for name in runs)
@@ -734,8 +733,6 @@ class _Generator:
           "          attractors, path, obstacles, wind_u, gradient, hunters, status, now, seed, step_count):",
           _UNPACK,
           "    grid = CellGrid(gf[0], gf[1], gf[2], gf[3], gi[0], gi[1], gi[2], ids, start, gf[4], gf[5])",
-          f"    colt = ({columns})",
-          "    xs, ys, zs, vxs, vys, vzs = cols[0], cols[1], cols[2], cols[3], cols[4], cols[5]",
           "    fxs, fys, fzs = heads[0], heads[1], heads[2]",
           "    c_lo, c_hi = bounds[t], bounds[t + 1]",
           "    cells_x, cells_y = gi[0], gi[1]",
@@ -764,14 +761,14 @@ class _Generator:
           "        row_x = seg_row * cells_x",
           "        span_a, span_b = row_span(seg_first - row_x, seg_last - row_x, cells_x, periodic)",
           "        if not crowded:",
-          "            fill_row(seg_row % cells_y, seg_row // cells_y, span_a, span_b, grid, colt, reach2, buf, xoff,",
+          "            fill_row(seg_row % cells_y, seg_row // cells_y, span_a, span_b, grid, cols, reach2, buf, xoff,",
           "                     periodic, sides)",
           "        for c in range(seg_first, seg_last + 1):",
           "            if start[c + 1] == start[c]:",
           "                continue",
           "            if crowded:",
           "                run0 = 0",
-          "                m = fill_candidates(c, grid, colt, reach2, buf, periodic, sides)",
+          "                m = fill_candidates(c, grid, cols, reach2, buf, periodic, sides)",
           "            else:  # the candidates of cell c: x-cells c - 1 .. c + 1 of the row buffer",
           "                cell_x = c - row_x",
           "                run0 = xoff[max(cell_x - 1, span_a) - span_a]",
@@ -779,8 +776,8 @@ class _Generator:
           f"            {', '.join(_CANDIDATES[k] for k in ('x', 'y', 'z', 'vx', 'vy', 'vz', 'id')[:n_cols])} = {cut}",
           "            for k in range(start[c], start[c + 1]):",
           "                i, boid, slot = k, ids[k], k - rows0  # the row of the state, the boid's public index, its slot",
-          "                px, py, pz = xs[k], ys[k], zs[k]",
-          "                vx, vy, vz = vxs[k], vys[k], vzs[k]",
+          "                px, py, pz = cols[k, 0], cols[k, 1], cols[k, 2]",
+          "                vx, vy, vz = cols[k, 3], cols[k, 4], cols[k, 5]",
           "                fx, fy, fz = fxs[k], fys[k], fzs[k]",
           "                qw, qx, qy, qz = quat[i, 0], quat[i, 1], quat[i, 2], quat[i, 3]",
           "                " + _UNPACK_BOID)  # fmt: skip

@@ -238,6 +238,14 @@ def count_candidates(c, grid, periodic):
     return _row_capacity(cy, cz, xa, xb, grid, periodic)
 
 
+#: Columns of a step's boids in cell order (``cols``, a row a boid): x, y, z, vx, vy, vz
+#: (headings, in the Couzin model), the public index, and a spare one that makes a row 64
+#: bytes, a cache line. The candidate fills read whole rows from 9 rows of cells at once:
+#: stored as seven (N,) columns they were 63 streams of reads, too many for the
+#: prefetchers (the fills of a step, 100,000 boids: 3.2 -> 2.7 ms; 1M: 31 -> 25 ms).
+COLUMNS = 8
+
+
 @shared
 def _pad(buf, lo, hi):
     """Entries ``lo .. hi - 1`` of a candidate buffer (a tuple of columns, x, y, z first) as
@@ -256,15 +264,15 @@ def fill_candidates(c, grid, cols, reach2, buf, periodic, sides):
     below sqrt(reach2). In a periodic arena (box sides ``sides`` (3,)) each is copied
     at its image nearest to c, so plain distances in ``buf`` are minimum-image ones.
     Entries m .. multiple of 8 above m are padding: NaN positions and zero velocities.
-    ``grid`` is the step's :class:`~flock3d.core.neighbors.CellGrid`; ``cols`` and
-    ``buf`` are 6-tuples of 1-D arrays, x, y, z first (the other three are copied
-    along), or 7-tuples whose last column (the boids' indices) is copied too. Returns the
-    number copied.
+    ``grid`` is the step's :class:`~flock3d.core.neighbors.CellGrid`; ``cols`` is the
+    step's (N, COLUMNS) array of boids in cell order (see :data:`COLUMNS`) and ``buf`` a
+    6-tuple of 1-D arrays, x, y, z first (the other three are copied along), or a
+    7-tuple whose last column (the boids' indices) is copied too. Returns the number
+    copied.
     """
     nx, ny, nz = grid.nx, grid.ny, grid.nz
     start = grid.cell_start
     cx, cy, cz, lo_x, lo_y, lo_z, hi_x, hi_y, hi_z = _cell_box(c, grid)
-    xs, ys, zs = cols[0], cols[1], cols[2]
     m = 0
     for dz in range(-1, 2):
         z, wz = _wrap_cell(cz + dz, nz, periodic and nz > 1)
@@ -286,16 +294,16 @@ def fill_candidates(c, grid, cols, reach2, buf, periodic, sides):
                 shift_x, shift_y, shift_z = wx * sides[0], wy * sides[1], wz * sides[2]
                 for jj in range(a, b):
                     j = numba.uint64(jj)
-                    x_, y_, z_ = xs[j] + shift_x, ys[j] + shift_y, zs[j] + shift_z
+                    x_, y_, z_ = cols[j, 0] + shift_x, cols[j, 1] + shift_y, cols[j, 2] + shift_z
                     gx = max(lo_x - x_, 0.0, x_ - hi_x)
                     gy = max(lo_y - y_, 0.0, y_ - hi_y)
                     gz = max(lo_z - z_, 0.0, z_ - hi_z)
                     # Always copy, advance only when kept: a branch-free compaction.
                     mm = numba.uint64(m)
                     buf[0][mm], buf[1][mm], buf[2][mm] = x_, y_, z_
-                    buf[3][mm], buf[4][mm], buf[5][mm] = cols[3][j], cols[4][j], cols[5][j]
-                    for col in range(6, len(cols)):  # the boids' indices, where the layout carries them
-                        buf[col][mm] = cols[col][j]
+                    buf[3][mm], buf[4][mm], buf[5][mm] = cols[j, 3], cols[j, 4], cols[j, 5]
+                    for col in range(6, len(buf)):  # the boids' indices, where the layout carries them
+                        buf[col][mm] = cols[j, col]
                     m += 1 if gx * gx + gy * gy + gz * gz < reach2 else 0
     # Pad to a multiple of 8 with NaN positions: every comparison with them is false, so the
     # pair loop can run whole SIMD vectors (``buf`` holds 8 spare entries, see candidate_buffer).
@@ -389,16 +397,16 @@ def fill_row(cy, cz, xa, xb, grid, cols, reach2, buf, xoff, periodic, sides):
     away, or the 8 entries of padding after the last (NaN positions, zero velocities):
     every pair test rejects them, so a pair loop may run on to a multiple of 8. In a
     periodic arena (box sides ``sides`` (3,)) boids are copied at their image nearest the
-    row, ghost x-cells -1 and nx as images of the far ends. ``cols`` and ``buf`` are
-    6-tuples of 1-D arrays (x, y, z, vx, vy, vz), or 7-tuples whose last column (the boids'
-    indices) is copied too. Returns the number copied.
+    row, ghost x-cells -1 and nx as images of the far ends. ``cols`` is the step's
+    (N, COLUMNS) array of boids in cell order (see :data:`COLUMNS`); ``buf`` is a 6-tuple of
+    1-D arrays (x, y, z, vx, vy, vz), or a 7-tuple whose last column (the boids' indices)
+    is copied too. Returns the number copied.
     """
     nx, ny, nz = grid.nx, grid.ny, grid.nz
     start = grid.cell_start
     sy, sz = grid.cell_size_y, grid.cell_size_z
     lo_y, lo_z = grid.origin_y + cy * sy, grid.origin_z + cz * sz
     hi_y, hi_z = lo_y + sy, lo_z + sz
-    xs, ys, zs = cols[0], cols[1], cols[2]
     m = 0
     for x in range(xa, xb + 1):
         xoff[x - xa] = m
@@ -417,15 +425,15 @@ def fill_row(cy, cz, xa, xb, grid, cols, reach2, buf, xoff, periodic, sides):
                 c = (z * ny + y) * nx + xx
                 for jj in range(start[c], start[c + 1]):
                     j = numba.uint64(jj)
-                    y_, z_ = ys[j] + shift_y, zs[j] + shift_z
+                    y_, z_ = cols[j, 1] + shift_y, cols[j, 2] + shift_z
                     gy = max(lo_y - y_, 0.0, y_ - hi_y)
                     gz = max(lo_z - z_, 0.0, z_ - hi_z)
                     # Always copy, advance only when kept: a branch-free compaction.
                     mm = numba.uint64(m)
-                    buf[0][mm], buf[1][mm], buf[2][mm] = xs[j] + shift_x, y_, z_
-                    buf[3][mm], buf[4][mm], buf[5][mm] = cols[3][j], cols[4][j], cols[5][j]
-                    for col in range(6, len(cols)):  # the boids' indices, where the layout carries them
-                        buf[col][mm] = cols[col][j]
+                    buf[0][mm], buf[1][mm], buf[2][mm] = cols[j, 0] + shift_x, y_, z_
+                    buf[3][mm], buf[4][mm], buf[5][mm] = cols[j, 3], cols[j, 4], cols[j, 5]
+                    for col in range(6, len(buf)):  # the boids' indices, where the layout carries them
+                        buf[col][mm] = cols[j, col]
                     m += 1 if gy * gy + gz * gz < reach2 else 0
     xoff[xb - xa + 1] = m
     _pad(buf, m, m + 8)
@@ -532,7 +540,7 @@ def gather(t, bounds, start, order, ids, pos, vel, quat, wp, ids_to, pos_to, vel
     """Chunk ``t`` (cells ``bounds[t] .. bounds[t + 1] - 1``) of the start-of-step state, in
     cell order: the state rows (``ids``, ``pos``, ``vel``, ``quat``, ``wp``) copied to the
     same rows of the ``*_to`` arrays, positions and velocities into the rows of ``cols``
-    (7, N), then each boid's public index (as a float: topological neighbours break ties by
+    (N, COLUMNS), then each boid's public index (as a float: topological neighbours break ties by
     it, species are ranges of it), each boid's unit heading into ``heads`` (3, N).
 
     The heading is the forward axis of its orientation, or with ``heading_from_velocity``
@@ -546,7 +554,7 @@ def gather(t, bounds, start, order, ids, pos, vel, quat, wp, ids_to, pos_to, vel
         ids_to[k], wp_to[k] = ids[i], wp[i]
         px, py, pz = pos[i, 0], pos[i, 1], pos[i, 2]
         pos_to[k, 0], pos_to[k, 1], pos_to[k, 2] = px, py, pz
-        cols[0, k], cols[1, k], cols[2, k] = px, py, pz
+        cols[k, 0], cols[k, 1], cols[k, 2] = px, py, pz
         vx, vy, vz = vel[i, 0], vel[i, 1], vel[i, 2]
         vel_to[k, 0], vel_to[k, 1], vel_to[k, 2] = vx, vy, vz
         qw, qx, qy, qz = quat[i, 0], quat[i, 1], quat[i, 2], quat[i, 3]
@@ -555,8 +563,8 @@ def gather(t, bounds, start, order, ids, pos, vel, quat, wp, ids_to, pos_to, vel
         heads[0, k], heads[1, k], heads[2, k] = hx, hy, hz
         if headings_in_cols:
             vx, vy, vz = hx, hy, hz
-        cols[3, k], cols[4, k], cols[5, k] = vx, vy, vz
-        cols[6, k] = ids[i]
+        cols[k, 3], cols[k, 4], cols[k, 5] = vx, vy, vz
+        cols[k, 6] = ids[i]
 
 
 @shared
@@ -809,7 +817,7 @@ CHUNK_SIGNATURE = types.void(
     _I1,
     _I1,  # bounds; grid floats (origin, cell sizes), ints (nx, ny, nz, crowded); ids; cell_start
     _F2,
-    _F2,  # cols (7, N): start-of-step positions, velocities and indices in cell order; heads (3, N)
+    _F2,  # cols (N, COLUMNS): start-of-step positions, velocities and indices in cell order; heads (3, N)
     _F2,
     _F2,
     _F2,
@@ -1031,10 +1039,10 @@ def chunk_pointer(chunk) -> Pointer:
 class Workspace:
     """The synchronous driver's working arrays for one flock, kept from one call to the next.
 
-    A step gathers its start-of-step state in cell order (``cols`` (7, N), ``heads`` (3, N))
+    A step gathers its start-of-step state in cell order (``cols`` (N, COLUMNS), ``heads`` (3, N))
     and writes the new state to a second set of state arrays (``ids``, positions,
     velocities, orientations, waypoints), the caller's and the second set used in turn.
-    Allocated on every call, these 184 bytes a boid came from fresh pages each time (the
+    Allocated on every call, these 192 bytes a boid came from fresh pages each time (the
     allocator hands blocks this large back to the system when they are freed): about a
     quarter of a one-step call at 100,000 boids. A flock keeps one Workspace, so they stay
     allocated between calls.
@@ -1049,7 +1057,7 @@ class Workspace:
         if not self._arrays or self._arrays[2].shape[0] != n:
             ids, ids_b, wp_b = (np.empty(n, dtype=np.int64) for _ in range(3))
             pos_b, vel_b, quat_b = np.empty((n, 3)), np.empty((n, 3)), np.empty((n, 4))
-            self._arrays = (np.empty((7, n)), np.empty((3, n)), ids, ids_b, pos_b, vel_b, quat_b, wp_b)
+            self._arrays = (np.empty((n, COLUMNS)), np.empty((3, n)), ids, ids_b, pos_b, vel_b, quat_b, wp_b)
         return self._arrays
 
 
