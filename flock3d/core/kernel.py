@@ -10,7 +10,8 @@ How a synchronous step is organised, and why (measured on a 2-core machine with
 ``flock3d bench`` and ``flock3d bench --profile``, which splits a step into its phases):
 
 - Boids are counting-sorted into cells at least as wide as the longest sight, and
-  the start-of-step state is gathered in cell order, one column per coordinate. Within
+  the start-of-step state is gathered in cell order, a 64-byte row a boid (see
+  :data:`COLUMNS`: the candidate copies read 9 rows of cells at once). Within
   one call of ``step(n)`` the state itself stays stored in the last step's cell order
   (two sets of arrays used in turn; the public order is restored at the end), so each
   step reads and writes its rows nearly in sequence; the boids of a cell are kept in
