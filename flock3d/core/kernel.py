@@ -241,9 +241,11 @@ def count_candidates(c, grid, periodic):
 
 #: Columns of a step's boids in cell order (``cols``, a row a boid): x, y, z, vx, vy, vz
 #: (headings, in the Couzin model), the public index, and a spare one that makes a row 64
-#: bytes, a cache line. The candidate fills read whole rows from 9 rows of cells at once:
-#: stored as seven (N,) columns they were 63 streams of reads, too many for the
-#: prefetchers (the fills of a step, 100,000 boids: 3.2 -> 2.7 ms; 1M: 31 -> 25 ms).
+#: bytes, a cache line's size (aligned to one or not, it measured the same). The candidate
+#: fills read whole rows from 9 rows of cells at once: stored as seven (N,) columns they
+#: were 63 streams of reads, too many for the prefetchers. The fills of a step alone,
+#: 100,000 boids: 3.2 -> 2.7 ms, 1M: 31 -> 25 ms; whole steps at 1M 6.8 -> 7.2 steps/s
+#: (at 100,000 no change beyond noise).
 COLUMNS = 8
 
 
@@ -541,8 +543,8 @@ def gather(t, bounds, start, order, ids, pos, vel, quat, wp, ids_to, pos_to, vel
     """Chunk ``t`` (cells ``bounds[t] .. bounds[t + 1] - 1``) of the start-of-step state, in
     cell order: the state rows (``ids``, ``pos``, ``vel``, ``quat``, ``wp``) copied to the
     same rows of the ``*_to`` arrays, positions and velocities into the rows of ``cols``
-    (N, COLUMNS), then each boid's public index (as a float: topological neighbours break ties by
-    it, species are ranges of it), each boid's unit heading into ``heads`` (3, N).
+    (N, COLUMNS), then each boid's public index (as a float: topological neighbours break
+    ties by it, species are ranges of it), each boid's unit heading into ``heads`` (3, N).
 
     The heading is the forward axis of its orientation, or with ``heading_from_velocity``
     (the ``mesh`` turn limit: boids see along their motion) its velocity's direction.
