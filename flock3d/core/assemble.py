@@ -38,7 +38,6 @@ index order, as their sources do.
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import inspect
 import marshal
 import math
@@ -47,6 +46,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import types
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -1179,17 +1179,22 @@ def _load_module(source: str, injected: dict[str, Any]) -> Any:
         module = sys.modules[name]
     else:
         path = cache_dir() / f"{name}.py"
-        if not path.exists() or path.read_text() != source:
+        try:
+            fresh = path.read_bytes() == source.encode()
+        except OSError:
+            fresh = False
+        if not fresh:  # missing, or damaged: the cache is disposable
             tmp = path.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")
             tmp.write_text(source)
             os.replace(tmp, path)  # atomic: a parallel process never reads half a file
-        spec = importlib.util.spec_from_file_location(name, path)
-        module = importlib.util.module_from_spec(spec)
+        module = types.ModuleType(name)
+        module.__file__ = str(path)  # where numba keeps its cache of the module's functions
         module.__dict__.update(injected)  # before it runs: its chunk compiles as it is defined
         # Registered first: numba's cache names the module of the code it loads back.
         sys.modules[name] = module
         try:
-            spec.loader.exec_module(module)
+            # Compiled from the source itself, not through a .pyc that could be damaged.
+            exec(compile(source, str(path), "exec"), module.__dict__)
         except BaseException:
             del sys.modules[name]
             raise
