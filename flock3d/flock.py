@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import math
+import queue
+import threading
+import time
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Literal, overload
 
@@ -16,6 +19,7 @@ from flock3d.core.kernel import Workspace
 from flock3d.core.params import Params
 from flock3d.core.state import (
     FlockState,
+    check_state,
     initial_radii,
     nearest_waypoints,
     random_state,
@@ -32,6 +36,11 @@ if TYPE_CHECKING:
 __all__ = ["Flock", "Engine", "failure_error", "compile_error"]
 
 Engine = Literal["fast", "reference"]
+
+#: A step call expected to take longer than this (seconds) runs where signals can reach it.
+_RESPONSIVE = 0.1
+#: Seconds an interrupted step may take to end (or ten steps' time, if longer) before it is given up.
+_GRACE = 2.0
 
 
 class Flock:
@@ -114,6 +123,10 @@ class Flock:
         self._seed = seed
         self._engine: Engine = engine
         self._workspace = Workspace()  # the fast step's working arrays, kept between calls
+        self._stop = np.zeros(1, dtype=np.bool_)  # set by interrupt(); the engines read it between steps
+        self._stop_asked = 0.0
+        self._step_seconds: float | None = None  # what a step took in the last call
+        self._abandoned = ""  # why the flock cannot step again, once a step was given up
         self._rules: tuple[PairRule, ...] = ()
         self._forces: tuple[Force, ...] = ()
         self.set_rules(rules, forces)
@@ -128,43 +141,95 @@ class Flock:
     def step(self, n: int = 1) -> None:
         """Advance the flock by ``n`` steps of ``params.dt`` seconds.
 
+        A long call can be interrupted: Ctrl-C (KeyboardInterrupt) or :meth:`interrupt` ends it
+        after the step under way, with the state whole at the last step done (see
+        :meth:`interrupt`).
+
         Raises:
             SimulationError: a step produced a non-finite or absurdly large state, or one
                 of your rules failed; the message names the step, the boid and the likely
                 cause. Every other boid keeps that step's result; the failing boid keeps
                 its state from before it.
             RuleError: one of your rules cannot be compiled.
+            ValueError: one of the state's arrays was replaced by one of the wrong shape or type.
         """
         n = int(n)
         if n < 0:
             raise ValueError(f"n must be >= 0 (got {n})")
+        if self._abandoned:
+            raise SimulationError(self._abandoned)
+        check_state(self._state, self._params)
+        self._stop[0] = False
         if self._engine == "fast":
             try:
                 stepper = assemble.stepper_for(self._params, self._rules, self._forces)
-                status = stepper.advance(self._state, self._params, n, self.noise_seed, self._workspace)
+                status = self._advance(stepper, n)
             except numba.core.errors.NumbaError as error:
                 raise compile_error(error, self._rules, self._forces) from None
             if not status.ok:
                 raise failure_error(self, status.code, status.boid, status.term)
             return
-        state = self._state
-        time, count = state.time, state.step_count
-        for k in range(n):
-            state.time = time + k * self._params.dt  # as the fast engine's clock: no drift
-            try:
-                if self._params.model == "couzin":
-                    new = reference.couzin_step(state, self._params, self.noise_seed)
-                elif self._params.model == "vicsek":
-                    new = reference.vicsek_step(state, self._params, self.noise_seed)
-                else:
-                    new = reference.step(state, self._params, self._rules, self._forces)
-            except reference.StepFailure as failure:
-                state.assign(failure.state)
-                raise failure_error(self, failure.code, failure.boid, failure.term, failure.cause) from None
-            # Keep the live arrays (Boid views and user references stay valid).
-            state.assign(new)
-        # The clock advances as in the fast kernel, so both engines report the same time.
-        state.time, state.step_count = time + n * self._params.dt, count + n
+        state, dt = self._state, self._params.dt
+        t0, k0 = state.clock(dt)
+        before = state.time, state.step_count, state.clock_origin
+        done, failure = 0, None
+        try:
+            while done < n and not self._stop[0]:
+                state.time = t0 + (k0 + done) * dt
+                try:
+                    if self._params.model == "couzin":
+                        new = reference.couzin_step(state, self._params, self.noise_seed)
+                    elif self._params.model == "vicsek":
+                        new = reference.vicsek_step(state, self._params, self.noise_seed)
+                    else:
+                        new = reference.step(state, self._params, self._rules, self._forces)
+                except reference.StepFailure as failed:
+                    failure, new = failed, failed.state
+                # Keep the live arrays (Boid views and user references stay valid).
+                state.assign(new)
+                done += 1
+                if failure is not None:
+                    break
+        finally:  # the clock as in the fast engine, so both report the same time
+            state.time, state.step_count, state.clock_origin = before
+            state.advance_clock(done, dt)
+        if failure is not None:
+            raise failure_error(self, failure.code, failure.boid, failure.term, failure.cause)
+
+    def interrupt(self) -> None:
+        """Ask a :meth:`step` call under way (in another thread, or a signal handler) to end after
+        its current step; it then returns with fewer steps done. Safe to call from a signal
+        handler.
+
+        A step that does not end within a grace period (a rule stuck in a loop) is abandoned:
+        :meth:`step` raises :class:`SimulationError`, and the flock cannot step again.
+        """
+        self._stop[0] = True
+        self._stop_asked = time.monotonic()
+
+    def _advance(self, stepper: assemble.Stepper, n: int) -> assemble.StepStatus:
+        """Run ``n`` fast steps; from the main thread, on the stepping thread when the call may
+        be long, so that signals (Ctrl-C, SIGTERM) are handled within about a tenth of a second.
+
+        Python runs signal handlers only in the main thread, between its own instructions, so
+        a compiled loop of many steps (or a rule that never returns) would hold them off until
+        it ends. A short call of built-in terms alone runs here: handing it over costs about as
+        much as a small flock's step, and it cannot hang.
+        """
+        advance = lambda k: stepper.advance(  # noqa: E731
+            self._state, self._params, k, self.noise_seed, self._workspace, self._stop
+        )
+        start = time.perf_counter()
+        mine = self._rules or self._forces  # user code, which may not return
+        long = self._step_seconds is None or n * self._step_seconds > _RESPONSIVE
+        if threading.current_thread() is not threading.main_thread() or not (mine or (long and n > 1)):
+            status = advance(n)
+        else:
+            stepper.prepare(self._state)  # compile here, where Ctrl-C reaches the compiler
+            status = _stepping_thread.run(lambda: advance(n), self)
+        if status.steps:
+            self._step_seconds = (time.perf_counter() - start) / status.steps
+        return status
 
     # -- your rules and forces -----------------------------------------------------------
 
@@ -282,7 +347,7 @@ class Flock:
         return self._engine
 
     def __len__(self) -> int:
-        return len(self._state)
+        return self._params.count
 
     def _repr_png_(self) -> bytes | None:
         """A picture of the flock as it is now, for notebooks (drawn offscreen with the viewer's
@@ -305,6 +370,66 @@ class Flock:
 
     def __iter__(self) -> Iterator[Boid]:
         return iter(self.boids)
+
+
+class _SteppingThread:
+    """The thread that long step calls of the main thread run on, while it waits for signals.
+
+    One thread serves every flock: a parallel loop started from a new thread makes that
+    thread its own team of OpenMP threads, so a thread per call would pay for a team each
+    time. It is a daemon: a step that never ends (a rule stuck in a loop) is given up and
+    does not keep the process from exiting; the next call then gets a new thread.
+    """
+
+    def __init__(self) -> None:
+        self._calls: queue.SimpleQueue | None = None
+
+    def run(self, call, flock: Flock):
+        """``call()`` there; on an interrupt, ask ``flock`` to stop and wait for the step under way."""
+        if self._calls is None:
+            self._calls = queue.SimpleQueue()
+            threading.Thread(
+                target=self._serve, args=(self._calls,), name="flock3d-step", daemon=True
+            ).start()
+        done = threading.Event()
+        outcome: list = []
+        self._calls.put((call, outcome, done))
+        try:
+            while not done.wait(_RESPONSIVE):
+                if flock._stop[0]:
+                    self._wait_or_abandon(done, flock)
+        except BaseException:  # Ctrl-C, or an exception a signal handler raised
+            flock.interrupt()
+            self._wait_or_abandon(done, flock)
+            raise
+        if isinstance(outcome[0], BaseException):
+            raise outcome[0]
+        return outcome[0]
+
+    @staticmethod
+    def _serve(calls: queue.SimpleQueue) -> None:
+        while True:
+            call, outcome, done = calls.get()
+            try:
+                outcome.append(call())
+            except BaseException as error:  # noqa: BLE001 - handed to the caller
+                outcome.append(error)
+            done.set()
+
+    def _wait_or_abandon(self, done: threading.Event, flock: Flock) -> None:
+        """Wait for a call asked to stop; past the grace period, give it and the thread up."""
+        grace = max(_GRACE, 10.0 * (flock._step_seconds or 0.0))
+        if not done.wait(max(0.0, flock._stop_asked + grace - time.monotonic())):
+            self._calls = None  # its thread is stuck in the call
+            flock._abandoned = (
+                f"step {flock.step_count + 1}: the step did not end within {grace:.3g} s of being "
+                "interrupted (is one of your rules stuck in a loop?); this flock's state is undefined "
+                "and it cannot step again: make a new Flock"
+            )
+            raise SimulationError(flock._abandoned)
+
+
+_stepping_thread = _SteppingThread()
 
 
 class Boids(Sequence[Boid]):
@@ -350,6 +475,13 @@ def failure_error(flock: Flock, code: int, boid: int, term: int, cause: BaseExce
 
     where = f"step {flock.step_count}, boid {boid}"
     if code == kernel.NOT_FINITE:
+        for name, array in (("position", flock.positions), ("velocity", flock.velocities),
+                            ("orientation", flock.orientations)):  # fmt: skip
+            if not np.all(np.abs(array[boid]) <= kernel.MAX_COORDINATE):  # the boid keeps its old state
+                return SimulationError(
+                    f"{where}: its {name} was already non-finite (or beyond {kernel.MAX_COORDINATE:g}) "
+                    "before the step: it was set so from outside the flock"
+                )
         return SimulationError(
             f"{where}: the state blew up (non-finite, or beyond {kernel.MAX_COORDINATE:g}); "
             f"{_likely_cause(flock, boid)}"

@@ -20,15 +20,25 @@ _UPDATE_SECONDS = 0.1
 
 
 class StopFlag:
-    """Set by a signal handler; the run loop checks it between steps."""
+    """Set by a signal handler; the run loop checks it between steps, and the flock it runs is
+    asked to end its call under way (:meth:`~flock3d.Flock.interrupt`)."""
 
     def __init__(self) -> None:
         self._event = threading.Event()
         self.signal_name: str | None = None
+        self._listeners: list = []
 
     def set(self, signal_name: str = "stop") -> None:
         self.signal_name = signal_name
         self._event.set()
+        for listener in self._listeners:
+            listener()
+
+    def listen(self, callback) -> None:
+        """Call ``callback()`` when the flag is set (at once if it is)."""
+        self._listeners.append(callback)
+        if self:
+            callback()
 
     def __bool__(self) -> bool:
         return self._event.is_set()
@@ -38,10 +48,11 @@ class StopFlag:
 def stop_on_signals() -> Iterator[StopFlag]:
     """Within the block, SIGINT (Ctrl-C) and SIGTERM set a flag instead of killing the process.
 
-    The run loop then finishes the steps of its current call (a fraction of a second),
-    the trajectory file is closed with every frame written so far, and the caller
-    reports the interruption. A second signal is not caught. Outside the main thread
-    (where handlers cannot be installed) it only yields a flag.
+    The run loop then ends the step under way (a fraction of a second; a step that never
+    ends, such as a rule stuck in a loop, is given up after a grace period), the trajectory
+    file is closed with every frame written so far, and the caller reports the interruption.
+    A second signal is not caught. Outside the main thread (where handlers cannot be
+    installed) it only yields a flag.
     """
     flag = StopFlag()
     if threading.current_thread() is not threading.main_thread():
@@ -100,6 +111,8 @@ def run(
 
     if writer is not None and writer.frames == 0:
         writer.append(flock.state)
+    if stop is not None:
+        stop.listen(flock.interrupt)
     done = since_frame = 0
     chunk = 1
     # tqdm's disable=None means "only on a terminal".
@@ -109,9 +122,10 @@ def run(
         while done < steps and not stop:
             # Grow the chunk so that each call takes about _UPDATE_SECONDS, never past a frame.
             n = min(chunk, steps - done, every - since_frame if writer is not None else chunk)
-            t = time.perf_counter()
+            t, before = time.perf_counter(), flock.step_count
             flock.step(n)
             elapsed = time.perf_counter() - t
+            n = flock.step_count - before  # fewer when a signal ended the call
             if elapsed < _UPDATE_SECONDS / 2:
                 chunk *= 2
             elif elapsed > _UPDATE_SECONDS * 2 and chunk > 1:

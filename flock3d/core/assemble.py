@@ -811,8 +811,8 @@ class _Generator:
         self.header(c)
         reach, slack = v("reach"), v("slack")
         c("@_compiled",
-          "def advance(pos, vel, quat, waypoints, pred_pos, pred_vel, pred_quat, n_steps, time0, pv, flags, box,",
-          "            attractors, path, obstacles, wind_u, gradient, status):",
+          "def advance(pos, vel, quat, waypoints, pred_pos, pred_vel, pred_quat, n_steps, time0, clock0, pv, flags,",
+          "            box, attractors, path, obstacles, wind_u, gradient, status, stop):",
           _UNPACK,
           "    n = pos.shape[0]",
           "    b = np.empty((7, n + 8))  # room for the padding (see fill_around)",
@@ -828,7 +828,9 @@ class _Generator:
         self.chosen_buffers(c, "n")
         c.dedent()
         c("    for s in range(n_steps):",
-          "        now = time0 + s * dt",
+          "        if stop[0]:  # set by another thread: end the call between steps",
+          "            return s",
+          "        now = time0 + (clock0 + s) * dt",
           f"        if {self.layout.periodic}:",
           "            wrap_into_box(pos, vel, box, planar)",
           "            wrap_into_box(pred_pos, pred_vel, box, planar)",
@@ -1255,12 +1257,19 @@ class Stepper:
             self._packed[key] = pv
         return pv
 
+    def prepare(self, state: FlockState) -> None:
+        """Compile now what advancing ``state`` needs and is not compiled yet (the driver), so that
+        a call on another thread only runs compiled code."""
+        if self.layout.update == "synchronous":
+            _driver(self.layout.periodic, state.n_predators > 0)
+
     def advance(self, state: FlockState, params: Params, n: int, seed: int = 0,
-                workspace: Workspace | None = None) -> StepStatus:  # fmt: skip
+                workspace: Workspace | None = None, stop: np.ndarray | None = None) -> StepStatus:  # fmt: skip
         """Advance ``state`` by up to ``n`` steps in place; stops after a step that fails.
 
         ``workspace``: the synchronous driver's working arrays, which a flock keeps between calls
-        (a fresh one when not given)."""
+        (a fresh one when not given). ``stop``: a (1,) bool array that another thread may set to
+        end the call before its next step (the state is then whole, at the last step done)."""
         pv = self.values(params)
         box = np.array([*params.arena_center, *params.half_extents], dtype=np.float64)
         L = self.layout
@@ -1275,21 +1284,22 @@ class Stepper:
         attractors, path, obstacles, wind_u, gradient = _world_arrays(params)
         arrays = (state.positions, state.velocities, state.orientations, state.waypoints, state.predator_positions,
                   state.predator_velocities, state.predator_orientations)  # fmt: skip
+        stop = np.zeros(1, dtype=np.bool_) if stop is None else stop
+        time0, clock0 = state.clock(params.dt)
         if L.update == "synchronous":
             fixed = np.array([pv[_offsets(L, self.value_names)["reach"]], params.dt, params.predator_speed,
                               *turn_limit(math.radians(params.predator_turn_rate) * params.dt)])  # fmt: skip
             driver = _driver(L.periodic, len(state.predator_positions) > 0)
             work = (workspace or Workspace()).arrays(len(state))
-            done = driver(self._chunk(), *arrays, int(n), float(state.time), int(state.step_count), int(seed), pv,
-                          flags, box, attractors, path, obstacles, wind_u, gradient, status, fixed,
+            done = driver(self._chunk(), *arrays, int(n), time0, clock0, int(state.step_count), int(seed), pv,
+                          flags, box, attractors, path, obstacles, wind_u, gradient, status, fixed, stop,
                           *work)  # fmt: skip
         else:
-            done = self.module.advance(*arrays, int(n), float(state.time), pv, flags, box, attractors, path,
-                                       obstacles, wind_u, gradient, status)  # fmt: skip
+            done = self.module.advance(*arrays, int(n), time0, clock0, pv, flags, box, attractors, path,
+                                       obstacles, wind_u, gradient, status, stop)  # fmt: skip
         if adaptive:
             state.radii[...] = pv[len(pv) - len(state) :]
-        state.time += done * params.dt
-        state.step_count += done
+        state.advance_clock(done, params.dt)
         failed = status[status[:, 0] != OK]
         if len(failed) == 0:
             return StepStatus(done)

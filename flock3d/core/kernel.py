@@ -927,8 +927,8 @@ def _make_advance(periodic, predators):
     """
 
     def _advance(run, chunk, pos, vel, quat, waypoints, pred_pos, pred_vel, pred_quat, n_steps, time0,
-                 step0, seed, pv, flags, box, attractors, path, obstacles, wind_u, gradient, status,
-                 fixed, cols, heads, ids, ids_b, pos_b, vel_b, quat_b, wp_b):  # fmt: skip
+                 clock0, step0, seed, pv, flags, box, attractors, path, obstacles, wind_u, gradient, status,
+                 fixed, stop, cols, heads, ids, ids_b, pos_b, vel_b, quat_b, wp_b):  # fmt: skip
         n = pos.shape[0]
         n_chunks = status.shape[0]
         sides = 2.0 * box[3:]
@@ -945,6 +945,9 @@ def _make_advance(periodic, predators):
             ids[i] = i
         done = n_steps
         for s in range(n_steps):
+            if stop[0]:  # set by another thread: end the call between steps
+                done = s
+                break
             if s % 2:
                 ids_c, pos_c, vel_c, quat_c, wp_c = ids_b, pos_b, vel_b, quat_b, wp_b
                 ids_t, pos_t, vel_t, quat_t, wp_t = ids, pos, vel, quat, waypoints
@@ -969,8 +972,8 @@ def _make_advance(periodic, predators):
             for phase in (GATHER, ADVANCE):
                 run(phase, n_chunks, chunk, bounds, gf, gi, grid.order, grid.cell_start, cols, heads, ids_c,
                     pos_c, vel_c, quat_c, wp_c, ids_t, pos_t, vel_t, quat_t, wp_t, pv, flags, box, sides,
-                    attractors, path, obstacles, wind_u, gradient, hunters, status, time0 + s * dt, seed,
-                    step0 + s)  # fmt: skip
+                    attractors, path, obstacles, wind_u, gradient, hunters, status, time0 + (clock0 + s) * dt,
+                    seed, step0 + s)  # fmt: skip
             failed = False
             for t in range(n_chunks):
                 if status[t, 0] != OK:
@@ -1005,7 +1008,8 @@ _RUN_TYPE = types.FunctionType(
 )  # fmt: skip
 _ADVANCE_SIGNATURE = types.int64(
     _RUN_TYPE, _CHUNK_TYPE, _F2, _F2, _F2, _I1, _F2, _F2, _F2, types.int64, types.float64, types.int64,
-    types.int64, _F1, types.boolean[::1], _F1, _F2, _F2, _F2, _F1, _F2, _I2, _F1, _F2, _F2, _I1, *_ROWS
+    types.int64, types.int64, _F1, types.boolean[::1], _F1, _F2, _F2, _F2, _F1, _F2, _I2, _F1,
+    types.boolean[::1], _F2, _F2, _I1, *_ROWS
 )  # fmt: skip
 
 
@@ -1070,13 +1074,15 @@ def driver_options(periodic: bool, predators: bool) -> tuple[bool, bool]:
 
 
 def synchronous_driver(periodic: bool = False, predators: bool = False):
-    """The compiled synchronous step: ``advance(chunk, state arrays..., status, fixed, *work) ->
-    steps done``.
+    """The compiled synchronous step: ``advance(chunk, state arrays..., status, fixed, stop, *work)
+    -> steps done``.
 
     ``chunk`` is an assembled chunk function (:data:`CHUNK_SIGNATURE`) as :func:`chunk_pointer`
-    gives it; ``fixed`` holds the grid's cell size, dt and the predators' speed and turn
-    limit; ``work`` is a :class:`Workspace`'s arrays for the flock's size. One driver serves
-    every layout of a kind (periodic arena or not, predators or not); each is compiled on
+    gives it; step s of the call runs at time ``time0 + (clock0 + s) * dt`` (see
+    :meth:`~flock3d.core.state.FlockState.clock`); ``fixed`` holds the grid's cell size, dt and
+    the predators' speed and turn limit; ``stop`` (1,) bool, when another thread sets it, ends
+    the call before its next step; ``work`` is a :class:`Workspace`'s arrays for the flock's size.
+    One driver serves every layout of a kind (periodic arena or not, predators or not); each is compiled on
     first use and cached. The parallel loop over chunks is compiled once for all of them
     and called through a pointer, so that no driver's compile links and compiles it again.
     """

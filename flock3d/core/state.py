@@ -17,6 +17,7 @@ __all__ = [
     "initial_radii",
     "settle",
     "settled_positions",
+    "check_state",
     "up_axis",
     "UP_OF_PLANE",
 ]
@@ -62,6 +63,8 @@ class FlockState:
     """(M, 4) float64 unit quaternions."""
     radii: np.ndarray | None = None
     """(N,) float64: each boid's adaptive radius (``Params.adaptive``; unused otherwise), world units."""
+    clock_origin: tuple[float, int, float] | None = field(default=None, repr=False, compare=False)
+    """(time, step count, dt) that the clock counts whole steps from (see :meth:`clock`)."""
 
     def __post_init__(self) -> None:
         if self.waypoints is None:
@@ -76,6 +79,29 @@ class FlockState:
     def n_predators(self) -> int:
         return self.predator_positions.shape[0]
 
+    def clock(self, dt: float) -> tuple[float, int]:
+        """``(t0, k)``: the time is exactly ``t0 + k * dt``, k whole steps after the origin t0.
+
+        The engines time step s of a call as ``t0 + (k + s) * dt``, and the time after it
+        likewise, not as a running sum, which drifts by an ulp now and then: so ``step(n)`` and
+        n calls of ``step()`` reach the same times, and a time-dependent force gives the same
+        trajectory. The origin moves to the current time when the time, the step count or dt
+        were changed since it was set.
+        """
+        if self.clock_origin is not None:
+            t0, k0, dt0 = self.clock_origin
+            k = self.step_count - k0
+            if dt0 == dt and k >= 0 and t0 + k * dt == self.time:
+                return t0, k
+        self.clock_origin = (self.time, self.step_count, dt)
+        return self.time, 0
+
+    def advance_clock(self, n: int, dt: float) -> None:
+        """Count ``n`` more steps of ``dt``, the time following :meth:`clock`."""
+        t0, k = self.clock(dt)
+        self.step_count += n
+        self.time = t0 + (k + n) * dt
+
     def assign(self, other: FlockState) -> None:
         """Take ``other``'s values into this state's arrays, in place (views stay valid).
 
@@ -84,7 +110,7 @@ class FlockState:
         for name in ("positions", "velocities", "orientations", "waypoints", "predator_positions",
                      "predator_velocities", "predator_orientations", "radii"):  # fmt: skip
             getattr(self, name)[...] = getattr(other, name)
-        self.time, self.step_count = other.time, other.step_count
+        self.time, self.step_count, self.clock_origin = other.time, other.step_count, other.clock_origin
 
     def copy(self) -> FlockState:
         """A deep copy (the arrays are copied)."""
@@ -99,7 +125,52 @@ class FlockState:
             self.predator_velocities.copy(),
             self.predator_orientations.copy(),
             self.radii.copy(),
+            self.clock_origin,
         )
+
+
+#: The arrays of a state the engines read, with their dtype and row width (None: one value a row).
+_ARRAYS = (
+    ("positions", np.float64, 3, False),
+    ("velocities", np.float64, 3, False),
+    ("orientations", np.float64, 4, False),
+    ("waypoints", np.int64, None, False),
+    ("radii", np.float64, None, False),
+    ("predator_positions", np.float64, 3, True),
+    ("predator_velocities", np.float64, 3, True),
+    ("predator_orientations", np.float64, 4, True),
+)
+
+
+def check_state(state: FlockState, params: Params) -> None:
+    """Raise ValueError naming the first array of ``state`` an engine cannot take for ``params``.
+
+    The engines index their arrays without bounds checks, so this is the boundary that lets
+    them trust the state: every array a C-contiguous one of its dtype, with ``params.count``
+    rows (``params.predator_count`` for the predators), and each boid's waypoint an index into
+    the path. Only shapes and the waypoints' range are checked (O(1), or O(N) integers with a
+    path); non-finite values are the kernel's to find, as it checks every boid's new state.
+    """
+    for name, dtype, width, predator in _ARRAYS:
+        rows = params.predator_count if predator else params.count
+        wanted = (rows,) if width is None else (rows, width)
+        a = getattr(state, name)
+        kind = f"a C-contiguous {np.dtype(dtype).name} array of shape {wanted}"
+        if not isinstance(a, np.ndarray):
+            raise ValueError(f"state.{name} must be {kind} (got {type(a).__name__})")
+        if a.shape != wanted or a.dtype != dtype or not a.flags.c_contiguous or not a.flags.writeable:
+            got = (
+                f"{a.dtype.name} array of shape {a.shape}"
+                + ("" if a.flags.c_contiguous else ", not C-contiguous")
+                + ("" if a.flags.writeable else ", read-only")
+            )
+            raise ValueError(f"state.{name} must be {kind} for this flock (got a {got})")
+    if params.path is not None and params.count:
+        waypoints, last = state.waypoints, len(params.path.points) - 1
+        low, high = int(waypoints.min()), int(waypoints.max())
+        if low < 0 or high > last:
+            bad = low if low < 0 else high
+            raise ValueError(f"state.waypoints must be indices of the path's points, 0 to {last} (got {bad})")
 
 
 def random_state(params: Params, seed: int | np.random.Generator | None = 0) -> FlockState:
