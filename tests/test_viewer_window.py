@@ -3,6 +3,7 @@
 import os
 import shutil
 import subprocess
+import sys
 import time
 
 import imageio.v3 as iio
@@ -421,3 +422,49 @@ def test_a_scene_with_one_second_steps_runs(qt_app, viewer, tmp_path):
     start = viewer.snapshot.step_count
     pump(qt_app, 3.3)
     assert viewer.snapshot.step_count - start >= 2  # one step per simulated second
+
+
+@pytest.mark.skipif(
+    sys.version_info >= (3, 12), reason="None is immortal from Python 3.12: its count never moves"
+)
+def test_thousands_of_frames_leave_nones_reference_count_alone(qt_app, tmp_path):
+    # PySide6 6.12.0 dropped a reference to None on every Qt call returning nothing (makeCurrent,
+    # update, setText...): on Python 3.11 the window aborted after minutes ("deallocating None").
+    # One event loop for all the frames (each pump's timer would add its own few references), and
+    # it stops at the first drift, long before a leak could abort pytest itself.
+    from PySide6 import QtCore
+
+    from flock3d.viewer.app import ViewerWindow
+
+    frames, tolerance = 3000, 20  # other threads' frames hold a few references at any moment
+    v = ViewerWindow(
+        resolve_scene("default", overrides=["flock.count=50"]), output_dir=tmp_path, dialogs=False
+    )
+    v.window.resize(480, 320)
+    v.show()
+    v.timer.setInterval(0)  # a frame whenever the last one is done: thousands in seconds
+    try:
+        deadline = time.time() + 30
+        while not (v.session.first_step_done and v.frames_drawn > 50) and time.time() < deadline:
+            pump(qt_app, 0.1)
+        pump(qt_app, 0.5)  # the HUD's first updates (and the imports they make) come before counting
+        counts = []
+        loop = QtCore.QEventLoop()
+
+        def count(event) -> None:
+            counts.append(sys.getrefcount(None))
+            if len(counts) > frames or abs(counts[-1] - counts[0]) > tolerance:
+                loop.quit()
+
+        v.canvas.events.draw.connect(count)
+        QtCore.QTimer.singleShot(40_000, loop.quit)
+        loop.exec()
+        drift = np.asarray(counts) - counts[0]
+        worst = int(np.argmax(np.abs(drift)))
+        assert abs(drift[worst]) <= tolerance, (
+            f"None's reference count moved by {drift[worst]} in {worst} frames"
+        )
+        assert len(counts) > frames, f"only {len(counts)} frames in 40 s"
+    finally:
+        v.close()
+        pump(qt_app, 0.2)

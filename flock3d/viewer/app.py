@@ -666,9 +666,9 @@ def _qimage_to_array(image) -> np.ndarray | None:
 def run_event_loop(seconds: float) -> None:
     """Let Qt's event loop run for ``seconds`` (drawing, timers, input), then return.
 
-    For measurements and tests. Polling ``processEvents`` in a Python loop instead
-    would crash: PySide6 6.12 drops a reference to None on every call, and after some
-    twenty thousand calls the interpreter aborts ("deallocating None").
+    For measurements and tests. Qt's own loop, not ``processEvents`` polled from Python:
+    a Qt call per poll is what PySide6 6.12.0 leaked a reference to None on (it aborted
+    Python 3.11 within minutes; pyproject excludes it there, and a window test counts).
     """
     from PySide6 import QtCore
 
