@@ -50,8 +50,9 @@ def seconds_since_process_start() -> float | None:
 def check_display() -> None:
     """Raise a one-line :class:`Flock3dError` when no screen is available for a window.
 
-    An X display that is set but cannot be reached would make Qt abort the process,
-    so it is tried first (with the XCB library Qt itself uses).
+    An X display that is set but cannot be reached, or a system library missing for
+    Qt's X11 plugin, would make Qt abort the process, so both are tried first (the
+    display with the XCB library Qt itself uses; the libraries by :mod:`flock3d.viewer.xcb`).
     """
     if not sys.platform.startswith("linux"):
         return
@@ -66,6 +67,10 @@ def check_display() -> None:
             f"cannot open the display {display!r} (no X server answers there), so no window can open; "
             "render without a screen with `flock3d render SCENE --out movie.mp4`"
         )
+    from flock3d.viewer.xcb import check_xcb_libraries, qt_platform
+
+    if qt_platform() == "xcb":
+        check_xcb_libraries()
 
 
 def _x_display_reachable(display: str) -> bool | None:
