@@ -401,6 +401,22 @@ def test_every_camera_frames_the_flock(qt_app, viewer, tmp_path):
             assert share > 0.9 and spread > 0.08, (scene, kind, share, spread)
 
 
+def test_every_camera_frames_a_periodic_box_whole(qt_app, viewer, tmp_path):
+    import itertools
+
+    assert viewer.open_scene(resolve_scene("vicsek/3d").save(tmp_path / "vicsek.toml"))
+    p = viewer.session.params
+    signs = np.array(list(itertools.product((-1.0, 1.0), repeat=3)))
+    corners = np.asarray(p.arena_center) + signs * np.asarray(p.half_extents)
+    w, h = viewer.canvas.size
+    for kind in ("orbit", "arcball", "fly"):  # follow frames the flock, not the box
+        viewer.panel.camera.setCurrentText(kind)
+        pump(qt_app, 0.2)
+        mapped = viewer.view.scene.node_transform(viewer.canvas.scene).map(corners)
+        xy = mapped[:, :2] / mapped[:, 3:4]
+        assert np.all((xy > 0) & (xy < [w, h])), (kind, xy)
+
+
 def test_the_fly_camera_moves_with_the_keys_in_the_help(qt_app, viewer):
     viewer.panel.camera.setCurrentText("fly")
     pump(qt_app, 0.3)
