@@ -1,6 +1,8 @@
 """The viewer in a real window under Xvfb, driven with real X input events (xdotool)."""
 
+import math
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -415,6 +417,26 @@ def test_every_camera_frames_a_periodic_box_whole(qt_app, viewer, tmp_path):
         mapped = viewer.view.scene.node_transform(viewer.canvas.scene).map(corners)
         xy = mapped[:, :2] / mapped[:, 3:4]
         assert np.all((xy > 0) & (xy < [w, h])), (kind, xy)
+
+
+def test_an_unlimited_turn_rate_reads_the_same_on_the_panel_and_the_hud(qt_app, viewer, tmp_path):
+    assert viewer.open_scene(resolve_scene("vicsek/3d").save(tmp_path / "vicsek.toml"))
+    assert math.isinf(viewer.session.params.max_turn_rate)  # the Vicsek model turns at once
+    turn = viewer.panel.controls["max_turn_rate"]
+
+    def shown() -> tuple[str, str]:
+        pump(qt_app, 0.4)  # the HUD is rewritten four times a second
+        return turn.spin.text(), re.search(r"turn (\S+)°/s", viewer.hud.status.text()).group(1)
+
+    assert shown() == ("∞ °/s", "∞") and turn.slider.value() == turn.slider.maximum()
+    xdotool("key", "minus")  # down from no limit: the top of the range
+    assert shown() == ("2000 °/s", "2000") and viewer.session.params.max_turn_rate == 2000
+    xdotool("key", "equal")  # and past it: no limit again
+    assert shown() == ("∞ °/s", "∞") and math.isinf(viewer.session.params.max_turn_rate)
+    turn.slider.setValue(turn.slider.maximum() - 1)
+    assert shown() == ("2000 °/s", "2000") and viewer.session.params.max_turn_rate == 2000
+    turn.spin.setValue(turn.spin.maximum())
+    assert shown() == ("∞ °/s", "∞") and math.isinf(viewer.session.params.max_turn_rate)
 
 
 def test_the_fly_camera_moves_with_the_keys_in_the_help(qt_app, viewer):

@@ -264,6 +264,7 @@ class ViewerWindow:
             return options[(options.index(current) + 1) % len(options)] if current in options else options[0]
 
         p = self.panel
+        turn = p.controls["max_turn_rate"]
         return {
             ("Space",): lambda: p.buttons["pause"].toggle(),
             (".",): self.single_step,
@@ -272,10 +273,10 @@ class ViewerWindow:
             ("[",): lambda: self.set_param("fov", max(10.0, self.session.params.fov - 10.0)),
             ("]",): lambda: self.set_param("fov", min(360.0, self.session.params.fov + 10.0)),
             ("-",): lambda: self.set_param(
-                "max_turn_rate", max(5.0, self.session.params.max_turn_rate / 1.25)
+                "max_turn_rate", turn.scaled(self.session.params.max_turn_rate, 0.8)
             ),
             ("=", "+"): lambda: self.set_param(
-                "max_turn_rate", min(2000.0, self.session.params.max_turn_rate * 1.25)
+                "max_turn_rate", turn.scaled(self.session.params.max_turn_rate, 1.25)
             ),
             ("C",): lambda: p.camera.setCurrentText(cycle(CAMERA_KINDS, self.camera_kind)),
             ("V",): lambda: p.color_mode.setCurrentText(cycle(COLOR_MODES, self.visuals.color_mode)),
@@ -571,6 +572,8 @@ class ViewerWindow:
         return ""
 
     def _update_hud(self, now: float) -> None:
+        from flock3d.viewer.panel import UNLIMITED_TEXT
+
         s, snap = self.session, self.snapshot
         span = now - self._hud_time
         sim_time, steps = self._hud_sim
@@ -592,7 +595,7 @@ class ViewerWindow:
         slow = slow and p.dt < 0.25
         lag = f"  (x{self._rt_factor:.2f} real time: cannot keep up)" if slow else ""
         state = "paused" if s.paused else f"{self._steps_per_second:,.0f} steps/s"
-        turn = "inf" if math.isinf(p.max_turn_rate) else f"{p.max_turn_rate:g}"
+        turn = UNLIMITED_TEXT if math.isinf(p.max_turn_rate) else f"{p.max_turn_rate:g}"
         rec = "   ● REC" if self.video is not None else ""
         self.hud.set_status(
             f"{self._fps:.0f} fps   {state}{lag}   t {snap.time:.1f} s   N {len(snap.state):,}   "
