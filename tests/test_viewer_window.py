@@ -437,6 +437,8 @@ def test_an_unlimited_turn_rate_reads_the_same_on_the_panel_and_the_hud(qt_app, 
     assert shown() == ("2000 °/s", "2000") and viewer.session.params.max_turn_rate == 2000
     turn.spin.setValue(turn.spin.maximum())
     assert shown() == ("∞ °/s", "∞") and math.isinf(viewer.session.params.max_turn_rate)
+    turn.set_value(5000.0)  # a finite rate past the range sits at its end, as on every control: not ∞
+    assert turn.spin.text() == "2000 °/s" and turn.slider.value() == turn.slider.maximum() - 1
 
 
 def test_the_fly_camera_moves_with_the_keys_in_the_help(qt_app, viewer):

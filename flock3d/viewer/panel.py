@@ -213,7 +213,7 @@ class ParamControl(QtWidgets.QWidget):
 
     def to_slider(self, value: float) -> int:
         c = self.control
-        if c.unlimited and value > c.high:
+        if c.unlimited and math.isinf(value):
             return _STEPS + 1
         value = min(max(value, c.low), c.high)
         if c.log:
@@ -250,7 +250,10 @@ class ParamControl(QtWidgets.QWidget):
             widget.blockSignals(False)
 
     def _spin_value(self, value: float) -> float:
-        return self._unlimited_value if self.control.unlimited and value > self.control.high else value
+        # A finite value past the range is shown at its end, as every control does; only inf is ∞.
+        if not self.control.unlimited:
+            return value
+        return self._unlimited_value if math.isinf(value) else min(value, self.control.high)
 
     def _slider_moved(self, position: int) -> None:
         value = self.from_slider(position)
