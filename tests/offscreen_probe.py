@@ -8,6 +8,7 @@ process, so the pixel tests run this script and assert on what it saves:
 
 from __future__ import annotations
 
+import itertools
 import math
 import sys
 
@@ -217,6 +218,27 @@ def case_species_meshes() -> dict:
     return out
 
 
+def case_periodic_box() -> dict:
+    """vicsek/3d's periodic box, empty, framed as the viewer and `flock3d render` frame it, seen
+    from all round its orbit; with its corners' places on each picture."""
+    from flock3d.scene import resolve_scene
+
+    params = resolve_scene("vicsek/3d").params
+    scene = Scene(params=params, view=resolve_scene("vicsek/3d").view)
+    signs = np.array(list(itertools.product((-1.0, 1.0), repeat=3)))
+    corners = np.asarray(params.arena_center) + signs * np.asarray(params.half_extents)
+    r = OffscreenRenderer(scene, size=SIZE, camera="fixed")
+    empty = state_of(np.zeros((0, 3)), np.zeros((0, 3)))
+    images, screens = [], []
+    for elevation in (-60.0, scene.view.camera_elevation, 60.0):
+        for azimuth in range(0, 360, 30):
+            r.camera.elevation, r.camera.azimuth = elevation, float(azimuth)
+            images.append(r.render(empty))
+            screens.append(project(r, corners))
+    r.close()
+    return {"images": np.array(images), "corners": np.array(screens)}
+
+
 def case_notebook() -> dict:
     """flock3d.show() driven as a notebook's front end would: sized, drawn, played, paused."""
     import time
@@ -269,6 +291,7 @@ CASES = {
     "heading": case_heading,
     "arena": case_arena,
     "colors": case_colors,
+    "periodic_box": case_periodic_box,
     "notebook": case_notebook,
     "repr_png": case_repr_png,
 }

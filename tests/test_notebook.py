@@ -1,6 +1,9 @@
 """The notebook viewer (flock3d.show) driven headless, and Flock._repr_png_."""
 
 import importlib.util
+import json
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -25,7 +28,51 @@ def test_the_notebook_widget_shows_a_playing_flock_with_its_controls(tmp_path):
     px = data["uniform"][foreground_mask(data["uniform"])].astype(int)
     bright = px[px.max(axis=1) > 120]
     assert len(bright) > 50 and np.mean(bright[:, 0] > bright[:, 2]) > 0.9
-    assert list(data["widgets"]) == ["CanvasBackend", "HBox", "HBox"]
+    # The frame buffer's own output area (its callbacks' errors) last, inside the box.
+    assert list(data["widgets"]) == ["CanvasBackend", "HBox", "HBox", "RFBOutputContext"]
+
+
+needs_rfb = pytest.mark.skipif(
+    importlib.util.find_spec("jupyter_rfb") is None, reason="jupyter_rfb is not installed"
+)
+
+
+def python(code: str, tmp_path) -> str:
+    """Run ``code`` in a fresh interpreter (vispy binds one backend a process); its stdout."""
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=tmp_path
+    )
+    if out.returncode != 0 and "needs EGL" in out.stderr:
+        pytest.skip("no EGL/OpenGL for offscreen rendering here")
+    assert out.returncode == 0, out.stderr
+    return out.stdout
+
+
+@needs_rfb
+def test_show_in_plain_python_prints_nothing(tmp_path):
+    code = "import flock3d\nviewer = flock3d.show('default', size=(64, 48), play=False)\nviewer.close()\n"
+    assert python(code, tmp_path) == ""
+
+
+@needs_rfb
+def test_show_in_a_notebook_displays_one_output_the_viewer(tmp_path):
+    code = """
+import json
+from IPython.core.interactiveshell import InteractiveShell
+
+shell = InteractiveShell.instance()
+published = []
+shell.display_pub.publish = lambda data, metadata=None, **kwargs: published.append(data)
+cell = "import flock3d\\nviewer = flock3d.show('default', size=(64, 48), play=False)\\nviewer"
+shell.run_cell(cell).raise_error()
+viewer = shell.user_ns["viewer"]
+shown = [d.get("application/vnd.jupyter.widget-view+json", {}).get("model_id") for d in published]
+print(json.dumps({"shown": shown, "box": viewer.widget.model_id}))
+viewer.close()
+"""
+    stdout = python(code, tmp_path)
+    outputs = json.loads(stdout[stdout.index("{") :])  # after the shell's "Out[0]: " prompt
+    assert outputs["shown"] == [outputs["box"]]  # the cell's value, and nothing before it
 
 
 def test_a_flock_shows_itself_as_a_png_in_notebooks(tmp_path):

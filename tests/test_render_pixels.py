@@ -65,6 +65,17 @@ def test_the_arena_outline_appears(tmp_path):
     assert np.mean(r > 0.9 * radius) > 0.15  # a visible outline near its silhouette
 
 
+def test_a_periodic_box_is_framed_whole_from_every_side(tmp_path):
+    data = probe("periodic_box", tmp_path)
+    h, w = data["images"].shape[1:3]
+    for image, corners in zip(data["images"], data["corners"], strict=True):
+        assert np.all((corners > 4) & (corners < [w - 4, h - 4])), corners  # every corner on the picture
+        ys, xs = np.nonzero(foreground_mask(image, tolerance=6))
+        assert len(xs) > 300  # the box's edges are drawn...
+        assert xs.min() > 2 and ys.min() > 2 and xs.max() < w - 3 and ys.max() < h - 3  # ...and none is cut
+        assert ys.max() - ys.min() > 0.5 * h  # filling the view, not lost in it
+
+
 def test_colour_modes_give_different_pictures(tmp_path):
     images = probe("colors", tmp_path)
     means = {}

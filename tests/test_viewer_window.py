@@ -1,8 +1,11 @@
 """The viewer in a real window under Xvfb, driven with real X input events (xdotool)."""
 
+import math
 import os
+import re
 import shutil
 import subprocess
+import sys
 import time
 
 import imageio.v3 as iio
@@ -400,6 +403,44 @@ def test_every_camera_frames_the_flock(qt_app, viewer, tmp_path):
             assert share > 0.9 and spread > 0.08, (scene, kind, share, spread)
 
 
+def test_every_camera_frames_a_periodic_box_whole(qt_app, viewer, tmp_path):
+    import itertools
+
+    assert viewer.open_scene(resolve_scene("vicsek/3d").save(tmp_path / "vicsek.toml"))
+    p = viewer.session.params
+    signs = np.array(list(itertools.product((-1.0, 1.0), repeat=3)))
+    corners = np.asarray(p.arena_center) + signs * np.asarray(p.half_extents)
+    w, h = viewer.canvas.size
+    for kind in ("orbit", "arcball", "fly"):  # follow frames the flock, not the box
+        viewer.panel.camera.setCurrentText(kind)
+        pump(qt_app, 0.2)
+        mapped = viewer.view.scene.node_transform(viewer.canvas.scene).map(corners)
+        xy = mapped[:, :2] / mapped[:, 3:4]
+        assert np.all((xy > 0) & (xy < [w, h])), (kind, xy)
+
+
+def test_an_unlimited_turn_rate_reads_the_same_on_the_panel_and_the_hud(qt_app, viewer, tmp_path):
+    assert viewer.open_scene(resolve_scene("vicsek/3d").save(tmp_path / "vicsek.toml"))
+    assert math.isinf(viewer.session.params.max_turn_rate)  # the Vicsek model turns at once
+    turn = viewer.panel.controls["max_turn_rate"]
+
+    def shown() -> tuple[str, str]:
+        pump(qt_app, 0.4)  # the HUD is rewritten four times a second
+        return turn.spin.text(), re.search(r"turn (\S+)°/s", viewer.hud.status.text()).group(1)
+
+    assert shown() == ("∞ °/s", "∞") and turn.slider.value() == turn.slider.maximum()
+    xdotool("key", "minus")  # down from no limit: the top of the range
+    assert shown() == ("2000 °/s", "2000") and viewer.session.params.max_turn_rate == 2000
+    xdotool("key", "equal")  # and past it: no limit again
+    assert shown() == ("∞ °/s", "∞") and math.isinf(viewer.session.params.max_turn_rate)
+    turn.slider.setValue(turn.slider.maximum() - 1)
+    assert shown() == ("2000 °/s", "2000") and viewer.session.params.max_turn_rate == 2000
+    turn.spin.setValue(turn.spin.maximum())
+    assert shown() == ("∞ °/s", "∞") and math.isinf(viewer.session.params.max_turn_rate)
+    turn.set_value(5000.0)  # a finite rate past the range sits at its end, as on every control: not ∞
+    assert turn.spin.text() == "2000 °/s" and turn.slider.value() == turn.slider.maximum() - 1
+
+
 def test_the_fly_camera_moves_with_the_keys_in_the_help(qt_app, viewer):
     viewer.panel.camera.setCurrentText("fly")
     pump(qt_app, 0.3)
@@ -421,3 +462,49 @@ def test_a_scene_with_one_second_steps_runs(qt_app, viewer, tmp_path):
     start = viewer.snapshot.step_count
     pump(qt_app, 3.3)
     assert viewer.snapshot.step_count - start >= 2  # one step per simulated second
+
+
+@pytest.mark.skipif(
+    sys.version_info >= (3, 12), reason="None is immortal from Python 3.12: its count never moves"
+)
+def test_thousands_of_frames_leave_nones_reference_count_alone(qt_app, tmp_path):
+    # PySide6 6.12.0 dropped a reference to None on every Qt call returning nothing (makeCurrent,
+    # update, setText...): on Python 3.11 the window aborted after minutes ("deallocating None").
+    # One event loop for all the frames (each pump's timer would add its own few references), and
+    # it stops at the first drift, long before a leak could abort pytest itself.
+    from PySide6 import QtCore
+
+    from flock3d.viewer.app import ViewerWindow
+
+    frames, tolerance = 3000, 20  # other threads' frames hold a few references at any moment
+    v = ViewerWindow(
+        resolve_scene("default", overrides=["flock.count=50"]), output_dir=tmp_path, dialogs=False
+    )
+    v.window.resize(480, 320)
+    v.show()
+    v.timer.setInterval(0)  # a frame whenever the last one is done: thousands in seconds
+    try:
+        deadline = time.time() + 30
+        while not (v.session.first_step_done and v.frames_drawn > 50) and time.time() < deadline:
+            pump(qt_app, 0.1)
+        pump(qt_app, 0.5)  # the HUD's first updates (and the imports they make) come before counting
+        counts = []
+        loop = QtCore.QEventLoop()
+
+        def count(event) -> None:
+            counts.append(sys.getrefcount(None))
+            if len(counts) > frames or abs(counts[-1] - counts[0]) > tolerance:
+                loop.quit()
+
+        v.canvas.events.draw.connect(count)
+        QtCore.QTimer.singleShot(40_000, loop.quit)
+        loop.exec()
+        drift = np.asarray(counts) - counts[0]
+        worst = int(np.argmax(np.abs(drift)))
+        assert abs(drift[worst]) <= tolerance, (
+            f"None's reference count moved by {drift[worst]} in {worst} frames"
+        )
+        assert len(counts) > frames, f"only {len(counts)} frames in 40 s"
+    finally:
+        v.close()
+        pump(qt_app, 0.2)

@@ -50,8 +50,9 @@ def seconds_since_process_start() -> float | None:
 def check_display() -> None:
     """Raise a one-line :class:`Flock3dError` when no screen is available for a window.
 
-    An X display that is set but cannot be reached would make Qt abort the process,
-    so it is tried first (with the XCB library Qt itself uses).
+    An X display that is set but cannot be reached, or a system library missing for
+    Qt's X11 plugin, would make Qt abort the process, so both are tried first (the
+    display with the XCB library Qt itself uses; the libraries by :mod:`flock3d.viewer.xcb`).
     """
     if not sys.platform.startswith("linux"):
         return
@@ -66,6 +67,10 @@ def check_display() -> None:
             f"cannot open the display {display!r} (no X server answers there), so no window can open; "
             "render without a screen with `flock3d render SCENE --out movie.mp4`"
         )
+    from flock3d.viewer.xcb import check_xcb_libraries, qt_platform
+
+    if qt_platform() == "xcb":
+        check_xcb_libraries()
 
 
 def _x_display_reachable(display: str) -> bool | None:
@@ -259,6 +264,7 @@ class ViewerWindow:
             return options[(options.index(current) + 1) % len(options)] if current in options else options[0]
 
         p = self.panel
+        turn = p.controls["max_turn_rate"]
         return {
             ("Space",): lambda: p.buttons["pause"].toggle(),
             (".",): self.single_step,
@@ -267,10 +273,10 @@ class ViewerWindow:
             ("[",): lambda: self.set_param("fov", max(10.0, self.session.params.fov - 10.0)),
             ("]",): lambda: self.set_param("fov", min(360.0, self.session.params.fov + 10.0)),
             ("-",): lambda: self.set_param(
-                "max_turn_rate", max(5.0, self.session.params.max_turn_rate / 1.25)
+                "max_turn_rate", turn.scaled(self.session.params.max_turn_rate, 0.8)
             ),
             ("=", "+"): lambda: self.set_param(
-                "max_turn_rate", min(2000.0, self.session.params.max_turn_rate * 1.25)
+                "max_turn_rate", turn.scaled(self.session.params.max_turn_rate, 1.25)
             ),
             ("C",): lambda: p.camera.setCurrentText(cycle(CAMERA_KINDS, self.camera_kind)),
             ("V",): lambda: p.color_mode.setCurrentText(cycle(COLOR_MODES, self.visuals.color_mode)),
@@ -566,6 +572,8 @@ class ViewerWindow:
         return ""
 
     def _update_hud(self, now: float) -> None:
+        from flock3d.viewer.panel import UNLIMITED_TEXT
+
         s, snap = self.session, self.snapshot
         span = now - self._hud_time
         sim_time, steps = self._hud_sim
@@ -587,7 +595,7 @@ class ViewerWindow:
         slow = slow and p.dt < 0.25
         lag = f"  (x{self._rt_factor:.2f} real time: cannot keep up)" if slow else ""
         state = "paused" if s.paused else f"{self._steps_per_second:,.0f} steps/s"
-        turn = "inf" if math.isinf(p.max_turn_rate) else f"{p.max_turn_rate:g}"
+        turn = UNLIMITED_TEXT if math.isinf(p.max_turn_rate) else f"{p.max_turn_rate:g}"
         rec = "   ● REC" if self.video is not None else ""
         self.hud.set_status(
             f"{self._fps:.0f} fps   {state}{lag}   t {snap.time:.1f} s   N {len(snap.state):,}   "
@@ -666,9 +674,9 @@ def _qimage_to_array(image) -> np.ndarray | None:
 def run_event_loop(seconds: float) -> None:
     """Let Qt's event loop run for ``seconds`` (drawing, timers, input), then return.
 
-    For measurements and tests. Polling ``processEvents`` in a Python loop instead
-    would crash: PySide6 6.12 drops a reference to None on every call, and after some
-    twenty thousand calls the interpreter aborts ("deallocating None").
+    For measurements and tests. Qt's own loop, not ``processEvents`` polled from Python:
+    a Qt call per poll is what PySide6 6.12.0 leaked a reference to None on (it aborted
+    Python 3.11 within minutes; pyproject excludes it there, and a window test counts).
     """
     from PySide6 import QtCore
 

@@ -70,9 +70,16 @@ class NotebookViewer:
             application = app.Application("jupyter_rfb")
         except Exception as error:
             raise Flock3dError(f"the notebook viewer needs jupyter_rfb: {error}") from None
+        from IPython.utils.capture import capture_output
+
         self.size = tuple(size)
         self.session = Session(scene, flock)
-        self.canvas = vscene.SceneCanvas(app=application, size=size, bgcolor=BACKGROUND, keys=None)
+        # The frame buffer widget displays an output area of its own (for errors in its
+        # callbacks) the moment it exists: a stray "RFBOutputContext()" line in plain Python, an
+        # empty output in a notebook. That display is swallowed, and the area goes in our box.
+        with capture_output(stdout=True, stderr=False, display=True):
+            self.canvas = vscene.SceneCanvas(app=application, size=size, bgcolor=BACKGROUND, keys=None)
+        errors = getattr(self.canvas.native, "_output_context", None)
         self.view = self.canvas.central_widget.add_view(border_width=0)
         self.visuals = FlockVisuals(self.view, scene.view, self.session.params)
         self.camera_kind = (
@@ -106,7 +113,7 @@ class NotebookViewer:
         c["trails"].observe(lambda change: self.visuals.set_trails(change["new"]), names="value")
         self.widget = ipywidgets.VBox(
             [self.canvas.native, ipywidgets.HBox([c["play"], c["reset"], c["camera"], c["colors"]]),
-             ipywidgets.HBox([c["mesh"], c["trails"]])]
+             ipywidgets.HBox([c["mesh"], c["trails"]]), *([errors] if errors is not None else [])]
         )  # fmt: skip
         self.canvas.events.draw.connect(self._before_draw, position="first")
         self.session.paused = not play

@@ -11,7 +11,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from PySide6 import QtCore, QtWidgets
+from PySide6 import QtCore, QtGui, QtWidgets
 
 from flock3d.core.params import Params
 from flock3d.scene.schema import COLOR_MODES, KEYS_BY_NAME, MESHES, PARAM_KEY_OF_FIELD
@@ -27,6 +27,7 @@ __all__ = [
     "control_value",
     "apply_dark_theme",
     "DEFAULT_TRAIL_SECONDS",
+    "UNLIMITED_TEXT",
 ]
 
 CAMERA_KINDS = ("orbit", "arcball", "fly", "follow")
@@ -100,11 +101,19 @@ class Control:
     log: bool = False
     decimals: int = 1
     suffix: str = ""
+    unlimited: bool = False
+    """One more notch past ``high`` stands for no limit (inf), shown as ``UNLIMITED_TEXT``."""
+
+
+UNLIMITED_TEXT = "∞"
+"""How the panel and the HUD show a limit that is infinite (no limit)."""
 
 
 CONTROLS: list[Control] = [
     Control("fov", "Field of view", 1.0, 360.0, decimals=0, suffix=" °"),
-    Control("max_turn_rate", "Max turn rate", 5.0, 2000.0, log=True, decimals=0, suffix=" °/s"),
+    Control(
+        "max_turn_rate", "Max turn rate", 5.0, 2000.0, log=True, decimals=0, suffix=" °/s", unlimited=True
+    ),
     Control("view_distance", "View distance", 0.2, 100.0, log=True, decimals=2),
     Control("separation_distance", "Separation distance", 0.05, 100.0, log=True, decimals=2),
     Control("separation", "Separation", 0.0, 300.0, decimals=1),
@@ -146,10 +155,33 @@ _SHARED_WITH_COUZIN = frozenset({"fov", "max_turn_rate"})
 _VICSEK_FIELDS = frozenset({"noise_eta", "speed", "view_distance", "fov", "max_turn_rate", "arena_radius"})
 
 
+class _SpinBox(QtWidgets.QDoubleSpinBox):
+    """A spin box whose values above ``unlimited_above`` (when set) read and show as no limit."""
+
+    unlimited_above: float | None = None
+
+    def textFromValue(self, value: float) -> str:
+        if self.unlimited_above is not None and value > self.unlimited_above:
+            return UNLIMITED_TEXT
+        return super().textFromValue(value)
+
+    def valueFromText(self, text: str) -> float:
+        if self.unlimited_above is not None and UNLIMITED_TEXT in text:
+            return self.maximum()
+        return super().valueFromText(text)
+
+    def validate(self, text: str, pos: int) -> object:
+        if self.unlimited_above is not None and UNLIMITED_TEXT in text:
+            return QtGui.QValidator.State.Acceptable, text, pos
+        return super().validate(text, pos)
+
+
 class ParamControl(QtWidgets.QWidget):
     """A labelled slider with a spin box beside it; both edit one value.
 
-    ``edited`` is emitted with the new value when the user moves either one.
+    ``edited`` is emitted with the new value when the user moves either one. An
+    ``unlimited`` control has one more notch past its range, which is inf (no limit):
+    the slider's last position, and the spin box one step past ``high``, shown as ∞.
     """
 
     edited = QtCore.Signal(float)
@@ -158,10 +190,13 @@ class ParamControl(QtWidgets.QWidget):
         super().__init__(parent)
         self.control = control
         self.slider = QtWidgets.QSlider(QtCore.Qt.Orientation.Horizontal)
-        self.slider.setRange(0, _STEPS)
+        self.slider.setRange(0, _STEPS + 1 if control.unlimited else _STEPS)
         self.slider.setObjectName(f"slider_{control.field}")
-        self.spin = QtWidgets.QDoubleSpinBox()
-        self.spin.setRange(control.low, control.high)
+        self.spin = _SpinBox()
+        self._unlimited_value = control.high + 10.0**-control.decimals  # the spin box's notch for inf
+        if control.unlimited:
+            self.spin.unlimited_above = control.high
+        self.spin.setRange(control.low, self._unlimited_value if control.unlimited else control.high)
         self.spin.setDecimals(control.decimals)
         self.spin.setSuffix(control.suffix)
         self.spin.setKeyboardTracking(False)
@@ -178,6 +213,8 @@ class ParamControl(QtWidgets.QWidget):
 
     def to_slider(self, value: float) -> int:
         c = self.control
+        if c.unlimited and math.isinf(value):
+            return _STEPS + 1
         value = min(max(value, c.low), c.high)
         if c.log:
             t = math.log(value / c.low) / math.log(c.high / c.low)
@@ -187,26 +224,48 @@ class ParamControl(QtWidgets.QWidget):
 
     def from_slider(self, position: int) -> float:
         c = self.control
+        if position > _STEPS:
+            return math.inf
         t = position / _STEPS
         return c.low * (c.high / c.low) ** t if c.log else c.low + t * (c.high - c.low)
+
+    def scaled(self, value: float, factor: float) -> float:
+        """``value`` times ``factor``, kept in the control's range; for an unlimited control,
+        past the top is inf and down from inf is the top (what the keyboard's steps do)."""
+        c = self.control
+        if c.unlimited and math.isinf(value):
+            return value if factor > 1 else c.high
+        scaled = value * factor
+        if c.unlimited and scaled > c.high and value >= c.high:
+            return math.inf
+        return min(max(scaled, c.low), c.high)
 
     def set_value(self, value: float) -> None:
         """Show ``value`` without emitting ``edited``."""
         for widget in (self.slider, self.spin):
             widget.blockSignals(True)
-        self.spin.setValue(value)
+        self.spin.setValue(self._spin_value(value))
         self.slider.setValue(self.to_slider(value))
         for widget in (self.slider, self.spin):
             widget.blockSignals(False)
 
+    def _spin_value(self, value: float) -> float:
+        # A finite value past the range is shown at its end, as every control does; only inf is ∞.
+        if not self.control.unlimited:
+            return value
+        return self._unlimited_value if math.isinf(value) else min(value, self.control.high)
+
     def _slider_moved(self, position: int) -> None:
-        value = round(self.from_slider(position), self.control.decimals)
+        value = self.from_slider(position)
+        value = value if math.isinf(value) else round(value, self.control.decimals)
         self.spin.blockSignals(True)
-        self.spin.setValue(value)
+        self.spin.setValue(self._spin_value(value))
         self.spin.blockSignals(False)
         self.edited.emit(value)
 
     def _spin_changed(self, value: float) -> None:
+        if self.control.unlimited and value > self.control.high:
+            value = math.inf
         self.slider.blockSignals(True)
         self.slider.setValue(self.to_slider(value))
         self.slider.blockSignals(False)

@@ -48,7 +48,16 @@ from flock3d.viewer.colors import (
 from flock3d.viewer.meshes import mesh, speck, wing_beat
 from flock3d.viewer.visuals import Boids, Segments, Sky, Trails
 
-__all__ = ["FlockVisuals", "ARENA_COLOR", "CAMERA_FOV", "MIN_BOID_PIXELS", "frame_distance", "arena_lines"]
+__all__ = [
+    "FlockVisuals",
+    "ARENA_COLOR",
+    "BOX_SHAPES",
+    "CAMERA_FOV",
+    "MIN_BOID_PIXELS",
+    "frame_distance",
+    "arena_lines",
+    "arena_bounds",
+]
 
 ARENA_COLOR = (0.6, 0.72, 1.0, 0.16)
 OBSTACLE_COLOR = (1.0, 0.62, 0.3, 0.55)
@@ -61,6 +70,8 @@ FOG_COLOR = tuple(0.5 * (np.asarray(SKY_TOP) + np.asarray(SKY_BOTTOM)))
 PREDATOR_SCALE = 2.2
 """Predators are drawn this many times larger than boids."""
 CAMERA_FOV = 45.0
+BOX_SHAPES = ("box", "periodic", "wrap")
+"""Arena shapes that are boxes (of half side lengths ``Params.half_extents``)."""
 MIN_BOID_PIXELS = 7.0
 """A boid is drawn at least this many canvas pixels long, however far away."""
 SPECK_PIXELS = 8.0
@@ -115,8 +126,8 @@ def _sphere_lines(
     return np.vstack(segments)
 
 
-def _box_lines(half: float, center, planar: bool) -> np.ndarray:
-    """Segments of the edges of a cube of side 2 * half (a square when planar)."""
+def _box_lines(half, center, planar: bool) -> np.ndarray:
+    """Segments of the edges of a box of half side lengths ``half`` (x, y, z) (a rectangle when planar)."""
     c = np.asarray(center, dtype=np.float64)
     if planar:
         corners = np.array([[-1, -1, 0], [1, -1, 0], [1, 1, 0], [-1, 1, 0]], dtype=np.float64)
@@ -145,9 +156,19 @@ def arena_lines(params: Params, eye: np.ndarray | None = None, into: np.ndarray 
         if rim is not None:
             parts.append(rim)
         return np.vstack(parts)
-    if params.arena_shape in ("box", "periodic"):
-        return _box_lines(r, c, planar)
+    if params.arena_shape in BOX_SHAPES:
+        return _box_lines(np.asarray(params.half_extents, np.float64), c, planar)
     return np.zeros((0, 3), np.float32)
+
+
+def arena_bounds(params: Params) -> float:
+    """Radius of the smallest sphere about the arena's centre that holds the whole arena: a
+    box's half diagonal (in its plane when planar), so that a camera framing it shows every
+    corner from any side."""
+    if params.arena_shape in BOX_SHAPES:
+        half = np.asarray(params.half_extents, np.float64)[: 2 if params.dimensions == 2 else 3]
+        return float(np.linalg.norm(half))
+    return params.arena_radius
 
 
 def _sphere_rim(c: np.ndarray, r: float, eye, into) -> np.ndarray | None:
@@ -379,7 +400,7 @@ class FlockVisuals:
         """Centre and radius of what the camera should frame: the arena, or the flock in open space."""
         p = self.params
         if p.arena_shape != "none" or positions is None or len(positions) == 0:
-            return np.asarray(p.arena_center, np.float64), p.arena_radius
+            return np.asarray(p.arena_center, np.float64), arena_bounds(p)
         return self.flock_extent(positions)
 
     def frame(
@@ -458,8 +479,6 @@ class FlockVisuals:
         towards_light = -(frame.into - 0.55 * frame.up + 0.3 * frame.right)
         towards_light /= np.linalg.norm(towards_light)
         centre, radius = self.framed(state.positions)
-        if self.params.arena_shape in ("box", "periodic"):
-            radius *= math.sqrt(2.0 if self.params.dimensions == 2 else 3.0)
         tr = self.view.scene.node_transform(self.view.canvas.scene)
         w_near, w_far = tr.map(np.array([centre - radius * frame.into, centre + radius * frame.into]))[:, 3]
         w, h = self.view.canvas.size
