@@ -16,11 +16,14 @@ Layout (N boids, M predators, T frames, D = 3, or 2 for a planar flock)::
                                 seed, every, flock3d_version, units
 
 Units: the model has no physical scale; lengths are world units and time is
-simulated seconds. Readers that convert units (MDAnalysis) need names they know,
-so lengths are labelled ``nm``, times ``ps`` and velocities ``nm ps-1``: one
-consistent pair, valid in H5MD's SI unit syntax, under which every number stored
-is the simulation's own. A planar flock (``sim.dimensions = 2``) stores x and y;
-z is the arena centre's and the vertical velocity 0. In a periodic arena
+simulated seconds. Readers that convert units (MDAnalysis, at its default
+settings) refuse data without unit attributes and convert the units they know to
+their own base units, Angstrom and ps. So lengths are labelled ``Angstrom``,
+times ``ps`` and velocities ``Angstrom ps-1``: the base units themselves, which
+such a reader takes as they are, so that it reads every number as written.
+
+A planar flock (``sim.dimensions = 2``) stores x and y; z is the arena
+centre's and the vertical velocity 0. In a periodic arena
 positions are wrapped into the cube of side 2R around the arena centre, an
 image of the box ``edges`` as H5MD allows. Files written before these additions
 (3-wide arrays, no species or edges) are read as well.
@@ -64,11 +67,13 @@ __all__ = ["TrajectoryWriter", "Trajectory", "RecordingError", "DiskFullError", 
 BLOCK_BYTES = 1 << 20
 _ELEMENTS = ("position", "velocity", "orientation")
 _FLOCK, _PREDATORS = "particles/flock", "particles/predators"
-#: Units written on the datasets (see the module's docstring): world units and seconds.
-LENGTH_UNIT, TIME_UNIT, VELOCITY_UNIT = "nm", "ps", "nm ps-1"
+#: Units written on the datasets (see the module's docstring): world units and seconds,
+#: labelled with MDAnalysis's base units so that it converts nothing.
+LENGTH_UNIT, TIME_UNIT, VELOCITY_UNIT = "Angstrom", "ps", "Angstrom ps-1"
 UNITS_NOTE = (
-    "lengths in world units and time in simulated seconds, labelled nm and ps "
-    "(a consistent pair readers know); no physical scale is implied"
+    "lengths in world units and time in simulated seconds, labelled Angstrom and ps "
+    "(the base units of readers that convert, so that they take the numbers as written); "
+    "no physical scale is implied"
 )
 
 
