@@ -31,6 +31,33 @@ def assert_clean_failure(out: subprocess.CompletedProcess, *fragments: str) -> N
         assert fragment in out.stderr, (fragment, out.stderr)
 
 
+def small_recording(path, count: int = 20, frames: int = 4, every: int = 2, **params):
+    """Record ``frames`` frames of a flock of ``count`` boids (Params ``params``) to ``path``."""
+    from flock3d import Flock, Params
+    from flock3d.io import TrajectoryWriter
+    from flock3d.scene import Scene
+
+    scene = Scene(Params(count=count, **params), seed=1)
+    flock = Flock.from_scene(scene)
+    with TrajectoryWriter(path, count, scene, every=every) as writer:
+        for _ in range(frames):
+            writer.append(flock.state)
+            flock.step(every)
+    return path
+
+
+def altered_copy(source, path, change):
+    """A copy of the recording ``source`` at ``path``, changed by ``change(h5py.File)``."""
+    import shutil
+
+    import h5py
+
+    shutil.copy(source, path)
+    with h5py.File(path, "r+") as f:
+        change(f)
+    return path
+
+
 def sky(image: np.ndarray) -> np.ndarray:
     """(H, 1, 3) int: the renderer's sky behind each row of ``image``, 0-255."""
     from flock3d.viewer.colors import sky_rows
