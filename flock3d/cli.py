@@ -371,6 +371,21 @@ def _run_run(args: argparse.Namespace) -> int:
 # -- metrics --------------------------------------------------------------------------
 
 
+def _metrics_bound(name: str) -> Callable[[str], int]:
+    """A whole number from 1 to the bound ``name`` of :mod:`flock3d.metrics` (imported when
+    parsing, not to slow every command's start with numba)."""
+
+    def parse(text: str) -> int:
+        from flock3d import metrics
+
+        value, high = _positive_int(text), getattr(metrics, name)
+        if value > high:
+            raise argparse.ArgumentTypeError(f"must be at most {high:,}, got {value:,}")
+        return value
+
+    return parse
+
+
 def _add_metrics(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p = sub.add_parser(
         "metrics",
@@ -391,7 +406,10 @@ def _add_metrics(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
         "curves here (one row per frame and bin) and add xi_velocity, xi_orientation, xi_speed to the table",
     )
     p.add_argument(
-        "--bins", type=_positive_int, default=50, help="distance bins of C(r), 0 to L (default 50)"
+        "--bins",
+        type=_metrics_bound("MAX_BINS"),
+        default=50,
+        help="distance bins of C(r), 0 to L (default 50)",
     )
     p.add_argument(
         "--anisotropy",
@@ -400,7 +418,10 @@ def _add_metrics(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
         "here (one row per frame and rank) and add n_c to the table",
     )
     p.add_argument(
-        "--neighbours", type=_positive_int, default=20, help="largest rank n of --anisotropy (default 20)"
+        "--neighbours",
+        type=_metrics_bound("MAX_NEIGHBOURS"),
+        default=20,
+        help="largest rank n of --anisotropy (default 20)",
     )
     p.add_argument("--stride", type=_positive_int, default=1, metavar="K", help="measure every K-th frame")
     p.add_argument("--no-progress", action="store_true", help="do not show the progress bar")
@@ -424,6 +445,7 @@ def _write_csv(path: Path, columns: dict[str, np.ndarray]) -> None:
 
 def _run_metrics(args: argparse.Namespace) -> int:
     import itertools
+    import warnings
 
     from tqdm import tqdm
 
@@ -456,7 +478,9 @@ def _run_metrics(args: argparse.Namespace) -> int:
                     yield state
                     bar.update()
 
-        columns = metrics.table(frames("metrics"), scene.params.perception_distance, period)
+        with warnings.catch_warnings(record=True) as unmeasured:
+            warnings.simplefilter("always", metrics.MeasurementWarning)
+            columns = metrics.table(frames("metrics"), scene.params.perception_distance, period)
         print(
             f"{args.trajectory}: {traj.n_frames:,} frames of {traj.n_boids:,} boids, "
             f"t = {columns['time'][0]:g} to {columns['time'][-1]:g} s (scene {scene.name!r})"
@@ -473,14 +497,8 @@ def _run_metrics(args: argparse.Namespace) -> int:
             extra["n_c"] = ranges["n_c"]
             _write_csv(outputs["anisotropy"], gammas)
     columns.update(extra)
-    broken = np.isnan(columns["polarization"]) if traj.n_boids else np.zeros(total, bool)
-    if broken.any():
-        first = int(columns["step"][np.argmax(broken)])
-        print(
-            f"flock3d metrics: warning: {broken.sum():,} of {total:,} frames hold NaN or infinite "
-            f"positions or velocities (the first at step {first:,}); their measurements are NaN",
-            file=sys.stderr,
-        )
+    for warning in unmeasured:
+        print(f"flock3d metrics: warning: {warning.message}", file=sys.stderr)
 
     def mean(v: np.ndarray) -> float:
         finite = v[np.isfinite(v)]  # NaN: undefined (N < 2, a damaged frame, a periodic box's size)
@@ -916,11 +934,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 #: Said once, on stderr, when numba starts compiling: the first run on a machine takes seconds.
 COMPILING = "flock3d: compiling the simulation (first run only)..."
+#: Said instead by `flock3d metrics`, which simulates nothing: it compiles its measurements.
+COMPILING_MEASUREMENTS = "flock3d: compiling the measurements (first run only)..."
 
 
 @contextlib.contextmanager
-def _saying_when_compiling():
-    """Within the block, the first compile numba starts prints :data:`COMPILING` (loading a
+def _saying_when_compiling(notice: str = COMPILING):
+    """Within the block, the first compile numba starts prints ``notice`` (loading a
     compiled step from the cache is not a compile, and says nothing)."""
     from numba.core import event
 
@@ -930,7 +950,7 @@ def _saying_when_compiling():
         def on_start(self, e) -> None:
             if not self.said:
                 self.said = True
-                print(COMPILING, file=sys.stderr, flush=True)
+                print(notice, file=sys.stderr, flush=True)
 
         def on_end(self, e) -> None:
             pass
@@ -948,7 +968,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     args = parser.parse_args(argv)
     try:
-        with _saying_when_compiling():
+        with _saying_when_compiling(COMPILING_MEASUREMENTS if args.command == "metrics" else COMPILING):
             return args.run(args)
     except Flock3dError as error:
         print(f"flock3d {args.command}: {error}", file=sys.stderr)
