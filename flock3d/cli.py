@@ -794,6 +794,7 @@ def _run_render(args: argparse.Namespace) -> int:
     """Render frames at simulated times start, start + 1/fps, start + 2/fps, ... (real speed)."""
     from flock3d.flock import Flock
     from flock3d.io import Trajectory
+    from flock3d.io.playback import check_recording, check_scene, playback
 
     out = _output_path(args.out, (".mp4", ".png"), "--out")
     is_png = out.suffix.lower() == ".png"
@@ -806,32 +807,17 @@ def _run_render(args: argparse.Namespace) -> int:
             if traj.n_frames == 0:
                 raise Flock3dError(f"{args.source}: the trajectory has no frames")
             scene = traj.scene
-            interval = traj.every * scene.params.dt  # simulated seconds between recorded frames
-            if args.fps is None:  # the recording's own rate when it is a usual one: frame for frame
-                rate = 1.0 / interval
-                args.fps = rate if 10.0 <= rate <= 60.0 else 30.0
-            first = traj.frame(0).time
-            end = first + (traj.n_frames - 1) * interval
-            if first + args.start > end + 1e-9:
-                raise Flock3dError(
-                    f"--start {args.start:g} is past the end of the recording ({end - first:g} s long)"
-                )
-            available = math.floor((end - first - args.start) * args.fps + 1e-6) + 1
-            total = min(args.frames or available, available)
-            if is_png and args.frames is None:
-                total = available  # the last frame
-
-            def recorded(k: int) -> int:
-                """The recorded frame nearest to output frame k's time."""
-                return min(round((args.start + k / args.fps) / interval), traj.n_frames - 1)
-
-            def play(first_frame: int):
-                for k in range(first_frame, total):
-                    yield traj.frame(recorded(k)), None
-
-            frames = play(total - 1 if is_png else 0)
+            check_scene(scene)
+            # Scheduled by the recorded times: video frame k shows the recorded frame nearest
+            # start + k / fps after the first, and the video ends within the recording.
+            plan = playback(traj.times, args.fps, args.start, args.frames, still=is_png,
+                            max_frames=MAX_RENDER_FRAMES)  # fmt: skip
+            check_recording(traj, plan.indices, args.source)  # before any frame is drawn
+            args.fps, first, start, total = plan.fps, plan.first, plan.start, len(plan.indices)
+            frames = ((traj.frame(int(i)), None) for i in plan.indices)
         else:
             scene = _scene_from(args, args.source)
+            check_scene(scene)
             rules, forces = _rules_from(args)
             args.fps = args.fps or 30.0
             total = args.frames or (1 if is_png else 300)
@@ -857,11 +843,14 @@ def _run_render(args: argparse.Namespace) -> int:
                         acceleration = (flock.velocities - before) / dt
                     yield flock.state, acceleration
 
-            frames = simulate(total - 1 if is_png else 0)
-        return _render_frames(args, out, is_png, scene, total, frames)
+            first, start = (total - 1 if is_png else 0), args.start
+            frames = simulate(first)
+        return _render_frames(args, out, is_png, scene, frames, total, first, start)
 
 
-def _render_frames(args, out: Path, is_png: bool, scene, total: int, frames) -> int:
+def _render_frames(args, out: Path, is_png: bool, scene, frames, total: int, first: int, start: float) -> int:
+    """Draw ``frames``, ``total`` (state, acceleration) pairs, as video frames ``first``,
+    ``first + 1``, ... of a video starting at simulated time ``start``: a PNG or an MP4."""
     from tqdm import tqdm
 
     from flock3d.io.video import VideoWriter
@@ -869,10 +858,10 @@ def _render_frames(args, out: Path, is_png: bool, scene, total: int, frames) -> 
 
     camera = args.camera or (scene.view.camera if scene.view.camera in ("follow", "fixed") else "orbit")
     with OffscreenRenderer(scene, size=args.size, camera=camera, fps=args.fps) as renderer:
+        renderer.frames_rendered = first  # the orbit's angle at that frame
         if is_png:
             import imageio.v3 as iio
 
-            renderer.frames_rendered = total - 1  # the orbit's angle at that frame
             state, acceleration = next(iter(frames))
             png = iio.imwrite("<bytes>", renderer.render(state, acceleration), extension=".png")
             try:
@@ -880,7 +869,7 @@ def _render_frames(args, out: Path, is_png: bool, scene, total: int, frames) -> 
             except OSError as error:
                 raise Flock3dError(f"{out}: cannot write the image ({error.strerror or error})") from None
             print(
-                f"wrote {out} ({args.size[0]}x{args.size[1]}, frame {total} of {scene.name!r}, "
+                f"wrote {out} ({args.size[0]}x{args.size[1]}, frame {first + 1} of {scene.name!r}, "
                 f"t = {state.time:.2f} s)"
             )
             return 0
@@ -889,11 +878,12 @@ def _render_frames(args, out: Path, is_png: bool, scene, total: int, frames) -> 
             for state, acceleration in frames:
                 video.append(renderer.render(state, acceleration))
                 bar.update()
-        # Frame k shows the flock at start + k / fps (the nearest step): the video's clock is the flock's.
+        # Frame k shows the flock at start + k / fps: the video's clock is the flock's, and its
+        # frames cover [start, start + frames / fps).
         seconds = video.frames / args.fps
         print(
             f"wrote {out}: {video.frames} frames, {args.size[0]}x{args.size[1]}, {seconds:.2f} s at "
-            f"{args.fps:g} fps, showing simulated t = {args.start:.2f} to {args.start + seconds:.2f} s "
+            f"{args.fps:g} fps, showing simulated t = {start:.2f} to {start + seconds:.2f} s "
             f"({scene.name!r})"
         )
     return 0
