@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import resource
+import signal
 import subprocess
 import sys
 
@@ -21,6 +23,16 @@ def flock3d(
         env={**os.environ, **(env or {})},
         cwd=cwd,
     )
+
+
+def file_size_limit(limit: int):
+    """A ``preexec_fn`` for a disk that is full after ``limit`` bytes of any file."""
+
+    def apply():  # in the child: writes past `limit` bytes fail with EFBIG instead of killing it
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    return apply
 
 
 def assert_clean_failure(out: subprocess.CompletedProcess, *fragments: str) -> None:

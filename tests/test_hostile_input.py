@@ -6,14 +6,12 @@ already written is lost.
 
 import os
 import re
-import resource
-import signal
 import subprocess
 import sys
 
 import numpy as np
 import pytest
-from helpers import altered_copy, assert_clean_failure, flock3d, small_recording
+from helpers import altered_copy, assert_clean_failure, file_size_limit, flock3d, small_recording
 
 from flock3d.io import RecordingError, Trajectory
 from flock3d.scene import SceneError, load_scene, parse_scene
@@ -94,14 +92,6 @@ def test_legitimate_nesting_is_still_read():
 # -- a disk that fills up during `flock3d run --out` --------------------------------------------
 
 
-def _file_size_limit(limit: int):
-    def apply():  # in the child: writes past `limit` bytes fail with EFBIG instead of killing it
-        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
-        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
-
-    return apply
-
-
 def test_a_full_disk_stops_the_run_and_keeps_every_frame_written(tmp_path):
     path = tmp_path / "full.h5"
     # 300 boids: a block of 145 frames is ~3.5 MB, so about two blocks fit in 12 MB.
@@ -122,7 +112,7 @@ def test_a_full_disk_stops_the_run_and_keeps_every_frame_written(tmp_path):
         capture_output=True,
         text=True,
         timeout=300,
-        preexec_fn=_file_size_limit(12_000_000),
+        preexec_fn=file_size_limit(12_000_000),
     )
     assert_one_line_failure(out, f"{path}: no room for more frames (File too large); stopped, keeping the")
     kept = int(out.stderr.split("keeping the ")[1].split(" frames")[0].replace(",", ""))
