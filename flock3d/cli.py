@@ -371,6 +371,21 @@ def _run_run(args: argparse.Namespace) -> int:
 # -- metrics --------------------------------------------------------------------------
 
 
+def _metrics_bound(name: str) -> Callable[[str], int]:
+    """A whole number from 1 to the bound ``name`` of :mod:`flock3d.metrics` (imported when
+    parsing, not to slow every command's start with numba)."""
+
+    def parse(text: str) -> int:
+        from flock3d import metrics
+
+        value, high = _positive_int(text), getattr(metrics, name)
+        if value > high:
+            raise argparse.ArgumentTypeError(f"must be at most {high:,}, got {value:,}")
+        return value
+
+    return parse
+
+
 def _add_metrics(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p = sub.add_parser(
         "metrics",
@@ -391,7 +406,10 @@ def _add_metrics(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
         "curves here (one row per frame and bin) and add xi_velocity, xi_orientation, xi_speed to the table",
     )
     p.add_argument(
-        "--bins", type=_positive_int, default=50, help="distance bins of C(r), 0 to L (default 50)"
+        "--bins",
+        type=_metrics_bound("MAX_BINS"),
+        default=50,
+        help="distance bins of C(r), 0 to L (default 50)",
     )
     p.add_argument(
         "--anisotropy",
@@ -400,7 +418,10 @@ def _add_metrics(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
         "here (one row per frame and rank) and add n_c to the table",
     )
     p.add_argument(
-        "--neighbours", type=_positive_int, default=20, help="largest rank n of --anisotropy (default 20)"
+        "--neighbours",
+        type=_metrics_bound("MAX_NEIGHBOURS"),
+        default=20,
+        help="largest rank n of --anisotropy (default 20)",
     )
     p.add_argument("--stride", type=_positive_int, default=1, metavar="K", help="measure every K-th frame")
     p.add_argument("--no-progress", action="store_true", help="do not show the progress bar")
@@ -424,6 +445,7 @@ def _write_csv(path: Path, columns: dict[str, np.ndarray]) -> None:
 
 def _run_metrics(args: argparse.Namespace) -> int:
     import itertools
+    import warnings
 
     from tqdm import tqdm
 
@@ -456,7 +478,9 @@ def _run_metrics(args: argparse.Namespace) -> int:
                     yield state
                     bar.update()
 
-        columns = metrics.table(frames("metrics"), scene.params.perception_distance, period)
+        with warnings.catch_warnings(record=True) as unmeasured:
+            warnings.simplefilter("always", metrics.MeasurementWarning)
+            columns = metrics.table(frames("metrics"), scene.params.perception_distance, period)
         print(
             f"{args.trajectory}: {traj.n_frames:,} frames of {traj.n_boids:,} boids, "
             f"t = {columns['time'][0]:g} to {columns['time'][-1]:g} s (scene {scene.name!r})"
@@ -473,14 +497,8 @@ def _run_metrics(args: argparse.Namespace) -> int:
             extra["n_c"] = ranges["n_c"]
             _write_csv(outputs["anisotropy"], gammas)
     columns.update(extra)
-    broken = np.isnan(columns["polarization"]) if traj.n_boids else np.zeros(total, bool)
-    if broken.any():
-        first = int(columns["step"][np.argmax(broken)])
-        print(
-            f"flock3d metrics: warning: {broken.sum():,} of {total:,} frames hold NaN or infinite "
-            f"positions or velocities (the first at step {first:,}); their measurements are NaN",
-            file=sys.stderr,
-        )
+    for warning in unmeasured:
+        print(f"flock3d metrics: warning: {warning.message}", file=sys.stderr)
 
     def mean(v: np.ndarray) -> float:
         finite = v[np.isfinite(v)]  # NaN: undefined (N < 2, a damaged frame, a periodic box's size)
@@ -776,6 +794,7 @@ def _run_render(args: argparse.Namespace) -> int:
     """Render frames at simulated times start, start + 1/fps, start + 2/fps, ... (real speed)."""
     from flock3d.flock import Flock
     from flock3d.io import Trajectory
+    from flock3d.io.playback import check_recording, check_scene, playback
 
     out = _output_path(args.out, (".mp4", ".png"), "--out")
     is_png = out.suffix.lower() == ".png"
@@ -788,32 +807,17 @@ def _run_render(args: argparse.Namespace) -> int:
             if traj.n_frames == 0:
                 raise Flock3dError(f"{args.source}: the trajectory has no frames")
             scene = traj.scene
-            interval = traj.every * scene.params.dt  # simulated seconds between recorded frames
-            if args.fps is None:  # the recording's own rate when it is a usual one: frame for frame
-                rate = 1.0 / interval
-                args.fps = rate if 10.0 <= rate <= 60.0 else 30.0
-            first = traj.frame(0).time
-            end = first + (traj.n_frames - 1) * interval
-            if first + args.start > end + 1e-9:
-                raise Flock3dError(
-                    f"--start {args.start:g} is past the end of the recording ({end - first:g} s long)"
-                )
-            available = math.floor((end - first - args.start) * args.fps + 1e-6) + 1
-            total = min(args.frames or available, available)
-            if is_png and args.frames is None:
-                total = available  # the last frame
-
-            def recorded(k: int) -> int:
-                """The recorded frame nearest to output frame k's time."""
-                return min(round((args.start + k / args.fps) / interval), traj.n_frames - 1)
-
-            def play(first_frame: int):
-                for k in range(first_frame, total):
-                    yield traj.frame(recorded(k)), None
-
-            frames = play(total - 1 if is_png else 0)
+            check_scene(scene)
+            # Scheduled by the recorded times: video frame k shows the recorded frame nearest
+            # start + k / fps after the first, and the video ends within the recording.
+            plan = playback(traj.times, args.fps, args.start, args.frames, still=is_png,
+                            max_frames=MAX_RENDER_FRAMES)  # fmt: skip
+            check_recording(traj, plan.indices, args.source)  # before any frame is drawn
+            args.fps, first, start, total = plan.fps, plan.first, plan.start, len(plan.indices)
+            frames = ((traj.frame(int(i)), None) for i in plan.indices)
         else:
             scene = _scene_from(args, args.source)
+            check_scene(scene)
             rules, forces = _rules_from(args)
             args.fps = args.fps or 30.0
             total = args.frames or (1 if is_png else 300)
@@ -839,11 +843,14 @@ def _run_render(args: argparse.Namespace) -> int:
                         acceleration = (flock.velocities - before) / dt
                     yield flock.state, acceleration
 
-            frames = simulate(total - 1 if is_png else 0)
-        return _render_frames(args, out, is_png, scene, total, frames)
+            first, start = (total - 1 if is_png else 0), args.start
+            frames = simulate(first)
+        return _render_frames(args, out, is_png, scene, frames, total, first, start)
 
 
-def _render_frames(args, out: Path, is_png: bool, scene, total: int, frames) -> int:
+def _render_frames(args, out: Path, is_png: bool, scene, frames, total: int, first: int, start: float) -> int:
+    """Draw ``frames``, ``total`` (state, acceleration) pairs, as video frames ``first``,
+    ``first + 1``, ... of a video starting at simulated time ``start``: a PNG or an MP4."""
     from tqdm import tqdm
 
     from flock3d.io.video import VideoWriter
@@ -851,10 +858,10 @@ def _render_frames(args, out: Path, is_png: bool, scene, total: int, frames) -> 
 
     camera = args.camera or (scene.view.camera if scene.view.camera in ("follow", "fixed") else "orbit")
     with OffscreenRenderer(scene, size=args.size, camera=camera, fps=args.fps) as renderer:
+        renderer.frames_rendered = first  # the orbit's angle at that frame
         if is_png:
             import imageio.v3 as iio
 
-            renderer.frames_rendered = total - 1  # the orbit's angle at that frame
             state, acceleration = next(iter(frames))
             png = iio.imwrite("<bytes>", renderer.render(state, acceleration), extension=".png")
             try:
@@ -862,7 +869,7 @@ def _render_frames(args, out: Path, is_png: bool, scene, total: int, frames) -> 
             except OSError as error:
                 raise Flock3dError(f"{out}: cannot write the image ({error.strerror or error})") from None
             print(
-                f"wrote {out} ({args.size[0]}x{args.size[1]}, frame {total} of {scene.name!r}, "
+                f"wrote {out} ({args.size[0]}x{args.size[1]}, frame {first + 1} of {scene.name!r}, "
                 f"t = {state.time:.2f} s)"
             )
             return 0
@@ -871,11 +878,12 @@ def _render_frames(args, out: Path, is_png: bool, scene, total: int, frames) -> 
             for state, acceleration in frames:
                 video.append(renderer.render(state, acceleration))
                 bar.update()
-        # Frame k shows the flock at start + k / fps (the nearest step): the video's clock is the flock's.
+        # Frame k shows the flock at start + k / fps: the video's clock is the flock's, and its
+        # frames cover [start, start + frames / fps).
         seconds = video.frames / args.fps
         print(
             f"wrote {out}: {video.frames} frames, {args.size[0]}x{args.size[1]}, {seconds:.2f} s at "
-            f"{args.fps:g} fps, showing simulated t = {args.start:.2f} to {args.start + seconds:.2f} s "
+            f"{args.fps:g} fps, showing simulated t = {start:.2f} to {start + seconds:.2f} s "
             f"({scene.name!r})"
         )
     return 0
@@ -916,11 +924,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 #: Said once, on stderr, when numba starts compiling: the first run on a machine takes seconds.
 COMPILING = "flock3d: compiling the simulation (first run only)..."
+#: Said instead by `flock3d metrics`, which simulates nothing: it compiles its measurements.
+COMPILING_MEASUREMENTS = "flock3d: compiling the measurements (first run only)..."
 
 
 @contextlib.contextmanager
-def _saying_when_compiling():
-    """Within the block, the first compile numba starts prints :data:`COMPILING` (loading a
+def _saying_when_compiling(notice: str = COMPILING):
+    """Within the block, the first compile numba starts prints ``notice`` (loading a
     compiled step from the cache is not a compile, and says nothing)."""
     from numba.core import event
 
@@ -930,7 +940,7 @@ def _saying_when_compiling():
         def on_start(self, e) -> None:
             if not self.said:
                 self.said = True
-                print(COMPILING, file=sys.stderr, flush=True)
+                print(notice, file=sys.stderr, flush=True)
 
         def on_end(self, e) -> None:
             pass
@@ -948,7 +958,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     args = parser.parse_args(argv)
     try:
-        with _saying_when_compiling():
+        with _saying_when_compiling(COMPILING_MEASUREMENTS if args.command == "metrics" else COMPILING):
             return args.run(args)
     except Flock3dError as error:
         print(f"flock3d {args.command}: {error}", file=sys.stderr)

@@ -25,11 +25,18 @@ The analyses of collective-motion studies:
 
 :func:`table` measures every frame of a recording at once (compiled, parallel over
 frames); :func:`correlation_table` and :func:`anisotropy_table` add the analyses.
+
+A frame holding a NaN or infinite value, or one larger than :data:`MAX_MEASURED` in
+size, cannot be measured (its squared distances would overflow): it measures NaN
+throughout, and :func:`table` says how many such frames it met in one
+:class:`MeasurementWarning`.
 """
 
 from __future__ import annotations
 
 import math
+import numbers
+import warnings
 from collections.abc import Iterable, Iterator
 from typing import NamedTuple
 
@@ -38,6 +45,7 @@ import numpy as np
 
 from flock3d.core import neighbors
 from flock3d.core.neighbors import _find  # the union-find of neighbors.components
+from flock3d.core.params import short_repr
 
 __all__ = [
     "polarization",
@@ -65,11 +73,44 @@ __all__ = [
     "anisotropy_table",
     "COLUMNS",
     "MAX_PAIRS",
+    "MAX_MEASURED",
+    "MAX_BINS",
+    "MAX_NEIGHBOURS",
+    "MeasurementWarning",
 ]
 
 #: Pairs the per-frame table visits exactly; beyond it the mean pair distance is
 #: estimated from that many seeded random pairs (see :func:`mean_pair_distance`).
 MAX_PAIRS = 2_000_000
+
+#: The largest size of a coordinate or velocity component that is measured. Measurements
+#: square differences of them and sum the squares over a flock: beyond this they overflow
+#: float64 (1e308), and a frame would measure inf or 0 by accident, or not converge.
+MAX_MEASURED = 1e150
+#: Most distance bins of :func:`velocity_correlation` (its sums take 2.5 kB a bin).
+MAX_BINS = 10_000
+#: Largest neighbour rank of :func:`neighbour_anisotropy` (it finds that many neighbours
+#: of every boid).
+MAX_NEIGHBOURS = 1_000
+
+
+class MeasurementWarning(UserWarning):
+    """Frames that could not be measured (NaN, infinite or huge values) and measure NaN."""
+
+
+def _measurable(a: np.ndarray, axis=None):
+    """Every value finite and at most :data:`MAX_MEASURED` in size (NaN fails the comparison)."""
+    return np.all(np.abs(a) <= MAX_MEASURED, axis=axis)
+
+
+def _whole_number(name: str, value, low: int, high: int | None = None) -> int:
+    """``value`` as an int; ValueError naming ``name`` unless a whole number in [low, high]."""
+    if not (isinstance(value, numbers.Integral) and not isinstance(value, bool)) or not (
+        low <= value and (high is None or value <= high)
+    ):
+        within = f"from {low:,} to {high:,}" if high is not None else f">= {low:,}"
+        raise ValueError(f"{name} must be a whole number {within} (got {short_repr(value)})")
+    return int(value)
 
 
 def _array3(a) -> np.ndarray:
@@ -252,6 +293,7 @@ def mean_pair_distance(
     Exact up to ``max_pairs`` pairs; beyond that, estimated from that many
     random pairs drawn with ``seed`` (so the result is reproducible).
     """
+    max_pairs = _whole_number("max_pairs", max_pairs, 1)
     p = np.asarray(positions, dtype=np.float64).reshape(-1, 3)
     n = len(p)
     if n < 2:
@@ -361,9 +403,10 @@ def _diameter(p):
 
 def flock_size(positions: np.ndarray) -> float:
     """L: the largest distance between two boids (world units), the flock's linear size
-    of Cavagna et al. (2010). 0 for N = 1, NaN for an empty flock or non-finite positions."""
+    of Cavagna et al. (2010). 0 for N = 1, NaN for an empty flock or positions that cannot
+    be measured (NaN, infinite or beyond :data:`MAX_MEASURED`)."""
     p = _array3(positions)
-    if len(p) == 0 or not np.all(np.isfinite(p)):
+    if len(p) == 0 or not _measurable(p):
         return float("nan")
     return float(_diameter(p))
 
@@ -400,10 +443,11 @@ def principal_axes(positions: np.ndarray) -> Shape:
     """Shape of the flock by the principal axes of its positions (thickness : width : length).
 
     Ballerini et al. (2008) describe starling flocks this way: thin along one axis,
-    wider along the next, longest along the third. NaN for an empty flock.
+    wider along the next, longest along the third. NaN for an empty flock, or positions
+    that cannot be measured (NaN, infinite or beyond :data:`MAX_MEASURED`).
     """
     p = np.asarray(positions, dtype=np.float64).reshape(-1, 3)
-    if len(p) == 0:
+    if len(p) == 0 or not _measurable(p):
         nan = np.full(3, np.nan)
         return Shape(nan, nan.copy(), np.full((3, 3), np.nan), nan.copy())
     extents, semi, axes, centroid = _principal(p[None])
@@ -553,7 +597,7 @@ def velocity_correlation(
     Args:
         positions: (N, 3) world units.
         velocities: (N, 3) units/s.
-        bins: distance bins of equal width.
+        bins: distance bins of equal width, 1 to :data:`MAX_BINS`.
         r_max: largest distance binned; default the flock's size L (half the smallest
             periodic side in a periodic box).
         max_pairs: up to this many pairs every pair counts once (exact). Beyond it,
@@ -570,9 +614,15 @@ def velocity_correlation(
             fluctuations (the check Cavagna et al. made). Not in a periodic box.
 
     Returns:
-        A :class:`Correlation`. With fewer than 2 boids everything is NaN; a kind with
+        A :class:`Correlation`. With fewer than 2 boids, or values that cannot be measured
+        (NaN, infinite or beyond :data:`MAX_MEASURED`), everything is NaN; a kind with
         no fluctuation at all (c_0 = 0, e.g. the speed at constant speed) is NaN.
+
+    Raises:
+        ValueError: ``bins`` or ``max_pairs`` is not a whole number in its range.
     """
+    bins = _whole_number("bins", bins, 1, MAX_BINS)
+    max_pairs = _whole_number("max_pairs", max_pairs, 1)
     p, v = _array3(positions), _array3(velocities)
     n = len(p)
     box = _period(period)
@@ -581,7 +631,7 @@ def velocity_correlation(
         r_max = 0.5 * float(box[box > 0.0].min()) if box is not None else size
     nan = np.full(bins, np.nan)
     empty = Correlation(nan, np.zeros(bins), nan, nan, nan, *[float("nan")] * 3, size, float(r_max), 0)
-    if n < 2 or not (r_max > 0.0 and math.isfinite(r_max)) or not np.all(np.isfinite(v)):
+    if n < 2 or not (r_max > 0.0 and math.isfinite(r_max)) or not (_measurable(p) and _measurable(v)):
         return empty
     speed = np.linalg.norm(v, axis=1)
     u = v - v.mean(axis=0)
@@ -719,7 +769,7 @@ def neighbour_anisotropy(
     Args:
         positions: (N, 3) world units.
         velocities: (N, 3) units/s.
-        neighbours: K, the largest rank.
+        neighbours: K, the largest rank, 1 to :data:`MAX_NEIGHBOURS`.
         interior: count a boid at rank n only when its n-th neighbour is closer than
             the border of the flock (its convex hull), as Ballerini et al. did to keep
             the border's one-sided neighbourhoods out (Hanisch's correction). In a
@@ -729,18 +779,24 @@ def neighbour_anisotropy(
 
     Returns:
         An :class:`Anisotropy`. A planar flock (all z equal) is measured in its
-        plane, where the isotropic value is 1/2.
+        plane, where the isotropic value is 1/2. Values that cannot be measured (NaN,
+        infinite or beyond :data:`MAX_MEASURED`) give NaN.
+
+    Raises:
+        ValueError: ``neighbours`` is not a whole number from 1 to :data:`MAX_NEIGHBOURS`.
     """
+    neighbours = _whole_number("neighbours", neighbours, 1, MAX_NEIGHBOURS)
     p, v = _array3(positions), _array3(velocities)
     n = len(p)
     box = _period(period)
     ranks = np.arange(1, neighbours + 1)
-    dimensions = 2 if n and np.ptp(p[:, 2]) == 0.0 and np.all(v[:, 2] == 0.0) else 3
+    measurable = _measurable(p) and _measurable(v)
+    dimensions = 2 if n and measurable and np.ptp(p[:, 2]) == 0.0 and np.all(v[:, 2] == 0.0) else 3
     isotropic = 1.0 / dimensions
     nan = np.full(neighbours, np.nan)
-    motion = v.mean(axis=0) if n else np.zeros(3)
+    motion = v.mean(axis=0) if n and measurable else np.zeros(3)
     speed = np.linalg.norm(motion)
-    if n <= neighbours or not speed > 0.0 or not np.all(np.isfinite(p)):
+    if n <= neighbours or not measurable or not speed > 0.0:
         return Anisotropy(ranks, nan, np.zeros(neighbours, dtype=np.int64), isotropic, float("nan"))
     idx, dist = _nearest_k(p, neighbours, box)
     offsets = _minimum_image(p[idx] - p[:, None, :], box)  # (N, K, 3)
@@ -782,24 +838,18 @@ _PAIR_COLUMNS = list(COLUMNS)[:8]  # measured by the pair pass; the shape follow
 def _pair_pass(positions, velocities, link2, box, out):
     """The pair-based columns of :data:`COLUMNS` for T small frames, in one pass over all pairs each.
 
-    positions, velocities: (T, N, 3); link2: squared group link distance; box: (3,)
-    periodic sides (0: open); out: (T, 8) filled with polarization, milling,
-    group_polarization, mean_distance, nn_mean, nn_min, groups, size (NaN in a
-    periodic box). A frame holding a non-finite value gets NaN throughout.
+    positions, velocities: (T, N, 3), measurable (see :func:`_measure`); link2: squared
+    group link distance; box: (3,) periodic sides (0: open); out: (T, 8) filled with
+    polarization, milling, group_polarization, mean_distance, nn_mean, nn_min, groups,
+    size (NaN in a periodic box).
     """
     t_count, n = positions.shape[0], positions.shape[1]
     periodic = box[0] > 0.0 or box[1] > 0.0 or box[2] > 0.0
     for t in numba.prange(t_count):
         p, v = positions[t], velocities[t]
-        finite = True
-        for i in range(n):
-            for a in range(3):
-                if not (math.isfinite(p[i, a]) and math.isfinite(v[i, a])):
-                    finite = False
-        if not finite or n == 0:
+        if n == 0:
             out[t, :] = np.nan
-            if finite:
-                out[t, 6] = 0.0  # no boids: no groups
+            out[t, 6] = 0.0  # no boids: no groups
             continue
         unit = np.zeros((n, 3))
         cx = cy = cz = 0.0
@@ -882,9 +932,7 @@ def _pair_pass(positions, velocities, link2, box, out):
 
 
 def _large_frame_row(p: np.ndarray, v: np.ndarray, group_distance: float, box) -> list[float]:
-    """The pair-based columns for one frame too large for a pass over all pairs."""
-    if not (np.all(np.isfinite(p)) and np.all(np.isfinite(v))):
-        return [float("nan")] * len(_PAIR_COLUMNS)
+    """The pair-based columns for one (measurable) frame too large for a pass over all pairs."""
     nn = nearest_neighbour_stats(p, box)
     return [
         polarization(v),
@@ -898,22 +946,31 @@ def _large_frame_row(p: np.ndarray, v: np.ndarray, group_distance: float, box) -
     ]
 
 
-def _measure(positions: np.ndarray, velocities: np.ndarray, group_distance: float, box) -> np.ndarray:
-    """(T, len(COLUMNS)) measurements of T frames of the same N boids, (T, N, 3) each."""
+def _measure(
+    positions: np.ndarray, velocities: np.ndarray, group_distance: float, box
+) -> tuple[np.ndarray, np.ndarray]:
+    """Measurements of T frames of the same N boids, (T, N, 3) each.
+
+    Returns:
+        ``(rows, measured)``: (T, len(COLUMNS)) measurements, and (T,) bool whether each
+        frame could be measured; the others (a NaN, infinite or huge value) are NaN throughout.
+    """
     t_count, n = positions.shape[:2]
-    out = np.empty((t_count, len(COLUMNS)))
+    measured = _measurable(positions, axis=(1, 2)) & _measurable(velocities, axis=(1, 2))
+    out = np.full((t_count, len(COLUMNS)), np.nan)
+    p, v = positions[measured], velocities[measured]
+    rows = np.empty((len(p), len(COLUMNS)))
     if n * (n - 1) // 2 <= MAX_PAIRS:
         link2 = float(group_distance) ** 2
-        _pair_pass(positions, velocities, link2, np.zeros(3) if box is None else box, out[:, :8])
+        _pair_pass(p, v, link2, np.zeros(3) if box is None else box, rows[:, :8])
     else:
-        for t in range(t_count):
-            out[t, :8] = _large_frame_row(positions[t], velocities[t], group_distance, box)
-    shape = np.full((t_count, 3), np.nan)
-    good = np.all(np.isfinite(positions), axis=(1, 2)) & np.all(np.isfinite(velocities), axis=(1, 2))
-    if box is None and n > 0 and good.any():
-        shape[good] = 2.0 * _principal(positions[good])[1]  # robust to a straggler, unlike extents
-    out[:, 8:] = shape
-    return out
+        for t in range(len(p)):
+            rows[t, :8] = _large_frame_row(p[t], v[t], group_distance, box)
+    rows[:, 8:] = np.nan
+    if box is None and n > 0 and len(p):
+        rows[:, 8:] = 2.0 * _principal(p)[1]  # robust to a straggler, unlike extents
+    out[measured] = rows
+    return out, measured
 
 
 def summary(
@@ -923,10 +980,11 @@ def summary(
 
     ``group_distance`` links boids into groups; use ``Params.perception_distance``.
     ``period``: (3,) box sides for the minimum image (:func:`periodic_box`), or None.
-    A frame holding a NaN or infinite value measures NaN throughout.
+    A frame holding a NaN or infinite value, or one beyond :data:`MAX_MEASURED` in size,
+    measures NaN throughout.
     """
     p, v = _array3(positions), _array3(velocities)
-    row = _measure(p[None], v[None], group_distance, _period(period))[0]
+    row = _measure(p[None], v[None], group_distance, _period(period))[0][0]
     return {name: float(x) for name, x in zip(COLUMNS, row, strict=True)}
 
 
@@ -971,7 +1029,9 @@ def table(frames: Iterable, group_distance: float, period=None) -> dict[str, np.
 
     Frames of up to 2,000 boids are measured a block at a time in one compiled pass
     over all pairs per frame, in parallel over frames (10,000 frames of 500 boids in
-    a few seconds); larger frames use the cell grid, one at a time.
+    a few seconds); larger frames use the cell grid, one at a time. Frames that cannot
+    be measured (a NaN, infinite or huge value, see :data:`MAX_MEASURED`) measure NaN,
+    and one :class:`MeasurementWarning` says how many there were and the first one's step.
 
     Args:
         frames: states with ``positions``, ``velocities``, ``time`` and
@@ -981,7 +1041,7 @@ def table(frames: Iterable, group_distance: float, period=None) -> dict[str, np.
         period: (3,) box sides for the minimum image, or None.
     """
     box = _period(period)
-    steps, times, rows = [], [], []
+    steps, times, rows, measured = [], [], [], []
     n = None
     for block in _blocks(frames):
         n = len(block[0].positions) if n is None else n
@@ -989,12 +1049,23 @@ def table(frames: Iterable, group_distance: float, period=None) -> dict[str, np.
             raise ValueError("every frame of a table must hold the same number of boids")
         positions = np.stack([np.asarray(s.positions, dtype=np.float64) for s in block])
         velocities = np.stack([np.asarray(s.velocities, dtype=np.float64) for s in block])
-        rows.append(_measure(positions, velocities, group_distance, box))
+        block_rows, block_measured = _measure(positions, velocities, group_distance, box)
+        rows.append(block_rows)
+        measured.append(block_measured)
         steps += [s.step_count for s in block]
         times += [s.time for s in block]
     rows = np.concatenate(rows) if rows else np.empty((0, len(COLUMNS)))
     columns = {"step": np.array(steps, dtype=np.int64), "time": np.array(times, dtype=np.float64)}
     columns.update({name: rows[:, k] for k, name in enumerate(COLUMNS)})
+    unmeasured = ~np.concatenate(measured) if measured else np.zeros(0, bool)
+    if unmeasured.any():
+        warnings.warn(
+            f"{unmeasured.sum():,} of {len(unmeasured):,} frames hold NaN, infinite or huge "
+            f"(beyond {MAX_MEASURED:g}) positions or velocities (the first at step "
+            f"{columns['step'][np.argmax(unmeasured)]:,}); their measurements are NaN",
+            MeasurementWarning,
+            stacklevel=2,
+        )
     return columns
 
 

@@ -223,6 +223,8 @@ def _is_parquet(path: Path) -> bool:
 def _read_table(path: Path):
     import pandas as pd
 
+    if not path.is_file():  # /dev/full reads for ever, a FIFO waits for a writer
+        raise SweepError(f"{path}: not a regular file; --out is the results table, read back to resume")
     try:
         if _is_parquet(path):
             return pd.read_parquet(path)
@@ -235,16 +237,23 @@ def _read_table(path: Path):
 
 
 def _write_table(rows: list[dict], path: Path) -> None:
-    """Write atomically: a stopped sweep never leaves a half-written table."""
+    """Write atomically: a stopped sweep, or a full disk, never leaves a half-written table."""
     import pandas as pd
 
     table = pd.DataFrame(rows)
     tmp = path.with_name(path.name + ".tmp")
-    if _is_parquet(path):
-        table.to_parquet(tmp, index=False)
-    else:
-        table.to_csv(tmp, index=False)
-    os.replace(tmp, path)
+    try:
+        if _is_parquet(path):
+            table.to_parquet(tmp, index=False)
+        else:
+            table.to_csv(tmp, index=False)
+        os.replace(tmp, path)
+    except OSError as error:
+        tmp.unlink(missing_ok=True)
+        reason = error.strerror or " ".join(str(error).split())
+        raise SweepError(
+            f"{path}: cannot write the results ({reason}); the runs written before are kept"
+        ) from None
 
 
 def _resumable_rows(out: Path, columns: list[str], tasks: list[Task], settings: dict) -> list[dict]:

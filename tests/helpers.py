@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import resource
+import signal
 import subprocess
 import sys
 
@@ -23,12 +25,49 @@ def flock3d(
     )
 
 
+def file_size_limit(limit: int):
+    """A ``preexec_fn`` for a disk that is full after ``limit`` bytes of any file."""
+
+    def apply():  # in the child: writes past `limit` bytes fail with EFBIG instead of killing it
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    return apply
+
+
 def assert_clean_failure(out: subprocess.CompletedProcess, *fragments: str) -> None:
     """Exit status 2, no traceback, and the message fragments on stderr."""
     assert out.returncode == 2, (out.returncode, out.stdout, out.stderr)
     assert "Traceback" not in out.stderr
     for fragment in fragments:
         assert fragment in out.stderr, (fragment, out.stderr)
+
+
+def small_recording(path, count: int = 20, frames: int = 4, every: int = 2, **params):
+    """Record ``frames`` frames of a flock of ``count`` boids (Params ``params``) to ``path``."""
+    from flock3d import Flock, Params
+    from flock3d.io import TrajectoryWriter
+    from flock3d.scene import Scene
+
+    scene = Scene(Params(count=count, **params), seed=1)
+    flock = Flock.from_scene(scene)
+    with TrajectoryWriter(path, count, scene, every=every) as writer:
+        for _ in range(frames):
+            writer.append(flock.state)
+            flock.step(every)
+    return path
+
+
+def altered_copy(source, path, change):
+    """A copy of the recording ``source`` at ``path``, changed by ``change(h5py.File)``."""
+    import shutil
+
+    import h5py
+
+    shutil.copy(source, path)
+    with h5py.File(path, "r+") as f:
+        change(f)
+    return path
 
 
 def sky(image: np.ndarray) -> np.ndarray:

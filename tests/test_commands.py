@@ -223,7 +223,8 @@ def test_render_mp4_of_a_trajectory_has_its_size_and_frame_count(tmp_path):
     assert out.returncode == 0, out.stderr
     reader = imageio.get_reader(movie)
     frames = [frame for frame in reader]
-    assert len(frames) == 24
+    # 24 frames recorded 1/30 s apart span 23/30 s: 23 video frames at the recording's own rate.
+    assert len(frames) == 23 and "showing simulated t = 0.00 to 0.77 s" in out.stdout
     assert frames[0].shape == (240, 320, 3)
     assert reader.get_meta_data()["fps"] == 30.0
     assert foreground_mask(frames[-1]).sum() > 20

@@ -6,16 +6,14 @@ already written is lost.
 
 import os
 import re
-import resource
-import signal
 import subprocess
 import sys
 
 import numpy as np
 import pytest
-from helpers import assert_clean_failure, flock3d
+from helpers import altered_copy, assert_clean_failure, file_size_limit, flock3d, small_recording
 
-from flock3d.io import Trajectory
+from flock3d.io import RecordingError, Trajectory
 from flock3d.scene import SceneError, load_scene, parse_scene
 from flock3d.scene.scene import MAX_SCENE_BYTES
 
@@ -94,14 +92,6 @@ def test_legitimate_nesting_is_still_read():
 # -- a disk that fills up during `flock3d run --out` --------------------------------------------
 
 
-def _file_size_limit(limit: int):
-    def apply():  # in the child: writes past `limit` bytes fail with EFBIG instead of killing it
-        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
-        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
-
-    return apply
-
-
 def test_a_full_disk_stops_the_run_and_keeps_every_frame_written(tmp_path):
     path = tmp_path / "full.h5"
     # 300 boids: a block of 145 frames is ~3.5 MB, so about two blocks fit in 12 MB.
@@ -122,7 +112,7 @@ def test_a_full_disk_stops_the_run_and_keeps_every_frame_written(tmp_path):
         capture_output=True,
         text=True,
         timeout=300,
-        preexec_fn=_file_size_limit(12_000_000),
+        preexec_fn=file_size_limit(12_000_000),
     )
     assert_one_line_failure(out, f"{path}: no room for more frames (File too large); stopped, keeping the")
     kept = int(out.stderr.split("keeping the ")[1].split(" frames")[0].replace(",", ""))
@@ -213,28 +203,10 @@ def test_usage_errors_are_one_line():
 
 def _damaged_copies(tmp_path) -> dict:
     """Recordings broken in the ways a reader must survive, each with the message it gets."""
-    import shutil
-
-    import h5py
-
-    from flock3d import Flock, Params
-    from flock3d.io import TrajectoryWriter
-    from flock3d.scene import Scene
-
-    scene = Scene(Params(count=20), seed=1)
-    flock = Flock.from_scene(scene)
-    good = tmp_path / "good.h5"
-    with TrajectoryWriter(good, 20, scene, every=2) as writer:
-        for _ in range(4):
-            writer.append(flock.state)
-            flock.step(2)
+    good = small_recording(tmp_path / "good.h5")
 
     def copy(name, change):
-        path = tmp_path / name
-        shutil.copy(good, path)
-        with h5py.File(path, "r+") as f:
-            change(f)
-        return path
+        return altered_copy(good, tmp_path / name, change)
 
     def replace(f, path, **dataset):
         del f[path]
@@ -264,6 +236,23 @@ def _damaged_copies(tmp_path) -> dict:
     def scene_not_text(f):
         f["parameters/flock3d"].attrs["scene"] = np.arange(3)
 
+    def gzip_declared_without_data(f):  # compressed: smaller than its shape, so bytes cannot tell
+        for name, width in (("position", 3), ("velocity", 3), ("orientation", 4)):
+            replace(f, f"particles/flock/{name}/value", shape=(10**7, 20, width), chunks=(64, 20, width),
+                    dtype="f8", compression="gzip")  # fmt: skip
+
+    def step_beyond_int64(f):
+        replace(f, "particles/flock/position/step", data=np.array([0, 2, 2**64 - 1, 6], dtype=np.uint64))
+
+    def time_nan(f):
+        f["particles/flock/position/time"][1] = np.nan
+
+    def time_infinite(f):
+        f["particles/flock/position/time"][3] = np.inf
+
+    def time_backwards(f):
+        f["particles/flock/position/time"][2] = -1.0
+
     return {
         copy("strings.h5", positions_as_strings): "particles/flock/position/value holds strings, not numbers",
         copy("every.h5", every_zero): "every = 0; expected a whole number >= 1",
@@ -271,19 +260,63 @@ def _damaged_copies(tmp_path) -> dict:
         copy("width.h5", wrong_width): "particles/flock/velocity/value has shape (4, 20, 5)",
         copy("step.h5", step_as_floats): "position/step holds values of type float64, not whole numbers",
         copy("scene.h5", scene_not_text): "the stored scene is not TOML text",
+        copy("gzip.h5", gzip_declared_without_data): "position/value declares shape (10000000, 20, 3) "
+        "(156,250 chunks) but the file holds 0 of them",
+        copy("step64.h5", step_beyond_int64): "position/step holds 18446744073709551615 at frame 2; "
+        "expected whole numbers from 0 to 2**63 - 1",
+        copy("nan-time.h5", time_nan): "position/time holds nan at frame 1; expected finite times",
+        copy("inf-time.h5", time_infinite): "position/time holds inf at frame 3; expected finite times",
+        copy("back.h5", time_backwards): "position/time goes back from 0.0333333 to -1 s at frame 2",
     }
 
 
 def test_damaged_recordings_are_one_line(tmp_path):
-    from flock3d.io import RecordingError
-
     for path, message in _damaged_copies(tmp_path).items():
         with pytest.raises(RecordingError, match=re.escape(message)):
             Trajectory(path)
         assert_one_line_failure(flock3d("metrics", path, timeout=120), f"{path}: damaged trajectory", message)
 
 
+def test_damaged_recordings_are_one_line_for_render_too(tmp_path):
+    pytest.importorskip("vispy")  # refused on opening, before anything is drawn
+    damaged = _damaged_copies(tmp_path)
+    for name in ("gzip.h5", "step64.h5", "nan-time.h5", "inf-time.h5"):
+        path = tmp_path / name
+        out = flock3d("render", path, "--out", tmp_path / "x.mp4", "--no-progress", timeout=120)
+        assert_one_line_failure(out, f"{path}: damaged trajectory", damaged[path])
+        assert not (tmp_path / "x.mp4").exists()
+
+
+def test_links_out_of_a_recording_are_refused_not_followed(tmp_path):
+    import h5py
+
+    good = small_recording(tmp_path / "good.h5")
+    cases = {
+        "etc.h5": ("particles/flock/position/value", h5py.ExternalLink("/etc/passwd", "/x")),
+        "etc-dir.h5": ("parameters", h5py.ExternalLink("/etc", "/")),
+        # Even a link to a sound recording: a reader must not open other files.
+        "other.h5": ("particles/flock/velocity", h5py.ExternalLink(str(good), "/particles/flock/velocity")),
+        "soft.h5": ("particles/flock/orientation", h5py.SoftLink("/particles/flock/velocity")),
+    }
+    for name, (where, link) in cases.items():
+
+        def relink(f, where=where, link=link):
+            del f[where]
+            f[where] = link
+
+        path = altered_copy(good, tmp_path / name, relink)
+        kind = "a soft link to" if isinstance(link, h5py.SoftLink) else "a link to another file,"
+        message = f"{path}: {where} is {kind} "
+        with pytest.raises(RecordingError, match=re.escape(message)):
+            Trajectory(path)
+        out = flock3d("metrics", path, timeout=120)
+        assert_one_line_failure(out, message, "a flock3d recording holds its own data")
+
+
 def test_a_fifo_is_not_read_as_a_recording(tmp_path):
     fifo = tmp_path / "t.h5"
     os.mkfifo(fifo)
     assert_one_line_failure(flock3d("metrics", fifo, timeout=60), f"{fifo}: not a regular file")
+    pytest.importorskip("vispy")
+    out = flock3d("render", fifo, "--out", tmp_path / "x.mp4", timeout=60)
+    assert_one_line_failure(out, f"{fifo}: not a regular file")

@@ -1,4 +1,8 @@
 import math
+import re
+import subprocess
+import sys
+import warnings
 
 import numpy as np
 import pytest
@@ -235,14 +239,95 @@ def test_a_frame_with_a_nan_measures_nan_and_the_others_are_unharmed():
     frames = [Frame(rng.normal(size=(30, 3)), rng.normal(size=(30, 3)), k) for k in range(4)]
     frames[2].positions[5, 1] = np.nan
     frames[3].velocities[0, 0] = np.inf
-    columns = metrics.table(frames, 1.0)
+    with pytest.warns(metrics.MeasurementWarning, match=r"^2 of 4 frames hold NaN, .* at step 2\)"):
+        columns = metrics.table(frames, 1.0)
     for name in metrics.COLUMNS:
         assert np.all(np.isnan(columns[name][2:])), name
         assert np.all(np.isfinite(columns[name][:2])), name
     big = Frame(rng.normal(size=(2500, 3)), rng.normal(size=(2500, 3)), 0)
     big.positions[7] = np.nan
-    row = metrics.table([big], 1.0)  # the cell-grid path
+    with pytest.warns(metrics.MeasurementWarning, match="1 of 1 frames"):
+        row = metrics.table([big], 1.0)  # the cell-grid path
     assert all(math.isnan(row[name][0]) for name in metrics.COLUMNS)
+
+
+@pytest.mark.parametrize("n", [30, 2500])  # the pass over all pairs, and the cell grid
+def test_values_too_large_to_square_measure_nan_without_overflowing(n):
+    # Squared distances overflow float64 beyond 1e154: such a frame is not measurable.
+    rng = np.random.default_rng(4)
+    good = Frame(rng.normal(size=(n, 3)), rng.normal(size=(n, 3)), 0)
+    huge = [Frame(good.positions.copy(), good.velocities.copy(), k) for k in (1, 2, 3)]
+    huge[0].positions[:] = 1e308  # every coordinate
+    huge[1].positions[0], huge[1].positions[1] = 1e300, -1e300  # the flock spread over 2e300
+    huge[2].velocities[3] = 1e200
+    edge = Frame(good.positions * 1e149, good.velocities, 4)  # within MAX_MEASURED: measured
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)  # no overflow on the way
+        with pytest.warns(metrics.MeasurementWarning) as caught:
+            columns = metrics.table([good, *huge, edge], 1.0)
+        assert len(caught) == 1
+        assert str(caught[0].message) == (
+            "3 of 5 frames hold NaN, infinite or huge (beyond 1e+150) positions or velocities "
+            "(the first at step 1); their measurements are NaN"
+        )
+        for name in metrics.COLUMNS:
+            assert np.all(np.isnan(columns[name][1:4])), name
+        assert columns["polarization"][4] == pytest.approx(columns["polarization"][0], rel=1e-12)
+        assert columns["size"][4] == pytest.approx(1e149 * columns["size"][0], rel=1e-12)
+        for frame in huge[:2]:  # huge positions
+            assert np.isnan(metrics.principal_axes(frame.positions).semi_axes).all()
+            assert np.isnan(metrics.flock_size(frame.positions))
+        for frame in huge:
+            assert np.isnan(metrics.velocity_correlation(frame.positions, frame.velocities).xi_velocity)
+            assert np.isnan(metrics.neighbour_anisotropy(frame.positions, frame.velocities, 3).gamma).all()
+
+
+BAD_WHOLE_NUMBERS = [0, -3, 2.5, True, "4", None]
+
+
+@pytest.mark.parametrize("value", [*BAD_WHOLE_NUMBERS, metrics.MAX_BINS + 1])
+def test_bins_outside_their_range_are_a_value_error(value):
+    p = np.random.default_rng(0).normal(size=(20, 3))
+    with pytest.raises(
+        ValueError, match=re.escape(f"bins must be a whole number from 1 to 10,000 (got {value!r})")
+    ):
+        metrics.velocity_correlation(p, p, bins=value)
+    with pytest.raises(ValueError, match="^bins must be"):
+        metrics.correlation_table([Frame(p, p, 0)], bins=value)
+
+
+@pytest.mark.parametrize("value", [*BAD_WHOLE_NUMBERS, metrics.MAX_NEIGHBOURS + 1])
+def test_neighbours_outside_their_range_are_a_value_error(value):
+    p = np.random.default_rng(0).normal(size=(20, 3))
+    message = f"neighbours must be a whole number from 1 to 1,000 (got {value!r})"
+    with pytest.raises(ValueError, match=re.escape(message)):
+        metrics.neighbour_anisotropy(p, p, value)
+    with pytest.raises(ValueError, match=re.escape(message)):
+        metrics.anisotropy_table([Frame(p, p, 0)], neighbours=value)
+
+
+@pytest.mark.parametrize("value", [0, -1, 1.5])
+def test_max_pairs_below_one_is_a_value_error(value):
+    p = np.random.default_rng(0).normal(size=(20, 3))
+    message = re.escape(f"max_pairs must be a whole number >= 1 (got {value!r})")
+    with pytest.raises(ValueError, match=message):
+        metrics.velocity_correlation(p, p, max_pairs=value)
+    with pytest.raises(ValueError, match=message):
+        metrics.mean_pair_distance(p, max_pairs=value)
+
+
+def test_bins_zero_raises_rather_than_crashing_the_interpreter():
+    # It used to write before the start of the bins' array in compiled code: SIGSEGV.
+    code = (
+        "import numpy as np\nfrom flock3d import metrics\n"
+        "p = np.random.default_rng(0).normal(size=(50, 3))\n"
+        "metrics.velocity_correlation(p, p, bins=0)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 1, (out.returncode, out.stderr)  # an exception, not a signal
+    assert out.stderr.strip().splitlines()[-1] == (
+        "ValueError: bins must be a whole number from 1 to 10,000 (got 0)"
+    )
 
 
 def test_empty_and_single_boid_frames():

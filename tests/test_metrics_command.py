@@ -6,9 +6,10 @@ import math
 import h5py
 import numpy as np
 import pytest
-from helpers import assert_clean_failure, flock3d
+from helpers import altered_copy, assert_clean_failure, flock3d
 
 from flock3d import metrics
+from flock3d.cli import COMPILING_MEASUREMENTS
 from flock3d.io import Trajectory
 
 
@@ -69,12 +70,49 @@ def test_a_nan_in_a_recording_is_reported_not_fatal(recording, tmp_path):
     assert out.returncode == 0, out.stderr
     warning = [line for line in out.stderr.splitlines() if "warning" in line]
     assert warning == [
-        "flock3d metrics: warning: 1 of 13 frames hold NaN or infinite positions or velocities "
-        "(the first at step 100); their measurements are NaN"
+        "flock3d metrics: warning: 1 of 13 frames hold NaN, infinite or huge (beyond 1e+150) "
+        "positions or velocities (the first at step 100); their measurements are NaN"
     ]
     columns = read_csv(table)
     assert all(math.isnan(columns[name][5]) for name in [*metrics.COLUMNS, "xi_velocity"])
     assert np.isfinite(columns["polarization"][[4, 6]]).all()
+
+
+@pytest.mark.parametrize(
+    "values",
+    [{5: 1e308}, {(3, 0): 1e300, (8, 1): -1e300}],  # every coordinate of a frame; a boid far out
+    ids=["1e308", "spread-1e300"],
+)
+def test_positions_too_large_to_measure_are_a_warning_not_a_traceback(recording, tmp_path, values):
+    def alter(f):
+        for where, value in values.items():  # a frame, or a boid of a frame
+            f["particles/flock/position/value"][where] = value
+
+    frames = sorted({where if isinstance(where, int) else where[0] for where in values})
+    damaged = altered_copy(recording, tmp_path / "huge.h5", alter)
+    table = tmp_path / "m.csv"
+    out = flock3d("metrics", damaged, "--csv", table, "--correlation", tmp_path / "c.csv",
+                  "--anisotropy", tmp_path / "a.csv", "--no-progress")  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    assert "Traceback" not in out.stderr and "RuntimeWarning" not in out.stderr
+    warning = [line for line in out.stderr.splitlines() if "warning" in line]
+    assert warning == [
+        f"flock3d metrics: warning: {len(frames)} of 13 frames hold NaN, infinite or huge (beyond 1e+150) "
+        f"positions or velocities (the first at step {20 * frames[0]}); their measurements are NaN"
+    ]
+    columns = read_csv(table)
+    unmeasured = np.isin(np.arange(13), frames)
+    for name in [*metrics.COLUMNS, "xi_velocity", "n_c"]:
+        assert np.all(np.isnan(columns[name][unmeasured])), name
+    assert np.isfinite(columns["polarization"][~unmeasured]).all()
+
+
+def test_metrics_says_it_compiles_measurements_not_a_simulation(recording, tmp_path):
+    # A fresh cache: the measurements' compiled code is built again, as on a first run.
+    out = flock3d("metrics", recording, "--no-progress", env={"NUMBA_CACHE_DIR": str(tmp_path / "cache")})
+    assert out.returncode == 0, out.stderr
+    assert out.stderr.splitlines() == [COMPILING_MEASUREMENTS]
+    assert "simulation" not in out.stderr
 
 
 def test_metrics_bad_options_fail_cleanly(recording, tmp_path):
@@ -82,6 +120,10 @@ def test_metrics_bad_options_fail_cleanly(recording, tmp_path):
         flock3d("metrics", recording, "--correlation", tmp_path / "c.txt"), "must end in .csv"
     )
     assert_clean_failure(flock3d("metrics", recording, "--stride", "0"), "must be >= 1")
+    for option, most in (("--bins", "10,000"), ("--neighbours", "1,000")):
+        assert_clean_failure(flock3d("metrics", recording, option, "0"), f"{option}: must be >= 1")
+        out = flock3d("metrics", recording, option, "99999999999")
+        assert_clean_failure(out, f"{option}: must be at most {most}, got 99,999,999,999")
 
 
 def test_metrics_of_a_periodic_recording_look_through_the_faces(tmp_path):

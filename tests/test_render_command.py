@@ -4,8 +4,9 @@ import os
 import re
 
 import imageio.v2 as imageio
+import numpy as np
 import pytest
-from helpers import assert_clean_failure, flock3d
+from helpers import altered_copy, assert_clean_failure, flock3d, small_recording
 
 pytestmark = pytest.mark.gui
 
@@ -53,18 +54,74 @@ def test_start_simulates_before_drawing(tmp_path):
 
 
 def test_a_trajectory_plays_at_its_recorded_pace(tmp_path):
-    for every, fps, frames in ((4, 15.0, 31), (60, 30.0, 61)):
+    for every, fps, frames in ((4, 15.0, 30), (60, 30.0, 60)):
         traj = tmp_path / f"every{every}.h5"
         assert (
             flock3d("run", "small-arena", "--steps", "120", "--every", str(every), "--out", traj).returncode
             == 0
         )
         movie = tmp_path / f"every{every}.mp4"
-        rendered(traj, "--out", movie, *SMALL)
+        stdout = rendered(traj, "--out", movie, *SMALL)
         reader = imageio.get_reader(movie)
         count = sum(1 for _ in reader)
-        # 120 steps of 1/60 s = 2 s recorded: 2 s of video (and the closing frame) at either rate.
+        # 120 steps of 1/60 s = 2 s recorded: 2 s of video at either rate, and it says so.
         assert reader.get_meta_data()["fps"] == fps and count == frames, (every, count)
+        assert "showing simulated t = 0.00 to 2.00 s" in stdout
+
+
+def test_the_span_stated_is_the_span_recorded(tmp_path):
+    # A minute at 10 frames per simulated second: 601 frames, the last at t = 60.
+    traj = small_recording(tmp_path / "minute.h5", count=10, frames=601, every=6)
+    movie = tmp_path / "minute.mp4"
+    stdout = rendered(traj, "--out", movie, "--fps", "2", *SMALL)
+    assert "wrote" in stdout and "120 frames" in stdout and "showing simulated t = 0.00 to 60.00 s" in stdout
+    assert sum(1 for _ in imageio.get_reader(movie)) == 120  # not 121, a frame past the end
+    # Video frame 31 at 15 fps shows t = 2 s, and frame 1 of --start 59.5 t = 59.5 s.
+    png = tmp_path / "f.png"
+    assert simulated_time(rendered(traj, "--out", png, "--frames", "31", "--fps", "15", *SMALL)) == 2.0
+    assert simulated_time(rendered(traj, "--out", png, "--frames", "1", "--start", "59.5", *SMALL)) == 59.5
+    assert simulated_time(rendered(traj, "--out", png, *SMALL)) == 60.0  # by default the last frame
+
+
+@pytest.mark.parametrize("every", [np.int64(2**63 - 1), np.uint64(2**64 - 1)])
+def test_a_huge_every_attribute_does_not_change_the_schedule(tmp_path, every):
+    # Frames are scheduled by their recorded times; `every` made the render run for ever.
+    good = small_recording(tmp_path / "good.h5", frames=7, every=6)  # 0.6 s at 10 frames/s
+
+    def huge(f):
+        f["parameters/flock3d"].attrs["every"] = every
+
+    traj = altered_copy(good, tmp_path / "every.h5", huge)
+    stdout = flock3d("render", traj, "--out", tmp_path / "e.mp4", *SMALL, timeout=120).stdout
+    assert "6 frames" in stdout and "at 10 fps, showing simulated t = 0.00 to 0.60 s" in stdout
+
+
+@pytest.mark.parametrize(
+    "where, value, problem",
+    [
+        ("orientation", np.nan, "orientations that are not unit quaternions"),
+        ("orientation", 1e308, "orientations that are not unit quaternions"),
+        ("position", 1e308, "positions that are NaN, infinite or beyond 1e+15"),
+        ("position", -np.inf, "positions that are NaN, infinite or beyond 1e+15"),
+        ("velocity", np.nan, "velocities that are NaN, infinite or beyond 1e+15"),
+    ],
+)
+def test_frames_that_cannot_be_drawn_are_one_line_before_anything_is_drawn(tmp_path, where, value, problem):
+    good = small_recording(tmp_path / "good.h5", frames=7, every=6)
+
+    def spoil(f):
+        f[f"particles/flock/{where}/value"][4, 3] = value
+
+    traj = altered_copy(good, tmp_path / "bad.h5", spoil)
+    for out in (tmp_path / "bad.mp4", tmp_path / "bad.png"):
+        result = flock3d(
+            "render", traj, "--out", out, *SMALL, *(("--frames", "5") if out.suffix == ".png" else ())
+        )
+        assert_clean_failure(result, f"{traj}: frame 4 (t = 0.4 s) cannot be drawn: it holds {problem}")
+        assert len(result.stderr.strip().splitlines()) == 1, result.stderr  # no RuntimeWarning either
+        assert not out.exists()
+    # The frames before it still render.
+    assert "4 frames" in rendered(traj, "--out", tmp_path / "before.mp4", "--frames", "4", *SMALL)
 
 
 @pytest.mark.parametrize(
@@ -75,6 +132,8 @@ def test_a_trajectory_plays_at_its_recorded_pace(tmp_path):
         ("x.png", ("--frames", "1000000000"), "at most 100,000 frames"),
         ("x.mp4", ("--start", "1e12"), "more than the 10,000,000 a render may take"),
         ("x.mp4", ("--start", "nan"), "--start: must be a finite number"),
+        ("x.png", ("--set", "view.camera_distance=1e-300"), "view.camera_distance = 1e-300 cannot be drawn"),
+        ("x.png", ("--set", "arena.radius=1e-300"), "arena.radius = 1e-300 cannot be drawn"),
     ],
 )
 def test_outputs_and_numbers_that_cannot_work_fail_cleanly(tmp_path, out, extra, message):

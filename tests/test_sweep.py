@@ -1,11 +1,14 @@
 """Parameter sweeps on a local Dask cluster: the table, the seeds, resume, the plot."""
 
+import os
 import re
+import subprocess
+import sys
 
 import numpy as np
 import pandas as pd
 import pytest
-from helpers import assert_clean_failure, flock3d
+from helpers import assert_clean_failure, file_size_limit, flock3d
 
 from flock3d import Flock, metrics
 from flock3d.scene import parse_scene, resolve_scene
@@ -196,6 +199,44 @@ def test_sweep_command_on_a_local_cluster(tmp_path):
     assert run.returncode == 0, run.stderr
     assert "computed 4 runs" in run.stdout
     assert len(pd.read_csv(out)) == 4 and plot.stat().st_size > 5000
+
+
+@pytest.mark.parametrize("kind", ["dev-full", "fifo", "directory"])
+def test_an_out_that_is_not_a_regular_file_is_refused_before_it_is_read(tmp_path, kind):
+    out = tmp_path / "r.csv"
+    if kind == "dev-full":
+        if not os.path.exists("/dev/full"):
+            pytest.skip("no /dev/full here")
+        out.symlink_to("/dev/full")  # reads zeros for ever
+    elif kind == "fifo":
+        os.mkfifo(out)  # waits for a writer for ever
+    else:
+        out.mkdir()
+    with pytest.raises(SweepError, match=f"^{re.escape(str(out))}: not a regular file; --out is the results"):
+        run_sweep(small_scene(), [parse_axis("zones.orientation_width=1")], 1, STEPS, DISCARD, out)
+    if kind != "directory":  # the command refuses a directory itself, with its own line
+        result = flock3d("sweep", "couzin/torus", "--param", "zones.orientation_width=1", "--steps", "10",
+                         "--out", out, timeout=120)  # fmt: skip
+        assert_clean_failure(result, f"{out}: not a regular file")
+        assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_a_full_disk_when_the_table_is_written_is_one_line_and_keeps_it(tmp_path, scheduler):
+    out = tmp_path / "r.csv"
+    run_sweep(small_scene(), [parse_axis("zones.orientation_width=0.5")], 1, STEPS, DISCARD, out,
+              scheduler=scheduler, progress=False)  # fmt: skip
+    before = out.read_bytes()
+    args = ["sweep", "couzin/torus", "--set", "flock.count=30", "--param", "zones.orientation_width=0.5,6",
+            "--steps", str(STEPS), "--discard", str(DISCARD), "--out", str(out), "--scheduler", scheduler,
+            "--no-progress"]  # fmt: skip
+    # Files of the command past 100 bytes cannot grow: the table of two runs cannot be written.
+    result = subprocess.run([sys.executable, "-m", "flock3d.cli", *args], capture_output=True, text=True,
+                            timeout=300, preexec_fn=file_size_limit(100))  # fmt: skip
+    assert_clean_failure(
+        result, f"{out}: cannot write the results (File too large); the runs written before are kept"
+    )
+    assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+    assert out.read_bytes() == before and not (tmp_path / "r.csv.tmp").exists()
 
 
 def test_sweep_bad_input(tmp_path):

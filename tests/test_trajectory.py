@@ -33,7 +33,8 @@ def test_round_trip_and_h5md_layout(tmp_path):
         assert g["velocity/step"].id == g["position/step"].id
         assert g["box"].attrs["dimension"] == 3 and list(g["box"].attrs["boundary"]) == [b"none"] * 3
         assert "edges" not in g["box"]  # a sphere has no periodic box
-        assert g["position/value"].attrs["unit"] == "nm" and g["velocity/value"].attrs["unit"] == "nm ps-1"
+        assert g["position/value"].attrs["unit"] == "Angstrom"
+        assert g["velocity/value"].attrs["unit"] == "Angstrom ps-1"
         assert g["position/time"].attrs["unit"] == "ps"
         np.testing.assert_array_equal(g["species"], np.zeros(50))
         assert f["parameters/flock3d"].attrs["every"] == 5
@@ -89,27 +90,29 @@ def _record(tmp_path, scene, steps=40, every=10):
     return path, recorded
 
 
-def test_a_periodic_arena_is_a_periodic_box_that_mdanalysis_reads(tmp_path):
+def test_a_periodic_arena_is_a_periodic_box_that_mdanalysis_reads_as_written(tmp_path):
     h5md = pytest.importorskip("MDAnalysis.coordinates.H5MD")  # in the test extra
-    scene = Scene(Params(count=60, arena_shape="periodic", arena_radius=8.0, max_speed=9.0), seed=2)
+    scene = Scene(Params(count=60, arena_shape="periodic", arena_radius=30.0, max_speed=9.0), seed=2)
     path, recorded = _record(tmp_path, scene)
     with h5py.File(path) as f:
         box = f["particles/flock/box"]
         assert list(box.attrs["boundary"]) == [b"periodic"] * 3
-        np.testing.assert_array_equal(box["edges/value"][:], np.full((5, 3), 16.0))
+        np.testing.assert_array_equal(box["edges/value"][:], np.full((5, 3), 60.0))
         assert box["edges/step"].id == f["particles/flock/position/step"].id  # as H5MD requires
-    # MDAnalysis at its default settings (converting units): it refused these files before.
+    # MDAnalysis at its default settings (converting units) reads the numbers written:
+    # a box of 60 is 60, not 600 as when lengths were labelled nm.
     reader = h5md.H5MDReader(str(path))
-    assert reader.n_frames == len(recorded) and reader.n_atoms == 60
+    assert reader.convert_units and reader.n_frames == len(recorded) and reader.n_atoms == 60
     for ts, state in zip(reader, recorded, strict=True):
-        # nm -> Angstrom: MDAnalysis works in Angstrom and ps; the file says nm and ps.
-        np.testing.assert_allclose(ts.positions, 10 * state.positions, rtol=1e-6)
-        np.testing.assert_allclose(ts.velocities, 10 * state.velocities, rtol=1e-6)
-        assert ts.time == pytest.approx(state.time)
-        np.testing.assert_allclose(ts.dimensions, [160.0, 160.0, 160.0, 90.0, 90.0, 90.0])
+        # MDAnalysis holds coordinates as float32: equal to the float64 written, to its precision.
+        np.testing.assert_allclose(ts.positions, state.positions, rtol=1e-6, atol=1e-5)
+        np.testing.assert_allclose(ts.velocities, state.velocities, rtol=1e-6, atol=1e-5)
+        assert ts.time == pytest.approx(state.time, rel=1e-12, abs=1e-12)
+        assert ts.data["step"] == state.step_count
+        np.testing.assert_allclose(ts.dimensions, [60.0, 60.0, 60.0, 90.0, 90.0, 90.0])
     reader.close()
     # Positions wrap into the cube of side 2R around the centre: an image of the box.
-    assert np.all(np.abs(recorded[-1].positions) <= 8.0)
+    assert np.all(np.abs(recorded[-1].positions) <= 30.0)
 
 
 def test_a_planar_flock_is_stored_in_two_dimensions(tmp_path):

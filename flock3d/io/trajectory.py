@@ -16,11 +16,14 @@ Layout (N boids, M predators, T frames, D = 3, or 2 for a planar flock)::
                                 seed, every, flock3d_version, units
 
 Units: the model has no physical scale; lengths are world units and time is
-simulated seconds. Readers that convert units (MDAnalysis) need names they know,
-so lengths are labelled ``nm``, times ``ps`` and velocities ``nm ps-1``: one
-consistent pair, valid in H5MD's SI unit syntax, under which every number stored
-is the simulation's own. A planar flock (``sim.dimensions = 2``) stores x and y;
-z is the arena centre's and the vertical velocity 0. In a periodic arena
+simulated seconds. Readers that convert units (MDAnalysis, at its default
+settings) refuse data without unit attributes and convert the units they know to
+their own base units, Angstrom and ps. So lengths are labelled ``Angstrom``,
+times ``ps`` and velocities ``Angstrom ps-1``: the base units themselves, which
+such a reader takes as they are, so that it reads every number as written.
+
+A planar flock (``sim.dimensions = 2``) stores x and y; z is the arena
+centre's and the vertical velocity 0. In a periodic arena
 positions are wrapped into the cube of side 2R around the arena centre, an
 image of the box ``edges`` as H5MD allows. Files written before these additions
 (3-wide arrays, no species or edges) are read as well.
@@ -42,6 +45,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import gc
+import math
 import os
 import re
 import stat
@@ -64,11 +68,13 @@ __all__ = ["TrajectoryWriter", "Trajectory", "RecordingError", "DiskFullError", 
 BLOCK_BYTES = 1 << 20
 _ELEMENTS = ("position", "velocity", "orientation")
 _FLOCK, _PREDATORS = "particles/flock", "particles/predators"
-#: Units written on the datasets (see the module's docstring): world units and seconds.
-LENGTH_UNIT, TIME_UNIT, VELOCITY_UNIT = "nm", "ps", "nm ps-1"
+#: Units written on the datasets (see the module's docstring): world units and seconds,
+#: labelled with MDAnalysis's base units so that it converts nothing.
+LENGTH_UNIT, TIME_UNIT, VELOCITY_UNIT = "Angstrom", "ps", "Angstrom ps-1"
 UNITS_NOTE = (
-    "lengths in world units and time in simulated seconds, labelled nm and ps "
-    "(a consistent pair readers know); no physical scale is implied"
+    "lengths in world units and time in simulated seconds, labelled Angstrom and ps "
+    "(the base units of readers that convert, so that they take the numbers as written); "
+    "no physical scale is implied"
 )
 
 
@@ -416,8 +422,12 @@ class Trajectory:
 
     Raises :class:`RecordingError` with a one-line reason when the file is missing,
     truncated, damaged or not a flock3d trajectory. Everything reading frames relies
-    on (types, shapes, data actually stored) is checked on opening, so a damaged
-    file fails there and not half way through a command.
+    on (types, shapes, data actually stored, steps within int64, finite times that
+    never decrease, data reached by the file's own hard links) is checked on opening,
+    so a damaged file fails there and not half way through a command. The values of
+    positions, velocities and orientations are not: a flock that blew up is recorded
+    as it was, and each reader decides what it can use (metrics measures NaN, render
+    refuses a frame it cannot draw).
     """
 
     def __init__(self, path: str | Path) -> None:
@@ -463,24 +473,26 @@ class Trajectory:
         """Check everything reading frames relies on, so that reading cannot fail or run away."""
         import h5py
 
-        f = self._file
-        for path in [f"{_FLOCK}/{name}/value" for name in _ELEMENTS] + [f"{_FLOCK}/position/step"]:
-            if not isinstance(f.get(path), h5py.Dataset):
+        paths = [f"{_FLOCK}/{name}/value" for name in _ELEMENTS] + [
+            f"{_FLOCK}/position/{n}" for n in ("step", "time")
+        ]
+        for path in paths:
+            if not isinstance(self._member(path), h5py.Dataset):
                 raise RecordingError(f"{self.path}: not a flock3d trajectory (no {path})")
-        params = f.get("parameters/flock3d")
+        params = self._member("parameters/flock3d")
         if not isinstance(params, h5py.Group) or "scene" not in params.attrs:
             raise RecordingError(f"{self.path}: not a flock3d trajectory (no parameters/flock3d scene)")
         self._groups = [_FLOCK] + (
-            [_PREDATORS] if isinstance(f.get(f"{_PREDATORS}/position/value"), h5py.Dataset) else []
+            [_PREDATORS] if isinstance(self._member(f"{_PREDATORS}/position/value"), h5py.Dataset) else []
         )
-        if not isinstance(f.get(f"{_FLOCK}/position/time"), h5py.Dataset):
-            raise RecordingError(f"{self.path}: not a flock3d trajectory (no {_FLOCK}/position/time)")
-        self._dimensions = self._dimension_of(f.get(f"{_FLOCK}/box"))
+        self._dimensions = self._dimension_of(self._member(f"{_FLOCK}/box"))
         widths = _widths(self._dimensions)
         frames, counts = set(), {}
         for group in self._groups:
             for name in _ELEMENTS:
-                dataset = f[f"{group}/{name}/value"]
+                dataset = self._member(f"{group}/{name}/value")
+                if not isinstance(dataset, h5py.Dataset):
+                    raise self._damaged(f"{group}/{name}/value is missing")
                 self._check_numbers(dataset, "fiu")
                 if dataset.ndim != 3 or dataset.shape[2] != widths[name]:
                     raise self._damaged(
@@ -490,7 +502,7 @@ class Trajectory:
                 frames.add(dataset.shape[0])
                 counts.setdefault(group, set()).add(dataset.shape[1])
         for name, kinds in (("step", "iu"), ("time", "fiu")):
-            dataset = f[f"{_FLOCK}/position/{name}"]
+            dataset = self._member(f"{_FLOCK}/position/{name}")
             self._check_numbers(dataset, kinds)
             if dataset.ndim != 1:
                 raise self._damaged(f"{dataset.name} has shape {dataset.shape}; expected (frames,)")
@@ -499,6 +511,7 @@ class Trajectory:
         if len(frames) != 1 or any(len(c) != 1 for c in counts.values()):
             raise self._damaged("inconsistent array shapes")
         self.n_frames = frames.pop()
+        self._check_clock()
         self.n_boids = counts[_FLOCK].pop()
         self.n_predators = counts[_PREDATORS].pop() if _PREDATORS in counts else 0
         every = params.attrs.get("every", 1)
@@ -517,6 +530,65 @@ class Trajectory:
         if self._dimensions == 2:
             self._plane_z = float(self.scene.params.arena_center[2])
 
+    def _member(self, path: str):
+        """The object at ``path``, or None where there is none, reached by hard links only.
+
+        A recording holds its own data: an external link would make the reader open
+        whatever file it names (``/etc/passwd``, a FIFO), and a soft link may lead
+        through one, so both are refused rather than followed.
+        """
+        import h5py
+
+        node = self._file
+        for name in path.split("/"):
+            if not isinstance(node, h5py.Group):
+                return None
+            link = node.get(name, getlink=True)
+            if link is None:
+                return None
+            if not isinstance(link, h5py.HardLink):
+                where = f"{node.name.rstrip('/')}/{name}".lstrip("/")
+                if isinstance(link, h5py.ExternalLink):
+                    what = f"a link to another file, {link.filename!r}"
+                else:
+                    what = f"a soft link to {link.path!r}"
+                raise RecordingError(
+                    f"{self.path}: {where} is {what}; a flock3d recording holds its own data"
+                )
+            node = node[name]
+        return node
+
+    def _check_clock(self) -> None:
+        """Steps must be whole numbers from 0 to 2**63 - 1 (they are read as int64), times
+        finite and never decreasing (frames are shown and measured at their times)."""
+        steps, times = self._file[f"{_FLOCK}/position/step"], self._file[f"{_FLOCK}/position/time"]
+        block, previous = 1 << 20, -np.inf
+        for start in range(0, self.n_frames, block):
+            s = steps[start : start + block]
+            bad = (s < 0) | (s > np.iinfo(np.int64).max) if s.dtype.kind == "u" else s < 0
+            if bad.any():
+                k = int(np.argmax(bad))
+                raise self._damaged(
+                    f"{steps.name} holds {_plain_repr(s[k])} at frame {start + k:,}; "
+                    "expected whole numbers from 0 to 2**63 - 1"
+                )
+            t = np.asarray(times[start : start + block], dtype=np.float64)
+            if not np.all(np.isfinite(t)):
+                k = int(np.argmax(~np.isfinite(t)))
+                raise self._damaged(
+                    f"{times.name} holds {_plain_repr(t[k])} at frame {start + k:,}; expected finite times"
+                )
+            back = np.diff(t, prepend=previous) < 0
+            if back.any():
+                k = int(np.argmax(back))
+                before = t[k - 1] if k else previous
+                raise self._damaged(
+                    f"{times.name} goes back from {before:g} to {t[k]:g} s at frame {start + k:,}; "
+                    "expected times that never decrease"
+                )
+            if len(t):
+                previous = t[-1]
+
     def _dimension_of(self, box) -> int:
         """D from the box (3 for files written before planar flocks were stored in 2D)."""
         if box is None or "dimension" not in box.attrs:
@@ -534,9 +606,21 @@ class Trajectory:
             raise self._damaged(f"{dataset.name} holds {what}, not {wanted}")
 
     def _check_stored(self, dataset) -> None:
-        """Refuse a dataset declaring more data than the file holds (reading it would never end)."""
-        if dataset.compression is not None or dataset.shuffle or dataset.fletcher32 or dataset.scaleoffset:
-            return  # filtered data is smaller than its shape: the check would not hold
+        """Refuse a dataset declaring more data than the file holds (reading it would never end).
+
+        Chunked data must have every chunk its shape needs: compressed chunks are smaller
+        than their shape says, so bytes cannot tell, but a writer writes every chunk of
+        the frames it writes (``TrajectoryWriter`` does).
+        """
+        if dataset.chunks is not None:
+            needed = math.prod(-(-n // c) for n, c in zip(dataset.shape, dataset.chunks, strict=True))
+            stored = dataset.id.get_num_chunks()
+            if stored < needed:
+                raise self._damaged(
+                    f"{dataset.name} declares shape {dataset.shape} ({needed:,} chunks) "
+                    f"but the file holds {stored:,} of them"
+                )
+            return
         declared = dataset.size * dataset.dtype.itemsize
         stored = dataset.id.get_storage_size()
         if stored < declared:

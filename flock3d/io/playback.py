@@ -1,0 +1,193 @@
+"""Playing a recording back as a video: which recorded frame each video frame shows, and
+whether a frame can be drawn at all. The library half of ``flock3d render`` for trajectories.
+
+A video plays at the simulation's pace. Its F frames at ``fps`` frames per second
+cover the F / fps simulated seconds from ``start``: video frame k shows the flock at
+``start + k / fps``, by the recorded frame nearest that time. A recording from t0 to
+t1 gives ``floor((t1 - t0 - start) * fps)`` frames, whose span ends at t1 at most, so
+the span a video states is the span it shows (the recorded frame at t1 itself is the
+frame after the video's last: it is a still's default instead).
+
+Frames are scheduled by their recorded times, not by the recording's ``every`` and the
+scene's dt: the times are what the file holds, checked on opening (finite, never
+decreasing; see :class:`flock3d.io.Trajectory`).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, NamedTuple
+
+import numpy as np
+
+from flock3d.errors import Flock3dError
+
+if TYPE_CHECKING:
+    from flock3d.core.state import FlockState
+    from flock3d.io.trajectory import Trajectory
+    from flock3d.scene import Scene
+
+__all__ = [
+    "Playback",
+    "PlaybackError",
+    "playback",
+    "own_rate",
+    "check_drawable",
+    "check_recording",
+    "check_scene",
+    "MAX_DRAWN",
+    "DRAWN_LENGTHS",
+]
+
+#: Largest size of a coordinate or velocity component that can be drawn. The renderer
+#: works in float32 (at most 3.4e38) and multiplies lengths together (a camera framing a
+#: flock of size L has near * far ~ L^2): beyond this they overflow.
+MAX_DRAWN = 1e15
+#: Lengths that place the camera (the arena's radius, view.camera_distance,
+#: view.boid_size), world units: its near and far planes are the distance divided and
+#: multiplied by 1000, and below this range their product underflows (a singular
+#: projection), above it overflows float32.
+DRAWN_LENGTHS = (1e-9, MAX_DRAWN)
+#: How far from unit length a stored orientation may be: the renderer turns unit
+#: quaternions into directions; any writer's rounding stays far below this.
+UNIT_TOLERANCE = 1e-3
+
+
+class PlaybackError(Flock3dError):
+    """A playback that cannot be made: a start past the end, too many frames, a frame that
+    cannot be drawn."""
+
+
+class Playback(NamedTuple):
+    """Video frames ``first``, ``first + 1``, ... show the recorded frames ``indices``.
+
+    ``indices``: (F,) int64 recorded frame of each video frame; ``first``: the video frame
+    number of the first of them (0 for a video, more for a still); ``start``: simulated
+    time of video frame 0; ``fps``: video frames per simulated second.
+    """
+
+    indices: np.ndarray
+    first: int
+    start: float
+    fps: float
+
+    @property
+    def end(self) -> float:
+        """Simulated time at which the frames shown end: ``start + (first + F) / fps``."""
+        return self.start + (self.first + len(self.indices)) / self.fps
+
+
+def own_rate(times: np.ndarray) -> float | None:
+    """Recorded frames per simulated second, to 6 significant digits (as a video stores its
+    rate; the times are sums of steps, 1.9999999999999998 s for 2), or None for fewer than
+    two frames or no time between."""
+    t = np.asarray(times, dtype=np.float64)
+    if len(t) < 2:
+        return None
+    with np.errstate(over="ignore"):
+        span = t[-1] - t[0]
+    return float(f"{(len(t) - 1) / span:.6g}") if 0.0 < span < math.inf else None
+
+
+def playback(
+    times: np.ndarray,
+    fps: float | None = None,
+    start: float = 0.0,
+    frames: int | None = None,
+    still: bool = False,
+    max_frames: int = 100_000,
+) -> Playback:
+    """Schedule a video (or a still) of a recording whose frames were taken at ``times``.
+
+    Args:
+        times: (T,) simulated time of each recorded frame, T >= 1, finite and never decreasing.
+        fps: video frames per simulated second; None: the recording's own rate
+            (:func:`own_rate`) when it is 10 to 60, else 30.
+        start: seconds after the first recorded frame at which the video begins, >= 0.
+        frames: video frames wanted, at most those that fit in the recording (None: all).
+        still: one frame alone (a PNG): video frame ``frames`` (1-based), by default the
+            recording's last frame.
+        max_frames: most video frames a playback may take.
+
+    Raises:
+        PlaybackError: ``start`` is past the end, or more than ``max_frames`` frames
+            would be needed to play the recording whole.
+    """
+    t = np.asarray(times, dtype=np.float64)
+    if fps is None:
+        rate = own_rate(t)
+        fps = rate if rate is not None and 10.0 <= rate <= 60.0 else 30.0
+    t0 = float(t[0])
+    with np.errstate(over="ignore"):
+        length = float(t[-1] - t0)
+    if start > length + 1e-9:
+        raise PlaybackError(f"--start {start:g} is past the end of the recording ({length:g} s long)")
+    # Video frames whose span [k / fps, (k + 1) / fps) lies within the recording (at least one).
+    fitting = max(1, math.floor(min((length - start) * fps, max_frames + 1) + 1e-6))
+    if still:
+        if frames is None:  # the last recorded frame, at its own video frame number
+            k = min(round(min((length - start) * fps, max_frames)), max_frames)
+            return Playback(np.array([len(t) - 1]), k, t0 + start, fps)
+        first = min(frames, fitting) - 1
+        count = 1
+    else:
+        if frames is None and fitting > max_frames:
+            raise PlaybackError(
+                f"the recording is {length:g} s long: {(length - start) * fps:,.0f} frames at {fps:g} fps, "
+                f"more than the {max_frames:,} a render may take; choose --frames, a later --start "
+                "or a lower --fps"
+            )
+        first, count = 0, min(frames or fitting, fitting)
+    wanted = t0 + start + (first + np.arange(count)) / fps
+    after = np.clip(np.searchsorted(t, wanted), 1, len(t) - 1) if len(t) > 1 else np.zeros(count, int)
+    before = after - (len(t) > 1)
+    nearer_before = np.abs(wanted - t[before]) <= np.abs(t[after] - wanted)
+    return Playback(np.where(nearer_before, before, after).astype(np.int64), first, t0 + start, fps)
+
+
+def check_scene(scene: Scene) -> None:
+    """Raise :class:`PlaybackError` unless the lengths that place the camera are in
+    :data:`DRAWN_LENGTHS`: the arena's radius (a camera frames the arena), the hinted camera
+    distance, and the boid size (a camera following the flock frames a few boid lengths)."""
+    low, high = DRAWN_LENGTHS
+    lengths = [("view.camera_distance", scene.view.camera_distance), ("view.boid_size", scene.view.boid_size)]
+    if scene.params.arena_shape != "none":
+        lengths.insert(0, ("arena.radius", scene.params.arena_radius))
+    for key, value in lengths:
+        if value is not None and not low <= value <= high:
+            raise PlaybackError(
+                f"{key} = {value:g} cannot be drawn: the camera frames lengths from {low:g} to {high:g}"
+            )
+
+
+def check_recording(trajectory: Trajectory, indices: np.ndarray, source: str) -> None:
+    """:func:`check_drawable` for the recorded frames ``indices`` (each once), before any is drawn."""
+    wanted = np.unique(np.asarray(indices, dtype=np.int64))
+    if len(wanted) == 0:
+        return
+    position = 0
+    for i, state in enumerate(trajectory.frames(stop=int(wanted[-1]) + 1)):
+        if i == wanted[position]:
+            check_drawable(state, f"{source}: frame {i:,} (t = {state.time:g} s)")
+            position += 1
+
+
+def check_drawable(state: FlockState, what: str) -> None:
+    """Raise :class:`PlaybackError` naming ``what`` unless ``state`` can be drawn: every
+    position and velocity finite and at most :data:`MAX_DRAWN` in size, every orientation
+    a unit quaternion."""
+    problems = []
+    for name, values in (
+        ("positions", (state.positions, state.predator_positions)),
+        ("velocities", (state.velocities, state.predator_velocities)),
+    ):
+        if not all(np.all(np.abs(v) <= MAX_DRAWN) for v in values):  # NaN fails the comparison
+            problems.append(f"{name} that are NaN, infinite or beyond {MAX_DRAWN:g}")
+    for q in (state.orientations, state.predator_orientations):
+        with np.errstate(over="ignore", invalid="ignore"):
+            norms = np.linalg.norm(np.asarray(q, dtype=np.float64).reshape(-1, 4), axis=1)
+        if not np.all(np.abs(norms - 1.0) <= UNIT_TOLERANCE):
+            problems.append("orientations that are not unit quaternions")
+            break
+    if problems:
+        raise PlaybackError(f"{what} cannot be drawn: it holds {' and '.join(problems)}")
