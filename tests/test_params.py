@@ -208,3 +208,18 @@ def test_a_path_reach_must_not_cover_the_next_waypoint():
     assert Params(path={"points": points, "reach": 1.49}).path.reach == 1.49
     with pytest.raises(ValueError, match="path.reach must be < half the shortest segment"):
         Params(path={"points": [(0, 0, 0), (0, 0, 0), (5, 0, 0)], "reach": 0.1})  # a repeated point
+
+
+# -- what the flock as a whole must respect ----------------------------------------------------
+
+
+def test_species_hold_at_most_as_many_boids_as_a_flock():
+    from flock3d.core.params import MAX_BOIDS, Species
+
+    halves = [Species("a", 60_000_000), Species("b", 60_000_000)]
+    assert [str(p) for p in params_problems({"species": halves})] == [
+        "species hold 120,000,000 boids in all; a flock may have at most 100,000,000"
+    ]
+    with pytest.raises(ValueError, match="^species hold 120,000,000 boids in all; a flock may have at most"):
+        Params(species=halves)  # one problem, not also the count the species make
+    assert params_problems({"species": [Species("a", MAX_BOIDS // 2), Species("b", MAX_BOIDS // 2)]}) == []

@@ -346,9 +346,8 @@ class Params:
             set_("neighbours", int(self.neighbours))
         if _is_sequence(self.species):
             set_("species", tuple(_species(s) for s in self.species))
-            counts = [s.count for s in self.species if isinstance(s, Species)]
-            if self.species and len(counts) == len(self.species) and all(_whole(c) for c in counts):
-                set_("count", int(sum(counts)))  # the species make the flock
+            if _counted_by_species(self.species):
+                set_("count", int(sum(s.count for s in self.species)))  # the species make the flock
         problems = params_problems(self)
         if problems:
             raise ValueError("; ".join(str(p) for p in problems))
@@ -755,6 +754,8 @@ def params_problems(values: Params | dict[str, Any]) -> list[Problem]:
 
     for name, top in (("count", MAX_BOIDS), ("predator_count", MAX_PREDATORS)):
         count = values[name]
+        if name == "count" and _counted_by_species(values["species"]):
+            continue  # the species' total, checked with them
         if not isinstance(count, numbers.Integral) or isinstance(count, bool) or not 0 <= count <= top:
             problems.append(
                 Problem(name, f"must be a whole number from 0 to {top:,} (got {short_repr(count)})")
@@ -887,11 +888,25 @@ def _neighbour_problems(values: dict[str, Any]) -> list[Problem]:
     return problems
 
 
+def _counted_by_species(species: Any) -> bool:
+    """Whether ``species`` make the flock: then ``count`` is their total."""
+    return (
+        _is_sequence(species)
+        and len(species) > 0
+        and all(isinstance(s, Species) and _whole(s.count) for s in species)
+    )
+
+
 def _species_problems(values: dict[str, Any]) -> list[Problem]:
     """Each species: a unique name, a count, its own values valid as the flock's would be, and an
-    interaction matrix naming known species (a rule acts only on species it sees)."""
+    interaction matrix naming known species (a rule acts only on species it sees); and no more
+    boids in all than a flock may have."""
     species = values["species"]
     problems: list[Problem] = []
+    if _counted_by_species(species) and (total := sum(s.count for s in species)) > MAX_BOIDS:
+        problems.append(
+            Problem("species", f"hold {total:,} boids in all; a flock may have at most {MAX_BOIDS:,}")
+        )
     names = [s.name for s in species if isinstance(s, Species)]
     for i, s in enumerate(species):
         where = f"[{i}]"
