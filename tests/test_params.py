@@ -213,6 +213,38 @@ def test_a_path_reach_must_not_cover_the_next_waypoint():
 # -- what the flock as a whole must respect ----------------------------------------------------
 
 
+def test_a_periodic_arena_holds_at_most_a_million_cells_a_side():
+    from flock3d.core.params import COUZIN_DEFAULTS, MAX_CELLS_PER_SIDE, VICSEK_DEFAULTS, Species
+
+    assert MAX_CELLS_PER_SIDE == 1_000_000
+    periodic = {"arena_shape": "periodic", "separation_distance": 1e-3}
+    message = (
+        "view_distance must be at least 2000 in a periodic arena whose longest side is 2e+09: its grid's "
+        "cells are a view distance wide, at most 1,000,000 along a side (got 0.001); raise it or make the "
+        "arena smaller"
+    )
+    with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
+        Params(**periodic, arena_radius=1e9, view_distance=1e-3)
+    with pytest.raises(ValueError, match="view_distance must be at least 2000 in a periodic arena"):
+        Params(**{**VICSEK_DEFAULTS, "arena_radius": 1e9, "view_distance": 1e-3})
+    # The bound is the longest side (of the plane, in 2D) over the view distance; a million passes.
+    assert Params(**periodic, arena_radius=500.0, view_distance=1e-3)
+    with pytest.raises(ValueError, match="at least 0.002 in a periodic arena whose longest side is 2000"):
+        Params(**periodic, arena_size=(2000, 1, 1), view_distance=1e-3)
+    assert Params(**periodic, arena_size=(1000, 1000, 5000), dimensions=2, view_distance=1e-3)
+    # Species: the grid's cells are as wide as the longest sight of any of them.
+    species = [Species("near", 5), Species("far", 5, view_distance=3.0)]
+    assert Params(**periodic, arena_radius=1e6, view_distance=1e-3, species=species).count == 10
+    with pytest.raises(ValueError, match=r"at least 20 .* \(the longest of the species' is 3\)"):
+        Params(**periodic, arena_radius=1e7, view_distance=1e-3, species=species)
+    # The Couzin model's cells are r_a wide.
+    couzin = {**COUZIN_DEFAULTS, "arena_shape": "periodic", "arena_radius": 1e9}
+    with pytest.raises(
+        ValueError, match=r"^zone_attraction_width must keep r_a .* at least 2000 .*got r_a = 17\)"
+    ):
+        Params(**couzin)
+
+
 def test_species_hold_at_most_as_many_boids_as_a_flock():
     from flock3d.core.params import MAX_BOIDS, Species
 

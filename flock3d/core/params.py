@@ -18,7 +18,7 @@ import dataclasses
 import functools
 import math
 import numbers
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -609,6 +609,11 @@ MAX_PREDATORS = 10_000
 MAX_MAGNITUDE = 1e9
 #: The longest time step, seconds.
 MAX_DT = 1e3
+#: The most cells along a side of a periodic arena's grid, whose cells are at least one reach
+#: wide (the longest view distance; r_a in the Couzin model). The step counts the cells in
+#: int64 (at most 1e18 in 3D) and coarsens them to its cap of cells per boid a slice a pass:
+#: milliseconds a step at this bound. Real scenes have tens to thousands of cells a side.
+MAX_CELLS_PER_SIDE = 1_000_000
 
 _M = MAX_MAGNITUDE
 # (field, low, high, low_open, high_open, allow_inf) for the plain scalar fields.
@@ -682,7 +687,7 @@ def _choice(problems, name, value, options) -> None:
         problems.append(Problem(name, f"must be one of {', '.join(map(repr, options))} (got {value!r})"))
 
 
-def params_problems(values: Params | dict[str, Any]) -> list[Problem]:
+def params_problems(values: Params | Mapping[str, Any]) -> list[Problem]:
     """Every problem with a set of parameter values, in field order.
 
     Args:
@@ -692,12 +697,24 @@ def params_problems(values: Params | dict[str, Any]) -> list[Problem]:
     Returns:
         An empty list when the values are valid.
     """
-    if isinstance(values, Params):
-        values = {f.name: getattr(values, f.name) for f in dataclasses.fields(Params)}
-    else:
-        defaults = {f.name: f.default for f in dataclasses.fields(Params)}
-        values = {**defaults, **values}
+    values = _field_values(values)
+    problems = _value_problems(values)
+    problems += _whole_flock_problems(values, {p.field for p in problems})
+    order = [f.name for f in dataclasses.fields(Params)]
+    problems.sort(key=lambda p: order.index(p.field))
+    return problems
 
+
+def _field_values(values: Params | Mapping[str, Any]) -> dict[str, Any]:
+    """Every field's value: a Params' own, or a mapping's with the defaults for those it lacks."""
+    if isinstance(values, Params):
+        return {f.name: getattr(values, f.name) for f in dataclasses.fields(Params)}
+    return {**{f.name: f.default for f in dataclasses.fields(Params)}, **values}
+
+
+def _value_problems(values: dict[str, Any]) -> list[Problem]:
+    """The problems of each value, and of values that must agree (a species' own values are
+    checked by the same, in place of the flock's)."""
     problems: list[Problem] = []
     ok: dict[str, bool] = {}
     for name, *limits in _RANGES:
@@ -812,9 +829,6 @@ def params_problems(values: Params | dict[str, Any]) -> list[Problem]:
         problems += _model_world_problems(values, {p.field for p in problems})
     elif _is_sequence(values["species"]) and values["species"]:
         problems += _species_problems(values)
-
-    order = [f.name for f in dataclasses.fields(Params)]
-    problems.sort(key=lambda p: order.index(p.field))
     return problems
 
 
@@ -929,8 +943,8 @@ def _species_problems(values: dict[str, Any]) -> list[Problem]:
             )
         own = {name: getattr(s, name) for name in SPECIES_FIELDS if getattr(s, name) is not None}
         if own:  # what the species' own values break that the flock's did not
-            base = set(params_problems({**values, "species": (), "count": 0}))
-            for p in params_problems({**values, **own, "species": (), "count": 0}):
+            base = set(_value_problems({**values, "species": (), "count": 0}))
+            for p in _value_problems({**values, **own, "species": (), "count": 0}):
                 if p not in base:
                     problems.append(Problem("species", f"{where}.{p.field} {p.message}"))
         for rule in SPECIES_RULES:
@@ -957,6 +971,59 @@ def _species_problems(values: dict[str, Any]) -> list[Problem]:
     return problems
 
 
+#: The Couzin model's zone widths: r_a is their sum.
+_ZONE_WIDTHS = ("zone_repulsion", "zone_orientation_width", "zone_attraction_width")
+#: The fields that size a periodic arena's grid: while one of them is wrong, it is not judged.
+_GRID_FIELDS = frozenset({
+    "arena_shape", "arena_radius", "arena_size", "dimensions", "model", "view_distance", "species",
+    "zone_repulsion", "zone_orientation_width", "zone_attraction_width",
+})  # fmt: skip
+
+
+def _whole_flock_problems(values: dict[str, Any], reported: set[str]) -> list[Problem]:
+    """What the flock as a whole breaks beyond its values one by one (and beyond a species' own
+    values): the cells of a periodic arena's grid, sized by the longest sight of any species."""
+    problems = []
+    if values["arena_shape"] == "periodic" and not reported & _GRID_FIELDS:
+        problems += _grid_problems(values)
+    return problems
+
+
+def _grid_problems(values: dict[str, Any]) -> list[Problem]:
+    """A periodic arena must be at most MAX_CELLS_PER_SIDE reaches wide (valid values)."""
+    sides = values["arena_size"] or (2.0 * values["arena_radius"],) * 3
+    side = max(sides[: 2 if values["dimensions"] == 2 else 3])
+    least = side / MAX_CELLS_PER_SIDE
+    where = (
+        f"in a periodic arena whose longest side is {side:g}: its grid's cells are {{}} wide, "
+        f"at most {MAX_CELLS_PER_SIDE:,} along a side"
+    )
+    if values["model"] == "couzin":
+        r_a = sum(values[name] for name in _ZONE_WIDTHS)
+        if r_a >= least:
+            return []
+        return [
+            Problem(
+                "zone_attraction_width",
+                "must keep r_a (= zone_repulsion + zone_orientation_width + zone_attraction_width) at "
+                f"least {least:g} {where.format('r_a')} (got r_a = {r_a:g}); widen the zones or make the "
+                "arena smaller",
+            )
+        ]
+    own = [s.view_distance for s in values["species"] if s.view_distance is not None]
+    reach = max([values["view_distance"], *own])
+    if reach >= least:
+        return []
+    got = f"the longest of the species' is {reach:g}" if own else f"got {reach:g}"
+    return [
+        Problem(
+            "view_distance",
+            f"must be at least {least:g} {where.format('a view distance')} ({got}); raise it "
+            "or make the arena smaller",
+        )
+    ]
+
+
 def _periodic_reach_problems(values: dict[str, Any], ok: dict[str, bool]) -> list[Problem]:
     """A periodic arena must be wider than the longest sight, so that the nearest image is the one seen."""
     radius = values["arena_radius"]
@@ -966,10 +1033,9 @@ def _periodic_reach_problems(values: dict[str, Any], ok: dict[str, bool]) -> lis
         radius = 0.5 * min(values["arena_size"][:axes])
         why = f"half the arena's shortest side ({radius:g}), so that the nearest image is the one seen"
     if values["model"] == "couzin":
-        widths = ("zone_repulsion", "zone_orientation_width", "zone_attraction_width")
-        if not all(ok.get(name) for name in widths):
+        if not all(ok.get(name) for name in _ZONE_WIDTHS):
             return []
-        r_a = sum(values[name] for name in widths)
+        r_a = sum(values[name] for name in _ZONE_WIDTHS)
         if r_a >= radius:
             return [
                 Problem(
