@@ -213,6 +213,70 @@ def test_a_path_reach_must_not_cover_the_next_waypoint():
 # -- what the flock as a whole must respect ----------------------------------------------------
 
 
+def test_used_stages_are_the_stages_a_step_assembles_and_rules_join_them_in_place():
+    from flock3d.core.assemble import Force, PairRule, stage_names
+    from flock3d.core.params import STAGES, Attractor, used_stages
+
+    assert used_stages(Params()) == ["separation", "alignment", "cohesion", "confinement"]
+    assert used_stages(Params(arena_shape="periodic", combine="chain")) == [
+        "separation", "alignment", "cohesion", "speed",
+    ]  # fmt: skip
+    everything = Params(
+        combine="chain",
+        containment=40.0,
+        attractors=[Attractor((1, 0, 0))],
+        path={"points": [(0, 0, 0), (9, 0, 0)]},
+        obstacles=[((5, 5, 5), 1.0)],
+        predator_count=1,
+        wind=(0, 0, 1),
+    )
+    assert used_stages(everything) == list(STAGES)
+    assert used_stages({"containment": 40.0, "arena_shape": "none"}) == list(STAGES[:3])
+    # The step: the built-in rules, yours, the built-in forces, yours, speed last.
+    rule, force = PairRule(lambda *a: a[0], "keep_apart"), Force(lambda *a: a[0], "tend")
+    p = Params(combine="chain", predator_count=1)
+    assert stage_names(p, [rule], [force]) == [
+        "separation", "alignment", "cohesion", "rule0", "confinement", "flee", "force0", "speed",
+    ]  # fmt: skip
+    ordered = stage_names(p.replace(rule_order=("tend", "flee")), [rule], [force])
+    assert ordered[:3] == ["force0", "flee", "separation"] and len(ordered) == 8
+
+
+@pytest.mark.parametrize(
+    "order, message",
+    [
+        (("containment",), "rule_order names 'containment', which this flock does not use: it needs "
+         "containment > 0 and arena_shape 'sphere' or 'box' (its stages: 'separation', 'alignment', "
+         "'cohesion', 'confinement', 'speed')"),
+        (("separation", "wind"), "rule_order names 'wind', which this flock does not use: it needs a wind "
+         "or wind_gradient other than zero"),
+        (("flee",), "rule_order names 'flee', which this flock does not use: it needs predator_count > 0"),
+    ],
+)  # fmt: skip
+def test_rule_order_naming_a_built_in_stage_the_flock_lacks_is_refused(order, message):
+    with pytest.raises(ValueError, match=f"^{re.escape(message)}"):
+        Params(combine="chain", rule_order=order)
+    assert Params(combine="chain", rule_order=order, containment=1.0, wind=(1, 0, 0), predator_count=1)
+
+
+def test_rule_order_names_that_may_be_your_rules_are_checked_when_the_rules_are_known():
+    from flock3d import Flock
+    from flock3d.core.params import rule_order_problems
+
+    p = Params(count=20, combine="chain", rule_order=("teleport", "separation"))  # a rule of yours, maybe
+    assert params_problems(p) == [] and rule_order_problems(p) == []
+    assert rule_order_problems(p, ["teleport"]) == []
+    (problem,) = rule_order_problems(p, ["tend"])
+    assert str(problem) == (
+        "rule_order names 'teleport', which is neither a stage of this flock nor one of your rules "
+        "(its stages: 'separation', 'alignment', 'cohesion', 'confinement', 'speed', 'tend')"
+    )
+    (problem,) = params_problems(p, rule_names=())
+    assert "no rules of yours are given" in problem.message
+    with pytest.raises(ValueError, match="^rule_order names 'teleport', which is no stage of this flock"):
+        Flock(p)  # made without the rule: refused with the same words
+
+
 def test_a_periodic_arena_holds_at_most_a_million_cells_a_side():
     from flock3d.core.params import COUZIN_DEFAULTS, MAX_CELLS_PER_SIDE, VICSEK_DEFAULTS, Species
 

@@ -18,7 +18,7 @@ import dataclasses
 import functools
 import math
 import numbers
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -43,6 +43,8 @@ __all__ = [
     "EMPTY_MEANS",
     "TURN_LIMITS",
     "STAGES",
+    "used_stages",
+    "rule_order_problems",
     "MAX_MAGNITUDE",
     "COUZIN_DEFAULTS",
     "VICSEK_DEFAULTS",
@@ -687,19 +689,24 @@ def _choice(problems, name, value, options) -> None:
         problems.append(Problem(name, f"must be one of {', '.join(map(repr, options))} (got {value!r})"))
 
 
-def params_problems(values: Params | Mapping[str, Any]) -> list[Problem]:
+def params_problems(
+    values: Params | Mapping[str, Any], rule_names: Sequence[str] | None = None
+) -> list[Problem]:
     """Every problem with a set of parameter values, in field order.
 
     Args:
         values: a ``Params`` or a mapping of field names to values (missing
             fields take their defaults).
+        rule_names: the names of your rules and forces the flock will run with, which
+            ``rule_order`` may name too. None when they are not known (a ``Params`` alone):
+            then a name that is no built-in stage may be one of them, and passes.
 
     Returns:
         An empty list when the values are valid.
     """
     values = _field_values(values)
     problems = _value_problems(values)
-    problems += _whole_flock_problems(values, {p.field for p in problems})
+    problems += _whole_flock_problems(values, {p.field for p in problems}, rule_names)
     order = [f.name for f in dataclasses.fields(Params)]
     problems.sort(key=lambda p: order.index(p.field))
     return problems
@@ -973,19 +980,29 @@ def _species_problems(values: dict[str, Any]) -> list[Problem]:
 
 #: The Couzin model's zone widths: r_a is their sum.
 _ZONE_WIDTHS = ("zone_repulsion", "zone_orientation_width", "zone_attraction_width")
-#: The fields that size a periodic arena's grid: while one of them is wrong, it is not judged.
+#: The fields that size a periodic arena's grid, and those that decide which stages a flock has:
+#: while one of them is wrong, what they decide together is not judged.
 _GRID_FIELDS = frozenset({
     "arena_shape", "arena_radius", "arena_size", "dimensions", "model", "view_distance", "species",
     "zone_repulsion", "zone_orientation_width", "zone_attraction_width",
 })  # fmt: skip
+_STAGE_FIELDS = frozenset({
+    "model", "combine", "rule_order", "arena_shape", "containment", "attractors", "path", "obstacles",
+    "predator_count", "wind", "wind_gradient",
+})  # fmt: skip
 
 
-def _whole_flock_problems(values: dict[str, Any], reported: set[str]) -> list[Problem]:
+def _whole_flock_problems(
+    values: dict[str, Any], reported: set[str], rule_names: Sequence[str] | None
+) -> list[Problem]:
     """What the flock as a whole breaks beyond its values one by one (and beyond a species' own
-    values): the cells of a periodic arena's grid, sized by the longest sight of any species."""
+    values): the cells of a periodic arena's grid, sized by the longest sight of any species, and
+    the stages ``rule_order`` names."""
     problems = []
     if values["arena_shape"] == "periodic" and not reported & _GRID_FIELDS:
         problems += _grid_problems(values)
+    if values["rule_order"] and not reported & _STAGE_FIELDS:
+        problems += rule_order_problems(values, rule_names)
     return problems
 
 
@@ -1022,6 +1039,72 @@ def _grid_problems(values: dict[str, Any]) -> list[Problem]:
             "or make the arena smaller",
         )
     ]
+
+
+def used_stages(params: Params | Mapping[str, Any]) -> list[str]:
+    """The built-in stages (:data:`STAGES`) a boids flock with these parameters has, in their
+    default order: the one place that says which terms a flock has, for the assembly of its step
+    and for the check of ``rule_order``.
+
+    Args:
+        params: a ``Params``, or a mapping of valid field values (missing ones take their defaults).
+    """
+    v = _field_values(params)
+    walled = v["arena_shape"] in ("sphere", "box")
+    used = {
+        "confinement": walled,
+        "containment": walled and v["containment"] > 0.0,
+        "attractors": bool(v["attractors"]),
+        "path": v["path"] is not None,
+        "obstacles": bool(v["obstacles"]),
+        "flee": v["predator_count"] > 0,
+        "wind": any(v["wind"]) or any(any(row) for row in v["wind_gradient"]),
+        "speed": v["combine"] == "chain",
+    }
+    return [stage for stage in STAGES if used.get(stage, True)]
+
+
+#: What each built-in stage that a flock may lack needs, in words a message ends with.
+_STAGE_NEEDS = {
+    "confinement": "it needs arena_shape 'sphere' or 'box'",
+    "containment": "it needs containment > 0 and arena_shape 'sphere' or 'box'",
+    "attractors": "it needs attractors",
+    "path": "it needs a path",
+    "obstacles": "it needs obstacles",
+    "flee": "it needs predator_count > 0",
+    "wind": "it needs a wind or wind_gradient other than zero",
+    "speed": "it needs combine = 'chain'",
+}
+
+
+def rule_order_problems(
+    params: Params | Mapping[str, Any], rule_names: Sequence[str] | None = None
+) -> list[Problem]:
+    """The names in ``rule_order`` that name no stage of the flock.
+
+    Args:
+        params: a ``Params``, or a mapping of field values valid but for ``rule_order``'s names.
+        rule_names: the names of your rules and forces the flock runs with; None when they are
+            not known yet: then a name that is no built-in stage may be one of them, and passes.
+    """
+    v = _field_values(params)
+    used = used_stages(v)
+    yours = list(rule_names or ())
+    stages = ", ".join(repr(name) for name in used + yours)
+    problems = []
+    for name in v["rule_order"]:
+        if name in yours or name in used:
+            continue
+        if name in STAGES:
+            why = f"which this flock does not use: {_STAGE_NEEDS[name]} (its stages: {stages})"
+        elif yours:
+            why = f"which is neither a stage of this flock nor one of your rules (its stages: {stages})"
+        elif rule_names is not None:
+            why = f"which is no stage of this flock, and no rules of yours are given (its stages: {stages})"
+        else:
+            continue
+        problems.append(Problem("rule_order", f"names {name!r}, {why}"))
+    return problems
 
 
 def _periodic_reach_problems(values: dict[str, Any], ok: dict[str, bool]) -> list[Problem]:
