@@ -152,6 +152,30 @@ def test_overrides_are_validated_like_the_file():
     ]
 
 
+def test_rules_order_is_judged_against_the_rules_the_scene_runs_with():
+    text = '[rules]\ncombine = "chain"\norder = ["keep_apart", "separation"]\n'
+    assert parse_scene(text).params.rule_order == ("keep_apart", "separation")  # rules not known yet
+    assert parse_scene(text, rule_names=["keep_apart"]).params.rule_order[0] == "keep_apart"
+    with pytest.raises(SceneError) as info:
+        parse_scene(text, source="s.toml", rule_names=[])
+    assert info.value.problems == [
+        "s.toml: rules.order names 'keep_apart', which is no stage of this flock, and no rules of yours "
+        "are given (its stages: 'separation', 'alignment', 'cohesion', 'confinement', 'speed')"
+    ]
+    # A stage the scene lacks is refused whatever the rules; quoted stage names stay as written,
+    # the fields in the reason read as keys.
+    containment, wind = problems_of('[rules]\ncombine = "chain"\norder = ["containment", "wind"]\n')
+    assert containment == (
+        "s.toml: rules.order names 'containment', which this flock does not use: it needs "
+        "arena.containment > 0 and arena.shape 'sphere' or 'box' (its stages: 'separation', 'alignment', "
+        "'cohesion', 'confinement', 'speed')"
+    )
+    assert wind.startswith(
+        "s.toml: rules.order names 'wind', which this flock does not use: it needs a wind.acceleration or "
+        "wind.gradient other than zero (its stages: "
+    )
+
+
 def test_shipped_scene_by_name_or_path_and_a_helpful_miss():
     by_name = resolve_scene("torus")
     by_path = resolve_scene("scenes/torus.toml")
