@@ -151,6 +151,15 @@ def test_check_refuses_every_scene_run_refuses(tmp_path):
     assert lines[-3].startswith(f"{paths[-1]}: species hold")
 
 
+def test_a_set_value_is_one_toml_value():
+    out = flock3d("run", "default", "--steps", "1", "--set", "perception.fov=120\n[arena]\nradius=1e308")
+    assert_one_line_failure(
+        out,
+        r"flock3d run: shipped:default: --set perception.fov: expected one TOML value on one line "
+        r"(got '120\n[arena]\nradius=1e308')",
+    )
+
+
 # -- a disk that fills up during `flock3d run --out` --------------------------------------------
 
 

@@ -14,7 +14,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from flock3d.core.params import MODEL_DEFAULTS, Params, Problem, params_problems
+from flock3d.core.params import MODEL_DEFAULTS, Params, Problem, params_problems, short_repr
 from flock3d.errors import Flock3dError
 from flock3d.scene.schema import (
     KEYS,
@@ -132,7 +132,8 @@ def load_scene(
             ``"couzin/swarm"``, also written ``"scenes/torus.toml"``), as the
             command line takes them; a file that exists wins over a name.
         overrides: ``key=value`` assignments applied on top of the file (as
-            ``flock3d run --set``), validated like the file's own keys.
+            ``flock3d run --set``), each value one TOML value, validated like the
+            file's own keys.
         rule_names: the names of the rules and forces of yours the scene will run
             with, which ``rules.order`` may name too. None (the default) when they
             are not known yet: then a name that is no built-in stage may be one of
@@ -217,17 +218,23 @@ def _depth(data: Any) -> int:
 
 
 def parse_value(text: str) -> Any:
-    """A value written in TOML syntax (``120``, ``[1, 2, 3]``, ``true``); a bare word stays a string.
+    """One value written in TOML syntax (``120``, ``[1, 2, 3]``, ``true``); a bare word stays a string.
 
     Raises:
-        SceneError: when the value nests arrays or tables too deeply to read.
+        SceneError: when the text holds a line break (after which TOML would read more keys
+            or tables, e.g. ``120\n[arena]\nradius = 1e308``), or nests arrays or tables too
+            deeply to read. Its one problem reads after the key, e.g. ``--set perception.fov: ...``.
     """
+    text = text.strip()
+    if "\n" in text or "\r" in text:
+        raise SceneError([f"expected one TOML value on one line (got {short_repr(text)})"])
     try:
-        return tomllib.loads(f"v = {text.strip()}")["v"]
+        data = tomllib.loads(f"v = {text}")
     except tomllib.TOMLDecodeError:
-        return text.strip()  # a bare word: treat it as a string (e.g. view.mesh=cone)
+        return text  # a bare word: treat it as a string (e.g. view.mesh=cone)
     except RecursionError:
-        raise SceneError([f"{text[:20]}...: {_too_deep()}"]) from None
+        raise SceneError([_too_deep()]) from None
+    return data["v"]  # one line holds one key = value: nothing else can follow it
 
 
 def _syntax_message(error: tomllib.TOMLDecodeError, text: str) -> str:
@@ -249,16 +256,16 @@ def apply_assignments(data: dict, assignments: Iterable[str]) -> list[str]:
     for assignment in assignments:
         key, sep, value_text = assignment.partition("=")
         key = key.strip()
-        if not sep or not key:
-            problems.append(f"--set {assignment!r}: expected key=value, e.g. perception.fov=120")
+        if not sep or not key or not key.isprintable():
+            problems.append(f"--set {short_repr(assignment)}: expected key=value, e.g. perception.fov=120")
             continue
         if key not in KEYS_BY_NAME:
             problems.append(unknown_key_message(key))
             continue
         try:
             value = parse_value(value_text)
-        except SceneError:
-            problems.append(f"--set {key}: {_too_deep()}")
+        except SceneError as error:
+            problems.append(f"--set {key}: {error.problems[0]}")
             continue
         section, _, leaf = key.rpartition(".")
         table = data.setdefault(section, {}) if section else data
