@@ -139,11 +139,19 @@ def _add_bench(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 
 def _run_bench(args: argparse.Namespace) -> int:
-    import os
+    import numba
 
-    if args.threads:
-        # Inherited by the per-size processes, which set their thread pool from it.
-        os.environ["NUMBA_NUM_THREADS"] = str(args.threads)
+    if args.threads is not None:
+        # numba is loaded (flock3d imports it), so its thread pool is sized: at most its
+        # NUMBA_NUM_THREADS threads (one per core unless that variable said more). The bench's
+        # own processes start with as many threads as this one runs.
+        most = numba.config.NUMBA_NUM_THREADS
+        if args.threads > most:
+            raise Flock3dError(
+                f"--threads {args.threads}: numba runs at most {most} threads here (one per core; "
+                "set NUMBA_NUM_THREADS to allow more)"
+            )
+        numba.set_num_threads(args.threads)
     from flock3d import bench
 
     if args.viewer:
