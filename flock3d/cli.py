@@ -206,7 +206,7 @@ def _add_check(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
         "check",
         help="validate scene files",
         description="Validate scene files and print every problem found; exit 2 if there is any. "
-        "A scene that passes runs: `flock3d run` refuses nothing that check accepts.",
+        "A problem `flock3d run` would refuse a scene for is a problem here.",
     )
     _scene_argument(p, nargs="+")
     p.add_argument(

@@ -613,7 +613,7 @@ MAX_MAGNITUDE = 1e9
 MAX_DT = 1e3
 #: The most cells along a side of a periodic arena's grid, whose cells are at least one reach
 #: wide (the longest view distance; r_a in the Couzin model). The step counts the cells in
-#: int64 (at most 1e18 in 3D) and coarsens them to its cap of cells per boid a slice a pass:
+#: int64 (at most 1e18 in 3D) and coarsens them to its cap of cells per boid a slice a pass,
 #: milliseconds a step at this bound. Real scenes have tens to thousands of cells a side.
 MAX_CELLS_PER_SIDE = 1_000_000
 
