@@ -32,6 +32,7 @@ __all__ = [
     "RuleError",
     "Scene",
     "SimulationError",
+    "experiments",
     "force",
     "load_rules",
     "load_scene",
@@ -49,4 +50,10 @@ def __getattr__(name: str):
         from flock3d.viewer.notebook import show
 
         return show
+    # flock3d.experiments is imported on first use, as `import flock3d.experiments` would: a plain
+    # `import flock3d` does not load the experiments' registry.
+    if name == "experiments":
+        import importlib
+
+        return importlib.import_module("flock3d.experiments")
     raise AttributeError(f"module 'flock3d' has no attribute {name!r}")

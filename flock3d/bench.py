@@ -98,10 +98,16 @@ def _time_steps(flock, start, steps: int, min_seconds: float, min_runs: int = 3)
     return float(np.median(times)) / steps, len(times)
 
 
+def _child_env(**extra: str) -> dict[str, str]:
+    """The environment of a process the bench starts: this one's, and as many numba threads as
+    this process runs (``flock3d bench --threads``)."""
+    return {**os.environ, "NUMBA_NUM_THREADS": str(numba.get_num_threads()), **extra}
+
+
 def _measure_in_subprocess(n: int, steps: int, min_seconds: float, engine: str = "fast") -> dict:
     cmd = [sys.executable, "-m", "flock3d.bench", str(n), str(steps), str(min_seconds), engine]
     launched = time.time()
-    out = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    out = subprocess.run(cmd, capture_output=True, text=True, env=_child_env(), check=False)
     if out.returncode != 0:
         raise RuntimeError(f"benchmark of N={n} failed:\n{out.stderr.strip()}")
     row = json.loads(out.stdout.strip().splitlines()[-1])
@@ -127,7 +133,7 @@ def cold_start_seconds(n: int, variant: str | None = None) -> float:
         "print(time.time())\n"
     )
     with tempfile.TemporaryDirectory(prefix="flock3d-cold-") as folder:
-        env = {**os.environ, "FLOCK3D_CACHE_DIR": folder, "NUMBA_CACHE_DIR": os.path.join(folder, "numba")}
+        env = _child_env(FLOCK3D_CACHE_DIR=folder, NUMBA_CACHE_DIR=os.path.join(folder, "numba"))
         launched = time.time()
         cmd = [sys.executable, "-c", code]
         out = subprocess.run(cmd, capture_output=True, text=True, env=env, check=False)
@@ -273,7 +279,7 @@ def run_viewer(large: bool = False, seconds: float = 8.0, out=sys.stdout) -> lis
     for n in sizes:
         for mesh in ("bird", "dart"):
             cmd = [sys.executable, "-m", "flock3d.viewer.measure", str(n), str(seconds), mesh]
-            result = subprocess.run(cmd, capture_output=True, text=True, check=False)
+            result = subprocess.run(cmd, capture_output=True, text=True, env=_child_env(), check=False)
             if result.returncode != 0:
                 last = (result.stderr.strip().splitlines() or ["failed"])[-1]
                 raise RuntimeError(f"viewer measurement at N={n} failed: {last}")

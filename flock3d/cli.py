@@ -139,11 +139,19 @@ def _add_bench(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 
 def _run_bench(args: argparse.Namespace) -> int:
-    import os
+    import numba
 
-    if args.threads:
-        # Inherited by the per-size processes, which set their thread pool from it.
-        os.environ["NUMBA_NUM_THREADS"] = str(args.threads)
+    if args.threads is not None:
+        # numba is loaded (flock3d imports it), so its thread pool is sized: at most its
+        # NUMBA_NUM_THREADS threads (one per core unless that variable said more). The bench's
+        # own processes start with as many threads as this one runs.
+        most = numba.config.NUMBA_NUM_THREADS
+        if args.threads > most:
+            raise Flock3dError(
+                f"--threads {args.threads}: numba runs at most {most} threads here (one per core; "
+                "set NUMBA_NUM_THREADS to allow more)"
+            )
+        numba.set_num_threads(args.threads)
     from flock3d import bench
 
     if args.viewer:
@@ -197,19 +205,31 @@ def _add_check(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p = sub.add_parser(
         "check",
         help="validate scene files",
-        description="Validate scene files and print every problem found; exit 2 if there is any.",
+        description="Validate scene files and print every problem found; exit 2 if there is any. "
+        "A problem `flock3d run` would refuse a scene for is a problem here.",
     )
     _scene_argument(p, nargs="+")
+    p.add_argument(
+        "--rules",
+        metavar="FILE.py",
+        help="the rules and forces of yours the scenes will run with (as `run --rules`): rules.order may "
+        "name them; without it, a name in rules.order that is no built-in stage is a problem",
+    )
     return p
 
 
 def _run_check(args: argparse.Namespace) -> int:
     from flock3d.scene import SceneError, describe_arena, resolve_scene
 
+    rules, forces = _rules_from(args)
+    if rules or forces:
+        from flock3d.rules import check_rules
+
+        check_rules(rules, forces)  # as a run would, before its first step
     failed = False
     for name in args.scene:
         try:
-            scene = resolve_scene(name)
+            scene = resolve_scene(name, rule_names=_rule_names(rules, forces))
         except SceneError as error:
             failed = True
             for problem in error.problems:
@@ -279,16 +299,26 @@ def _rules_from(args: argparse.Namespace) -> tuple[tuple, tuple]:
     return load_rules(args.rules)
 
 
+def _rule_names(rules, forces) -> list[str]:
+    return [r.name for r in rules] + [f.name for f in forces]
+
+
 def _rules_line(rules, forces) -> str:
-    names = [r.name for r in rules] + [f.name for f in forces]
+    names = _rule_names(rules, forces)
     return f"rules: {', '.join(names)}" if names else ""
 
 
-def _scene_from(args: argparse.Namespace, name: str | None):
-    """The scene named on the command line, with its --set overrides and --seed applied."""
+def _scene_from(args: argparse.Namespace, name: str | None, rules: tuple[tuple, tuple] | None = None):
+    """The scene named on the command line, with its --set overrides and --seed applied.
+
+    ``rules``: the (rules, forces) it will run with (:func:`_rules_from`), so that its
+    rules.order is checked against their names here, in one line, rather than when the
+    flock is made.
+    """
     from flock3d.scene import resolve_scene
 
-    scene = resolve_scene(name, overrides=args.set)
+    names = None if rules is None else _rule_names(*rules)
+    scene = resolve_scene(name, overrides=args.set, rule_names=names)
     return scene if args.seed is None else scene.replace(seed=args.seed)
 
 
@@ -323,7 +353,8 @@ def _run_run(args: argparse.Namespace) -> int:
     from flock3d.io import TrajectoryWriter
     from flock3d.runner import run, stop_on_signals
 
-    scene = _scene_from(args, args.scene)
+    rules, forces = _rules_from(args)
+    scene = _scene_from(args, args.scene, (rules, forces))
     p = scene.params
     steps = args.steps if args.steps is not None else 600
     if args.seconds is not None:
@@ -337,7 +368,6 @@ def _run_run(args: argparse.Namespace) -> int:
     out = _output_path(args.out, (".h5", ".hdf5"), "--out") if args.out is not None else None
     every = args.every if args.every is not None else default_every(p.dt)
 
-    rules, forces = _rules_from(args)
     flock = Flock.from_scene(scene, rules=rules, forces=forces)
     progress = False if args.no_progress else None  # None: only on a terminal
     print(f"{scene.name}: {len(flock):,} boids, {steps:,} steps of {p.dt:g} s (seed {scene.seed})")

@@ -100,3 +100,34 @@ def test_bench_profile_is_on_the_command_line(monkeypatch):
     monkeypatch.setattr(bench, "profile", lambda **kwargs: calls.append(kwargs))
     assert main(["bench", "--profile", "--after", "5"]) == 0
     assert calls == [{"after": 5.0}]
+
+
+def test_bench_threads_beyond_numbas_pool_are_refused_in_one_line():
+    import numba
+
+    out = run_cli("bench", "--threads", "1000")
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert out.stderr.splitlines() == [
+        f"flock3d bench: --threads 1000: numba runs at most {numba.config.NUMBA_NUM_THREADS} threads here "
+        "(one per core; set NUMBA_NUM_THREADS to allow more)"
+    ]
+
+
+def test_bench_threads_apply_here_and_in_the_benchs_own_processes():
+    # --profile measures in this process, which used to keep all its threads (or stop at a compile
+    # with "Cannot set NUMBA_NUM_THREADS to a different value"); each size's process must run as
+    # many threads as asked too.
+    code = (
+        "import sys, numba\n"
+        "from flock3d import Flock, Params, bench\n"
+        "from flock3d.cli import main\n"
+        "def profile(after):\n"
+        "    Flock(Params(count=30, fov=123.0), seed=0).step(1)\n"
+        "    row = bench._measure_in_subprocess(200, 1, 0.0)\n"
+        "    print('threads', numba.get_num_threads(), row['threads'])\n"
+        "bench.profile = profile\n"
+        "sys.exit(main(['bench', '--profile', '--threads', '1']))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split()[-3:] == ["threads", "1", "1"]

@@ -62,6 +62,35 @@ def test_check_reports_every_problem_of_every_file(tmp_path):
     assert "default: ok" in out.stdout
 
 
+def test_check_judges_rules_order_against_the_rules_given(tmp_path):
+    rules = tmp_path / "mine.py"
+    rules.write_text(
+        "import flock3d\n\n\n@flock3d.force\n"
+        "def tend(position, velocity, time):\n    return -0.01 * position\n"
+    )
+    scene = tmp_path / "tended.toml"
+    scene.write_text('[rules]\ncombine = "chain"\norder = ["tend", "separation"]\n')
+    out = flock3d("check", scene)  # as `run` without --rules: no stage is called tend
+    assert_clean_failure(out, f"{scene}: rules.order names 'tend', which is no stage of this flock")
+    assert len(out.stderr.splitlines()) == 1
+    assert_clean_failure(flock3d("run", scene, "--steps", "1"), "rules.order names 'tend'")
+    out = flock3d("check", "--rules", rules, scene, "default")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.count(": ok") == 2
+    scene.write_text('[rules]\ncombine = "chain"\norder = ["tend", "teleport"]\n')
+    out = flock3d("check", "--rules", rules, scene)
+    assert_clean_failure(
+        out,
+        f"{scene}: rules.order names 'teleport', which is neither a stage of this flock nor one of your "
+        "rules (its stages: 'separation', 'alignment', 'cohesion', 'confinement', 'speed', 'tend')",
+    )
+    # A rule that a run would refuse, check refuses too.
+    rules.write_text("import flock3d\n\n\n@flock3d.force\ndef tend(p, v, t):\n    raise ValueError('no')\n")
+    out = flock3d("check", "--rules", rules, "default")
+    assert_clean_failure(out, "flock3d check: force", "raised ValueError on a test call: no")
+    assert len(out.stderr.splitlines()) == 1
+
+
 def test_unknown_options_and_bad_values_exit_2():
     assert_clean_failure(flock3d("run", "default", "--stepz", "5"), "unrecognized arguments: --stepz")
     assert_clean_failure(flock3d("run", "default", "--steps", "-5"), "must be >= 0")

@@ -2,6 +2,8 @@
 and writes a table and a plot that read back with the numbers it printed."""
 
 import csv
+import subprocess
+import sys
 
 import imageio.v2 as imageio
 import numpy as np
@@ -14,6 +16,18 @@ from flock3d import experiments
 def read_csv(path):
     rows = list(csv.DictReader(path.open()))
     return {key: [r[key] for r in rows] for key in rows[0]}
+
+
+def test_experiments_are_reachable_from_flock3d_alone_and_loaded_only_when_asked_for():
+    # The README's `flock3d.experiments.run_experiment(NAME)` after a plain `import flock3d`.
+    code = (
+        "import sys, flock3d\n"
+        "assert 'flock3d.experiments' not in sys.modules\n"
+        "print(flock3d.experiments.run_experiment.__name__, *sorted(flock3d.experiments.EXPERIMENTS))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["run_experiment", *sorted(experiments.EXPERIMENTS)]
 
 
 def test_couzin_memory_quick_shows_the_hysteresis(tmp_path):

@@ -89,6 +89,75 @@ def test_legitimate_nesting_is_still_read():
     assert len(scene.params.path.points) == 3 and scene.params.wind_gradient[0][1] == 1
 
 
+# -- scenes that `check` passed and `run` crashed on ---------------------------------------------
+
+PERIODIC_GRID = (
+    "must be at least 2000 in a periodic arena whose longest side is 2e+09: its grid's cells are {} wide, "
+    "at most 1,000,000 along a side"
+)
+HOSTILE_SCENES = {
+    "unknown-stage": (
+        '[rules]\ncombine = "chain"\norder = ["separation", "teleport"]\n',
+        "rules.order names 'teleport', which is no stage of this flock, and no rules of yours are given "
+        "(its stages: 'separation', 'alignment', 'cohesion', 'confinement', 'speed')",
+    ),
+    "absent-stage": (  # containment is off (0) in the default scene
+        '[rules]\ncombine = "chain"\norder = ["separation", "containment"]\n',
+        "rules.order names 'containment', which this flock does not use: it needs arena.containment > 0 "
+        "and arena.shape 'sphere' or 'box'",
+    ),
+    "periodic-cells": (
+        '[arena]\nshape = "periodic"\nradius = 1e9\n[perception]\nview_distance = 1e-3\n'
+        "[rules]\nseparation_distance = 1e-3\n",
+        "perception.view_distance " + PERIODIC_GRID.format("a view distance") + " (got 0.001)",
+    ),
+    "vicsek-cells": (
+        'model = "vicsek"\n[arena]\nradius = 1e9\n[perception]\nview_distance = 1e-3\n',
+        "perception.view_distance " + PERIODIC_GRID.format("a view distance"),
+    ),
+    "couzin-cells": (
+        'model = "couzin"\n[arena]\nshape = "periodic"\nradius = 1e9\n'
+        "[zones]\nrepulsion = 1e-4\norientation_width = 0\nattraction_width = 1e-4\n",
+        "zones.attraction_width must keep r_a",
+    ),
+    "species-total": (
+        '[[species]]\nname = "a"\ncount = 60000000\n[[species]]\nname = "b"\ncount = 60000000\n',
+        "species hold 120,000,000 boids in all; a flock may have at most 100,000,000",
+    ),
+}
+
+
+def test_check_refuses_every_scene_run_refuses(tmp_path):
+    paths = []
+    for name, (text, message) in HOSTILE_SCENES.items():
+        path = tmp_path / f"{name}.toml"
+        path.write_text(text)
+        paths.append(path)
+        out = flock3d("check", path)
+        assert out.returncode == 2 and "Traceback" not in out.stderr, (name, out.stderr)
+        [line] = out.stderr.splitlines()
+        assert line.startswith(f"{path}: {message}"), (name, line)
+        assert_one_line_failure(flock3d("run", path, "--steps", "1", "--no-progress"), f"{path}: {message}")
+    # Several files, and several problems in one file: one line each.
+    both = tmp_path / "both.toml"
+    both.write_text(HOSTILE_SCENES["periodic-cells"][0] + "[flock]\ncount = 10\n" + "[sim]\ndt = -1\n")
+    out = flock3d("check", *paths, both)
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    lines = out.stderr.splitlines()
+    assert len(lines) == len(paths) + 2 and lines[-1] == f"{both}: sim.dt must be > 0 (got -1)"
+    assert lines[-2].startswith(f"{both}: perception.view_distance must be at least 2000")
+    assert lines[-3].startswith(f"{paths[-1]}: species hold")
+
+
+def test_a_set_value_is_one_toml_value():
+    out = flock3d("run", "default", "--steps", "1", "--set", "perception.fov=120\n[arena]\nradius=1e308")
+    assert_one_line_failure(
+        out,
+        r"flock3d run: shipped:default: --set perception.fov: expected one TOML value on one line "
+        r"(got '120\n[arena]\nradius=1e308')",
+    )
+
+
 # -- a disk that fills up during `flock3d run --out` --------------------------------------------
 
 

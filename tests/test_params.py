@@ -208,3 +208,114 @@ def test_a_path_reach_must_not_cover_the_next_waypoint():
     assert Params(path={"points": points, "reach": 1.49}).path.reach == 1.49
     with pytest.raises(ValueError, match="path.reach must be < half the shortest segment"):
         Params(path={"points": [(0, 0, 0), (0, 0, 0), (5, 0, 0)], "reach": 0.1})  # a repeated point
+
+
+# -- what the flock as a whole must respect ----------------------------------------------------
+
+
+def test_used_stages_are_the_stages_a_step_assembles_and_rules_join_them_in_place():
+    from flock3d.core.assemble import Force, PairRule, stage_names
+    from flock3d.core.params import STAGES, Attractor, used_stages
+
+    assert used_stages(Params()) == ["separation", "alignment", "cohesion", "confinement"]
+    assert used_stages(Params(arena_shape="periodic", combine="chain")) == [
+        "separation", "alignment", "cohesion", "speed",
+    ]  # fmt: skip
+    everything = Params(
+        combine="chain",
+        containment=40.0,
+        attractors=[Attractor((1, 0, 0))],
+        path={"points": [(0, 0, 0), (9, 0, 0)]},
+        obstacles=[((5, 5, 5), 1.0)],
+        predator_count=1,
+        wind=(0, 0, 1),
+    )
+    assert used_stages(everything) == list(STAGES)
+    assert used_stages({"containment": 40.0, "arena_shape": "none"}) == list(STAGES[:3])
+    # The step: the built-in rules, yours, the built-in forces, yours, speed last.
+    rule, force = PairRule(lambda *a: a[0], "keep_apart"), Force(lambda *a: a[0], "tend")
+    p = Params(combine="chain", predator_count=1)
+    assert stage_names(p, [rule], [force]) == [
+        "separation", "alignment", "cohesion", "rule0", "confinement", "flee", "force0", "speed",
+    ]  # fmt: skip
+    ordered = stage_names(p.replace(rule_order=("tend", "flee")), [rule], [force])
+    assert ordered[:3] == ["force0", "flee", "separation"] and len(ordered) == 8
+
+
+@pytest.mark.parametrize(
+    "order, message",
+    [
+        (("containment",), "rule_order names 'containment', which this flock does not use: it needs "
+         "containment > 0 and arena_shape 'sphere' or 'box' (its stages: 'separation', 'alignment', "
+         "'cohesion', 'confinement', 'speed')"),
+        (("separation", "wind"), "rule_order names 'wind', which this flock does not use: it needs a wind "
+         "or wind_gradient other than zero"),
+        (("flee",), "rule_order names 'flee', which this flock does not use: it needs predator_count > 0"),
+    ],
+)  # fmt: skip
+def test_rule_order_naming_a_built_in_stage_the_flock_lacks_is_refused(order, message):
+    with pytest.raises(ValueError, match=f"^{re.escape(message)}"):
+        Params(combine="chain", rule_order=order)
+    assert Params(combine="chain", rule_order=order, containment=1.0, wind=(1, 0, 0), predator_count=1)
+
+
+def test_rule_order_names_that_may_be_your_rules_are_checked_when_the_rules_are_known():
+    from flock3d import Flock
+    from flock3d.core.params import rule_order_problems
+
+    p = Params(count=20, combine="chain", rule_order=("teleport", "separation"))  # a rule of yours, maybe
+    assert params_problems(p) == [] and rule_order_problems(p) == []
+    assert rule_order_problems(p, ["teleport"]) == []
+    (problem,) = rule_order_problems(p, ["tend"])
+    assert str(problem) == (
+        "rule_order names 'teleport', which is neither a stage of this flock nor one of your rules "
+        "(its stages: 'separation', 'alignment', 'cohesion', 'confinement', 'speed', 'tend')"
+    )
+    (problem,) = params_problems(p, rule_names=())
+    assert "no rules of yours are given" in problem.message
+    with pytest.raises(ValueError, match="^rule_order names 'teleport', which is no stage of this flock"):
+        Flock(p)  # made without the rule: refused with the same words
+
+
+def test_a_periodic_arena_holds_at_most_a_million_cells_a_side():
+    from flock3d.core.params import COUZIN_DEFAULTS, MAX_CELLS_PER_SIDE, VICSEK_DEFAULTS, Species
+
+    assert MAX_CELLS_PER_SIDE == 1_000_000
+    periodic = {"arena_shape": "periodic", "separation_distance": 1e-3}
+    message = (
+        "view_distance must be at least 2000 in a periodic arena whose longest side is 2e+09: its grid's "
+        "cells are a view distance wide, at most 1,000,000 along a side (got 0.001); raise it or make the "
+        "arena smaller"
+    )
+    with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
+        Params(**periodic, arena_radius=1e9, view_distance=1e-3)
+    with pytest.raises(ValueError, match="view_distance must be at least 2000 in a periodic arena"):
+        Params(**{**VICSEK_DEFAULTS, "arena_radius": 1e9, "view_distance": 1e-3})
+    # The bound is the longest side (of the plane, in 2D) over the view distance; a million passes.
+    assert Params(**periodic, arena_radius=500.0, view_distance=1e-3)
+    with pytest.raises(ValueError, match="at least 0.002 in a periodic arena whose longest side is 2000"):
+        Params(**periodic, arena_size=(2000, 1, 1), view_distance=1e-3)
+    assert Params(**periodic, arena_size=(1000, 1000, 5000), dimensions=2, view_distance=1e-3)
+    # Species: the grid's cells are as wide as the longest sight of any of them.
+    species = [Species("near", 5), Species("far", 5, view_distance=3.0)]
+    assert Params(**periodic, arena_radius=1e6, view_distance=1e-3, species=species).count == 10
+    with pytest.raises(ValueError, match=r"at least 20 .* \(the longest of the species' is 3\)"):
+        Params(**periodic, arena_radius=1e7, view_distance=1e-3, species=species)
+    # The Couzin model's cells are r_a wide.
+    couzin = {**COUZIN_DEFAULTS, "arena_shape": "periodic", "arena_radius": 1e9}
+    with pytest.raises(
+        ValueError, match=r"^zone_attraction_width must keep r_a .* at least 2000 .*got r_a = 17\)"
+    ):
+        Params(**couzin)
+
+
+def test_species_hold_at_most_as_many_boids_as_a_flock():
+    from flock3d.core.params import MAX_BOIDS, Species
+
+    halves = [Species("a", 60_000_000), Species("b", 60_000_000)]
+    assert [str(p) for p in params_problems({"species": halves})] == [
+        "species hold 120,000,000 boids in all; a flock may have at most 100,000,000"
+    ]
+    with pytest.raises(ValueError, match="^species hold 120,000,000 boids in all; a flock may have at most"):
+        Params(species=halves)  # one problem, not also the count the species make
+    assert params_problems({"species": [Species("a", MAX_BOIDS // 2), Species("b", MAX_BOIDS // 2)]}) == []

@@ -152,6 +152,51 @@ def test_overrides_are_validated_like_the_file():
     ]
 
 
+@pytest.mark.parametrize(
+    "value",
+    ["120\n[arena]\nradius = 1e308", "120\r\n[arena]", "1\nperception.fov = 2", "[1,\n2,\n3]"],
+    ids=["table", "crlf", "second-key", "multi-line-array"],
+)
+def test_an_override_is_one_value_on_one_line(value):
+    with pytest.raises(SceneError) as info:
+        resolve_scene("default", overrides=[f"perception.fov={value}"])
+    assert info.value.problems == [
+        f"shipped:default: --set perception.fov: expected one TOML value on one line (got {value!r})"
+    ]
+    with pytest.raises(SceneError) as info:  # a key with a line break is no key
+        resolve_scene("default", overrides=["perception\n.fov=1"])
+    assert info.value.problems == [
+        "shipped:default: --set 'perception\\n.fov=1': expected key=value, e.g. perception.fov=120"
+    ]
+    # One value, with the spaces and comment a line may hold around it, still reads.
+    scene = resolve_scene("default", overrides=["perception.fov = 120 # wide\n", "arena.center=[1, 2, 3]"])
+    assert scene.params.fov == 120 and scene.params.arena_center == (1, 2, 3)
+
+
+def test_rules_order_is_judged_against_the_rules_the_scene_runs_with():
+    text = '[rules]\ncombine = "chain"\norder = ["keep_apart", "separation"]\n'
+    assert parse_scene(text).params.rule_order == ("keep_apart", "separation")  # rules not known yet
+    assert parse_scene(text, rule_names=["keep_apart"]).params.rule_order[0] == "keep_apart"
+    with pytest.raises(SceneError) as info:
+        parse_scene(text, source="s.toml", rule_names=[])
+    assert info.value.problems == [
+        "s.toml: rules.order names 'keep_apart', which is no stage of this flock, and no rules of yours "
+        "are given (its stages: 'separation', 'alignment', 'cohesion', 'confinement', 'speed')"
+    ]
+    # A stage the scene lacks is refused whatever the rules; quoted stage names stay as written,
+    # the fields in the reason read as keys.
+    containment, wind = problems_of('[rules]\ncombine = "chain"\norder = ["containment", "wind"]\n')
+    assert containment == (
+        "s.toml: rules.order names 'containment', which this flock does not use: it needs "
+        "arena.containment > 0 and arena.shape 'sphere' or 'box' (its stages: 'separation', 'alignment', "
+        "'cohesion', 'confinement', 'speed')"
+    )
+    assert wind.startswith(
+        "s.toml: rules.order names 'wind', which this flock does not use: it needs a wind.acceleration or "
+        "wind.gradient other than zero (its stages: "
+    )
+
+
 def test_shipped_scene_by_name_or_path_and_a_helpful_miss():
     by_name = resolve_scene("torus")
     by_path = resolve_scene("scenes/torus.toml")

@@ -72,7 +72,7 @@ from flock3d.core.kernel import (
     driver_is_cached,
     synchronous_driver,
 )
-from flock3d.core.params import STAGES, Params
+from flock3d.core.params import Params, rule_order_problems, used_stages
 from flock3d.core.quaternion import turn_limit
 from flock3d.core.state import FlockState
 
@@ -185,35 +185,16 @@ def _force_stage(k: int) -> str:
 def stage_names(params: Params, rules: Sequence[PairRule], forces: Sequence[Force]) -> list[str]:
     """The stages a flock uses, in the order they act: ``rule_order`` first, then the rest in
     their default order (built-in rules, user rules, built-in forces, user forces, speed)."""
-    present = ["separation", "alignment", "cohesion"]
-    present += [_rule_stage(k) for k in range(len(rules))]
-    if params.arena_shape in ("sphere", "box"):
-        present.append("confinement")
-        if params.containment > 0.0:
-            present.append("containment")
-    present += [name for name, used in (
-        ("attractors", bool(params.attractors)),
-        ("path", params.path is not None),
-        ("obstacles", bool(params.obstacles)),
-        ("flee", params.predator_count > 0),
-        ("wind", any(params.wind) or any(any(row) for row in params.wind_gradient)),
-    ) if used]  # fmt: skip
-    present += [_force_stage(k) for k in range(len(forces))]
-    if params.combine == "chain":
-        present.append("speed")
+    builtin = used_stages(params)  # the built-in rules lead, and speed closes
+    present = builtin[:3] + [_rule_stage(k) for k in range(len(rules))]
+    present += [s for s in builtin[3:] if s != "speed"] + [_force_stage(k) for k in range(len(forces))]
+    present += [s for s in builtin if s == "speed"]
     names = {r.name: _rule_stage(k) for k, r in enumerate(rules)}
     names.update({f.name: _force_stage(k) for k, f in enumerate(forces)})
-    ordered = []
-    for name in params.rule_order:
-        stage = names.get(name, name)
-        if stage not in present:
-            known = ", ".join(
-                [s for s in STAGES if s in present] + [r.name for r in rules] + [f.name for f in forces]
-            )
-            raise ValueError(
-                f"rule_order names {name!r}, which this flock does not use (its stages: {known})"
-            )
-        ordered.append(stage)
+    problems = rule_order_problems(params, list(names))
+    if problems:
+        raise ValueError(str(problems[0]))
+    ordered = [names.get(name, name) for name in params.rule_order]
     return ordered + [s for s in present if s not in ordered]
 
 

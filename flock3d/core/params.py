@@ -18,7 +18,7 @@ import dataclasses
 import functools
 import math
 import numbers
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -43,6 +43,8 @@ __all__ = [
     "EMPTY_MEANS",
     "TURN_LIMITS",
     "STAGES",
+    "used_stages",
+    "rule_order_problems",
     "MAX_MAGNITUDE",
     "COUZIN_DEFAULTS",
     "VICSEK_DEFAULTS",
@@ -346,9 +348,8 @@ class Params:
             set_("neighbours", int(self.neighbours))
         if _is_sequence(self.species):
             set_("species", tuple(_species(s) for s in self.species))
-            counts = [s.count for s in self.species if isinstance(s, Species)]
-            if self.species and len(counts) == len(self.species) and all(_whole(c) for c in counts):
-                set_("count", int(sum(counts)))  # the species make the flock
+            if _counted_by_species(self.species):
+                set_("count", int(sum(s.count for s in self.species)))  # the species make the flock
         problems = params_problems(self)
         if problems:
             raise ValueError("; ".join(str(p) for p in problems))
@@ -610,6 +611,11 @@ MAX_PREDATORS = 10_000
 MAX_MAGNITUDE = 1e9
 #: The longest time step, seconds.
 MAX_DT = 1e3
+#: The most cells along a side of a periodic arena's grid, whose cells are at least one reach
+#: wide (the longest view distance; r_a in the Couzin model). The step counts the cells in
+#: int64 (at most 1e18 in 3D) and coarsens them to its cap of cells per boid a slice a pass,
+#: milliseconds a step at this bound. Real scenes have tens to thousands of cells a side.
+MAX_CELLS_PER_SIDE = 1_000_000
 
 _M = MAX_MAGNITUDE
 # (field, low, high, low_open, high_open, allow_inf) for the plain scalar fields.
@@ -683,22 +689,39 @@ def _choice(problems, name, value, options) -> None:
         problems.append(Problem(name, f"must be one of {', '.join(map(repr, options))} (got {value!r})"))
 
 
-def params_problems(values: Params | dict[str, Any]) -> list[Problem]:
+def params_problems(
+    values: Params | Mapping[str, Any], rule_names: Sequence[str] | None = None
+) -> list[Problem]:
     """Every problem with a set of parameter values, in field order.
 
     Args:
         values: a ``Params`` or a mapping of field names to values (missing
             fields take their defaults).
+        rule_names: the names of your rules and forces the flock will run with, which
+            ``rule_order`` may name too. None when they are not known (a ``Params`` alone):
+            then a name that is no built-in stage may be one of them, and passes.
 
     Returns:
         An empty list when the values are valid.
     """
-    if isinstance(values, Params):
-        values = {f.name: getattr(values, f.name) for f in dataclasses.fields(Params)}
-    else:
-        defaults = {f.name: f.default for f in dataclasses.fields(Params)}
-        values = {**defaults, **values}
+    values = _field_values(values)
+    problems = _value_problems(values)
+    problems += _whole_flock_problems(values, {p.field for p in problems}, rule_names)
+    order = [f.name for f in dataclasses.fields(Params)]
+    problems.sort(key=lambda p: order.index(p.field))
+    return problems
 
+
+def _field_values(values: Params | Mapping[str, Any]) -> dict[str, Any]:
+    """Every field's value: a Params' own, or a mapping's with the defaults for those it lacks."""
+    if isinstance(values, Params):
+        return {f.name: getattr(values, f.name) for f in dataclasses.fields(Params)}
+    return {**{f.name: f.default for f in dataclasses.fields(Params)}, **values}
+
+
+def _value_problems(values: dict[str, Any]) -> list[Problem]:
+    """The problems of each value, and of values that must agree (a species' own values are
+    checked by the same, in place of the flock's)."""
     problems: list[Problem] = []
     ok: dict[str, bool] = {}
     for name, *limits in _RANGES:
@@ -755,6 +778,8 @@ def params_problems(values: Params | dict[str, Any]) -> list[Problem]:
 
     for name, top in (("count", MAX_BOIDS), ("predator_count", MAX_PREDATORS)):
         count = values[name]
+        if name == "count" and _counted_by_species(values["species"]):
+            continue  # the species' total, checked with them
         if not isinstance(count, numbers.Integral) or isinstance(count, bool) or not 0 <= count <= top:
             problems.append(
                 Problem(name, f"must be a whole number from 0 to {top:,} (got {short_repr(count)})")
@@ -811,9 +836,6 @@ def params_problems(values: Params | dict[str, Any]) -> list[Problem]:
         problems += _model_world_problems(values, {p.field for p in problems})
     elif _is_sequence(values["species"]) and values["species"]:
         problems += _species_problems(values)
-
-    order = [f.name for f in dataclasses.fields(Params)]
-    problems.sort(key=lambda p: order.index(p.field))
     return problems
 
 
@@ -887,11 +909,25 @@ def _neighbour_problems(values: dict[str, Any]) -> list[Problem]:
     return problems
 
 
+def _counted_by_species(species: Any) -> bool:
+    """Whether ``species`` make the flock: then ``count`` is their total."""
+    return (
+        _is_sequence(species)
+        and len(species) > 0
+        and all(isinstance(s, Species) and _whole(s.count) for s in species)
+    )
+
+
 def _species_problems(values: dict[str, Any]) -> list[Problem]:
     """Each species: a unique name, a count, its own values valid as the flock's would be, and an
-    interaction matrix naming known species (a rule acts only on species it sees)."""
+    interaction matrix naming known species (a rule acts only on species it sees); and no more
+    boids in all than a flock may have."""
     species = values["species"]
     problems: list[Problem] = []
+    if _counted_by_species(species) and (total := sum(s.count for s in species)) > MAX_BOIDS:
+        problems.append(
+            Problem("species", f"hold {total:,} boids in all; a flock may have at most {MAX_BOIDS:,}")
+        )
     names = [s.name for s in species if isinstance(s, Species)]
     for i, s in enumerate(species):
         where = f"[{i}]"
@@ -914,8 +950,8 @@ def _species_problems(values: dict[str, Any]) -> list[Problem]:
             )
         own = {name: getattr(s, name) for name in SPECIES_FIELDS if getattr(s, name) is not None}
         if own:  # what the species' own values break that the flock's did not
-            base = set(params_problems({**values, "species": (), "count": 0}))
-            for p in params_problems({**values, **own, "species": (), "count": 0}):
+            base = set(_value_problems({**values, "species": (), "count": 0}))
+            for p in _value_problems({**values, **own, "species": (), "count": 0}):
                 if p not in base:
                     problems.append(Problem("species", f"{where}.{p.field} {p.message}"))
         for rule in SPECIES_RULES:
@@ -942,6 +978,135 @@ def _species_problems(values: dict[str, Any]) -> list[Problem]:
     return problems
 
 
+#: The Couzin model's zone widths: r_a is their sum.
+_ZONE_WIDTHS = ("zone_repulsion", "zone_orientation_width", "zone_attraction_width")
+#: The fields that size a periodic arena's grid, and those that decide which stages a flock has:
+#: while one of them is wrong, what they decide together is not judged.
+_GRID_FIELDS = frozenset({
+    "arena_shape", "arena_radius", "arena_size", "dimensions", "model", "view_distance", "species",
+    "zone_repulsion", "zone_orientation_width", "zone_attraction_width",
+})  # fmt: skip
+_STAGE_FIELDS = frozenset({
+    "model", "combine", "rule_order", "arena_shape", "containment", "attractors", "path", "obstacles",
+    "predator_count", "wind", "wind_gradient",
+})  # fmt: skip
+
+
+def _whole_flock_problems(
+    values: dict[str, Any], reported: set[str], rule_names: Sequence[str] | None
+) -> list[Problem]:
+    """What the flock as a whole breaks beyond its values one by one (and beyond a species' own
+    values): the cells of a periodic arena's grid, sized by the longest sight of any species, and
+    the stages ``rule_order`` names."""
+    problems = []
+    if values["arena_shape"] == "periodic" and not reported & _GRID_FIELDS:
+        problems += _grid_problems(values)
+    if values["rule_order"] and not reported & _STAGE_FIELDS:
+        problems += rule_order_problems(values, rule_names)
+    return problems
+
+
+def _grid_problems(values: dict[str, Any]) -> list[Problem]:
+    """A periodic arena must be at most MAX_CELLS_PER_SIDE reaches wide (valid values)."""
+    sides = values["arena_size"] or (2.0 * values["arena_radius"],) * 3
+    side = max(sides[: 2 if values["dimensions"] == 2 else 3])
+    least = side / MAX_CELLS_PER_SIDE
+    where = (
+        f"in a periodic arena whose longest side is {side:g}: its grid's cells are {{}} wide, "
+        f"at most {MAX_CELLS_PER_SIDE:,} along a side"
+    )
+    if values["model"] == "couzin":
+        r_a = sum(values[name] for name in _ZONE_WIDTHS)
+        if r_a >= least:
+            return []
+        return [
+            Problem(
+                "zone_attraction_width",
+                "must keep r_a (= zone_repulsion + zone_orientation_width + zone_attraction_width) at "
+                f"least {least:g} {where.format('r_a')} (got r_a = {r_a:g}); widen the zones or make the "
+                "arena smaller",
+            )
+        ]
+    own = [s.view_distance for s in values["species"] if s.view_distance is not None]
+    reach = max([values["view_distance"], *own])
+    if reach >= least:
+        return []
+    got = f"the longest of the species' is {reach:g}" if own else f"got {reach:g}"
+    return [
+        Problem(
+            "view_distance",
+            f"must be at least {least:g} {where.format('a view distance')} ({got}); raise it "
+            "or make the arena smaller",
+        )
+    ]
+
+
+def used_stages(params: Params | Mapping[str, Any]) -> list[str]:
+    """The built-in stages (:data:`STAGES`) a boids flock with these parameters has, in their
+    default order: the one place that says which terms a flock has, for the assembly of its step
+    and for the check of ``rule_order``.
+
+    Args:
+        params: a ``Params``, or a mapping of valid field values (missing ones take their defaults).
+    """
+    v = _field_values(params)
+    walled = v["arena_shape"] in ("sphere", "box")
+    used = {
+        "confinement": walled,
+        "containment": walled and v["containment"] > 0.0,
+        "attractors": bool(v["attractors"]),
+        "path": v["path"] is not None,
+        "obstacles": bool(v["obstacles"]),
+        "flee": v["predator_count"] > 0,
+        "wind": any(v["wind"]) or any(any(row) for row in v["wind_gradient"]),
+        "speed": v["combine"] == "chain",
+    }
+    return [stage for stage in STAGES if used.get(stage, True)]
+
+
+#: What each built-in stage that a flock may lack needs, in words a message ends with.
+_STAGE_NEEDS = {
+    "confinement": "it needs arena_shape 'sphere' or 'box'",
+    "containment": "it needs containment > 0 and arena_shape 'sphere' or 'box'",
+    "attractors": "it needs attractors",
+    "path": "it needs a path",
+    "obstacles": "it needs obstacles",
+    "flee": "it needs predator_count > 0",
+    "wind": "it needs a wind or wind_gradient other than zero",
+    "speed": "it needs combine = 'chain'",
+}
+
+
+def rule_order_problems(
+    params: Params | Mapping[str, Any], rule_names: Sequence[str] | None = None
+) -> list[Problem]:
+    """The names in ``rule_order`` that name no stage of the flock.
+
+    Args:
+        params: a ``Params``, or a mapping of field values valid but for ``rule_order``'s names.
+        rule_names: the names of your rules and forces the flock runs with; None when they are
+            not known yet: then a name that is no built-in stage may be one of them, and passes.
+    """
+    v = _field_values(params)
+    used = used_stages(v)
+    yours = list(rule_names or ())
+    stages = ", ".join(repr(name) for name in used + yours)
+    problems = []
+    for name in v["rule_order"]:
+        if name in yours or name in used:
+            continue
+        if name in STAGES:
+            why = f"which this flock does not use: {_STAGE_NEEDS[name]} (its stages: {stages})"
+        elif yours:
+            why = f"which is neither a stage of this flock nor one of your rules (its stages: {stages})"
+        elif rule_names is not None:
+            why = f"which is no stage of this flock, and no rules of yours are given (its stages: {stages})"
+        else:
+            continue
+        problems.append(Problem("rule_order", f"names {name!r}, {why}"))
+    return problems
+
+
 def _periodic_reach_problems(values: dict[str, Any], ok: dict[str, bool]) -> list[Problem]:
     """A periodic arena must be wider than the longest sight, so that the nearest image is the one seen."""
     radius = values["arena_radius"]
@@ -951,10 +1116,9 @@ def _periodic_reach_problems(values: dict[str, Any], ok: dict[str, bool]) -> lis
         radius = 0.5 * min(values["arena_size"][:axes])
         why = f"half the arena's shortest side ({radius:g}), so that the nearest image is the one seen"
     if values["model"] == "couzin":
-        widths = ("zone_repulsion", "zone_orientation_width", "zone_attraction_width")
-        if not all(ok.get(name) for name in widths):
+        if not all(ok.get(name) for name in _ZONE_WIDTHS):
             return []
-        r_a = sum(values[name] for name in widths)
+        r_a = sum(values[name] for name in _ZONE_WIDTHS)
         if r_a >= radius:
             return [
                 Problem(

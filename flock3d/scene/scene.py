@@ -8,13 +8,13 @@ import json
 import math
 import re
 import tomllib
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from flock3d.core.params import MODEL_DEFAULTS, Params, Problem, params_problems
+from flock3d.core.params import MODEL_DEFAULTS, Params, Problem, params_problems, short_repr
 from flock3d.errors import Flock3dError
 from flock3d.scene.schema import (
     KEYS,
@@ -99,11 +99,12 @@ class Scene:
         path.write_text(self.to_toml())
         return path
 
-    def with_overrides(self, assignments: Iterable[str]) -> Scene:
-        """This scene with ``key=value`` assignments applied (values in TOML syntax), validated."""
+    def with_overrides(self, assignments: Iterable[str], rule_names: Sequence[str] | None = None) -> Scene:
+        """This scene with ``key=value`` assignments applied (values in TOML syntax), validated
+        (``rule_names`` as for :func:`load_scene`)."""
         data = _data_of(self)
         problems = apply_assignments(data, assignments)
-        return _build(data, self.source or self.name, self.source, self.text, problems)
+        return _build(data, self.source or self.name, self.source, self.text, problems, rule_names)
 
     def replace(self, **changes: Any) -> Scene:
         return dataclasses.replace(self, **changes)
@@ -121,7 +122,9 @@ MAX_SCENE_BYTES = 1 << 20
 MAX_SCENE_DEPTH = 8
 
 
-def load_scene(path: str | Path, overrides: Iterable[str] = ()) -> Scene:
+def load_scene(
+    path: str | Path, overrides: Iterable[str] = (), rule_names: Sequence[str] | None = None
+) -> Scene:
     """Read and validate a scene file, or a shipped scene by name.
 
     Args:
@@ -129,14 +132,19 @@ def load_scene(path: str | Path, overrides: Iterable[str] = ()) -> Scene:
             ``"couzin/swarm"``, also written ``"scenes/torus.toml"``), as the
             command line takes them; a file that exists wins over a name.
         overrides: ``key=value`` assignments applied on top of the file (as
-            ``flock3d run --set``), validated like the file's own keys.
+            ``flock3d run --set``), each value one TOML value, validated like the
+            file's own keys.
+        rule_names: the names of the rules and forces of yours the scene will run
+            with, which ``rules.order`` may name too. None (the default) when they
+            are not known yet: then a name that is no built-in stage may be one of
+            them, and is checked when the flock is made with them.
 
     Raises:
         SceneError: listing every problem found (syntax, unknown keys with the
             closest valid one, wrong types, values out of range), each naming
             the file and the key.
     """
-    return resolve_scene(path, overrides)
+    return resolve_scene(path, overrides, rule_names)
 
 
 def _read_scene_file(path: Path) -> bytes:
@@ -164,7 +172,12 @@ def _read_scene_file(path: Path) -> bytes:
     return raw
 
 
-def parse_scene(text: str | bytes, source: str = "<scene>", overrides: Iterable[str] = ()) -> Scene:
+def parse_scene(
+    text: str | bytes,
+    source: str = "<scene>",
+    overrides: Iterable[str] = (),
+    rule_names: Sequence[str] | None = None,
+) -> Scene:
     """Validate scene TOML text (see :func:`load_scene`); ``source`` names it in messages."""
     if isinstance(text, bytes):
         try:
@@ -184,7 +197,7 @@ def parse_scene(text: str | bytes, source: str = "<scene>", overrides: Iterable[
     except RecursionError:  # the parser recurses once per level of nesting
         raise SceneError([f"{source}: {_too_deep()}"]) from None
     problems = apply_assignments(data, overrides)
-    return _build(data, source, source, text, problems)
+    return _build(data, source, source, text, problems, rule_names)
 
 
 def _too_deep() -> str:
@@ -205,17 +218,23 @@ def _depth(data: Any) -> int:
 
 
 def parse_value(text: str) -> Any:
-    """A value written in TOML syntax (``120``, ``[1, 2, 3]``, ``true``); a bare word stays a string.
+    """One value written in TOML syntax (``120``, ``[1, 2, 3]``, ``true``); a bare word stays a string.
 
     Raises:
-        SceneError: when the value nests arrays or tables too deeply to read.
+        SceneError: when the text holds a line break (after which TOML would read more keys
+            or tables, e.g. ``120\n[arena]\nradius = 1e308``), or nests arrays or tables too
+            deeply to read. Its one problem reads after the key, e.g. ``--set perception.fov: ...``.
     """
+    text = text.strip()
+    if "\n" in text or "\r" in text:
+        raise SceneError([f"expected one TOML value on one line (got {short_repr(text)})"])
     try:
-        return tomllib.loads(f"v = {text.strip()}")["v"]
+        data = tomllib.loads(f"v = {text}")
     except tomllib.TOMLDecodeError:
-        return text.strip()  # a bare word: treat it as a string (e.g. view.mesh=cone)
+        return text  # a bare word: treat it as a string (e.g. view.mesh=cone)
     except RecursionError:
-        raise SceneError([f"{text[:20]}...: {_too_deep()}"]) from None
+        raise SceneError([_too_deep()]) from None
+    return data["v"]  # one line holds one key = value: nothing else can follow it
 
 
 def _syntax_message(error: tomllib.TOMLDecodeError, text: str) -> str:
@@ -237,16 +256,16 @@ def apply_assignments(data: dict, assignments: Iterable[str]) -> list[str]:
     for assignment in assignments:
         key, sep, value_text = assignment.partition("=")
         key = key.strip()
-        if not sep or not key:
-            problems.append(f"--set {assignment!r}: expected key=value, e.g. perception.fov=120")
+        if not sep or not key or not key.isprintable():
+            problems.append(f"--set {short_repr(assignment)}: expected key=value, e.g. perception.fov=120")
             continue
         if key not in KEYS_BY_NAME:
             problems.append(unknown_key_message(key))
             continue
         try:
             value = parse_value(value_text)
-        except SceneError:
-            problems.append(f"--set {key}: {_too_deep()}")
+        except SceneError as error:
+            problems.append(f"--set {key}: {error.problems[0]}")
             continue
         section, _, leaf = key.rpartition(".")
         table = data.setdefault(section, {}) if section else data
@@ -291,11 +310,20 @@ def _flatten(data: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
     return flat, problems
 
 
-_FIELD_WORD = re.compile(r"\b(" + "|".join(sorted(PARAM_KEY_OF_FIELD, key=len, reverse=True)) + r")\b")
+#: A field's name in a Params message, to be written as its key; a quoted word is a value (a
+#: stage named 'wind'), not a field.
+_FIELD_WORD = re.compile(
+    r"(?<!')\b(" + "|".join(sorted(PARAM_KEY_OF_FIELD, key=len, reverse=True)) + r")\b(?!')"
+)
 
 
 def _build(
-    data: Mapping[str, Any], origin: str, source: str | None, text: str | None, earlier: list[str]
+    data: Mapping[str, Any],
+    origin: str,
+    source: str | None,
+    text: str | None,
+    earlier: list[str],
+    rule_names: Sequence[str] | None = None,
 ) -> Scene:
     """Validate nested scene data into a Scene; raise SceneError with ``earlier`` + new problems."""
     if _depth(data) > MAX_SCENE_DEPTH:  # before anything walks or prints the values
@@ -335,7 +363,7 @@ def _build(
         )
     # Values of the wrong kind were reported above and left out, so every problem found
     # here is real, including cross-key ones (min_speed > max_speed) where one key is a default.
-    for p in params_problems(param_values):
+    for p in params_problems(param_values, rule_names):
         # A species' problems name the keys of its table, which are the fields' own names.
         message = (
             p.message
@@ -453,23 +481,28 @@ def shipped_scenes() -> list[str]:
     return names
 
 
-def resolve_scene(name_or_path: str | Path | None, overrides: Iterable[str] = ()) -> Scene:
+def resolve_scene(
+    name_or_path: str | Path | None,
+    overrides: Iterable[str] = (),
+    rule_names: Sequence[str] | None = None,
+) -> Scene:
     """A scene from a file path, or else from the shipped library by name (None: the default).
 
     ``flock3d run murmuration`` and ``flock3d run scenes/murmuration.toml`` find the same scene.
+    ``overrides`` and ``rule_names`` as for :func:`load_scene`.
     """
     if name_or_path is None:
         name_or_path = DEFAULT_SCENE
     path = Path(name_or_path)
     if path.exists() or path.is_symlink():
-        return parse_scene(_read_scene_file(path), source=str(path), overrides=overrides)
+        return parse_scene(_read_scene_file(path), str(path), overrides, rule_names)
     name = str(name_or_path).removesuffix(".toml")
     if name.startswith("scenes/"):
         name = name[len("scenes/") :]
     parts = name.split("/")
     entry = _library().joinpath(*parts[:-1], f"{parts[-1]}.toml")
     if ".." not in parts and entry.is_file():
-        return parse_scene(entry.read_bytes(), source=f"shipped:{name}", overrides=overrides)
+        return parse_scene(entry.read_bytes(), f"shipped:{name}", overrides, rule_names)
     close = difflib.get_close_matches(name, shipped_scenes(), n=1, cutoff=0.7)
     hint = f"; did you mean {close[0]}?" if close else "; `flock3d scenes` lists the shipped ones"
     raise SceneError([f"{name_or_path}: no such file or shipped scene{hint}"])
