@@ -319,3 +319,18 @@ def test_species_hold_at_most_as_many_boids_as_a_flock():
     with pytest.raises(ValueError, match="^species hold 120,000,000 boids in all; a flock may have at most"):
         Params(species=halves)  # one problem, not also the count the species make
     assert params_problems({"species": [Species("a", MAX_BOIDS // 2), Species("b", MAX_BOIDS // 2)]}) == []
+
+
+def test_a_flock_has_at_most_the_stated_number_of_species():
+    # 200 one-boid species ended in a RecursionError while their step's module loaded, 1,000
+    # took 5.4 GB to compile: refused before compiling, in one problem, not one per species.
+    from flock3d.core.params import MAX_SPECIES, Species
+
+    many = [Species(f"s{k}", 1) for k in range(200)]
+    assert [str(p) for p in params_problems({"species": many})] == [
+        f"species may be at most {MAX_SPECIES} (got 200): the compiled step holds each species' "
+        "interactions, and its compile time and memory grow with their number"
+    ]
+    assert params_problems({"species": many[:MAX_SPECIES]}) == []
+    with pytest.raises(ValueError, match=f"^species may be at most {MAX_SPECIES} "):
+        Params(species=many[: MAX_SPECIES + 1])

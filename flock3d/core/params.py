@@ -605,6 +605,10 @@ def short_repr(value: object) -> str:
 
 #: Upper bounds that keep a typo from asking for terabytes.
 MAX_BOIDS = 100_000_000
+#: Species a flock may have: the compiled step unrolls the interaction matrix's entries (which
+#: keeps its pair loop vectorised), so its compile time and memory grow with their number; this
+#: many keep a first compile within a minute on two cores.
+MAX_SPECIES = 16
 MAX_PREDATORS = 10_000
 #: The largest finite length, speed, weight or rate a parameter may take. Beyond it the
 #: arithmetic of a step overflows (1e308 * anything is inf) long before a flock could use it.
@@ -923,6 +927,14 @@ def _species_problems(values: dict[str, Any]) -> list[Problem]:
     interaction matrix naming known species (a rule acts only on species it sees); and no more
     boids in all than a flock may have."""
     species = values["species"]
+    if len(species) > MAX_SPECIES:
+        return [
+            Problem(
+                "species",
+                f"may be at most {MAX_SPECIES} (got {len(species):,}): the compiled step holds each "
+                "species' interactions, and its compile time and memory grow with their number",
+            )
+        ]
     problems: list[Problem] = []
     if _counted_by_species(species) and (total := sum(s.count for s in species)) > MAX_BOIDS:
         problems.append(
