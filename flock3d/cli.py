@@ -633,8 +633,8 @@ def _run_view(args: argparse.Namespace) -> int:
     _require("viewer")
     from flock3d.viewer.app import check_display, run_viewer
 
-    scene = _scene_from(args, args.scene)
     rules, forces = _rules_from(args)
+    scene = _scene_from(args, args.scene, (rules, forces))
     if rules or forces:  # refused here, in one line, rather than in the window
         from flock3d.rules import check_rules
 
@@ -689,14 +689,14 @@ def _run_sweep(args: argparse.Namespace) -> int:
     _require("sweep", None if parquet else ("dask", "distributed", "pandas"))  # pyarrow: Parquet
     if plot is not None:
         _require("plot", option="--plot")
-    scene = _scene_from(args, args.scene)
+    rules, forces = _rules_from(args)  # refused here, before any worker starts, when broken
+    scene = _scene_from(args, args.scene, (rules, forces))
     axes = [parse_axis(spec) for spec in args.param]
     if len({a.key for a in axes}) != len(axes):
         raise Flock3dError("each --param key may be swept once")
     if plot is not None and len(axes) > 2:
         raise Flock3dError(f"--plot draws one or two swept parameters (this sweep has {len(axes)})")
     n_runs = sweep_size(axes, args.repeats)
-    rules, forces = _rules_from(args)  # refused here, before any worker starts, when broken
     if rules or forces:
         from flock3d.rules import check_rules
 
@@ -846,9 +846,9 @@ def _run_render(args: argparse.Namespace) -> int:
             args.fps, first, start, total = plan.fps, plan.first, plan.start, len(plan.indices)
             frames = ((traj.frame(int(i)), None) for i in plan.indices)
         else:
-            scene = _scene_from(args, args.source)
-            check_scene(scene)
             rules, forces = _rules_from(args)
+            scene = _scene_from(args, args.source, (rules, forces))
+            check_scene(scene)
             args.fps = args.fps or 30.0
             total = args.frames or (1 if is_png else 300)
             dt = scene.params.dt

@@ -8,6 +8,7 @@ import os
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -147,6 +148,23 @@ def test_check_refuses_every_scene_run_refuses(tmp_path):
     assert len(lines) == len(paths) + 2 and lines[-1] == f"{both}: sim.dt must be > 0 (got -1)"
     assert lines[-2].startswith(f"{both}: perception.view_distance must be at least 2000")
     assert lines[-3].startswith(f"{paths[-1]}: species hold")
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["render", "--out", "x.png"],
+        ["sweep", "--param", "rules.alignment=1,2", "--steps", "2", "--out", "x.csv"],
+    ],
+)
+def test_render_and_sweep_judge_rules_order_with_the_rules_given_in_one_line(tmp_path, command):
+    scene = tmp_path / "order.toml"
+    scene.write_text(HOSTILE_SCENES["unknown-stage"][0])
+    rules = Path(__file__).parents[1] / "examples" / "wind.py"
+    out = flock3d(command[0], scene, *command[1:], "--rules", rules, cwd=tmp_path)
+    assert_one_line_failure(
+        out, "rules.order names 'teleport', which is neither a stage of this flock nor one of your rules"
+    )
 
 
 def test_a_set_value_is_one_toml_value():
