@@ -259,7 +259,7 @@ def _add_run(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--out", metavar="TRAJ.h5", help="record the trajectory to this HDF5 file")
     p.add_argument(
         "--every",
-        type=_positive_int,
+        type=_positive_step_count,
         metavar="K",
         help=f"record every K-th step (default: a frame every {FRAME_INTERVAL:g} s of simulated time, "
         "i.e. every 6 steps at the default dt of 1/60 s)",

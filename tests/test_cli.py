@@ -28,6 +28,13 @@ def test_unknown_command_and_option_exit_2_without_traceback():
         assert "Traceback" not in out.stderr and "error" in out.stderr
 
 
+def test_a_recording_interval_past_any_run_is_refused_as_an_argument():
+    # It reached h5py as a 67-bit integer: "Object dtype dtype('O') has no native HDF5 equivalent".
+    out = run_cli("run", "default", "--steps", "1", "--every", "99999999999999999999")
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert "argument --every: must be at most 1,000,000,000 steps" in out.stderr
+
+
 def test_bench_measures_at_the_stated_density():
     row = bench.measure(1000, steps=2, min_seconds=0.0)
     assert row["n"] == 1000 and row["threads"] >= 1
