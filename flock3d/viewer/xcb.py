@@ -3,15 +3,14 @@
 The PySide6 wheel ships Qt but not the X11 libraries its xcb plugin links to. When one is
 missing, Qt blames libxcb-cursor0 whatever the missing one is, then aborts the process
 (exit 134). So the window's start-up reads which libraries the plugin needs (the ELF file's
-own list, as the dynamic loader reads it: no ``ldd`` needed), tries to load each one, and
-names those that fail with the Debian/Ubuntu packages that ship them.
+own list, read with pyelftools as the dynamic loader reads it: no ``ldd`` needed), tries to
+load each one, and names those that fail with the Debian/Ubuntu packages that ship them.
 """
 
 from __future__ import annotations
 
 import ctypes
 import os
-import struct
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
@@ -43,9 +42,6 @@ _DEBIAN_PACKAGE_OF = {
     "libpthread": "libc6",
 }
 
-_PT_LOAD, _PT_DYNAMIC = 1, 2
-_DT_NULL, _DT_NEEDED, _DT_STRTAB = 0, 1, 5
-
 
 def qt_platform(environ: Mapping[str, str] = os.environ) -> str:
     """The platform plugin Qt will start with: ``QT_QPA_PLATFORM``'s first choice, else xcb
@@ -75,60 +71,22 @@ def xcb_plugin(environ: Mapping[str, str] = os.environ) -> Path | None:
 def needed_libraries(path: str | Path) -> list[str]:
     """The libraries the ELF file ``path`` names as needed (its DT_NEEDED entries), in order.
 
-    Read from the dynamic segment through the program headers, as the dynamic loader reads
-    them. An unreadable or non-ELF file needs nothing that can be told: [].
+    Read from its dynamic segment, as the dynamic loader reads them (pyelftools). An
+    unreadable or non-ELF file needs nothing that can be told: [].
     """
     try:
-        with open(path, "rb") as f:
-            ident = f.read(16)
-            if len(ident) < 16 or ident[:4] != b"\x7fELF" or ident[4] not in (1, 2) or ident[5] not in (1, 2):
-                return []
-            wide, order = ident[4] == 2, "<" if ident[5] == 1 else ">"
-
-            def read(fmt: str, offset: int) -> tuple:
-                f.seek(offset)
-                fmt = order + fmt
-                return struct.unpack(fmt, f.read(struct.calcsize(fmt)))
-
-            # Program headers: (p_type, p_offset, p_vaddr, p_filesz), whose order differs by class.
-            if wide:
-                phoff, phentsize, phnum = (read("Q", 32)[0], *read("HH", 54))
-                header, picked, dyn = "IIQQQQQQ", (0, 2, 3, 5), "qQ"
-            else:
-                phoff, phentsize, phnum = (read("I", 28)[0], *read("HH", 42))
-                header, picked, dyn = "IIIIIIII", (0, 1, 2, 4), "iI"
-            loads, dynamic = [], None
-            for k in range(phnum):
-                fields = read(header, phoff + k * phentsize)
-                p_type, offset, vaddr, filesz = (fields[i] for i in picked)
-                if p_type == _PT_LOAD:
-                    loads.append((vaddr, offset, filesz))
-                elif p_type == _PT_DYNAMIC:
-                    dynamic = (offset, filesz)
-            if dynamic is None:
-                return []
-            strtab, needed = None, []
-            entry = struct.calcsize(order + dyn)
-            for k in range(dynamic[1] // entry):
-                tag, value = read(dyn, dynamic[0] + k * entry)
-                if tag == _DT_NULL:
-                    break
-                if tag == _DT_NEEDED:
-                    needed.append(value)
-                elif tag == _DT_STRTAB:
-                    strtab = value
-            # DT_STRTAB is an address in memory: the load segment holding it gives its file offset.
-            segment = [(v, o) for v, o, size in loads if strtab is not None and v <= strtab < v + size]
-            if not segment:
-                return []
-            base = strtab - segment[0][0] + segment[0][1]
-            names = []
-            for offset in needed:
-                f.seek(base + offset)
-                names.append(f.read(256).split(b"\0", 1)[0].decode("utf-8", "replace"))
-            return names
-    except (OSError, struct.error):
+        from elftools.common.exceptions import ELFError
+        from elftools.elf.elffile import ELFFile
+    except ImportError:  # not on Linux, where the viewer extra does not bring it
         return []
+    try:
+        with open(path, "rb") as f:
+            for segment in ELFFile(f).iter_segments():
+                if segment.header.p_type == "PT_DYNAMIC":
+                    return [tag.needed for tag in segment.iter_tags("DT_NEEDED")]
+    except (OSError, ELFError):
+        pass
+    return []
 
 
 def system_libraries(plugin: str | Path, qt_libraries: str | Path) -> list[str]:
