@@ -40,6 +40,7 @@ from flock3d.core.fields import (
     spec_of,
     vector,
 )
+from flock3d.core.terms import PairTerm
 from flock3d.core.terms import (
     alignment as alignment_term,
 )
@@ -98,6 +99,7 @@ __all__ = [
     "TERMS",
     "STAGES",
     "used_stages",
+    "stage_names",
     "rule_order_problems",
     "MAX_MAGNITUDE",
     "COUZIN_DEFAULTS",
@@ -1132,6 +1134,27 @@ class _Values:
 
     def __init__(self, values: dict[str, Any]) -> None:
         self.__dict__.update(values)
+
+
+def stage_names(params: Params, rule_names: Sequence[str] = (), force_names: Sequence[str] = ()) -> list[str]:
+    """The stages a flock runs, in the order they act: ``rule_order`` first, then the rest in
+    the registry's order, your pair rules (``rule0``...) after the pair terms and your forces
+    (``force0``...) after the other terms, before the speed limit.
+
+    Raises:
+        ValueError: ``rule_order`` names a stage the flock does not have.
+    """
+    used = [TERMS_BY_NAME[name] for name in used_stages(params)]
+    present = [t.name for t in used if isinstance(t, PairTerm)] + [f"rule{k}" for k in range(len(rule_names))]
+    present += [t.name for t in used if not isinstance(t, PairTerm) and not t.clamps]
+    present += [f"force{k}" for k in range(len(force_names))] + [t.name for t in used if t.clamps]
+    names = {name: f"rule{k}" for k, name in enumerate(rule_names)}
+    names.update({name: f"force{k}" for k, name in enumerate(force_names)})
+    problems = rule_order_problems(params, list(names))
+    if problems:
+        raise ValueError(str(problems[0]))
+    ordered = [names.get(name, name) for name in params.rule_order]
+    return ordered + [s for s in present if s not in ordered]
 
 
 def rule_order_problems(

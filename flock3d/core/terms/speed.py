@@ -25,10 +25,15 @@ class Speed(Term):
         return [f"vx, vy, vz = clamp_speed(vx, vy, vz, {g.v('s_min')}, {g.v('s_max')})"]
 
     def reference(self, boid, world, velocity, params):
-        speed = np.linalg.norm(velocity)
-        if speed == 0.0:
-            return velocity.copy()
-        return velocity * (min(max(speed, params.min_speed), params.max_speed) / speed)
+        return clamped(velocity, params.min_speed, params.max_speed)
+
+
+def clamped(v: np.ndarray, s_min: float, s_max: float) -> np.ndarray:
+    """v with its speed clamped to [s_min, s_max] (zero stays zero)."""
+    speed = np.linalg.norm(v)
+    if speed == 0.0:
+        return v.copy()
+    return v * (min(max(speed, s_min), s_max) / speed)
 
 
 TERM = Speed()
