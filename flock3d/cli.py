@@ -530,30 +530,23 @@ def _run_metrics(args: argparse.Namespace) -> int:
     for warning in unmeasured:
         print(f"flock3d metrics: warning: {warning.message}", file=sys.stderr)
 
-    def mean(v: np.ndarray) -> float:
-        finite = v[np.isfinite(v)]  # NaN: undefined (N < 2, a damaged frame, a periodic box's size)
-        return float(finite.mean()) if len(finite) else float("nan")
-
     print(f"{'':<20}{'first':>10}{'last':>10}{'mean':>10}")
     for name in [*metrics.COLUMNS, *extra]:
         v = columns[name]
-        print(f"{name:<20}{v[0]:>10.3f}{v[-1]:>10.3f}{mean(v):>10.3f}")
+        print(f"{name:<20}{v[0]:>10.3f}{v[-1]:>10.3f}{metrics.finite_mean(v):>10.3f}")
     if outputs["correlation"]:
         ratios = ", ".join(
-            f"{k[3:]} {mean(columns[k] / columns['size']):.3f}" for k in extra if k[:3] == "xi_"
+            f"{k[3:]} {metrics.finite_mean(columns[k] / columns['size']):.3f}"
+            for k in extra
+            if k[:3] == "xi_"
         )
         print(f"xi / L (mean over frames): {ratios}")
         print(f"wrote {outputs['correlation']}")
     if outputs["anisotropy"]:
-        gamma = gammas["gamma"].reshape(-1, args.neighbours)
-        known = np.isfinite(gamma)
-        average = np.where(known, gamma, 0.0).sum(axis=0) / np.where(
-            known.any(axis=0), known.sum(axis=0), np.nan
-        )
-        iso = 0.5 if scene.params.dimensions == 2 else 1.0 / 3.0
+        average = metrics.mean_anisotropy(gammas, isotropic=1.0 / scene.params.dimensions)
         print(
-            f"anisotropy averaged over frames: gamma(1) = {average[0]:.3f}, isotropic {iso:.3f}, "
-            f"n_c = {metrics.topological_range(average, iso):.2f}"
+            f"anisotropy averaged over frames: gamma(1) = {average.gamma[0]:.3f}, "
+            f"isotropic {average.isotropic:.3f}, n_c = {average.n_c:.2f}"
         )
         print(f"wrote {outputs['anisotropy']}")
     if outputs["csv"]:
