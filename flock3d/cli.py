@@ -817,7 +817,14 @@ def _run_render(args: argparse.Namespace) -> int:
     """Render frames at simulated times start, start + 1/fps, start + 2/fps, ... (real speed)."""
     from flock3d.flock import Flock
     from flock3d.io import Trajectory
-    from flock3d.io.playback import check_recording, check_scene, playback
+    from flock3d.io.playback import (
+        check_recording,
+        check_scene,
+        playback,
+        recorded_frames,
+        simulated_frames,
+        simulated_playback,
+    )
 
     out = _output_path(args.out, (".mp4", ".png"), "--out")
     is_png = out.suffix.lower() == ".png"
@@ -831,56 +838,30 @@ def _run_render(args: argparse.Namespace) -> int:
                 raise Flock3dError(f"{args.source}: the trajectory has no frames")
             scene = traj.scene
             check_scene(scene)
-            # Scheduled by the recorded times: video frame k shows the recorded frame nearest
-            # start + k / fps after the first, and the video ends within the recording.
             plan = playback(traj.times, args.fps, args.start, args.frames, still=is_png,
                             max_frames=MAX_RENDER_FRAMES)  # fmt: skip
             check_recording(traj, plan.indices, args.source)  # before any frame is drawn
-            args.fps, first, start, total = plan.fps, plan.first, plan.start, len(plan.indices)
-            frames = ((traj.frame(int(i)), None) for i in plan.indices)
+            frames = recorded_frames(traj, plan)
         else:
             rules, forces = _rules_from(args)
             scene = _scene_from(args, args.source, (rules, forces))
             check_scene(scene)
-            args.fps = args.fps or 30.0
-            total = args.frames or (1 if is_png else 300)
-            dt = scene.params.dt
-            last_time = args.start + (total - 1) / args.fps
-            if last_time / dt > MAX_RENDER_STEPS:
-                raise Flock3dError(
-                    f"rendering to {last_time:g} simulated seconds at sim.dt = {dt:g} takes "
-                    f"{last_time / dt:,.0f} steps, more than the {MAX_RENDER_STEPS:,} a render may take"
-                )
-            flock = Flock.from_scene(scene, rules=rules, forces=forces)
-
-            def simulate(first_frame: int):
-                """The flock at each output frame's time, and its last step's acceleration."""
-                acceleration = None
-                for k in range(first_frame, total):
-                    due = round((args.start + k / args.fps) / dt) - flock.step_count
-                    if due > 0:
-                        if due > 1:
-                            flock.step(due - 1)
-                        before = flock.velocities.copy()
-                        flock.step(1)
-                        acceleration = (flock.velocities - before) / dt
-                    yield flock.state, acceleration
-
-            first, start = (total - 1 if is_png else 0), args.start
-            frames = simulate(first)
-        return _render_frames(args, out, is_png, scene, frames, total, first, start)
+            plan = simulated_playback(scene.params.dt, args.fps, args.start, args.frames, still=is_png,
+                                      max_steps=MAX_RENDER_STEPS)  # fmt: skip
+            frames = simulated_frames(Flock.from_scene(scene, rules=rules, forces=forces), plan)
+        return _render_frames(args, out, is_png, scene, frames, plan)
 
 
-def _render_frames(args, out: Path, is_png: bool, scene, frames, total: int, first: int, start: float) -> int:
-    """Draw ``frames``, ``total`` (state, acceleration) pairs, as video frames ``first``,
-    ``first + 1``, ... of a video starting at simulated time ``start``: a PNG or an MP4."""
+def _render_frames(args, out: Path, is_png: bool, scene, frames, plan) -> int:
+    """Draw ``frames``, the (state, acceleration) pairs of ``plan``
+    (:class:`flock3d.io.playback.Playback`): a PNG or an MP4."""
     from tqdm import tqdm
 
     from flock3d.io.video import VideoWriter
     from flock3d.viewer.offscreen import OffscreenRenderer
 
-    camera = args.camera or (scene.view.camera if scene.view.camera in ("follow", "fixed") else "orbit")
-    with OffscreenRenderer(scene, size=args.size, camera=camera, fps=args.fps) as renderer:
+    first, start, total, fps = plan.first, plan.start, len(plan.indices), plan.fps
+    with OffscreenRenderer(scene, size=args.size, camera=args.camera, fps=fps) as renderer:
         renderer.frames_rendered = first  # the orbit's angle at that frame
         if is_png:
             import imageio.v3 as iio
@@ -897,16 +878,16 @@ def _render_frames(args, out: Path, is_png: bool, scene, frames, total: int, fir
             )
             return 0
         bar = tqdm(total=total, unit="frame", file=sys.stderr, disable=True if args.no_progress else None)
-        with bar, VideoWriter(out, fps=args.fps) as video:
+        with bar, VideoWriter(out, fps=fps) as video:
             for state, acceleration in frames:
                 video.append(renderer.render(state, acceleration))
                 bar.update()
         # Frame k shows the flock at start + k / fps: the video's clock is the flock's, and its
         # frames cover [start, start + frames / fps).
-        seconds = video.frames / args.fps
+        seconds = video.frames / fps
         print(
             f"wrote {out}: {video.frames} frames, {args.size[0]}x{args.size[1]}, {seconds:.2f} s at "
-            f"{args.fps:g} fps, showing simulated t = {start:.2f} to {start + seconds:.2f} s "
+            f"{fps:g} fps, showing simulated t = {start:.2f} to {start + seconds:.2f} s "
             f"({scene.name!r})"
         )
     return 0
