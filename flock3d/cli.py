@@ -14,8 +14,6 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-import numpy as np
-
 from flock3d import __version__
 from flock3d.errors import Flock3dError
 
@@ -458,21 +456,6 @@ def _add_metrics(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     return p
 
 
-def _write_csv(path: Path, columns: dict[str, np.ndarray]) -> None:
-    """Columns of equal length as CSV: whole numbers as integers, reals exactly (repr), text as is."""
-    import csv
-
-    def cell(kind: str):
-        return {"i": int, "u": int, "b": int, "U": str, "O": str}.get(kind, lambda x: repr(float(x)))
-
-    with path.open("w", newline="") as handle:
-        writer = csv.writer(handle)
-        writer.writerow(list(columns))
-        formats = [cell(np.asarray(v).dtype.kind) for v in columns.values()]
-        for row in zip(*columns.values(), strict=True):
-            writer.writerow([f(x) for f, x in zip(formats, row, strict=True)])
-
-
 def _run_metrics(args: argparse.Namespace) -> int:
     import itertools
     import warnings
@@ -480,7 +463,7 @@ def _run_metrics(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
     from flock3d import metrics
-    from flock3d.io import Trajectory
+    from flock3d.io import Trajectory, write_csv
 
     outputs = {
         name: _output_path(path, suffixes, f"--{name}") if path is not None else None
@@ -520,12 +503,12 @@ def _run_metrics(args: argparse.Namespace) -> int:
         if outputs["correlation"]:
             lengths, curves = metrics.correlation_table(frames("correlation"), bins=args.bins, period=period)
             extra.update((k, lengths[k]) for k in ("xi_velocity", "xi_orientation", "xi_speed"))
-            _write_csv(outputs["correlation"], curves)
+            write_csv(outputs["correlation"], curves)
         if outputs["anisotropy"]:
             ranges, gammas = metrics.anisotropy_table(frames("anisotropy"), neighbours=args.neighbours,
                                                       period=period)  # fmt: skip
             extra["n_c"] = ranges["n_c"]
-            _write_csv(outputs["anisotropy"], gammas)
+            write_csv(outputs["anisotropy"], gammas)
     columns.update(extra)
     for warning in unmeasured:
         print(f"flock3d metrics: warning: {warning.message}", file=sys.stderr)
@@ -550,7 +533,7 @@ def _run_metrics(args: argparse.Namespace) -> int:
         )
         print(f"wrote {outputs['anisotropy']}")
     if outputs["csv"]:
-        _write_csv(outputs["csv"], columns)
+        write_csv(outputs["csv"], columns)
         print(f"wrote {outputs['csv']}")
     if outputs["plot"]:
         from flock3d.plots import plot_metrics
@@ -585,6 +568,7 @@ def _add_experiment(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 def _run_experiment(args: argparse.Namespace) -> int:
     from flock3d.experiments import EXPERIMENTS, run_experiment
+    from flock3d.io import write_csv
 
     _require("plot")  # each experiment draws its figure
     out = Path(args.out)
@@ -599,7 +583,7 @@ def _run_experiment(args: argparse.Namespace) -> int:
                             progress=False if args.no_progress else None)  # fmt: skip
     print("\n".join(result.lines))
     table, image = out / f"{e.name}.csv", out / f"{e.name}.png"
-    _write_csv(table, result.columns)
+    write_csv(table, result.columns)
     result.plot(image)
     print(f"ran in {result.seconds:.1f} s; wrote {table} and {image}")
     return 0
