@@ -16,13 +16,9 @@ from pathlib import Path
 
 from flock3d import __version__
 from flock3d.errors import Flock3dError
+from flock3d.runner import FRAME_INTERVAL, MAX_STEPS, default_every, steps_for
 
 EXIT_BAD_INPUT = 2
-
-
-#: Most steps one run (or one sweep run) may take: about 3 hours for a handful of boids at
-#: the kernel's fastest, days for the default 500. More is a typo, or a run that never ends.
-MAX_STEPS = 10**9
 
 
 def _whole_number(text: str, minimum: int) -> int:
@@ -320,17 +316,6 @@ def _scene_from(args: argparse.Namespace, name: str | None, rules: tuple[tuple, 
     return scene if args.seed is None else scene.replace(seed=args.seed)
 
 
-#: Simulated seconds between recorded frames unless --every says otherwise. Every step of
-#: 500 boids wrote 1 GB in 8 s of wall time; ten frames a second still resolve turns and
-#: play back smoothly enough, at a sixth of the size with the default dt.
-FRAME_INTERVAL = 0.1
-
-
-def default_every(dt: float) -> int:
-    """Steps between recorded frames: one frame per :data:`FRAME_INTERVAL` of simulated time."""
-    return max(1, round(min(FRAME_INTERVAL / dt, MAX_STEPS)))  # a dt of 1e-320 gives inf
-
-
 def _output_path(path: str, suffixes: tuple[str, ...], what: str) -> Path:
     """Check an output path before any work is done: right suffix, existing folder."""
     if not path.strip():
@@ -356,13 +341,10 @@ def _run_run(args: argparse.Namespace) -> int:
     p = scene.params
     steps = args.steps if args.steps is not None else 600
     if args.seconds is not None:
-        wanted = args.seconds / p.dt
-        if not wanted <= MAX_STEPS:
-            raise Flock3dError(
-                f"--seconds {args.seconds:g} at sim.dt = {p.dt:g} is more than the {MAX_STEPS:,} steps "
-                f"a run may take ({wanted:.3g} steps)"
-            )
-        steps = math.ceil(wanted - 1e-9)
+        try:
+            steps = steps_for(args.seconds, p.dt)
+        except ValueError as error:
+            raise Flock3dError(f"--seconds: {error}") from None
     out = _output_path(args.out, (".h5", ".hdf5"), "--out") if args.out is not None else None
     every = args.every if args.every is not None else default_every(p.dt)
 
