@@ -640,7 +640,7 @@ def _add_sweep(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 
 def _run_sweep(args: argparse.Namespace) -> int:
-    from flock3d.sweep import parse_axis, plot_sweep, run_sweep, sweep_size
+    from flock3d.sweep import over_repeats, parse_axis, plot_sweep, run_sweep, sweep_size
 
     out = _output_path(args.out, (".parquet", ".csv"), "--out")
     plot = _output_path(args.plot, (".png",), "--plot") if args.plot is not None else None
@@ -669,9 +669,8 @@ def _run_sweep(args: argparse.Namespace) -> int:
         overrides=args.set, rules=args.rules,
     )  # fmt: skip
     print(f"computed {stats.computed:,} runs in {stats.seconds:.1f} s, {stats.skipped:,} already in {out}")
-    keys = [a.key for a in axes]
-    summary = table.groupby(keys)[["polarization_mean", "milling_mean"]].mean().reset_index()
-    print(summary.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
+    means = over_repeats(table, axes)[[*(a.key for a in axes), "polarization_mean", "milling_mean"]]
+    print(means.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
     if plot is not None:
         plot_sweep(table, axes, plot, title=scene.name)
         print(f"wrote {plot}")
