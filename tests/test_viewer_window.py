@@ -361,7 +361,7 @@ def test_the_first_compile_is_announced_and_nothing_freezes(qt_app, tmp_path, mo
 def test_a_recording_plays_at_the_simulations_pace(qt_app, viewer, tmp_path):
     import imageio.v2 as imageio
 
-    from flock3d.viewer.app import VIDEO_FPS
+    from flock3d.viewer.recording import VIDEO_FPS
 
     pump(qt_app, 0.5)
     viewer.set_recording(True)
