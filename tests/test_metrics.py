@@ -317,7 +317,8 @@ def test_max_pairs_below_one_is_a_value_error(value):
 
 
 def test_bins_zero_raises_rather_than_crashing_the_interpreter():
-    # It used to write before the start of the bins' array in compiled code: SIGSEGV.
+    # bins=0 would write before the start of the bins' array in compiled code (a SIGSEGV): it is
+    # refused before that code runs.
     code = (
         "import numpy as np\nfrom flock3d import metrics\n"
         "p = np.random.default_rng(0).normal(size=(50, 3))\n"

@@ -475,8 +475,9 @@ def test_a_scene_with_one_second_steps_runs(qt_app, viewer, tmp_path):
     sys.version_info >= (3, 12), reason="None is immortal from Python 3.12: its count never moves"
 )
 def test_thousands_of_frames_leave_nones_reference_count_alone(qt_app, tmp_path):
-    # PySide6 6.12.0 dropped a reference to None on every Qt call returning nothing (makeCurrent,
-    # update, setText...): on Python 3.11 the window aborted after minutes ("deallocating None").
+    # The window's Qt calls must leave None's reference count alone: PySide6 6.12.0 drops a
+    # reference on every Qt call returning nothing (makeCurrent, update, setText...), which on
+    # Python 3.11 aborts the window within minutes ("deallocating None").
     # One event loop for all the frames (each pump's timer would add its own few references), and
     # it stops at the first drift, long before a leak could abort pytest itself.
     from PySide6 import QtCore

@@ -590,9 +590,10 @@ class ViewerWindow:
 def run_event_loop(seconds: float) -> None:
     """Let Qt's event loop run for ``seconds`` (drawing, timers, input), then return.
 
-    For measurements and tests. Qt's own loop, not ``processEvents`` polled from Python:
-    a Qt call per poll is what PySide6 6.12.0 leaked a reference to None on (it aborted
-    Python 3.11 within minutes; pyproject excludes it there, and a window test counts).
+    For measurements and tests. Qt's own loop, not ``processEvents`` polled from Python,
+    so that waiting makes no Qt call per poll: PySide6 6.12.0 leaks a reference to None on
+    each such call (pyproject excludes that version on Python 3.11, where the leak aborts
+    Python; a window test counts None's references).
     """
     from PySide6 import QtCore
 
