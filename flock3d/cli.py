@@ -167,15 +167,25 @@ def _run_bench(args: argparse.Namespace) -> int:
 
 
 def _add_scenes(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
-    return sub.add_parser(
+    p = sub.add_parser(
         "scenes",
         help="list the scenes shipped with flock3d",
         description="List the shipped scenes; any command taking a SCENE accepts these names.",
     )
+    p.add_argument(
+        "--template",
+        action="store_true",
+        help="print instead a scene file listing every key with its default and meaning",
+    )
+    return p
 
 
 def _run_scenes(args: argparse.Namespace) -> int:
-    from flock3d.scene import describe_arena, resolve_scene, shipped_scenes
+    from flock3d.scene import describe_arena, resolve_scene, shipped_scenes, template
+
+    if args.template:
+        print(template(), end="")
+        return 0
 
     names = shipped_scenes()
     scenes = [resolve_scene(name) for name in names]
@@ -858,6 +868,36 @@ def _render_frames(args, out: Path, is_png: bool, scene, frames, plan) -> int:
     return 0
 
 
+# -- debug ------------------------------------------------------------------------------
+
+
+def _add_debug(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    p = sub.add_parser(
+        "debug",
+        help="show what runs: the generated source of a scene's step",
+        description="Print the Python source that flock3d writes and numba compiles for a scene's fast "
+        "step (the template of flock3d/core/step/template.py with the scene's terms, rules and "
+        "neighbour kind filled in), followed by the values it reads from the value vector.",
+    )
+    p.add_argument("what", choices=["step"], help="what to show: step (the generated step's source)")
+    _scene_argument(p)
+    _set_argument(p)
+    _rules_argument(p)
+    return p
+
+
+def _run_debug(args: argparse.Namespace) -> int:
+    from flock3d.core import assemble
+
+    rules, forces = _rules_from(args)
+    args.seed = None  # the step does not depend on it
+    scene = _scene_from(args, args.scene, (rules, forces))
+    source, names = assemble.generate(assemble.layout_of(scene.params, rules, forces))
+    print(source, end="")
+    print(f"\n# pv, the values it reads, in order: {', '.join(names)}")
+    return 0
+
+
 COMMANDS: dict[str, tuple[Callable, Callable[[argparse.Namespace], int]]] = {
     "view": (_add_view, _run_view),
     "scenes": (_add_scenes, _run_scenes),
@@ -868,6 +908,7 @@ COMMANDS: dict[str, tuple[Callable, Callable[[argparse.Namespace], int]]] = {
     "sweep": (_add_sweep, _run_sweep),
     "experiment": (_add_experiment, _run_experiment),
     "bench": (_add_bench, _run_bench),
+    "debug": (_add_debug, _run_debug),
 }
 
 

@@ -183,7 +183,7 @@ class Flock:
                     elif self._params.model == "vicsek":
                         new = reference.vicsek_step(state, self._params, self.noise_seed)
                     else:
-                        new = reference.step(state, self._params, self._rules, self._forces)
+                        new = reference.step(state, self._params, self._rules, self._forces, self.noise_seed)
                 except reference.StepFailure as failed:
                     failure, new = failed, failed.state
                 # Keep the live arrays (Boid views and user references stay valid).

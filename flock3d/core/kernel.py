@@ -6,8 +6,8 @@ numba. What does not depend on that choice lives here, compiled once and cached 
 every stepper: the cell grid of a step, the candidate buffers, gathering the state in
 cell order, the turn limit and the move, the predators' hunt.
 
-How a synchronous step is organised, and why (measured on a 2-core machine with
-``flock3d bench`` and ``flock3d bench --profile``, which splits a step into its phases):
+How a synchronous step is organised, and why (the measurements behind each choice are in
+``benchmarks/NOTES.md``; ``flock3d bench --profile`` splits a step into its phases):
 
 - Boids are counting-sorted into cells at least as wide as the longest sight, and
   the start-of-step state is gathered in cell order, a 64-byte row a boid (see
@@ -17,7 +17,7 @@ How a synchronous step is organised, and why (measured on a 2-core machine with
   step reads and writes its rows nearly in sequence; the boids of a cell are kept in
   the order of their public index, so no sum depends on how rows are stored. The
   gathered state and the second set are a :class:`Workspace` that the flock keeps
-  between calls (fresh pages for them cost a quarter of a one-step call at 100k boids).
+  between calls, so a call does not allocate (and fault in) them again.
 - Work is split into chunks of whole cells (about 256 boids each) run in parallel.
   Candidates are copied into contiguous buffers, one per segment of a row of cells:
   the boids of the 9 rows around it that lie within reach of the row, x-cell by x-cell,
@@ -27,20 +27,20 @@ How a synchronous step is organised, and why (measured on a 2-core machine with
   cell gets its own buffer of the 27 cells around instead: fewer candidates per boid.
   Buffers are padded to a multiple of 8 with entries that every test rejects, so the
   pair loop runs whole SIMD vectors with no scalar remainder.
-- The pair loop is branch-free and indexes with unsigned integers (signed indices
-  gave gathers, 2.4x slower); the cone test compares ``(f.d)|f.d|`` with
+- The pair loop is branch-free and indexes with unsigned integers (which LLVM loads as
+  contiguous vectors; signed ones become gathers); the cone test compares ``(f.d)|f.d|`` with
   ``cos|cos| |d|^2``: no square root or arccos per pair; the quaternion turn uses
   precomputed cosines and sines of the limit: no trigonometry per boid.
 - A chunk's boids turn together (:func:`turn_rows`): each stages its desired velocity in a
-  batch, column by column, and the batch turns as SIMD vectors. Boid by boid, the turn's
-  chain of square roots and divisions (each waiting for the last) cost 14% of a step.
+  batch, column by column, and the batch turns as SIMD vectors, rather than each boid
+  waiting on its own chain of square roots and divisions.
 - Each boid writes only its own rows and sums its neighbours in an order fixed by the
   current positions, so a step is a pure function of the state: the same bit for bit
   whatever the thread count, and ``step(n)`` equals n single steps.
 - The functions here are called from the assembled code, not inlined into it, so a new
   combination of rules compiles only its own code (and the cache serves the rest); the
   hot pair loop is generated whole, so nothing is called per pair. The batch turn is the
-  exception (see :data:`inlined`): it adds about a second to a new scene's first compile.
+  exception (see :data:`inlined`): a new scene's first compile compiles it too.
 - What a first run compiles is kept small (numba's typing and LLVM dominate it): the
   driver of a step comes in four kinds (periodic arena or not, predators or not) so
   no scene compiles code it cannot reach; the parallel loop over chunks is one loop
@@ -60,11 +60,10 @@ import functools
 import math
 import os
 
-# Idle OpenMP threads otherwise spin; with another busy process on a 2-core machine
-# (a renderer, a second simulation) that made steps 60x slower. It must be set before
-# the OpenMP runtime starts. On an idle machine GOMP_SPINCOUNT=3000 (wait a few microseconds,
-# then sleep) nearly doubles steps/s at 1,000 boids on 2 cores, and costs 40% when two such
-# simulations share the cores (the README's Speed section).
+# Idle OpenMP threads sleep rather than spin, so that a step stays fast when another busy
+# process (a renderer, a second simulation) shares the cores; it must be set before the
+# OpenMP runtime starts. GOMP_SPINCOUNT lets a user trade that for speed on an idle machine
+# (the README's Speed section; benchmarks/NOTES.md).
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import numba  # noqa: E402
@@ -241,11 +240,9 @@ def count_candidates(c, grid, periodic):
 
 #: Columns of a step's boids in cell order (``cols``, a row a boid): x, y, z, vx, vy, vz
 #: (headings, in the Couzin model), the public index, and a spare one that makes a row 64
-#: bytes, a cache line's size (aligned to one or not, it measured the same). The candidate
-#: fills read whole rows from 9 rows of cells at once: stored as seven (N,) columns they
-#: were 63 streams of reads, too many for the prefetchers. The fills of a step alone,
-#: 100,000 boids: 3.2 -> 2.7 ms, 1M: 31 -> 25 ms; whole steps at 1M 6.8 -> 7.2 steps/s
-#: (at 100,000 no change beyond noise).
+#: bytes, a cache line's size. The candidate fills read whole rows from 9 rows of cells at
+#: once: 9 streams of reads, where seven (N,) columns would be 63, too many for the
+#: prefetchers.
 COLUMNS = 8
 
 
@@ -829,11 +826,8 @@ CHUNK_SIGNATURE = types.void(
     types.boolean[::1],
     _F1,
     _F1,  # pv (values), flags, box (centre, half sides), sides
-    _F2,
-    _F2,
-    _F2,
     _F1,
-    _F2,  # attractors, path, obstacles, uniform wind, wind gradient
+    _I1,  # world: the world features' rows, packed; world_at: where each feature's start
     _F2,
     _I2,  # predators' start-of-step positions; status (chunks, 3)
     types.float64,
@@ -856,48 +850,55 @@ GATHER, ADVANCE, COPY, UNPERMUTE = 0, 1, 2, 3
 
 #: Up to this many chunks (2,048 boids) a step gathers its state on one thread: waking the
 #: others (OpenMP threads sleep between parallel loops, see OMP_WAIT_POLICY above) costs more
-#: than the copy. At 1,000 boids on 2 cores: 3,700 -> 4,300 steps/s.
+#: than the copy.
 SERIAL_GATHER_CHUNKS = 8
 
 #: A flock of one chunk (256 boids or fewer) is advanced on the calling thread: a parallel
-#: loop of one iteration has nothing to share and only wakes the sleeping threads, about
-#: 75 us a step on a 2-core VM (100 boids: 8,300 -> 33,000 steps/s; 256: 5,100 -> 11,600).
+#: loop of one iteration has nothing to share and only wakes the sleeping threads.
 SERIAL_ADVANCE_CHUNKS = 1
 
 
-def _run_chunks(phase, n_chunks, chunk, bounds, gf, gi, order, start, cols, heads, ids, pos, vel, quat,
-                waypoints, ids_to, pos_to, vel_to, quat_to, wp_to, pv, flags, box, sides, attractors, path,
-                obstacles, wind_u, gradient, hunters, status, now, seed, step):  # fmt: skip
-    # One parallel loop for every phase, called once for each: a second loop would compile a
-    # second parallel region (about a second of the first run's compile). Small flocks run a
-    # phase on this thread (SERIAL_GATHER_CHUNKS, SERIAL_ADVANCE_CHUNKS).
+def _run_chunks(phase, n_chunks, chunk, grid, gathered, rows, rows_to, inputs, now, seed, step):
+    """Run ``phase`` over ``n_chunks`` chunks (see :func:`_run_chunk` for the arguments).
+
+    One parallel loop for every phase, called once for each: a second loop would compile a
+    second parallel region, a second of the first run's compile. Small flocks run a phase on
+    this thread (SERIAL_GATHER_CHUNKS, SERIAL_ADVANCE_CHUNKS).
+    """
     if n_chunks <= (SERIAL_ADVANCE_CHUNKS if phase == ADVANCE else SERIAL_GATHER_CHUNKS):
         for t in range(n_chunks):
-            _run_chunk(phase, np.int64(t), n_chunks, chunk, bounds, gf, gi, order, start, cols, heads, ids,
-                       pos, vel, quat, waypoints, ids_to, pos_to, vel_to, quat_to, wp_to, pv, flags, box,
-                       sides, attractors, path, obstacles, wind_u, gradient, hunters, status, now, seed,
-                       step)  # fmt: skip
+            _run_chunk(
+                phase, np.int64(t), n_chunks, chunk, grid, gathered, rows, rows_to, inputs, now, seed, step
+            )
         return
     for t in prange(n_chunks):
-        _run_chunk(phase, np.int64(t), n_chunks, chunk, bounds, gf, gi, order, start, cols, heads, ids, pos,
-                   vel, quat, waypoints, ids_to, pos_to, vel_to, quat_to, wp_to, pv, flags, box, sides,
-                   attractors, path, obstacles, wind_u, gradient, hunters, status, now, seed,
-                   step)  # fmt: skip
+        _run_chunk(
+            phase, np.int64(t), n_chunks, chunk, grid, gathered, rows, rows_to, inputs, now, seed, step
+        )
 
 
 @shared
-def _run_chunk(phase, t, n_chunks, chunk, bounds, gf, gi, order, start, cols, heads, ids, pos, vel, quat,
-               waypoints, ids_to, pos_to, vel_to, quat_to, wp_to, pv, flags, box, sides, attractors, path,
-               obstacles, wind_u, gradient, hunters, status, now, seed, step):  # fmt: skip
+def _run_chunk(phase, t, n_chunks, chunk, grid, gathered, rows, rows_to, inputs, now, seed, step):
     """Chunk ``t`` of ``phase``: cells ``bounds[t] .. bounds[t + 1] - 1`` for a step's phases, the
-    t-th of ``n_chunks`` equal runs of rows for COPY and UNPERMUTE."""
+    t-th of ``n_chunks`` equal runs of rows for COPY and UNPERMUTE.
+
+    ``grid``: the step's (bounds, grid floats, grid ints, order, cell_start); ``gathered``: its
+    (cols, heads); ``rows`` and ``rows_to``: the state arrays read and written, each (ids, pos,
+    vel, quat, waypoints); ``inputs``: (pv, flags, box, sides, world, world_at, hunters, status).
+    COPY and UNPERMUTE read ``rows`` and write ``rows_to`` alone (the grid and inputs are the
+    last step's, unused).
+    """
+    bounds, gf, gi, order, start = grid
+    cols, heads = gathered
+    ids, pos, vel, quat, waypoints = rows
+    ids_to, pos_to, vel_to, quat_to, wp_to = rows_to
+    pv, flags, box, sides, world, world_at, hunters, status = inputs
     if phase == GATHER:
         gather(t, bounds, start, order, ids, pos, vel, quat, waypoints, ids_to, pos_to, vel_to, quat_to,
                wp_to, cols, heads, flags[MESH], flags[COUZIN])  # fmt: skip
     elif phase == ADVANCE:
         chunk(t, bounds, gf, gi, ids_to, start, cols, heads, pos_to, vel_to, quat_to, wp_to, pv, flags,
-              box, sides, attractors, path, obstacles, wind_u, gradient, hunters, status, now, seed,
-              step)  # fmt: skip
+              box, sides, world, world_at, hunters, status, now, seed, step)  # fmt: skip
     else:
         n = ids.shape[0]
         lo, hi = n * t // n_chunks, n * (t + 1) // n_chunks
@@ -926,15 +927,19 @@ def _make_advance(periodic, predators):
     unless its scene has them.
     """
 
-    def _advance(run, chunk, pos, vel, quat, waypoints, pred_pos, pred_vel, pred_quat, n_steps, time0,
-                 clock0, step0, seed, pv, flags, box, attractors, path, obstacles, wind_u, gradient, status,
-                 fixed, stop, cols, heads, ids, ids_b, pos_b, vel_b, quat_b, wp_b):  # fmt: skip
+    def _advance(run, chunk, state, predators, n_steps, time0, clock0, step0, seed, pv, flags, box, world,
+                 world_at, status, fixed, stop, work):  # fmt: skip
+        pos, vel, quat, waypoints = state
+        pred_pos, pred_vel, pred_quat = predators
+        cols, heads, ids, ids_b, pos_b, vel_b, quat_b, wp_b = work
         n = pos.shape[0]
         n_chunks = status.shape[0]
         sides = 2.0 * box[3:]
         gf = np.empty(6)
         gi = np.empty(4, dtype=np.int64)
         reach, dt = fixed[0], fixed[1]
+        gathered = (cols, heads)
+        public, second = (ids, pos, vel, quat, waypoints), (ids_b, pos_b, vel_b, quat_b, wp_b)
         # Between steps the boids are stored in the last step's cell order (ids: the public
         # index of each row), in two sets of arrays used in turn: the caller's and a second
         # one (the *_b arrays of the Workspace). A step then reads and writes its rows nearly
@@ -944,35 +949,32 @@ def _make_advance(periodic, predators):
         for i in range(n):
             ids[i] = i
         done = n_steps
+        grid = (ids, gf, gi, ids, ids)  # the last step's, once there is one
+        inputs = (pv, flags, box, sides, world, world_at, pred_pos, status)
         for s in range(n_steps):
             if stop[0]:  # set by another thread: end the call between steps
                 done = s
                 break
-            if s % 2:
-                ids_c, pos_c, vel_c, quat_c, wp_c = ids_b, pos_b, vel_b, quat_b, wp_b
-                ids_t, pos_t, vel_t, quat_t, wp_t = ids, pos, vel, quat, waypoints
-            else:
-                ids_c, pos_c, vel_c, quat_c, wp_c = ids, pos, vel, quat, waypoints
-                ids_t, pos_t, vel_t, quat_t, wp_t = ids_b, pos_b, vel_b, quat_b, wp_b
+            rows, rows_to = (second, public) if s % 2 else (public, second)
+            pos_c, vel_c = rows[1], rows[2]
             if periodic:  # given or edited positions may lie outside the box
                 wrap_into_box(pos_c, vel_c, box, flags[PLANAR])
                 wrap_into_box(pred_pos, pred_vel, box, flags[PLANAR])
-                grid = build_periodic_grid(pos_c, box[:3], box[3:], reach, flags[PLANAR])
+                cells = build_periodic_grid(pos_c, box[:3], box[3:], reach, flags[PLANAR])
             else:
-                grid = build_grid(pos_c, reach)
-            gf[0], gf[1], gf[2] = grid.origin_x, grid.origin_y, grid.origin_z
-            gf[3], gf[4], gf[5] = grid.cell_size, grid.cell_size_y, grid.cell_size_z
-            gi[0], gi[1], gi[2] = grid.nx, grid.ny, grid.nz
-            gi[3] = 1 if crowded(grid.cell_start) else 0
-            bounds = chunk_cells(grid.cell_start, n, n_chunks)
+                cells = build_grid(pos_c, reach)
+            gf[0], gf[1], gf[2] = cells.origin_x, cells.origin_y, cells.origin_z
+            gf[3], gf[4], gf[5] = cells.cell_size, cells.cell_size_y, cells.cell_size_z
+            gi[0], gi[1], gi[2] = cells.nx, cells.ny, cells.nz
+            gi[3] = 1 if crowded(cells.cell_start) else 0
+            grid = (chunk_cells(cells.cell_start, n, n_chunks), gf, gi, cells.order, cells.cell_start)
             hunters = pred_pos.copy()  # boids flee from where the predators were
+            inputs = (pv, flags, box, sides, world, world_at, hunters, status)
             if predators:
-                hunt(pred_pos, pred_vel, pred_quat, pos_c, ids_c, box, periodic, flags[WRAPS], flags[PLANAR],
-                     fixed[2], dt, fixed[3], fixed[4], fixed[5])  # fmt: skip
+                hunt(pred_pos, pred_vel, pred_quat, pos_c, rows[0], box, periodic, flags[WRAPS],
+                     flags[PLANAR], fixed[2], dt, fixed[3], fixed[4], fixed[5])  # fmt: skip
             for phase in (GATHER, ADVANCE):
-                run(phase, n_chunks, chunk, bounds, gf, gi, grid.order, grid.cell_start, cols, heads, ids_c,
-                    pos_c, vel_c, quat_c, wp_c, ids_t, pos_t, vel_t, quat_t, wp_t, pv, flags, box, sides,
-                    attractors, path, obstacles, wind_u, gradient, hunters, status, time0 + (clock0 + s) * dt,
+                run(phase, n_chunks, chunk, grid, gathered, rows, rows_to, inputs, time0 + (clock0 + s) * dt,
                     seed, step0 + s)  # fmt: skip
             failed = False
             for t in range(n_chunks):
@@ -982,16 +984,13 @@ def _make_advance(periodic, predators):
                 done = s + 1
                 break
         # Back to the public order, from the second set, where the last step wrote it, or else
-        # through it. (The arrays a step's phases need but these do not: any of the right type.)
+        # through it.
         if done % 2 == 0 and done > 0:
-            run(COPY, n_chunks, chunk, gi, gf, gi, gi, gi, cols, heads, ids, pos, vel, quat, waypoints,
-                ids_b, pos_b, vel_b, quat_b, wp_b, pv, flags, box, sides, attractors, path, obstacles, wind_u,
-                gradient, pred_pos, status, time0, seed, step0)  # fmt: skip
+            run(COPY, n_chunks, chunk, grid, gathered, public, second, inputs, time0, seed, step0)
         if done > 0:
-            source = ids_b if done % 2 else ids
-            run(UNPERMUTE, n_chunks, chunk, gi, gf, gi, gi, gi, cols, heads, source, pos_b, vel_b, quat_b,
-                wp_b, ids_b, pos, vel, quat, waypoints, pv, flags, box, sides, attractors, path, obstacles,
-                wind_u, gradient, pred_pos, status, time0, seed, step0)  # fmt: skip
+            written = (ids_b if done % 2 else ids, pos_b, vel_b, quat_b, wp_b)
+            back = (ids_b, pos, vel, quat, waypoints)  # ids_b unwritten: rows go to their public index
+            run(UNPERMUTE, n_chunks, chunk, grid, gathered, written, back, inputs, time0, seed, step0)
         return done
 
     return _advance
@@ -1001,24 +1000,25 @@ _drivers: dict = {}
 _run_pointer: list = []  # the compiled _run_chunks, as every driver takes it (one Pointer)
 
 _CHUNK_TYPE = types.FunctionType(CHUNK_SIGNATURE)
-_ROWS = (_I1, _F2, _F2, _F2, _I1)  # a set of state arrays: ids, pos, vel, quat, waypoints
+_ROWS = types.Tuple((_I1, _F2, _F2, _F2, _I1))  # a set of state arrays: ids, pos, vel, quat, waypoints
+_GRID = types.Tuple((_I1, _F1, _I1, _I1, _I1))  # bounds, grid floats, grid ints, order, cell_start
+_INPUTS = types.Tuple((_F1, types.boolean[::1], _F1, _F1, _F1, _I1, _F2, _I2))
 _RUN_TYPE = types.FunctionType(
-    types.void(types.int64, types.int64, _CHUNK_TYPE, *CHUNK_SIGNATURE.args[1:8], *_ROWS, *_ROWS,
-               *CHUNK_SIGNATURE.args[12:])
+    types.void(types.int64, types.int64, _CHUNK_TYPE, _GRID, types.Tuple((_F2, _F2)), _ROWS, _ROWS, _INPUTS,
+               types.float64, types.int64, types.int64)
 )  # fmt: skip
 _ADVANCE_SIGNATURE = types.int64(
-    _RUN_TYPE, _CHUNK_TYPE, _F2, _F2, _F2, _I1, _F2, _F2, _F2, types.int64, types.float64, types.int64,
-    types.int64, types.int64, _F1, types.boolean[::1], _F1, _F2, _F2, _F2, _F1, _F2, _I2, _F1,
-    types.boolean[::1], _F2, _F2, _I1, *_ROWS
+    _RUN_TYPE, _CHUNK_TYPE, types.Tuple((_F2, _F2, _F2, _I1)), types.Tuple((_F2, _F2, _F2)), types.int64,
+    types.float64, types.int64, types.int64, types.int64, _F1, types.boolean[::1], _F1, _F1, _I1, _I2, _F1,
+    types.boolean[::1], types.Tuple((_F2, _F2, _I1, _I1, _F2, _F2, _F2, _I1)),
 )  # fmt: skip
 
 
 class Pointer(WrapperAddressProtocol):
     """A compiled function handed to compiled code as a first-class function of type ``ftype``.
 
-    Passing the numba function itself costs about 0.2 ms a call: the dispatcher types it
-    (a 30-argument signature) and looks up its compiled version every time, which made a
-    one-step ``Flock.step()`` of a small flock several times slower than its work. The
+    Passed as a numba function, it would be typed (a long signature) and its compiled
+    version looked up on every call, a cost larger than a small flock's whole step. The
     address is looked up once here and the type is given, not inferred.
     """
 
@@ -1049,10 +1049,9 @@ class Workspace:
     A step gathers its start-of-step state in cell order (``cols`` (N, COLUMNS), ``heads`` (3, N))
     and writes the new state to a second set of state arrays (``ids``, positions,
     velocities, orientations, waypoints), the caller's and the second set used in turn.
-    Allocated on every call, these 192 bytes a boid came from fresh pages each time (the
-    allocator hands blocks this large back to the system when they are freed): about a
-    quarter of a one-step call at 100,000 boids. A flock keeps one Workspace, so they stay
-    allocated between calls.
+    Allocated on every call, blocks this large come from fresh pages (the allocator hands
+    them back to the system when freed), which a one-step call would pay for each time; a
+    flock keeps one Workspace, so they stay allocated between calls.
     """
 
     def __init__(self) -> None:

@@ -216,6 +216,8 @@ class ReferenceBoid:
     species: int = 0
     radius: float = 0.0
     """Its adaptive radius (``Params.adaptive``)."""
+    index: int = 0
+    """Its place in the flock (what keys its counter-based noise)."""
 
     @cached_property
     def forward(self) -> np.ndarray:
@@ -324,9 +326,7 @@ class ReferenceBoid:
                 target = look_rotation(velocity, np.asarray(up_axis(params)))
                 orientation = rotate_towards(self.orientation, target, max_angle)
         position, velocity = settle(self.position + params.dt * velocity, velocity, params)
-        return ReferenceBoid(
-            position, velocity, orientation, self.waypoint, species=self.species, radius=self.radius
-        )
+        return replace(self, position=position, velocity=velocity, orientation=orientation, looking=None)
 
     def updated(self, world: World) -> ReferenceBoid:
         """This boid after one step, computed from ``world`` (steps 1 to 10), and its adaptive
@@ -368,6 +368,9 @@ class World:
     forces: Sequence[Force]
     stages: list[str]
     time: float
+    seed: int = 0
+    """What keys the counter-based noise (the flock's seed)."""
+    step_count: int = 0
 
     def own(self, boid: ReferenceBoid) -> Params:
         """The parameters ``boid`` lives by: those of its species."""
@@ -544,7 +547,11 @@ def vicsek_step(state: FlockState, params: Params, seed: int) -> FlockState:
 
 
 def step(
-    state: FlockState, params: Params, rules: Sequence[PairRule] = (), forces: Sequence[Force] = ()
+    state: FlockState,
+    params: Params,
+    rules: Sequence[PairRule] = (),
+    forces: Sequence[Force] = (),
+    seed: int = 0,
 ) -> FlockState:
     """One update of the whole world (boids and predators), in ``params.update``'s order.
 
@@ -552,11 +559,11 @@ def step(
     new state is not sound (the other boids' results are in ``failure.state``).
     """
     flock = [
-        ReferenceBoid(p.copy(), v.copy(), Quaternion(q), int(k), species=int(s), radius=float(r))
-        for p, v, q, k, s, r in zip(
+        ReferenceBoid(p.copy(), v.copy(), Quaternion(q), int(k), species=int(s), radius=float(r), index=i)
+        for i, (p, v, q, k, s, r) in enumerate(zip(
             state.positions, state.velocities, state.orientations, state.waypoints,
             params.species_of_boids, state.radii, strict=True,
-        )
+        ))
     ]  # fmt: skip
     predators = [
         ReferencePredator(p.copy(), v.copy(), Quaternion(q))
@@ -572,6 +579,8 @@ def step(
         forces,
         stage_names(params, [r.name for r in rules], [f.name for f in forces]),
         state.time,
+        seed,
+        state.step_count,
     )
     failed: list[tuple[int, StepFailure]] = []
 

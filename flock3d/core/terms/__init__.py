@@ -27,20 +27,18 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, ClassVar
 
-import numba
 import numpy as np
 
 from flock3d.core.fields import Problem
-from flock3d.core.kernel import FAST
+
+# The components' decorator: compiled as part of the generated step that calls them, so
+# nothing is called per pair or per boid.
+from flock3d.core.kernel import inlined
 
 if TYPE_CHECKING:
     from flock3d.core.params import Params
 
 __all__ = ["Term", "PairTerm", "Emit", "inlined"]
-
-#: The components' decorator: compiled as part of the generated step that calls them
-#: (inlined at numba's level), so nothing is called per pair or per boid.
-inlined = numba.njit(fastmath=FAST, error_model="numpy", cache=True, inline="always")
 
 
 class Emit:
@@ -48,7 +46,7 @@ class Emit:
 
     ``layout``: the :class:`~flock3d.core.step.layout.Layout` being written;
     ``v(name)``: the local variable holding value ``name`` of pv (recording that it is read);
-    ``module(term)``: the name the generated module imports the term's module under;
+    ``term(term)``: the name the generated module imports the term's module under;
     ``world(term)``: the local (rows, width) array of the term's world data.
     """
 
@@ -57,7 +55,7 @@ class Emit:
     def v(self, name: str) -> str:  # pragma: no cover - the generator implements it
         raise NotImplementedError
 
-    def module(self, term: Term) -> str:  # pragma: no cover
+    def term(self, term: Term) -> str:  # pragma: no cover
         raise NotImplementedError
 
     def world(self, term: Term) -> str:  # pragma: no cover

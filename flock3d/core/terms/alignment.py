@@ -90,10 +90,10 @@ class Alignment(PairTerm):
 
     def contribution(self, g, buffer):
         vx, vy, vz = buffer["vx"], buffer["vy"], buffer["vz"]
-        return f"tx, ty, tz = {g.module(self)}.neighbour_velocity({vx}[j], {vy}[j], {vz}[j])"
+        return f"tx, ty, tz = {g.term(self)}.neighbour_velocity({vx}[j], {vy}[j], {vz}[j])"
 
     def finish(self, g):
-        m = g.module(self)
+        m = g.term(self)
         if g.layout.alignment_form == "difference":
             return [f"tx, ty, tz = {m}.velocity_matching({g.v('k_a')}, n_alignment, s_alignment_x, "
                     f"s_alignment_y, s_alignment_z, vx, vy, vz, {g.v('zero_mean')} > 0.0)"]  # fmt: skip

@@ -94,7 +94,7 @@ class Attractors(Term):
         return np.array(rows, dtype=np.float64).reshape(-1, 5)
 
     def line(self, g):
-        return [f"tx, ty, tz = {g.module(self)}.attraction(px, py, pz, vx, vy, vz, {g.world(self)}, "
+        return [f"tx, ty, tz = {g.term(self)}.attraction(px, py, pz, vx, vy, vz, {g.world(self)}, "
                 f"{g.v('s_max')}, box, periodic, planar)"]  # fmt: skip
 
     def reference(self, boid, world, velocity, params):

@@ -61,10 +61,10 @@ class Cohesion(PairTerm):
         return ("coh2", "coh_cone") if layout.own_neighbourhoods[2] else ("view2", "cone")
 
     def contribution(self, g, buffer):
-        return f"tx, ty, tz = {g.module(self)}.neighbour_offset(dx, dy, dz)"
+        return f"tx, ty, tz = {g.term(self)}.neighbour_offset(dx, dy, dz)"
 
     def finish(self, g):
-        return [f"tx, ty, tz = {g.module(self)}.centering({g.v('k_c')}, n_cohesion, s_cohesion_x, "
+        return [f"tx, ty, tz = {g.term(self)}.centering({g.v('k_c')}, n_cohesion, s_cohesion_x, "
                 f"s_cohesion_y, s_cohesion_z, px, py, pz, {g.v('zero_mean')} > 0.0)"]  # fmt: skip
 
     def reference(self, boid, world, velocity, params):

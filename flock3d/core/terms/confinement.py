@@ -61,7 +61,7 @@ class Confinement(Term):
                 "conf_fraction": params.confinement_start, "k_b": params.confinement}  # fmt: skip
 
     def line(self, g):
-        m, v = g.module(self), g.v
+        m, v = g.term(self), g.v
         if g.layout.shape == "sphere":
             return [f"tx, ty, tz = {m}.sphere(px, py, pz, box, {v('conf_start')}, {v('k_b')})"]
         return [f"tx, ty, tz = {m}.box_(px, py, pz, box, {v('conf_fraction')}, {v('k_b')}, planar)"]

@@ -84,7 +84,7 @@ class Containment(Term):
                 "omega": math.radians(params.max_turn_rate)}  # fmt: skip
 
     def line(self, g):
-        m, v = g.module(self), g.v
+        m, v = g.term(self), g.v
         lines = ["speed = math.sqrt(vx * vx + vy * vy + vz * vz)", f"look = speed / {v('omega')}"]
         if g.layout.shape == "sphere":
             return lines + [f"tx, ty, tz = {m}.sphere(px, py, pz, fx, fy, fz, qw, qx, qy, qz, look, box, "

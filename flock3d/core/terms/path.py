@@ -91,7 +91,7 @@ class Path(Term):
 
     def line(self, g):
         v = g.v
-        return [f"tx, ty, tz, wp = {g.module(self)}.following(px, py, pz, vx, vy, vz, {g.world(self)}, "
+        return [f"tx, ty, tz, wp = {g.term(self)}.following(px, py, pz, vx, vy, vz, {g.world(self)}, "
                 f"waypoints[i], {v('path_weight')}, {v('path_reach2')}, {v('s_max')}, box, periodic, planar)",
                 "waypoints[i] = wp"]  # fmt: skip
 

@@ -101,10 +101,10 @@ class Separation(PairTerm):
         return "sep2", ("sep_cone" if layout.own_neighbourhoods[0] else "cone")
 
     def contribution(self, g, buffer):
-        return f"tx, ty, tz = {g.module(self)}.{g.layout.falloff}(dx, dy, dz, d2, {g.v('rs')})"
+        return f"tx, ty, tz = {g.term(self)}.{g.layout.falloff}(dx, dy, dz, d2, {g.v('rs')})"
 
     def finish(self, g):
-        return [f"tx, ty, tz = {g.module(self)}.weighted({g.v('k_s')}, n_separation, s_separation_x, "
+        return [f"tx, ty, tz = {g.term(self)}.weighted({g.v('k_s')}, n_separation, s_separation_x, "
                 f"s_separation_y, s_separation_z, {g.v('average')} > 0.0)"]  # fmt: skip
 
     def reference(self, boid, world, velocity, params):

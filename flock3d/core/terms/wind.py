@@ -47,7 +47,7 @@ class Wind(Term):
         return np.array([[*params.wind, *np.ravel(params.wind_gradient)]], dtype=np.float64)
 
     def line(self, g):
-        return [f"tx, ty, tz = {g.module(self)}.acceleration(px, py, pz, box, {g.world(self)})"]
+        return [f"tx, ty, tz = {g.term(self)}.acceleration(px, py, pz, box, {g.world(self)})"]
 
     def reference(self, boid, world, velocity, params):
         r = boid.position - np.asarray(params.arena_center)
