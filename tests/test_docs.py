@@ -31,3 +31,22 @@ def test_no_docstring_cites_a_file_users_do_not_have():
     shipped = [ROOT / "README.md", *(ROOT / "flock3d").rglob("*.py"), *(ROOT / "scenes").rglob("*.toml")]
     for path in [*shipped, *(ROOT / "docs").rglob("*.md"), *(ROOT / "examples").rglob("*.py")]:
         assert "shared/" not in path.read_text(), f"{path.relative_to(ROOT)} cites shared/"
+
+
+def test_the_parameter_tables_of_the_model_doc_are_the_declarations():
+    # docs/model.md's tables between <!-- params: GROUP --> markers are derived from the fields'
+    # declarations; FLOCK3D_UPDATE_DOCS=1 writes them anew after a declaration changes.
+    import os
+    import re
+
+    from flock3d.scene.scene import parameter_groups, parameter_table
+
+    text = MODEL_DOC.read_text()
+    groups = parameter_groups()
+    pattern = re.compile(r"(<!-- params: (\w+) -->\n)(.*?)(<!-- /params -->)", re.S)
+    found = [m[2] for m in pattern.finditer(text)]
+    assert sorted(found) == sorted(groups), "every group has its table, once"
+    expected = pattern.sub(lambda m: m[1] + parameter_table(groups[m[2]]) + m[4], text)
+    if os.environ.get("FLOCK3D_UPDATE_DOCS"):
+        MODEL_DOC.write_text(expected)
+    assert text == expected, "a parameter table of docs/model.md differs from the declarations"

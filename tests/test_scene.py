@@ -245,20 +245,19 @@ def test_torus_scene_mills():
     assert metrics.milling(flock.positions, flock.velocities) > 0.8
 
 
-def test_the_default_scene_file_lists_every_key_with_its_default():
+def test_the_template_lists_every_key_with_its_default():
     import re
-    from importlib import resources
 
-    from flock3d.scene.scene import toml_value
+    from flock3d.scene import parse_scene, template
     from flock3d.scene.schema import STRUCTURED
 
-    text = resources.files("flock3d.scenes").joinpath("default.toml").read_text()
+    text = template()
     listed, commented, section = {}, set(), None
     for line in text.splitlines():
         header = re.match(r"\s*(#\s*)?\[\[?([\w.]+)\]\]?", line)
         if header:
             section = header[2]
-            if header[1] and section in STRUCTURED:  # a world feature, none by default
+            if header[1] and section in STRUCTURED:  # a structured value, none by default
                 commented.add(section)
             continue
         key = re.match(r"\s*(#\s*)?(\w+)\s*=", line)
@@ -268,20 +267,12 @@ def test_the_default_scene_file_lists_every_key_with_its_default():
                 commented.add(name)
             else:
                 listed[name] = line
-    assert set(listed) | commented == {k.name for k in KEYS}, "default.toml must list every scene key"
+    assert set(listed) | commented == {k.name for k in KEYS}, "the template must list every scene key"
     assert not set(listed) & commented
-
-    defaults = {"name": "untitled", "description": "", "seed": 0}
-    for key in KEYS:
-        target = {"params": Params(), "view": ViewHints()}.get(key.target)
-        if target is not None:
-            defaults[key.name] = getattr(target, key.field)
-    # Commented out: exactly the keys whose default is unset (None) or none at all.
-    assert commented == {name for name, value in defaults.items() if value is None or value == ()}
-    # Listed: each with its default, or saying on its line what the default is.
-    scene = resolve_scene("default")
-    assert scene.params == Params() and scene.seed == 0
-    for key in KEYS:
-        if key.target == "view" and key.name in listed:
-            value, default = getattr(scene.view, key.field), defaults[key.name]
-            assert value == default or f"default {toml_value(default)}" in listed[key.name], key.name
+    scene = parse_scene(text.encode(), "template")  # the listed values are the defaults
+    assert scene.params == Params() and scene.view == ViewHints()
+    # Commented out: exactly the keys whose default is unset (None), and the tables (none by default).
+    defaults = {k.name: getattr({"params": Params(), "view": ViewHints()}[k.target], k.field)
+                for k in KEYS if k.target != "scene"}  # fmt: skip
+    unset = {name for name, value in defaults.items() if value is None}
+    assert commented == unset | set(STRUCTURED)

@@ -9,6 +9,7 @@ from flock3d.scene.scene import (
     parse_scene,
     resolve_scene,
     shipped_scenes,
+    template,
 )
 from flock3d.scene.schema import KEYS, ViewHints
 
@@ -23,4 +24,5 @@ __all__ = [
     "parse_scene",
     "resolve_scene",
     "shipped_scenes",
+    "template",
 ]

@@ -14,6 +14,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from flock3d.core.fields import spec_of
 from flock3d.core.params import MODEL_DEFAULTS, Params, Problem, params_problems, short_repr
 from flock3d.errors import Flock3dError
 from flock3d.scene.schema import (
@@ -311,7 +312,7 @@ def _flatten(data: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
 
 
 #: A field's name in a Params message, to be written as its key; a quoted word is a value (a
-#: stage named 'wind'), not a field.
+#: stage's name, which may be a field's too), not a field.
 _FIELD_WORD = re.compile(
     r"(?<!')\b(" + "|".join(sorted(PARAM_KEY_OF_FIELD, key=len, reverse=True)) + r")\b(?!')"
 )
@@ -511,3 +512,75 @@ def resolve_scene(
 def default_scene() -> Scene:
     """The embedded default scene (works from an installed wheel)."""
     return resolve_scene(None)
+
+
+def template() -> str:
+    """A scene file listing every key with its default and what it means, derived from the
+    declarations (``flock3d scenes --template``): keys whose default is unset, and the
+    structured tables (none by default), commented out with an example."""
+    defaults: dict[str, Any] = {"name": "Template", "description": "Every key with its default.", "seed": 0}
+    for key in KEYS:
+        target = {"params": Params(), "view": ViewHints()}.get(key.target)
+        if target is not None:
+            defaults[key.name] = getattr(target, key.field)
+    specs = {f.name: spec_of(f) for f in dataclasses.fields(Params)}
+    lines = [
+        "# Every scene key with its default (flock3d scenes --template). A scene file needs only the",
+        "# keys it changes; `flock3d check FILE` explains any mistake; docs/model.md describes the model.",
+    ]
+    sections: dict[str, list[str]] = {}
+    tables: list[str] = []
+    for key in KEYS:
+        value = defaults[key.name]
+        section, _, leaf = key.name.rpartition(".")
+        if key.kind in ("items", "table"):
+            tables += ["#", f"# {'[[' + key.name + ']]' if key.kind == 'items' else '[' + key.name + ']'}"
+                       f"  {key.doc}"]  # fmt: skip
+            tables += [f"# {part.name} = ...{'  (required)' if part.required else ''}" for part in key.parts]
+            continue
+        spec = specs.get(key.field) if key.target == "params" else None
+        comment = key.doc
+        if value is None:
+            example = spec.example if spec is not None and spec.example is not None else "..."
+            text = f"# {leaf} = {example if isinstance(example, str) else toml_value(example)}"
+        else:
+            text = f"{leaf} = {toml_value(_plain(value))}"
+        sections.setdefault(section, []).append(f"{text:<31} # {comment}")
+    lines += ["", *sections.pop("")]
+    for section, entries in sections.items():
+        lines += ["", f"[{section}]", *entries]
+    lines += ["", "# Structured values: none by default. Tables come last in a TOML file."]
+    lines += tables[1:]
+    return "\n".join(lines) + "\n"
+
+
+def parameter_table(names: Sequence[str]) -> str:
+    """The Markdown table of the Params fields ``names`` (symbol, scene key, field, meaning, unit,
+    default, allowed values), derived from their declarations, as ``docs/model.md`` shows it."""
+    fields = {f.name: f for f in dataclasses.fields(Params)}
+    rows = ["| symbol | scene key | `Params` field | meaning | unit | default | allowed |", "|---" * 7 + "|"]
+    for name in names:
+        spec, default = spec_of(fields[name]), fields[name].default
+        if default is None:
+            shown = f"unset: {spec.unset}"
+        elif isinstance(default, float):
+            shown = f"{default:g}"
+        elif isinstance(default, (tuple, list)) and default and not isinstance(default[0], (tuple, list)):
+            shown = "(" + ", ".join(f"{v:g}" for v in default) + ")"
+        else:
+            shown = toml_value(_plain(default)).replace("|", "\\|")
+        allowed = spec.allowed_text().replace(">=", "≥").replace("<=", "≤")
+        cells = [spec.symbol, f"`{spec.key}`", f"`{name}`", spec.doc.replace("|", "/"), spec.unit or "–"]
+        rows.append("| " + " | ".join([*cells, shown, allowed]) + " |")
+    return "\n".join(rows) + "\n"
+
+
+def parameter_groups() -> dict[str, tuple[str, ...]]:
+    """The groups of Params fields ``docs/model.md`` tabulates: the model's own, each term's
+    (by its name), and the rest (the variants and the Couzin and Vicsek models)."""
+    from flock3d.core.params import SPEC_FIELDS, TERMS
+
+    groups = {"model": SPEC_FIELDS, **{term.name: term.fields for term in TERMS if term.fields}}
+    owned = {name for names in groups.values() for name in names}
+    groups["other"] = tuple(f.name for f in dataclasses.fields(Params) if f.name not in owned)
+    return groups

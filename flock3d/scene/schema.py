@@ -1,14 +1,14 @@
 """What a scene file may contain: every key, where its value goes, and its type.
 
-A scene file is TOML with top-level ``name``, ``description`` and ``seed``; the
-sections ``[arena]``, ``[perception]``, ``[rules]``, ``[flock]``, ``[sim]`` (the
-model, described in ``docs/model.md``, and its variants), ``[avoidance]``,
-``[predators]`` and ``[wind]`` (world features) and ``[view]`` (hints for the
-viewer and the renderer); and the structured ``[[attractors]]``,
-``[[obstacles]]`` and ``[path]``; ``[[species]]`` tables make a mixed flock; ``model = "couzin"``
-with ``[zones]`` and ``[noise]`` selects the Couzin et al. (2002) zone model, ``model =
-"vicsek"`` the Vicsek et al. (1995) model. Every key is optional; a missing key takes its
-default (for the Couzin and Vicsek models, the paper's values).
+A scene file is TOML with top-level ``name``, ``description`` and ``seed``; the model's
+parameters, each under the key its declaration names (``arena.radius``,
+``perception.fov``...: see :mod:`flock3d.core.fields`), so that sections group them
+(``[arena]``, ``[perception]``, ``[rules]``, ``[flock]``, ``[sim]``, a world feature's
+section, ``[zones]`` and ``[noise]`` of the Couzin and Vicsek models); structured values
+as tables (``[[attractors]]``, ``[path]``, ``[[species]]``...); and ``[view]``, hints for
+the viewer and the renderer. Every key is optional; a missing key takes its default (for
+the Couzin and Vicsek models, the paper's values). ``flock3d scenes --template`` prints
+them all with their defaults and meanings.
 """
 
 from __future__ import annotations
@@ -18,19 +18,11 @@ import math
 from dataclasses import dataclass
 from typing import Any, Literal, NamedTuple
 
+from flock3d.core.fields import Kind, Part, spec_of
 from flock3d.core.params import (
-    ALIGNMENT_FORMS,
-    ARENA_SHAPES,
-    COMBINES,
-    EMPTY_MEANS,
-    FALLOFFS,
-    MODELS,
-    SPECIES_FIELDS,
-    SPECIES_RULES,
-    TURN_LIMITS,
-    UPDATES,
     Attractor,
     Obstacle,
+    Params,
     Species,
     WaypointPath,
     is_real_number,
@@ -54,32 +46,6 @@ __all__ = [
     "look_parts",
     "structured_to_toml",
 ]
-
-Kind = Literal[
-    "number",
-    "integer",
-    "string",
-    "boolean",
-    "vector3",
-    "matrix3",
-    "points",
-    "choice",
-    "items",
-    "table",
-    "names",
-    "color",
-]
-
-
-@dataclass(frozen=True)
-class Part:
-    """A key inside a structured value (an attractor's ``weight``, a path's ``points``)."""
-
-    name: str
-    kind: Kind
-    required: bool = False
-    choices: tuple[str, ...] = ()
-    """For ``choice``: the values it may take."""
 
 
 @dataclass(frozen=True)
@@ -144,73 +110,30 @@ CAMERAS = ("orbit", "arcball", "fly", "follow", "fixed")
 MESHES = ("dart", "cone", "bird")
 COLOR_MODES = ("heading", "speed", "neighbours", "uniform", "species")
 
+
+def _key_of(field: dataclasses.Field) -> Key:
+    """The scene key of a Params field, from its declaration (:class:`~flock3d.core.fields.Spec`)."""
+    spec = spec_of(field)
+    words = spec.doc[0].upper() + spec.doc[1:]
+    if spec.unit:
+        words += f", {spec.unit}"
+    if spec.allowed_text() and spec.kind != "choice":  # a choice's words name its values
+        words += f", {spec.allowed_text()}"
+    if spec.unset:
+        words += f"; unset: {spec.unset}"
+    if spec.model:
+        words = f"{spec.model.title()} model: {words[0].lower()}{words[1:]}"
+    parts = spec.parts
+    if field.name == "species":  # a species' look (a view hint) is written in its table too
+        parts += (Part("color", "color"), Part("mesh", "choice", choices=MESHES))
+    return Key(spec.key, "params", field.name, spec.kind, words + ".", spec.choices, parts)
+
+
 KEYS: list[Key] = [
     Key("name", "scene", "name", "string", "Short name shown in the viewer's title."),
     Key("description", "scene", "description", "string", "One line saying what the scene shows."),
     Key("seed", "scene", "seed", "integer", "Seed of the random initial state (>= 0)."),
-    Key("arena.radius", "params", "arena_radius", "number", "Arena sphere radius R, > 0."),
-    Key("arena.center", "params", "arena_center", "vector3", "Arena centre [x, y, z]."),
-    Key("arena.confinement_start", "params", "confinement_start", "number", "Fraction of R where confinement starts, in (0, 1]."),
-    Key("arena.confinement", "params", "confinement", "number", "Confinement acceleration, units/s^2, >= 0."),
-    Key("perception.view_distance", "params", "view_distance", "number", "How far a boid sees, > 0 (inf allowed)."),
-    Key("perception.fov", "params", "fov", "number", "Full field-of-view cone in degrees, in (0, 360]."),
-    Key("rules.separation_distance", "params", "separation_distance", "number", "Neighbours closer than this repel, in (0, view_distance]."),
-    Key("rules.separation", "params", "separation", "number", "Separation weight, >= 0."),
-    Key("rules.alignment", "params", "alignment", "number", "Velocity-matching weight, 1/s, >= 0."),
-    Key("rules.cohesion", "params", "cohesion", "number", "Centering weight, 1/s^2, >= 0."),
-    Key("flock.count", "params", "count", "integer", "Number of boids, >= 0."),
-    Key("flock.min_speed", "params", "min_speed", "number", "Lowest speed, >= 0."),
-    Key("flock.max_speed", "params", "max_speed", "number", "Highest speed, > 0 and >= min_speed."),
-    Key("flock.max_turn_rate", "params", "max_turn_rate", "number", "Largest heading change, degrees/s, > 0 (inf allowed)."),
-    Key("flock.init_radius", "params", "init_radius", "number", "Radius of the initial ball; unset: half the arena radius."),
-    Key("sim.dt", "params", "dt", "number", "Fixed time step, seconds, > 0."),
-    Key("arena.shape", "params", "arena_shape", "choice", "sphere (soft radial push), box (a push per axis), periodic (wrap-around box) or none.", ARENA_SHAPES),
-    Key("sim.dimensions", "params", "dimensions", "integer", "3, or 2 for a flock in the plane z = arena.center z."),
-    Key("rules.separation_falloff", "params", "separation_falloff", "choice", "inverse (1/d, the default), linear (d), linear_gap (r_s - d) or quadratic ((r_s - d)^2).", FALLOFFS),
-    Key("rules.separation_average", "params", "separation_average", "boolean", "Average the separation over the close neighbours (true, the default) or sum it."),
-    Key("rules.alignment_distance", "params", "alignment_distance", "number", "Radius of the alignment rule; unset: view_distance."),
-    Key("rules.cohesion_distance", "params", "cohesion_distance", "number", "Radius of the cohesion rule; unset: view_distance."),
-    Key("rules.separation_fov", "params", "separation_fov", "number", "Cone of the separation rule, degrees; unset: perception.fov."),
-    Key("rules.alignment_fov", "params", "alignment_fov", "number", "Cone of the alignment rule, degrees; unset: perception.fov."),
-    Key("rules.cohesion_fov", "params", "cohesion_fov", "number", "Cone of the cohesion rule, degrees; unset: perception.fov."),
-    Key("avoidance.weight", "params", "avoidance", "number", "Obstacle avoidance acceleration, >= 0."),
-    Key("avoidance.lookahead", "params", "avoidance_lookahead", "number", "Look-ahead, seconds at max_speed, > 0."),
-    Key("avoidance.margin", "params", "avoidance_margin", "number", "Clearance kept from obstacles, >= 0."),
-    Key("predators.count", "params", "predator_count", "integer", "Predators chasing the nearest boid, >= 0."),
-    Key("predators.speed", "params", "predator_speed", "number", "Their constant speed, > 0."),
-    Key("predators.max_turn_rate", "params", "predator_turn_rate", "number", "Their largest heading change, degrees/s, > 0."),
-    Key("predators.flee_distance", "params", "flee_distance", "number", "Boids that see a predator closer than this flee, > 0."),
-    Key("predators.flee", "params", "flee", "number", "Flee acceleration, >= 0."),
-    Key("wind.acceleration", "params", "wind", "vector3", "Uniform wind acceleration [x, y, z]."),
-    Key("wind.gradient", "params", "wind_gradient", "matrix3", "3 x 3 matrix G: wind at p = acceleration + G (p - arena.center)."),
-    Key("arena.size", "params", "arena_size", "vector3", "Side lengths [x, y, z] of a box, periodic or wrap arena; unset: 2 * radius each."),
-    Key("arena.containment", "params", "containment", "number", "Wall avoidance, units/s^2, >= 0 (0: off): steer sideways when one turn radius ahead lies beyond confinement_start."),
-    Key("sim.update", "params", "update", "choice", "synchronous (all from the start-of-step state), sequential (boid after boid, in place) or per_rule (rule after rule, in place).", UPDATES),
-    Key("rules.combine", "params", "combine", "choice", "sum (u = v + dt * sum of the terms) or chain (each term in turn changes the velocity, the speed limit a stage).", COMBINES),
-    Key("rules.order", "params", "rule_order", "names", "The chain's order: stage names (separation, alignment, cohesion, confinement, containment, attractors, path, obstacles, flee, wind, speed, or your rules' names)."),
-    Key("rules.alignment_form", "params", "alignment_form", "choice", "difference (k_a (mean v_j - v_i)) or mean (k_a mean v_j).", ALIGNMENT_FORMS),
-    Key("rules.empty_mean", "params", "empty_mean", "choice", "skip (a boid that sees no one gets no alignment or cohesion) or zero (their means taken as zero: slow down, pull to the origin).", EMPTY_MEANS),
-    Key("flock.turn_limit", "params", "turn_limit", "choice", "heading (the limit steers the motion) or mesh (the velocity turns freely; the drawn orientation follows at the limit).", TURN_LIMITS),
-    Key("model", "params", "model", "choice", "boids (the classic model and its variants), couzin (the 2002 zone model) or vicsek (the 1995 self-propelled particles).", MODELS),
-    Key("zones.repulsion", "params", "zone_repulsion", "number", "Couzin: radius r_r of the zone of repulsion, > 0."),
-    Key("zones.orientation_width", "params", "zone_orientation_width", "number", "Couzin: width Delta r_o of the zone of orientation, >= 0."),
-    Key("zones.attraction_width", "params", "zone_attraction_width", "number", "Couzin: width Delta r_a of the zone of attraction, >= 0."),
-    Key("flock.speed", "params", "speed", "number", "Couzin: constant speed s, > 0."),
-    Key("noise.sigma", "params", "noise_sigma", "number", "Couzin: angular noise, standard deviation in radians, >= 0."),
-    Key("noise.eta", "params", "noise_eta", "number", "Vicsek: angular noise amplitude eta, radians, in [0, 2 pi]: uniform in [-eta/2, eta/2] (on the cap within eta/2 in 3D)."),
-    Key("perception.neighbours", "params", "neighbours", "integer", "Topological interaction: the k nearest of the boids seen, >= 1; unset: all seen (metric)."),
-    Key("perception.adaptive", "params", "adaptive", "boolean", "StarDisplay's adaptive radius: each boid's radius (at most view_distance) follows the distance of its k-th nearest (needs neighbours)."),
-    Key("perception.adaptation", "params", "adaptation", "number", "Fraction of the gap to that distance an adaptive radius closes each step, in (0, 1]."),
-    Key("attractors", "params", "attractors", "items", "[[attractors]] tables: points boids seek.",
-        parts=(Part("position", "vector3", required=True), Part("weight", "number"), Part("radius", "number"))),
-    Key("obstacles", "params", "obstacles", "items", "[[obstacles]] tables: spheres boids steer around.",
-        parts=(Part("center", "vector3", required=True), Part("radius", "number", required=True))),
-    Key("path", "params", "path", "table", "[path] table: a closed list of waypoints boids follow.",
-        parts=(Part("points", "points", required=True), Part("weight", "number"), Part("reach", "number"))),
-    Key("species", "params", "species", "items", "[[species]] tables: the species of a mixed flock, each with its boids, own parameters, look and interaction matrix.",
-        parts=(Part("name", "string", required=True), Part("count", "integer", required=True),
-               *(Part(name, "number") for name in SPECIES_FIELDS), *(Part(rule, "names") for rule in SPECIES_RULES),
-               Part("color", "color"), Part("mesh", "choice", choices=MESHES))),
+    *(_key_of(field) for field in dataclasses.fields(Params)),
     Key("view.camera", "view", "camera", "choice", "Camera kind.", CAMERAS),
     Key("view.camera_distance", "view", "camera_distance", "number", "Camera distance from the arena centre; unset: frame the arena."),
     Key("view.camera_azimuth", "view", "camera_azimuth", "number", "Camera azimuth, degrees."),
