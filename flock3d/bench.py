@@ -191,13 +191,11 @@ def run(large: bool = False, steps: int = 20, min_seconds: float = 2.0, out=sys.
 
 def variant_params(n: int) -> dict:
     """The fixed-density scene of :func:`bench_params` with each option of the model turned on."""
-    from flock3d.core.params import VICSEK_DEFAULTS, Attractor, Obstacle, Params, Species, WaypointPath
+    from flock3d.core.params import TERMS, VICSEK_DEFAULTS, Params, Species
 
     base = bench_params(n)
     ball = base.initial_radius
     disc = VIEW_DISTANCE * (n / NEIGHBOURS) ** 0.5  # a planar flock at the same neighbour count
-    angles = np.linspace(0, 2 * np.pi, 6, endpoint=False)
-    ring = [(ball * 0.6 * np.cos(a), ball * 0.6 * np.sin(a), 0.0) for a in angles]
     return {
         "spec (all options off)": base,
         "arena.shape = box": base.replace(arena_shape="box"),
@@ -208,17 +206,11 @@ def variant_params(n: int) -> dict:
         "per-rule radii and cones": base.replace(
             alignment_distance=3.5, cohesion_distance=5.0, separation_fov=300.0, alignment_fov=180.0
         ),
-        "3 attractors": base.replace(attractors=[Attractor(p, 1.0) for p in ring[:3]]),
-        "waypoint path (6 points)": base.replace(path=WaypointPath(tuple(ring), 1.0, 3.0)),
-        "5 obstacles": base.replace(obstacles=[Obstacle(p, 3.0) for p in ring[:5]]),
-        "3 predators": base.replace(predator_count=3),
-        "wind (uniform + gradient)": base.replace(
-            wind=(1.0, 0.0, 0.0), wind_gradient=((0, 0, -0.1), (0, 0, 0), (0.1, 0, 0))
-        ),
+        # each term of the world: its module says how it is measured (Term.example)
+        **{term.label: term.example(base) for term in TERMS if term.label and term.example(base) is not None},
         "sim.update = sequential": base.replace(update="sequential"),
         "rules.combine = chain": base.replace(combine="chain"),
         "flock.turn_limit = mesh": base.replace(turn_limit="mesh"),
-        "arena.containment = 40": base.replace(containment=40.0),
         "perception.neighbours = 7": base.replace(neighbours=7),
         "two species (own alignment)": base.replace(
             species=[

@@ -85,6 +85,9 @@ class Spec:
     parts: tuple[Part, ...] = ()
     model: str = ""
     """The model it belongs to when only one uses it (``couzin``, ``vicsek``)."""
+    label: str = ""
+    slider: tuple[float, float] | None = None
+    """For a term's weight the viewer's panel tunes live: its label there and the slider's range."""
 
     def allowed_text(self) -> str:
         """The values it may take, in words (the docs table's last column)."""

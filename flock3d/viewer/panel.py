@@ -13,7 +13,8 @@ from dataclasses import dataclass
 
 from PySide6 import QtCore, QtGui, QtWidgets
 
-from flock3d.core.params import Params
+from flock3d.core.fields import spec_of
+from flock3d.core.params import TERMS, Params
 from flock3d.scene.schema import COLOR_MODES, KEYS_BY_NAME, MESHES, PARAM_KEY_OF_FIELD
 
 __all__ = [
@@ -126,13 +127,21 @@ CONTROLS: list[Control] = [
     Control("arena_radius", "Arena radius", 1.0, 1000.0, log=True, decimals=1),
 ]
 
-#: Weights of the world features; enabled only when the scene has the feature.
+#: Weights of the terms of the world; each shown only when the scene has the term's data (an
+#: attractor's weight, the path's): a term's own weights come from their declarations (a Spec
+#: with a slider), so a new term's weight appears here with no change to the panel.
 WORLD_CONTROLS: list[Control] = [
     Control("attractor_weight", "Attractor weight", 0.0, 10.0, decimals=2),
     Control("path_weight", "Path weight", 0.0, 20.0, decimals=2),
-    Control("avoidance", "Obstacle avoidance", 0.0, 300.0, decimals=1),
-    Control("flee", "Flee predators", 0.0, 300.0, decimals=1),
+    *(
+        Control(name, spec.label, *spec.slider, decimals=1)
+        for term in TERMS
+        for name in term.fields
+        if (spec := spec_of(Params.__dataclass_fields__[name])).slider
+    ),
 ]
+#: The term owning each world control's field.
+_TERM_OF = {name: term for term in TERMS for name in term.fields}
 
 #: The Couzin model's own parameters; shown only for a scene with ``model = "couzin"``.
 ZONE_CONTROLS: list[Control] = [
@@ -468,10 +477,9 @@ def control_value(params: Params, field: str) -> float | None:
         return params.attractors[0].weight if params.attractors else None
     if field == "path_weight":
         return params.path.weight if params.path else None
-    if field == "avoidance" and not params.obstacles:
-        return None
-    if field == "flee" and not params.predator_count:
-        return None
+    term = _TERM_OF.get(field) if field in _WORLD_FIELDS else None
+    if term is not None and term.switches and field not in term.switches and not term.present(params):
+        return None  # the weight of a feature the scene lacks
     return getattr(params, field)
 
 

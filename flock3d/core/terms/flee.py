@@ -24,7 +24,10 @@ TURN_RATE = Spec("predators.max_turn_rate", "their largest heading change", unit
                  allow_inf=True)  # fmt: skip
 DISTANCE = Spec("predators.flee_distance", "boids that see a predator closer than this flee", unit="units",
                 low_open=True)  # fmt: skip
-WEIGHT = Spec("predators.flee", "flee acceleration away from each predator seen", unit="units/s²")
+WEIGHT = Spec(
+    "predators.flee", "flee acceleration away from each predator seen", unit="units/s²",
+    label="Flee predators", slider=(0.0, 300.0),
+)  # fmt: skip
 
 
 @inlined
@@ -65,7 +68,7 @@ class Flee(Term):
 
     def line(self, g):
         v = g.v
-        return [f"tx, ty, tz = {g.module(self)}.flight(px, py, pz, fx, fy, fz, hunters, {v('flee2')}, "
+        return [f"tx, ty, tz = {g.term(self)}.flight(px, py, pz, fx, fy, fz, hunters, {v('flee2')}, "
                 f"{v('flee')}, {v('cone')}, box, periodic, planar)"]  # fmt: skip
 
     def reference(self, boid, world, velocity, params):

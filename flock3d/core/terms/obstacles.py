@@ -43,7 +43,10 @@ OBSTACLES = Spec(
     "obstacles", "[[obstacles]] tables: spheres boids steer around", kind="items",
     parts=(Part("center", "vector3", required=True), Part("radius", "number", required=True)),
 )  # fmt: skip
-WEIGHT = Spec("avoidance.weight", "obstacle avoidance acceleration", unit="units/s²")
+WEIGHT = Spec(
+    "avoidance.weight", "obstacle avoidance acceleration", unit="units/s²", label="Obstacle avoidance",
+    slider=(0.0, 300.0),
+)  # fmt: skip
 LOOKAHEAD = Spec("avoidance.lookahead", "how far ahead a boid looks, in seconds at max_speed", unit="s",
                  low_open=True)  # fmt: skip
 MARGIN = Spec("avoidance.margin", "clearance kept from an obstacle's surface", unit="units")
@@ -116,7 +119,7 @@ class Obstacles(Term):
 
     def line(self, g):
         v = g.v
-        return [f"tx, ty, tz = {g.module(self)}.avoidance(px, py, pz, fx, fy, fz, qw, qx, qy, qz, "
+        return [f"tx, ty, tz = {g.term(self)}.avoidance(px, py, pz, fx, fy, fz, qw, qx, qy, qz, "
                 f"{g.world(self)}, {v('avoidance')}, {v('ahead')}, {v('margin')}, box, periodic, "
                 "planar)"]  # fmt: skip
 
