@@ -254,7 +254,7 @@ def test_runs_beyond_the_stated_length_are_refused():
     assert_one_line_failure(out, "--steps: must be at most 1,000,000,000 steps")
     out = flock3d("run", "default", "--seconds", "1000", "--set", "sim.dt=1e-8")
     assert_one_line_failure(
-        out, "--seconds 1000 at sim.dt = 1e-08 is more than the 1,000,000,000 steps a run may take (1e+11"
+        out, "--seconds: 1000 s at sim.dt = 1e-08 is more than the 1,000,000,000 steps a run may take (1e+11"
     )
     out = flock3d("sweep", "default", "--param", "x=1,2", "--steps", "1000000001", "--out", "x.csv")
     assert_one_line_failure(out, "--steps: must be at most 1,000,000,000 steps")
