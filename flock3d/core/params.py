@@ -41,39 +41,17 @@ from flock3d.core.fields import (
     vector,
 )
 from flock3d.core.terms import PairTerm
-from flock3d.core.terms import (
-    alignment as alignment_term,
-)
-from flock3d.core.terms import (
-    attractors as attractors_term,
-)
-from flock3d.core.terms import (
-    cohesion as cohesion_term,
-)
-from flock3d.core.terms import (
-    confinement as confinement_term,
-)
-from flock3d.core.terms import (
-    containment as containment_term,
-)
-from flock3d.core.terms import (
-    flee as flee_term,
-)
-from flock3d.core.terms import (
-    obstacles as obstacles_term,
-)
-from flock3d.core.terms import (
-    path as path_term,
-)
-from flock3d.core.terms import (
-    separation as separation_term,
-)
-from flock3d.core.terms import (
-    speed as speed_term,
-)
-from flock3d.core.terms import (
-    wind as wind_term,
-)
+from flock3d.core.terms import alignment as alignment_term
+from flock3d.core.terms import attractors as attractors_term
+from flock3d.core.terms import cohesion as cohesion_term
+from flock3d.core.terms import confinement as confinement_term
+from flock3d.core.terms import containment as containment_term
+from flock3d.core.terms import flee as flee_term
+from flock3d.core.terms import obstacles as obstacles_term
+from flock3d.core.terms import path as path_term
+from flock3d.core.terms import separation as separation_term
+from flock3d.core.terms import speed as speed_term
+from flock3d.core.terms import wind as wind_term
 from flock3d.core.terms.attractors import Attractor
 from flock3d.core.terms.obstacles import Obstacle
 from flock3d.core.terms.path import WaypointPath
