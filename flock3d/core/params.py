@@ -51,6 +51,7 @@ from flock3d.core.terms import obstacles as obstacles_term
 from flock3d.core.terms import path as path_term
 from flock3d.core.terms import separation as separation_term
 from flock3d.core.terms import speed as speed_term
+from flock3d.core.terms import wander as wander_term
 from flock3d.core.terms import wind as wind_term
 from flock3d.core.terms.attractors import Attractor
 from flock3d.core.terms.obstacles import Obstacle
@@ -104,6 +105,7 @@ TERMS = (
     obstacles_term.TERM,
     flee_term.TERM,
     wind_term.TERM,
+    wander_term.TERM,
     speed_term.TERM,
 )
 STAGES = tuple(term.name for term in TERMS)
@@ -536,6 +538,9 @@ class Params:
             model="vicsek",
         ),
     )
+
+    # -- terms added since (at the end: Params(...) takes its fields in order) -----------
+    wander: float = declare(0.0, wander_term.WEIGHT)
 
     def __post_init__(self) -> None:
         # Accept sequences and numpy numbers from TOML or numpy, but store plain tuples,
