@@ -33,8 +33,6 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
-import inspect
-import math
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -42,8 +40,7 @@ from typing import Any
 
 import numpy as np
 
-from flock3d.core.assemble import Force, PairRule
-from flock3d.core.params import MAX_MAGNITUDE
+from flock3d.core.assemble import Force, PairRule, describe
 from flock3d.errors import Flock3dError
 
 __all__ = ["force", "pair_rule", "load_rules", "describe", "check_rules", "RuleError", "Force", "PairRule"]
@@ -53,59 +50,21 @@ class RuleError(Flock3dError):
     """A rule or force that cannot be used; the message names it and where it is defined."""
 
 
-def describe(fn: Callable) -> str:
-    """``'name' (file.py:line)``: how messages name a rule."""
-    fn = getattr(fn, "py_func", fn)
-    name = getattr(fn, "__name__", repr(fn))
-    try:
-        where = f"{Path(inspect.getsourcefile(fn)).name}:{inspect.getsourcelines(fn)[1]}"
-    except (OSError, TypeError):
-        return repr(name)
-    return f"{name!r} ({where})"
-
-
-def _positional_count(fn: Callable) -> int | None:
-    try:
-        parameters = inspect.signature(fn).parameters.values()
-    except (TypeError, ValueError):
-        return None
-    if any(p.kind is p.VAR_POSITIONAL for p in parameters):
-        return None
-    return sum(
-        p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty for p in parameters
-    )
-
-
-def _checked_weight(weight: Any, what: str) -> float:
-    if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not math.isfinite(weight):
-        raise RuleError(f"{what}: weight must be a finite number (got {weight!r})")
-    if abs(weight) > MAX_MAGNITUDE:
-        raise RuleError(f"{what}: weight must be at most {MAX_MAGNITUDE:g} in size (got {weight!r})")
-    return float(weight)
-
-
-def _checked_function(fn: Any, arguments: int, kind: str, signature: str) -> None:
-    if not callable(fn):
-        raise RuleError(f"@flock3d.{kind} decorates a function {signature} (got {fn!r})")
-    count = _positional_count(fn)
-    if count is not None and count != arguments:
-        raise RuleError(
-            f"{kind} {describe(fn)} takes {count} arguments; it must take {arguments}: {signature}"
-        )
-
-
 def force(fn: Callable | None = None, *, weight: float = 1.0, name: str | None = None):
     """Make ``fn(position, velocity, time) -> acceleration`` a per-boid force.
 
     Use as ``@flock3d.force`` or ``@flock3d.force(weight=2.0)``. ``weight`` multiplies
     what ``fn`` returns; ``name`` (default: the function's) names it in ``rules.order``
     and in messages. Pass the result to ``Flock(params, forces=[...])``.
+
+    Raises:
+        TypeError: ``fn`` does not take (position, velocity, time) (further arguments
+            need defaults), or an option has the wrong type; the message names the rule.
+        ValueError: ``weight`` is not finite or beyond 1e9 in size.
     """
 
     def make(fn: Callable) -> Force:
-        _checked_function(fn, 3, "force", "(position, velocity, time) -> acceleration")
-        label = name or fn.__name__
-        return Force(fn, label, _checked_weight(weight, f"force {describe(fn)}"))
+        return Force(fn, getattr(fn, "__name__", None) if name is None else name, weight)
 
     return make if fn is None else make(fn)
 
@@ -128,29 +87,18 @@ def pair_rule(
     periodic arena p_j is the neighbour's image nearest to boid i.
 
     Use as ``@flock3d.pair_rule`` or ``@flock3d.pair_rule(radius=3.0, weight=2.0)``.
+
+    Raises:
+        TypeError: ``fn`` does not take (p_i, v_i, p_j, v_j) (further arguments need
+            defaults), or an option has the wrong type; the message names the rule.
+        ValueError: ``radius`` not in (0, 1e9], ``fov`` not in (0, 360], or ``weight`` not
+            finite or beyond 1e9 in size.
     """
 
     def make(fn: Callable) -> PairRule:
-        _checked_function(fn, 4, "pair_rule", "(p_i, v_i, p_j, v_j) -> contribution")
-        what = f"pair_rule {describe(fn)}"
-        if radius is not None and (
-            isinstance(radius, bool)
-            or not isinstance(radius, (int, float))
-            or not 0 < radius <= MAX_MAGNITUDE
-        ):
-            raise RuleError(
-                f"{what}: radius must be unset or a number in (0, {MAX_MAGNITUDE:g}] (got {radius!r})"
-            )
-        if fov is not None and (
-            isinstance(fov, bool) or not isinstance(fov, (int, float)) or not 0 < fov <= 360
-        ):
-            raise RuleError(f"{what}: fov must be unset or a number of degrees in (0, 360] (got {fov!r})")
-        if not isinstance(average, bool):
-            raise RuleError(f"{what}: average must be True or False (got {average!r})")
         return PairRule(
-            fn, name or fn.__name__, None if radius is None else float(radius),
-            None if fov is None else float(fov), average, _checked_weight(weight, what),
-        )  # fmt: skip
+            fn, getattr(fn, "__name__", None) if name is None else name, radius, fov, average, weight
+        )
 
     return make if fn is None else make(fn)
 

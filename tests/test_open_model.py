@@ -11,6 +11,7 @@ from pyquaternion import Quaternion
 import flock3d as f3
 from flock3d import Flock, Params, RuleError, SimulationError
 from flock3d.core import quaternion
+from flock3d.rules import Force
 
 from conftest import acceleration, free_params, hand_flock
 
@@ -160,10 +161,50 @@ def test_a_rule_numba_cannot_compile_is_named():
 def test_rules_must_be_made_with_the_decorators():
     with pytest.raises(RuleError, match="rules must be made with @flock3d.pair_rule"):
         Flock(Params(count=5), rules=[lambda a, b, c, d: a])
-    with pytest.raises(RuleError, match="takes 2 arguments; it must take 4"):
+    with pytest.raises(TypeError, match="takes 2 arguments; it must take 4"):
         f3.pair_rule(lambda a, b: a)
-    with pytest.raises(RuleError, match="radius must be unset or a number in"):
+    with pytest.raises(ValueError, match=r"radius must be > 0 \(got -1.0\); or None for the view distance"):
         f3.pair_rule(radius=-1.0)(lambda a, b, c, d: a)
+
+
+@pytest.mark.parametrize(
+    "change, error, message",
+    [
+        ({"radius": -1.0}, ValueError, "radius must be > 0 (got -1.0)"),
+        ({"radius": math.nan}, ValueError, "radius must be a number > 0 (got nan)"),
+        ({"radius": "3"}, TypeError, "radius must be a number > 0 (got '3')"),
+        ({"fov": 0}, ValueError, "fov must be in (0, 360] (got 0)"),
+        ({"fov": 720}, ValueError, "fov must be in (0, 360] (got 720)"),
+        ({"average": "no"}, TypeError, "average must be True or False (got 'no')"),
+        ({"weight": math.nan}, ValueError, "weight must be finite and at most 1e+09 in size (got nan)"),
+        ({"weight": None}, TypeError, "weight must be a number (got None)"),
+        ({"name": 5}, TypeError, "name must be a non-empty string (got 5)"),
+        ({"name": ""}, ValueError, "name must be a non-empty string (got '')"),
+    ],
+)
+def test_replace_checks_the_field_it_changes_naming_the_rule(change, error, message):
+    with pytest.raises(error) as info:
+        towards_ahead.replace(**change)
+    assert str(info.value).startswith("pair_rule 'towards_ahead' (test_open_model.py:")
+    assert message in str(info.value)
+
+
+def test_a_force_checks_its_weight_when_made_and_replaced():
+    with pytest.raises(ValueError, match=r"force 'lift' \(test_open_model.py:\d+\): weight must be finite"):
+        lift.replace(weight=math.inf)
+    with pytest.raises(TypeError, match="force must be made from a Python function"):
+        Force(5, "five")
+    assert lift.replace(weight=2).weight == 2.0 and isinstance(lift.replace(weight=2).weight, float)
+
+
+def test_a_valid_replace_keeps_working_live():
+    rule = towards_ahead.replace(radius=2, fov=90, average=np.True_, name="ahead")
+    assert (rule.radius, rule.fov, rule.average, rule.name) == (2.0, 90.0, True, "ahead")
+    assert type(rule.average) is bool
+    flock = Flock(Params(count=20), rules=[towards_ahead])
+    flock.set_rules([rule])
+    flock.step(2)
+    assert flock.rules == (rule,)
 
 
 def test_a_blown_up_state_stops_the_step_naming_the_step_boid_and_cause(engine):
