@@ -40,7 +40,7 @@ from typing import Any
 
 import numpy as np
 
-from flock3d.core.assemble import Force, PairRule, describe
+from flock3d.core.assemble import Force, PairRule, describe, read_only_copy
 from flock3d.errors import Flock3dError
 
 __all__ = ["force", "pair_rule", "load_rules", "describe", "check_rules", "RuleError", "Force", "PairRule"]
@@ -109,8 +109,9 @@ _SAMPLE = (np.array([0.0, 0.0, 0.0]), np.array([1.0, 0.5, 0.25]), np.array([1.5,
 
 
 def check_rules(rules: tuple[PairRule, ...], forces: tuple[Force, ...]) -> None:
-    """Call each rule once in plain Python on sample arguments; raise :class:`RuleError` when
-    one is not a rule or force, raises, or does not return 3 finite numbers."""
+    """Call each rule once in plain Python on read-only sample arguments; raise :class:`RuleError`
+    when one is not a rule or force, raises (anything but KeyboardInterrupt), writes into its
+    arguments, or does not return 3 finite numbers."""
     for item, kind, args in [(r, PairRule, _SAMPLE) for r in rules] + [
         (f, Force, (*_SAMPLE[:2], 0.0)) for f in forces
     ]:
@@ -120,9 +121,14 @@ def check_rules(rules: tuple[PairRule, ...], forces: tuple[Force, ...]) -> None:
             raise RuleError(f"{what} must be made with {maker} (got {item!r})")
         label = f"{'rule' if kind is PairRule else 'force'} {describe(item.fn)}"
         try:
-            out = item.fn(*(a.copy() if isinstance(a, np.ndarray) else a for a in args))
-        except Exception as error:
-            raise RuleError(f"{label} raised {type(error).__name__} on a test call: {error}") from None
+            out = item.fn(*(read_only_copy(a) if isinstance(a, np.ndarray) else a for a in args))
+        except KeyboardInterrupt:
+            raise
+        except BaseException as error:
+            if isinstance(error, ValueError) and "read-only" in str(error):
+                raise RuleError(f"{label} {writes_arguments(item)}") from None
+            detail = f": {error}" if str(error) else ""
+            raise RuleError(f"{label} raised {type(error).__name__} on a test call{detail}") from None
         try:
             vector = np.asarray(out, dtype=np.float64).reshape(-1)
         except (TypeError, ValueError):
@@ -133,6 +139,16 @@ def check_rules(rules: tuple[PairRule, ...], forces: tuple[Force, ...]) -> None:
             )
         if not np.all(np.isfinite(vector)):
             raise RuleError(f"{label} returned a non-finite value on a test call ({_short(out)})")
+
+
+def writes_arguments(item: PairRule | Force) -> str:
+    """What the messages say of a rule that writes into its (read-only) arguments."""
+    first = "p_i" if isinstance(item, PairRule) else "position"
+    return f"writes into its arguments, which are read-only: work on a copy (d = {first}.copy())"
+
+
+def _raised(error: BaseException) -> str:
+    return f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
 
 
 def _short(value: Any) -> str:

@@ -82,6 +82,7 @@ __all__ = [
     "Force",
     "PairRule",
     "describe",
+    "read_only_copy",
     "Layout",
     "Stepper",
     "StepStatus",
@@ -174,6 +175,14 @@ def describe(fn: Callable) -> str:
     except (OSError, TypeError):
         return repr(name)
     return f"{name!r} ({where})"
+
+
+def read_only_copy(array: Any) -> np.ndarray:
+    """A read-only float64 copy: what a user function is given when called in plain Python
+    (the reference engine, the test call), as the fast step gives it read-only views."""
+    out = np.array(array, dtype=np.float64)
+    out.flags.writeable = False
+    return out
 
 
 def _set(item: Force | PairRule, name: str, value: Any) -> None:
@@ -583,6 +592,7 @@ class _Generator:
         b = self.b
         c(f"n_rule{k} = 0.0", f"s_rule{k}_x = s_rule{k}_y = s_rule{k}_z = 0.0",
           "p_i[0], p_i[1], p_i[2] = px, py, pz", "v_i[0], v_i[1], v_i[2] = vx, vy, vz",
+          "ro_p_i, ro_v_i, ro_p_j, ro_v_j = read_only(p_i), read_only(v_i), read_only(p_j), read_only(v_j)",
           f"for jj in range({b['m']}):")  # fmt: skip
         c.indent()
         self.offset_to_candidate(c)
@@ -590,25 +600,36 @@ class _Generator:
         c(f"if not ((d2 > 0.0) & (d2 < {self.v(r2)}) & (dot * abs(dot) >= {self.v(cone)} * d2){sees}):",
           "    continue",
           f"p_j[0], p_j[1], p_j[2] = {b['x']}[j], {b['y']}[j], {b['z']}[j]",
-          f"v_j[0], v_j[1], v_j[2] = {b['vx']}[j], {b['vy']}[j], {b['vz']}[j]",
-          "try:",
-          f"    r = U_rule{k}(p_i, v_i, p_j, v_j)",
-          "except Exception:",
-          f"    record(status, t, RULE_RAISED, boid, {k})",
-          "    failed = True",
-          "    break",
-          "if len(r) != 3:",
-          f"    record(status, t, RULE_SHAPE, boid, {k})",
-          "    failed = True",
-          "    break",
-          "tx, ty, tz = float(r[0]), float(r[1]), float(r[2])",
-          "if not (abs(tx) < np.inf and abs(ty) < np.inf and abs(tz) < np.inf):",
-          f"    record(status, t, RULE_NOT_FINITE, boid, {k})",
+          f"v_j[0], v_j[1], v_j[2] = {b['vx']}[j], {b['vy']}[j], {b['vz']}[j]")  # fmt: skip
+        self.user_call(c, f"U_rule{k}(ro_p_i, ro_v_i, ro_p_j, ro_v_j)", "")
+        c("if outcome != OK:",
+          f"    record(status, t, outcome, boid, {k})",
           "    failed = True",
           "    break",
           f"n_rule{k} += 1.0",
           f"s_rule{k}_x += tx", f"s_rule{k}_y += ty", f"s_rule{k}_z += tz")  # fmt: skip
         c.dedent()
+
+    @staticmethod
+    def user_call(c: _Code, call: str, weight: str) -> None:
+        """``tx, ty, tz`` <- what a user function returns (times ``weight``), and ``outcome``: OK,
+        or the kernel's code for a call that raised, did not return 3 numbers or a non-finite one.
+
+        Whatever 3 numbers it returns, a tuple, a list or a (3,) array, are read in one place
+        (``r`` is never re-bound, so its type is the function's). Its array arguments are
+        read-only views (:func:`read_only`): numba refuses to compile a rule that writes into them.
+        """
+        c("tx = ty = tz = 0.0",
+          "outcome = RULE_RAISED",
+          "try:",
+          f"    r = {call}",
+          "    outcome = RULE_SHAPE",
+          "    if len(r) == 3:",
+          f"        tx, ty, tz = {weight}float(r[0]), {weight}float(r[1]), {weight}float(r[2])",
+          "        finite = abs(tx) < np.inf and abs(ty) < np.inf and abs(tz) < np.inf",
+          "        outcome = OK if finite else RULE_NOT_FINITE",
+          "except Exception:",
+          "    pass")  # fmt: skip
 
     def finish(self, c: _Code, stage: str) -> None:
         """``tx, ty, tz`` <- the acceleration of one stage, for the boid's current v."""
@@ -665,21 +686,12 @@ class _Generator:
         elif stage.startswith("force"):
             k = int(stage[len("force") :])
             c("p_i[0], p_i[1], p_i[2] = px, py, pz", "v_i[0], v_i[1], v_i[2] = vx, vy, vz",
-              "try:",
-              f"    r = U_force{k}(p_i, v_i, now)",
-              "except Exception:",
-              f"    record(status, t, RULE_RAISED, boid, {len(L.rules) + k})",
+              f"w = {v(f'force{k}_w')}")  # fmt: skip
+            self.user_call(c, f"U_force{k}(read_only(p_i), read_only(v_i), now)", "w * ")
+            c("if outcome != OK:",
+              f"    record(status, t, outcome, boid, {len(L.rules) + k})",
               "    failed = True",
-              "    r = p_i",
-              "if len(r) != 3:",
-              f"    record(status, t, RULE_SHAPE, boid, {len(L.rules) + k})",
-              "    failed = True",
-              "    r = p_i",
-              f"w = {v(f'force{k}_w')}",
-              "tx, ty, tz = w * float(r[0]), w * float(r[1]), w * float(r[2])",
-              "if not (abs(tx) < np.inf and abs(ty) < np.inf and abs(tz) < np.inf):",
-              f"    record(status, t, RULE_NOT_FINITE, boid, {len(L.rules) + k})",
-              "    failed = True")  # fmt: skip
+              "    tx = ty = tz = 0.0")  # fmt: skip
         else:  # pragma: no cover - stage_names only yields the stages above
             raise AssertionError(stage)
 
@@ -1438,7 +1450,8 @@ def stepper_for(params: Params, rules: Sequence[PairRule] = (), forces: Sequence
             source, names = generate(layout)
             if layout.update != "synchronous" and "slack" not in names:
                 names.append("slack")
-            injected = {f"U_rule{k}": _compiled_user(r.fn) for k, r in enumerate(rules)}
+            injected = {"read_only": read_only}
+            injected.update({f"U_rule{k}": _compiled_user(r.fn) for k, r in enumerate(rules)})
             injected.update({f"U_force{k}": _compiled_user(f.fn) for k, f in enumerate(forces)})
             module = _load_module(source, injected)
             stepper = Stepper(layout, source, names, module, rules, forces)
@@ -1454,3 +1467,20 @@ def _compiled_user(fn: Callable) -> Any:
     if isinstance(fn, numba.core.dispatcher.Dispatcher):
         return fn
     return numba.njit(error_model="numpy")(fn)
+
+
+@numba.extending.intrinsic
+def read_only(typingctx: Any, array: Any) -> Any:
+    """The same array typed read-only (no copy): what a user function is given to read.
+
+    The step reuses its argument arrays from call to call, so a rule that wrote into them
+    would change what later calls see (and differ from the reference engine, which passes
+    read-only copies); typed read-only, such a rule does not compile.
+    """
+    if not isinstance(array, numba.types.Array):
+        return None
+
+    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+        return numba.core.imputils.impl_ret_borrowed(context, builder, signature.return_type, args[0])
+
+    return array.copy(readonly=True)(array), codegen
