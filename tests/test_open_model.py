@@ -10,7 +10,7 @@ from pyquaternion import Quaternion
 
 import flock3d as f3
 from flock3d import Flock, Params, RuleError, SimulationError
-from flock3d.core import quaternion
+from flock3d.core import assemble, quaternion
 from flock3d.rules import Force
 
 from conftest import acceleration, free_params, hand_flock
@@ -518,10 +518,25 @@ def test_a_rule_needing_scipy_is_one_line_naming_it_and_scipy(tmp_path):
     """A plain `pip install .` has no scipy: numba's np.dot needs it (without, numba's error runs
     to some 60 lines and ends in an ImportError)."""
     (tmp_path / "dot.py").write_text(LINEAR_ALGEBRA)
+    # With scipy it runs, and its step is cached; without, that step is not reused (it aborted
+    # the process, its BLAS missing): it is compiled again, and refused.
+    assert flock3d("run", "small-arena", "--steps", "3", "--rules", tmp_path / "dot.py").returncode == 0
     out = flock3d("run", "small-arena", "--steps", "3", "--rules", tmp_path / "dot.py", without_scipy=True)
     assert_one_line_failure(
         out, "flock3d run: force 'inwards' (dot.py:5) needs scipy for linear algebra", "pip install scipy"
     )
+
+
+def test_a_rules_fingerprint_follows_the_defaults_of_its_arguments():
+    """numba bakes a default into the compiled step, and a default read from a constant (scale=SCALE)
+    is not in the function's source: a step cached with the old value must not be reused."""
+    source = "def push(position, velocity, time, scale=SCALE):\n    return (scale, 0.0, 0.0)\n"
+    pushes = []
+    for scale in (1.0, 2.0):
+        namespace = {"SCALE": scale}
+        exec(source, namespace)
+        pushes.append(namespace["push"])
+    assert assemble.fingerprint(pushes[0]) != assemble.fingerprint(pushes[1])
 
 
 @pytest.mark.gui

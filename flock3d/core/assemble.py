@@ -38,6 +38,7 @@ index order, as their sources do.
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import inspect
 import marshal
 import math
@@ -1164,8 +1165,9 @@ def generate(layout: Layout) -> tuple[str, list[str]]:
 def fingerprint(fn: Callable) -> str:
     """A digest of a user function: its code, and the constants and functions it reads.
 
-    numba freezes a function's global constants into its compiled code, so they are part
-    of what the compiled step depends on; so are the functions it calls.
+    numba freezes a function's global constants and its arguments' defaults into its
+    compiled code, so they are part of what the compiled step depends on; so are the
+    functions it calls.
     """
     digest = hashlib.sha256()
     _fold(fn, digest, set())
@@ -1184,6 +1186,7 @@ def _fold(fn: Any, digest: Any, seen: set[int]) -> None:
         digest.update(inspect.getsource(fn).encode())
     except (OSError, TypeError):
         digest.update(marshal.dumps(fn.__code__))
+    digest.update(repr(fn.__defaults__).encode())  # extra=SCALE reads SCALE when defined
     names = set(fn.__code__.co_names)
     for code in fn.__code__.co_consts:  # nested functions and comprehensions
         if hasattr(code, "co_names"):
@@ -1212,10 +1215,13 @@ _core_digest: str | None = None
 
 
 def _core_fingerprint() -> str:
-    """A digest of the core sources the generated code compiles in (and of numba's version)."""
+    """A digest of the core sources the generated code compiles in (and of numba's version, and
+    whether scipy is installed: numba's linear algebra in a user rule, np.dot, calls scipy's BLAS,
+    and a step compiled with it aborts a process that has no scipy)."""
     global _core_digest
     if _core_digest is None:
-        digest = hashlib.sha256(f"{numba.__version__} {sys.version}".encode())
+        scipy = importlib.util.find_spec("scipy") is not None
+        digest = hashlib.sha256(f"{numba.__version__} {sys.version} scipy={scipy}".encode())
         folder = Path(__file__).parent
         for name in _CORE_FILES:
             digest.update((folder / name).read_bytes())
