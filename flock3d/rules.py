@@ -31,10 +31,12 @@ defines (:func:`load_rules`); scene files never carry code. See ``docs/rules.md`
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib.util
+import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -121,9 +123,12 @@ def check_rules(rules: tuple[PairRule, ...], forces: tuple[Force, ...]) -> None:
             raise RuleError(f"{what} must be made with {maker} (got {item!r})")
         label = f"{'rule' if kind is PairRule else 'force'} {describe(item.fn)}"
         try:
-            out = item.fn(*(read_only_copy(a) if isinstance(a, np.ndarray) else a for a in args))
+            with no_hard_exit():
+                out = item.fn(*(read_only_copy(a) if isinstance(a, np.ndarray) else a for a in args))
         except KeyboardInterrupt:
             raise
+        except HardExit as error:
+            raise RuleError(f"{label} called {error} on a test call") from None
         except BaseException as error:
             if isinstance(error, ValueError) and "read-only" in str(error):
                 raise RuleError(f"{label} {writes_arguments(item)}") from None
@@ -149,6 +154,40 @@ def writes_arguments(item: PairRule | Force) -> str:
 
 def _raised(error: BaseException) -> str:
     return f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
+
+
+class HardExit(BaseException):
+    """What ``os._exit(...)`` or ``os.abort()`` raise while :func:`no_hard_exit` holds."""
+
+
+@contextlib.contextmanager
+def no_hard_exit() -> Iterator[None]:
+    """While your code runs (a rules file's module code, a test call of a rule), ``os._exit``
+    and ``os.abort`` raise :class:`HardExit` instead of ending the process.
+
+    They end it at once, past every handler, atexit and finally, so nothing can report them
+    afterwards (a rules file calling ``os._exit(0)`` made ``flock3d run`` exit 0 having run
+    nothing). Replacing them in the os module (and in posix/nt, where they live) catches every
+    call made through those modules, including ``from os import _exit`` run inside the file;
+    not a reference taken before, nor ctypes or a signal sent to the process.
+    """
+    names = ("_exit", "abort")
+    modules = [m for m in (os, sys.modules.get("posix"), sys.modules.get("nt")) if m is not None]
+    saved = [(m, n, getattr(m, n)) for m in modules for n in names if hasattr(m, n)]
+
+    def refusing(name: str) -> Callable:
+        def call(*args: Any) -> None:
+            raise HardExit(f"os.{name}({', '.join(map(repr, args))})")
+
+        return call
+
+    for module, name, _ in saved:
+        setattr(module, name, refusing(name))
+    try:
+        yield
+    finally:
+        for module, name, original in saved:
+            setattr(module, name, original)
 
 
 def _short(value: Any) -> str:
@@ -180,19 +219,24 @@ def load_rules(path: str | Path) -> tuple[tuple[PairRule, ...], tuple[Force, ...
     sys.modules[name] = module
     try:
         try:
-            spec.loader.exec_module(module)
+            with no_hard_exit():
+                spec.loader.exec_module(module)
         except BaseException:
             del sys.modules[name]
             raise
         namespace = vars(module)
+    except KeyboardInterrupt:
+        raise
     except RuleError as error:
         raise RuleError(f"{path}: {error}") from None
     except SyntaxError as error:
         raise RuleError(f"{path}:{error.lineno}: syntax error: {error.msg}") from None
-    except Exception as error:
-        raise RuleError(f"{path}: running it raised {type(error).__name__}: {error}") from None
     except SystemExit:
-        raise RuleError(f"{path}: running it called exit()") from None
+        raise RuleError(f"{path}: running it called exit(); a rules file only defines rules") from None
+    except HardExit as error:
+        raise RuleError(f"{path}: running it called {error}; a rules file only defines rules") from None
+    except BaseException as error:  # GeneratorExit or a BaseException of its own too: one line
+        raise RuleError(f"{path}: running it raised {_raised(error)}") from None
     rules = tuple(v for v in namespace.values() if isinstance(v, PairRule))
     forces = tuple(v for v in namespace.values() if isinstance(v, Force))
     if not rules and not forces:

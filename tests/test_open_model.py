@@ -552,6 +552,33 @@ def test_render_says_the_same_line(tmp_path):
     assert not (tmp_path / "f.png").exists()
 
 
+@pytest.mark.parametrize(
+    "body, message",
+    [
+        ("import os\nos._exit(0)", "hard.py: running it called os._exit(0); a rules file only defines rules"),
+        ("from os import _exit\n_exit(3)", "hard.py: running it called os._exit(3)"),
+        ("import os\nos.abort()", "hard.py: running it called os.abort()"),
+        ("class Halt(BaseException):\n    pass\nraise Halt('stop')", "hard.py: running it raised Halt: stop"),
+        ("raise GeneratorExit", "hard.py: running it raised GeneratorExit"),
+        (
+            RULES_FILE + "\nimport os\n@flock3d.force\ndef leave(p, v, t):\n    os._exit(0)\n",
+            "force 'leave' (hard.py:10) called os._exit(0) on a test call",
+        ),
+        (RULES_FILE + "updraft = updraft.replace(name=5)", "name must be a non-empty string (got 5)"),
+        (
+            RULES_FILE + "@flock3d.force\ndef loose(*args):\n    return args[1]\n",
+            "running it raised TypeError: force 'loose' (hard.py:8) takes *args; it must take 3: (position, ",
+        ),
+    ],
+)
+def test_a_rules_file_that_exits_or_raises_is_one_line_and_exit_2(tmp_path, body, message):
+    """os._exit ends a process past every handler: flock3d run used to exit 0 having run nothing."""
+    (tmp_path / "hard.py").write_text(body)
+    out = flock3d("run", "small-arena", "--steps", "3", "--rules", tmp_path / "hard.py")
+    assert_one_line_failure(out, message)
+    assert out.stdout == ""
+
+
 def test_the_viewer_session_stops_on_a_rule_that_cannot_compile_with_its_one_line():
     """The window shows the session's error as its message ("the simulation stopped: ...")."""
     from flock3d.scene import resolve_scene
