@@ -21,7 +21,7 @@ math on those arrays (numba compiles them: no Python objects inside)::
     @flock3d.pair_rule(radius=3.0, weight=2.0)
     def keep_apart(p_i, v_i, p_j, v_j):
         d = p_i - p_j
-        return d / np.dot(d, d)
+        return d / (d[0] * d[0] + d[1] * d[1] + d[2] * d[2])
 
     flock = flock3d.Flock(flock3d.Params(), forces=[breeze], rules=[keep_apart])
 
