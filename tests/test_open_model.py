@@ -580,8 +580,9 @@ def test_a_rules_file_that_exits_or_raises_is_one_line_and_exit_2(tmp_path, body
 
 
 def test_the_viewer_session_stops_on_a_rule_that_cannot_compile_with_its_one_line():
-    """The window shows the session's error as its message ("the simulation stopped: ...")."""
+    """The window shows the session's error as its message (hud.notice_text), in one line."""
     from flock3d.scene import resolve_scene
+    from flock3d.viewer.hud import notice_text
     from flock3d.viewer.session import Session
 
     session = Session(resolve_scene("small-arena"), rules=[scribbles_away_from_the_origin])
@@ -591,7 +592,7 @@ def test_the_viewer_session_stops_on_a_rule_that_cannot_compile_with_its_one_lin
     finally:
         session.stop()
     assert isinstance(session.error, RuleError)
-    assert str(session.error) == (
-        f"rule {f3.rules.describe(scribbles_away_from_the_origin.fn)} writes into its arguments, which are "
-        "read-only: work on a copy (d = p_i.copy())"
+    assert notice_text(session.error, compiling=False) == (
+        f"the simulation stopped: rule {f3.rules.describe(scribbles_away_from_the_origin.fn)} writes into "
+        "its arguments, which are read-only: work on a copy (d = p_i.copy())"
     )
