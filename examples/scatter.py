@@ -17,6 +17,8 @@ and, in the viewer and the headless commands, a force that does the same for 3 s
 every 20: away from the arena's centre, where the flock gathers.
 """
 
+import math
+
 import numpy as np
 
 import flock3d
@@ -31,5 +33,6 @@ def scatter(p_i, v_i, p_j, v_j):
 def scatter_now_and_then(position, velocity, time):
     if time % 20.0 > 3.0:
         return np.zeros(3)
-    distance = np.sqrt(np.dot(position, position))
+    # |position| written out: compiled, np.dot needs scipy, which a plain install does not have
+    distance = math.sqrt(position[0] ** 2 + position[1] ** 2 + position[2] ** 2)
     return position / distance if distance > 0.0 else np.zeros(3)

@@ -14,7 +14,7 @@ import numpy as np
 
 from flock3d.boid import Boid
 from flock3d.core import assemble, reference
-from flock3d.core.assemble import Force, PairRule
+from flock3d.core.assemble import Force, PairRule, read_only_copy
 from flock3d.core.fields import spec_of
 from flock3d.core.kernel import Workspace
 from flock3d.core.params import TERMS_BY_NAME, Params
@@ -28,8 +28,8 @@ from flock3d.core.state import (
     state_from_arrays,
     up_axis,
 )
-from flock3d.errors import SimulationError
-from flock3d.rules import RuleError, check_rules, describe
+from flock3d.errors import Flock3dError, SimulationError
+from flock3d.rules import RuleError, check_rules, describe, writes_arguments
 
 if TYPE_CHECKING:
     from flock3d.scene import Scene
@@ -165,7 +165,7 @@ class Flock:
             try:
                 stepper = assemble.stepper_for(self._params, self._rules, self._forces)
                 status = self._advance(stepper, n)
-            except numba.core.errors.NumbaError as error:
+            except Exception as error:  # not only NumbaError: numba raises ImportError without scipy
                 raise compile_error(error, self._rules, self._forces) from None
             if not status.ok:
                 raise failure_error(self, status.code, status.boid, status.term)
@@ -537,37 +537,85 @@ def _likely_cause(flock: Flock, i: int) -> str:
 
 
 def _reproduce(flock: Flock, item, i: int) -> BaseException | None:
-    """Call the failing rule on boid i's data in plain Python to get its exception."""
-    p_i, v_i = flock.positions[i].copy(), flock.velocities[i].copy()
+    """Call the failing rule on boid i's data in plain Python (as the step does, on read-only
+    arrays) to get its exception: any but KeyboardInterrupt, which interrupts."""
+    p_i, v_i = read_only_copy(flock.positions[i]), read_only_copy(flock.velocities[i])
     try:
         if isinstance(item, Force):
             item.fn(p_i, v_i, flock.time)
             return None
-        boid = Boid(flock, i)
-        for other in boid.neighbours():
-            item.fn(p_i.copy(), v_i.copy(), other.position.copy(), other.velocity.copy())
-    except Exception as error:
+        for other in Boid(flock, i).neighbours():
+            item.fn(p_i, v_i, read_only_copy(other.position), read_only_copy(other.velocity))
+    except KeyboardInterrupt:
+        raise
+    except BaseException as error:
         return error
     return None
 
 
 def compile_error(error: Exception, rules: Sequence[PairRule], forces: Sequence[Force]) -> Exception:
-    """The :class:`RuleError` naming the rule numba cannot compile (else the error itself)."""
-    from numba import types
+    """The one-line :class:`RuleError` naming the rule numba cannot compile (else the error itself).
 
-    array = types.float64[::1]
-    candidates = [(r, (array,) * 4) for r in rules] + [(f, (array, array, types.float64)) for f in forces]
-    for item, signature in candidates:
-        try:
-            numba.njit(item.fn.py_func if hasattr(item.fn, "py_func") else item.fn).compile(signature)
-        except numba.core.errors.NumbaError as own:
+    numba's own errors run to dozens of lines, and not all of them are NumbaErrors (linear
+    algebra without scipy is an ImportError): each rule is compiled alone, as the step calls
+    it, to find the one at fault and say why in one line.
+    """
+    if isinstance(error, Flock3dError):  # flock3d's own, e.g. an interrupted step given up
+        return error
+    for item in (*rules, *forces):
+        problem = _compile_problem(item)
+        if problem:
             return RuleError(
-                f"{'rule' if isinstance(item, PairRule) else 'force'} {describe(item.fn)} cannot be "
-                f"compiled by numba ({_reason(own)}); write it with numpy and math on its arrays"
+                f"{'rule' if isinstance(item, PairRule) else 'force'} {describe(item.fn)} {problem}"
             )
-    if candidates:
+    if (rules or forces) and isinstance(error, numba.core.errors.NumbaError):
         return RuleError(f"your rules could not be compiled into the step: {_reason(error)}")
     return error
+
+
+def _compile_problem(item: PairRule | Force) -> str | None:
+    """What keeps numba from compiling ``item`` as the step calls it, or None.
+
+    The step passes read-only (3,) float64 arrays (and the time, a float, to a force) and
+    leaves further arguments at their defaults; it reads 3 numbers from what comes back.
+    """
+    from numba import types
+
+    fn = getattr(item.fn, "py_func", item.fn)
+    given = (4 if isinstance(item, PairRule) else 2) * [types.float64[::1]]
+    given += [] if isinstance(item, PairRule) else [types.float64]
+    extra = fn.__code__.co_argcount - len(given)  # further arguments: each has a default
+    defaults = [types.Omitted(d) for d in (fn.__defaults__ or ())][-extra:] if extra else []
+    read_only = [t.copy(readonly=True) if isinstance(t, types.Array) else t for t in given]
+    try:
+        compiled = numba.njit(error_model="numpy")(fn)
+        compiled.compile((*read_only, *defaults))
+    except Exception as own:
+        if "linear algebra" in str(own):
+            return (
+                "needs scipy for linear algebra (np.dot, np.linalg, @) in compiled code: install it "
+                "(pip install scipy) or write the sums out, e.g. d[0] * d[0] + d[1] * d[1] + d[2] * d[2]"
+            )
+        try:
+            numba.njit(error_model="numpy")(fn).compile((*given, *defaults))
+        except Exception:
+            return f"cannot be compiled by numba ({_reason(own)}); write it with numpy and math on its arrays"
+        return writes_arguments(item)
+    returned = compiled.nopython_signatures[-1].return_type
+    number = (types.Integer, types.Float, types.Boolean)
+    if isinstance(returned, types.Array):
+        fits = returned.ndim == 1 and isinstance(returned.dtype, number)
+    elif isinstance(returned, types.BaseTuple):
+        fits = len(returned) == 3 and all(isinstance(t, number) for t in returned)
+    elif isinstance(returned, types.List):
+        fits = isinstance(returned.dtype, number)
+    else:
+        fits = False
+    if fits:
+        return None
+    if isinstance(returned, (types.Optional, types.NoneType)):
+        return "returns None on some path; it must return 3 numbers on every one"
+    return f"returns {returned}; it must return 3 numbers: a tuple (x, y, z) or a (3,) array"
 
 
 def _reason(error: Exception) -> str:

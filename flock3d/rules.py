@@ -21,7 +21,7 @@ math on those arrays (numba compiles them: no Python objects inside)::
     @flock3d.pair_rule(radius=3.0, weight=2.0)
     def keep_apart(p_i, v_i, p_j, v_j):
         d = p_i - p_j
-        return d / np.dot(d, d)
+        return d / (d[0] * d[0] + d[1] * d[1] + d[2] * d[2])
 
     flock = flock3d.Flock(flock3d.Params(), forces=[breeze], rules=[keep_apart])
 
@@ -31,19 +31,18 @@ defines (:func:`load_rules`); scene files never carry code. See ``docs/rules.md`
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib.util
-import inspect
-import math
+import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from flock3d.core.assemble import Force, PairRule
-from flock3d.core.params import MAX_MAGNITUDE
+from flock3d.core.assemble import Force, PairRule, describe, read_only_copy
 from flock3d.errors import Flock3dError
 
 __all__ = ["force", "pair_rule", "load_rules", "describe", "check_rules", "RuleError", "Force", "PairRule"]
@@ -53,59 +52,21 @@ class RuleError(Flock3dError):
     """A rule or force that cannot be used; the message names it and where it is defined."""
 
 
-def describe(fn: Callable) -> str:
-    """``'name' (file.py:line)``: how messages name a rule."""
-    fn = getattr(fn, "py_func", fn)
-    name = getattr(fn, "__name__", repr(fn))
-    try:
-        where = f"{Path(inspect.getsourcefile(fn)).name}:{inspect.getsourcelines(fn)[1]}"
-    except (OSError, TypeError):
-        return repr(name)
-    return f"{name!r} ({where})"
-
-
-def _positional_count(fn: Callable) -> int | None:
-    try:
-        parameters = inspect.signature(fn).parameters.values()
-    except (TypeError, ValueError):
-        return None
-    if any(p.kind is p.VAR_POSITIONAL for p in parameters):
-        return None
-    return sum(
-        p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty for p in parameters
-    )
-
-
-def _checked_weight(weight: Any, what: str) -> float:
-    if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not math.isfinite(weight):
-        raise RuleError(f"{what}: weight must be a finite number (got {weight!r})")
-    if abs(weight) > MAX_MAGNITUDE:
-        raise RuleError(f"{what}: weight must be at most {MAX_MAGNITUDE:g} in size (got {weight!r})")
-    return float(weight)
-
-
-def _checked_function(fn: Any, arguments: int, kind: str, signature: str) -> None:
-    if not callable(fn):
-        raise RuleError(f"@flock3d.{kind} decorates a function {signature} (got {fn!r})")
-    count = _positional_count(fn)
-    if count is not None and count != arguments:
-        raise RuleError(
-            f"{kind} {describe(fn)} takes {count} arguments; it must take {arguments}: {signature}"
-        )
-
-
 def force(fn: Callable | None = None, *, weight: float = 1.0, name: str | None = None):
     """Make ``fn(position, velocity, time) -> acceleration`` a per-boid force.
 
     Use as ``@flock3d.force`` or ``@flock3d.force(weight=2.0)``. ``weight`` multiplies
     what ``fn`` returns; ``name`` (default: the function's) names it in ``rules.order``
     and in messages. Pass the result to ``Flock(params, forces=[...])``.
+
+    Raises:
+        TypeError: ``fn`` does not take (position, velocity, time) (further arguments
+            need defaults), or an option has the wrong type; the message names the rule.
+        ValueError: ``weight`` is not finite or beyond 1e9 in size.
     """
 
     def make(fn: Callable) -> Force:
-        _checked_function(fn, 3, "force", "(position, velocity, time) -> acceleration")
-        label = name or fn.__name__
-        return Force(fn, label, _checked_weight(weight, f"force {describe(fn)}"))
+        return Force(fn, getattr(fn, "__name__", None) if name is None else name, weight)
 
     return make if fn is None else make(fn)
 
@@ -128,29 +89,18 @@ def pair_rule(
     periodic arena p_j is the neighbour's image nearest to boid i.
 
     Use as ``@flock3d.pair_rule`` or ``@flock3d.pair_rule(radius=3.0, weight=2.0)``.
+
+    Raises:
+        TypeError: ``fn`` does not take (p_i, v_i, p_j, v_j) (further arguments need
+            defaults), or an option has the wrong type; the message names the rule.
+        ValueError: ``radius`` not in (0, 1e9], ``fov`` not in (0, 360], or ``weight`` not
+            finite or beyond 1e9 in size.
     """
 
     def make(fn: Callable) -> PairRule:
-        _checked_function(fn, 4, "pair_rule", "(p_i, v_i, p_j, v_j) -> contribution")
-        what = f"pair_rule {describe(fn)}"
-        if radius is not None and (
-            isinstance(radius, bool)
-            or not isinstance(radius, (int, float))
-            or not 0 < radius <= MAX_MAGNITUDE
-        ):
-            raise RuleError(
-                f"{what}: radius must be unset or a number in (0, {MAX_MAGNITUDE:g}] (got {radius!r})"
-            )
-        if fov is not None and (
-            isinstance(fov, bool) or not isinstance(fov, (int, float)) or not 0 < fov <= 360
-        ):
-            raise RuleError(f"{what}: fov must be unset or a number of degrees in (0, 360] (got {fov!r})")
-        if not isinstance(average, bool):
-            raise RuleError(f"{what}: average must be True or False (got {average!r})")
         return PairRule(
-            fn, name or fn.__name__, None if radius is None else float(radius),
-            None if fov is None else float(fov), average, _checked_weight(weight, what),
-        )  # fmt: skip
+            fn, getattr(fn, "__name__", None) if name is None else name, radius, fov, average, weight
+        )
 
     return make if fn is None else make(fn)
 
@@ -161,8 +111,9 @@ _SAMPLE = (np.array([0.0, 0.0, 0.0]), np.array([1.0, 0.5, 0.25]), np.array([1.5,
 
 
 def check_rules(rules: tuple[PairRule, ...], forces: tuple[Force, ...]) -> None:
-    """Call each rule once in plain Python on sample arguments; raise :class:`RuleError` when
-    one is not a rule or force, raises, or does not return 3 finite numbers."""
+    """Call each rule once in plain Python on read-only sample arguments; raise :class:`RuleError`
+    when one is not a rule or force, raises (anything but KeyboardInterrupt), writes into its
+    arguments, or does not return 3 finite numbers."""
     for item, kind, args in [(r, PairRule, _SAMPLE) for r in rules] + [
         (f, Force, (*_SAMPLE[:2], 0.0)) for f in forces
     ]:
@@ -172,9 +123,17 @@ def check_rules(rules: tuple[PairRule, ...], forces: tuple[Force, ...]) -> None:
             raise RuleError(f"{what} must be made with {maker} (got {item!r})")
         label = f"{'rule' if kind is PairRule else 'force'} {describe(item.fn)}"
         try:
-            out = item.fn(*(a.copy() if isinstance(a, np.ndarray) else a for a in args))
-        except Exception as error:
-            raise RuleError(f"{label} raised {type(error).__name__} on a test call: {error}") from None
+            with no_hard_exit():
+                out = item.fn(*(read_only_copy(a) if isinstance(a, np.ndarray) else a for a in args))
+        except KeyboardInterrupt:
+            raise
+        except HardExit as error:
+            raise RuleError(f"{label} called {error} on a test call") from None
+        except BaseException as error:
+            if isinstance(error, ValueError) and "read-only" in str(error):
+                raise RuleError(f"{label} {writes_arguments(item)}") from None
+            detail = f": {error}" if str(error) else ""
+            raise RuleError(f"{label} raised {type(error).__name__} on a test call{detail}") from None
         try:
             vector = np.asarray(out, dtype=np.float64).reshape(-1)
         except (TypeError, ValueError):
@@ -185,6 +144,50 @@ def check_rules(rules: tuple[PairRule, ...], forces: tuple[Force, ...]) -> None:
             )
         if not np.all(np.isfinite(vector)):
             raise RuleError(f"{label} returned a non-finite value on a test call ({_short(out)})")
+
+
+def writes_arguments(item: PairRule | Force) -> str:
+    """What the messages say of a rule that writes into its (read-only) arguments."""
+    first = "p_i" if isinstance(item, PairRule) else "position"
+    return f"writes into its arguments, which are read-only: work on a copy (d = {first}.copy())"
+
+
+def _raised(error: BaseException) -> str:
+    return f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
+
+
+class HardExit(BaseException):
+    """What ``os._exit(...)`` or ``os.abort()`` raise while :func:`no_hard_exit` holds."""
+
+
+@contextlib.contextmanager
+def no_hard_exit() -> Iterator[None]:
+    """While your code runs (a rules file's module code, a test call of a rule), ``os._exit``
+    and ``os.abort`` raise :class:`HardExit` instead of ending the process.
+
+    They end it at once, past every handler, atexit and finally, so nothing can report them
+    afterwards (a rules file calling ``os._exit(0)`` made ``flock3d run`` exit 0 having run
+    nothing). Replacing them in the os module (and in posix/nt, where they live) catches every
+    call made through those modules, including ``from os import _exit`` run inside the file;
+    not a reference taken before, nor ctypes or a signal sent to the process.
+    """
+    names = ("_exit", "abort")
+    modules = [m for m in (os, sys.modules.get("posix"), sys.modules.get("nt")) if m is not None]
+    saved = [(m, n, getattr(m, n)) for m in modules for n in names if hasattr(m, n)]
+
+    def refusing(name: str) -> Callable:
+        def call(*args: Any) -> None:
+            raise HardExit(f"os.{name}({', '.join(map(repr, args))})")
+
+        return call
+
+    for module, name, _ in saved:
+        setattr(module, name, refusing(name))
+    try:
+        yield
+    finally:
+        for module, name, original in saved:
+            setattr(module, name, original)
 
 
 def _short(value: Any) -> str:
@@ -216,19 +219,24 @@ def load_rules(path: str | Path) -> tuple[tuple[PairRule, ...], tuple[Force, ...
     sys.modules[name] = module
     try:
         try:
-            spec.loader.exec_module(module)
+            with no_hard_exit():
+                spec.loader.exec_module(module)
         except BaseException:
             del sys.modules[name]
             raise
         namespace = vars(module)
+    except KeyboardInterrupt:
+        raise
     except RuleError as error:
         raise RuleError(f"{path}: {error}") from None
     except SyntaxError as error:
         raise RuleError(f"{path}:{error.lineno}: syntax error: {error.msg}") from None
-    except Exception as error:
-        raise RuleError(f"{path}: running it raised {type(error).__name__}: {error}") from None
     except SystemExit:
-        raise RuleError(f"{path}: running it called exit()") from None
+        raise RuleError(f"{path}: running it called exit(); a rules file only defines rules") from None
+    except HardExit as error:
+        raise RuleError(f"{path}: running it called {error}; a rules file only defines rules") from None
+    except BaseException as error:  # GeneratorExit or a BaseException of its own too: one line
+        raise RuleError(f"{path}: running it raised {_raised(error)}") from None
     rules = tuple(v for v in namespace.values() if isinstance(v, PairRule))
     forces = tuple(v for v in namespace.values() if isinstance(v, Force))
     if not rules and not forces:

@@ -10,13 +10,21 @@ import sys
 
 import numpy as np
 
+#: Code that, run first in an interpreter, makes ``import scipy`` fail, as in a plain ``pip install
+#: .`` (which has no scipy): numba then has no linear algebra (np.dot does not compile).
+WITHOUT_SCIPY = "import sys; sys.modules['scipy'] = None; "
+
 
 def flock3d(
-    *args: str, timeout: float = 300, env: dict | None = None, cwd=None
+    *args: str, timeout: float = 300, env: dict | None = None, cwd=None, without_scipy: bool = False
 ) -> subprocess.CompletedProcess:
-    """Run ``flock3d ARGS`` with this interpreter; returns the completed process."""
+    """Run ``flock3d ARGS`` with this interpreter (as if scipy were not installed, when asked);
+    returns the completed process."""
+    command = ["-m", "flock3d.cli"]
+    if without_scipy:
+        command = ["-c", WITHOUT_SCIPY + "import runpy; runpy.run_module('flock3d.cli', run_name='__main__')"]
     return subprocess.run(
-        [sys.executable, "-m", "flock3d.cli", *map(str, args)],
+        [sys.executable, *command, *map(str, args)],
         capture_output=True,
         text=True,
         timeout=timeout,
@@ -68,6 +76,15 @@ def altered_copy(source, path, change):
     with h5py.File(path, "r+") as f:
         change(f)
     return path
+
+
+def assert_one_line_failure(out: subprocess.CompletedProcess, *fragments: str) -> None:
+    """Exit status 2, no traceback, and exactly one line on stderr holding the fragments (besides
+    the notice that a first run compiles the simulation)."""
+    from flock3d.cli import COMPILING
+
+    assert_clean_failure(out, *fragments)
+    assert len([line for line in out.stderr.strip().splitlines() if line != COMPILING]) == 1, out.stderr
 
 
 def sky(image: np.ndarray) -> np.ndarray:

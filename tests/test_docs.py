@@ -1,8 +1,14 @@
 """The documentation users have: the model's description in docs/, linked and cited."""
 
+import itertools
 import re
+import textwrap
 from pathlib import Path
 
+import pytest
+from helpers import flock3d
+
+from flock3d import rules
 from flock3d.scene.schema import KEYS
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -50,3 +56,25 @@ def test_the_parameter_tables_of_the_model_doc_are_the_declarations():
     if os.environ.get("FLOCK3D_UPDATE_DOCS"):
         MODEL_DOC.write_text(expected)
     assert text == expected, "a parameter table of docs/model.md differs from the declarations"
+
+
+def rule_snippets(document: str) -> str:
+    """The Python a document shows that defines rules or forces, its blocks joined in order (a
+    later block may use an earlier one's imports, as a reader pasting them in turn would)."""
+    if document.endswith(".py"):  # a module's docstring: the indented block after "::"
+        lines = rules.__doc__.split("::\n", 1)[1].splitlines()
+        blocks = [textwrap.dedent("\n".join(itertools.takewhile(lambda line: line[:1] in ("", " "), lines)))]
+    else:
+        blocks = re.findall(r"```python\n(.*?)```", (ROOT / document).read_text(), re.S)
+    return "\n".join(block for block in blocks if "@flock3d." in block)
+
+
+@pytest.mark.parametrize("document", ["README.md", "docs/rules.md", "flock3d/rules.py"])
+def test_each_documented_rule_runs_where_scipy_is_not_installed(document, tmp_path):
+    """The README's install (pip install .) has no scipy, so numba has no linear algebra there."""
+    code = rule_snippets(document)
+    assert code.count("@flock3d.") >= 2, code
+    (tmp_path / "snippet.py").write_text(code)
+    out = flock3d("run", "small-arena", "--steps", "3", "--rules", tmp_path / "snippet.py", "--no-progress",
+                  without_scipy=True)  # fmt: skip
+    assert out.returncode == 0, out.stderr

@@ -4,6 +4,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import flock3d
 
 from flock3d import Flock, Params, load_rules
 
@@ -23,6 +24,13 @@ def test_each_example_runs_alike_in_both_engines(path):
     fast.step(20)
     ref.step(20)
     np.testing.assert_allclose(fast.positions, ref.positions, atol=1e-9)
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.stem)
+def test_each_example_runs_where_scipy_is_not_installed(path):
+    """The README's install (pip install .) has no scipy, so numba has no linear algebra there."""
+    out = flock3d("run", "small-arena", "--steps", "3", "--rules", path, "--no-progress", without_scipy=True)
+    assert out.returncode == 0, out.stderr
 
 
 def test_the_wind_blows_the_flock_downwind():

@@ -12,18 +12,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers import altered_copy, assert_clean_failure, file_size_limit, flock3d, small_recording
+from helpers import altered_copy, assert_one_line_failure, file_size_limit, flock3d, small_recording
 
 from flock3d.io import RecordingError, Trajectory
 from flock3d.scene import SceneError, load_scene, parse_scene
 from flock3d.scene.scene import MAX_SCENE_BYTES
-
-
-def assert_one_line_failure(out: subprocess.CompletedProcess, *fragments: str) -> None:
-    """Exit status 2, no traceback, and exactly one line on stderr holding the fragments."""
-    assert_clean_failure(out, *fragments)
-    assert len(out.stderr.strip().splitlines()) == 1, out.stderr
-
 
 # -- scene files that are not scene files ---------------------------------------------------
 

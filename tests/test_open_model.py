@@ -5,12 +5,13 @@ import math
 
 import numpy as np
 import pytest
-from helpers import assert_clean_failure, flock3d
+from helpers import assert_clean_failure, assert_one_line_failure, flock3d
 from pyquaternion import Quaternion
 
 import flock3d as f3
 from flock3d import Flock, Params, RuleError, SimulationError
-from flock3d.core import quaternion
+from flock3d.core import assemble, quaternion
+from flock3d.rules import Force
 
 from conftest import acceleration, free_params, hand_flock
 
@@ -157,13 +158,216 @@ def test_a_rule_numba_cannot_compile_is_named():
         flock.step()
 
 
+# -- what a rule may return, take and do --------------------------------------------------------
+
+
+@f3.force
+def as_tuple(position, velocity, time):
+    return (1.0, -2, 0.5)  # ints too
+
+
+@f3.force
+def as_list(position, velocity, time):
+    return [position[0], 0.0, 0.0]
+
+
+@f3.pair_rule(average=False)
+def as_list_per_neighbour(p_i, v_i, p_j, v_j):
+    return [p_j[0] - p_i[0], 0.0, 0.0]
+
+
+def test_a_rule_may_return_a_tuple_a_list_or_an_array(engine):
+    p, v = [[0.0, 0.0, 0.0], [1.5, 0.0, 0.0]], [[0, 0, 1.0]] * 2
+    forces = [as_tuple.replace(weight=2.0), as_list]
+    a = acceleration(hand_flock_with(free_params(), p, v, engine, [as_list_per_neighbour], forces))
+    pushed = 2.0 * np.array([1.0, -2.0, 0.5])
+    np.testing.assert_allclose(a, [[1.5, 0, 0] + pushed, [-1.5 + 1.5, 0, 0] + pushed], atol=1e-9)
+
+
+@f3.force
+def scaled(position, velocity, time, scale=3.0):
+    return (scale, 0.0, 0.0)
+
+
+def test_a_rule_may_take_further_arguments_with_defaults(engine):
+    flock = hand_flock_with(free_params(), [[0.0, 0.0, 0.0]], [[0, 0, 1.0]], engine, forces=[scaled])
+    np.testing.assert_allclose(acceleration(flock)[0], [3.0, 0.0, 0.0], atol=1e-12)
+
+
+@pytest.mark.parametrize(
+    "head, takes",
+    [
+        ("def f(*args):", "takes *args"),
+        ("def f(position, velocity, time, **options):", "takes **options"),
+        ("def f(position, velocity, time, *, scale=1.0):", "takes the keyword-only argument 'scale'"),
+        ("def f(position, velocity, time, scale):", "takes 4 arguments"),
+        ("def f(position, velocity):", "takes 2 arguments"),
+    ],
+)
+def test_a_force_that_cannot_be_called_as_the_step_calls_it_is_refused_when_made(head, takes):
+    namespace = {}
+    exec(f"{head}\n    return (0.0, 0.0, 0.0)", namespace)
+    with pytest.raises(TypeError) as info:
+        f3.force(namespace["f"])
+    assert f"force 'f' {takes}; it must take 3: (position, velocity, time) -> acceleration" in str(info.value)
+
+
+@f3.pair_rule
+def scribbles(p_i, v_i, p_j, v_j):
+    p_i[0] = np.nan
+    return p_j - p_i
+
+
+@f3.pair_rule
+def scribbles_away_from_the_origin(p_i, v_i, p_j, v_j):
+    if p_i[0] > 0.5:  # not at the test call's sample point, the origin
+        v_j[1] = np.nan
+    return np.zeros(3)
+
+
+def test_a_rule_cannot_write_into_its_arguments(engine):
+    with pytest.raises(
+        RuleError,
+        match=r"rule 'scribbles' \(test_open_model.py:\d+\) writes into its arguments, which are read-only",
+    ):
+        Flock(Params(count=20), rules=[scribbles], engine=engine)
+    flock = Flock(Params(count=60), seed=3, rules=[scribbles_away_from_the_origin], engine=engine)
+    # numba refuses to compile the write; the reference engine's read-only copies refuse it when made.
+    said = {
+        "fast": "writes into its arguments",
+        "reference": "raised ValueError: assignment destination is read-only",
+    }
+    with pytest.raises(
+        RuleError, match=r"rule 'scribbles_away_from_the_origin' \(test_open_model.py:\d+\)"
+    ) as info:
+        flock.step(3)
+    assert said[engine] in str(info.value) and "\n" not in str(info.value)
+    assert np.all(np.isfinite(flock.positions)) and np.all(np.isfinite(flock.velocities))
+
+
+@f3.force
+def complex_push(position, velocity, time):
+    return np.array([1.0 + 0.0j, 0.0, 0.0])
+
+
+def test_a_rule_returning_what_the_step_cannot_read_is_named_when_compiled():
+    with pytest.warns(np.exceptions.ComplexWarning):  # numpy reads it as 3 numbers, on a test call
+        flock = Flock(Params(count=20), forces=[complex_push])
+    with pytest.raises(RuleError) as info:
+        flock.step()
+    assert str(info.value) == (
+        f"force {f3.rules.describe(complex_push.fn)} returns array(complex128, 1d, C); "
+        "it must return 3 numbers: a tuple (x, y, z) or a (3,) array"
+    )
+
+
+class Halt(BaseException):
+    """Not an Exception: what a rule might raise to stop everything."""
+
+
+@f3.force
+def halts(position, velocity, time):
+    raise Halt("no more")
+
+
+@f3.force
+def closes(position, velocity, time):
+    raise GeneratorExit
+
+
+@f3.force
+def halts_after_the_start(position, velocity, time):
+    if time > 0.0:  # the test call is at time 0
+        raise Halt("no more")
+    return np.zeros(3)
+
+
+@pytest.mark.parametrize(
+    "force, what", [(halts, "Halt on a test call: no more"), (closes, "GeneratorExit on a test call")]
+)
+def test_a_rule_raising_a_base_exception_is_refused_in_one_line(force, what):
+    with pytest.raises(RuleError) as info:
+        Flock(Params(count=5), forces=[force])
+    assert str(info.value) == f"force {f3.rules.describe(force.fn)} raised {what}"
+
+
+def test_a_base_exception_during_a_run_is_one_line_naming_the_rule(engine):
+    flock = Flock(Params(count=20), forces=[halts_after_the_start], engine=engine)
+    with pytest.raises(RuleError) as info:
+        flock.step(3)
+    text = str(info.value)
+    assert "force 'halts_after_the_start' (test_open_model.py:" in text and "\n" not in text
+    # numba compiles raising Exceptions only; the reference engine says what the rule raised.
+    assert ("raised Halt: no more" if engine == "reference" else "cannot be compiled by numba") in text
+
+
+@f3.force
+def interrupts(position, velocity, time):
+    raise KeyboardInterrupt
+
+
+@f3.force
+def interrupts_after_the_start(position, velocity, time):
+    if time > 0.0:
+        raise KeyboardInterrupt
+    return np.zeros(3)
+
+
+def test_a_keyboard_interrupt_in_a_rule_still_interrupts():
+    with pytest.raises(KeyboardInterrupt):
+        Flock(Params(count=5), forces=[interrupts])
+    flock = Flock(Params(count=5), forces=[interrupts_after_the_start], engine="reference")
+    with pytest.raises(KeyboardInterrupt):
+        flock.step(2)
+
+
 def test_rules_must_be_made_with_the_decorators():
     with pytest.raises(RuleError, match="rules must be made with @flock3d.pair_rule"):
         Flock(Params(count=5), rules=[lambda a, b, c, d: a])
-    with pytest.raises(RuleError, match="takes 2 arguments; it must take 4"):
+    with pytest.raises(TypeError, match="takes 2 arguments; it must take 4"):
         f3.pair_rule(lambda a, b: a)
-    with pytest.raises(RuleError, match="radius must be unset or a number in"):
+    with pytest.raises(ValueError, match=r"radius must be > 0 \(got -1.0\); or None for the view distance"):
         f3.pair_rule(radius=-1.0)(lambda a, b, c, d: a)
+
+
+@pytest.mark.parametrize(
+    "change, error, message",
+    [
+        ({"radius": -1.0}, ValueError, "radius must be > 0 (got -1.0)"),
+        ({"radius": math.nan}, ValueError, "radius must be a number > 0 (got nan)"),
+        ({"radius": "3"}, TypeError, "radius must be a number > 0 (got '3')"),
+        ({"fov": 0}, ValueError, "fov must be in (0, 360] (got 0)"),
+        ({"fov": 720}, ValueError, "fov must be in (0, 360] (got 720)"),
+        ({"average": "no"}, TypeError, "average must be True or False (got 'no')"),
+        ({"weight": math.nan}, ValueError, "weight must be finite and at most 1e+09 in size (got nan)"),
+        ({"weight": None}, TypeError, "weight must be a number (got None)"),
+        ({"name": 5}, TypeError, "name must be a non-empty string (got 5)"),
+        ({"name": ""}, ValueError, "name must be a non-empty string (got '')"),
+    ],
+)
+def test_replace_checks_the_field_it_changes_naming_the_rule(change, error, message):
+    with pytest.raises(error) as info:
+        towards_ahead.replace(**change)
+    assert str(info.value).startswith("pair_rule 'towards_ahead' (test_open_model.py:")
+    assert message in str(info.value)
+
+
+def test_a_force_checks_its_weight_when_made_and_replaced():
+    with pytest.raises(ValueError, match=r"force 'lift' \(test_open_model.py:\d+\): weight must be finite"):
+        lift.replace(weight=math.inf)
+    with pytest.raises(TypeError, match="force must be made from a Python function"):
+        Force(5, "five")
+    assert lift.replace(weight=2).weight == 2.0 and isinstance(lift.replace(weight=2).weight, float)
+
+
+def test_a_valid_replace_keeps_working_live():
+    rule = towards_ahead.replace(radius=2, fov=90, average=np.True_, name="ahead")
+    assert (rule.radius, rule.fov, rule.average, rule.name) == (2.0, 90.0, True, "ahead")
+    assert type(rule.average) is bool
+    flock = Flock(Params(count=20), rules=[towards_ahead])
+    flock.set_rules([rule])
+    flock.step(2)
+    assert flock.rules == (rule,)
 
 
 def test_a_blown_up_state_stops_the_step_naming_the_step_boid_and_cause(engine):
@@ -298,3 +502,97 @@ def test_view_refuses_a_broken_rules_file_in_one_line(tmp_path):
     (tmp_path / "bad.py").write_text(RULES_FILE.replace("0.5, 0.0])", "0.5])"))
     out = flock3d("view", "--rules", tmp_path / "bad.py")
     assert_clean_failure(out, "force 'updraft' (bad.py:5) returned")
+
+
+LINEAR_ALGEBRA = """
+import numpy as np
+import flock3d
+
+@flock3d.force
+def inwards(position, velocity, time):
+    return -position / (1.0 + np.dot(position, position))
+"""
+
+
+def test_a_rule_needing_scipy_is_one_line_naming_it_and_scipy(tmp_path):
+    """A plain `pip install .` has no scipy: numba's np.dot needs it (without, numba's error runs
+    to some 60 lines and ends in an ImportError)."""
+    (tmp_path / "dot.py").write_text(LINEAR_ALGEBRA)
+    # With scipy it runs, and its step is cached; without, that step is not reused (it aborted
+    # the process, its BLAS missing): it is compiled again, and refused.
+    assert flock3d("run", "small-arena", "--steps", "3", "--rules", tmp_path / "dot.py").returncode == 0
+    out = flock3d("run", "small-arena", "--steps", "3", "--rules", tmp_path / "dot.py", without_scipy=True)
+    assert_one_line_failure(
+        out, "flock3d run: force 'inwards' (dot.py:5) needs scipy for linear algebra", "pip install scipy"
+    )
+
+
+def test_a_rules_fingerprint_follows_the_defaults_of_its_arguments():
+    """numba bakes a default into the compiled step, and a default read from a constant (scale=SCALE)
+    is not in the function's source: a step cached with the old value must not be reused."""
+    source = "def push(position, velocity, time, scale=SCALE):\n    return (scale, 0.0, 0.0)\n"
+    pushes = []
+    for scale in (1.0, 2.0):
+        namespace = {"SCALE": scale}
+        exec(source, namespace)
+        pushes.append(namespace["push"])
+    assert assemble.fingerprint(pushes[0]) != assemble.fingerprint(pushes[1])
+
+
+@pytest.mark.gui
+def test_render_says_the_same_line(tmp_path):
+    (tmp_path / "dot.py").write_text(LINEAR_ALGEBRA)
+    out = flock3d("render", "small-arena", "--frames", "2", "--size", "160x120", "--out", tmp_path / "f.png",
+                  "--rules", tmp_path / "dot.py", "--no-progress", without_scipy=True)  # fmt: skip
+    if "needs EGL" in out.stderr:
+        pytest.skip("no EGL/OpenGL for offscreen rendering here")
+    assert_one_line_failure(
+        out, "flock3d render: force 'inwards' (dot.py:5) needs scipy", "pip install scipy"
+    )
+    assert not (tmp_path / "f.png").exists()
+
+
+@pytest.mark.parametrize(
+    "body, message",
+    [
+        ("import os\nos._exit(0)", "hard.py: running it called os._exit(0); a rules file only defines rules"),
+        ("from os import _exit\n_exit(3)", "hard.py: running it called os._exit(3)"),
+        ("import os\nos.abort()", "hard.py: running it called os.abort()"),
+        ("class Halt(BaseException):\n    pass\nraise Halt('stop')", "hard.py: running it raised Halt: stop"),
+        ("raise GeneratorExit", "hard.py: running it raised GeneratorExit"),
+        (
+            RULES_FILE + "\nimport os\n@flock3d.force\ndef leave(p, v, t):\n    os._exit(0)\n",
+            "force 'leave' (hard.py:10) called os._exit(0) on a test call",
+        ),
+        (RULES_FILE + "updraft = updraft.replace(name=5)", "name must be a non-empty string (got 5)"),
+        (
+            RULES_FILE + "@flock3d.force\ndef loose(*args):\n    return args[1]\n",
+            "running it raised TypeError: force 'loose' (hard.py:8) takes *args; it must take 3: (position, ",
+        ),
+    ],
+)
+def test_a_rules_file_that_exits_or_raises_is_one_line_and_exit_2(tmp_path, body, message):
+    """os._exit ends a process past every handler: flock3d run used to exit 0 having run nothing."""
+    (tmp_path / "hard.py").write_text(body)
+    out = flock3d("run", "small-arena", "--steps", "3", "--rules", tmp_path / "hard.py")
+    assert_one_line_failure(out, message)
+    assert out.stdout == ""
+
+
+def test_the_viewer_session_stops_on_a_rule_that_cannot_compile_with_its_one_line():
+    """The window shows the session's error as its message (hud.notice_text), in one line."""
+    from flock3d.scene import resolve_scene
+    from flock3d.viewer.hud import notice_text
+    from flock3d.viewer.session import Session
+
+    session = Session(resolve_scene("small-arena"), rules=[scribbles_away_from_the_origin])
+    session.start()
+    try:
+        assert session._first_step_done.wait(300)
+    finally:
+        session.stop()
+    assert isinstance(session.error, RuleError)
+    assert notice_text(session.error, compiling=False) == (
+        f"the simulation stopped: rule {f3.rules.describe(scribbles_away_from_the_origin.fn)} writes into "
+        "its arguments, which are read-only: work on a copy (d = p_i.copy())"
+    )

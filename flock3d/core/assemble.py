@@ -38,6 +38,7 @@ index order, as their sources do.
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import inspect
 import marshal
 import math
@@ -55,6 +56,7 @@ from typing import Any
 import numba
 import numpy as np
 
+from flock3d.core.fields import MAX_MAGNITUDE, is_real_number, number_problem, short_repr
 from flock3d.core.kernel import (
     BOIDS_PER_CHUNK,
     OK,
@@ -74,6 +76,8 @@ from flock3d.core.step.generate import MATRICES, SPECIES_VALUES, WORLD_TERMS, ge
 __all__ = [
     "Force",
     "PairRule",
+    "describe",
+    "read_only_copy",
     "Layout",
     "Stepper",
     "StepStatus",
@@ -91,12 +95,17 @@ __all__ = [
 class Force:
     """A per-boid force: ``fn(position, velocity, time) -> acceleration`` (each (3,) float64).
 
-    Made by :func:`flock3d.force`. ``weight`` multiplies what ``fn`` returns.
+    Made by :func:`flock3d.force`. ``weight`` multiplies what ``fn`` returns. Checked when
+    made and by :meth:`replace`: a bad field raises TypeError or ValueError naming it.
     """
 
     fn: Callable
     name: str
     weight: float = 1.0
+
+    def __post_init__(self) -> None:
+        _check_user_function(self, "force")
+        _set(self, "weight", _checked_weight(self))
 
     def replace(self, **changes: Any) -> Force:
         return replace(self, **changes)
@@ -109,6 +118,8 @@ class PairRule:
     (None: the view's), averaged when ``average``, times ``weight``: an acceleration.
 
     Made by :func:`flock3d.pair_rule`. In a periodic arena p_j is the nearest image.
+    Checked when made and by :meth:`replace`: a bad field raises TypeError or ValueError
+    naming it.
     """
 
     fn: Callable
@@ -118,8 +129,102 @@ class PairRule:
     average: bool = True
     weight: float = 1.0
 
+    def __post_init__(self) -> None:
+        _check_user_function(self, "pair_rule")
+        for field_name, low, high, unset in (
+            ("radius", 0.0, MAX_MAGNITUDE, "the view distance"),
+            ("fov", 0.0, 360.0, "the view's field of view, in degrees"),
+        ):
+            value = getattr(self, field_name)
+            if value is None:
+                continue
+            problem = number_problem(value, low, high, True, False, False)
+            if problem:
+                error = ValueError if is_real_number(value) else TypeError
+                raise error(f"pair_rule {describe(self.fn)}: {field_name} {problem}; or None for {unset}")
+            _set(self, field_name, float(value))
+        if not isinstance(self.average, (bool, np.bool_)):
+            got = short_repr(self.average)
+            raise TypeError(f"pair_rule {describe(self.fn)}: average must be True or False (got {got})")
+        _set(self, "average", bool(self.average))
+        _set(self, "weight", _checked_weight(self))
+
     def replace(self, **changes: Any) -> PairRule:
         return replace(self, **changes)
+
+
+#: What each kind of user function takes, as its messages say.
+_SIGNATURES = {
+    "force": (3, "(position, velocity, time) -> acceleration"),
+    "pair_rule": (4, "(p_i, v_i, p_j, v_j) -> contribution"),
+}
+
+
+def describe(fn: Callable) -> str:
+    """``'name' (file.py:line)``: how messages name a user function."""
+    fn = getattr(fn, "py_func", fn)
+    name = getattr(fn, "__name__", None) or short_repr(fn)
+    try:
+        where = f"{Path(inspect.getsourcefile(fn)).name}:{inspect.getsourcelines(fn)[1]}"
+    except (OSError, TypeError):
+        return repr(name)
+    return f"{name!r} ({where})"
+
+
+def read_only_copy(array: Any) -> np.ndarray:
+    """A read-only float64 copy: what a user function is given when called in plain Python
+    (the reference engine, the test call), as the fast step gives it read-only views."""
+    out = np.array(array, dtype=np.float64)
+    out.flags.writeable = False
+    return out
+
+
+def _set(item: Force | PairRule, name: str, value: Any) -> None:
+    object.__setattr__(item, name, value)  # the normalised value of a frozen field
+
+
+def _check_user_function(item: Force | PairRule, kind: str) -> None:
+    """``fn`` is a Python function numba can call with the kind's arguments; ``name`` a string.
+
+    numba compiles the function and the step calls it with exactly those arguments, so a
+    signature that takes more (without defaults), ``*args``, ``**kwargs`` or keyword-only
+    arguments is refused here rather than as a compile error of the whole step.
+    """
+    count, signature = _SIGNATURES[kind]
+    fn = getattr(item.fn, "py_func", item.fn)  # a numba dispatcher: its Python function
+    if not inspect.isfunction(fn):
+        raise TypeError(f"{kind} must be made from a Python function {signature} (got {short_repr(item.fn)})")
+    parameters = list(inspect.signature(fn).parameters.values())
+    odd = next((p for p in parameters if p.kind not in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)), None)
+    if odd is not None:
+        takes = {odd.VAR_POSITIONAL: f"*{odd.name}", odd.VAR_KEYWORD: f"**{odd.name}"}.get(
+            odd.kind, f"the keyword-only argument {odd.name!r}"
+        )
+    elif len(parameters) < count or any(p.default is p.empty for p in parameters[count:]):
+        takes = f"{len(parameters)} argument{'s' if len(parameters) != 1 else ''}"
+    else:
+        takes = None
+    if takes is not None:
+        raise TypeError(
+            f"{kind} {describe(fn)} takes {takes}; it must take {count}: {signature} "
+            "(any after those with a default)"
+        )
+    if not isinstance(item.name, str) or not item.name:
+        raise (ValueError if isinstance(item.name, str) else TypeError)(
+            f"{kind} {describe(fn)}: name must be a non-empty string (got {short_repr(item.name)})"
+        )
+
+
+def _checked_weight(item: Force | PairRule) -> float:
+    weight, kind = item.weight, "force" if isinstance(item, Force) else "pair_rule"
+    if not is_real_number(weight):
+        raise TypeError(f"{kind} {describe(item.fn)}: weight must be a number (got {short_repr(weight)})")
+    if not abs(weight) <= MAX_MAGNITUDE:
+        raise ValueError(
+            f"{kind} {describe(item.fn)}: weight must be finite and at most {MAX_MAGNITUDE:g} in size "
+            f"(got {short_repr(weight)})"
+        )
+    return float(weight)
 
 
 class RuleCompileError(Exception):
@@ -282,8 +387,9 @@ def _packed(layout: Layout, names: Sequence[str], params: Params, rules, forces)
 def fingerprint(fn: Callable) -> str:
     """A digest of a user function: its code, and the constants and functions it reads.
 
-    numba freezes a function's global constants into its compiled code, so they are part
-    of what the compiled step depends on; so are the functions it calls.
+    numba freezes a function's global constants and its arguments' defaults into its
+    compiled code, so they are part of what the compiled step depends on; so are the
+    functions it calls.
     """
     digest = hashlib.sha256()
     _fold(fn, digest, set())
@@ -302,6 +408,7 @@ def _fold(fn: Any, digest: Any, seen: set[int]) -> None:
         digest.update(inspect.getsource(fn).encode())
     except (OSError, TypeError):
         digest.update(marshal.dumps(fn.__code__))
+    digest.update(repr(fn.__defaults__).encode())  # extra=SCALE reads SCALE when defined
     names = set(fn.__code__.co_names)
     for code in fn.__code__.co_consts:  # nested functions and comprehensions
         if hasattr(code, "co_names"):
@@ -334,11 +441,13 @@ _COMPILED_IN = ("kernel.py", "components.py", "neighbors.py", "noise.py", "quate
 
 
 def _core_fingerprint() -> str:
-    """A digest of the core sources a generated step compiles in, and of numba's and Python's
-    versions."""
+    """A digest of the core sources a generated step compiles in, of numba's and Python's
+    versions, and of whether scipy is installed: numba's linear algebra in a user rule (np.dot)
+    calls scipy's BLAS, and a step compiled with it aborts a process that has no scipy."""
     global _core_digest
     if _core_digest is None:
-        digest = hashlib.sha256(f"{numba.__version__} {sys.version}".encode())
+        scipy = importlib.util.find_spec("scipy") is not None
+        digest = hashlib.sha256(f"{numba.__version__} {sys.version} scipy={scipy}".encode())
         folder = Path(__file__).parent
         for path in sorted(p for pattern in _COMPILED_IN for p in folder.glob(pattern)):
             digest.update(str(path.relative_to(folder)).encode() + path.read_bytes())
@@ -576,7 +685,8 @@ def stepper_for(params: Params, rules: Sequence[PairRule] = (), forces: Sequence
             source, names = generate(layout)
             if layout.update != "synchronous" and "slack" not in names:
                 names.append("slack")
-            injected = {f"U_rule{k}": _compiled_user(r.fn) for k, r in enumerate(rules)}
+            injected = {"read_only": read_only}
+            injected.update({f"U_rule{k}": _compiled_user(r.fn) for k, r in enumerate(rules)})
             injected.update({f"U_force{k}": _compiled_user(f.fn) for k, f in enumerate(forces)})
             module = _load_module(source, injected)
             stepper = Stepper(layout, source, names, module, rules, forces)
@@ -592,3 +702,20 @@ def _compiled_user(fn: Callable) -> Any:
     if isinstance(fn, numba.core.dispatcher.Dispatcher):
         return fn
     return numba.njit(error_model="numpy")(fn)
+
+
+@numba.extending.intrinsic
+def read_only(typingctx: Any, array: Any) -> Any:
+    """The same array typed read-only (no copy): what a user function is given to read.
+
+    The step reuses its argument arrays from call to call, so a rule that wrote into them
+    would change what later calls see (and differ from the reference engine, which passes
+    read-only copies); typed read-only, such a rule does not compile.
+    """
+    if not isinstance(array, numba.types.Array):
+        return None
+
+    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+        return numba.core.imputils.impl_ret_borrowed(context, builder, signature.return_type, args[0])
+
+    return array.copy(readonly=True)(array), codegen

@@ -26,7 +26,7 @@ import numpy as np
 from pyquaternion import Quaternion
 
 from flock3d.core import noise
-from flock3d.core.assemble import Force, PairRule
+from flock3d.core.assemble import Force, PairRule, read_only_copy
 from flock3d.core.params import TERMS_BY_NAME, Params, stage_names
 from flock3d.core.state import FlockState, settle, up_axis
 from flock3d.core.terms.speed import clamped
@@ -259,9 +259,11 @@ class ReferenceBoid:
         for other, offset in self.seen(world, radius, fov):
             try:
                 out = rule.fn(
-                    self.position.copy(), velocity.copy(), self.position + offset, other.velocity.copy()
+                    *map(read_only_copy, (self.position, velocity, self.position + offset, other.velocity))
                 )
-            except Exception as error:
+            except KeyboardInterrupt:
+                raise
+            except BaseException as error:  # a rule's GeneratorExit or SystemExit fails the rule too
                 raise StepFailure(RULE_RAISED, -1, k, error) from error
             parts.append(_checked_vector(out, k))
         if not parts:
@@ -270,8 +272,10 @@ class ReferenceBoid:
 
     def user_force(self, k: int, force: Force, velocity: np.ndarray, time: float) -> np.ndarray:
         try:
-            out = force.fn(self.position.copy(), velocity.copy(), time)
-        except Exception as error:
+            out = force.fn(read_only_copy(self.position), read_only_copy(velocity), time)
+        except KeyboardInterrupt:
+            raise
+        except BaseException as error:
             raise StepFailure(RULE_RAISED, -1, k, error) from error
         return force.weight * _checked_vector(out, k)
 

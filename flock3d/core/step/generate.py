@@ -365,6 +365,7 @@ class _Generator(Emit):
         b = _CANDIDATES
         c(f"n_rule{k} = 0.0", f"s_rule{k}_x = s_rule{k}_y = s_rule{k}_z = 0.0",
           "p_i[0], p_i[1], p_i[2] = px, py, pz", "v_i[0], v_i[1], v_i[2] = vx, vy, vz",
+          "ro_p_i, ro_v_i, ro_p_j, ro_v_j = read_only(p_i), read_only(v_i), read_only(p_j), read_only(v_j)",
           f"for jj in range({b['m']}):")  # fmt: skip
         c.indent()
         self._offset_to_candidate(c, b)
@@ -372,20 +373,10 @@ class _Generator(Emit):
         c(f"if not ((d2 > 0.0) & (d2 < {self.v(r2)}) & (dot * abs(dot) >= {self.v(cone)} * d2){sees}):",
           "    continue",
           f"p_j[0], p_j[1], p_j[2] = {b['x']}[j], {b['y']}[j], {b['z']}[j]",
-          f"v_j[0], v_j[1], v_j[2] = {b['vx']}[j], {b['vy']}[j], {b['vz']}[j]",
-          "try:",
-          f"    r = U_rule{k}(p_i, v_i, p_j, v_j)",
-          "except Exception:",
-          f"    record(status, t, RULE_RAISED, boid, {k})",
-          "    failed = True",
-          "    break",
-          "if len(r) != 3:",
-          f"    record(status, t, RULE_SHAPE, boid, {k})",
-          "    failed = True",
-          "    break",
-          "tx, ty, tz = float(r[0]), float(r[1]), float(r[2])",
-          "if not (abs(tx) < np.inf and abs(ty) < np.inf and abs(tz) < np.inf):",
-          f"    record(status, t, RULE_NOT_FINITE, boid, {k})",
+          f"v_j[0], v_j[1], v_j[2] = {b['vx']}[j], {b['vy']}[j], {b['vz']}[j]")  # fmt: skip
+        self._user_call(c, f"U_rule{k}(ro_p_i, ro_v_i, ro_p_j, ro_v_j)", "")
+        c("if outcome != OK:",
+          f"    record(status, t, outcome, boid, {k})",
           "    failed = True",
           "    break",
           f"n_rule{k} += 1.0",
@@ -406,21 +397,33 @@ class _Generator(Emit):
         else:
             k = int(stage[len("force") :])
             c("p_i[0], p_i[1], p_i[2] = px, py, pz", "v_i[0], v_i[1], v_i[2] = vx, vy, vz",
-              "try:",
-              f"    r = U_force{k}(p_i, v_i, now)",
-              "except Exception:",
-              f"    record(status, t, RULE_RAISED, boid, {len(L.rules) + k})",
+              f"w = {v(f'force{k}_w')}")  # fmt: skip
+            self._user_call(c, f"U_force{k}(read_only(p_i), read_only(v_i), now)", "w * ")
+            c("if outcome != OK:",
+              f"    record(status, t, outcome, boid, {len(L.rules) + k})",
               "    failed = True",
-              "    r = p_i",
-              "if len(r) != 3:",
-              f"    record(status, t, RULE_SHAPE, boid, {len(L.rules) + k})",
-              "    failed = True",
-              "    r = p_i",
-              f"w = {v(f'force{k}_w')}",
-              "tx, ty, tz = w * float(r[0]), w * float(r[1]), w * float(r[2])",
-              "if not (abs(tx) < np.inf and abs(ty) < np.inf and abs(tz) < np.inf):",
-              f"    record(status, t, RULE_NOT_FINITE, boid, {len(L.rules) + k})",
-              "    failed = True")  # fmt: skip
+              "    tx = ty = tz = 0.0")  # fmt: skip
+
+    @staticmethod
+    def _user_call(c: _Lines, call: str, weight: str) -> None:
+        """``tx, ty, tz`` <- what a user function returns (times ``weight``), and ``outcome``: OK,
+        or the kernel's code for a call that raised, did not return 3 numbers or a non-finite one.
+
+        Whatever 3 numbers it returns, a tuple, a list or a (3,) array, are read in one place
+        (``r`` is never re-bound, so its type is the function's). Its array arguments are
+        read-only views (``read_only``): numba refuses to compile a rule that writes into them.
+        """
+        c("tx = ty = tz = 0.0",
+          "outcome = RULE_RAISED",
+          "try:",
+          f"    r = {call}",
+          "    outcome = RULE_SHAPE",
+          "    if len(r) == 3:",
+          f"        tx, ty, tz = {weight}float(r[0]), {weight}float(r[1]), {weight}float(r[2])",
+          "        finite = abs(tx) < np.inf and abs(ty) < np.inf and abs(tz) < np.inf",
+          "        outcome = OK if finite else RULE_NOT_FINITE",
+          "except Exception:",
+          "    pass")  # fmt: skip
 
     def _boid_update(self, c: _Lines, n_rules: int) -> None:
         """Everything after the candidates are in the buffer: sums, forces, the desired velocity,
