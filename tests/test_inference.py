@@ -1,14 +1,22 @@
-"""The topological maximum-entropy fit (flock3d.inference).
+"""The topological maximum-entropy fit (flock3d.inference, `flock3d infer maxent`).
 
-Snapshots drawn from the model itself give back its range exactly.
+Snapshots drawn from the model itself give back its range exactly; boids that align with
+their k nearest give back k; any H5MD file with positions and velocities can be fitted.
 """
 
+import gc
 import re
 
+import h5py
 import numpy as np
 import pytest
+from helpers import assert_clean_failure, flock3d
 
+import flock3d as f3d
 from flock3d import inference, metrics
+from flock3d.core.quaternion import forward
+from flock3d.io import Trajectory, TrajectoryWriter
+from flock3d.scene import Scene
 
 
 def laplacian(positions, n_c, box=None):
@@ -135,3 +143,177 @@ def test_bad_arguments_are_refused_with_the_value():
         inference.maxent(too_many, too_many + 1.0)
     with pytest.raises(ValueError, match="at least one frame"):
         inference.maxent_frames([])
+
+
+# -- recordings: flock3d's own, and H5MD files of other programs -----------------------------------
+
+SIGMA = 15.0  # units/s^2: a random kick each step, the only source of fluctuations
+
+
+@f3d.force
+def jitter(position, velocity, time):
+    """A kick uniform in [-SIGMA/2, SIGMA/2] per axis, a hash of where and when (so reproducible)."""
+    h = np.sin(position * np.array([12989.8, 78233.0, 37719.0]) + time * np.array([311.7, 173.3, 257.9]))
+    u = h * 43758.5453
+    return SIGMA * (u - np.floor(u) - 0.5)
+
+
+def aligning_boids(path, k, seed, n=500, settle=1200, frames=8, every=120):
+    """Record boids that only align, with their k nearest, and are kicked at random.
+
+    Alignment 10 /s (a sixth of the gap closed per step of 1/60 s), no separation or
+    cohesion, constant speed 1, no turn limit, in a periodic box at density 1, started
+    heading one way: the flock stays polarized (P ~ 0.96 at k = 6).
+    """
+    side = n ** (1 / 3)
+    params = f3d.Params(count=n, arena_shape="periodic", arena_radius=side / 2, fov=360.0, neighbours=k,
+                        view_distance=3.0, separation=0.0, cohesion=0.0, alignment=10.0, min_speed=1.0,
+                        max_speed=1.0, max_turn_rate=float("inf"))  # fmt: skip
+    positions = np.random.default_rng(seed).uniform(-side / 2, side / 2, (n, 3))
+    flock = f3d.Flock(
+        params, positions=positions, velocities=np.tile([1.0, 0.0, 0.0], (n, 1)), forces=[jitter]
+    )
+    flock.step(settle)
+    with TrajectoryWriter(path, n, Scene(params, seed=seed), every=every) as writer:
+        for _ in range(frames):
+            flock.step(every)
+            writer.append(flock.state)
+    return path
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("k", [4, 6, 8])
+def test_boids_aligning_with_their_k_nearest_give_back_k(tmp_path, k):
+    # Measured over seeds 1 to 3, 8 snapshots of 500 boids each: the mean n_c 4.00 at k = 4, 5.88 to
+    # 6.38 at k = 6, 8.00 to 8.25 at k = 8 (each snapshot within 2 of k); 9.88 to 11.0 at k = 10, where
+    # the likelihood is flatter. The tolerance is 0.5 (this seed: 4.00, 6.12, 8.12).
+    path = aligning_boids(tmp_path / "aligning.h5", k, seed=3)
+    out = flock3d("infer", "maxent", path, "--frames", "::", "--n-max", "16", "--no-progress")
+    assert out.returncode == 0, out.stderr
+    n_c = float(re.search(r"n_c = ([\d.]+) ±", out.stdout)[1])
+    assert abs(n_c - k) <= 0.5, out.stdout
+    assert "8 of 8 frames" in out.stdout and "periodic box" in out.stdout
+
+
+def h5md_file(path, positions, velocities, group="birds", box=None, steps=None):
+    """An H5MD file as another program writes it: no flock3d scene, no orientations."""
+    frames = len(positions)
+    with h5py.File(path, "w") as f:
+        f.create_group("h5md").attrs["version"] = np.array([1, 1])
+        g = f.create_group(f"particles/{group}")
+        step = np.arange(frames) * 10 if steps is None else steps
+        for name, value in (("position", positions), ("velocity", velocities)):
+            g[f"{name}/value"] = value
+            g[f"{name}/step"] = step
+            g[f"{name}/time"] = step * 0.5
+        b = g.create_group("box")
+        b.attrs["dimension"] = positions.shape[2]
+        if box is None:
+            b.attrs["boundary"] = np.array([b"none"] * positions.shape[2])
+        else:
+            b.attrs["boundary"] = np.array([b"periodic"] * positions.shape[2])
+            b["edges"] = np.asarray(box, dtype=float)
+    return path
+
+
+def model_frames(n_c, frames=4, n=400, seed=7, box=None):
+    """Frames of n points uniform in a cube of side 7, moving as the model of range n_c draws them
+    (neighbours through the faces when ``box``)."""
+    rng = np.random.default_rng(seed)
+    positions = rng.uniform(0.0, 7.0, (frames, n, 3))
+    velocities = np.stack([2.0 * spin_waves(p, n_c, 30.0, rng, box=box) for p in positions])
+    return positions, velocities
+
+
+def test_h5md_files_of_other_programs_are_read_and_fitted(tmp_path):
+    positions, velocities = model_frames(5)
+    path = h5md_file(tmp_path / "birds.h5", positions, velocities)
+    with Trajectory(path) as traj:
+        assert (traj.scene, traj.n_frames, traj.n_boids, traj.every, traj.period) == (None, 4, 400, 10, None)
+        assert traj.group == "particles/birds" and traj.dimensions == 3
+        np.testing.assert_array_equal(traj.times, [0.0, 5.0, 10.0, 15.0])
+        state = traj.frame(2)
+        np.testing.assert_array_equal(state.positions, positions[2])
+        unit = velocities[2] / np.linalg.norm(velocities[2], axis=1, keepdims=True)
+        np.testing.assert_allclose(forward(state.orientations), unit, atol=1e-12)  # facing the motion
+    out = flock3d("infer", "maxent", path, "--frames", "::", "--n-max", "15", "--no-progress")
+    assert out.returncode == 0, out.stderr
+    assert "n_c = 5.00 ± 0.00 (per frame 5 to 5)" in out.stdout, out.stdout
+    assert "H5MD group particles/birds" in out.stdout
+    # Other commands read flock3d recordings only, and say which command reads this one.
+    assert_clean_failure(flock3d("metrics", path), "from another program", "flock3d infer maxent")
+
+
+def test_a_periodic_box_of_another_program_is_measured_through_its_faces(tmp_path):
+    positions, velocities = model_frames(5, frames=2)
+    path = h5md_file(tmp_path / "box.h5", positions, velocities, box=[7.0, 7.0, 7.0])
+    with Trajectory(path) as traj:
+        np.testing.assert_array_equal(traj.period, [7.0, 7.0, 7.0])
+    planar = h5md_file(
+        tmp_path / "planar.h5", positions[..., :2], velocities[..., :2], box=np.diag([7.0, 7.0])
+    )
+    with Trajectory(planar) as traj:
+        assert traj.dimensions == 2
+        np.testing.assert_array_equal(traj.period, [7.0, 7.0, 0.0])
+        assert np.all(traj.frame(0).positions[:, 2] == 0.0)
+
+
+def test_a_file_written_by_mdanalysis_is_fitted_as_written(tmp_path):
+    mda = pytest.importorskip("MDAnalysis")  # in the test extra
+    from MDAnalysis.coordinates.memory import MemoryReader
+
+    positions, velocities = model_frames(6, frames=3, box=np.full(3, 7.0))
+    universe = mda.Universe.empty(positions.shape[1], trajectory=False)
+    box = np.array([7.0, 7.0, 7.0, 90.0, 90.0, 90.0])
+    universe.load_new(positions.astype(np.float32), format=MemoryReader,
+                      velocities=velocities.astype(np.float32), dimensions=box, dt=0.5)  # fmt: skip
+    path = tmp_path / "mda.h5md"
+    with mda.Writer(str(path), n_atoms=positions.shape[1], velocities=True, convert_units=False) as writer:
+        for _ in universe.trajectory:
+            writer.write(universe)
+    del writer  # its datasets keep the file open (and locked) until they are freed
+    gc.collect()
+    with Trajectory(path) as traj:
+        assert traj.group == "particles/trajectory" and traj.n_frames == 3
+        np.testing.assert_array_equal(traj.period, [7.0, 7.0, 7.0])
+        np.testing.assert_array_equal(traj.frame(1).positions, positions[1].astype(np.float32))
+    out = flock3d("infer", "maxent", path, "--frames", "::", "--n-max", "12", "--no-progress")
+    assert out.returncode == 0, out.stderr
+    assert "n_c = 6.00 ± 0.00" in out.stdout, out.stdout
+
+
+def test_the_command_refuses_bad_input_in_one_line(tmp_path):
+    positions, velocities = model_frames(5, frames=2, n=50)
+    good = h5md_file(tmp_path / "good.h5", positions, velocities)
+    still = velocities.copy()
+    still[1, 3] = 0.0
+    two = tmp_path / "two.h5"
+    h5md_file(two, positions, velocities, group="starlings")
+    with h5py.File(two, "a") as f:
+        f["particles/jackdaws/position/value"] = positions
+    cases = [
+        (["maxent", tmp_path / "missing.h5"], "no such file"),
+        (["maxent", good, "--frames", "1:2:0"], "STEP must be >= 1"),
+        (["maxent", good, "--frames", "x"], "expected FIRST:LAST[:STEP]"),
+        (["maxent", good, "--frames", "5:"], "--frames selects none of the 2 frames"),
+        (["maxent", good, "--n-max", "50"], "--n-max must be below the number of boids, 50 (got 50)"),
+        (["maxent", good, "--csv", tmp_path / "c.txt"], "--csv must end in .csv"),
+        (
+            ["maxent", h5md_file(tmp_path / "still.h5", positions, still), "--frames", "::"],
+            "boid 3 has zero velocity",
+        ),
+        (["maxent", two], "holds several particles groups (jackdaws, starlings); choose one"),
+        (["maxent", two, "--group", "gulls"], "no particles group 'gulls' with positions"),
+        (["maxent", two, "--group", "jackdaws"], "no particles/jackdaws/velocity/value"),
+        (["bayes", good], "invalid choice: 'bayes'"),
+    ]
+    for args, message in cases:
+        out = flock3d("infer", *args)
+        assert_clean_failure(out, message)
+        assert len(out.stderr.strip().splitlines()) == 1, out.stderr
+    tables = ("--csv", tmp_path / "c.csv", "--likelihood", tmp_path / "l.csv")
+    out = flock3d("infer", "maxent", two, "--group", "starlings", "--no-progress", *tables)
+    assert out.returncode == 0, out.stderr
+    header = (tmp_path / "c.csv").read_text().splitlines()[0]
+    assert header == "bin,r,pairs,measured,predicted"
+    assert len((tmp_path / "l.csv").read_text().splitlines()) == 1 + 40
