@@ -14,17 +14,11 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-import numpy as np
-
 from flock3d import __version__
 from flock3d.errors import Flock3dError
+from flock3d.runner import FRAME_INTERVAL, MAX_STEPS, default_every, steps_for
 
 EXIT_BAD_INPUT = 2
-
-
-#: Most steps one run (or one sweep run) may take: about 3 hours for a handful of boids at
-#: the kernel's fastest, days for the default 500. More is a typo, or a run that never ends.
-MAX_STEPS = 10**9
 
 
 def _whole_number(text: str, minimum: int) -> int:
@@ -322,17 +316,6 @@ def _scene_from(args: argparse.Namespace, name: str | None, rules: tuple[tuple, 
     return scene if args.seed is None else scene.replace(seed=args.seed)
 
 
-#: Simulated seconds between recorded frames unless --every says otherwise. Every step of
-#: 500 boids wrote 1 GB in 8 s of wall time; ten frames a second still resolve turns and
-#: play back smoothly enough, at a sixth of the size with the default dt.
-FRAME_INTERVAL = 0.1
-
-
-def default_every(dt: float) -> int:
-    """Steps between recorded frames: one frame per :data:`FRAME_INTERVAL` of simulated time."""
-    return max(1, round(min(FRAME_INTERVAL / dt, MAX_STEPS)))  # a dt of 1e-320 gives inf
-
-
 def _output_path(path: str, suffixes: tuple[str, ...], what: str) -> Path:
     """Check an output path before any work is done: right suffix, existing folder."""
     if not path.strip():
@@ -358,13 +341,10 @@ def _run_run(args: argparse.Namespace) -> int:
     p = scene.params
     steps = args.steps if args.steps is not None else 600
     if args.seconds is not None:
-        wanted = args.seconds / p.dt
-        if not wanted <= MAX_STEPS:
-            raise Flock3dError(
-                f"--seconds {args.seconds:g} at sim.dt = {p.dt:g} is more than the {MAX_STEPS:,} steps "
-                f"a run may take ({wanted:.3g} steps)"
-            )
-        steps = math.ceil(wanted - 1e-9)
+        try:
+            steps = steps_for(args.seconds, p.dt)
+        except ValueError as error:
+            raise Flock3dError(f"--seconds: {error}") from None
     out = _output_path(args.out, (".h5", ".hdf5"), "--out") if args.out is not None else None
     every = args.every if args.every is not None else default_every(p.dt)
 
@@ -458,21 +438,6 @@ def _add_metrics(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     return p
 
 
-def _write_csv(path: Path, columns: dict[str, np.ndarray]) -> None:
-    """Columns of equal length as CSV: whole numbers as integers, reals exactly (repr), text as is."""
-    import csv
-
-    def cell(kind: str):
-        return {"i": int, "u": int, "b": int, "U": str, "O": str}.get(kind, lambda x: repr(float(x)))
-
-    with path.open("w", newline="") as handle:
-        writer = csv.writer(handle)
-        writer.writerow(list(columns))
-        formats = [cell(np.asarray(v).dtype.kind) for v in columns.values()]
-        for row in zip(*columns.values(), strict=True):
-            writer.writerow([f(x) for f, x in zip(formats, row, strict=True)])
-
-
 def _run_metrics(args: argparse.Namespace) -> int:
     import itertools
     import warnings
@@ -480,7 +445,7 @@ def _run_metrics(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
     from flock3d import metrics
-    from flock3d.io import Trajectory
+    from flock3d.io import Trajectory, write_csv
 
     outputs = {
         name: _output_path(path, suffixes, f"--{name}") if path is not None else None
@@ -520,44 +485,37 @@ def _run_metrics(args: argparse.Namespace) -> int:
         if outputs["correlation"]:
             lengths, curves = metrics.correlation_table(frames("correlation"), bins=args.bins, period=period)
             extra.update((k, lengths[k]) for k in ("xi_velocity", "xi_orientation", "xi_speed"))
-            _write_csv(outputs["correlation"], curves)
+            write_csv(outputs["correlation"], curves)
         if outputs["anisotropy"]:
             ranges, gammas = metrics.anisotropy_table(frames("anisotropy"), neighbours=args.neighbours,
                                                       period=period)  # fmt: skip
             extra["n_c"] = ranges["n_c"]
-            _write_csv(outputs["anisotropy"], gammas)
+            write_csv(outputs["anisotropy"], gammas)
     columns.update(extra)
     for warning in unmeasured:
         print(f"flock3d metrics: warning: {warning.message}", file=sys.stderr)
 
-    def mean(v: np.ndarray) -> float:
-        finite = v[np.isfinite(v)]  # NaN: undefined (N < 2, a damaged frame, a periodic box's size)
-        return float(finite.mean()) if len(finite) else float("nan")
-
     print(f"{'':<20}{'first':>10}{'last':>10}{'mean':>10}")
     for name in [*metrics.COLUMNS, *extra]:
         v = columns[name]
-        print(f"{name:<20}{v[0]:>10.3f}{v[-1]:>10.3f}{mean(v):>10.3f}")
+        print(f"{name:<20}{v[0]:>10.3f}{v[-1]:>10.3f}{metrics.finite_mean(v):>10.3f}")
     if outputs["correlation"]:
         ratios = ", ".join(
-            f"{k[3:]} {mean(columns[k] / columns['size']):.3f}" for k in extra if k[:3] == "xi_"
+            f"{k[3:]} {metrics.finite_mean(columns[k] / columns['size']):.3f}"
+            for k in extra
+            if k[:3] == "xi_"
         )
         print(f"xi / L (mean over frames): {ratios}")
         print(f"wrote {outputs['correlation']}")
     if outputs["anisotropy"]:
-        gamma = gammas["gamma"].reshape(-1, args.neighbours)
-        known = np.isfinite(gamma)
-        average = np.where(known, gamma, 0.0).sum(axis=0) / np.where(
-            known.any(axis=0), known.sum(axis=0), np.nan
-        )
-        iso = 0.5 if scene.params.dimensions == 2 else 1.0 / 3.0
+        average = metrics.mean_anisotropy(gammas, isotropic=1.0 / scene.params.dimensions)
         print(
-            f"anisotropy averaged over frames: gamma(1) = {average[0]:.3f}, isotropic {iso:.3f}, "
-            f"n_c = {metrics.topological_range(average, iso):.2f}"
+            f"anisotropy averaged over frames: gamma(1) = {average.gamma[0]:.3f}, "
+            f"isotropic {average.isotropic:.3f}, n_c = {average.n_c:.2f}"
         )
         print(f"wrote {outputs['anisotropy']}")
     if outputs["csv"]:
-        _write_csv(outputs["csv"], columns)
+        write_csv(outputs["csv"], columns)
         print(f"wrote {outputs['csv']}")
     if outputs["plot"]:
         from flock3d.plots import plot_metrics
@@ -598,10 +556,6 @@ def _frame_slice(text: str) -> slice:
     return slice(first, last, step)
 
 
-#: Snapshots ``flock3d infer maxent`` fits unless told: spread evenly over the recording's second half.
-INFER_FRAMES = 10
-
-
 def _add_infer(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p = sub.add_parser(
         "infer",
@@ -628,8 +582,8 @@ def _add_infer(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
         "--frames",
         type=_frame_slice,
         metavar="FIRST:LAST[:STEP]",
-        help=f"the frames to fit, as a Python slice of frame indices (default {INFER_FRAMES} frames spread "
-        "evenly over the second half of the recording)",
+        help="the frames to fit, as a Python slice of frame indices (default 10 frames spread evenly "
+        "over the second half of the recording)",
     )
     m.add_argument(
         "--n-max",
@@ -655,7 +609,7 @@ def _run_infer(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
     from flock3d import inference
-    from flock3d.io import Trajectory
+    from flock3d.io import Trajectory, write_csv
 
     outputs = {
         name: _output_path(path, suffixes, f"--{name}") if path is not None else None
@@ -671,10 +625,9 @@ def _run_infer(args: argparse.Namespace) -> int:
         if traj.n_frames == 0:
             raise Flock3dError(f"{args.trajectory}: the trajectory has no frames")
         if args.frames is None:
-            half = traj.n_frames // 2
-            indices = np.unique(np.linspace(half, traj.n_frames - 1, INFER_FRAMES).round().astype(int))
+            indices = inference.spread_frames(traj.n_frames)
         else:
-            indices = np.arange(traj.n_frames)[args.frames]
+            indices = range(traj.n_frames)[args.frames]
             if not len(indices):
                 raise Flock3dError(f"--frames selects none of the {traj.n_frames:,} frames")
         if traj.n_boids < 3 or traj.n_boids > inference.MAX_BOIDS:
@@ -705,32 +658,27 @@ def _run_infer(args: argparse.Namespace) -> int:
         f"{args.trajectory}: {fit.frames:,} of {traj.n_frames:,} frames (t = {times[0]:g} to {times[-1]:g}), "
         f"{fit.boids:,} boids in {where} ({source})"
     )
-    best = int(np.argmin(np.abs(fit.n_c_values - round(fit.n_c))))
     spread = f" (per frame {fit.frame_n_c.min():g} to {fit.frame_n_c.max():g})" if fit.frames > 1 else ""
     print(f"topological maximum-entropy model (Bialek et al. 2012, spin waves), n_c from 1 to {n_max}:")
     print(f"  n_c = {fit.n_c:.2f} ± {fit.n_c_error:.2f}{spread}")
     print(
-        f"  J = {fit.J:.3g} ± {fit.J_error:.2g}, J n_c = {fit.J * fit.n_c:.3g}, C_int = {fit.c_int[best]:.5f}"
+        f"  J = {fit.J:.3g} ± {fit.J_error:.2g}, J n_c = {fit.J * fit.n_c:.3g}, C_int = {fit.alignment:.5f}"
     )
     print(f"  polarization: measured {fit.polarization:.4f}, predicted {fit.predicted_polarization:.4f}")
     if fit.at_edge:
         print(f"  the likelihood still rises at n_c = {n_max}: try a larger --n-max")
     print("C(r) of the direction fluctuations, in units of their measured mean square:")
     print(f"{'r':>10}{'pairs':>12}{'measured':>11}{'predicted':>11}")
-    shown = np.flatnonzero(fit.pairs > 0)
+    shown = [b for b, pairs in enumerate(fit.pairs) if pairs > 0]
     for b in shown[:: max(1, math.ceil(len(shown) / 12))]:
         print(f"{fit.r[b]:>10.3g}{int(fit.pairs[b]):>12,}{fit.measured[b]:>11.3f}{fit.predicted[b]:>11.3f}")
     zero = lambda xi: f"{xi:.3g}" if math.isfinite(xi) else f"none below r = {fit.r_max:.3g}"  # noqa: E731
     print(f"first zero xi: measured {zero(fit.xi)}, predicted {zero(fit.predicted_xi)}")
     if outputs["csv"]:
-        columns = {"bin": np.arange(len(fit.r)), "r": fit.r, "pairs": fit.pairs.astype(np.int64),
-                   "measured": fit.measured, "predicted": fit.predicted}  # fmt: skip
-        _write_csv(outputs["csv"], columns)
+        write_csv(outputs["csv"], fit.correlation_table())
         print(f"wrote {outputs['csv']}")
     if outputs["likelihood"]:
-        columns = {"n_c": fit.n_c_values, "log_likelihood": fit.log_likelihood, "J": fit.couplings,
-                   "c_int": fit.c_int}  # fmt: skip
-        _write_csv(outputs["likelihood"], columns)
+        write_csv(outputs["likelihood"], fit.likelihood_table())
         print(f"wrote {outputs['likelihood']}")
     if outputs["plot"]:
         from flock3d.plots import plot_maxent
@@ -765,6 +713,7 @@ def _add_experiment(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 def _run_experiment(args: argparse.Namespace) -> int:
     from flock3d.experiments import EXPERIMENTS, run_experiment
+    from flock3d.io import write_csv
 
     _require("plot")  # each experiment draws its figure
     out = Path(args.out)
@@ -779,7 +728,7 @@ def _run_experiment(args: argparse.Namespace) -> int:
                             progress=False if args.no_progress else None)  # fmt: skip
     print("\n".join(result.lines))
     table, image = out / f"{e.name}.csv", out / f"{e.name}.png"
-    _write_csv(table, result.columns)
+    write_csv(table, result.columns)
     result.plot(image)
     print(f"ran in {result.seconds:.1f} s; wrote {table} and {image}")
     return 0
@@ -854,7 +803,7 @@ def _add_sweep(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 
 def _run_sweep(args: argparse.Namespace) -> int:
-    from flock3d.sweep import parse_axis, plot_sweep, run_sweep, sweep_size
+    from flock3d.sweep import over_repeats, parse_axis, plot_sweep, run_sweep, sweep_size
 
     out = _output_path(args.out, (".parquet", ".csv"), "--out")
     plot = _output_path(args.plot, (".png",), "--plot") if args.plot is not None else None
@@ -883,9 +832,8 @@ def _run_sweep(args: argparse.Namespace) -> int:
         overrides=args.set, rules=args.rules,
     )  # fmt: skip
     print(f"computed {stats.computed:,} runs in {stats.seconds:.1f} s, {stats.skipped:,} already in {out}")
-    keys = [a.key for a in axes]
-    summary = table.groupby(keys)[["polarization_mean", "milling_mean"]].mean().reset_index()
-    print(summary.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
+    means = over_repeats(table, axes)[[*(a.key for a in axes), "polarization_mean", "milling_mean"]]
+    print(means.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
     if plot is not None:
         plot_sweep(table, axes, plot, title=scene.name)
         print(f"wrote {plot}")
@@ -997,7 +945,14 @@ def _run_render(args: argparse.Namespace) -> int:
     """Render frames at simulated times start, start + 1/fps, start + 2/fps, ... (real speed)."""
     from flock3d.flock import Flock
     from flock3d.io import Trajectory
-    from flock3d.io.playback import check_recording, check_scene, playback
+    from flock3d.io.playback import (
+        check_recording,
+        check_scene,
+        playback,
+        recorded_frames,
+        simulated_frames,
+        simulated_playback,
+    )
 
     out = _output_path(args.out, (".mp4", ".png"), "--out")
     is_png = out.suffix.lower() == ".png"
@@ -1011,56 +966,30 @@ def _run_render(args: argparse.Namespace) -> int:
                 raise Flock3dError(f"{args.source}: the trajectory has no frames")
             scene = _recorded_scene(traj, "render")
             check_scene(scene)
-            # Scheduled by the recorded times: video frame k shows the recorded frame nearest
-            # start + k / fps after the first, and the video ends within the recording.
             plan = playback(traj.times, args.fps, args.start, args.frames, still=is_png,
                             max_frames=MAX_RENDER_FRAMES)  # fmt: skip
             check_recording(traj, plan.indices, args.source)  # before any frame is drawn
-            args.fps, first, start, total = plan.fps, plan.first, plan.start, len(plan.indices)
-            frames = ((traj.frame(int(i)), None) for i in plan.indices)
+            frames = recorded_frames(traj, plan)
         else:
             rules, forces = _rules_from(args)
             scene = _scene_from(args, args.source, (rules, forces))
             check_scene(scene)
-            args.fps = args.fps or 30.0
-            total = args.frames or (1 if is_png else 300)
-            dt = scene.params.dt
-            last_time = args.start + (total - 1) / args.fps
-            if last_time / dt > MAX_RENDER_STEPS:
-                raise Flock3dError(
-                    f"rendering to {last_time:g} simulated seconds at sim.dt = {dt:g} takes "
-                    f"{last_time / dt:,.0f} steps, more than the {MAX_RENDER_STEPS:,} a render may take"
-                )
-            flock = Flock.from_scene(scene, rules=rules, forces=forces)
-
-            def simulate(first_frame: int):
-                """The flock at each output frame's time, and its last step's acceleration."""
-                acceleration = None
-                for k in range(first_frame, total):
-                    due = round((args.start + k / args.fps) / dt) - flock.step_count
-                    if due > 0:
-                        if due > 1:
-                            flock.step(due - 1)
-                        before = flock.velocities.copy()
-                        flock.step(1)
-                        acceleration = (flock.velocities - before) / dt
-                    yield flock.state, acceleration
-
-            first, start = (total - 1 if is_png else 0), args.start
-            frames = simulate(first)
-        return _render_frames(args, out, is_png, scene, frames, total, first, start)
+            plan = simulated_playback(scene.params.dt, args.fps, args.start, args.frames, still=is_png,
+                                      max_steps=MAX_RENDER_STEPS)  # fmt: skip
+            frames = simulated_frames(Flock.from_scene(scene, rules=rules, forces=forces), plan)
+        return _render_frames(args, out, is_png, scene, frames, plan)
 
 
-def _render_frames(args, out: Path, is_png: bool, scene, frames, total: int, first: int, start: float) -> int:
-    """Draw ``frames``, ``total`` (state, acceleration) pairs, as video frames ``first``,
-    ``first + 1``, ... of a video starting at simulated time ``start``: a PNG or an MP4."""
+def _render_frames(args, out: Path, is_png: bool, scene, frames, plan) -> int:
+    """Draw ``frames``, the (state, acceleration) pairs of ``plan``
+    (:class:`flock3d.io.playback.Playback`): a PNG or an MP4."""
     from tqdm import tqdm
 
     from flock3d.io.video import VideoWriter
     from flock3d.viewer.offscreen import OffscreenRenderer
 
-    camera = args.camera or (scene.view.camera if scene.view.camera in ("follow", "fixed") else "orbit")
-    with OffscreenRenderer(scene, size=args.size, camera=camera, fps=args.fps) as renderer:
+    first, start, total, fps = plan.first, plan.start, len(plan.indices), plan.fps
+    with OffscreenRenderer(scene, size=args.size, camera=args.camera, fps=fps) as renderer:
         renderer.frames_rendered = first  # the orbit's angle at that frame
         if is_png:
             import imageio.v3 as iio
@@ -1077,16 +1006,16 @@ def _render_frames(args, out: Path, is_png: bool, scene, frames, total: int, fir
             )
             return 0
         bar = tqdm(total=total, unit="frame", file=sys.stderr, disable=True if args.no_progress else None)
-        with bar, VideoWriter(out, fps=args.fps) as video:
+        with bar, VideoWriter(out, fps=fps) as video:
             for state, acceleration in frames:
                 video.append(renderer.render(state, acceleration))
                 bar.update()
         # Frame k shows the flock at start + k / fps: the video's clock is the flock's, and its
         # frames cover [start, start + frames / fps).
-        seconds = video.frames / args.fps
+        seconds = video.frames / fps
         print(
             f"wrote {out}: {video.frames} frames, {args.size[0]}x{args.size[1]}, {seconds:.2f} s at "
-            f"{args.fps:g} fps, showing simulated t = {start:.2f} to {start + seconds:.2f} s "
+            f"{fps:g} fps, showing simulated t = {start:.2f} to {start + seconds:.2f} s "
             f"({scene.name!r})"
         )
     return 0

@@ -215,14 +215,6 @@ def polarized_start(n: int, seed: int, spread: float = 0.5) -> tuple[np.ndarray,
     return positions, headings * rng.uniform(3.0, 6.0, (n, 1))
 
 
-def _finite_mean(rows: list[np.ndarray]) -> np.ndarray:
-    """Mean over rows of the finite entries of each column (NaN where none is)."""
-    a = np.array(rows)
-    known = np.isfinite(a)
-    with np.errstate(invalid="ignore"):
-        return np.where(known, a, 0.0).sum(axis=0) / known.sum(axis=0)
-
-
 @experiment(
     "cavagna-correlations",
     "Scale-free correlations: the correlation length grows with the flock's size",
@@ -311,7 +303,7 @@ def cavagna_correlations(quick: bool, seed: int, progress: bool | None) -> Resul
         scaling.set_ylabel("correlation length xi")
         scaling.legend(fontsize="small")
         for n, snapshots_of_n in curves.items():
-            x, y = (_finite_mean([s[k] for s in snapshots_of_n]) for k in (0, 1))
+            x, y = (metrics.finite_mean([s[k] for s in snapshots_of_n], axis=0) for k in (0, 1))
             shapes.plot(x, y, label=f"N = {n:,}")
         shapes.axhline(0.0, color="k", lw=0.5)
         shapes.set_xlabel("r / L")
@@ -486,7 +478,7 @@ def ballerini_range(quick: bool, seed: int, progress: bool | None) -> Result:
                 seeds = [seed * 10_000 + repeat * 1000 + round(100 * spacing) for repeat in range(repeats)]
                 curves, r1, pol = _box_anisotropy(params.replace(arena_radius=side / 2), seeds, settle,
                                                   frames, gap, ranks, bar)  # fmt: skip
-                gamma = _finite_mean(curves)
+                gamma = metrics.finite_mean(curves, axis=0)
                 density = 1.0 / spacing**3
                 within = density * 4 / 3 * math.pi * radius**3
                 values = (kind, spacing, density, side, within, np.mean(r1), np.mean(pol),

@@ -15,8 +15,9 @@ import numpy as np
 from flock3d.boid import Boid
 from flock3d.core import assemble, reference
 from flock3d.core.assemble import Force, PairRule
+from flock3d.core.fields import spec_of
 from flock3d.core.kernel import Workspace
-from flock3d.core.params import Params
+from flock3d.core.params import TERMS_BY_NAME, Params
 from flock3d.core.state import (
     FlockState,
     check_state,
@@ -457,17 +458,6 @@ class Boids(Sequence[Boid]):
 
 # -- when a step fails ----------------------------------------------------------------------
 
-#: The scene key of each stage's weight, to name the likely cause of a blown-up state.
-_STAGE_KEYS = {
-    "separation": ("rules.separation", "separation"),
-    "alignment": ("rules.alignment", "alignment"),
-    "cohesion": ("rules.cohesion", "cohesion"),
-    "confinement": ("arena.confinement", "confinement"),
-    "containment": ("arena.containment", "containment"),
-    "obstacles": ("avoidance.weight", "avoidance"),
-    "flee": ("predators.flee", "flee"),
-}
-
 
 def failure_error(flock: Flock, code: int, boid: int, term: int, cause: BaseException | None = None):
     """The one-line :class:`SimulationError` (or :class:`RuleError`) for a failed step."""
@@ -520,7 +510,7 @@ def _likely_cause(flock: Flock, i: int) -> str:
             p,
             (),
             (),
-            [s for s in assemble.stage_names(p, (), ()) if s in _STAGE_KEYS],
+            [s for s in assemble.stage_names(p, (), ()) if TERMS_BY_NAME[s].weight],
             state.time,
         )
         sizes = {}
@@ -533,7 +523,8 @@ def _likely_cause(flock: Flock, i: int) -> str:
             sizes[name] = float(np.linalg.norm(a)) if np.all(np.isfinite(a)) else math.inf
         name, size = max(sizes.items(), key=lambda item: item[1], default=(None, 0.0))
         if name is not None and size * p.dt > 10.0 * (p.max_speed + 1.0):
-            key, field = _STAGE_KEYS[name]
+            field = TERMS_BY_NAME[name].weight
+            key = spec_of(Params.__dataclass_fields__[field]).key
             return (
                 f"the likely cause: its {name} acceleration is {size:.3g} units/s^2 ({key} = "
                 f"{getattr(p, field):g}, sim.dt = {p.dt:g}): lower the weight or sim.dt"

@@ -78,12 +78,23 @@ from flock3d import metrics
 from flock3d.core.neighbors import _find  # the union-find of neighbors.components
 from flock3d.core.params import short_repr
 
-__all__ = ["MaxentFit", "maxent", "maxent_frames", "MAX_BOIDS", "N_C_MAX"]
+__all__ = ["MaxentFit", "maxent", "maxent_frames", "spread_frames", "MAX_BOIDS", "N_C_MAX", "FRAMES"]
 
 #: Largest snapshot fitted: each range n_c factorizes a dense N x N matrix (200 MB at 5,000).
 MAX_BOIDS = 5000
 #: The ranges tried unless told: 1 to this (fewer in a flock of this many boids or fewer).
 N_C_MAX = 40
+#: Snapshots of a recording fitted unless told (:func:`spread_frames`).
+FRAMES = 10
+
+
+def spread_frames(n_frames: int, count: int = FRAMES) -> list[int]:
+    """Indices of up to ``count`` frames spread evenly over the second half of ``n_frames``:
+    snapshots far apart in time (nearly independent), after the start's transient."""
+    half = n_frames // 2
+    if n_frames == 0:
+        return []
+    return sorted({round(half + k * (n_frames - 1 - half) / max(count - 1, 1)) for k in range(count)})
 
 
 @dataclass(frozen=True)
@@ -100,6 +111,7 @@ class MaxentFit:
     ``measured`` (B,), ``predicted`` (B,): C(r) of the direction fluctuations in B bins
     from 0 to ``r_max``, measured and predicted, averaged over snapshots pair by pair;
     ``xi``, ``predicted_xi``: their first zeros (:func:`flock3d.metrics.correlation_length`).
+    ``alignment``: C_int at the fit (each snapshot's at its own n_c), mean over snapshots.
     """
 
     n_c: float
@@ -123,6 +135,7 @@ class MaxentFit:
     r_max: float
     xi: float
     predicted_xi: float
+    alignment: float
 
     @property
     def frames(self) -> int:
@@ -134,6 +147,16 @@ class MaxentFit:
         """The likelihood was still rising at the largest range tried: the best one may lie beyond."""
         finite = np.isfinite(self.log_likelihood)
         return bool(finite[-1] and np.nanargmax(self.log_likelihood) == len(self.log_likelihood) - 1)
+
+    def correlation_table(self) -> dict[str, np.ndarray]:
+        """C(r) as columns: ``bin``, ``r``, ``pairs``, ``measured``, ``predicted``."""
+        return {"bin": np.arange(len(self.r)), "r": self.r, "pairs": self.pairs.astype(np.int64),
+                "measured": self.measured, "predicted": self.predicted}  # fmt: skip
+
+    def likelihood_table(self) -> dict[str, np.ndarray]:
+        """The curves over the ranges tried as columns: ``n_c``, ``log_likelihood``, ``J``, ``c_int``."""
+        return {"n_c": self.n_c_values, "log_likelihood": self.log_likelihood, "J": self.couplings,
+                "c_int": self.c_int}  # fmt: skip
 
 
 @numba.njit(cache=True)
@@ -545,4 +568,5 @@ def _combine(fits: list[_Snapshot], ranges: np.ndarray, n: int, dims: int, r_max
         r_max=float(r_max),
         xi=metrics.correlation_length(r, measured),
         predicted_xi=metrics.correlation_length(r, predicted),
+        alignment=float(np.mean([f.c_int[list(ranges).index(f.n_c)] for f in fits])),
     )

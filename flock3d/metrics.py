@@ -25,6 +25,8 @@ The analyses of collective-motion studies:
 
 :func:`table` measures every frame of a recording at once (compiled, parallel over
 frames); :func:`correlation_table` and :func:`anisotropy_table` add the analyses.
+:func:`finite_mean` averages a column over frames, :func:`mean_anisotropy` averages
+gamma(n) over frames before reading n_c off it.
 
 A frame holding a NaN or infinite value, or one larger than :data:`MAX_MEASURED` in
 size, cannot be measured (its squared distances would overflow): it measures NaN
@@ -71,6 +73,8 @@ __all__ = [
     "table",
     "correlation_table",
     "anisotropy_table",
+    "finite_mean",
+    "mean_anisotropy",
     "COLUMNS",
     "MAX_PAIRS",
     "MAX_MEASURED",
@@ -1135,4 +1139,68 @@ def anisotropy_table(
             k: np.concatenate(v).astype(np.int64 if k in ints else np.float64) if v else np.zeros(0)
             for k, v in curves.items()
         },
+    )
+
+
+# -- over frames -------------------------------------------------------------------------
+
+
+def finite_mean(values, axis: int | None = None):
+    """The mean of the finite entries of ``values``, NaN where there are none.
+
+    A measurement is NaN where it is undefined (fewer than two boids, a frame that could
+    not be measured, a flock's size in a periodic box): an average over frames leaves
+    those frames out instead of turning NaN itself.
+
+    Args:
+        values: an array of any shape, e.g. a column of :func:`table` (F,) or gamma
+            of :func:`anisotropy_table` as (F, K).
+        axis: the axis averaged over; None: all entries.
+
+    Returns:
+        A float when ``axis`` is None, else an array without that axis.
+    """
+    a = np.asarray(values, dtype=np.float64)
+    known = np.isfinite(a)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = np.where(known, a, 0.0).sum(axis=axis) / known.sum(axis=axis)
+    return float(mean) if axis is None else mean
+
+
+def mean_anisotropy(
+    curves: dict[str, np.ndarray], isotropic: float = 1.0 / 3.0, tolerance: float = 0.02
+) -> Anisotropy:
+    """gamma(n) of :func:`anisotropy_table` averaged over its frames, and n_c read off the average.
+
+    One frame's gamma is noisy; Ballerini et al. (2008) average over instants before
+    reading n_c (:func:`topological_range`). Each rank averages the frames in which it
+    was measured (:func:`finite_mean`).
+
+    Args:
+        curves: the second table of :func:`anisotropy_table`: ``n``, ``gamma`` and
+            ``boids``, one row per frame and rank, ranks 1 to K in each frame.
+        isotropic: gamma of an isotropic neighbourhood: 1/3, or 1/2 for a planar flock
+            (``1 / params.dimensions``).
+        tolerance: passed to :func:`topological_range`.
+
+    Returns:
+        An :class:`Anisotropy` of K ranks: ``gamma`` the average (NaN for a rank no frame
+        measured), ``boids`` summed over frames. No frames give K = 0 and n_c NaN.
+
+    Raises:
+        ValueError: the rows are not whole frames of ranks 1 to K.
+    """
+    n = np.asarray(curves["n"], dtype=np.int64)
+    ranks = int(n.max()) if len(n) else 0
+    if ranks == 0:
+        empty = np.zeros(0, dtype=np.int64)
+        return Anisotropy(empty, np.zeros(0), empty, isotropic, float("nan"))
+    if len(n) % ranks or not np.array_equal(
+        n.reshape(-1, ranks), np.tile(np.arange(1, ranks + 1), (len(n) // ranks, 1))
+    ):
+        raise ValueError(f"curves must hold ranks 1 to {ranks} for each frame (got {len(n)} rows of n)")
+    gamma = finite_mean(np.asarray(curves["gamma"], dtype=np.float64).reshape(-1, ranks), axis=0)
+    boids = np.asarray(curves["boids"], dtype=np.int64).reshape(-1, ranks).sum(axis=0)
+    return Anisotropy(
+        np.arange(1, ranks + 1), gamma, boids, isotropic, topological_range(gamma, isotropic, tolerance)
     )

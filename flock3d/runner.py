@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import signal
 import sys
 import threading
@@ -9,11 +10,56 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from flock3d.flock import Flock
-from flock3d.io.trajectory import TrajectoryWriter
+if TYPE_CHECKING:
+    from flock3d.flock import Flock
+    from flock3d.io.trajectory import TrajectoryWriter
 
-__all__ = ["RunStats", "run", "stop_on_signals", "StopFlag"]
+__all__ = [
+    "RunStats",
+    "run",
+    "stop_on_signals",
+    "StopFlag",
+    "steps_for",
+    "default_every",
+    "FRAME_INTERVAL",
+    "MAX_STEPS",
+]
+
+#: Most steps one run (or one sweep run) may take: about 3 hours for a handful of boids at
+#: the kernel's fastest, days for the default 500. More is a typo, or a run that never ends.
+MAX_STEPS = 10**9
+
+#: Simulated seconds between recorded frames unless a run says otherwise. Ten frames a
+#: second resolve the boids' turns and play back smoothly, and keep a recording a sixth
+#: of the size a frame every step makes at the default dt of 1/60 s.
+FRAME_INTERVAL = 0.1
+
+
+def default_every(dt: float) -> int:
+    """Steps between recorded frames: one frame per :data:`FRAME_INTERVAL` of simulated
+    time, from 1 to :data:`MAX_STEPS` (however small ``dt`` is)."""
+    return max(1, round(min(FRAME_INTERVAL / dt, MAX_STEPS)))  # a dt of 1e-320 gives inf
+
+
+def steps_for(seconds: float, dt: float) -> int:
+    """The fewest steps of ``dt`` that cover ``seconds`` of simulated time.
+
+    A span that is a whole number of steps but for rounding (1 s at 1/60 s) is that
+    many steps, not one more.
+
+    Raises:
+        ValueError: that is more than :data:`MAX_STEPS` steps.
+    """
+    wanted = seconds / dt
+    if not wanted <= MAX_STEPS:
+        raise ValueError(
+            f"{seconds:g} s at sim.dt = {dt:g} is more than the {MAX_STEPS:,} steps a run may take "
+            f"({wanted:.3g} steps)"
+        )
+    return math.ceil(wanted - 1e-9)
+
 
 #: Steps between progress updates are chosen to take about this long.
 _UPDATE_SECONDS = 0.1

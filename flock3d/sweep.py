@@ -35,7 +35,7 @@ from flock3d.scene.scene import parse_value, toml_value, unknown_key_message
 from flock3d.scene.schema import KEYS_BY_NAME, Key, check_kind
 
 __all__ = ["Axis", "Task", "parse_axis", "make_tasks", "task_seed", "run_task", "run_sweep", "sweep_size",
-           "SweepError", "MAX_RUNS"]  # fmt: skip
+           "over_repeats", "plot_sweep", "SweepError", "MAX_RUNS"]  # fmt: skip
 
 RESULT_COLUMNS = ["repeat", "seed", "polarization_mean", "polarization_std", "milling_mean", "milling_std",
                   "groups", "steps", "discard", "params_hash", "seconds"]  # fmt: skip
@@ -437,6 +437,31 @@ class _client:
                 self.cluster.close()
 
 
+#: The columns of a sweep's table that :func:`over_repeats` summarises.
+SUMMARISED = ("polarization_mean", "milling_mean")
+
+
+def over_repeats(table, axes: Sequence[Axis]):
+    """Each combination of the swept values once, its repeats summarised.
+
+    Args:
+        table: a sweep's table (:func:`run_sweep`), a pandas DataFrame.
+        axes: the swept axes.
+
+    Returns:
+        A pandas DataFrame, one row per combination, sorted by the swept values: the
+        swept keys, then for each of :data:`SUMMARISED` its mean over the repeats (under
+        its own name) and their standard deviation (the name + ``_sd``; NaN for a single
+        repeat).
+    """
+    stats = table.groupby([a.key for a in axes])[list(SUMMARISED)].agg(["mean", "std"])
+    summary = stats.index.to_frame(index=False)
+    for name in SUMMARISED:
+        summary[name] = stats[(name, "mean")].to_numpy()
+        summary[f"{name}_sd"] = stats[(name, "std")].to_numpy()
+    return summary
+
+
 def plot_sweep(table, axes: list[Axis], path: Path, title: str = "") -> Path:
     """Heatmaps of mean polarization and milling over two axes, or lines with error bars over one."""
     import matplotlib
@@ -447,12 +472,12 @@ def plot_sweep(table, axes: list[Axis], path: Path, title: str = "") -> Path:
     keys = [a.key for a in axes]
     if len(keys) not in (1, 2):
         raise SweepError(f"--plot draws one or two swept parameters (this sweep has {len(keys)})")
-    summary = table.groupby(keys)[["polarization_mean", "milling_mean"]].agg(["mean", "std"]).reset_index()
+    summary = over_repeats(table, axes)
     if len(keys) == 1:
         fig, ax = plt.subplots(figsize=(7, 4.5), constrained_layout=True)
         x = summary[keys[0]].to_numpy()
         for name, label in (("polarization_mean", "polarization"), ("milling_mean", "milling")):
-            ax.errorbar(x, summary[(name, "mean")], yerr=summary[(name, "std")].fillna(0), marker="o",
+            ax.errorbar(x, summary[name], yerr=summary[f"{name}_sd"].fillna(0), marker="o",
                         capsize=3, label=label)  # fmt: skip
         ax.set_xlabel(keys[0])
         ax.set_ylabel("mean over repeats (error bars: sd)")
@@ -463,7 +488,7 @@ def plot_sweep(table, axes: list[Axis], path: Path, title: str = "") -> Path:
         for ax, (name, label) in zip(
             axs, (("polarization_mean", "polarization"), ("milling_mean", "milling")), strict=True
         ):
-            grid = summary.pivot(index=keys[1], columns=keys[0], values=(name, "mean"))
+            grid = summary.pivot(index=keys[1], columns=keys[0], values=name)
             image = ax.imshow(grid.to_numpy(), origin="lower", aspect="auto", vmin=0, vmax=1, cmap="viridis")
             ax.set_xticks(
                 range(grid.shape[1]), [f"{v:g}" if isinstance(v, float) else v for v in grid.columns]

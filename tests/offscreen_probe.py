@@ -151,7 +151,7 @@ def case_small() -> dict:
 
 def case_contrast() -> dict:
     """300 boids in every colour mode, and the focus view, with each boid's place on the picture."""
-    from flock3d.viewer.overlays import focus_colors
+    from flock3d.viewer.picking import focus_colors
 
     state = random_flock(5, 8.0)
     p = state.positions

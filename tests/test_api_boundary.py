@@ -1,8 +1,8 @@
 """The Python API's boundary: arrays a user replaces are checked before a step reads them.
 
 The kernel indexes its arrays without bounds checks (that is what makes it fast), so a state
-array of the wrong shape used to end the process (SIGFPE, SIGSEGV, SIGABRT) or read out of
-bounds. Each case runs in a subprocess, so a crash fails the test instead of the test run.
+array of the wrong shape that reached it would end the process (SIGFPE, SIGSEGV, SIGABRT) or
+read out of bounds. Each case runs in a subprocess, so a crash fails the test instead of the test run.
 """
 
 from __future__ import annotations

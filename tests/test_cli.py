@@ -121,9 +121,9 @@ def test_bench_threads_beyond_numbas_pool_are_refused_in_one_line():
 
 
 def test_bench_threads_apply_here_and_in_the_benchs_own_processes():
-    # --profile measures in this process, which used to keep all its threads (or stop at a compile
-    # with "Cannot set NUMBA_NUM_THREADS to a different value"); each size's process must run as
-    # many threads as asked too.
+    # --profile measures in this process, which must run the threads asked for, not all of its
+    # own, and must not stop at a compile with "Cannot set NUMBA_NUM_THREADS to a different
+    # value"; each size's process must run as many threads as asked too.
     code = (
         "import sys, numba\n"
         "from flock3d import Flock, Params, bench\n"

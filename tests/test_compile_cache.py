@@ -1,7 +1,7 @@
 """A damaged compile cache is dropped and compiled again, in one line: a cache only saves time.
 
-numba reads its cache files with pickle; truncated or overwritten, they used to end every later
-run in an UnpicklingError traceback.
+numba reads its cache files with pickle: a truncated or overwritten one raises UnpicklingError,
+which must end neither this run nor any later one in a traceback.
 """
 
 from __future__ import annotations

@@ -125,7 +125,8 @@ def test_zone_sums_that_cancel_exactly(engine):
 
 
 def test_a_planar_flock_stays_in_its_plane_at_constant_speed():
-    # Noise-free orientation-dominated dynamics used to let rounding lift headings out of the plane.
+    # Noise-free, orientation-dominated dynamics is where rounding would lift headings out of the
+    # plane, were the step not to keep them in it.
     params = Params(**{**COUZIN_DEFAULTS, "dimensions": 2, "noise_sigma": 0.0, "zone_orientation_width": 2.0,
                        "count": 80})  # fmt: skip
     fast, ref = Flock(params, seed=4), Flock(params, seed=4, engine="reference")

@@ -1,4 +1,4 @@
-"""Input that used to hang, eat memory or crash: each ends in one line on stderr and exit 2.
+"""Input that could hang, eat memory or crash: each ends in one line on stderr and exit 2.
 
 Every case runs the command as a user would, in a subprocess, and checks that nothing
 already written is lost.
@@ -90,7 +90,7 @@ def test_legitimate_nesting_is_still_read():
     assert len(scene.params.path.points) == 3 and scene.params.wind_gradient[0][1] == 1
 
 
-# -- scenes that `check` passed and `run` crashed on ---------------------------------------------
+# -- scenes that `run` cannot run, which `check` must refuse as well ------------------------------
 
 PERIODIC_GRID = (
     "must be at least 2000 in a periodic arena whose longest side is 2e+09: its grid's cells are {} wide, "

@@ -317,7 +317,8 @@ def test_max_pairs_below_one_is_a_value_error(value):
 
 
 def test_bins_zero_raises_rather_than_crashing_the_interpreter():
-    # It used to write before the start of the bins' array in compiled code: SIGSEGV.
+    # bins=0 would write before the start of the bins' array in compiled code (a SIGSEGV): it is
+    # refused before that code runs.
     code = (
         "import numpy as np\nfrom flock3d import metrics\n"
         "p = np.random.default_rng(0).normal(size=(50, 3))\n"
@@ -549,3 +550,50 @@ def test_topological_range_closed_forms():
     assert metrics.topological_range(2 / 3 - gamma) == pytest.approx(expected, abs=0.1)  # from below
     assert math.isnan(metrics.topological_range(np.full(10, 0.9)))
     assert math.isnan(metrics.topological_range(np.full(10, 1 / 3)))
+
+
+def test_finite_mean_leaves_out_what_is_undefined():
+    assert metrics.finite_mean([1.0, np.nan, 3.0, np.inf, -np.inf]) == 2.0
+    assert math.isnan(metrics.finite_mean([np.nan, np.nan])) and math.isnan(metrics.finite_mean([]))
+    a = np.array([[1.0, np.nan, 5.0], [3.0, np.nan, np.nan]])
+    np.testing.assert_array_equal(metrics.finite_mean(a, axis=0), [2.0, np.nan, 5.0])
+    np.testing.assert_array_equal(metrics.finite_mean(a, axis=1), [3.0, 3.0])
+
+
+def test_mean_anisotropy_averages_each_rank_over_the_frames_that_measured_it():
+    # Three frames of gamma(n) = 1/3 + 0.6 e^{-(n-1)/2}, noise of +d, -d and 0 on top: the
+    # average is the clean curve, whose n_c is 1 + 2 ln(0.6 / 0.02). A rank no boid
+    # qualified for in one frame (NaN) averages the others.
+    ranks = 20
+    clean = 1 / 3 + 0.6 * np.exp(-np.arange(ranks) / 2.0)
+    noise = 0.05 * np.sin(np.arange(ranks))
+    frames = np.stack([clean + noise, clean - noise, clean])
+    frames[2, 3] = np.nan
+    frames[0, 3], frames[1, 3] = clean[3] + 0.1, clean[3] - 0.1
+    curves = {
+        "n": np.tile(np.arange(1, ranks + 1), 3),
+        "gamma": frames.ravel(),
+        "boids": np.tile(np.arange(ranks), 3),
+    }
+    a = metrics.mean_anisotropy(curves)
+    np.testing.assert_allclose(a.gamma, clean, rtol=1e-12)
+    np.testing.assert_array_equal(a.n, np.arange(1, ranks + 1))
+    np.testing.assert_array_equal(a.boids, 3 * np.arange(ranks))
+    assert a.isotropic == 1 / 3 and a.n_c == metrics.topological_range(clean)
+    assert a.n_c == pytest.approx(1 + 2 * math.log(0.6 / 0.02), abs=0.1)
+    # A planar flock's isotropic value is 1/2: the same curve shifted up by 1/6 reaches it alike.
+    planar = metrics.mean_anisotropy({**curves, "gamma": curves["gamma"] + 1 / 6}, isotropic=0.5)
+    assert planar.n_c == pytest.approx(a.n_c, abs=1e-9)
+
+
+def test_mean_anisotropy_of_a_real_table_and_of_none():
+    rng = np.random.default_rng(4)
+    frames = [Frame(rng.normal(size=(300, 3)), rng.normal(size=(300, 3)) + [2.0, 0, 0], k) for k in range(3)]
+    _, curves = metrics.anisotropy_table(frames, neighbours=6)
+    a = metrics.mean_anisotropy(curves)
+    single = [metrics.neighbour_anisotropy(f.positions, f.velocities, 6).gamma for f in frames]
+    np.testing.assert_allclose(a.gamma, np.mean(single, axis=0), rtol=1e-12)
+    empty = metrics.mean_anisotropy(metrics.anisotropy_table([], neighbours=6)[1])
+    assert len(empty.gamma) == 0 and math.isnan(empty.n_c)
+    with pytest.raises(ValueError, match="ranks 1 to 6"):
+        metrics.mean_anisotropy({k: v[:-1] for k, v in curves.items()})

@@ -322,8 +322,9 @@ def test_species_hold_at_most_as_many_boids_as_a_flock():
 
 
 def test_a_flock_has_at_most_the_stated_number_of_species():
-    # 200 one-boid species ended in a RecursionError while their step's module loaded, 1,000
-    # took 5.4 GB to compile: refused before compiling, in one problem, not one per species.
+    # The step unrolls the interaction matrix per species, so hundreds of species cannot be
+    # compiled (a RecursionError as the step's module loads, or gigabytes of memory; see
+    # benchmarks/NOTES.md): refused before compiling, in one problem, not one per species.
     from flock3d.core.params import MAX_SPECIES, Species
 
     many = [Species(f"s{k}", 1) for k in range(200)]

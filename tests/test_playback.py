@@ -5,9 +5,18 @@ import re
 import numpy as np
 import pytest
 
-from flock3d import Params
+from flock3d import Flock, Params
 from flock3d.core.state import FlockState
-from flock3d.io.playback import DRAWN_LENGTHS, MAX_DRAWN, PlaybackError, check_drawable, check_scene, playback
+from flock3d.io.playback import (
+    DRAWN_LENGTHS,
+    MAX_DRAWN,
+    PlaybackError,
+    check_drawable,
+    check_scene,
+    playback,
+    simulated_frames,
+    simulated_playback,
+)
 from flock3d.scene import Scene, ViewHints
 
 
@@ -112,3 +121,41 @@ def test_scene_lengths_the_camera_cannot_frame():
         ):
             check_scene(Scene(Params(**params), view=ViewHints(**view)))
     check_scene(Scene(Params(arena_shape="none", arena_radius=1e-12)))  # no arena to frame
+
+
+def test_a_simulation_is_drawn_at_the_step_nearest_each_frames_time():
+    # Steps of 0.1 s at 30 fps: three video frames a step, frame k at the step nearest k / 30 s.
+    plan = simulated_playback(0.1, 30.0, frames=60)
+    np.testing.assert_array_equal(plan.indices, np.round(np.arange(60) / 3.0))
+    assert (plan.first, plan.start, plan.fps, plan.end) == (0, 0.0, 30.0, 2.0)
+    late = simulated_playback(1 / 60, 15.0, start=2.0, frames=45)  # 4 steps a frame, from step 120
+    np.testing.assert_array_equal(late.indices, 120 + 4 * np.arange(45))
+    assert late.end == pytest.approx(5.0)
+    still = simulated_playback(1 / 60, 15.0, frames=31, still=True)  # frame 31 alone, at t = 2 s
+    assert list(still.indices) == [120] and still.first == 30
+    default = simulated_playback(1 / 60)  # 300 frames at 30 fps; a still is the first frame
+    assert (len(default.indices), default.fps) == (300, 30.0)
+    assert list(simulated_playback(1 / 60, still=True).indices) == [0]
+
+
+def test_a_simulation_past_the_steps_a_render_may_take_is_refused_before_any_step():
+    simulated_playback(0.01, 10.0, frames=11, max_steps=100)  # t = 1 s: 100 steps exactly
+    with pytest.raises(PlaybackError, match=r"^rendering to 1\.1 simulated seconds at sim\.dt = 0\.01 takes "
+                       r"110 steps, more than the 100 a render may take$"):  # fmt: skip
+        simulated_playback(0.01, 10.0, frames=12, max_steps=100)
+
+
+def test_simulated_frames_step_the_flock_to_each_frame_with_its_last_acceleration():
+    params = Params(count=40, dt=0.05)
+    plan = simulated_playback(params.dt, 50.0, start=0.1, frames=6)  # t = 0.1 to 0.2 s: steps 2 to 4
+    shown = [(s.step_count, s.positions.copy(), a) for s, a in simulated_frames(Flock(params, seed=3), plan)]
+    assert [step for step, _, _ in shown] == list(plan.indices) == [2, 2, 3, 3, 4, 4]
+    replay = Flock(params, seed=3)
+    for step, positions, acceleration in shown:
+        if step > replay.step_count:  # a frame at a new step: the one before it, then that step
+            replay.step(step - 1 - replay.step_count)
+            before = replay.velocities.copy()
+            replay.step(1)
+            wanted = (replay.velocities - before) / params.dt
+        np.testing.assert_array_equal(positions, replay.positions)
+        np.testing.assert_array_equal(acceleration, wanted)

@@ -12,7 +12,7 @@ from helpers import assert_clean_failure, file_size_limit, flock3d
 
 from flock3d import Flock, metrics
 from flock3d.scene import parse_scene, resolve_scene
-from flock3d.sweep import SweepError, make_tasks, parse_axis, plot_sweep, run_sweep, task_seed
+from flock3d.sweep import SweepError, make_tasks, over_repeats, parse_axis, plot_sweep, run_sweep, task_seed
 
 STEPS, DISCARD = 60, 20
 
@@ -69,6 +69,33 @@ def test_seeds_belong_to_tasks_not_to_their_order():
     assert {(t.values, t.repeat, t.seed) for t in tasks} <= {(t.values, t.repeat, t.seed) for t in extended}
     assert task_seed(1, (2.0,), 0) != task_seed(2, (2.0,), 0)
     assert task_seed(1, (2,), 0) == task_seed(1, (2.0,), 0)  # one value, one seed, however written
+
+
+def test_over_repeats_summarises_each_combination_once():
+    axes = [parse_axis("zones.orientation_width=6,0.5"), parse_axis("perception.fov=200,360")]
+    rows = [
+        (w, fov, r, 0.1 * r + w / 10, 1.0 - fov / 400)
+        for w in (6.0, 0.5)
+        for fov in (360, 200)
+        for r in (0, 1, 2)
+    ]
+    table = pd.DataFrame(
+        rows, columns=[a.key for a in axes] + ["repeat", "polarization_mean", "milling_mean"]
+    )
+    summary = over_repeats(table, axes)
+    assert list(summary.columns) == [
+        "zones.orientation_width", "perception.fov",
+        "polarization_mean", "polarization_mean_sd", "milling_mean", "milling_mean_sd",
+    ]  # fmt: skip
+    # Sorted by the swept values; over repeats 0, 1 and 2 the mean adds 0.1 and the sd is 0.1.
+    assert summary[["zones.orientation_width", "perception.fov"]].values.tolist() == [
+        [0.5, 200], [0.5, 360], [6.0, 200], [6.0, 360],
+    ]  # fmt: skip
+    np.testing.assert_allclose(summary["polarization_mean"], [0.15, 0.15, 0.7, 0.7])
+    np.testing.assert_allclose(summary["polarization_mean_sd"], 0.1)
+    np.testing.assert_allclose(summary["milling_mean"], [0.5, 0.1, 0.5, 0.1])
+    np.testing.assert_allclose(summary["milling_mean_sd"], 0.0, atol=1e-15)
+    assert over_repeats(table[table["repeat"] == 0], axes)["milling_mean_sd"].isna().all()  # one repeat
 
 
 def test_sweep_table_independent_repeats_and_resume(tmp_path, scheduler):

@@ -100,7 +100,7 @@ def test_a_periodic_arena_is_a_periodic_box_that_mdanalysis_reads_as_written(tmp
         np.testing.assert_array_equal(box["edges/value"][:], np.full((5, 3), 60.0))
         assert box["edges/step"].id == f["particles/flock/position/step"].id  # as H5MD requires
     # MDAnalysis at its default settings (converting units) reads the numbers written:
-    # a box of 60 is 60, not 600 as when lengths were labelled nm.
+    # a box of 60 reads as 60 (lengths labelled nm would read as 600, in angstroms).
     reader = h5md.H5MDReader(str(path))
     assert reader.convert_units and reader.n_frames == len(recorded) and reader.n_atoms == 60
     for ts, state in zip(reader, recorded, strict=True):

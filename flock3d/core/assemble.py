@@ -72,7 +72,8 @@ from flock3d.core.kernel import (
     driver_is_cached,
     synchronous_driver,
 )
-from flock3d.core.params import Params, rule_order_problems, used_stages
+from flock3d.core.params import Params
+from flock3d.core.params import stage_names as params_stage_names
 from flock3d.core.quaternion import turn_limit
 from flock3d.core.state import FlockState
 
@@ -174,28 +175,9 @@ class Layout:
         return self.shape in ("periodic", "wrap")
 
 
-def _rule_stage(k: int) -> str:
-    return f"rule{k}"
-
-
-def _force_stage(k: int) -> str:
-    return f"force{k}"
-
-
-def stage_names(params: Params, rules: Sequence[PairRule], forces: Sequence[Force]) -> list[str]:
-    """The stages a flock uses, in the order they act: ``rule_order`` first, then the rest in
-    their default order (built-in rules, user rules, built-in forces, user forces, speed)."""
-    builtin = used_stages(params)  # the built-in rules lead, and speed closes
-    present = builtin[:3] + [_rule_stage(k) for k in range(len(rules))]
-    present += [s for s in builtin[3:] if s != "speed"] + [_force_stage(k) for k in range(len(forces))]
-    present += [s for s in builtin if s == "speed"]
-    names = {r.name: _rule_stage(k) for k, r in enumerate(rules)}
-    names.update({f.name: _force_stage(k) for k, f in enumerate(forces)})
-    problems = rule_order_problems(params, list(names))
-    if problems:
-        raise ValueError(str(problems[0]))
-    ordered = [names.get(name, name) for name in params.rule_order]
-    return ordered + [s for s in present if s not in ordered]
+def stage_names(params: Params, rules: Sequence[PairRule] = (), forces: Sequence[Force] = ()) -> list[str]:
+    """The stages a flock with ``rules`` and ``forces`` runs, in order (:func:`params.stage_names`)."""
+    return params_stage_names(params, [r.name for r in rules], [f.name for f in forces])
 
 
 def layout_of(params: Params, rules: Sequence[PairRule] = (), forces: Sequence[Force] = ()) -> Layout:

@@ -24,6 +24,60 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from flock3d.core.fields import (
+    MAX_DT,
+    MAX_MAGNITUDE,
+    Part,
+    Problem,
+    Spec,
+    declare,
+    finite_vector,
+    is_real_number,
+    is_sequence,
+    number_problem,
+    record,
+    short_repr,
+    spec_of,
+    vector,
+)
+from flock3d.core.terms import PairTerm
+from flock3d.core.terms import (
+    alignment as alignment_term,
+)
+from flock3d.core.terms import (
+    attractors as attractors_term,
+)
+from flock3d.core.terms import (
+    cohesion as cohesion_term,
+)
+from flock3d.core.terms import (
+    confinement as confinement_term,
+)
+from flock3d.core.terms import (
+    containment as containment_term,
+)
+from flock3d.core.terms import (
+    flee as flee_term,
+)
+from flock3d.core.terms import (
+    obstacles as obstacles_term,
+)
+from flock3d.core.terms import (
+    path as path_term,
+)
+from flock3d.core.terms import (
+    separation as separation_term,
+)
+from flock3d.core.terms import (
+    speed as speed_term,
+)
+from flock3d.core.terms import (
+    wind as wind_term,
+)
+from flock3d.core.terms.attractors import Attractor
+from flock3d.core.terms.obstacles import Obstacle
+from flock3d.core.terms.path import WaypointPath
+
 __all__ = [
     "Params",
     "Problem",
@@ -42,8 +96,10 @@ __all__ = [
     "ALIGNMENT_FORMS",
     "EMPTY_MEANS",
     "TURN_LIMITS",
+    "TERMS",
     "STAGES",
     "used_stages",
+    "stage_names",
     "rule_order_problems",
     "MAX_MAGNITUDE",
     "COUZIN_DEFAULTS",
@@ -53,6 +109,28 @@ __all__ = [
     "is_real_number",
     "short_repr",
 ]
+
+#: The built-in terms of the boids model, in the order they act: summed in this order, or
+#: chained in it unless ``rule_order`` says otherwise (your pair rules follow the pair terms,
+#: your forces the other terms, before ``speed``). The one list of them: the fast step, the
+#: reference engine, validation and the scene schema all read it. A new term is its module,
+#: its fields' lines in :class:`Params` and its place here.
+TERMS = (
+    separation_term.TERM,
+    alignment_term.TERM,
+    cohesion_term.TERM,
+    confinement_term.TERM,
+    containment_term.TERM,
+    attractors_term.TERM,
+    path_term.TERM,
+    obstacles_term.TERM,
+    flee_term.TERM,
+    wind_term.TERM,
+    speed_term.TERM,
+)
+STAGES = tuple(term.name for term in TERMS)
+"""The built-in stages of a chained update, in their default order."""
+TERMS_BY_NAME = {term.name: term for term in TERMS}
 
 ARENA_SHAPES = ("sphere", "box", "periodic", "wrap", "none")
 """``sphere``: soft radial confinement (the model's); ``box``: a cube of side 2R (or
@@ -69,9 +147,6 @@ COMBINES = ("sum", "chain")
 """How the rules make a new velocity: ``sum`` (u = v + dt * sum of accelerations: the
 model's) or ``chain`` (each rule, in ``rule_order``, changes the velocity the previous one
 left: v <- v + dt * a_k(v), and the speed limit is a stage of the chain)."""
-ALIGNMENT_FORMS = ("difference", "mean")
-"""``difference``: k_a (mean v_j - v_i) (the model's); ``mean``: k_a mean v_j (adds the
-neighbours' mean velocity itself)."""
 EMPTY_MEANS = ("skip", "zero")
 """What alignment and cohesion do for a boid that sees no one: ``skip`` (nothing: the
 model's) or ``zero`` (take the neighbours' mean velocity and mean position as zero
@@ -81,46 +156,11 @@ TURN_LIMITS = ("heading", "mesh")
 the velocity turns freely and only the drawn orientation follows it, turning towards the
 look rotation of the velocity by at most the limit (a Unity ``RotateTowards`` on the
 transform); boids then see along their velocity."""
-STAGES = (
-    "separation", "alignment", "cohesion", "confinement", "containment", "attractors",
-    "path", "obstacles", "flee", "wind", "speed",
-)  # fmt: skip
-"""The built-in stages of a chained update, in their default order (user rules and forces
-follow the built-in rules and forces, before ``speed``)."""
-FALLOFFS = ("inverse", "linear", "linear_gap", "quadratic")
+FALLOFFS = separation_term.FALLOFFS
 MODELS = ("boids", "couzin", "vicsek")
 """``boids``: the spec's model and its variants; ``couzin``: the 2002 zone model; ``vicsek``: the
 1995 self-propelled particles (constant speed, alignment with angular noise, periodic box)."""
-"""How separation grows as a neighbour closes in (d = distance, u = unit offset away):
-``inverse`` u/d (spec), ``linear`` u*d (the offset itself), ``linear_gap`` u*(r_s - d),
-``quadratic`` u*(r_s - d)^2."""
-
-
-class Attractor(NamedTuple):
-    """A point that boids seek: steering ``weight * (max_speed * unit(target - p) - v)``."""
-
-    position: tuple[float, float, float]
-    weight: float = 1.0
-    """1/s: how fast the boid's velocity turns to the seek velocity."""
-    radius: float = math.inf
-    """Only boids closer than this feel it."""
-
-
-class WaypointPath(NamedTuple):
-    """A closed list of points that every boid seeks in turn."""
-
-    points: tuple[tuple[float, float, float], ...]
-    weight: float = 1.0
-    """1/s, as for an attractor."""
-    reach: float = 2.0
-    """A boid this close to its waypoint moves on to the next one."""
-
-
-class Obstacle(NamedTuple):
-    """A sphere that boids steer around (a circle in a planar flock)."""
-
-    center: tuple[float, float, float]
-    radius: float
+ALIGNMENT_FORMS = alignment_term.FORMS
 
 
 SPECIES_FIELDS = (
@@ -162,12 +202,17 @@ class Species(NamedTuple):
 
 _ZERO3 = (0.0, 0.0, 0.0)
 
+_CHOICE = dict(kind="choice", checked=False)
+
 
 @dataclass(frozen=True)
 class Params:
     """Parameters of the flocking model.
 
-    Lengths are in world units, times in seconds, angles in degrees.
+    Lengths are in world units, times in seconds, angles in degrees. Each field is declared
+    with its :class:`~flock3d.core.fields.Spec` (its scene key, meaning, unit and range;
+    ``flock3d scenes --template`` lists them all, and ``docs/model.md`` tabulates them): the
+    model's own here, a term's in its module (:mod:`flock3d.core.terms`).
 
     The defaults were tuned so that a few hundred boids in an arena of radius 30
     form polarized flocks that keep their spacing: from a random start (P ~ 0.05),
@@ -178,178 +223,364 @@ class Params:
     neighbours within view after 2 minutes).
     """
 
-    arena_radius: float = 30.0
-    """R: radius of the arena sphere (half the side of a box arena), > 0."""
-    arena_center: tuple[float, float, float] = _ZERO3
-    """c: centre of the arena."""
-    confinement_start: float = 0.8
-    """f_b: fraction of R beyond which confinement pushes inwards, in (0, 1]."""
-    confinement: float = 12.0
-    """k_b: confinement acceleration, units/s^2, >= 0."""
-    view_distance: float = 5.0
-    """r_v: how far a boid sees, > 0 (``inf`` for global perception)."""
-    fov: float = 270.0
-    """alpha: full field-of-view cone angle in degrees, in (0, 360]."""
-    separation_distance: float = 2.0
-    """r_s: neighbours closer than this repel, 0 < r_s <= r_v."""
-    separation: float = 30.0
-    """k_s: separation weight, >= 0 (units^2/s^2: S = k_s / d at distance d)."""
-    alignment: float = 5.0
-    """k_a: velocity-matching weight, 1/s, >= 0."""
-    cohesion: float = 1.0
-    """k_c: centering weight, 1/s^2, >= 0."""
-    min_speed: float = 3.0
-    """s_min: lowest speed, units/s, >= 0."""
-    max_speed: float = 6.0
-    """s_max: highest speed, units/s, >= s_min and > 0."""
-    max_turn_rate: float = 180.0
-    """omega: largest heading change, degrees/s, > 0 (``inf``: unlimited)."""
-    dt: float = 1.0 / 60.0
-    """Fixed time step, seconds, > 0."""
-    count: int = 500
-    """N: number of boids, >= 0."""
-    init_radius: float | None = None
-    """r_0: radius of the initial ball around c; ``None`` means 0.5 R."""
+    # -- the model's sixteen (docs/model.md) --------------------------------------------
+    arena_radius: float = declare(
+        30.0,
+        Spec(
+            "arena.radius",
+            "radius of the arena sphere (half the side of a box)",
+            unit="units",
+            symbol="R",
+            low_open=True,
+        ),
+    )
+    arena_center: tuple[float, float, float] = declare(
+        _ZERO3,
+        Spec(
+            "arena.center",
+            "centre of the arena",
+            kind="vector3",
+            unit="units",
+            symbol="c",
+            allowed="3 finite numbers",
+        ),
+    )
+    confinement_start: float = declare(0.8, confinement_term.START)
+    confinement: float = declare(12.0, confinement_term.WEIGHT)
+    view_distance: float = declare(
+        5.0,
+        Spec(
+            "perception.view_distance",
+            "how far a boid sees (inf: the whole flock)",
+            unit="units",
+            symbol="r_v",
+            low_open=True,
+            allow_inf=True,
+        ),
+    )
+    fov: float = declare(
+        270.0,
+        Spec(
+            "perception.fov",
+            "full angle of the field-of-view cone (360: no blind spot)",
+            unit="degrees",
+            symbol="α",
+            low_open=True,
+            high=360.0,
+        ),
+    )
+    separation_distance: float = declare(2.0, separation_term.DISTANCE)
+    separation: float = declare(30.0, separation_term.WEIGHT)
+    alignment: float = declare(5.0, alignment_term.WEIGHT)
+    cohesion: float = declare(1.0, cohesion_term.WEIGHT)
+    min_speed: float = declare(
+        3.0, Spec("flock.min_speed", "lowest speed", unit="units/s", symbol="s_min", allowed=">= 0, <= s_max")
+    )
+    max_speed: float = declare(
+        6.0, Spec("flock.max_speed", "highest speed", unit="units/s", symbol="s_max", low_open=True)
+    )
+    max_turn_rate: float = declare(
+        180.0,
+        Spec(
+            "flock.max_turn_rate",
+            "largest change of heading (inf: no limit)",
+            unit="degrees/s",
+            symbol="ω",
+            low_open=True,
+            allow_inf=True,
+        ),
+    )
+    dt: float = declare(
+        1.0 / 60.0, Spec("sim.dt", "time step", unit="s", symbol="dt", low_open=True, high=MAX_DT)
+    )
+    count: int = declare(
+        500,
+        Spec(
+            "flock.count",
+            "number of boids",
+            kind="integer",
+            symbol="N",
+            checked=False,
+            allowed="0 to 100,000,000",
+        ),
+    )
+    init_radius: float | None = declare(
+        None,
+        Spec(
+            "flock.init_radius",
+            "radius of the ball the flock starts in",
+            unit="units",
+            symbol="r_0",
+            checked=False,
+            allowed="> 0",
+            unset="half the arena radius",
+            example=15.0,
+        ),
+    )
 
-    # -- variants of the classic model (the defaults are the spec) ----------------------
-    arena_shape: str = "sphere"
-    """One of :data:`ARENA_SHAPES`. Box and periodic arenas are cubes of side 2R around c;
-    a box pushes a boid back by ``confinement`` along each axis where it is beyond
-    ``confinement_start * R`` from c; a periodic one wraps positions and measures every
-    distance by the minimum image (it needs view_distance < R)."""
-    dimensions: int = 3
-    """3, or 2 for a planar flock living in the plane z = c_z with headings in that plane."""
-    separation_falloff: str = "inverse"
-    """One of :data:`FALLOFFS`."""
-    separation_average: bool = True
-    """Average the separation over the close neighbours (spec) rather than sum it."""
-    alignment_distance: float | None = None
-    """Radius of the alignment rule, in (0, view_distance]; None: view_distance."""
-    cohesion_distance: float | None = None
-    """Radius of the cohesion rule, in (0, view_distance]; None: view_distance."""
-    separation_fov: float | None = None
-    """Cone of the separation rule, degrees; None: fov."""
-    alignment_fov: float | None = None
-    """Cone of the alignment rule, degrees; None: fov."""
-    cohesion_fov: float | None = None
-    """Cone of the cohesion rule, degrees; None: fov."""
+    # -- variants of the classic model (the defaults are the model) ----------------------
+    arena_shape: str = declare(
+        "sphere",
+        Spec(
+            "arena.shape",
+            "sphere (soft radial push), box (a push per axis), periodic (wrap-around box), "
+            "wrap (positions wrap, sight does not) or none (open space)",
+            choices=ARENA_SHAPES,
+            **_CHOICE,
+        ),
+    )
+    dimensions: int = declare(
+        3,
+        Spec(
+            "sim.dimensions",
+            "3, or 2 for a flock in the plane z = arena.center z",
+            kind="integer",
+            checked=False,
+            allowed="2, 3",
+        ),
+    )
+    separation_falloff: str = declare("inverse", separation_term.FALLOFF)
+    separation_average: bool = declare(True, separation_term.AVERAGE)
+    alignment_distance: float | None = declare(None, alignment_term.DISTANCE)
+    cohesion_distance: float | None = declare(None, cohesion_term.DISTANCE)
+    separation_fov: float | None = declare(None, separation_term.FOV)
+    alignment_fov: float | None = declare(None, alignment_term.FOV)
+    cohesion_fov: float | None = declare(None, cohesion_term.FOV)
 
     # -- world features (the defaults: none) --------------------------------------------
-    attractors: tuple[Attractor, ...] = ()
-    """Points that boids seek."""
-    path: WaypointPath | None = None
-    """A closed path that boids follow, waypoint after waypoint."""
-    obstacles: tuple[Obstacle, ...] = ()
-    """Spheres that boids steer around."""
-    avoidance: float = 60.0
-    """Obstacle avoidance acceleration, units/s^2, >= 0."""
-    avoidance_lookahead: float = 1.0
-    """How far ahead a boid checks for obstacles, in seconds at max_speed, > 0."""
-    avoidance_margin: float = 1.0
-    """Clearance a boid keeps from an obstacle's surface, units, >= 0."""
-    predator_count: int = 0
-    """Predators that chase the nearest boid, >= 0."""
-    predator_speed: float = 7.0
-    """Constant speed of the predators, > 0."""
-    predator_turn_rate: float = 120.0
-    """Largest heading change of a predator, degrees/s, > 0 (inf allowed)."""
-    flee_distance: float = 10.0
-    """A boid that sees a predator closer than this flees, > 0."""
-    flee: float = 40.0
-    """Flee acceleration away from each seen predator, units/s^2, >= 0."""
-    wind: tuple[float, float, float] = _ZERO3
-    """Uniform external acceleration, units/s^2."""
-    wind_gradient: tuple[tuple[float, float, float], ...] = (_ZERO3, _ZERO3, _ZERO3)
-    """3 x 3 matrix G: the wind at p is ``wind + G @ (p - c)`` (shear, vortex...), 1/s^2.
-    In a periodic arena p is the boid's wrapped position, so a gradient jumps at the faces."""
+    attractors: tuple[Attractor, ...] = declare((), attractors_term.ATTRACTORS)
+    path: WaypointPath | None = declare(None, path_term.PATH)
+    obstacles: tuple[Obstacle, ...] = declare((), obstacles_term.OBSTACLES)
+    avoidance: float = declare(60.0, obstacles_term.WEIGHT)
+    avoidance_lookahead: float = declare(1.0, obstacles_term.LOOKAHEAD)
+    avoidance_margin: float = declare(1.0, obstacles_term.MARGIN)
+    predator_count: int = declare(0, flee_term.COUNT)
+    predator_speed: float = declare(7.0, flee_term.SPEED)
+    predator_turn_rate: float = declare(120.0, flee_term.TURN_RATE)
+    flee_distance: float = declare(10.0, flee_term.DISTANCE)
+    flee: float = declare(40.0, flee_term.WEIGHT)
+    wind: tuple[float, float, float] = declare(_ZERO3, wind_term.ACCELERATION)
+    wind_gradient: tuple[tuple[float, float, float], ...] = declare(
+        (_ZERO3, _ZERO3, _ZERO3), wind_term.GRADIENT
+    )
 
-    # -- the Couzin et al. (2002) zone model ---------------------------------------------
-    model: str = "boids"
-    """``boids`` (the spec and its variants) or ``couzin`` (zones of repulsion,
-    orientation and attraction; constant speed; noise; open space). The Couzin model
-    uses fov, max_turn_rate, dt, count, init_radius, dimensions and the fields below;
-    the boids model ignores those below."""
-    speed: float = 3.0
-    """s: constant speed of the Couzin model, units/s, > 0."""
-    zone_repulsion: float = 1.0
-    """r_r: radius of the zone of repulsion, > 0."""
-    zone_orientation_width: float = 2.0
-    """Delta r_o: width of the zone of orientation (r_o = r_r + Delta r_o), >= 0."""
-    zone_attraction_width: float = 14.0
-    """Delta r_a: width of the zone of attraction (r_a = r_o + Delta r_a), >= 0."""
-    noise_sigma: float = 0.05
-    """sigma: standard deviation (radians) of the angular noise on the desired direction, >= 0."""
+    # -- the Couzin et al. (2002) zone model: fields only it reads ----------------------
+    model: str = declare(
+        "boids",
+        Spec(
+            "model",
+            "boids (the classic model and its variants), couzin (the 2002 zone model) or vicsek "
+            "(the 1995 self-propelled particles)",
+            choices=MODELS,
+            **_CHOICE,
+        ),
+    )
+    speed: float = declare(
+        3.0,
+        Spec(
+            "flock.speed",
+            "constant speed of the couzin and vicsek models",
+            unit="units/s",
+            symbol="s",
+            low_open=True,
+            model="couzin, vicsek",
+        ),
+    )
+    zone_repulsion: float = declare(
+        1.0,
+        Spec(
+            "zones.repulsion",
+            "radius of the zone of repulsion",
+            unit="units",
+            symbol="r_r",
+            low_open=True,
+            model="couzin",
+        ),
+    )
+    zone_orientation_width: float = declare(
+        2.0,
+        Spec(
+            "zones.orientation_width",
+            "width of the zone of orientation (r_o = r_r + Δr_o)",
+            unit="units",
+            symbol="Δr_o",
+            model="couzin",
+        ),
+    )
+    zone_attraction_width: float = declare(
+        14.0,
+        Spec(
+            "zones.attraction_width",
+            "width of the zone of attraction (r_a = r_o + Δr_a)",
+            unit="units",
+            symbol="Δr_a",
+            model="couzin",
+        ),
+    )
+    noise_sigma: float = declare(
+        0.05,
+        Spec(
+            "noise.sigma",
+            "Gaussian angular noise on the desired direction, standard deviation",
+            unit="radians",
+            symbol="σ",
+            model="couzin",
+        ),
+    )
 
     # -- arena extras and how a step is carried out (the defaults: the model's) ---------
-    arena_size: tuple[float, float, float] | None = None
-    """Side lengths (x, y, z) of a box, periodic or wrap arena centred on c; None: 2R each."""
-    containment: float = 0.0
-    """Wall avoidance, units/s^2, >= 0 (0: off): a boid whose point one turn radius ahead
-    (speed / max_turn_rate) lies beyond the confinement start steers sideways, towards the
-    inside, with this acceleration (OpenSteer's containment). Keeps slow-turning boids in."""
-    update: str = "synchronous"
-    """One of :data:`UPDATES`."""
-    combine: str = "sum"
-    """One of :data:`COMBINES`."""
-    rule_order: tuple[str, ...] = ()
-    """Chain order: stage names (:data:`STAGES`, or the names of your rules and forces);
-    the stages not named follow in their default order. Needs ``combine = "chain"``."""
-    alignment_form: str = "difference"
-    """One of :data:`ALIGNMENT_FORMS`."""
-    empty_mean: str = "skip"
-    """One of :data:`EMPTY_MEANS`."""
-    turn_limit: str = "heading"
-    """One of :data:`TURN_LIMITS`."""
+    arena_size: tuple[float, float, float] | None = declare(
+        None,
+        Spec(
+            "arena.size",
+            "side lengths [x, y, z] of a box, periodic or wrap arena",
+            kind="vector3",
+            unit="units",
+            checked=False,
+            allowed=f"3 numbers in (0, {MAX_MAGNITUDE:g}]",
+            unset="2R each",
+            example=[60.0, 60.0, 60.0],
+        ),
+    )
+    containment: float = declare(0.0, containment_term.WEIGHT)
+    update: str = declare(
+        "synchronous",
+        Spec(
+            "sim.update",
+            "synchronous (all from the start-of-step state), sequential (boid after boid, in "
+            "place) or per_rule (rule after rule, in place)",
+            choices=UPDATES,
+            **_CHOICE,
+        ),
+    )
+    combine: str = declare(
+        "sum",
+        Spec(
+            "rules.combine",
+            "sum (u = v + dt * sum of the terms) or chain (each term in turn changes the "
+            "velocity, the speed limit a stage)",
+            choices=COMBINES,
+            **_CHOICE,
+        ),
+    )
+    rule_order: tuple[str, ...] = declare(
+        (),
+        Spec(
+            "rules.order",
+            "the chain's order: stage names (those of the built-in terms, or your rules' "
+            "names); those not named follow in their default order",
+            kind="names",
+            checked=False,
+            unset="the default order",
+            example=["separation", "alignment", "cohesion", "confinement", "speed"],
+        ),
+    )
+    alignment_form: str = declare("difference", alignment_term.FORM)
+    empty_mean: str = declare(
+        "skip",
+        Spec(
+            "rules.empty_mean",
+            "seeing no one: skip alignment and cohesion, or zero (their means taken as "
+            "zero: slow down, pull to the origin)",
+            choices=EMPTY_MEANS,
+            **_CHOICE,
+        ),
+    )
+    turn_limit: str = declare(
+        "heading",
+        Spec(
+            "flock.turn_limit",
+            "heading (the limit steers the motion) or mesh (the velocity turns freely; the "
+            "drawn orientation follows at the limit)",
+            choices=TURN_LIMITS,
+            **_CHOICE,
+        ),
+    )
 
     # -- whom a boid interacts with (the defaults: everyone it sees, one species) --------
-    neighbours: int | None = None
-    """k: interact with the k nearest of the boids seen (topological interaction, Ballerini et
-    al. 2008; ties go to the lower index), >= 1; None: with every boid seen (metric)."""
-    adaptive: bool = False
-    """StarDisplay's adaptive radius (Hildenbrandt et al. 2010; needs ``neighbours``): each boid
-    sees within its own radius, at most ``view_distance``, nudged each step towards the
-    distance of its k-th nearest neighbour."""
-    adaptation: float = 0.1
-    """s: fraction of the gap to that distance an adaptive radius closes each step, in (0, 1]."""
-    species: tuple[Species, ...] = ()
-    """The species of a mixed flock (boids model only); ``count`` is then their total."""
+    neighbours: int | None = declare(
+        None,
+        Spec(
+            "perception.neighbours",
+            "topological interaction: only the k nearest of the boids seen (ties to the lower index)",
+            kind="integer",
+            symbol="k",
+            checked=False,
+            allowed="1 to 100,000,000",
+            unset="all seen (metric)",
+            example=7,
+        ),
+    )
+    adaptive: bool = declare(
+        False,
+        Spec(
+            "perception.adaptive",
+            "StarDisplay's adaptive radius: each boid's radius (at most the view "
+            "distance) follows the distance of its k-th nearest (needs neighbours)",
+            kind="boolean",
+            checked=False,
+        ),
+    )
+    adaptation: float = declare(
+        0.1,
+        Spec(
+            "perception.adaptation",
+            "fraction of the gap to that distance an adaptive radius closes each step",
+            low_open=True,
+            high=1.0,
+        ),
+    )
+    species: tuple[Species, ...] = declare(
+        (),
+        Spec(
+            "species",
+            "[[species]] tables: the species of a mixed flock, each with its boids, own "
+            "parameters, look and interaction matrix",
+            kind="items",
+            parts=(
+                Part("name", "string", required=True),
+                Part("count", "integer", required=True),
+                *(Part(name, "number") for name in SPECIES_FIELDS),
+                *(Part(rule, "names") for rule in SPECIES_RULES),
+            ),
+        ),
+    )
 
-    # -- the Vicsek et al. (1995) model ------------------------------------------------
-    noise_eta: float = 0.0
-    """eta: amplitude of the Vicsek model's angular noise, radians, in [0, 2 pi]: uniform in
-    [-eta/2, eta/2] in a plane, uniform on the cap of directions within eta/2 in 3D."""
+    # -- the Vicsek et al. (1995) model -------------------------------------------------
+    noise_eta: float = declare(
+        0.0,
+        Spec(
+            "noise.eta",
+            "uniform angular noise: in [-eta/2, eta/2] (on the cap within eta/2 in 3D)",
+            unit="radians",
+            symbol="η",
+            high=2.0 * math.pi,
+            model="vicsek",
+        ),
+    )
 
     def __post_init__(self) -> None:
         # Accept sequences and numpy numbers from TOML or numpy, but store plain tuples,
         # floats and ints so that Params stays hashable and compares by value.
         set_ = lambda name, value: object.__setattr__(self, name, value)  # noqa: E731
-        for name in ("arena_center", "wind"):
-            vector = _vector(getattr(self, name))
-            if vector is not None:
-                set_(name, vector)
-        rows = self.wind_gradient
-        if _is_sequence(rows) and len(rows) == 3 and all(_vector(r) is not None for r in rows):
-            set_("wind_gradient", tuple(_vector(r) for r in rows))
-        for name in ("count", "predator_count", "dimensions"):
+        for field in dataclasses.fields(Params):
+            value, kind = getattr(self, field.name), spec_of(field).kind
+            if kind == "vector3" and vector(value) is not None:
+                set_(field.name, vector(value))
+            elif kind == "matrix3" and is_sequence(value) and len(value) == 3 and all(map(vector, value)):
+                set_(field.name, tuple(vector(row) for row in value))
+            elif kind == "integer" and isinstance(value, numbers.Integral) and not isinstance(value, bool):
+                set_(field.name, int(value))
+            elif kind == "names" and is_sequence(value):
+                set_(field.name, tuple(value))
+        for name, normalise in _NORMALISE.items():
             value = getattr(self, name)
-            if isinstance(value, numbers.Integral) and not isinstance(value, bool):
-                set_(name, int(value))
-        if _is_sequence(self.attractors):
-            set_("attractors", tuple(_attractor(a) for a in self.attractors))
-        if _is_sequence(self.obstacles):
-            set_("obstacles", tuple(_obstacle(o) for o in self.obstacles))
-        if self.path is not None:
-            set_("path", _path(self.path))
-        if self.arena_size is not None and _vector(self.arena_size) is not None:
-            set_("arena_size", _vector(self.arena_size))
-        if _is_sequence(self.rule_order):
-            set_("rule_order", tuple(self.rule_order))
-        if isinstance(self.neighbours, numbers.Integral) and not isinstance(self.neighbours, bool):
-            set_("neighbours", int(self.neighbours))
-        if _is_sequence(self.species):
-            set_("species", tuple(_species(s) for s in self.species))
-            if _counted_by_species(self.species):
-                set_("count", int(sum(s.count for s in self.species)))  # the species make the flock
+            if spec_of(_FIELDS[name]).kind == "table":
+                set_(name, normalise(value))
+            elif is_sequence(value):
+                set_(name, tuple(normalise(item) for item in value))
+        if _counted_by_species(self.species):
+            set_("count", int(sum(s.count for s in self.species)))  # the species make the flock
         problems = params_problems(self)
         if problems:
             raise ValueError("; ".join(str(p) for p in problems))
@@ -511,39 +742,8 @@ MODEL_DEFAULTS: dict[str, dict[str, Any]] = {"couzin": COUZIN_DEFAULTS, "vicsek"
 # -- normalisation of structured values -------------------------------------------------
 
 
-def _is_sequence(value: object) -> bool:
-    return hasattr(value, "__len__") and not isinstance(value, (str, bytes, dict))
-
-
-def _vector(value: object) -> tuple[float, float, float] | None:
-    if _is_sequence(value) and len(value) == 3 and all(is_real_number(v) for v in value):
-        return tuple(float(v) for v in value)
-    return None
-
-
-def _record(value: Any, cls: type, normalise: Callable[[Any], Any]) -> Any:
-    """``value`` as a ``cls`` record when it is a dict or a plain tuple holding the fields that
-    ``cls`` requires (and no others), with ``normalise`` applied; anything else is returned as
-    it is, for the validation to report."""
-    fields = cls._fields
-    required = fields[: len(fields) - len(cls._field_defaults)]
-    if isinstance(value, dict) and set(required) <= set(value) <= set(fields):
-        value = cls(**value)
-    if isinstance(value, tuple) and not isinstance(value, cls) and len(required) <= len(value) <= len(fields):
-        value = cls(*value)
-    return normalise(value) if isinstance(value, cls) else value
-
-
-def _attractor(value: Any) -> Any:
-    return _record(value, Attractor, lambda a: a._replace(position=_vector(a.position) or a.position))
-
-
-def _obstacle(value: Any) -> Any:
-    return _record(value, Obstacle, lambda o: o._replace(center=_vector(o.center) or o.center))
-
-
 def _names(value: Any) -> Any:
-    if _is_sequence(value) and all(isinstance(v, str) for v in value):
+    if is_sequence(value) and all(isinstance(v, str) for v in value):
         return tuple(value)
     return value
 
@@ -555,52 +755,25 @@ def _species(value: Any) -> Any:
             changes["count"] = int(s.count)
         return s._replace(**changes)
 
-    return _record(value, Species, normalise)
+    return record(value, Species, normalise)
+
+
+_FIELDS = {f.name: f for f in dataclasses.fields(Params)}
+
+#: How each structured field's items become records (NamedTuples) when given as dicts or tuples.
+_NORMALISE: dict[str, Callable[[Any], Any]] = {
+    "attractors": attractors_term.normalise,
+    "obstacles": obstacles_term.normalise,
+    "path": path_term.normalise,
+    "species": _species,
+}
 
 
 def _whole(value: Any) -> bool:
     return isinstance(value, numbers.Integral) and not isinstance(value, bool)
 
 
-def _path(value: Any) -> Any:
-    def points(path: WaypointPath) -> WaypointPath:
-        if not _is_sequence(path.points):
-            return path
-        return path._replace(points=tuple(_vector(p) or p for p in path.points))
-
-    return _record(value, WaypointPath, points)
-
-
 # -- validation ------------------------------------------------------------------------
-
-
-class Problem(NamedTuple):
-    """One invalid parameter: the field it concerns and what is wrong."""
-
-    field: str
-    message: str
-    """Reads after the field's name, e.g. ``must be > 0 (got -1)``, or after an item's
-    index, e.g. ``[1].weight must be >= 0 (got -1)``."""
-
-    def __str__(self) -> str:
-        return f"{self.field}{'' if self.message.startswith(('[', '.')) else ' '}{self.message}"
-
-
-def is_real_number(value: object) -> bool:
-    """A real number that converts to a float (a 400-digit integer does not)."""
-    if not isinstance(value, numbers.Real) or isinstance(value, bool):
-        return False
-    try:
-        float(value)
-    except OverflowError:
-        return False
-    return True
-
-
-def short_repr(value: object) -> str:
-    """repr(value), shortened when huge (a 400-digit integer)."""
-    text = repr(value)
-    return text if len(text) <= 40 else f"{text[:20]}...({len(text)} characters)"
 
 
 #: Upper bounds that keep a typo from asking for terabytes.
@@ -610,87 +783,31 @@ MAX_BOIDS = 100_000_000
 #: many keep a first compile within a minute on two cores.
 MAX_SPECIES = 16
 MAX_PREDATORS = 10_000
-#: The largest finite length, speed, weight or rate a parameter may take. Beyond it the
-#: arithmetic of a step overflows (1e308 * anything is inf) long before a flock could use it.
-MAX_MAGNITUDE = 1e9
-#: The longest time step, seconds.
-MAX_DT = 1e3
 #: The most cells along a side of a periodic arena's grid, whose cells are at least one reach
 #: wide (the longest view distance; r_a in the Couzin model). The step counts the cells in
 #: int64 (at most 1e18 in 3D) and coarsens them to its cap of cells per boid a slice a pass,
 #: milliseconds a step at this bound. Real scenes have tens to thousands of cells a side.
 MAX_CELLS_PER_SIDE = 1_000_000
 
-_M = MAX_MAGNITUDE
-# (field, low, high, low_open, high_open, allow_inf) for the plain scalar fields.
-_RANGES: list[tuple[str, float, float, bool, bool, bool]] = [
-    ("arena_radius", 0.0, _M, True, False, False),
-    ("confinement_start", 0.0, 1.0, True, False, False),
-    ("confinement", 0.0, _M, False, False, False),
-    ("view_distance", 0.0, _M, True, False, True),
-    ("fov", 0.0, 360.0, True, False, False),
-    ("separation", 0.0, _M, False, False, False),
-    ("alignment", 0.0, _M, False, False, False),
-    ("cohesion", 0.0, _M, False, False, False),
-    ("min_speed", 0.0, _M, False, False, False),
-    ("max_speed", 0.0, _M, True, False, False),
-    ("max_turn_rate", 0.0, _M, True, False, True),
-    ("dt", 0.0, MAX_DT, True, False, False),
-    ("avoidance", 0.0, _M, False, False, False),
-    ("avoidance_lookahead", 0.0, _M, True, False, False),
-    ("avoidance_margin", 0.0, _M, False, False, False),
-    ("predator_speed", 0.0, _M, True, False, False),
-    ("predator_turn_rate", 0.0, _M, True, False, True),
-    ("flee_distance", 0.0, _M, True, False, False),
-    ("flee", 0.0, _M, False, False, False),
-    ("speed", 0.0, _M, True, False, False),
-    ("zone_repulsion", 0.0, _M, True, False, False),
-    ("zone_orientation_width", 0.0, _M, False, False, False),
-    ("zone_attraction_width", 0.0, _M, False, False, False),
-    ("noise_sigma", 0.0, _M, False, False, False),
-    ("containment", 0.0, _M, False, False, False),
-    ("adaptation", 0.0, 1.0, True, False, False),
-    ("noise_eta", 0.0, 2.0 * math.pi, False, False, False),
-]
 
-
-def _range_text(low: float, high: float, low_open: bool, high_open: bool) -> str:
-    if math.isinf(high) or high in (MAX_MAGNITUDE, MAX_DT):  # a cap is stated when it is exceeded
-        return f"> {low:g}" if low_open else f">= {low:g}"
-    return f"in {'(' if low_open else '['}{low:g}, {high:g}{')' if high_open else ']'}"
-
-
-def _check_number(value: Any, low, high, low_open, high_open, allow_inf) -> str | None:
-    """The problem with one number against a range, or None."""
-    rule = _range_text(low, high, low_open, high_open)
-    if not is_real_number(value) or math.isnan(value):
-        return f"must be a number {rule} (got {short_repr(value)})"
-    too_low = value <= low if low_open else value < low
-    too_high = value >= high if high_open else value > high
-    if math.isinf(value) and not allow_inf:
-        return f"must be finite and {rule} (got {short_repr(value)})"
-    if too_low:
-        return f"must be {rule} (got {short_repr(value)})"
-    if too_high and not (allow_inf and math.isinf(value)):
-        if high in (MAX_MAGNITUDE, MAX_DT):
-            inf = " or inf" if allow_inf else ""
-            return f"must be at most {high:g}{inf} (got {short_repr(value)})"
-        return f"must be {rule} (got {short_repr(value)})"
+def _declared_problem(spec: Spec, value: Any) -> str | None:
+    """What a field's declaration alone says is wrong with ``value``, or None. Fields whose check
+    needs more than the declaration (``checked=False``) are judged by code below."""
+    if spec.kind == "choice" and value not in spec.choices:
+        return f"must be one of {', '.join(map(repr, spec.choices))} (got {value!r})"
+    if not spec.checked:
+        return None
+    if spec.kind == "number":
+        return number_problem(value, spec.low, spec.high, spec.low_open, spec.high_open, spec.allow_inf)
+    if spec.kind == "boolean" and not isinstance(value, bool):
+        return f"must be true or false (got {value!r})"
+    if spec.kind == "vector3" and not finite_vector(value):
+        return f"must be 3 finite numbers of at most {MAX_MAGNITUDE:g} (got {value!r})"
+    if spec.kind == "matrix3" and not (
+        is_sequence(value) and len(value) == 3 and all(map(finite_vector, value))
+    ):
+        return f"must be a 3 x 3 matrix of finite numbers (got {value!r})"
     return None
-
-
-def _finite_vector(value: Any) -> bool:
-    """Three finite numbers, each at most MAX_MAGNITUDE in size."""
-    return (
-        _is_sequence(value)
-        and len(value) == 3
-        and all(is_real_number(v) and abs(v) <= MAX_MAGNITUDE for v in value)
-    )
-
-
-def _choice(problems, name, value, options) -> None:
-    if value not in options:
-        problems.append(Problem(name, f"must be one of {', '.join(map(repr, options))} (got {value!r})"))
 
 
 def params_problems(
@@ -728,50 +845,15 @@ def _value_problems(values: dict[str, Any]) -> list[Problem]:
     checked by the same, in place of the flock's)."""
     problems: list[Problem] = []
     ok: dict[str, bool] = {}
-    for name, *limits in _RANGES:
-        problem = _check_number(values[name], *limits)
+    for field in dataclasses.fields(Params):
+        problem = _declared_problem(spec_of(field), values[field.name])
         if problem:
-            problems.append(Problem(name, problem))
+            problems.append(Problem(field.name, problem))
         else:
-            ok[name] = True
-    rv = values["view_distance"] if ok.get("view_distance") else None
-
-    for name in ("arena_center", "wind"):
-        if not _finite_vector(values[name]):
-            problems.append(
-                Problem(
-                    name,
-                    f"must be 3 finite numbers of at most {MAX_MAGNITUDE:g} (got {values[name]!r})",
-                )
-            )
-    rows = values["wind_gradient"]
-    if not (_is_sequence(rows) and len(rows) == 3 and all(_finite_vector(r) for r in rows)):
-        problems.append(Problem("wind_gradient", f"must be a 3 x 3 matrix of finite numbers (got {rows!r})"))
-
-    rs = values["separation_distance"]
-    rule = "in (0, view_distance]"
-    if not is_real_number(rs) or not math.isfinite(rs):
-        problems.append(
-            Problem("separation_distance", f"must be a finite number {rule} (got {short_repr(rs)})")
-        )
-    elif rs <= 0 or (rv is not None and rs > rv and values["model"] == "boids"):
-        got = f"{rs!r} with view_distance {rv!r}" if rs > 0 else repr(rs)
-        problems.append(Problem("separation_distance", f"must be {rule} (got {got})"))
-
-    for name in ("alignment_distance", "cohesion_distance"):
-        r = values[name]
-        if r is None:
-            continue
-        if not is_real_number(r) or not math.isfinite(r) or r <= 0 or (rv is not None and r > rv):
-            got = f"{r!r} with view_distance {rv!r}" if is_real_number(r) and r > 0 else repr(r)
-            problems.append(
-                Problem(name, f"must be unset or a finite number in (0, view_distance] (got {got})")
-            )
-    for name in ("separation_fov", "alignment_fov", "cohesion_fov"):
-        if values[name] is not None:
-            problem = _check_number(values[name], 0.0, 360.0, True, False, False)
-            if problem:
-                problems.append(Problem(name, problem.replace("must be", "must be unset or", 1)))
+            ok[field.name] = True
+    reported = {p.field for p in problems}
+    for term in TERMS:
+        problems += term.problems(values, reported)
 
     if ok.get("min_speed") and ok.get("max_speed") and values["min_speed"] > values["max_speed"]:
         problems.append(
@@ -799,8 +881,6 @@ def _value_problems(values: dict[str, Any]) -> list[Problem]:
             )
         )
 
-    _choice(problems, "arena_shape", values["arena_shape"], ARENA_SHAPES)
-    _choice(problems, "model", values["model"], MODELS)
     if values["model"] == "couzin" and values["arena_shape"] not in ("none", "periodic"):
         problems.append(
             Problem(
@@ -814,13 +894,8 @@ def _value_problems(values: dict[str, Any]) -> list[Problem]:
             Problem("arena_shape", f"must be 'periodic' for the vicsek model (got {values['arena_shape']!r})")
         )
     problems += _neighbour_problems(values)
-    _choice(problems, "separation_falloff", values["separation_falloff"], FALLOFFS)
     if values["dimensions"] not in (2, 3) or isinstance(values["dimensions"], bool):
         problems.append(Problem("dimensions", f"must be 2 or 3 (got {values['dimensions']!r})"))
-    if not isinstance(values["separation_average"], bool):
-        problems.append(
-            Problem("separation_average", f"must be true or false (got {values['separation_average']!r})")
-        )
     problems += _mode_problems(values)
     if (
         values["arena_shape"] == "periodic"
@@ -829,16 +904,9 @@ def _value_problems(values: dict[str, Any]) -> list[Problem]:
     ):
         problems += _periodic_reach_problems(values, ok)
 
-    problems += _item_problems("attractors", values["attractors"], _attractor_problems)
-    problems += _item_problems("obstacles", values["obstacles"], _obstacle_problems)
-    if not any(p.field in ("obstacles", "arena_center", "init_radius", "arena_radius") for p in problems):
-        problems += _covered_start_problems(values)
-    path = values["path"]
-    if path is not None:
-        problems += [Problem("path", p) for p in _path_problems(path)]
     if values["model"] != "boids":
         problems += _model_world_problems(values, {p.field for p in problems})
-    elif _is_sequence(values["species"]) and values["species"]:
+    elif is_sequence(values["species"]) and values["species"]:
         problems += _species_problems(values)
     return problems
 
@@ -848,7 +916,7 @@ def _mode_problems(values: dict[str, Any]) -> list[Problem]:
     problems: list[Problem] = []
     size = values["arena_size"]
     if size is not None:
-        if not (_finite_vector(size) and all(v > 0 for v in size)):
+        if not (finite_vector(size) and all(v > 0 for v in size)):
             problems.append(
                 Problem("arena_size", f"must be unset or 3 numbers in (0, {MAX_MAGNITUDE:g}] (got {size!r})")
             )
@@ -858,13 +926,8 @@ def _mode_problems(values: dict[str, Any]) -> list[Problem]:
                     "arena_size", f"applies to box, periodic and wrap arenas (got {values['arena_shape']!r})"
                 )
             )
-    _choice(problems, "update", values["update"], UPDATES)
-    _choice(problems, "combine", values["combine"], COMBINES)
-    _choice(problems, "alignment_form", values["alignment_form"], ALIGNMENT_FORMS)
-    _choice(problems, "empty_mean", values["empty_mean"], EMPTY_MEANS)
-    _choice(problems, "turn_limit", values["turn_limit"], TURN_LIMITS)
     order = values["rule_order"]
-    if not (_is_sequence(order) and all(isinstance(name, str) and name.isidentifier() for name in order)):
+    if not (is_sequence(order) and all(isinstance(name, str) and name.isidentifier() for name in order)):
         problems.append(Problem("rule_order", f"must be a list of stage names (got {short_repr(order)})"))
     elif len(set(order)) != len(order):
         problems.append(Problem("rule_order", f"names a stage twice (got {list(order)!r})"))
@@ -916,7 +979,7 @@ def _neighbour_problems(values: dict[str, Any]) -> list[Problem]:
 def _counted_by_species(species: Any) -> bool:
     """Whether ``species`` make the flock: then ``count`` is their total."""
     return (
-        _is_sequence(species)
+        is_sequence(species)
         and len(species) > 0
         and all(isinstance(s, Species) and _whole(s.count) for s in species)
     )
@@ -970,7 +1033,7 @@ def _species_problems(values: dict[str, Any]) -> list[Problem]:
             listed = getattr(s, rule)
             if listed is None:
                 continue
-            if not (_is_sequence(listed) and all(isinstance(n, str) for n in listed)):
+            if not (is_sequence(listed) and all(isinstance(n, str) for n in listed)):
                 problems.append(
                     Problem(
                         "species",
@@ -998,10 +1061,9 @@ _GRID_FIELDS = frozenset({
     "arena_shape", "arena_radius", "arena_size", "dimensions", "model", "view_distance", "species",
     "zone_repulsion", "zone_orientation_width", "zone_attraction_width",
 })  # fmt: skip
-_STAGE_FIELDS = frozenset({
-    "model", "combine", "rule_order", "arena_shape", "containment", "attractors", "path", "obstacles",
-    "predator_count", "wind", "wind_gradient",
-})  # fmt: skip
+_STAGE_FIELDS = frozenset({"model", "combine", "rule_order", "arena_shape"}).union(
+    *(term.switches if term.decided_by is None else term.decided_by for term in TERMS)
+)
 
 
 def _whole_flock_problems(
@@ -1055,38 +1117,44 @@ def _grid_problems(values: dict[str, Any]) -> list[Problem]:
 
 def used_stages(params: Params | Mapping[str, Any]) -> list[str]:
     """The built-in stages (:data:`STAGES`) a boids flock with these parameters has, in their
-    default order: the one place that says which terms a flock has, for the assembly of its step
-    and for the check of ``rule_order``.
+    default order: the one place that says which terms a flock has, for the assembly of its step,
+    the reference engine and the check of ``rule_order``.
 
     Args:
         params: a ``Params``, or a mapping of valid field values (missing ones take their defaults).
     """
-    v = _field_values(params)
-    walled = v["arena_shape"] in ("sphere", "box")
-    used = {
-        "confinement": walled,
-        "containment": walled and v["containment"] > 0.0,
-        "attractors": bool(v["attractors"]),
-        "path": v["path"] is not None,
-        "obstacles": bool(v["obstacles"]),
-        "flee": v["predator_count"] > 0,
-        "wind": any(v["wind"]) or any(any(row) for row in v["wind_gradient"]),
-        "speed": v["combine"] == "chain",
-    }
-    return [stage for stage in STAGES if used.get(stage, True)]
+    if not isinstance(params, Params):
+        params = _Values(_field_values(params))
+    return [term.name for term in TERMS if term.present(params)]
 
 
-#: What each built-in stage that a flock may lack needs, in words a message ends with.
-_STAGE_NEEDS = {
-    "confinement": "it needs arena_shape 'sphere' or 'box'",
-    "containment": "it needs containment > 0 and arena_shape 'sphere' or 'box'",
-    "attractors": "it needs attractors",
-    "path": "it needs a path",
-    "obstacles": "it needs obstacles",
-    "flee": "it needs predator_count > 0",
-    "wind": "it needs a wind or wind_gradient other than zero",
-    "speed": "it needs combine = 'chain'",
-}
+class _Values:
+    """Field values read as attributes, as a term's :meth:`~flock3d.core.terms.Term.present` reads
+    a Params (values not yet made into one)."""
+
+    def __init__(self, values: dict[str, Any]) -> None:
+        self.__dict__.update(values)
+
+
+def stage_names(params: Params, rule_names: Sequence[str] = (), force_names: Sequence[str] = ()) -> list[str]:
+    """The stages a flock runs, in the order they act: ``rule_order`` first, then the rest in
+    the registry's order, your pair rules (``rule0``...) after the pair terms and your forces
+    (``force0``...) after the other terms, before the speed limit.
+
+    Raises:
+        ValueError: ``rule_order`` names a stage the flock does not have.
+    """
+    used = [TERMS_BY_NAME[name] for name in used_stages(params)]
+    present = [t.name for t in used if isinstance(t, PairTerm)] + [f"rule{k}" for k in range(len(rule_names))]
+    present += [t.name for t in used if not isinstance(t, PairTerm) and not t.clamps]
+    present += [f"force{k}" for k in range(len(force_names))] + [t.name for t in used if t.clamps]
+    names = {name: f"rule{k}" for k, name in enumerate(rule_names)}
+    names.update({name: f"force{k}" for k, name in enumerate(force_names)})
+    problems = rule_order_problems(params, list(names))
+    if problems:
+        raise ValueError(str(problems[0]))
+    ordered = [names.get(name, name) for name in params.rule_order]
+    return ordered + [s for s in present if s not in ordered]
 
 
 def rule_order_problems(
@@ -1108,7 +1176,7 @@ def rule_order_problems(
         if name in yours or name in used:
             continue
         if name in STAGES:
-            why = f"which this flock does not use: {_STAGE_NEEDS[name]} (its stages: {stages})"
+            why = f"which this flock does not use: {TERMS_BY_NAME[name].needs} (its stages: {stages})"
         elif yours:
             why = f"which is neither a stage of this flock nor one of your rules (its stages: {stages})"
         elif rule_names is not None:
@@ -1144,29 +1212,19 @@ def _periodic_reach_problems(values: dict[str, Any], ok: dict[str, bool]) -> lis
     return []
 
 
-#: The world features of the boids model, and their empty values.
-_WORLD_FEATURES = {
-    "attractors": (),
-    "path": None,
-    "obstacles": (),
-    "predator_count": 0,
-    "wind": _ZERO3,
-    "wind_gradient": (_ZERO3, _ZERO3, _ZERO3),
-}
-
-
 def _model_world_problems(values: dict[str, Any], reported: set[str]) -> list[Problem]:
-    """The Couzin and Vicsek models have no attractors, path, obstacles, predators, wind or
-    species: say so, not ignore them."""
+    """The Couzin and Vicsek models have none of the boids model's world features (the fields that
+    switch a term on) or species: say so, not ignore them."""
     model = values["model"]
     problems = []
-    if _is_sequence(values["species"]) and values["species"]:
+    if is_sequence(values["species"]) and values["species"]:
         problems.append(Problem("species", f"belong to the boids model; the {model} model has none"))
-    for name, empty in _WORLD_FEATURES.items():
+    defaults = {f.name: f.default for f in dataclasses.fields(Params)}
+    for name in (name for term in TERMS for name in term.switches):
         if name in reported:
             continue
-        value = values[name]
-        if _is_sequence(value) and _is_sequence(empty):
+        value, empty = values[name], defaults[name]
+        if is_sequence(value) and is_sequence(empty):
             is_empty = _flatten(value) == _flatten(empty)
         else:
             is_empty = value == empty
@@ -1181,71 +1239,4 @@ def _model_world_problems(values: dict[str, Any], reported: set[str]) -> list[Pr
 
 
 def _flatten(value: Any) -> list:
-    return [x for item in value for x in (_flatten(item) if _is_sequence(item) else [item])]
-
-
-def _item_problems(name: str, items: Any, check) -> list[Problem]:
-    if not _is_sequence(items):
-        return [Problem(name, f"must be a list (got {items!r})")]
-    return [Problem(name, f"[{i}]{p}") for i, item in enumerate(items) for p in check(item)]
-
-
-def _attractor_problems(a: Any) -> list[str]:
-    if not isinstance(a, Attractor):
-        return [f" must have a position, a weight and optionally a radius (got {a!r})"]
-    out = []
-    if not _finite_vector(a.position):
-        out.append(f".position must be 3 finite numbers (got {a.position!r})")
-    if p := _check_number(a.weight, 0.0, math.inf, False, True, False):
-        out.append(f".weight {p}")
-    if p := _check_number(a.radius, 0.0, math.inf, True, True, True):
-        out.append(f".radius {p}")
-    return out
-
-
-def _obstacle_problems(o: Any) -> list[str]:
-    if not isinstance(o, Obstacle):
-        return [f" must have a center and a radius (got {o!r})"]
-    out = []
-    if not _finite_vector(o.center):
-        out.append(f".center must be 3 finite numbers (got {o.center!r})")
-    if p := _check_number(o.radius, 0.0, math.inf, True, True, False):
-        out.append(f".radius {p}")
-    return out
-
-
-def _covered_start_problems(values: dict[str, Any]) -> list[Problem]:
-    """Boids start outside obstacles and their margins: one must not cover the whole initial ball."""
-    init = values["init_radius"]
-    r0 = 0.5 * values["arena_radius"] if init is None else init
-    margin = values["avoidance_margin"] if is_real_number(values["avoidance_margin"]) else 0.0
-    return [
-        Problem(
-            "obstacles",
-            f"[{i}] with its margin covers the whole initial ball of radius {r0:g} around the arena "
-            "centre, leaving no room to place the boids (move it, or set a larger init_radius)",
-        )
-        for i, o in enumerate(values["obstacles"])
-        if math.dist(o.center, values["arena_center"]) + r0 <= o.radius + margin
-    ]
-
-
-def _path_problems(path: Any) -> list[str]:
-    if not isinstance(path, WaypointPath):
-        return [f"must have points, a weight and a reach (got {path!r})"]
-    out = []
-    points = path.points
-    if not (_is_sequence(points) and len(points) >= 2 and all(_finite_vector(p) for p in points)):
-        out.append(f".points must be a list of at least 2 points of 3 finite numbers (got {points!r})")
-    if p := _check_number(path.weight, 0.0, math.inf, False, True, False):
-        out.append(f".weight {p}")
-    if p := _check_number(path.reach, 0.0, math.inf, True, True, False):
-        out.append(f".reach {p}")
-    elif not out:  # within reach of a waypoint must not mean within reach of the next one
-        shortest = min(math.dist(a, b) for a, b in zip(points, (*points[1:], points[0]), strict=True))
-        if not path.reach < shortest / 2:
-            out.append(
-                f".reach must be < half the shortest segment of the closed path, {shortest / 2:g} "
-                f"(got {short_repr(path.reach)})"
-            )
-    return out
+    return [x for item in value for x in (_flatten(item) if is_sequence(item) else [item])]

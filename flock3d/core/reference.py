@@ -26,9 +26,10 @@ import numpy as np
 from pyquaternion import Quaternion
 
 from flock3d.core import noise
-from flock3d.core.assemble import Force, PairRule, stage_names
-from flock3d.core.params import Params
+from flock3d.core.assemble import Force, PairRule
+from flock3d.core.params import TERMS_BY_NAME, Params, stage_names
 from flock3d.core.state import FlockState, settle, up_axis
+from flock3d.core.terms.speed import clamped
 
 __all__ = [
     "step",
@@ -48,7 +49,6 @@ __all__ = [
 
 FORWARD = np.array([0.0, 0.0, 1.0])
 UP = np.array([0.0, 1.0, 0.0])
-RIGHT = np.array([1.0, 0.0, 0.0])
 
 #: A coordinate or velocity component beyond this is a blown-up state (as in the fast engine).
 MAX_COORDINATE = 1e12
@@ -246,140 +246,6 @@ class ReferenceBoid:
             seen &= world.matrix[self.species, :, rule][p.species_of_boids]
         return [(world.flock[j], d[j]) for j in np.flatnonzero(seen)]
 
-    # -- the built-in terms --------------------------------------------------------------
-
-    def separation(self, close: list, params: Params) -> np.ndarray:
-        """Step 2: push away from the close neighbours, by the chosen falloff."""
-        pushes = []
-        rs = params.separation_distance
-        for _, offset in close:
-            away = -offset  # p_i - p_j
-            d = np.linalg.norm(away)
-            push = {
-                "inverse": away / d**2,
-                "linear": away,
-                "linear_gap": (rs - d) * away / d,
-                "quadratic": (rs - d) ** 2 * away / d,
-            }[params.separation_falloff]
-            pushes.append(push)
-        if not pushes:
-            return np.zeros(3)
-        total = np.mean(pushes, axis=0) if params.separation_average else np.sum(pushes, axis=0)
-        return params.separation * total
-
-    def alignment(self, neighbours: list, velocity: np.ndarray, params: Params) -> np.ndarray:
-        """Step 3: k_a times (mean neighbour velocity - own velocity), or the mean alone."""
-        if not neighbours:
-            zero = params.empty_mean == "zero" and params.alignment_form == "difference"
-            return -params.alignment * velocity if zero else np.zeros(3)
-        mean = np.mean([b.velocity for b, _ in neighbours], axis=0)
-        return params.alignment * (mean - velocity if params.alignment_form == "difference" else mean)
-
-    def cohesion(self, neighbours: list, params: Params) -> np.ndarray:
-        """Step 4: k_c times the mean offset to the neighbours."""
-        if not neighbours:
-            return -params.cohesion * self.position if params.empty_mean == "zero" else np.zeros(3)
-        return params.cohesion * np.mean([offset for _, offset in neighbours], axis=0)
-
-    def confinement(self, params: Params) -> np.ndarray:
-        """Step 5: push back towards the arena (a sphere radially, a box along each axis)."""
-        r = self.position - np.asarray(params.arena_center)
-        if params.arena_shape == "sphere":
-            distance = np.linalg.norm(r)
-            start = params.confinement_start * params.arena_radius
-            return -params.confinement * r / distance if distance > start else np.zeros(3)
-        push = np.zeros(3)
-        for axis in range(params.dimensions):
-            if abs(r[axis]) > params.confinement_start * params.half_extents[axis]:
-                push[axis] = -params.confinement * np.sign(r[axis])
-        return push
-
-    def containment(self, velocity: np.ndarray, params: Params) -> np.ndarray:
-        """Look one turn radius ahead; if that point is beyond the confinement start, steer
-        sideways towards the inside (across the heading; to the right when straight at it)."""
-        f = self.heading(params)
-        look = np.linalg.norm(velocity) / math.radians(params.max_turn_rate)
-        ahead = self.position + look * f - np.asarray(params.arena_center)
-        if params.arena_shape == "sphere":
-            if np.linalg.norm(ahead) <= params.confinement_start * params.arena_radius:
-                return np.zeros(3)
-            inward = np.asarray(params.arena_center) - self.position
-        else:
-            inward = np.zeros(3)
-            for axis in range(params.dimensions):
-                if abs(ahead[axis]) > params.confinement_start * params.half_extents[axis]:
-                    inward[axis] = -np.sign(ahead[axis])
-            if not np.any(inward):
-                return np.zeros(3)
-        across = inward - np.dot(inward, f) * f
-        if np.dot(across, across) < 1e-12:
-            across = np.asarray(self.orientation.rotate(RIGHT))
-        return params.containment * _unit(across)
-
-    def seek(self, target: np.ndarray, weight: float, velocity: np.ndarray, params: Params) -> np.ndarray:
-        """Reynolds' seek: steer the velocity towards max_speed straight at ``target``."""
-        offset = offsets(self.position, target[None], params)[0]
-        if not np.any(offset):
-            return np.zeros(3)
-        return weight * (params.max_speed * _unit(offset) - velocity)
-
-    def attraction(self, velocity: np.ndarray, params: Params) -> np.ndarray:
-        total = np.zeros(3)
-        for a in params.attractors:
-            target = np.asarray(a.position)
-            if np.linalg.norm(offsets(self.position, target[None], params)[0]) < a.radius:
-                total += self.seek(target, a.weight, velocity, params)
-        return total
-
-    def path_following(self, velocity: np.ndarray, params: Params) -> np.ndarray:
-        """Seek the current waypoint, moving on to the next when within reach."""
-        points = np.asarray(params.path.points)
-        k = self.waypoint % len(points)
-        if np.linalg.norm(offsets(self.position, points[k][None], params)[0]) < params.path.reach:
-            k = (k + 1) % len(points)
-        self.waypoint = k
-        return self.seek(points[k], params.path.weight, velocity, params)
-
-    def avoidance(self, params: Params) -> np.ndarray:
-        """Steer around obstacles seen ahead within the look-ahead; push out of their margin.
-
-        For each obstacle whose margin the heading ray enters within ``max_speed *
-        avoidance_lookahead``, steer sideways, away from its centre, harder the
-        closer the encounter; inside the margin, push straight out.
-        """
-        total = np.zeros(3)
-        f = self.heading(params)
-        ahead = params.max_speed * params.avoidance_lookahead
-        for o in params.obstacles:
-            to_centre = offsets(self.position, np.asarray(o.center)[None], params)[0]  # nearest image
-            clearance = o.radius + params.avoidance_margin
-            away = -to_centre
-            if np.linalg.norm(away) < clearance:
-                total += params.avoidance * _unit(away) if np.any(away) else params.avoidance * f
-                continue
-            t = np.dot(to_centre, f)  # distance ahead of the closest approach
-            if 0.0 < t < ahead:
-                lateral = t * f - to_centre
-                if np.dot(lateral, lateral) < clearance**2:
-                    side = _unit(lateral) if np.any(lateral) else np.asarray(self.orientation.rotate(RIGHT))
-                    total += params.avoidance * (1.0 - t / ahead) * side
-        return total
-
-    def flight(self, predators: list[ReferencePredator], params: Params) -> np.ndarray:
-        """Flee from each predator seen within the flee distance."""
-        if not predators:
-            return np.zeros(3)
-        positions = np.array([p.position for p in predators])
-        d = offsets(self.position, positions, params)
-        seen = visible(
-            self.position, self.heading(params), positions, params, params.flee_distance, params.fov
-        )
-        return sum((-params.flee * _unit(d[j]) for j in np.flatnonzero(seen)), np.zeros(3))
-
-    def wind(self, params: Params) -> np.ndarray:
-        r = self.position - np.asarray(params.arena_center)
-        return np.asarray(params.wind) + np.asarray(params.wind_gradient) @ r
-
     # -- the user's rules and forces -------------------------------------------------------
 
     def user_rule(self, k: int, rule: PairRule, world: World, velocity: np.ndarray) -> np.ndarray:
@@ -410,30 +276,15 @@ class ReferenceBoid:
     # -- one stage, and the whole update --------------------------------------------------
 
     def stage(self, name: str, world: World, velocity: np.ndarray) -> np.ndarray:
-        """The acceleration of one stage for this boid, given its current velocity."""
-        p = world.own(self)  # the parameters of its species
-        (rs, ra, rc), (fs, fa, fc) = p.rule_distances, p.rule_fovs
-        if name == "separation":
-            return self.separation(self.seen(world, rs, fs, 1), p)
-        if name == "alignment":
-            return self.alignment(self.seen(world, ra, fa, 2), velocity, p)
-        if name == "cohesion":
-            return self.cohesion(self.seen(world, rc, fc, 3), p)
+        """The acceleration of one stage for this boid, given its current velocity: a built-in
+        term's (its module's reference computation), or one of the user's rules or forces."""
         if name.startswith("rule"):
             k = int(name[4:])
             return self.user_rule(k, world.rules[k], world, velocity)
         if name.startswith("force"):
             k = int(name[5:])
             return self.user_force(len(world.rules) + k, world.forces[k], velocity, world.time)
-        return {
-            "confinement": lambda: self.confinement(p),
-            "containment": lambda: self.containment(velocity, p),
-            "attractors": lambda: self.attraction(velocity, p),
-            "path": lambda: self.path_following(velocity, p),
-            "obstacles": lambda: self.avoidance(p),
-            "flee": lambda: self.flight(world.predators, p),
-            "wind": lambda: self.wind(p),
-        }[name]()
+        return TERMS_BY_NAME[name].reference(self, world, velocity, world.own(self))
 
     def desired_velocity(self, world: World) -> np.ndarray:
         """Steps 2-7: u = v + dt * (sum of the terms), or each term in turn on the chained v."""
@@ -446,8 +297,8 @@ class ReferenceBoid:
                 total[2] = 0.0
             return velocity + p.dt * total
         for name in world.stages:
-            if name == "speed":
-                velocity = _clamped(velocity, p.min_speed, p.max_speed)
+            if name in TERMS_BY_NAME and TERMS_BY_NAME[name].clamps:  # the speed limit sets v itself
+                velocity = self.stage(name, world, velocity)
                 continue
             a = self.stage(name, world, velocity)
             if planar:
@@ -467,7 +318,7 @@ class ReferenceBoid:
             orientation = turned(self.orientation, direction, max_angle)  # step 9
             velocity = speed * np.asarray(orientation.rotate(FORWARD))  # step 10
         else:  # mesh: the motion turns freely, the drawn orientation follows at the limited rate
-            velocity = _clamped(desired, s_min, s_max)
+            velocity = clamped(desired, s_min, s_max)
             orientation = self.orientation
             if np.any(velocity):
                 target = look_rotation(velocity, np.asarray(up_axis(params)))
@@ -489,14 +340,6 @@ class ReferenceBoid:
                 self.radius, self.position, self.heading(own), positions, world.params, self.species
             )
         return boid.moved(u, own)
-
-
-def _clamped(v: np.ndarray, s_min: float, s_max: float) -> np.ndarray:
-    """v with its speed clamped to [s_min, s_max] (zero stays zero)."""
-    speed = np.linalg.norm(v)
-    if speed == 0.0:
-        return v.copy()
-    return v * (min(max(speed, s_min), s_max) / speed)
 
 
 RULE_RAISED, RULE_NOT_FINITE, RULE_SHAPE, NOT_FINITE = 2, 3, 4, 1  # as flock3d.core.kernel
@@ -722,7 +565,13 @@ def step(
         )
     ]
     world = World(
-        list(flock), predators, params, rules, forces, stage_names(params, rules, forces), state.time
+        list(flock),
+        predators,
+        params,
+        rules,
+        forces,
+        stage_names(params, [r.name for r in rules], [f.name for f in forces]),
+        state.time,
     )
     failed: list[tuple[int, StepFailure]] = []
 
@@ -775,9 +624,8 @@ def _per_rule(world: World, attempt, failed: list) -> list[ReferenceBoid]:
         for i, boid in enumerate(world.flock):
             if i in broken:
                 continue
-            if name == "speed":
-                own = world.own(boid)
-                velocities[i] = _clamped(velocities[i], own.min_speed, own.max_speed)
+            if name in TERMS_BY_NAME and TERMS_BY_NAME[name].clamps:
+                velocities[i] = boid.stage(name, world, velocities[i])
             else:
                 try:
                     a = boid.stage(name, world, velocities[i])

@@ -1,9 +1,12 @@
-"""Playing a recording back as a video: which recorded frame each video frame shows, and
-whether a frame can be drawn at all. The library half of ``flock3d render`` for trajectories.
+"""Playing a flock back as a video: which recorded frame, or which step of a simulation,
+each video frame shows, and whether a frame can be drawn at all. The library half of
+``flock3d render``.
 
 A video plays at the simulation's pace. Its F frames at ``fps`` frames per second
 cover the F / fps simulated seconds from ``start``: video frame k shows the flock at
-``start + k / fps``, by the recorded frame nearest that time. A recording from t0 to
+``start + k / fps``, by the recorded frame nearest that time (:func:`playback`,
+:func:`recorded_frames`) or the step nearest it (:func:`simulated_playback`,
+:func:`simulated_frames`). A recording from t0 to
 t1 gives ``floor((t1 - t0 - start) * fps)`` frames, whose span ends at t1 at most, so
 the span a video states is the span it shows (the recorded frame at t1 itself is the
 frame after the video's last: it is a still's default instead).
@@ -16,6 +19,7 @@ decreasing; see :class:`flock3d.io.Trajectory`).
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
@@ -24,6 +28,7 @@ from flock3d.errors import Flock3dError
 
 if TYPE_CHECKING:
     from flock3d.core.state import FlockState
+    from flock3d.flock import Flock
     from flock3d.io.trajectory import Trajectory
     from flock3d.scene import Scene
 
@@ -31,6 +36,9 @@ __all__ = [
     "Playback",
     "PlaybackError",
     "playback",
+    "recorded_frames",
+    "simulated_playback",
+    "simulated_frames",
     "own_rate",
     "check_drawable",
     "check_recording",
@@ -59,9 +67,10 @@ class PlaybackError(Flock3dError):
 
 
 class Playback(NamedTuple):
-    """Video frames ``first``, ``first + 1``, ... show the recorded frames ``indices``.
+    """Video frames ``first``, ``first + 1``, ... show the recorded frames (or steps) ``indices``.
 
-    ``indices``: (F,) int64 recorded frame of each video frame; ``first``: the video frame
+    ``indices``: (F,) int64 recorded frame of each video frame (:func:`playback`), or the
+    step a simulation shows it at (:func:`simulated_playback`); ``first``: the video frame
     number of the first of them (0 for a video, more for a still); ``start``: simulated
     time of video frame 0; ``fps``: video frames per simulated second.
     """
@@ -143,6 +152,73 @@ def playback(
     before = after - (len(t) > 1)
     nearer_before = np.abs(wanted - t[before]) <= np.abs(t[after] - wanted)
     return Playback(np.where(nearer_before, before, after).astype(np.int64), first, t0 + start, fps)
+
+
+def recorded_frames(trajectory: Trajectory, plan: Playback) -> Iterator[tuple[FlockState, None]]:
+    """The recorded frames of ``plan`` (:func:`playback`) in order, each as (state, None): a
+    recording holds no acceleration."""
+    for i in plan.indices:
+        yield trajectory.frame(int(i)), None
+
+
+def simulated_playback(
+    dt: float,
+    fps: float | None = None,
+    start: float = 0.0,
+    frames: int | None = None,
+    still: bool = False,
+    max_steps: int = 10_000_000,
+) -> Playback:
+    """Schedule a video (or a still) of a flock simulated as it is drawn, from step 0.
+
+    Video frame k shows the flock at the step nearest ``start + k / fps``: with a step
+    longer than a video frame, consecutive frames show the same step.
+
+    Args:
+        dt: the simulation's time step, s (``params.dt``).
+        fps: video frames per simulated second (None: 30).
+        start: simulated seconds before video frame 0, >= 0.
+        frames: video frames (None: 300); with ``still``, the 1-based video frame shown
+            alone (None: the first).
+        still: one frame alone (a PNG).
+        max_steps: most steps the last frame may be from the start.
+
+    Raises:
+        PlaybackError: the last frame is more than ``max_steps`` steps in.
+    """
+    fps = fps or 30.0
+    total = frames or (1 if still else 300)
+    first = total - 1 if still else 0
+    last_time = start + (total - 1) / fps
+    if last_time / dt > max_steps:
+        raise PlaybackError(
+            f"rendering to {last_time:g} simulated seconds at sim.dt = {dt:g} takes "
+            f"{last_time / dt:,.0f} steps, more than the {max_steps:,} a render may take"
+        )
+    steps = np.round((start + np.arange(first, total) / fps) / dt).astype(np.int64)
+    return Playback(steps, first, start, fps)
+
+
+def simulated_frames(flock: Flock, plan: Playback) -> Iterator[tuple[FlockState, np.ndarray | None]]:
+    """Step ``flock`` (from step 0) to each step of ``plan`` (:func:`simulated_playback`) in turn.
+
+    Yields:
+        (state, acceleration): the flock's state at that step and its last step's
+        acceleration, (N, 3) units/s^2, ``(v_new - v_old) / dt`` (None before any step),
+        which banks the boids into their turns. The state is the flock's own: draw it
+        before taking the next.
+    """
+    acceleration = None
+    dt = flock.params.dt
+    for step in plan.indices:
+        due = int(step) - flock.step_count
+        if due > 0:
+            if due > 1:
+                flock.step(due - 1)
+            before = flock.velocities.copy()
+            flock.step(1)
+            acceleration = (flock.velocities - before) / dt
+        yield flock.state, acceleration
 
 
 def check_scene(scene: Scene) -> None:

@@ -4,8 +4,14 @@ The simulation steps on a worker thread in real time (a fixed time step,
 decoupled from the frame rate; :mod:`flock3d.viewer.session`). Each tick of a
 timer takes the latest snapshot of the flock, pushes it into the renderer and
 redraws, so a frame never waits for a step. Controls and shortcuts change
-parameters between steps. Recordings are paced by simulated time, so they play
-at the simulation's speed whatever frame rate the machine reached.
+parameters between steps.
+
+:class:`ViewerWindow` composes the viewer's roles and wires them to the panel,
+the keys and the mouse: the renderer (:mod:`~flock3d.viewer.renderer`), the panel
+(:mod:`~flock3d.viewer.panel`), the HUD (:mod:`~flock3d.viewer.hud`), picking and
+the focus view (:mod:`~flock3d.viewer.picking`), and screenshots and recordings
+(:mod:`~flock3d.viewer.recording`), which play at the simulation's pace whatever
+frame rate the machine reached.
 """
 
 from __future__ import annotations
@@ -13,7 +19,6 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
-import re
 import sys
 import time
 from pathlib import Path
@@ -22,18 +27,18 @@ import numpy as np
 
 from flock3d.errors import Flock3dError
 from flock3d.scene import Scene, SceneError, load_scene
+from flock3d.viewer.hud import COMPILING_TEXT
+from flock3d.viewer.picking import PICK_RADIUS_PX, pick, screen_positions
 
 __all__ = ["ViewerWindow", "run_viewer", "run_event_loop", "check_display", "COMPILING_TEXT"]
 
 FRAME_INTERVAL_MS = 16
-VIDEO_FPS = 30.0
-"""Frames per second of recordings; frame k shows the flock at simulated time t0 + k / VIDEO_FPS."""
 ANTIALIAS_SAMPLES = 4
 """Multisampling of the window's OpenGL surface (anti-aliasing) on a GPU. Software OpenGL
-(Mesa's llvmpipe) gets none: there it costs a third of the frame rate."""
+(Mesa's llvmpipe) gets none: it rasterises the extra samples on the CPU, at the cost of
+the frame rate."""
 SOFTWARE_RENDERERS = ("llvmpipe", "softpipe", "swrast", "swiftshader")
 WINDOW_SIZE = (1280, 800)
-COMPILING_TEXT = "compiling the simulation (first run only)…"
 
 
 def seconds_since_process_start() -> float | None:
@@ -162,8 +167,10 @@ class ViewerWindow:
         from vispy import scene as vscene
 
         from flock3d.viewer.colors import BACKGROUND
-        from flock3d.viewer.overlays import FocusVisuals, Hud
+        from flock3d.viewer.hud import Hud, HudMeter
         from flock3d.viewer.panel import ControlPanel, apply_dark_theme
+        from flock3d.viewer.picking import Clicks, FocusVisuals
+        from flock3d.viewer.recording import Recorder
         from flock3d.viewer.renderer import FlockVisuals
         from flock3d.viewer.session import Session
 
@@ -179,8 +186,6 @@ class ViewerWindow:
         self.session = Session(scene, rules=rules, forces=forces)
         self.focused: int | None = None
         self.camera_kind = "orbit"
-        self.video = None
-        self._video_next: float = 0.0
         self.snapshot = self.session.snapshot()
 
         self.samples = antialias_samples() if samples is None else samples
@@ -191,6 +196,7 @@ class ViewerWindow:
         self.visuals = FlockVisuals(self.view, scene.view, scene.params)
         self.focus = FocusVisuals(self.view)
         self.hud = Hud(self.canvas.native)
+        self.recorder = Recorder(self.canvas, self.output_dir)
         self.panel = ControlPanel()
 
         self.window = QtWidgets.QMainWindow()
@@ -216,14 +222,9 @@ class ViewerWindow:
         self.canvas.events.draw.connect(self._drawn)
         self.window.closeEvent = self._close_event  # type: ignore[method-assign]
 
-        self._press_pos = None
+        self._clicks = Clicks()
         self._last_tick = time.perf_counter()
-        self._frames = 0
-        self._hud_time = time.perf_counter()
-        self._hud_sim = (self.snapshot.time, self.snapshot.step_count)
-        self._fps = 0.0
-        self._steps_per_second = 0.0
-        self._rt_factor = 1.0
+        self._meter = HudMeter(time.perf_counter(), self.snapshot)
         self._apply_scene(scene)
         self.timer = QtCore.QTimer()
         self.timer.timeout.connect(self.tick)
@@ -366,7 +367,9 @@ class ViewerWindow:
     def _save_dialog(self) -> None:
         from PySide6 import QtWidgets
 
-        suggested = str(self.output_dir / f"{self._slug()}.toml")
+        from flock3d.viewer.recording import slug
+
+        suggested = str(self.output_dir / f"{slug(self.session.scene.name)}.toml")
         path, _ = QtWidgets.QFileDialog.getSaveFileName(
             self.window, "Save scene", suggested, "Scenes (*.toml)"
         )
@@ -443,30 +446,11 @@ class ViewerWindow:
 
     # -- files ----------------------------------------------------------------------------
 
-    def _slug(self) -> str:
-        return re.sub(r"[^a-z0-9]+", "-", self.session.scene.name.lower()).strip("-") or "scene"
-
-    def _output(self, suffix: str) -> Path:
-        return self.output_dir / f"flock3d-{self._slug()}-{time.strftime('%Y%m%d-%H%M%S')}{suffix}"
-
-    def _frame_image(self) -> np.ndarray:
-        """The 3D view as shown (anti-aliased), (H, W, 3) uint8 with even sides."""
-        image = None
-        grab = getattr(self.canvas.native, "grabFramebuffer", None)
-        if grab is not None:
-            image = _qimage_to_array(grab())
-        if image is None or image.size == 0:
-            image = self.canvas.render(alpha=False)
-        h, w = image.shape[:2]
-        return image[: h - h % 2, : w - w % 2]  # video encoders want even sizes
-
     def screenshot(self, path: str | Path | None = None) -> Path:
         """Save the 3D view as a PNG (in the output folder unless ``path`` is given)."""
-        import imageio.v3 as iio
-
-        path = Path(path) if path else self._output(".png")
+        path = Path(path) if path else self.recorder.path_for(self.session.scene.name, ".png")
         try:
-            iio.imwrite(path, self._frame_image())
+            self.recorder.screenshot(path)
         except OSError as error:
             self._warn("Screenshot not saved", f"{path}: {error.strerror or error}")
             return path
@@ -474,53 +458,38 @@ class ViewerWindow:
         return path
 
     def set_recording(self, on: bool) -> None:
-        """Start or stop recording the 3D view to an MP4 in the output folder.
+        """Start or stop recording the 3D view to an MP4 in the output folder, at the
+        simulation's pace (:mod:`flock3d.viewer.recording`)."""
+        from flock3d.viewer.recording import VIDEO_FPS
 
-        The video plays at the simulation's pace: frame k shows the flock at simulated
-        time t0 + k / VIDEO_FPS, whatever frame rate the window reached (a slow frame is
-        repeated, frames faster than the video are skipped; paused, nothing is added).
-        """
-        from flock3d.io.video import VideoWriter
-
-        if on and self.video is None:
+        recorder = self.recorder
+        if on and not recorder.recording:
             try:
-                self.video = VideoWriter(self._output(".mp4"), fps=VIDEO_FPS)
+                path = recorder.start(self.session.scene.name, self.snapshot.time)
             except Flock3dError as error:
                 self._warn("Cannot record", str(error))
                 button = self.panel.buttons["record"]
                 self.panel.quietly(button, lambda: button.setChecked(False))
                 return
-            self._video_next = self.snapshot.time
-            self.status.showMessage(f"recording to {self.video.path}")
-        elif not on and self.video is not None:
-            video, self.video = self.video, None
+            self.status.showMessage(f"recording to {path}")
+        elif not on and recorder.recording:
             try:
-                video.close()
+                video = recorder.stop()
             except Flock3dError as error:
                 self._warn("Recording failed", str(error))
             else:
                 self.status.showMessage(
                     f"saved {video.frames} frames ({video.frames / VIDEO_FPS:.1f} s) to {video.path}", 8000
                 )
-        self.panel.buttons["record"].setText("Stop recording" if self.video is not None else "Record")
+        self.panel.buttons["record"].setText("Stop recording" if recorder.recording else "Record")
 
     def _record(self) -> None:
         """Add the frames of the video that fall due by the simulated time shown now."""
-        t = self.snapshot.time
-        if t + 1e-9 < self._video_next - 1.0 / VIDEO_FPS:
-            self._video_next = t  # the flock was reset: go on from its new time
-        due = 0
-        while self._video_next <= t + 1e-9:
-            due += 1
-            self._video_next += 1.0 / VIDEO_FPS
-        if due:
-            image = self._frame_image()
-            try:
-                for _ in range(due):
-                    self.video.append(image)
-            except Flock3dError as error:
-                self._warn("Recording failed", str(error))
-                self.panel.buttons["record"].setChecked(False)
+        try:
+            self.recorder.record(self.snapshot.time)
+        except Flock3dError as error:
+            self._warn("Recording failed", str(error))
+            self.panel.buttons["record"].setChecked(False)
 
     # -- the loop -------------------------------------------------------------------------
 
@@ -531,79 +500,49 @@ class ViewerWindow:
             self.session.advance(now - self._last_tick)
         self._last_tick = now
         self._push_state()
-        if now - self._hud_time >= 0.25:
+        if self._meter.due(now):
             self._update_hud(now)
-        if self.video is not None:
+        if self.recorder.recording:
             self._record()
 
     def _push_state(self) -> None:
-        from flock3d.core import quaternion
-        from flock3d.core.reference import neighbours
-        from flock3d.viewer.overlays import focus_colors
+        from flock3d.viewer.hud import notice_text
+        from flock3d.viewer.picking import focus_colors, seen_by
 
         snap = self.snapshot = self.session.snapshot()
         state, params = snap.state, snap.params
         colors = None
         if self.focused is not None and self.focused < len(state):
             i = self.focused
-            forward = quaternion.forward(state.orientations[i : i + 1])[0]
-            # Those it interacts with: the k nearest with topological neighbours, its species' choice.
-            radius = state.radii[i] if params.adaptive else None
+            colors = focus_colors(self.visuals.colors_for(state).colors, i, seen_by(state, params, i))
             species = int(params.species_of_boids[i])
-            seen = np.flatnonzero(
-                neighbours(state.positions[i], forward, state.positions, params, species, radius)
-            )
-            colors = focus_colors(self.visuals.colors_for(state).colors, i, seen)
             self.focus.show(state.positions[i], state.orientations[i], params.of_species(species))
         elif self.focused is not None:
             self.set_focus(None)
         self.visuals.update(state, colors, acceleration=snap.acceleration)
         if self.camera_kind == "follow" and len(state):
             self.view.camera.center = tuple(self._follow_target()[0])
-        self.hud.set_notice(self._notice())
+        compiling = self.threaded and not self.session.first_step_done
+        self.hud.set_notice(notice_text(self.session.error, compiling))
         self.canvas.update()
 
-    def _notice(self) -> str:
-        """A message in the middle of the canvas: the first compile, or a stopped simulation."""
-        if self.session.error is not None:
-            return f"the simulation stopped: {self.session.error}"
-        if self.threaded and not self.session.first_step_done:
-            return COMPILING_TEXT
-        return ""
-
     def _update_hud(self, now: float) -> None:
-        from flock3d.viewer.panel import UNLIMITED_TEXT
+        from flock3d.viewer.hud import status_text
 
         s, snap = self.session, self.snapshot
-        span = now - self._hud_time
-        sim_time, steps = self._hud_sim
-        self._fps = self._frames / span
-        self._steps_per_second = (snap.step_count - steps) / span
-        simulated = max(snap.time - sim_time, 0.0)
-        self._rt_factor = simulated / (span * s.time_scale) if s.time_scale > 0 else 1.0
-        self._frames = 0
-        self._hud_time = now
-        self._hud_sim = (snap.time, snap.step_count)
-        p = snap.params
-        pol = float("nan")
-        if len(snap.state):
-            from flock3d.metrics import polarization
-
-            pol = polarization(snap.state.velocities)
-        slow = self._rt_factor < 0.95 and s.first_step_done and not s.paused and snap.step_count > 0
-        # A dt longer than the HUD's interval steps in bursts: judge it over its own span.
-        slow = slow and p.dt < 0.25
-        lag = f"  (x{self._rt_factor:.2f} real time: cannot keep up)" if slow else ""
-        state = "paused" if s.paused else f"{self._steps_per_second:,.0f} steps/s"
-        turn = UNLIMITED_TEXT if math.isinf(p.max_turn_rate) else f"{p.max_turn_rate:g}"
-        rec = "   ● REC" if self.video is not None else ""
+        rates = self._meter.measure(now, snap, s.time_scale)
         self.hud.set_status(
-            f"{self._fps:.0f} fps   {state}{lag}   t {snap.time:.1f} s   N {len(snap.state):,}   "
-            f"FOV {p.fov:g}°   turn {turn}°/s   P {pol:.2f}{rec}   [h: help]"
+            status_text(
+                snap,
+                rates,
+                paused=s.paused,
+                first_step_done=s.first_step_done,
+                recording=self.recorder.recording,
+            )
         )
 
     def _drawn(self, event=None) -> None:
-        self._frames += 1
+        self._meter.frame_drawn()
         self.frames_drawn += 1
         if self.first_frame_seconds is None:
             self.first_frame_seconds = time.perf_counter() - self.started
@@ -612,35 +551,24 @@ class ViewerWindow:
     # -- mouse ----------------------------------------------------------------------------
 
     def _mouse_press(self, event) -> None:
-        self._press_pos = np.asarray(event.pos[:2], dtype=float)
+        self._clicks.press(event.pos)
 
     def _mouse_release(self, event) -> None:
-        if self._press_pos is None or event.button != 1:
-            return
-        moved = np.linalg.norm(np.asarray(event.pos[:2], dtype=float) - self._press_pos)
-        self._press_pos = None
-        if moved <= 3:
+        if self._clicks.release(event.pos, event.button):
             picked = self.pick(event.pos[:2])
             if picked is not None:
                 self.set_focus(picked)
 
     def screen_positions(self) -> np.ndarray:
         """(N, 2) canvas pixel positions of the boids as last drawn (NaN behind the camera)."""
-        tr = self.view.scene.node_transform(self.canvas.scene)  # scene -> canvas pixels
-        mapped = tr.map(self.snapshot.state.positions)
-        w = mapped[:, 3:4]
-        xy = mapped[:, :2] / np.where(w > 0, w, np.nan)
-        return xy
+        transform = self.view.scene.node_transform(self.canvas.scene)  # scene -> canvas pixels
+        return screen_positions(transform, self.snapshot.state.positions)
 
-    def pick(self, pos, radius_px: float = 14.0) -> int | None:
+    def pick(self, pos, radius_px: float = PICK_RADIUS_PX) -> int | None:
         """The boid drawn nearest to canvas pixel ``pos``, if within ``radius_px``."""
         if not len(self.snapshot.state):
             return None
-        d = np.linalg.norm(self.screen_positions() - np.asarray(pos, dtype=float), axis=1)
-        if np.all(np.isnan(d)):
-            return None
-        i = int(np.nanargmin(d))
-        return i if d[i] <= radius_px else None
+        return pick(self.screen_positions(), pos, radius_px)
 
     # -- lifetime -------------------------------------------------------------------------
 
@@ -654,29 +582,18 @@ class ViewerWindow:
     def _close_event(self, event) -> None:
         self.timer.stop()
         self.session.stop()
-        if self.video is not None:
+        if self.recorder.recording:
             self.set_recording(False)
         event.accept()
-
-
-def _qimage_to_array(image) -> np.ndarray | None:
-    """(H, W, 3) uint8 RGB from a QImage (None if it is empty)."""
-    from PySide6 import QtGui
-
-    if image.isNull():
-        return None
-    image = image.convertToFormat(QtGui.QImage.Format.Format_RGB888)
-    w, h, stride = image.width(), image.height(), image.bytesPerLine()
-    buffer = np.frombuffer(image.constBits(), np.uint8, count=stride * h).reshape(h, stride)
-    return buffer[:, : 3 * w].reshape(h, w, 3).copy()
 
 
 def run_event_loop(seconds: float) -> None:
     """Let Qt's event loop run for ``seconds`` (drawing, timers, input), then return.
 
-    For measurements and tests. Qt's own loop, not ``processEvents`` polled from Python:
-    a Qt call per poll is what PySide6 6.12.0 leaked a reference to None on (it aborted
-    Python 3.11 within minutes; pyproject excludes it there, and a window test counts).
+    For measurements and tests. Qt's own loop, not ``processEvents`` polled from Python,
+    so that waiting makes no Qt call per poll: PySide6 6.12.0 leaks a reference to None on
+    each such call (pyproject excludes that version on Python 3.11, where the leak aborts
+    Python; a window test counts None's references).
     """
     from PySide6 import QtCore
 

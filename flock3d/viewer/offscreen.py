@@ -77,7 +77,8 @@ class OffscreenRenderer:
         scene: supplies the arena, the viewing hints and the speed range for colours.
         size: (width, height) in pixels.
         camera: ``orbit`` (circles the arena), ``follow`` (tracks the flock's
-            centre) or ``fixed`` (the scene's camera hints).
+            centre) or ``fixed`` (the scene's camera hints); None: the scene's
+            ``view.camera`` when it is one of these, else ``orbit``.
         fps: frames per second of the output, for the orbit's pace.
         supersample: anti-aliasing: each frame is drawn this many times larger in both
             directions and averaged down (1: none).
@@ -87,10 +88,12 @@ class OffscreenRenderer:
         self,
         scene: Scene,
         size: tuple[int, int] = (800, 600),
-        camera: str = "orbit",
+        camera: str | None = None,
         fps: float = 30.0,
         supersample: int = SUPERSAMPLE,
     ):
+        if camera is None:
+            camera = scene.view.camera if scene.view.camera in CAMERAS else "orbit"
         if camera not in CAMERAS:
             raise ValueError(f"unknown camera {camera!r}; choose one of {', '.join(CAMERAS)}")
         use_offscreen()

@@ -214,8 +214,9 @@ void main() {
 class SkyVisual(Visual):
     """A vertical gradient filling the picture behind everything (drawn first, no depth).
 
-    Drawn as horizontal bands, each a scissored clear of the colour buffer: about 1 ms
-    a frame in software OpenGL (llvmpipe), where a full-screen shader cost 6 ms. With
+    Drawn as horizontal bands, each a scissored clear of the colour buffer rather than
+    a full-screen shader: a clear is the cheapest way to fill pixels in software OpenGL
+    (llvmpipe), where fragment work is most of a frame (benchmarks/NOTES.md). With
     :data:`SKY_BANDS` bands the steps are about as fine as 8-bit colour's own.
     """
 

@@ -1,0 +1,150 @@
+"""The model's built-in terms: one module each, everything about a term in one place.
+
+A term is a rule or a force of the model (``docs/model.md``). Its module holds:
+
+- its fields: the :class:`~flock3d.core.fields.Spec` of each parameter it owns (the
+  :class:`~flock3d.core.params.Params` field declares itself with it), from which
+  validation, the scene schema, the scene template and the docs tables are derived;
+- :meth:`Term.present`: whether a flock with given parameters uses it;
+- :meth:`Term.values`: the numbers it reads, packed into the step's value vector ``pv``,
+  and :meth:`Term.world`: its rows of world data (attractors, obstacles...), packed into
+  the step's world array;
+- its numba component(s): small functions the generated step inlines;
+- :meth:`Term.line`: the line(s) the generator writes to call them;
+- :meth:`Term.reference`: the readable per-boid computation the reference engine runs.
+
+The ordered registry of the terms is :data:`flock3d.core.params.TERMS`, beside the fields:
+adding a term is its module, its fields' lines and its place there. Order matters: terms
+are summed (or chained) in it, and the reference engine follows it too.
+
+Conventions of the numba components: ``(px, py, pz)``, ``(vx, vy, vz)`` and
+``(fx, fy, fz)`` are the boid's position, velocity and unit heading; ``box`` (6,) holds the
+arena's centre and half side lengths; each returns an acceleration (units/s^2), or for a
+pair term a neighbour's contribution that the step sums and then finishes.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import numba
+import numpy as np
+
+from flock3d.core.fields import Problem
+from flock3d.core.kernel import FAST
+
+if TYPE_CHECKING:
+    from flock3d.core.params import Params
+
+__all__ = ["Term", "PairTerm", "Emit", "inlined"]
+
+#: The components' decorator: compiled as part of the generated step that calls them
+#: (inlined at numba's level), so nothing is called per pair or per boid.
+inlined = numba.njit(fastmath=FAST, error_model="numpy", cache=True, inline="always")
+
+
+class Emit:
+    """What a term's :meth:`Term.line` may ask of the generator (documentation of its interface).
+
+    ``layout``: the :class:`~flock3d.core.step.layout.Layout` being written;
+    ``v(name)``: the local variable holding value ``name`` of pv (recording that it is read);
+    ``module(term)``: the name the generated module imports the term's module under;
+    ``world(term)``: the local (rows, width) array of the term's world data.
+    """
+
+    layout: Any
+
+    def v(self, name: str) -> str:  # pragma: no cover - the generator implements it
+        raise NotImplementedError
+
+    def module(self, term: Term) -> str:  # pragma: no cover
+        raise NotImplementedError
+
+    def world(self, term: Term) -> str:  # pragma: no cover
+        raise NotImplementedError
+
+
+class Term:
+    """A built-in term of the boids model. Subclasses set the class attributes and override
+    the methods their term needs; the defaults describe a term with no fields or data."""
+
+    name: ClassVar[str]
+    """Its stage name (what ``rules.order`` names)."""
+    module: ClassVar[str] = ""
+    """The dotted module holding its numba components (the generated step imports it)."""
+    fields: ClassVar[tuple[str, ...]] = ()
+    """The Params fields it owns."""
+    switches: ClassVar[tuple[str, ...]] = ()
+    """The fields that turn it on (a world feature: other models refuse them set)."""
+    decided_by: ClassVar[tuple[str, ...] | None] = None
+    """The fields :meth:`present` reads (None: its switches)."""
+    needs: ClassVar[str] = ""
+    """What a flock needs to have it, in words a message ends with ("it needs obstacles")."""
+    clamps: ClassVar[bool] = False
+    """Whether it sets the velocity itself (the chain's speed limit) rather than adding an
+    acceleration."""
+    weight: ClassVar[str | None] = None
+    """The field scaling its acceleration: what to lower when it blows a boid up."""
+    world_width: ClassVar[int] = 0
+    """Numbers in each row of its world data (0: it has none)."""
+    species_values: ClassVar[frozenset[str]] = frozenset()
+    """Its values that each species has its own of."""
+    label: ClassVar[str] = ""
+    """How ``flock3d bench --variants`` names the scene of :meth:`example`."""
+
+    def present(self, params: Params) -> bool:
+        """Whether a flock with ``params`` uses this term."""
+        return True
+
+    def values(self, params: Params) -> dict[str, float]:
+        """The numbers its components read, by name (pv's entries)."""
+        return {}
+
+    def world(self, params: Params) -> np.ndarray:
+        """(rows, world_width) float64: its world data (none by default)."""
+        return np.zeros((0, max(self.world_width, 1)))
+
+    def line(self, g: Emit) -> list[str]:
+        """The generated lines that set ``tx, ty, tz`` to its acceleration for the boid."""
+        raise NotImplementedError(self.name)
+
+    def reference(self, boid: Any, world: Any, velocity: np.ndarray, params: Params) -> np.ndarray:
+        """The readable computation of its acceleration for ``boid`` (the reference engine's),
+        with ``params`` those of its species."""
+        raise NotImplementedError(self.name)
+
+    def problems(self, values: dict[str, Any], reported: set[str]) -> list[Problem]:
+        """What is wrong with its fields, beyond each one's declared range (``reported``: the
+        fields already found wrong, whose relations are then not judged)."""
+        return []
+
+    def example(self, base: Params) -> Params | None:
+        """``base`` with this term turned on, as ``flock3d bench --variants`` measures it; None:
+        not a row of its own."""
+        return None
+
+    def __repr__(self) -> str:
+        return f"<term {self.name}>"
+
+
+class PairTerm(Term):
+    """A term summed over the neighbours a boid sees (separation, alignment, cohesion): the
+    generator writes its contribution into the one fused pair loop, then finishes the sums."""
+
+    matrix: ClassVar[str] = ""
+    """The species interaction matrix deciding whom it acts on (pv's name)."""
+    rule_index: ClassVar[int] = 0
+    """Its column in the reference engine's interaction matrix (1, 2, 3)."""
+
+    def neighbourhood(self, layout: Any) -> tuple[str, str]:
+        """(radius^2, cone) value names of the neighbours it sums over."""
+        raise NotImplementedError
+
+    def contribution(self, g: Emit, buffer: dict[str, str]) -> str:
+        """The line setting ``tx, ty, tz`` to candidate j's contribution (``buffer``: the names of
+        the candidate columns, x, y, z, vx, vy, vz)."""
+        raise NotImplementedError
+
+    def finish(self, g: Emit) -> list[str]:
+        """The lines turning its sums (``n_<name>``, ``s_<name>_x``...) into an acceleration."""
+        raise NotImplementedError

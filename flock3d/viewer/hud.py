@@ -1,0 +1,192 @@
+"""The HUD: the status line over the canvas, the help below it, and a notice in the middle.
+
+What the status line says is worked out here from the latest snapshot, without a
+window: :class:`HudMeter` measures frames/s, steps/s and the real-time factor over
+each :data:`HUD_INTERVAL_S`, :func:`status_text` writes the line (rates, simulated
+time, N, field of view, turn rate, polarization, recording), :func:`notice_text` the
+notice. :class:`Hud` only shows them, as Qt labels over the canvas.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, NamedTuple
+
+if TYPE_CHECKING:
+    from flock3d.viewer.session import Snapshot
+
+__all__ = [
+    "Hud",
+    "HudMeter",
+    "Rates",
+    "status_text",
+    "notice_text",
+    "HELP_TEXT",
+    "HUD_INTERVAL_S",
+    "COMPILING_TEXT",
+]
+
+#: Seconds between rewrites of the status line: its rates are measured over this span.
+HUD_INTERVAL_S = 0.25
+#: Below this real-time factor a running flock is said not to keep up.
+SLOW_FACTOR = 0.95
+#: Steps at least this long come in bursts longer than the HUD's span, so that one span's
+#: real-time factor says nothing about keeping up; the HUD does not judge them.
+BURST_DT = 0.25
+COMPILING_TEXT = "compiling the simulation (first run only)…"
+
+HELP_TEXT = """\
+mouse   drag: orbit   wheel: zoom   shift+drag: pan   click a boid: focus on it
+space   pause / play          .   one step
+r       reset (same seed)     n   reseed
+[ ]     field of view -/+ 10 deg
+- =     max turn rate / x 1.25
+c       cycle camera (orbit, arcball, fly, follow)
+v       cycle colours (heading, speed, neighbours, uniform)
+f       focus on boid 0       esc  clear focus
+t       trails on / off       d    velocity and steering lines
+p       screenshot (PNG)      m    record / stop video (MP4)
+a       arena   x  axes       h ?  this help      ctrl+q  quit
+fly camera: arrows move, page up/down rise and sink, drag or i j k l to look,
+            q e roll"""
+
+
+class Rates(NamedTuple):
+    """What one span of the HUD measured: frames drawn and steps taken per wall-clock
+    second, and simulated seconds per wall-clock second over the time scale (1: the
+    flock keeps up)."""
+
+    fps: float
+    steps_per_second: float
+    real_time_factor: float
+
+
+class HudMeter:
+    """Counts frames and measures the rates of each span of :data:`HUD_INTERVAL_S`.
+
+    Args:
+        now: wall-clock time, s (``time.perf_counter()``), when the first span starts.
+        snapshot: the flock then (its simulated time and step count).
+    """
+
+    def __init__(self, now: float, snapshot: Snapshot) -> None:
+        self._since = now
+        self._sim = (snapshot.time, snapshot.step_count)
+        self._frames = 0
+
+    def frame_drawn(self) -> None:
+        self._frames += 1
+
+    def due(self, now: float) -> bool:
+        """Whether the span has lasted :data:`HUD_INTERVAL_S` by ``now``."""
+        return now - self._since >= HUD_INTERVAL_S
+
+    def measure(self, now: float, snapshot: Snapshot, time_scale: float) -> Rates:
+        """The rates since the span began, which ends it and begins the next at ``now``.
+
+        Simulated time that went back (a reset, a new scene) counts as none passed; a
+        time scale of 0 counts as keeping up.
+        """
+        span = now - self._since
+        sim_time, steps = self._sim
+        simulated = max(snapshot.time - sim_time, 0.0)
+        rates = Rates(
+            fps=self._frames / span,
+            steps_per_second=(snapshot.step_count - steps) / span,
+            real_time_factor=simulated / (span * time_scale) if time_scale > 0 else 1.0,
+        )
+        self._since, self._sim, self._frames = now, (snapshot.time, snapshot.step_count), 0
+        return rates
+
+
+def status_text(
+    snapshot: Snapshot, rates: Rates, *, paused: bool, first_step_done: bool, recording: bool
+) -> str:
+    """The status line: frames/s, steps/s (or paused, and a warning when the flock falls
+    behind real time), simulated time, N, field of view, turn rate, polarization, and
+    whether a video is being recorded."""
+    from flock3d.metrics import polarization
+    from flock3d.viewer.panel import UNLIMITED_TEXT
+
+    p, state = snapshot.params, snapshot.state
+    pol = polarization(state.velocities) if len(state) else float("nan")
+    slow = (
+        rates.real_time_factor < SLOW_FACTOR
+        and first_step_done
+        and not paused
+        and snapshot.step_count > 0
+        and p.dt < BURST_DT
+    )
+    lag = f"  (x{rates.real_time_factor:.2f} real time: cannot keep up)" if slow else ""
+    running = "paused" if paused else f"{rates.steps_per_second:,.0f} steps/s"
+    turn = UNLIMITED_TEXT if math.isinf(p.max_turn_rate) else f"{p.max_turn_rate:g}"
+    rec = "   ● REC" if recording else ""
+    return (
+        f"{rates.fps:.0f} fps   {running}{lag}   t {snapshot.time:.1f} s   N {len(state):,}   "
+        f"FOV {p.fov:g}°   turn {turn}°/s   P {pol:.2f}{rec}   [h: help]"
+    )
+
+
+def notice_text(error: BaseException | None, compiling: bool) -> str:
+    """The message in the middle of the canvas: a simulation that stopped (``error``), or
+    the first compile under way; "" for none."""
+    if error is not None:
+        return f"the simulation stopped: {error}"
+    return COMPILING_TEXT if compiling else ""
+
+
+class Hud:
+    """Text over the canvas: a status line top-left, the help below it, and a notice in
+    the middle (e.g. while the simulation compiles).
+
+    Qt labels laid over the canvas widget rather than vispy text: they are redrawn only
+    when their text changes, where vispy's text visual uploads a texture every frame,
+    and screenshots and recordings of the 3D view leave them out.
+
+    Args:
+        parent: the canvas's Qt widget.
+    """
+
+    def __init__(self, parent) -> None:
+        from PySide6 import QtCore, QtGui, QtWidgets
+
+        def label(style: str) -> QtWidgets.QLabel:
+            widget = QtWidgets.QLabel(parent)
+            widget.setAttribute(QtCore.Qt.WidgetAttribute.WA_TransparentForMouseEvents)
+            widget.setStyleSheet(
+                "QLabel { background: rgba(6, 10, 20, 150); color: #dce5f7; border-radius: 3px;"
+                f" padding: 3px 7px; {style} }}"
+            )
+            return widget
+
+        self.parent = parent
+        self.status = label("font-weight: bold;")
+        self.status.move(6, 6)
+        self.help = label("")
+        self.help.setFont(QtGui.QFontDatabase.systemFont(QtGui.QFontDatabase.SystemFont.FixedFont))
+        self.help.setText(HELP_TEXT)
+        self.help.adjustSize()
+        self.help.move(6, 34)
+        self.help.hide()
+        self.notice = label("font-size: 14pt; font-weight: bold; color: #ffeec0; padding: 8px 14px;")
+        self.notice.hide()
+
+    def set_status(self, text: str) -> None:
+        self.status.setText(text)
+        self.status.adjustSize()
+
+    def set_notice(self, text: str) -> None:
+        """Show ``text`` in the middle of the canvas ("" hides it)."""
+        if text != self.notice.text():
+            self.notice.setText(text)
+            self.notice.adjustSize()
+        if text:
+            size = self.notice.size()
+            self.notice.move(
+                (self.parent.width() - size.width()) // 2, (self.parent.height() - size.height()) // 2
+            )
+        self.notice.setVisible(bool(text))
+
+    def toggle_help(self) -> bool:
+        self.help.setVisible(not self.help.isVisible())
+        return self.help.isVisible()
