@@ -121,6 +121,26 @@ def test_predicted_correlations_are_binned_as_the_measured_ones():
     assert periodic.r_max == 4.0
 
 
+def test_the_predicted_correlations_are_those_of_the_model():
+    # Averaged over many snapshots drawn from the model (same birds, range and coupling), the
+    # measured <ds_i . ds_j> at each distance is the predicted one, and so is the polarization.
+    rng = np.random.default_rng(6)
+    p = rng.uniform(0.0, 7.0, (400, 3))
+    measured, predicted, order = [], [], []
+    for _ in range(30):
+        s = spin_waves(p, 7, 30.0, rng)
+        fit = inference.maxent(p, s, n_c_range=[7], bins=10)
+        c0 = np.mean(np.sum((s - s.mean(axis=0)) ** 2, axis=1))
+        measured.append(fit.measured * c0)
+        predicted.append(fit.predicted * c0)
+        order.append((fit.polarization, fit.predicted_polarization))
+    measured, predicted = np.mean(measured, axis=0), np.mean(predicted, axis=0)
+    # The first bins (closest pairs, most correlated) to 15%, the rest to 15% of the first.
+    np.testing.assert_allclose(predicted[:3], measured[:3], rtol=0.15)
+    np.testing.assert_allclose(predicted, measured, atol=0.15 * measured[0])
+    np.testing.assert_allclose(*np.mean(order, axis=0), atol=0.001)
+
+
 def test_bad_arguments_are_refused_with_the_value():
     p, v = np.random.default_rng(0).normal(size=(2, 50, 3))
     cases = [
