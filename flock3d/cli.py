@@ -582,8 +582,9 @@ def _add_infer(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
         "--frames",
         type=_frame_slice,
         metavar="FIRST:LAST[:STEP]",
-        help="the frames to fit, as a Python slice of frame indices (default 10 frames spread evenly "
-        "over the second half of the recording)",
+        help="the frames to fit, as a Python slice of frame indices, e.g. :: (all) or --frames=-5: "
+        "(the last five; with '=' when it starts with '-'); default 10 frames spread evenly over the "
+        "second half of the recording",
     )
     m.add_argument(
         "--n-max",
@@ -658,12 +659,12 @@ def _run_infer(args: argparse.Namespace) -> int:
         f"{args.trajectory}: {fit.frames:,} of {traj.n_frames:,} frames (t = {times[0]:g} to {times[-1]:g}), "
         f"{fit.boids:,} boids in {where} ({source})"
     )
-    spread = f" (per frame {fit.frame_n_c.min():g} to {fit.frame_n_c.max():g})" if fit.frames > 1 else ""
+    several = fit.frames > 1  # a mean over snapshots, with its standard error and spread
+    spread = f" ± {fit.n_c_error:.2f} (per frame {fit.frame_n_c.min():g} to {fit.frame_n_c.max():g})"
     print(f"topological maximum-entropy model (Bialek et al. 2012, spin waves), n_c from 1 to {n_max}:")
-    print(f"  n_c = {fit.n_c:.2f} ± {fit.n_c_error:.2f}{spread}")
-    print(
-        f"  J = {fit.J:.3g} ± {fit.J_error:.2g}, J n_c = {fit.J * fit.n_c:.3g}, C_int = {fit.alignment:.5f}"
-    )
+    print(f"  n_c = {fit.n_c:.2f}{spread if several else ''}")
+    j_error = f" ± {fit.J_error:.2g}" if several else ""
+    print(f"  J = {fit.J:.3g}{j_error}, J n_c = {fit.J * fit.n_c:.3g}, C_int = {fit.alignment:.5f}")
     print(f"  polarization: measured {fit.polarization:.4f}, predicted {fit.predicted_polarization:.4f}")
     if fit.at_edge:
         print(f"  the likelihood still rises at n_c = {n_max}: try a larger --n-max")

@@ -23,46 +23,59 @@ deviation ``pi_i`` across it (D = d - 1 components: 2 in space, 1 in a plane),
 where ``pi_a`` is the (N,) vector of the a-th component and Lambda the Laplacian of the
 symmetrized graph, ``m_ij = (n_ij + n_ji) / 2``, ``Lambda = diag(sum_k m_ik) - m``
 (a pair counts 1 when each is among the other's nearest, 1/2 when one is). Each
-component is Gaussian with precision ``J Lambda``. Lambda has one zero eigenvalue, the
-rotation of the whole flock, which the deviations from the mean direction leave out;
-the others, lambda_2 ... lambda_N, are positive when the graph is connected.
+component is Gaussian with precision ``J Lambda``. Lambda has a zero eigenvalue for each
+of the m pieces of the graph (m = 1 for a connected flock): turning a piece as a whole
+costs nothing, and the deviations, taken from each piece's mean direction, leave these
+modes out. The other N - m eigenvalues lambda_k are positive.
 
 **Likelihood.** With ``C_int = (1 / (N n_c)) sum_ij n_ij s_i . s_j``, the measured
 alignment of a bird with its n_c nearest (the energy taken exactly, as the paper does),
 the log-likelihood per bird of a snapshot is::
 
-    l(J, n_c) = -(J n_c / 2) (1 - C_int) + (D / (2N)) sum_{k >= 2} log(J lambda_k / (2 pi))
+    l(J, n_c) = -(J n_c / 2) (1 - C_int) + (D / (2N)) sum_k log(J lambda_k / (2 pi))
+                - (1 / N) sum_p (log A_D + (D / 2) log N_p)
 
-It is largest at::
+over the non-zero eigenvalues; the last sum, over the pieces p of N_p birds, is the volume
+of their free rotations (A_D the area of the sphere of directions, 4 pi in space, 2 pi in
+a plane; N_p^(D/2) the Jacobian from a piece's rotation to its birds' deviations). It is
+largest at::
 
-    J*(n_c) = D (N - 1) / (N n_c (1 - C_int))
+    J*(n_c) = D (N - m) / (N n_c (1 - C_int))
 
-(for birds in space and N large, ``1 / J = n_c (1 - C_int) / 2``), where the model's
-alignment equals the measured one, and there::
+(for a connected flock in space, N large: ``1 / J = n_c (1 - C_int) / 2``), where the
+model's alignment equals the measured one, and there::
 
-    l*(n_c) = (D / (2N)) [(N - 1) (log(J* / (2 pi)) - 1) + log det' Lambda]
+    l*(n_c) = [(D / 2) ((N - m) (log(J* / (2 pi)) - 1) + log det' Lambda)
+               - sum_p (log A_D + (D / 2) log N_p)] / N
 
-with ``log det' Lambda = sum_{k >= 2} log lambda_k``. The fitted n_c maximizes l*, and J
-is J*(n_c). Several snapshots (frames) are fitted one by one and averaged, as the paper
-averages over the snapshots of a flock.
+with ``log det' Lambda`` the sum of the logs of the non-zero eigenvalues. The fitted n_c
+maximizes l*, and J is J*(n_c). Several snapshots (frames) are fitted one by one and
+averaged, as the paper averages over the snapshots of a flock.
+
+**Computation.** ``log det' Lambda = sum_p log N_p + log det Lambda_r`` (the matrix-tree
+theorem), Lambda_r being Lambda less the row and column of one bird of each piece: as
+sparse as Lambda and positive definite. Its Cholesky factor stays within the band of a
+reverse Cuthill-McKee order (about N^(2/3) wide for a flock in space), so that a range
+costs N^(7/3) rather than N^3, on the calling thread (a threaded LAPACK factor of a
+small matrix crawls on a loaded machine). The predictions take one dense inverse.
 
 **Predictions.** The model's correlations are ``<pi_i . pi_j> = (D / J) Lambda+_ij``, with
 Lambda+ the inverse of Lambda on the deviations (the pseudo-inverse). They give the
-polarization, ``1 - (1 / 2N) sum_i <pi_i^2>``, and the connected correlation function C(r)
-of the direction fluctuations (:func:`flock3d.metrics.velocity_correlation`'s
-``orientation``): the mean of ``<pi_i . pi_j>`` over the pairs at distance r, in units of
+polarization, ``|sum_i S_p(i) (1 - <pi_i^2> / 2)| / N`` (``S_p``: the observed mean
+direction of bird i's piece, which the model leaves free), and the connected correlation
+function C(r) of the direction fluctuations (:func:`flock3d.metrics.velocity_correlation`'s
+``orientation``): the mean of ``<ds_i . ds_j>`` over the pairs at distance r, in units of
 the measured mean square fluctuation (so the measured C(r) starts near 1 and the
 predicted one shows whether the model also gets the size of the fluctuations right).
 
-**Limits.** The model describes one connected flock: a range n_c at which the nearest
-neighbour graph falls apart has no likelihood (NaN). The spin-wave expansion needs a
-polarized flock (fluctuations small next to 1). The paper fixes the directions of the
-birds on the flock's border to the observed ones when it predicts C(r); here the border is
-free, as in a periodic box, where there is none. In moving flocks the fitted n_c is an
-effective range: Bialek et al. found it about three times the true one in a
-self-propelled particle model (21.6 in starlings, for 7.8 true neighbours), as birds change
-neighbours while their directions relax. The matrices are dense: at most
-:data:`MAX_BOIDS` boids a snapshot (``numpy.linalg``, no scipy).
+**Limits.** The spin-wave expansion needs a polarized flock (fluctuations small next to
+1), or at least polarized pieces. The paper fixes the directions of the birds on the
+flock's border to the observed ones when it predicts C(r); here the border is free. In
+moving flocks the fitted n_c is an effective range: Bialek et al. found it about three
+times the true one in a self-propelled particle model (21.6 in starlings, for 7.8 true
+neighbours), as birds change neighbours while their directions relax; docs/analysis.md
+calibrates it on flock3d's models. The matrices are dense: at most :data:`MAX_BOIDS` boids
+a snapshot, and the snapshots fitted together are held in memory (numpy, no scipy).
 """
 
 from __future__ import annotations
@@ -105,7 +118,7 @@ class MaxentFit:
     coupling; ``n_c_error``, ``J_error``: their standard errors (NaN for one snapshot).
     ``n_c_values`` (K,): the ranges tried; ``log_likelihood`` (K,): l*(n_c) per bird,
     ``couplings`` (K,): J*(n_c), ``c_int`` (K,): C_int(n_c), each the mean over snapshots
-    (NaN where the neighbour graph of a snapshot is not connected). ``frame_n_c``,
+    (NaN where a snapshot's directions do not fluctuate, C_int = 1). ``frame_n_c``,
     ``frame_J`` (T,): each snapshot's fit. ``polarization``, ``predicted_polarization``:
     measured and predicted (means over snapshots). ``r`` (B,), ``pairs`` (B,),
     ``measured`` (B,), ``predicted`` (B,): C(r) of the direction fluctuations in B bins
