@@ -478,7 +478,8 @@ def maxent_frames(
         frames: states with ``positions`` and ``velocities``, (N, 3) each: frames of a
             :class:`flock3d.io.Trajectory`, :class:`flock3d.FlockState` s, a live flock's
             state copied at several times. Every snapshot must hold the same N, at most
-            :data:`MAX_BOIDS`, every boid with a non-zero velocity.
+            :data:`MAX_BOIDS`, every boid with a non-zero velocity. They are read into memory
+            first (C(r) is binned to the largest flock of them all).
         n_c_range: the ranges to try, increasing whole numbers from 1 to N - 1 (default 1
             to :data:`N_C_MAX`, or N - 1 when smaller).
         period: (3,) periodic box sides for the minimum image (:func:`flock3d.metrics.periodic_box`),
