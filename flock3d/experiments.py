@@ -448,10 +448,10 @@ def ballerini_range(quick: bool, seed: int, progress: bool | None) -> Result:
     Ballerini et al.'s test: with topological interaction n_c stays put as the density
     changes; with metric interaction it follows the number of boids within r, rho 4/3 pi r^3.
 
-    What the full run shows: topological n_c stays at 6.9 to 8.4 (k + 1 to k + 2.4, a
-    little higher in denser boxes) while the density changes eightfold and r1 doubles (0.65
-    to 1.4); metric n_c follows the boids within r, 5.1, 7.9, 13.1 and 23.9 for 4.2, 8.2,
-    15.3 and 33.5 within r. Past n_c gamma does not settle at 1/3: the next neighbours sit
+    What the full run shows (seed 0): topological n_c stays at 6.9 to 8.5 (k + 0.9 to k +
+    2.5, a little higher in denser boxes) while the density changes eightfold and r1 doubles
+    (0.65 to 1.41); metric n_c follows the boids within r, 5.0, 8.2, 13.2 and 25.0 for 4.2,
+    8.2, 15.3 and 33.5 within r. Past n_c gamma does not settle at 1/3: the next neighbours sit
     ahead and behind (gamma near 0) and farther ones beside again, the layers of a
     polarized box.
     """

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["plot_metrics"]
+__all__ = ["plot_metrics", "plot_maxent"]
 
 
 def plot_metrics(columns: dict[str, np.ndarray], path: str | Path, title: str = "") -> Path:
@@ -56,6 +56,37 @@ def plot_metrics(columns: dict[str, np.ndarray], path: str | Path, title: str = 
     groups.set_xlabel("time (s)")
     if title:
         fig.suptitle(title)
+    path = Path(path)
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
+def plot_maxent(fit, path: str | Path, title: str = "") -> Path:
+    """A maximum-entropy fit as a PNG: log-likelihood per bird against n_c, C(r) measured and predicted.
+
+    Args:
+        fit: a :class:`flock3d.inference.MaxentFit`.
+        path: PNG file to write.
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (likelihood, correlation) = plt.subplots(2, 1, figsize=(8, 8), constrained_layout=True)
+    likelihood.plot(fit.n_c_values, fit.log_likelihood, "o-", ms=3)
+    likelihood.axvline(fit.n_c, color="C3", lw=1, label=f"fit: n_c = {fit.n_c:.2f}, J = {fit.J:.3g}")
+    likelihood.set_xlabel("range n_c (nearest neighbours)")
+    likelihood.set_ylabel("log-likelihood per bird")
+    likelihood.legend(fontsize="small")
+    correlation.plot(fit.r, fit.measured, "o", ms=3, label="measured")
+    correlation.plot(fit.r, fit.predicted, "-", label="predicted by the fitted model")
+    correlation.axhline(0.0, color="k", lw=0.5)
+    correlation.set_xlabel("distance r")
+    correlation.set_ylabel("C(r), direction fluctuations")
+    correlation.legend(fontsize="small")
+    fig.suptitle(title or f"Topological maximum-entropy model: {fit.frames} snapshots of {fit.boids} boids")
     path = Path(path)
     fig.savefig(path, dpi=100)
     plt.close(fig)

@@ -418,10 +418,21 @@ class Trajectory:
     """A recorded trajectory, read lazily frame by frame.
 
     Attributes: ``n_frames``, ``n_boids``, ``n_predators``, ``every`` (steps between
-    frames) and ``scene`` (the scene that was run).
+    frames), ``scene`` (the scene that was run), ``dimensions`` (2 for a planar flock, or 3)
+    and ``period`` ((3,) sides of a periodic box per axis, 0 where it does not wrap, or None:
+    the ``period`` of :mod:`flock3d.metrics`).
+
+    **Files from other programs.** An H5MD file that flock3d did not write (no
+    ``parameters/flock3d`` scene) is read as well, when one of its ``particles`` groups (the
+    one named ``group``; the only one when None) holds ``position`` and ``velocity``
+    elements, each with ``value`` (frames, N, D) and ``step`` and ``time`` (frames,); its
+    ``box`` (``dimension``, ``boundary``, fixed ``edges``) gives D and the periodic sides.
+    Its ``scene`` is None and ``n_predators`` 0; ``every`` is the step between frames when
+    they are evenly spaced, else None; without an ``orientation`` element each particle
+    faces along its velocity (up +Y, or +Z in a plane).
 
     Raises :class:`RecordingError` with a one-line reason when the file is missing,
-    truncated, damaged or not a flock3d trajectory. Everything reading frames relies
+    truncated, damaged or not a trajectory. Everything reading frames relies
     on (types, shapes, data actually stored, steps within int64, finite times that
     never decrease, data reached by the file's own hard links) is checked on opening,
     so a damaged file fails there and not half way through a command. The values of
@@ -430,10 +441,11 @@ class Trajectory:
     refuses a frame it cannot draw).
     """
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, group: str | None = None) -> None:
         import h5py
 
         self.path = Path(path)
+        self._chosen = group
         try:
             mode = self.path.stat().st_mode
         except FileNotFoundError:
@@ -473,23 +485,36 @@ class Trajectory:
         """Check everything reading frames relies on, so that reading cannot fail or run away."""
         import h5py
 
-        paths = [f"{_FLOCK}/{name}/value" for name in _ELEMENTS] + [
-            f"{_FLOCK}/position/{n}" for n in ("step", "time")
+        params = self._member("parameters/flock3d")
+        ours = isinstance(params, h5py.Group) and "scene" in params.attrs
+        self._group = _FLOCK if ours else self._particle_group()
+        # The elements read: all three in a flock3d recording; elsewhere the orientation may be missing.
+        self._elements = tuple(
+            name
+            for name in _ELEMENTS
+            if ours or isinstance(self._member(f"{self._group}/{name}/value"), h5py.Dataset)
+        )
+        required = ("position", "velocity", "orientation") if ours else ("position", "velocity")
+        paths = [f"{self._group}/{name}/value" for name in required] + [
+            f"{self._group}/position/{n}" for n in ("step", "time")
         ]
         for path in paths:
             if not isinstance(self._member(path), h5py.Dataset):
-                raise RecordingError(f"{self.path}: not a flock3d trajectory (no {path})")
-        params = self._member("parameters/flock3d")
-        if not isinstance(params, h5py.Group) or "scene" not in params.attrs:
-            raise RecordingError(f"{self.path}: not a flock3d trajectory (no parameters/flock3d scene)")
-        self._groups = [_FLOCK] + (
-            [_PREDATORS] if isinstance(self._member(f"{_PREDATORS}/position/value"), h5py.Dataset) else []
+                what = "a flock3d trajectory" if ours else "a trajectory flock3d can read"
+                raise RecordingError(f"{self.path}: not {what} (no {path})")
+        self._groups = [self._group] + (
+            [_PREDATORS]
+            if ours and isinstance(self._member(f"{_PREDATORS}/position/value"), h5py.Dataset)
+            else []
         )
-        self._dimensions = self._dimension_of(self._member(f"{_FLOCK}/box"))
+        box = self._member(f"{self._group}/box")
+        position = self._member(f"{self._group}/position/value")
+        fallback = position.shape[2] if position.ndim == 3 and not ours else 3
+        self._dimensions = self._dimension_of(box, fallback)
         widths = _widths(self._dimensions)
         frames, counts = set(), {}
         for group in self._groups:
-            for name in _ELEMENTS:
+            for name in self._elements:
                 dataset = self._member(f"{group}/{name}/value")
                 if not isinstance(dataset, h5py.Dataset):
                     raise self._damaged(f"{group}/{name}/value is missing")
@@ -502,7 +527,7 @@ class Trajectory:
                 frames.add(dataset.shape[0])
                 counts.setdefault(group, set()).add(dataset.shape[1])
         for name, kinds in (("step", "iu"), ("time", "fiu")):
-            dataset = self._member(f"{_FLOCK}/position/{name}")
+            dataset = self._member(f"{self._group}/position/{name}")
             self._check_numbers(dataset, kinds)
             if dataset.ndim != 1:
                 raise self._damaged(f"{dataset.name} has shape {dataset.shape}; expected (frames,)")
@@ -512,8 +537,11 @@ class Trajectory:
             raise self._damaged("inconsistent array shapes")
         self.n_frames = frames.pop()
         self._check_clock()
-        self.n_boids = counts[_FLOCK].pop()
+        self.n_boids = counts[self._group].pop()
         self.n_predators = counts[_PREDATORS].pop() if _PREDATORS in counts else 0
+        if not ours:
+            self._check_foreign(box)
+            return
         every = params.attrs.get("every", 1)
         if not (isinstance(every, (int, np.integer)) and not isinstance(every, bool) and every >= 1):
             raise self._damaged(f"every = {_plain_repr(every)}; expected a whole number >= 1")
@@ -527,8 +555,89 @@ class Trajectory:
             self.scene = parse_scene(text, source=f"{self.path}:scene")
         except SceneError as error:
             raise RecordingError(f"{self.path}: the stored scene is invalid ({error.problems[0]})") from None
-        if self._dimensions == 2:
-            self._plane_z = float(self.scene.params.arena_center[2])
+        self._plane_z = float(self.scene.params.arena_center[2])
+        from flock3d.metrics import periodic_box
+
+        self.period = periodic_box(self.scene.params)
+
+    def _particle_group(self) -> str:
+        """The particles group of a file from another program: the one chosen, or the only one
+        holding a position element."""
+        import h5py
+
+        particles = self._member("particles")
+        names = sorted(
+            name
+            for name in (particles.keys() if isinstance(particles, h5py.Group) else ())
+            if isinstance(self._member(f"particles/{name}/position/value"), h5py.Dataset)
+        )
+        if self._chosen is not None:
+            if self._chosen not in names:
+                holds = f"it holds {', '.join(names)}" if names else "it holds none"
+                raise RecordingError(
+                    f"{self.path}: no particles group {self._chosen!r} with positions ({holds})"
+                )
+            return f"particles/{self._chosen}"
+        if not names:
+            raise RecordingError(f"{self.path}: not a flock3d trajectory (no {_FLOCK}/position/value)")
+        if len(names) > 1:
+            raise RecordingError(
+                f"{self.path}: holds several particles groups ({', '.join(names)}); choose one"
+            )
+        return f"particles/{names[0]}"
+
+    def _check_foreign(self, box) -> None:
+        """What a file from another program needs besides its arrays: velocities recorded at
+        the positions' steps, and a box that wraps at fixed sides, if it wraps."""
+        import h5py
+
+        self.scene, self._plane_z = None, 0.0
+        steps = self.steps
+        velocity_steps = self._member(f"{self._group}/velocity/step")
+        if isinstance(velocity_steps, h5py.Dataset) and not (
+            velocity_steps.shape == steps.shape and np.array_equal(velocity_steps[()], steps)
+        ):
+            raise RecordingError(
+                f"{self.path}: {self._group} records positions and velocities at different steps"
+            )
+        gaps = np.diff(steps)
+        self.every = int(gaps[0]) if len(gaps) and gaps[0] > 0 and np.all(gaps == gaps[0]) else None
+        self.period = None
+        if box is None or "boundary" not in box.attrs:
+            return
+        boundary = [b.decode() if isinstance(b, bytes) else str(b) for b in np.ravel(box.attrs["boundary"])]
+        wraps = np.array([b == "periodic" for b in boundary])
+        if len(wraps) != self._dimensions:
+            raise self._damaged(
+                f"{box.name} boundary has {len(wraps)} entries for dimension {self._dimensions}"
+            )
+        if not wraps.any():
+            return
+        edges = self._member(f"{box.name.lstrip('/')}/edges")
+        if isinstance(edges, h5py.Group):
+            edges = self._member(f"{edges.name.lstrip('/')}/value")
+        if not isinstance(edges, h5py.Dataset):
+            raise self._damaged(f"{box.name} is periodic but has no edges")
+        self._check_numbers(edges, "fiu")
+        self._check_stored(edges)
+        sides = np.asarray(edges[()], dtype=np.float64)
+        d = self._dimensions
+        if sides.shape[-2:] == (d, d):  # a matrix of box vectors: the sides of a rectangular box
+            off_diagonal = sides * (1.0 - np.eye(d))
+            if np.any(off_diagonal != 0.0):
+                raise RecordingError(
+                    f"{self.path}: {box.name} is not rectangular; flock3d reads rectangular boxes"
+                )
+            sides = np.diagonal(sides, axis1=-2, axis2=-1)
+        sides = sides.reshape(-1, d) if sides.size else sides.reshape(0, d)
+        if sides.shape[-1] != d or not len(sides):
+            raise self._damaged(f"{edges.name} has shape {edges.shape}; expected the {d} sides of the box")
+        if np.any(sides != sides[0]):
+            raise RecordingError(f"{self.path}: {box.name} changes size; flock3d reads boxes of fixed sides")
+        if not np.all(np.isfinite(sides[0][wraps]) & (sides[0][wraps] > 0.0)):
+            raise self._damaged(f"{edges.name} holds {_plain_repr(sides[0])}; expected sides > 0")
+        self.period = np.zeros(3)
+        self.period[:d] = np.where(wraps, sides[0], 0.0)
 
     def _member(self, path: str):
         """The object at ``path``, or None where there is none, reached by hard links only.
@@ -561,7 +670,7 @@ class Trajectory:
     def _check_clock(self) -> None:
         """Steps must be whole numbers from 0 to 2**63 - 1 (they are read as int64), times
         finite and never decreasing (frames are shown and measured at their times)."""
-        steps, times = self._file[f"{_FLOCK}/position/step"], self._file[f"{_FLOCK}/position/time"]
+        steps, times = self._file[f"{self._group}/position/step"], self._file[f"{self._group}/position/time"]
         block, previous = 1 << 20, -np.inf
         for start in range(0, self.n_frames, block):
             s = steps[start : start + block]
@@ -589,10 +698,13 @@ class Trajectory:
             if len(t):
                 previous = t[-1]
 
-    def _dimension_of(self, box) -> int:
-        """D from the box (3 for files written before planar flocks were stored in 2D)."""
+    def _dimension_of(self, box, fallback: int = 3) -> int:
+        """D from the box; without one, ``fallback`` (3 for files written before planar flocks
+        were stored in 2D, the positions' width for a file from another program)."""
         if box is None or "dimension" not in box.attrs:
-            return 3
+            if fallback not in (2, 3):
+                raise self._damaged(f"positions have {fallback} coordinates; expected 2 or 3")
+            return fallback
         d = box.attrs["dimension"]
         if not (isinstance(d, (int, np.integer)) and d in (2, 3)):
             raise self._damaged(f"box dimension = {_plain_repr(d)}; expected 2 or 3")
@@ -630,14 +742,24 @@ class Trajectory:
             )
 
     @property
+    def group(self) -> str:
+        """The particles group read: ``particles/flock`` in a flock3d recording."""
+        return self._group
+
+    @property
+    def dimensions(self) -> int:
+        """2 for a planar flock (stored with x and y), or 3."""
+        return self._dimensions
+
+    @property
     def steps(self) -> np.ndarray:
         """(T,) int64 step number of each frame."""
-        return self._file[f"{_FLOCK}/position/step"][:].astype(np.int64)
+        return self._file[f"{self._group}/position/step"][:].astype(np.int64)
 
     @property
     def times(self) -> np.ndarray:
         """(T,) float64 simulated time of each frame, seconds."""
-        return self._file[f"{_FLOCK}/position/time"][:].astype(np.float64)
+        return self._file[f"{self._group}/position/time"][:].astype(np.float64)
 
     def frame(self, index: int) -> FlockState:
         """Frame ``index`` (negative counts from the end) as a :class:`FlockState`."""
@@ -659,15 +781,24 @@ class Trajectory:
             arrays = {
                 (g, name): self._in_3d(name, f[f"{g}/{name}/value"][start:end])
                 for g in self._groups
-                for name in _ELEMENTS
+                for name in self._elements
             }
-            t, s = f[f"{_FLOCK}/position/time"][start:end], f[f"{_FLOCK}/position/step"][start:end]
+            t = f[f"{self._group}/position/time"][start:end]
+            s = f[f"{self._group}/position/step"][start:end]
         except (OSError, ValueError, KeyError, TypeError) as error:
             raise RecordingError(
                 f"{self.path}: damaged frames {start}-{end - 1} ({' '.join(str(error).split())})"
             ) from None
+        if "orientation" not in self._elements:  # a file from another program: facing the velocity
+            from flock3d.core.quaternion import look_rotation
+
+            up = (0.0, 0.0, 1.0) if self._dimensions == 2 else (0.0, 1.0, 0.0)
+            velocities = arrays[self._group, "velocity"]
+            arrays[self._group, "orientation"] = look_rotation(velocities.reshape(-1, 3), up).reshape(
+                velocities.shape[:2] + (4,)
+            )
         for k in range(end - start):
-            state = FlockState(*(arrays[_FLOCK, name][k] for name in _ELEMENTS), float(t[k]), int(s[k]))
+            state = FlockState(*(arrays[self._group, name][k] for name in _ELEMENTS), float(t[k]), int(s[k]))
             if _PREDATORS in self._groups:
                 (state.predator_positions, state.predator_velocities, state.predator_orientations) = (
                     arrays[_PREDATORS, name][k] for name in _ELEMENTS
