@@ -20,9 +20,12 @@ import math
 import numbers
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from flock3d.core.objects import Object
 
 __all__ = [
     "Params",
@@ -319,6 +322,10 @@ class Params:
     """eta: amplitude of the Vicsek model's angular noise, radians, in [0, 2 pi]: uniform in
     [-eta/2, eta/2] in a plane, uniform on the cap of directions within eta/2 in 3D."""
 
+    # -- the world's objects (see flock3d.core.objects) ------------------------------------
+    objects: tuple[Object, ...] = ()
+    """Primitives, ground and meshes: obstacles boids stay out of, or the arena they stay in."""
+
     def __post_init__(self) -> None:
         # Accept sequences and numpy numbers from TOML or numpy, but store plain tuples,
         # floats and ints so that Params stays hashable and compares by value.
@@ -340,6 +347,10 @@ class Params:
             set_("obstacles", tuple(_obstacle(o) for o in self.obstacles))
         if self.path is not None:
             set_("path", _path(self.path))
+        if _is_sequence(self.objects) and self.objects:
+            from flock3d.core.objects import normalise_object
+
+            set_("objects", tuple(normalise_object(o) for o in self.objects))
         if self.arena_size is not None and _vector(self.arena_size) is not None:
             set_("arena_size", _vector(self.arena_size))
         if _is_sequence(self.rule_order):
@@ -836,6 +847,7 @@ def _value_problems(values: dict[str, Any]) -> list[Problem]:
     path = values["path"]
     if path is not None:
         problems += [Problem("path", p) for p in _path_problems(path)]
+    problems += _objects_problems(values, problems)
     if values["model"] != "boids":
         problems += _model_world_problems(values, {p.field for p in problems})
     elif _is_sequence(values["species"]) and values["species"]:
@@ -1152,6 +1164,7 @@ _WORLD_FEATURES = {
     "predator_count": 0,
     "wind": _ZERO3,
     "wind_gradient": (_ZERO3, _ZERO3, _ZERO3),
+    "objects": (),
 }
 
 
@@ -1212,6 +1225,20 @@ def _obstacle_problems(o: Any) -> list[str]:
     if p := _check_number(o.radius, 0.0, math.inf, True, True, False):
         out.append(f".radius {p}")
     return out
+
+
+def _objects_problems(values: dict[str, Any], found: list[Problem]) -> list[Problem]:
+    """The objects' own problems; then, when the values they depend on are valid, whether they
+    leave room to place the boids (judged here for the objects that need no file)."""
+    if values["objects"] == ():
+        return []
+    from flock3d.core.objects import covered_start_problems, objects_problems
+
+    problems = [Problem(*p) for p in objects_problems(values)]
+    depends = {"objects", "arena_center", "init_radius", "arena_radius", "avoidance_margin", "dimensions"}
+    if not problems and not any(p.field in depends for p in found):
+        problems = [Problem(*p) for p in covered_start_problems(values)]
+    return problems
 
 
 def _covered_start_problems(values: dict[str, Any]) -> list[Problem]:
