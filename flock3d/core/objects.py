@@ -47,6 +47,7 @@ __all__ = [
     "SCALE_RANGE",
     "HEIGHTFIELD_SAMPLES",
     "HEADER",
+    "is_color",
     "normalise_object",
     "object_problems",
     "objects_problems",
@@ -225,7 +226,7 @@ def object_problems(o: Any) -> list[str]:
         out.append(
             f".role 'arena' needs a closed shape: a {o.shape} encloses nothing (use it as an obstacle)"
         )
-    if o.color is not None and not _is_color(o.color):
+    if o.color is not None and not is_color(o.color):
         out.append(f'.color must be a colour like "#3080ff" (got {short_repr(o.color)})')
     if o.motion is not None:
         out += _motion_problems(o)
@@ -387,7 +388,8 @@ def _whole(value: Any) -> bool:
     return isinstance(value, numbers.Integral) and not isinstance(value, bool)
 
 
-def _is_color(value: Any) -> bool:
+def is_color(value: Any) -> bool:
+    """A colour written ``"#rrggbb"``."""
     return (
         isinstance(value, str)
         and len(value) == 7
@@ -457,7 +459,7 @@ def covered_start_problems(
     data, offsets = pack_objects(objects, fields)
     free = np.ones(len(points), dtype=bool)
     for k in range(len(objects)):
-        alone = _object_clearances(data, offsets[k], points, 0.0) >= margin
+        alone = clearances(data, offsets[k : k + 2], points, 0.0) >= margin  # object k alone
         if not alone.any():
             return [
                 (
@@ -733,16 +735,9 @@ def clearance(data, offsets, t, x, y, z):
 
 @_jit
 def clearances(data, offsets, points, t):
-    """(n,) the least clearance of each of the (n, 3) points over every object at time t."""
+    """(n,) the least clearance of each of the (n, 3) points over every object at time t (over
+    object k alone with ``offsets[k:k + 2]``)."""
     out = np.empty(points.shape[0])
     for i in range(points.shape[0]):
         out[i] = clearance(data, offsets, t, points[i, 0], points[i, 1], points[i, 2])[0]
-    return out
-
-
-@_jit
-def _object_clearances(data, o, points, t):
-    out = np.empty(points.shape[0])
-    for i in range(points.shape[0]):
-        out[i] = object_clearance(data, o, t, points[i, 0], points[i, 1], points[i, 2])[0]
     return out

@@ -18,6 +18,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Literal, NamedTuple
 
+from flock3d.core.objects import ROLES, Object, is_color, normalise_object
 from flock3d.core.params import (
     ALIGNMENT_FORMS,
     ARENA_SHAPES,
@@ -68,6 +69,9 @@ Kind = Literal[
     "table",
     "names",
     "color",
+    "numbers",
+    "scale",
+    "motion",
 ]
 
 
@@ -207,6 +211,12 @@ KEYS: list[Key] = [
         parts=(Part("center", "vector3", required=True), Part("radius", "number", required=True))),
     Key("path", "params", "path", "table", "[path] table: a closed list of waypoints boids follow.",
         parts=(Part("points", "points", required=True), Part("weight", "number"), Part("reach", "number"))),
+    Key("objects", "params", "objects", "items", "[[objects]] tables: primitives, ground and meshes that boids stay out of (role obstacle) or in (role arena).",
+        parts=(Part("shape", "string", required=True), Part("size", "numbers"), Part("radius", "number"),
+               Part("height", "number"), Part("tube", "number"), Part("image", "string"), Part("seed", "integer"),
+               Part("file", "string"), Part("position", "vector3"), Part("rotation", "vector3"),
+               Part("scale", "scale"), Part("role", "choice", choices=ROLES), Part("color", "color"),
+               Part("motion", "motion"))),
     Key("species", "params", "species", "items", "[[species]] tables: the species of a mixed flock, each with its boids, own parameters, look and interaction matrix.",
         parts=(Part("name", "string", required=True), Part("count", "integer", required=True),
                *(Part(name, "number") for name in SPECIES_FIELDS), *(Part(rule, "names") for rule in SPECIES_RULES),
@@ -304,16 +314,15 @@ _PART_KIND_TEXT = {
     "integer": "a whole number",
     "names": 'an array of names like ["starlings"]',
     "color": 'a colour like "#3080ff"',
+    "numbers": "an array of numbers like [1, 2, 3]",
+    "scale": "a number or an array of 3 numbers like [1, 2, 1]",
+    "boolean": "true or false",
 }
 
 
-def _is_color(value: Any) -> bool:
-    return (
-        isinstance(value, str)
-        and len(value) == 7
-        and value[0] == "#"
-        and all(c in "0123456789abcdefABCDEF" for c in value[1:])
-    )
+#: The keys of an object's ``motion`` table.
+MOTION_PARTS = (Part("points", "points", required=True), Part("times", "numbers", required=True),
+                Part("loop", "boolean"), Part("rotations", "points"))  # fmt: skip
 
 
 def _table_problems(where: str, table: Any, parts: tuple[Part, ...]) -> list[str]:
@@ -334,6 +343,9 @@ def _table_problems(where: str, table: Any, parts: tuple[Part, ...]) -> list[str
                 problems.append(f"{where}.{part.name} is required")
             continue
         value = table[part.name]
+        if part.kind == "motion":
+            problems += _table_problems(f"{where}.motion", value, MOTION_PARTS)
+            continue
         ok = {
             "vector3": _is_vector,
             "number": is_real_number,
@@ -341,7 +353,10 @@ def _table_problems(where: str, table: Any, parts: tuple[Part, ...]) -> list[str
             "string": lambda v: isinstance(v, str),
             "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
             "names": lambda v: isinstance(v, list) and all(isinstance(n, str) for n in v),
-            "color": _is_color,
+            "color": is_color,
+            "numbers": lambda v: isinstance(v, list) and all(is_real_number(x) for x in v),
+            "scale": lambda v: is_real_number(v) or _is_vector(v),
+            "boolean": lambda v: isinstance(v, bool),
             "choice": lambda v, choices=part.choices: v in choices,
         }[part.kind](value)
         if not ok:
@@ -355,7 +370,8 @@ def convert_structured(key: Key, value: Any) -> tuple[Any, list[str]]:
 
     Ranges (a negative weight) are left to Params' own checks, which name the item.
     """
-    types = {"attractors": Attractor, "obstacles": Obstacle, "path": WaypointPath, "species": Species}
+    types = {"attractors": Attractor, "obstacles": Obstacle, "path": WaypointPath, "species": Species,
+             "objects": lambda **t: normalise_object(Object(**t))}  # fmt: skip
     make = types[key.name]
     if key.kind == "items":
         if not isinstance(value, list):
