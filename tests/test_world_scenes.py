@@ -185,3 +185,24 @@ def test_the_readme_world_is_a_valid_scene():
     text = readme.split("A world is made of", 1)[1].split("```toml", 1)[1].split("```", 1)[0]
     scene = parse_scene(text, "README world")
     assert [o.shape for o in scene.params.objects] == ["capsule", "box", "torus"]
+
+
+def test_a_flock_made_from_a_mesh_scene_starts_outside_its_meshes(tmp_path):
+    trimesh = pytest.importorskip("trimesh")
+    pytest.importorskip("igl")
+    import numpy as np
+
+    from flock3d import Flock
+
+    trimesh.creation.icosphere(3, radius=4.0).export(tmp_path / "rock.obj")
+    write(tmp_path, "rock.toml", '[[objects]]\nshape = "mesh"\nfile = "rock.obj"\nposition = [6, 0, 0]\n')
+    scene = load_scene(tmp_path / "rock.toml")
+    flock = Flock.from_scene(scene)
+    assert flock.fields is scene.fields and set(scene.fields) == {0}
+    assert (
+        np.linalg.norm(flock.positions - (6, 0, 0), axis=1).min() >= 4.0 + 0.9
+    )  # the margin, less the grid's error
+    with pytest.raises(ValueError, match=r"objects\[0\] \(mesh\) needs its mesh's distance grid"):
+        Flock(scene.params)
+    out = flock3d("run", "rock.toml", "--steps", "5", "--no-progress", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr

@@ -230,7 +230,7 @@ def spawn_points(
             boid all fall in them (Params refuses objects that cover the whole ball).
     """
     positions = _uniform_positions(rng, n, params)
-    if not params.obstacles and not params.objects:
+    if n == 0 or not (params.obstacles or params.objects):
         return positions
     blocked = _blocked_by(params, fields)
     # Params refuses obstacles that cover the ball; spheres rarely need more than 10 draws, and

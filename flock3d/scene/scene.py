@@ -78,6 +78,9 @@ class Scene:
     """Where the scene came from: a file path, ``shipped:<name>`` or None."""
     text: str | None = field(default=None, compare=False)
     """The TOML text it was read from, if any."""
+    fields: Mapping[int, Any] | None = field(default=None, compare=False, repr=False)
+    """What its objects read from files became when it was loaded (meshes' grids, heightfields'
+    heights), by object index: :func:`flock3d.io.meshes.object_fields`."""
 
     def to_toml(self, folder: str | Path | None = None) -> str:
         """The scene as a complete TOML scene file (every key written out); the objects' files
@@ -374,7 +377,7 @@ def _build(
     if problems:
         raise SceneError([f"{origin}: {p}" for p in problems])
     params = Params(**param_values)
-    problems = _object_file_problems(params)
+    problems, fields = _object_file_problems(params)
     if problems:
         raise SceneError([f"{origin}: {p}" for p in problems])
     if "name" not in scene_values and source and not source.startswith("shipped:"):
@@ -384,6 +387,7 @@ def _build(
         view=ViewHints(**view_values),
         source=source,
         text=text,
+        fields=fields,
         **scene_values,
     )
 
@@ -415,12 +419,12 @@ def _objects_found_from(objects: tuple, source: str | None) -> tuple:
     return tuple(found)
 
 
-def _object_file_problems(params: Params) -> list[str]:
+def _object_file_problems(params: Params) -> tuple[list[str], dict[int, Any] | None]:
     """What the objects' files break (a missing or open mesh, an image that is no greyscale PNG),
     then whether the objects read from them leave room to place the boids (their grids are
-    sampled, or read from the cache, to tell)."""
+    sampled, or read from the cache, to tell); and the fields they became."""
     if not any(needs_field(o) for o in params.objects):
-        return []
+        return [], None
     from flock3d.io.meshes import MeshError, object_fields, read_heights, read_mesh
 
     problems = []
@@ -433,13 +437,13 @@ def _object_file_problems(params: Params) -> list[str]:
         except MeshError as error:
             problems.append(f"objects[{k}].{'file' if o.shape == 'mesh' else 'image'}: {error}")
     if problems:
-        return problems
+        return problems, None
     try:
         fields = object_fields(params)
     except MeshError as error:
-        return [str(error)]
+        return [str(error)], None
     values = {f.name: getattr(params, f.name) for f in dataclasses.fields(params)}
-    return [_key_problem(Problem(*p)) for p in covered_start_problems(values, fields)]
+    return [_key_problem(Problem(*p)) for p in covered_start_problems(values, fields)], fields
 
 
 def _named_from(o: Any, folder: Path) -> Any:
