@@ -194,12 +194,7 @@ def test_beyond_the_grid_the_distance_grows_by_the_distance_to_its_box():
         c = np.clip(p, origin, top)
         d, *grad = g.grid_sdf(values, *origin, h, *p)
         assert d == pytest.approx(g.grid_sdf(values, *origin, h, *c)[0] + np.linalg.norm(p - c), abs=1e-12)
-        fd = [
-            (g.grid_sdf(values, *origin, h, *(p + e))[0] - g.grid_sdf(values, *origin, h, *(p - e))[0])
-            / (2 * eps)
-            for e in np.eye(3) * eps
-        ]
-        assert grad == pytest.approx(fd, abs=1e-5)
+        assert grad == pytest.approx(grid_difference(values, origin, h, p, eps), abs=1e-5)
 
 
 def motion_record(points, times, loop, rotations=None):
@@ -269,3 +264,19 @@ def test_seeded_terrain_is_deterministic_and_signs_are_exact():
         h = g.heightfield_height(flat, 0, 129, 129, -50.0, -50.0, 100 / 128, 100 / 128, x, z)[0]
         assert g.heightfield_sdf(flat, 0, 129, 129, -50.0, -50.0, 100 / 128, 100 / 128, x, h + 0.01, z)[0] > 0
         assert g.heightfield_sdf(flat, 0, 129, 129, -50.0, -50.0, 100 / 128, 100 / 128, x, h - 0.01, z)[0] < 0
+
+
+def grid_difference(values, origin, h, p, eps):
+    """The grid's distance differentiated by central differences at p."""
+    d = [g.grid_sdf(values, *origin, h, *(p + e))[0] - g.grid_sdf(values, *origin, h, *(p - e))[0]
+         for e in np.eye(3) * eps]  # fmt: skip
+    return np.array(d) / (2 * eps)
+
+
+def test_the_grid_gradient_is_the_interpolants_derivative_on_any_field():
+    values = np.ascontiguousarray(RNG.standard_normal((4, 5, 6)))
+    origin, h, eps = (0.5, -1.0, 2.0), 0.4, 1e-7
+    for cell in RNG.integers(0, 3, (100, 3)):
+        p = np.array(origin) + (cell + RNG.uniform(0.1, 0.9, 3)) * h  # inside a cell, off its faces
+        grad = g.grid_sdf(values, *origin, h, *p)[1:]
+        assert grad == pytest.approx(grid_difference(values, origin, h, p, eps), abs=1e-6)
