@@ -206,3 +206,24 @@ def test_a_flock_made_from_a_mesh_scene_starts_outside_its_meshes(tmp_path):
         Flock(scene.params)
     out = flock3d("run", "rock.toml", "--steps", "5", "--no-progress", cwd=tmp_path)
     assert out.returncode == 0, out.stderr
+
+
+def test_a_mesh_scene_without_the_world_extra_says_which_to_install(tmp_path):
+    import subprocess
+    import sys
+
+    (tmp_path / "rock.obj").write_text("v 0 0 0\nv 1 0 0\nv 0 1 0\nf 1 2 3\n")
+    write(tmp_path, "rock.toml", '[[objects]]\nshape = "mesh"\nfile = "rock.obj"\nposition = [20, 0, 0]\n')
+    code = (
+        "import sys\n"
+        "for m in ('trimesh', 'igl', 'imageio'): sys.modules[m] = None\n"
+        "from flock3d.cli import main\n"
+        "sys.exit(main(sys.argv[1:]))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code, "check", "rock.toml"], capture_output=True, text=True,
+                         cwd=tmp_path, timeout=300)  # fmt: skip
+    assert out.returncode == 2 and "Traceback" not in out.stderr, out.stderr
+    assert out.stderr.strip() == (
+        f"rock.toml: objects[0].file: {tmp_path / 'rock.obj'}: a mesh needs the world extra (missing "
+        "trimesh, igl, imageio): python -m pip install 'flock3d[world]'"
+    )
