@@ -436,17 +436,16 @@ def needs_field(o: Object) -> bool:
     return o.shape == "mesh" or (o.shape == "heightfield" and o.image is not None)
 
 
-#: Points spread over the initial ball where a covered start is looked for, and the margin of
-#: free points under which the start counts as covered.
+#: Points spread over the initial ball (a fixed draw) where room to start is looked for.
 _START_SAMPLES = 4096
 
 
 def covered_start_problems(
     values: Mapping[str, Any], fields: Mapping[int, Any] | None = None
 ) -> list[tuple[str, str]]:
-    """Whether the objects leave room to place the boids: some of 4,096 points spread evenly
-    over the initial ball (disc) must lie outside every obstacle and inside the arena object,
-    by the avoidance margin, at time 0. Judged only when every object's distances are known
+    """Whether the objects leave room to place the boids: some of 4,096 points spread uniformly
+    over the initial ball (disc), one fixed draw, must lie outside every obstacle and inside
+    the arena object, by the avoidance margin, at time 0. Judged only when every object's distances are known
     (those read from files need ``fields``)."""
     objects = values["objects"]
     if not objects or any(
@@ -548,7 +547,7 @@ def pack_objects(
 def _record(k: int, o: Object, start: int, fields: Mapping[int, Any]) -> np.ndarray:
     sx, sy, sz = scales(o)
     header = np.zeros(HEADER)
-    header[KIND] = SHAPES_KIND[o.shape]
+    header[KIND] = g.KINDS.index(o.shape)
     header[SIDE] = -1.0 if o.role == "arena" else 1.0
     header[POSITION : POSITION + 3] = o.position or (0.0, 0.0, 0.0)
     header[ROTATION : ROTATION + 4] = g.euler_quaternion(*(o.rotation or (0.0, 0.0, 0.0)))
@@ -568,9 +567,6 @@ def _record(k: int, o: Object, start: int, fields: Mapping[int, Any]) -> np.ndar
         header[FIELD] = at
         blocks.append(field)
     return np.concatenate(blocks)
-
-
-SHAPES_KIND = {name: g.KINDS.index(name) for name in SHAPES}
 
 
 def _packed_sizes(o: Object, sx: float, sy: float, sz: float) -> tuple[list[float], float]:
