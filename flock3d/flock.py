@@ -6,8 +6,8 @@ import math
 import queue
 import threading
 import time
-from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, Literal, overload
+from collections.abc import Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 import numba
 import numpy as np
@@ -60,6 +60,8 @@ class Flock:
             are then re-aimed along them, keeping their speeds.
         engine: ``"fast"`` (the parallel numba kernel) or ``"reference"`` (the
             readable per-boid implementation; slow, for checking).
+        fields: the grids and heights of ``params.objects`` read from files, by object
+            index (:func:`flock3d.io.meshes.object_fields`; a loaded scene holds them).
 
     Whatever is not given is drawn as the spec says, so ``positions`` alone
     gives random headings and speeds from ``seed``.
@@ -88,6 +90,7 @@ class Flock:
         engine: Engine = "fast",
         rules: Sequence[PairRule] = (),
         forces: Sequence[Force] = (),
+        fields: Mapping[int, Any] | None = None,
     ) -> None:
         params = Params() if params is None else params
         if not isinstance(params, Params):
@@ -106,7 +109,7 @@ class Flock:
             )
         if given is not None:
             params = params.replace(count=len(np.asarray(given)))
-        drawn = random_state(params, seed)
+        drawn = random_state(params, seed, fields)  # fields: the grids of objects read from files
         state = state_from_arrays(
             drawn.positions if positions is None else positions,
             drawn.velocities if velocities is None else velocities,
@@ -122,6 +125,7 @@ class Flock:
         self._state = state
         self._params = params
         self._seed = seed
+        self._fields = fields
         self._engine: Engine = engine
         self._workspace = Workspace()  # the fast step's working arrays, kept between calls
         self._stop = np.zeros(1, dtype=np.bool_)  # set by interrupt(); the engines read it between steps
@@ -135,7 +139,7 @@ class Flock:
     @classmethod
     def from_scene(cls, scene: Scene, seed: int | None = None, **kwargs) -> Flock:
         """A flock made from a scene: its params and its seed (unless ``seed`` is given)."""
-        return cls(scene.params, scene.seed if seed is None else seed, **kwargs)
+        return cls(scene.params, scene.seed if seed is None else seed, **{"fields": scene.fields, **kwargs})
 
     # -- stepping ---------------------------------------------------------------------
 
@@ -291,6 +295,11 @@ class Flock:
         )
         for name in ("predator_positions", "predator_velocities", "predator_orientations"):
             setattr(state, name, np.concatenate([getattr(state, name)[:keep], getattr(drawn, name)[keep:m]]))
+
+    @property
+    def fields(self) -> Mapping[int, Any] | None:
+        """The grids and heights of the objects read from files that the flock was made with."""
+        return self._fields
 
     @property
     def state(self) -> FlockState:

@@ -51,7 +51,7 @@ def test_flock_runs_without_vispy_qt_or_a_display():
 
 #: What `pip install flock3d` without extras leaves out (import names).
 EXTRA_MODULES = ("vispy", "OpenGL", "PySide6", "imageio", "imageio_ffmpeg", "jupyter_rfb",
-                 "matplotlib", "dask", "distributed", "pandas", "pyarrow")  # fmt: skip
+                 "matplotlib", "dask", "distributed", "pandas", "pyarrow", "trimesh", "igl")  # fmt: skip
 
 
 def flock3d_without_extras(*args, cwd) -> subprocess.CompletedProcess:

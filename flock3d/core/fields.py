@@ -40,7 +40,7 @@ MAX_DT = 1e3
 
 Kind = Literal[
     "number", "integer", "string", "boolean", "vector3", "matrix3", "points", "choice", "items", "table",
-    "names", "color",
+    "names", "color", "numbers", "scale", "motion",
 ]  # fmt: skip
 
 

@@ -47,6 +47,7 @@ from flock3d.core.terms import cohesion as cohesion_term
 from flock3d.core.terms import confinement as confinement_term
 from flock3d.core.terms import containment as containment_term
 from flock3d.core.terms import flee as flee_term
+from flock3d.core.terms import objects as objects_term
 from flock3d.core.terms import obstacles as obstacles_term
 from flock3d.core.terms import path as path_term
 from flock3d.core.terms import separation as separation_term
@@ -54,6 +55,7 @@ from flock3d.core.terms import speed as speed_term
 from flock3d.core.terms import wander as wander_term
 from flock3d.core.terms import wind as wind_term
 from flock3d.core.terms.attractors import Attractor
+from flock3d.core.terms.objects import Object
 from flock3d.core.terms.obstacles import Obstacle
 from flock3d.core.terms.path import WaypointPath
 
@@ -106,6 +108,7 @@ TERMS = (
     flee_term.TERM,
     wind_term.TERM,
     wander_term.TERM,
+    objects_term.TERM,
     speed_term.TERM,
 )
 STAGES = tuple(term.name for term in TERMS)
@@ -542,6 +545,8 @@ class Params:
     # -- terms added since (at the end: Params(...) takes its fields in order) -----------
     wander: float = declare(0.0, wander_term.WEIGHT)
 
+    objects: tuple[Object, ...] = declare((), objects_term.OBJECTS)
+
     def __post_init__(self) -> None:
         # Accept sequences and numpy numbers from TOML or numpy, but store plain tuples,
         # floats and ints so that Params stays hashable and compares by value.
@@ -749,6 +754,7 @@ _NORMALISE: dict[str, Callable[[Any], Any]] = {
     "obstacles": obstacles_term.normalise,
     "path": path_term.normalise,
     "species": _species,
+    "objects": objects_term.normalise_object,
 }
 
 

@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
 from flock3d.core import quaternion
 from flock3d.core.params import Params
+from flock3d.core.terms import objects
 
 __all__ = [
     "FlockState",
     "random_state",
+    "spawn_points",
     "state_from_arrays",
     "nearest_waypoints",
     "initial_radii",
@@ -173,7 +177,9 @@ def check_state(state: FlockState, params: Params) -> None:
             raise ValueError(f"state.waypoints must be indices of the path's points, 0 to {last} (got {bad})")
 
 
-def random_state(params: Params, seed: int | np.random.Generator | None = 0) -> FlockState:
+def random_state(
+    params: Params, seed: int | np.random.Generator | None = 0, fields: Mapping[int, Any] | None = None
+) -> FlockState:
     """The spec's initial state for ``params.count`` boids (and the predators).
 
     With ``numpy.random.default_rng(seed)``: positions uniform in the ball of
@@ -182,13 +188,15 @@ def random_state(params: Params, seed: int | np.random.Generator | None = 0) -> 
     the look rotations of the directions. Draws are made in that order, so one
     seed always gives the same flock. A planar flock (``dimensions = 2``) uses
     the disc and the circle of directions in the plane z = c_z instead, with +Z
-    as the boids' up. Positions that fall inside an obstacle (or its margin) are
-    drawn again. Predators are drawn after the boids, in the same way, at
-    ``predator_speed``; each boid starts towards its nearest waypoint.
+    as the boids' up. Positions that fall inside an obstacle or an object (or its
+    margin), or outside an arena object, are drawn again (:func:`spawn_points`;
+    ``fields``: the objects' grids and images, for those read from files).
+    Predators are drawn after the boids, in the same way, at ``predator_speed``;
+    each boid starts towards its nearest waypoint.
     """
     rng = np.random.default_rng(seed)
     n = params.count
-    positions = _positions_outside_obstacles(rng, n, params)
+    positions = spawn_points(params, rng, n, fields)
     directions = _unit_vectors(rng, n, params.dimensions)
     if params.model != "boids":  # constant speed
         speeds = np.full(n, params.speed)
@@ -210,19 +218,52 @@ def random_state(params: Params, seed: int | np.random.Generator | None = 0) -> 
     return state
 
 
-def _positions_outside_obstacles(rng: np.random.Generator, n: int, params: Params) -> np.ndarray:
-    """Uniform initial positions; those inside an obstacle or its margin are drawn again (same stream)."""
+def spawn_points(
+    params: Params, rng: np.random.Generator, n: int, fields: Mapping[int, Any] | None = None
+) -> np.ndarray:
+    """(n, 3) initial positions, uniform in the initial ball (disc), outside every obstacle and
+    its margin and, with an arena object, inside it by the margin: those that are not are drawn
+    again from the same stream. ``fields``: the objects' grids and images
+    (:func:`flock3d.core.terms.objects.pack_objects`).
+
+    Raises:
+        ValueError: when the objects leave so little of the ball free that 1,000 draws of a
+            boid all fall in them (Params refuses objects that cover the whole ball).
+    """
     positions = _uniform_positions(rng, n, params)
-    if not params.obstacles:
+    if n == 0 or not (params.obstacles or params.objects):
         return positions
-    centres = np.array([o.center for o in params.obstacles])
-    radii = np.array([o.radius for o in params.obstacles]) + params.avoidance_margin
-    for _ in range(100):  # Params refuses an obstacle that covers the ball; rarely needs more than 10
-        inside = np.any(np.linalg.norm(positions[:, None] - centres[None], axis=2) < radii[None], axis=1)
+    blocked = _blocked_by(params, fields)
+    # Params refuses obstacles that cover the ball; spheres rarely need more than 10 draws, and
+    # if they together all but cover it the last few start in a margin. Objects never let a
+    # boid start inside them.
+    for _ in range(1000 if params.objects else 100):
+        inside = blocked(positions)
         if not inside.any():
-            break
+            return positions
         positions[inside] = _uniform_positions(rng, int(inside.sum()), params)
-    return positions  # if obstacles together all but cover the ball, the last few start in a margin
+    if params.objects and blocked(positions).any():
+        raise ValueError(
+            f"the objects leave too little room to place {n:,} boids in the initial ball of radius "
+            f"{params.initial_radius:g}: move them, or set another init_radius"
+        )
+    return positions
+
+
+def _blocked_by(params: Params, fields: Mapping[int, Any] | None) -> Callable[[np.ndarray], np.ndarray]:
+    """A test of (n, 3) positions: which lie inside an obstacle or an object, with the margin."""
+    margin = params.avoidance_margin
+    centres = np.array([o.center for o in params.obstacles]).reshape(-1, 3)
+    radii = np.array([o.radius for o in params.obstacles]) + margin
+    packed = objects.pack_objects(params.objects, fields) if params.objects else None
+
+    def blocked(positions: np.ndarray) -> np.ndarray:
+        inside = np.any(np.linalg.norm(positions[:, None] - centres[None], axis=2) < radii[None], axis=1)
+        if packed is not None:
+            inside |= objects.clearances(*packed, positions, 0.0) < margin
+        return inside
+
+    return blocked
 
 
 def initial_radii(params: Params) -> np.ndarray:

@@ -6,6 +6,7 @@ import dataclasses
 import difflib
 import json
 import math
+import os
 import re
 import tomllib
 from collections.abc import Iterable, Mapping, Sequence
@@ -16,6 +17,7 @@ from typing import Any
 
 from flock3d.core.fields import spec_of
 from flock3d.core.params import MODEL_DEFAULTS, Params, Problem, params_problems, short_repr
+from flock3d.core.terms.objects import covered_start_problems, needs_field
 from flock3d.errors import Flock3dError
 from flock3d.scene.schema import (
     KEYS,
@@ -77,10 +79,16 @@ class Scene:
     """Where the scene came from: a file path, ``shipped:<name>`` or None."""
     text: str | None = field(default=None, compare=False)
     """The TOML text it was read from, if any."""
+    fields: Mapping[int, Any] | None = field(default=None, compare=False, repr=False)
+    """What its objects read from files became when it was loaded (meshes' grids, heightfields'
+    heights), by object index: :func:`flock3d.io.meshes.object_fields`."""
 
-    def to_toml(self) -> str:
-        """The scene as a complete TOML scene file (every key written out)."""
+    def to_toml(self, folder: str | Path | None = None) -> str:
+        """The scene as a complete TOML scene file (every key written out); the objects' files
+        named from ``folder`` when given (where the file will be), else as they are held."""
         values = _values_of(self)
+        if folder is not None:
+            values["objects"] = tuple(_named_from(o, Path(folder)) for o in values["objects"])
         lines = [f"name = {toml_value(self.name)}", f"description = {toml_value(self.description)}"]
         lines.append(f"seed = {self.seed}")
         lines += [f"{name} = {toml_value(values[name])}" for name in TOP_LEVEL_PARAMS]
@@ -97,7 +105,7 @@ class Scene:
     def save(self, path: str | Path) -> Path:
         """Write :meth:`to_toml` to ``path``; returns the path."""
         path = Path(path)
-        path.write_text(self.to_toml())
+        path.write_text(self.to_toml(path.resolve().parent))
         return path
 
     def with_overrides(self, assignments: Iterable[str], rule_names: Sequence[str] | None = None) -> Scene:
@@ -354,6 +362,8 @@ def _build(
                 continue
         target = {"scene": scene_values, "view": view_values, "params": param_values}[key.target]
         target[key.field] = value
+    if param_values.get("objects"):  # files named in a scene are found beside it
+        param_values["objects"] = _objects_found_from(param_values["objects"], source)
     if param_values.get("model") in MODEL_DEFAULTS:  # unspecified keys take the paper's values
         param_values = {**MODEL_DEFAULTS[param_values["model"]], **param_values}
     species = param_values.get("species")
@@ -364,25 +374,99 @@ def _build(
         )
     # Values of the wrong kind were reported above and left out, so every problem found
     # here is real, including cross-key ones (min_speed > max_speed) where one key is a default.
-    for p in params_problems(param_values, rule_names):
-        # A species' problems name the keys of its table, which are the fields' own names.
-        message = (
-            p.message
-            if p.field == "species"
-            else _FIELD_WORD.sub(lambda m: PARAM_KEY_OF_FIELD[m[1]], p.message)
-        )
-        problems.append(str(Problem(PARAM_KEY_OF_FIELD[p.field], message)))
+    problems += [_key_problem(p) for p in params_problems(param_values, rule_names)]
+    if problems:
+        raise SceneError([f"{origin}: {p}" for p in problems])
+    params = Params(**param_values)
+    problems, fields = _object_file_problems(params)
     if problems:
         raise SceneError([f"{origin}: {p}" for p in problems])
     if "name" not in scene_values and source and not source.startswith("shipped:"):
         scene_values["name"] = Path(source).stem
     return Scene(
-        params=Params(**param_values),
+        params=params,
         view=ViewHints(**view_values),
         source=source,
         text=text,
+        fields=fields,
         **scene_values,
     )
+
+
+def _scene_folder(source: str | None) -> Path | None:
+    """The folder a scene's files are named from: its file's, a shipped scene's in the library,
+    or None (the working directory) for text of no file."""
+    if source and source.startswith("shipped:"):
+        *folders, _ = source.removeprefix("shipped:").split("/")
+        return Path(str(_library().joinpath(*folders)))
+    if source and Path(source).is_file():
+        return Path(source).resolve().parent
+    return None
+
+
+def _objects_found_from(objects: tuple, source: str | None) -> tuple:
+    """The objects with their files (meshes, images) named from the scene's folder."""
+    folder = _scene_folder(source)
+    if folder is None:
+        return objects
+    found = []
+    for o in objects:
+        changes = {
+            name: os.path.normpath(folder / getattr(o, name))
+            for name in ("file", "image")
+            if isinstance(getattr(o, name), str) and getattr(o, name)
+        }
+        found.append(o._replace(**changes))
+    return tuple(found)
+
+
+def _object_file_problems(params: Params) -> tuple[list[str], dict[int, Any] | None]:
+    """What the objects' files break (a missing or open mesh, an image that is no greyscale PNG),
+    then whether the objects read from them leave room to place the boids (their grids are
+    sampled, or read from the cache, to tell); and the fields they became."""
+    if not any(needs_field(o) for o in params.objects):
+        return [], None
+    from flock3d.io.meshes import MeshError, object_fields, read_heights, read_mesh
+
+    problems = []
+    for k, o in enumerate(params.objects):
+        try:
+            if o.shape == "mesh":
+                read_mesh(o.file, o.role)
+            elif needs_field(o):
+                read_heights(o.image)
+        except MeshError as error:
+            problems.append(f"objects[{k}].{'file' if o.shape == 'mesh' else 'image'}: {error}")
+    if problems:
+        return problems, None
+    try:
+        fields = object_fields(params)
+    except MeshError as error:
+        return [str(error)], None
+    values = {f.name: getattr(params, f.name) for f in dataclasses.fields(params)}
+    return [_key_problem(Problem(*p)) for p in covered_start_problems(values, fields)], fields
+
+
+def _named_from(o: Any, folder: Path) -> Any:
+    """The object with its files named relative to ``folder``, as a scene file there names them."""
+    changes = {}
+    for name in ("file", "image"):
+        value = getattr(o, name)
+        if isinstance(value, str) and os.path.isabs(value):
+            try:
+                changes[name] = os.path.relpath(value, folder)
+            except ValueError:  # another drive: only the full name reaches it
+                pass
+    return o._replace(**changes)
+
+
+def _key_problem(p: Problem) -> str:
+    """A problem of Params as a scene's problem: its fields written as their keys."""
+    # A species' problems name the keys of its table, which are the fields' own names.
+    message = (
+        p.message if p.field == "species" else _FIELD_WORD.sub(lambda m: PARAM_KEY_OF_FIELD[m[1]], p.message)
+    )
+    return str(Problem(PARAM_KEY_OF_FIELD[p.field], message))
 
 
 # -- writing --------------------------------------------------------------------------
@@ -439,6 +523,9 @@ def toml_value(value: Any) -> str:
         return repr(value)
     if isinstance(value, str):
         return json.dumps(value, ensure_ascii=False)  # JSON strings are valid TOML basic strings
+    if hasattr(value, "_asdict"):  # a record inside a table (an object's motion): an inline table
+        items = [f"{k} = {toml_value(v)}" for k, v in value._asdict().items() if v is not None]
+        return "{ " + ", ".join(items) + " }"
     if isinstance(value, (list, tuple)):
         return "[" + ", ".join(toml_value(v) for v in value) + "]"
     raise TypeError(f"cannot write {value!r} as TOML")
@@ -446,9 +533,17 @@ def toml_value(value: Any) -> str:
 
 def describe_arena(params: Params) -> str:
     """The arena in a few words, as ``flock3d scenes`` and ``check`` show it: ``sphere R=30``,
-    ``box, side 60``, ``periodic square, side 50``, ``open space``."""
+    ``box, side 60``, ``periodic square, side 50``, ``open space``, ``a mesh arena``; and its
+    objects, ``with 3 objects``."""
+    arena = next((o.shape for o in params.objects if o.role == "arena"), None)
+    count = len(params.objects) - (arena is not None)
+    objects = f", with {count} object{'s' if count != 1 else ''}" if count else ""
     if params.arena_shape == "none":
-        return "open space"
+        return (f"a {arena} arena" if arena else "open space") + objects
+    return _describe_walls(params) + objects
+
+
+def _describe_walls(params: Params) -> str:
     planar = params.dimensions == 2
     if params.arena_shape == "sphere":
         return f"{'circle' if planar else 'sphere'} R={params.arena_radius:g}"

@@ -28,6 +28,7 @@ from flock3d.core.params import (
     is_real_number,
     short_repr,
 )
+from flock3d.core.terms.objects import Object, is_color, normalise_object
 
 __all__ = [
     "Key",
@@ -227,16 +228,15 @@ _PART_KIND_TEXT = {
     "integer": "a whole number",
     "names": 'an array of names like ["starlings"]',
     "color": 'a colour like "#3080ff"',
+    "numbers": "an array of numbers like [1, 2, 3]",
+    "scale": "a number or an array of 3 numbers like [1, 2, 1]",
+    "boolean": "true or false",
 }
 
 
-def _is_color(value: Any) -> bool:
-    return (
-        isinstance(value, str)
-        and len(value) == 7
-        and value[0] == "#"
-        and all(c in "0123456789abcdefABCDEF" for c in value[1:])
-    )
+#: The keys of an object's ``motion`` table.
+MOTION_PARTS = (Part("points", "points", required=True), Part("times", "numbers", required=True),
+                Part("loop", "boolean"), Part("rotations", "points"))  # fmt: skip
 
 
 def _table_problems(where: str, table: Any, parts: tuple[Part, ...]) -> list[str]:
@@ -257,6 +257,9 @@ def _table_problems(where: str, table: Any, parts: tuple[Part, ...]) -> list[str
                 problems.append(f"{where}.{part.name} is required")
             continue
         value = table[part.name]
+        if part.kind == "motion":
+            problems += _table_problems(f"{where}.motion", value, MOTION_PARTS)
+            continue
         ok = {
             "vector3": _is_vector,
             "number": is_real_number,
@@ -264,7 +267,10 @@ def _table_problems(where: str, table: Any, parts: tuple[Part, ...]) -> list[str
             "string": lambda v: isinstance(v, str),
             "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
             "names": lambda v: isinstance(v, list) and all(isinstance(n, str) for n in v),
-            "color": _is_color,
+            "color": is_color,
+            "numbers": lambda v: isinstance(v, list) and all(is_real_number(x) for x in v),
+            "scale": lambda v: is_real_number(v) or _is_vector(v),
+            "boolean": lambda v: isinstance(v, bool),
             "choice": lambda v, choices=part.choices: v in choices,
         }[part.kind](value)
         if not ok:
@@ -278,7 +284,8 @@ def convert_structured(key: Key, value: Any) -> tuple[Any, list[str]]:
 
     Ranges (a negative weight) are left to Params' own checks, which name the item.
     """
-    types = {"attractors": Attractor, "obstacles": Obstacle, "path": WaypointPath, "species": Species}
+    types = {"attractors": Attractor, "obstacles": Obstacle, "path": WaypointPath, "species": Species,
+             "objects": lambda **t: normalise_object(Object(**t))}  # fmt: skip
     make = types[key.name]
     if key.kind == "items":
         if not isinstance(value, list):

@@ -1,0 +1,774 @@
+"""The world's objects: what a scene's ``[[objects]]`` tables hold, their checks, and their
+packed form for the engines.
+
+An :class:`Object` is a plain, hashable record (a ``Params.objects`` item): a primitive
+(``box``, ``sphere``, ``cylinder``, ``capsule``, ``torus``, ``plane``), a ``heightfield`` ground
+or a ``mesh`` from a file, placed by a position, a rotation and a scale, optionally moving by
+keyframes (:class:`Motion`). Its ``role`` says which side is free: an ``obstacle``'s outside
+(the default) or an ``arena``'s inside.
+
+What cannot live in ``Params`` (a mesh's sampled distance grid, a heightfield's image) is
+built from it elsewhere (:mod:`flock3d.io.meshes`) and handed to :func:`pack_objects` as
+``fields``. The packed form is one float64 array plus offsets (see :func:`pack_objects`):
+what a compiled term takes, and what :func:`clearance` and :func:`object_sdf` read.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+import numbers
+from collections.abc import Mapping, Sequence
+from typing import Any, NamedTuple
+
+import numba
+import numpy as np
+
+from flock3d.core import geometry as g
+from flock3d.core.fields import MAX_MAGNITUDE, Part, Problem, Spec, is_real_number, short_repr
+from flock3d.core.fields import finite_vector as _finite_vector
+from flock3d.core.fields import is_sequence as _is_sequence
+from flock3d.core.fields import number_problem as _check_number
+from flock3d.core.fields import vector as _vector
+from flock3d.core.terms import Term
+
+__all__ = [
+    "Object",
+    "Motion",
+    "SDFGrid",
+    "SHAPES",
+    "ROLES",
+    "SIZE_KEYS",
+    "MAX_OBJECTS",
+    "MAX_KEYFRAMES",
+    "SCALE_RANGE",
+    "HEIGHTFIELD_SAMPLES",
+    "HEADER",
+    "is_color",
+    "normalise_object",
+    "object_problems",
+    "objects_problems",
+    "covered_start_problems",
+    "needs_field",
+    "scales",
+    "pack_objects",
+    "object_sdf",
+    "object_clearance",
+    "clearance",
+    "clearances",
+    "object_frame",
+]
+
+SHAPES = ("mesh", "box", "sphere", "cylinder", "capsule", "torus", "plane", "heightfield")
+ROLES = ("obstacle", "arena")
+"""``obstacle``: boids stay outside it; ``arena``: boids stay inside it (a closed shape)."""
+
+#: The keys that size each shape (a heightfield also takes one of ``image`` and ``seed``).
+SIZE_KEYS: dict[str, tuple[str, ...]] = {
+    "box": ("size",),
+    "sphere": ("radius",),
+    "cylinder": ("radius", "height"),
+    "capsule": ("radius", "height"),
+    "torus": ("radius", "tube"),
+    "plane": (),
+    "heightfield": ("size", "height"),
+    "mesh": ("file",),
+}
+_SHAPE_KEYS = ("size", "radius", "height", "tube", "image", "seed", "file")
+_SIZE_TEXT = {
+    "size": "its side lengths [x, y, z]",
+    "radius": "a radius",
+    "height": "a height",
+    "tube": "the radius of its tube",
+    "file": "the mesh file to read",
+}
+
+#: Objects a scene may hold: each adds a distance per boid and step.
+MAX_OBJECTS = 1000
+#: Keyframes a motion may hold.
+MAX_KEYFRAMES = 100_000
+#: A scale factor's bounds: 0 collapses a shape, and beyond these a typo is likelier than a unit.
+SCALE_RANGE = (1e-6, 1e6)
+#: Nodes along each side of a heightfield generated from a seed.
+HEIGHTFIELD_SAMPLES = 129
+
+
+class Motion(NamedTuple):
+    """Keyframes of a moving object: at ``times[k]`` (seconds) its origin is at ``points[k]``
+    (world units), linear between keyframes; with ``rotations`` ([yaw, pitch, roll] degrees a
+    keyframe) it turns too, spherically between them. ``loop``: repeat with the period
+    ``times[-1] - times[0]`` (a looping motion must end where it starts, so the object never
+    jumps); otherwise it holds its first keyframe before ``times[0]`` and its last after."""
+
+    points: tuple[tuple[float, float, float], ...]
+    times: tuple[float, ...]
+    loop: bool = False
+    rotations: tuple[tuple[float, float, float], ...] | None = None
+
+
+class Object(NamedTuple):
+    """One object of the world (a ``[[objects]]`` table). Unset values are None.
+
+    Sizes, by shape (world units, before scaling): box ``size`` [x, y, z]; sphere ``radius``;
+    cylinder and capsule ``radius`` and ``height`` (along the local Y axis, a capsule's height
+    including its caps); torus ``radius`` (of its ring, in the local XZ plane) and ``tube``;
+    heightfield ``size`` [x, z] (its footprint along the local X and Z axes, centred on its
+    origin), ``height`` (of its highest point above its origin) and ``image`` (a greyscale
+    PNG: column i runs along +X, row k along +Z, black is 0 and white ``height``) or ``seed``
+    (fractal terrain); mesh ``file`` (OBJ, STL, PLY, glTF/GLB); a plane has none (its solid
+    side is local y < 0).
+    """
+
+    shape: str
+    size: tuple[float, ...] | None = None
+    radius: float | None = None
+    height: float | None = None
+    tube: float | None = None
+    image: str | None = None
+    seed: int | None = None
+    file: str | None = None
+    position: tuple[float, float, float] | None = None
+    """The origin of its frame in the world; None: (0, 0, 0), or the motion's."""
+    rotation: tuple[float, float, float] | None = None
+    """[yaw, pitch, roll], degrees (:mod:`flock3d.core.geometry` defines the convention)."""
+    scale: float | tuple[float, float, float] = 1.0
+    """A factor, or one per local axis: a sphere or a torus takes one, a cylinder or a
+    capsule equal x and z factors."""
+    role: str = "obstacle"
+    color: str | None = None
+    """How it is drawn, ``"#rrggbb"``; None: the viewer's choice."""
+    motion: Motion | None = None
+
+
+class SDFGrid(NamedTuple):
+    """Signed distances sampled on a cubic lattice, in an object's (scaled) local frame.
+
+    ``values[i, j, k]`` is the distance at ``origin + (i, j, k) * cell``: (nx, ny, nz) float64,
+    C-contiguous, each side at least 2 nodes. Interpolated by :func:`geometry.grid_sdf`.
+    """
+
+    origin: tuple[float, float, float]
+    cell: float
+    values: np.ndarray
+
+
+# -- normalising (what Params stores) -----------------------------------------------------------
+
+
+def normalise_object(value: Any) -> Any:
+    """``value`` as an :class:`Object` of plain tuples and floats when it is one or a mapping of
+    its keys; anything else is returned as it is, for the checks to report."""
+    if isinstance(value, Mapping) and "shape" in value and set(value) <= set(Object._fields):
+        value = Object(**value)
+    if not isinstance(value, Object):
+        return value
+    changes: dict[str, Any] = {}
+    if _is_sequence(value.size) and all(is_real_number(v) for v in value.size):
+        changes["size"] = tuple(float(v) for v in value.size)
+    for name in ("position", "rotation"):
+        changes[name] = _vector(getattr(value, name)) or getattr(value, name)
+    if _is_sequence(value.scale):
+        changes["scale"] = _vector(value.scale) or value.scale
+    for name in ("radius", "height", "tube"):
+        if is_real_number(getattr(value, name)):
+            changes[name] = float(getattr(value, name))
+    if is_real_number(value.scale):
+        changes["scale"] = float(value.scale)
+    if isinstance(value.seed, numbers.Integral) and not isinstance(value.seed, bool):
+        changes["seed"] = int(value.seed)
+    changes["motion"] = _motion(value.motion)
+    return value._replace(**changes)
+
+
+def _motion(value: Any) -> Any:
+    if isinstance(value, Mapping) and {"points", "times"} <= set(value) <= set(Motion._fields):
+        value = Motion(**value)
+    if not isinstance(value, Motion):
+        return value
+    changes: dict[str, Any] = {}
+    for name in ("points", "rotations"):
+        rows = getattr(value, name)
+        if _is_sequence(rows):
+            changes[name] = tuple(_vector(r) or r for r in rows)
+    if _is_sequence(value.times) and all(is_real_number(t) for t in value.times):
+        changes["times"] = tuple(float(t) for t in value.times)
+    return value._replace(**changes)
+
+
+# -- checks ---------------------------------------------------------------------------------------
+
+
+def scales(o: Object) -> tuple[float, float, float]:
+    """The object's scale per local axis (a valid object's)."""
+    return (o.scale,) * 3 if is_real_number(o.scale) else tuple(o.scale)
+
+
+def _positive(value: Any) -> str | None:
+    return _check_number(value, 0.0, MAX_MAGNITUDE, True, False, False)
+
+
+def object_problems(o: Any) -> list[str]:
+    """The problems of one object, each reading after its index (``.radius must be > 0 ...``)."""
+    if not isinstance(o, Object):
+        return [f" must be a table with a shape (got {short_repr(o)})"]
+    if o.shape not in SHAPES:
+        close = difflib.get_close_matches(str(o.shape), SHAPES, n=1, cutoff=0.5)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        return [f".shape must be one of {', '.join(map(repr, SHAPES))} (got {short_repr(o.shape)}){hint}"]
+    out = _size_problems(o)
+    out += _placement_problems(o)
+    if o.role not in ROLES:
+        out.append(f".role must be 'obstacle' or 'arena' (got {short_repr(o.role)})")
+    elif o.role == "arena" and o.shape in ("plane", "heightfield"):
+        out.append(
+            f".role 'arena' needs a closed shape: a {o.shape} encloses nothing (use it as an obstacle)"
+        )
+    if o.color is not None and not is_color(o.color):
+        out.append(f'.color must be a colour like "#3080ff" (got {short_repr(o.color)})')
+    if o.motion is not None:
+        out += _motion_problems(o)
+    return out
+
+
+def _size_problems(o: Object) -> list[str]:
+    out = []
+    wanted = SIZE_KEYS[o.shape] + (("image", "seed") if o.shape == "heightfield" else ())
+    for name in _SHAPE_KEYS:
+        if getattr(o, name) is not None and name not in wanted:
+            takes = ", ".join(wanted) if wanted else "no size"
+            out.append(f".{name} does not apply to a {o.shape} (a {o.shape} takes {takes})")
+    for name in SIZE_KEYS[o.shape]:
+        if getattr(o, name) is None:
+            what = "its footprint [x, z]" if (o.shape, name) == ("heightfield", "size") else _SIZE_TEXT[name]
+            out.append(f".{name} is required for a {o.shape}: {what}")
+    if out:
+        return out
+    if o.size is not None:
+        n = 2 if o.shape == "heightfield" else 3
+        if not (_is_sequence(o.size) and len(o.size) == n and all(_positive(v) is None for v in o.size)):
+            like = "[20, 20]" if n == 2 else "[1, 2, 3]"
+            out.append(
+                f".size must be {n} numbers > 0 and at most {MAX_MAGNITUDE:g}, like {like} "
+                f"(got {short_repr(o.size)})"
+            )
+    for name in ("radius", "height", "tube"):
+        if getattr(o, name) is not None and (p := _positive(getattr(o, name))):
+            out.append(f".{name} {p}")
+    if out:
+        return out
+    if o.shape == "torus" and not o.tube < o.radius:
+        out.append(f".tube must be < its radius {o.radius:g}, or the ring closes up (got {o.tube:g})")
+    if o.shape == "capsule" and o.height < 2.0 * o.radius:
+        out.append(
+            f".height must be at least twice its radius ({2 * o.radius:g}): it includes both caps "
+            f"(got {o.height:g})"
+        )
+    if o.shape == "heightfield":
+        if (o.image is None) == (o.seed is None):
+            out.append(
+                ".image or .seed is required for a heightfield, not both: a greyscale PNG or a seed "
+                "for fractal terrain"
+            )
+        elif o.seed is not None and not (_whole(o.seed) and 0 <= o.seed < 2**63):
+            out.append(f".seed must be a whole number from 0 to 2**63 - 1 (got {short_repr(o.seed)})")
+        elif o.image is not None and not (isinstance(o.image, str) and o.image):
+            out.append(f".image must be the name of a PNG file (got {short_repr(o.image)})")
+    if o.shape == "mesh" and not (isinstance(o.file, str) and o.file):
+        out.append(f".file must be the name of a mesh file (got {short_repr(o.file)})")
+    return out
+
+
+def _placement_problems(o: Object) -> list[str]:
+    out = []
+    for name in ("position", "rotation"):
+        value = getattr(o, name)
+        if value is not None and not _finite_vector(value):
+            out.append(
+                f".{name} must be 3 finite numbers of at most {MAX_MAGNITUDE:g} (got {short_repr(value)})"
+            )
+    low, high = SCALE_RANGE
+    factors = [o.scale] if is_real_number(o.scale) else o.scale
+    if not (
+        _is_sequence(factors)
+        and len(factors) in (1, 3)
+        and all(is_real_number(f) and low <= f <= high for f in factors)
+    ):
+        out.append(
+            f".scale must be a number or 3 numbers, each from {low:g} to {high:g} (got {short_repr(o.scale)})"
+        )
+        return out
+    sx, sy, sz = scales(o)
+    if o.shape in ("sphere", "torus") and not sx == sy == sz:
+        out.append(
+            f".scale must be one number for a {o.shape}: another factor per axis would make it "
+            f"no {o.shape} (got {short_repr(o.scale)})"
+        )
+    elif o.shape in ("cylinder", "capsule") and sx != sz:
+        out.append(
+            f".scale must be equal along x and z for a {o.shape} (its round section; got "
+            f"{short_repr(o.scale)})"
+        )
+    elif not _size_problems(o) and max(_scaled_sizes(o), default=0.0) > MAX_MAGNITUDE:
+        out.append(f".scale makes it larger than {MAX_MAGNITUDE:g} (got {short_repr(o.scale)})")
+    return out
+
+
+def _scaled_sizes(o: Object) -> list[float]:
+    sx, sy, sz = scales(o)
+    if o.shape == "box":
+        return [o.size[0] * sx, o.size[1] * sy, o.size[2] * sz]
+    if o.shape == "heightfield":
+        return [o.size[0] * sx, o.height * sy, o.size[1] * sz]
+    return [v * max(sx, sy, sz) for v in (o.radius, o.height, o.tube) if v is not None]
+
+
+def _motion_problems(o: Object) -> list[str]:
+    m = o.motion
+    if not isinstance(m, Motion):
+        wanted = "a table of points, times, and optionally loop and rotations"
+        return [f".motion must be {wanted} (got {short_repr(m)})"]
+    out = []
+    ok_points = _is_sequence(m.points) and all(_finite_vector(p) for p in m.points)
+    if not (ok_points and 2 <= len(m.points) <= MAX_KEYFRAMES):
+        out.append(
+            f".motion.points must be from 2 to {MAX_KEYFRAMES:,} points of 3 finite numbers "
+            f"(got {short_repr(m.points)})"
+        )
+    times = m.times
+    if not (_is_sequence(times) and all(is_real_number(t) and math.isfinite(t) for t in times)):
+        out.append(f".motion.times must be a list of finite numbers of seconds (got {short_repr(times)})")
+    elif ok_points and len(times) != len(m.points):
+        out.append(
+            f".motion.times has {len(times)} values but .motion.points has {len(m.points)}; they go in pairs"
+        )
+    elif any(b <= a for a, b in zip(times, times[1:], strict=False)):
+        k = next(i for i in range(1, len(times)) if times[i] <= times[i - 1])
+        out.append(
+            f".motion.times must increase from each keyframe to the next (got {times[k - 1]:g} "
+            f"then {times[k]:g})"
+        )
+    rotations = m.rotations
+    if rotations is not None:
+        if not (_is_sequence(rotations) and all(_finite_vector(r) for r in rotations)):
+            out.append(
+                f".motion.rotations must be a list of [yaw, pitch, roll] (got {short_repr(rotations)})"
+            )
+        elif ok_points and len(rotations) != len(m.points):
+            out.append(
+                f".motion.rotations has {len(rotations)} values but .motion.points has "
+                f"{len(m.points)}; they go in pairs"
+            )
+    if not isinstance(m.loop, bool):
+        out.append(f".motion.loop must be true or false (got {short_repr(m.loop)})")
+    if out:
+        return out
+    if m.loop and (
+        m.points[0] != m.points[-1] or (rotations and not _same_rotation(rotations[0], rotations[-1]))
+    ):
+        out.append(
+            ".motion loops, so it must end where it starts (the last point and rotation equal to the "
+            "first), or the object would jump"
+        )
+    if o.position is not None:
+        out.append(".position is given by .motion.points when the object moves; leave it out")
+    if o.rotation is not None and rotations is not None:
+        out.append(".rotation is given by .motion.rotations; leave it out")
+    return out
+
+
+def _same_rotation(a, b) -> bool:
+    qa, qb = g.euler_quaternion(*a), g.euler_quaternion(*b)
+    return abs(abs(sum(x * y for x, y in zip(qa, qb, strict=True))) - 1.0) < 1e-12
+
+
+def _whole(value: Any) -> bool:
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+def is_color(value: Any) -> bool:
+    """A colour written ``"#rrggbb"``."""
+    return (
+        isinstance(value, str)
+        and len(value) == 7
+        and value[0] == "#"
+        and all(c in "0123456789abcdefABCDEF" for c in value[1:])
+    )
+
+
+def objects_problems(values: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """The problems of ``Params.objects`` given every field's value: each object's, then the
+    world's (one arena, the arena shapes they go with, room left to place the boids), as
+    (field, message) pairs."""
+    objects = values["objects"]
+    if not _is_sequence(objects):
+        return [("objects", f"must be a list of objects (got {short_repr(objects)})")]
+    if len(objects) > MAX_OBJECTS:
+        return [("objects", f"may be at most {MAX_OBJECTS:,} (got {len(objects):,})")]
+    out = [("objects", f"[{i}]{p}") for i, o in enumerate(objects) for p in object_problems(o)]
+    if out or not objects:
+        return out
+    arenas = [i for i, o in enumerate(objects) if o.role == "arena"]
+    if len(arenas) > 1:
+        out.append(("objects", f"{arenas} all have role 'arena'; a world has at most one arena"))
+    elif arenas and values["arena_shape"] != "none":
+        out.append(
+            (
+                "objects",
+                f"[{arenas[0]}] is the arena: it needs arena_shape 'none' "
+                f"(got {values['arena_shape']!r}), or the world would have two",
+            )
+        )
+    if values["arena_shape"] == "periodic":
+        out.append(
+            (
+                "objects",
+                "need an arena that is not periodic: an object would have to be in every image of the box",
+            )
+        )
+    return out
+
+
+def needs_field(o: Object) -> bool:
+    """Whether the object's distances come from a file (a mesh, a heightfield's image)."""
+    return o.shape == "mesh" or (o.shape == "heightfield" and o.image is not None)
+
+
+#: Points spread over the initial ball (a fixed draw) where room to start is looked for.
+_START_SAMPLES = 4096
+
+
+def covered_start_problems(
+    values: Mapping[str, Any], fields: Mapping[int, Any] | None = None
+) -> list[tuple[str, str]]:
+    """Whether the objects leave room to place the boids: some of 4,096 points spread uniformly
+    over the initial ball (disc), one fixed draw, must lie outside every obstacle and inside
+    the arena object, by the avoidance margin, at time 0. Judged only when every object's distances are known
+    (those read from files need ``fields``)."""
+    objects = values["objects"]
+    if not objects or any(
+        needs_field(o) and (fields is None or i not in fields) for i, o in enumerate(objects)
+    ):
+        return []
+    r0 = 0.5 * values["arena_radius"] if values["init_radius"] is None else values["init_radius"]
+    points = _start_samples(values["arena_center"], r0, values["dimensions"])
+    margin = values["avoidance_margin"]
+    data, offsets = pack_objects(objects, fields)
+    free = np.ones(len(points), dtype=bool)
+    for k in range(len(objects)):
+        alone = clearances(data, offsets[k : k + 2], points, 0.0) >= margin  # object k alone
+        if not alone.any():
+            return [
+                (
+                    "objects",
+                    f"[{k}] with the avoidance_margin covers every spawn point: the initial "
+                    f"ball of radius {r0:g} around the arena centre (move it, or set another "
+                    "init_radius)",
+                )
+            ]
+        free &= alone
+    if not free.any():
+        return [
+            (
+                "objects",
+                f"together with the avoidance_margin cover every spawn point: the initial ball of "
+                f"radius {r0:g} around the arena centre (move them, or set another init_radius)",
+            )
+        ]
+    return []
+
+
+def _start_samples(center, r0: float, dimensions: int) -> np.ndarray:
+    """(4096, 3) points evenly spread over the ball (disc) of radius r0: a fixed draw."""
+    rng = np.random.default_rng(0)
+    v = rng.standard_normal((_START_SAMPLES, 3))
+    if dimensions == 2:
+        v[:, 2] = 0.0
+    v /= np.linalg.norm(v, axis=1, keepdims=True)
+    radii = r0 * rng.random(_START_SAMPLES) ** (1.0 / dimensions)
+    return np.asarray(center, dtype=np.float64) + v * radii[:, None]
+
+
+# -- the packed form ------------------------------------------------------------------------------
+
+#: Slots of an object's header in the packed array (see :func:`pack_objects`).
+KIND, SIDE, POSITION, ROTATION, SIZES, MOTION, FIELD, BOUND = 0, 1, 2, 5, 9, 13, 14, 15
+HEADER = 16
+
+
+def pack_objects(
+    objects: Sequence[Object], fields: Mapping[int, Any] | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """The objects as one float64 array and the offset of each object's record in it.
+
+    Args:
+        objects: valid objects (``Params.objects``).
+        fields: for each object read from a file, by its index: a mesh's :class:`SDFGrid` (in its
+            scaled local frame, as :func:`flock3d.io.meshes.object_fields` builds it), a
+            heightfield's (nx, nz) heights in [0, 1] from its image.
+
+    Returns:
+        ``(data, offsets)``: (L,) float64 and (K + 1,) int64; object k's record is
+        ``data[offsets[k]:offsets[k + 1]]``, a header of :data:`HEADER` slots
+
+        ====  ==========================================================================
+        0     kind (:data:`geometry.BOX` ... :data:`geometry.MESH`)
+        1     side: +1 an obstacle (free outside), -1 an arena (free inside)
+        2-4   position (x, y, z): the frame's origin when still
+        5-8   rotation, a unit quaternion (w, x, y, z)
+        9-12  sizes, scaled: box half sides (3); sphere r; cylinder r, half height;
+              capsule r, half segment; torus ring, tube; heightfield, mesh: unused
+        13    index in ``data`` of its motion block, or -1
+        14    index in ``data`` of its field block (heightfield, mesh), or -1
+        15    radius of a ball around the local origin holding the whole shape (inf:
+              unbounded, a plane or a heightfield)
+        ====  ==========================================================================
+
+        then its blocks. A motion block: ``K, loop, has_rotations, times (K), points (3K),
+        quaternions (4K if has_rotations)`` (:func:`geometry.keyframe_frame`). A mesh's
+        block: ``nx, ny, nz, ox, oy, oz, h, values (nx ny nz, C order)``. A heightfield's:
+        ``nx, nz, x0, z0, dx, dz, heights (nx nz, C order: x slowest)``, scaled.
+
+    Raises:
+        ValueError: when an object read from a file has no field given.
+    """
+    records = []
+    offsets = [0]
+    for k, o in enumerate(objects):
+        record = _record(k, o, offsets[-1], fields or {})
+        records.append(record)
+        offsets.append(offsets[-1] + len(record))
+    data = np.concatenate(records) if records else np.zeros(0)
+    return np.ascontiguousarray(data, dtype=np.float64), np.asarray(offsets, dtype=np.int64)
+
+
+def _record(k: int, o: Object, start: int, fields: Mapping[int, Any]) -> np.ndarray:
+    sx, sy, sz = scales(o)
+    header = np.zeros(HEADER)
+    header[KIND] = g.KINDS.index(o.shape)
+    header[SIDE] = -1.0 if o.role == "arena" else 1.0
+    header[POSITION : POSITION + 3] = o.position or (0.0, 0.0, 0.0)
+    header[ROTATION : ROTATION + 4] = g.euler_quaternion(*(o.rotation or (0.0, 0.0, 0.0)))
+    sizes, bound = _packed_sizes(o, sx, sy, sz)
+    header[SIZES : SIZES + len(sizes)] = sizes
+    header[BOUND] = bound
+    header[MOTION] = header[FIELD] = -1.0
+    blocks = [header]
+    at = start + HEADER
+    if o.motion is not None:
+        motion = _motion_block(o.motion)
+        header[MOTION] = at
+        blocks.append(motion)
+        at += len(motion)
+    if o.shape in ("mesh", "heightfield"):
+        field, header[BOUND] = _field_block(k, o, fields, sx, sy, sz)
+        header[FIELD] = at
+        blocks.append(field)
+    return np.concatenate(blocks)
+
+
+def _packed_sizes(o: Object, sx: float, sy: float, sz: float) -> tuple[list[float], float]:
+    if o.shape == "box":
+        half = [0.5 * o.size[0] * sx, 0.5 * o.size[1] * sy, 0.5 * o.size[2] * sz]
+        return half, math.hypot(*half)
+    if o.shape == "sphere":
+        return [o.radius * sx], o.radius * sx
+    if o.shape in ("cylinder", "capsule"):
+        r, hh = o.radius * sx, 0.5 * o.height * sy
+        if o.shape == "capsule":
+            hh -= r  # the segment between the caps' centres
+            return [r, hh], hh + r
+        return [r, hh], math.hypot(r, hh)
+    if o.shape == "torus":
+        return [o.radius * sx, o.tube * sx], (o.radius + o.tube) * sx
+    return [], math.inf
+
+
+def _motion_block(m: Motion) -> np.ndarray:
+    n = len(m.points)
+    parts = [
+        np.array([n, float(m.loop), float(m.rotations is not None)]),
+        np.asarray(m.times, dtype=np.float64),
+        np.asarray(m.points, dtype=np.float64).reshape(-1),
+    ]
+    if m.rotations is not None:
+        parts.append(np.array([g.euler_quaternion(*r) for r in m.rotations]).reshape(-1))
+    return np.concatenate(parts)
+
+
+def _field_block(k: int, o: Object, fields: Mapping[int, Any], sx, sy, sz) -> tuple[np.ndarray, float]:
+    if o.shape == "heightfield" and o.seed is not None:
+        heights = g.fractal_heights(o.seed, HEIGHTFIELD_SAMPLES)
+    elif k in fields:
+        heights = fields[k]
+    else:
+        what = "its mesh's distance grid" if o.shape == "mesh" else "its image's heights"
+        raise ValueError(
+            f"objects[{k}] ({o.shape}) needs {what}: build the fields with "
+            "flock3d.io.meshes.object_fields(params)"
+        )
+    if o.shape == "mesh":
+        grid: SDFGrid = heights
+        nx, ny, nz = grid.values.shape
+        head = np.array([nx, ny, nz, *grid.origin, grid.cell], dtype=np.float64)
+        far = np.asarray(grid.origin) + (np.array([nx, ny, nz]) - 1) * grid.cell
+        bound = float(np.linalg.norm(np.maximum(np.abs(grid.origin), np.abs(far))))
+        return np.concatenate([head, np.ascontiguousarray(grid.values, dtype=np.float64).reshape(-1)]), bound
+    heights = np.asarray(heights, dtype=np.float64)
+    nx, nz = heights.shape
+    width, depth = o.size[0] * sx, o.size[1] * sz
+    head = np.array([nx, nz, -0.5 * width, -0.5 * depth, width / (nx - 1), depth / (nz - 1)])
+    return np.concatenate([head, (heights * (o.height * sy)).reshape(-1)]), math.inf
+
+
+# -- distances of packed objects ----------------------------------------------------------------
+
+_jit = numba.njit(cache=True, nogil=True, error_model="numpy")
+
+
+@_jit
+def object_frame(data, o, t):
+    """Object o's frame at time t: (px, py, pz, qw, qx, qy, qz), its motion's or its still one."""
+    px, py, pz = data[o + POSITION], data[o + POSITION + 1], data[o + POSITION + 2]
+    qw, qx, qy, qz = (
+        data[o + ROTATION],
+        data[o + ROTATION + 1],
+        data[o + ROTATION + 2],
+        data[o + ROTATION + 3],
+    )
+    m = int(data[o + MOTION])
+    if m >= 0:
+        mx, my, mz, mw, mqx, mqy, mqz = g.keyframe_frame(data, m, t)
+        px, py, pz = mx, my, mz
+        if data[m + 2] != 0.0:
+            qw, qx, qy, qz = mw, mqx, mqy, mqz
+    return px, py, pz, qw, qx, qy, qz
+
+
+@_jit
+def _local_sdf(data, o, x, y, z):
+    kind = int(data[o + KIND])
+    a, b, c = data[o + SIZES], data[o + SIZES + 1], data[o + SIZES + 2]
+    if kind == g.BOX:
+        return g.sdf_box(x, y, z, a, b, c)
+    if kind == g.SPHERE:
+        return g.sdf_sphere(x, y, z, a)
+    if kind == g.CYLINDER:
+        return g.sdf_cylinder(x, y, z, a, b)
+    if kind == g.CAPSULE:
+        return g.sdf_capsule(x, y, z, a, b)
+    if kind == g.TORUS:
+        return g.sdf_torus(x, y, z, a, b)
+    if kind == g.PLANE:
+        return g.sdf_plane(x, y, z)
+    f = int(data[o + FIELD])
+    if kind == g.HEIGHTFIELD:
+        return g.heightfield_sdf(
+            data,
+            f + 6,
+            int(data[f]),
+            int(data[f + 1]),
+            data[f + 2],
+            data[f + 3],
+            data[f + 4],
+            data[f + 5],
+            x,
+            y,
+            z,
+        )
+    return g.grid_sdf_flat(
+        data,
+        f + 7,
+        int(data[f]),
+        int(data[f + 1]),
+        int(data[f + 2]),
+        data[f + 3],
+        data[f + 4],
+        data[f + 5],
+        data[f + 6],
+        x,
+        y,
+        z,
+    )
+
+
+@_jit
+def object_sdf(data, o, t, x, y, z):
+    """The signed distance of the world point (x, y, z) to the object whose record starts at
+    ``data[o]``, at time t, and its unit outward normal in the world: (d, gx, gy, gz), d < 0
+    inside the shape. Queried in the object's frame at t, so a moving object costs what a
+    still one does."""
+    px, py, pz, qw, qx, qy, qz = object_frame(data, o, t)
+    lx, ly, lz = g.to_local(px, py, pz, qw, qx, qy, qz, x, y, z)
+    d, gx, gy, gz = _local_sdf(data, o, lx, ly, lz)
+    wx, wy, wz = g.rotate(qw, qx, qy, qz, gx, gy, gz)
+    return d, wx, wy, wz
+
+
+@_jit
+def object_clearance(data, o, t, x, y, z):
+    """The room a point has from one object: the signed distance measured into the free side
+    (outside an obstacle, inside an arena), and the unit direction of more room: (c, nx, ny,
+    nz), c < 0 in the solid part."""
+    d, gx, gy, gz = object_sdf(data, o, t, x, y, z)
+    s = data[o + SIDE]
+    return s * d, s * gx, s * gy, s * gz
+
+
+@_jit
+def clearance(data, offsets, t, x, y, z):
+    """The least clearance of a point over every object, its direction, and the object's index:
+    (c, nx, ny, nz, k); (inf, 0, 0, 0, -1) without objects."""
+    best, bx, by, bz, which = math.inf, 0.0, 0.0, 0.0, -1
+    for k in range(offsets.shape[0] - 1):
+        c, nx, ny, nz = object_clearance(data, offsets[k], t, x, y, z)
+        if c < best:
+            best, bx, by, bz, which = c, nx, ny, nz, k
+    return best, bx, by, bz, which
+
+
+@_jit
+def clearances(data, offsets, points, t):
+    """(n,) the least clearance of each of the (n, 3) points over every object at time t (over
+    object k alone with ``offsets[k:k + 2]``)."""
+    out = np.empty(points.shape[0])
+    for i in range(points.shape[0]):
+        out[i] = clearance(data, offsets, t, points[i, 0], points[i, 1], points[i, 2])[0]
+    return out
+
+
+# -- the term ------------------------------------------------------------------------------------
+
+OBJECTS = Spec(
+    "objects", "[[objects]] tables: primitives, ground and meshes that boids stay out of (role obstacle) "
+    "or in (role arena)", kind="items", checked=False,
+    parts=(Part("shape", "string", required=True), Part("size", "numbers"), Part("radius", "number"),
+           Part("height", "number"), Part("tube", "number"), Part("image", "string"), Part("seed", "integer"),
+           Part("file", "string"), Part("position", "vector3"),
+           Part("rotation", "vector3"), Part("scale", "scale"), Part("role", "choice", choices=ROLES),
+           Part("color", "color"), Part("motion", "motion")),
+)  # fmt: skip
+
+
+class Objects(Term):
+    """The world's objects. Checked here; boids spawn outside them (flock3d.core.state). Their
+    avoidance in the step is not written yet: a flock with objects does not steer around them."""
+
+    name = "objects"
+    fields = ("objects",)
+    switches = ("objects",)
+    needs = "it needs objects"
+
+    def present(self, params):
+        return False  # no avoidance term in the step yet
+
+    def problems(self, values, reported):
+        if values["objects"] == ():
+            return []
+        problems = [Problem(*p) for p in objects_problems(values)]
+        depends = {"objects", "arena_center", "init_radius", "arena_radius", "avoidance_margin", "dimensions"}
+        if not problems and not reported & depends:
+            problems = [Problem(*p) for p in covered_start_problems(values)]
+        return problems
+
+
+TERM = Objects()

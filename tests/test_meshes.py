@@ -1,0 +1,180 @@
+"""Meshes and heightfield images: every format read, bad files refused in one line, the grid's
+error against exact distances within its stated bound, and its cache."""
+
+import logging
+import math
+
+import numpy as np
+import pytest
+
+trimesh = pytest.importorskip("trimesh")
+pytest.importorskip("igl")
+
+from flock3d import Params  # noqa: E402
+from flock3d.core import geometry as g  # noqa: E402
+from flock3d.core.state import random_state  # noqa: E402
+from flock3d.core.terms.objects import Object, clearances, pack_objects  # noqa: E402
+from flock3d.io import meshes  # noqa: E402
+from flock3d.io.meshes import MeshError, object_fields, object_grid, read_heights, read_mesh  # noqa: E402
+
+RNG = np.random.default_rng(11)
+
+
+@pytest.fixture(autouse=True)
+def own_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("FLOCK3D_CACHE_DIR", str(tmp_path / "cache"))
+
+
+@pytest.mark.parametrize("suffix", [".obj", ".stl", ".ply", ".glb", ".gltf"])
+def test_every_format_is_read(tmp_path, suffix):
+    path = tmp_path / f"box{suffix}"
+    trimesh.creation.box(extents=(1.0, 2.0, 3.0)).export(path)
+    mesh = read_mesh(path, role="arena")
+    assert len(mesh.faces) == 12 and mesh.is_watertight
+    assert mesh.volume == pytest.approx(6.0)
+    assert np.ptp(mesh.vertices, axis=0) == pytest.approx([1, 2, 3])
+
+
+def test_an_inside_out_closed_mesh_is_turned_outwards(tmp_path):
+    box = trimesh.creation.box(extents=(2.0, 2.0, 2.0))
+    box.invert()
+    box.export(tmp_path / "inverted.obj")
+    assert read_mesh(tmp_path / "inverted.obj").volume == pytest.approx(8.0)
+
+
+def refusal(path, role="obstacle") -> str:
+    with pytest.raises(MeshError) as error:
+        read_mesh(path, role)
+    assert "\n" not in str(error.value)
+    return str(error.value)
+
+
+def test_bad_mesh_files_are_refused_in_one_line(tmp_path, monkeypatch):
+    assert refusal(tmp_path / "none.obj") == f"{tmp_path / 'none.obj'}: no such mesh file"
+    (tmp_path / "words.obj").write_text("hello world\n")
+    assert refusal(tmp_path / "words.obj").endswith("holds no triangles; a mesh needs at least one")
+    (tmp_path / "junk.glb").write_bytes(b"glTF\x02\x00\x00\x00")
+    assert "not a mesh trimesh can read" in refusal(tmp_path / "junk.glb")
+    (tmp_path / "notes.txt").write_text("v 0 0 0\n")
+    assert "not a mesh file: its name must end in .obj, .stl" in refusal(tmp_path / "notes.txt")
+    (tmp_path / "folder.obj").mkdir()
+    assert "not a regular file" in refusal(tmp_path / "folder.obj")
+    (tmp_path / "nan.obj").write_text(
+        "v nan 0 0\nv 1 0 0\nv 0 1 0\nv 0 0 1\nf 1 2 3\nf 1 3 4\nf 1 4 2\nf 2 4 3\n"
+    )
+    assert "has vertices that are not finite numbers (NaN or inf)" in refusal(tmp_path / "nan.obj")
+    trimesh.creation.icosphere(2).export(tmp_path / "ball.stl")
+    monkeypatch.setattr(meshes, "MAX_TRIANGLES", 100)
+    assert "has 320 triangles; a mesh may have at most 100" in refusal(tmp_path / "ball.stl")
+
+
+def test_an_open_mesh_may_be_an_obstacle_but_not_an_arena(tmp_path):
+    box = trimesh.creation.box(extents=(2.0, 2.0, 2.0))
+    trimesh.Trimesh(box.vertices, box.faces[:-2]).export(tmp_path / "open.obj")
+    assert len(read_mesh(tmp_path / "open.obj").faces) == 10
+    assert "is open (not watertight): an arena mesh must be closed" in refusal(tmp_path / "open.obj", "arena")
+
+
+def grid_points(grid, n=4000):
+    top = np.asarray(grid.origin) + (np.array(grid.values.shape) - 1) * grid.cell
+    return RNG.uniform(grid.origin, top, (n, 3))
+
+
+def test_the_grid_is_within_its_bound_of_the_exact_distance(tmp_path):
+    # An icosphere approximates a sphere of radius 2: its own error is how far its faces sink
+    # inside, at most 2 minus the distance from the centre to the nearest face plane.
+    ball = trimesh.creation.icosphere(subdivisions=4, radius=2.0)
+    tessellation = 2.0 - np.min(np.abs(np.einsum("ij,ij->i", ball.face_normals, ball.triangles[:, 0])))
+    ball.export(tmp_path / "ball.ply")
+    grid = object_grid(Object("mesh", file=str(tmp_path / "ball.ply"), scale=1.5), resolution=48)
+    h = grid.cell
+    points = grid_points(grid)
+    got = np.array([g.grid_sdf(grid.values, *grid.origin, h, *p)[0] for p in points])
+    exact = np.linalg.norm(points, axis=1) - 3.0
+    error = np.abs(got - exact)
+    near = np.abs(exact) < (meshes.EXACT_BAND - math.sqrt(3)) * h
+    assert near.sum() > 500 and (~near).sum() > 500
+    assert error[near].max() <= math.sqrt(3) / 2 * h + 1.5 * tessellation
+    assert error.max() <= math.sqrt(3) / 2 * (meshes._STRIDE + 1) * h + 1.5 * tessellation
+    assert np.all(np.sign(got[np.abs(exact) > h]) == np.sign(exact[np.abs(exact) > h]))
+    # A box mesh is its shape exactly: only the interpolation's error remains.
+    trimesh.creation.box(extents=(4.0, 1.0, 2.0)).export(tmp_path / "box.stl")
+    grid = object_grid(Object("mesh", file=str(tmp_path / "box.stl")), resolution=40)
+    points = grid_points(grid)
+    got = np.array([g.grid_sdf(grid.values, *grid.origin, grid.cell, *p)[0] for p in points])
+    exact = np.array([g.sdf_box(*p, 2.0, 0.5, 1.0)[0] for p in points])
+    near = np.abs(exact) < (meshes.EXACT_BAND - math.sqrt(3)) * grid.cell
+    assert np.abs(got - exact)[near].max() <= math.sqrt(3) / 2 * grid.cell
+
+
+def test_the_cache_serves_the_same_grid_and_rebuilds_a_damaged_one(tmp_path, monkeypatch, caplog):
+    trimesh.creation.icosphere(2).export(tmp_path / "ball.obj")
+    obj = Object("mesh", file=str(tmp_path / "ball.obj"))
+    first = object_grid(obj, resolution=24)
+    entries = list(meshes.grid_cache_dir().glob("*.npz"))
+    assert len(entries) == 1
+
+    def no_sampling(*args, **kwargs):
+        raise AssertionError("sampled again despite the cache")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(meshes, "mesh_grid", no_sampling)
+        hit = object_grid(obj, resolution=24)
+    assert np.array_equal(hit.values, first.values) and hit.origin == first.origin and hit.cell == first.cell
+    # Another size or scale is another entry.
+    object_grid(obj, resolution=20)
+    object_grid(obj._replace(scale=2.0), resolution=24)
+    assert len(list(meshes.grid_cache_dir().glob("*.npz"))) == 3
+    # A truncated entry is dropped, sampled again and replaced, with one line said.
+    entries[0].write_bytes(entries[0].read_bytes()[:1000])
+    with caplog.at_level(logging.WARNING, logger="flock3d"):
+        again = object_grid(obj, resolution=24)
+    assert np.array_equal(again.values, first.values)
+    assert [r.getMessage() for r in caplog.records] == [
+        f"flock3d: the cached grid {entries[0].name} was damaged (BadZipFile); computing it again"
+    ]
+    hit = object_grid(obj, resolution=24)  # the rebuilt entry reads back
+    assert np.array_equal(hit.values, first.values)
+
+
+def test_heightfield_images_are_read_as_heights(tmp_path):
+    iio = pytest.importorskip("imageio.v3")
+    pixels = np.zeros((3, 5), dtype=np.uint8)  # 5 columns along x, 3 rows along z
+    pixels[:, 4] = 255
+    pixels[2, 0] = 51
+    iio.imwrite(tmp_path / "ground.png", pixels)
+    heights = read_heights(tmp_path / "ground.png")
+    assert heights.shape == (5, 3) and heights[4, 1] == 1.0 and heights[0, 2] == pytest.approx(0.2)
+    iio.imwrite(tmp_path / "colour.png", np.dstack([pixels, pixels, 255 - pixels]))
+    with pytest.raises(MeshError, match="colour.png: not a greyscale image"):
+        read_heights(tmp_path / "colour.png")
+    (tmp_path / "text.png").write_text("no image here")
+    with pytest.raises(MeshError, match="text.png: not an image imageio can read"):
+        read_heights(tmp_path / "text.png")
+    with pytest.raises(MeshError, match="missing.png: no such image file"):
+        read_heights(tmp_path / "missing.png")
+
+
+def test_boids_start_outside_mesh_obstacles_and_inside_a_mesh_arena(tmp_path):
+    trimesh.creation.icosphere(3, radius=6.0).export(tmp_path / "rock.obj")
+    trimesh.creation.box(extents=(30.0, 12.0, 30.0)).export(tmp_path / "room.glb")
+    params = Params(
+        count=2000,
+        arena_shape="none",
+        init_radius=20.0,
+        objects=[
+            {"shape": "mesh", "file": str(tmp_path / "rock.obj"), "position": [3, 0, 0]},
+            {"shape": "mesh", "file": str(tmp_path / "room.glb"), "role": "arena", "rotation": [20, 0, 0]},
+        ],
+    )
+    with pytest.raises(ValueError, match=r"objects\[0\] \(mesh\) needs its mesh's distance grid"):
+        random_state(params, seed=1)
+    fields = object_fields(params, resolution=40)
+    positions = random_state(params, seed=1, fields=fields).positions
+    data, offsets = pack_objects(params.objects, fields)
+    assert clearances(data, offsets, positions, 0.0).min() >= params.avoidance_margin
+    # Checked against the meshes' exact shapes: outside the rock's ball, inside the turned room.
+    assert np.linalg.norm(positions - (3, 0, 0), axis=1).min() >= 6.0
+    q = g.euler_quaternion(20.0, 0.0, 0.0)
+    local = np.array([g.rotate_inverse(*q, *p) for p in positions])
+    assert np.all(np.abs(local) <= (15.0, 6.0, 15.0))
