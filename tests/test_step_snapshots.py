@@ -87,6 +87,7 @@ LAYOUTS = {
     "couzin": (Params(model="couzin", arena_shape="none", count=100), (), ()),
     "vicsek": (Params(**VICSEK_DEFAULTS), (), ()),
     "vicsek-topological-3d": (Params(**{**VICSEK_DEFAULTS, "dimensions": 3, "neighbours": 7}), (), ()),
+    "vicsek-old-position": (Params(**{**VICSEK_DEFAULTS, "position_update": "old"}), (), ()),
 }
 
 

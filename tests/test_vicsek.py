@@ -36,6 +36,21 @@ def test_a_particle_takes_the_mean_direction_of_itself_and_those_within_r(engine
     np.testing.assert_allclose(flock.boids[3].forward, [-1.0, 0, 0], atol=1e-12)  # alone: straight on
 
 
+def test_the_old_position_update_moves_a_particle_along_the_heading_it_had(engine):
+    # Vicsek et al.'s Eq. 1: x(t + 1) = x(t) + v(t); the new heading is that of the default update.
+    params = vicsek(noise_eta=0.0, count=4, position_update="old")
+    p = [[0, 0, 0], [0.5, 0, 0], [0, -0.9, 0], [-1.2, 0, 0]]
+    h = [[1.0, 0, 0], [0, 1.0, 0], [-1 / math.sqrt(2), 1 / math.sqrt(2), 0], [-1.0, 0, 0]]
+    old, new = stepped(params, p, h, engine), stepped(params.replace(position_update="new"), p, h, engine)
+    np.testing.assert_allclose(old.positions[0], [0.03, 0, 0], atol=1e-15)
+    np.testing.assert_allclose(old.positions[1], [0.5, 0.03, 0], atol=1e-15)
+    np.testing.assert_allclose(old.velocities, new.velocities, atol=1e-15)  # the same turn
+    np.testing.assert_allclose(new.positions - np.array(p), new.velocities, atol=1e-15)  # dt = 1
+    # Two steps: the second move is along the heading the first step chose.
+    old.step()
+    np.testing.assert_allclose(old.positions[0], [0.03, 0, 0] + new.velocities[0], atol=1e-15)
+
+
 def test_in_3d_and_through_the_faces_of_the_box(engine):
     params = vicsek(noise_eta=0.0, count=3, dimensions=3, arena_radius=2.0)
     # 0 and 1 are 0.4 apart across the x faces (x = -1.9 and 1.9 in a box of side 4).
@@ -144,6 +159,9 @@ AGREEMENT = {  # density 4 (2D) and 3.2 (3D), as the paper's
         count=64, arena_radius=2.0, noise_eta=1.0, neighbours=3, view_distance=1.9, adaptive=True
     ),
     "cone and turn limit": vicsek(count=64, arena_radius=2.0, noise_eta=0.5, fov=180.0, max_turn_rate=20.0),
+    "old position update": vicsek(
+        count=100, arena_radius=1.5, noise_eta=1.5, dimensions=3, position_update="old"
+    ),
 }
 
 
@@ -177,6 +195,14 @@ def test_the_shipped_vicsek_scenes_are_the_paper_s_model(name):
     assert p.model == "vicsek" and p.arena_shape == "periodic" and p.speed == 0.03 and p.dt == 1.0
 
 
+def test_the_old_position_update_is_the_vicsek_model_s_alone():
+    with pytest.raises(SceneError) as caught:
+        parse_scene("[vicsek]\nposition_update = 'old'", source="x.toml")
+    assert caught.value.problems == [
+        "x.toml: vicsek.position_update applies to the vicsek model (got model 'boids')"
+    ]
+
+
 def test_a_scene_with_model_vicsek_takes_the_paper_s_values():
     p = parse_scene('model = "vicsek"\n[noise]\neta = 3.0').params
     assert (p.count, p.arena_radius, p.dimensions, p.speed, p.view_distance) == (400, 5.0, 2, 0.03, 1.0)
@@ -192,6 +218,7 @@ def test_a_scene_with_model_vicsek_takes_the_paper_s_values():
         ("[perception]\nview_distance = 6", "perception.view_distance must be < arena.radius"),
         ("[[attractors]]\nposition = [0, 0, 0]", "the vicsek model has none"),
         ("[sim]\nupdate = 'sequential'", "sim.update must be 'synchronous' for the vicsek model"),
+        ("[vicsek]\nposition_update = 'later'", "vicsek.position_update must be one of 'new', 'old'"),
     ],
 )
 def test_bad_vicsek_scenes_are_one_line_naming_the_key(text, message):

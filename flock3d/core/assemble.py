@@ -250,6 +250,8 @@ class Layout:
     nearest within each boid's own radius, which the step adapts)."""
     species: int = 0
     """Number of species (0: one kind of boid); their values and matrix travel in pv."""
+    position_update: str = "new"
+    """The Vicsek model's move: with the ``new`` velocity or the ``old`` one."""
 
     @property
     def periodic(self) -> bool:
@@ -276,7 +278,7 @@ def layout_of(params: Params, rules: Sequence[PairRule] = (), forces: Sequence[F
     if params.model != "boids":
         return Layout(params.model, "synchronous", "sum", (), "heading", params.arena_shape,
                       params.dimensions == 2, "inverse", "difference", (False, False, False),
-                      neighbours=neighbours)  # fmt: skip
+                      neighbours=neighbours, position_update=params.position_update)  # fmt: skip
     return Layout(
         model="boids",
         update=params.update,

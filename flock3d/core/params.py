@@ -77,6 +77,7 @@ __all__ = [
     "ALIGNMENT_FORMS",
     "EMPTY_MEANS",
     "TURN_LIMITS",
+    "POSITION_UPDATES",
     "TERMS",
     "STAGES",
     "used_stages",
@@ -144,6 +145,10 @@ MODELS = ("boids", "couzin", "vicsek")
 """``boids``: the spec's model and its variants; ``couzin``: the 2002 zone model; ``vicsek``: the
 1995 self-propelled particles (constant speed, alignment with angular noise, periodic box)."""
 ALIGNMENT_FORMS = alignment_term.FORMS
+POSITION_UPDATES = ("new", "old")
+"""The Vicsek model's move: ``new`` (``x(t+1) = x(t) + v(t+1) dt``, the forward update of
+Chaté et al. 2008 and most later work) or ``old`` (``x(t+1) = x(t) + v(t) dt``, as Vicsek et
+al. 1995 write their Eq. 1)."""
 
 
 SPECIES_FIELDS = (
@@ -547,6 +552,19 @@ class Params:
 
     objects: tuple[Object, ...] = declare((), objects_term.OBJECTS)
 
+    # -- issue 27: the Vicsek model's position update ------------------------------------
+    position_update: str = declare(
+        "new",
+        Spec(
+            "vicsek.position_update",
+            "the velocity a particle moves with: new (the one just chosen: Chaté et al. 2008's forward "
+            "update) or old (the one it had: Vicsek et al.'s Eq. 1)",
+            choices=POSITION_UPDATES,
+            model="vicsek",
+            **_CHOICE,
+        ),
+    )
+
     def __post_init__(self) -> None:
         # Accept sequences and numpy numbers from TOML or numpy, but store plain tuples,
         # floats and ints so that Params stays hashable and compares by value.
@@ -925,6 +943,10 @@ def _mode_problems(values: dict[str, Any]) -> list[Problem]:
     if values["update"] == "per_rule" and values["combine"] != "chain":
         problems.append(
             Problem("update", '"per_rule" applies the rules one after another: it needs combine = "chain"')
+        )
+    if values["position_update"] == "old" and values["model"] != "vicsek":
+        problems.append(
+            Problem("position_update", f"applies to the vicsek model (got model {values['model']!r})")
         )
     if values["model"] != "boids":
         for name, default in (("update", "synchronous"), ("combine", "sum"), ("turn_limit", "heading")):

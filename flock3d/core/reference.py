@@ -526,7 +526,8 @@ def vicsek_step(state: FlockState, params: Params, seed: int) -> FlockState:
     Each particle takes the direction of the summed headings of itself and its neighbours
     (:func:`neighbours`: within r, or its k nearest), tilts it by the noise
     (:func:`vicsek_noise`), turns to it (at most the turn limit, none by default) and moves at
-    the constant speed v0 for dt.
+    the constant speed v0 for dt: along its new heading, or with ``position_update = "old"``
+    along the one it had.
     """
     group = [
         CouzinAgent(p.copy(), Quaternion(q)) for p, q in zip(state.positions, state.orientations, strict=True)
@@ -543,7 +544,9 @@ def vicsek_step(state: FlockState, params: Params, seed: int) -> FlockState:
         desired = vicsek_noise(direction, params, seed, state.step_count, i)
         orientation = turned(a.orientation, desired, math.radians(params.max_turn_rate) * params.dt)
         velocity = params.speed * np.asarray(orientation.rotate(FORWARD))
-        position, velocity = settle(a.position + params.dt * velocity, velocity, params)
+        # Moved by the velocity just chosen, or (Vicsek et al.'s Eq. 1) by the one it had.
+        moving = velocity if params.position_update == "new" else params.speed * a.heading
+        position, velocity = settle(a.position + params.dt * moving, velocity, params)
         moved.append((CouzinAgent(position, orientation), velocity))
         if params.adaptive:
             radii.append(adapted_radius(state.radii[i], a.position, a.heading, positions, params))

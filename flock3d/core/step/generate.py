@@ -485,10 +485,16 @@ class _Generator(Emit):
           f"ux, uy, uz = C.zone_direction({zones}, fx, fy, fz, planar)",
           f"ux, uy, uz = C.{noise[0]}(ux, uy, uz, planar, {v(noise[1])}, seed, step_count, boid)",
           "failed = False")  # fmt: skip
-        self._stage(c, v("speed"), v("speed"))
+        position = ("px", "py", "pz")
+        if self.layout.position_update == "old":  # moved now by the old velocity: the batch moves by 0
+            position = tuple(f"p{a} + {v('dt')} * {v('speed')} * f{a}" for a in "xyz")
+        self._stage(c, v("speed"), v("speed"), position)
 
-    def _stage(self, c: _Lines, s_min: str, s_max: str) -> None:
-        """Put boid i in column ``slot`` of the batch: its state, desired velocity u and turn limits."""
+    def _stage(
+        self, c: _Lines, s_min: str, s_max: str, position: tuple[str, ...] = ("px", "py", "pz")
+    ) -> None:
+        """Put boid i in column ``slot`` of the batch: its state, desired velocity u, turn limits and
+        the position the batch moves it from."""
         v = self.v
         limit = (v("max_angle"), "0.0", "0.0") if self.layout.turn == "mesh" else (
             v("cos_max"), v("cos_half"), v("sin_half"))  # fmt: skip
@@ -499,7 +505,7 @@ class _Generator(Emit):
             (S_MIN, (s_min,)),
             (S_MAX, (s_max,)),
             (LIMIT, limit),
-            (P_X, ("px", "py", "pz")),
+            (P_X, position),
         ]
         for first, values in rows:
             targets = ", ".join(f"staged[{first + a}, slot]" for a in range(len(values)))
@@ -512,8 +518,9 @@ class _Generator(Emit):
         """Turn (heading or mesh limit), move, settle and write the batch: columns 0 .. n - 1,
         rows k0 .. k0 + n - 1 of the state (public indices ``ids``); a failed boid keeps its row."""
         mesh = self.layout.turn != "heading"
+        dt = "0.0" if self.layout.position_update == "old" else self.v("dt")  # staged where it moves to
         c(f"turn_rows({n}, staged, turned, {mesh}, UP[0], UP[1], UP[2])",
-          f"move_rows({k0}, {n}, staged, turned, failed_rows, {self.v('dt')}, box, wraps, planar, quat, vel, pos, "
+          f"move_rows({k0}, {n}, staged, turned, failed_rows, {dt}, box, wraps, planar, quat, vel, pos, "
           f"{ids}, status, t)")  # fmt: skip
         if self.layout.neighbours == "adaptive":
             c(f"for slot in range({n}):",
