@@ -104,19 +104,26 @@ def test_vicsek_quick_order_parameter_falls_with_the_noise_and_sharpens_with_n(t
     table = read_csv(tmp_path / "vicsek-fig2a.csv")
     assert imageio.imread(tmp_path / "vicsek-fig2a.png").shape[0] > 300
     n, eta, v_a = (np.array(table[k], float) for k in ("n", "eta", "v_a"))
+    update = np.array(table["position_update"])
     assert set(n) == {40, 400} and np.all(np.array(table["side"], float) ** 2 * 4 == pytest.approx(n))
+    assert sorted(set(update)) == ["new", "old"] and np.sum(update == "new") == np.sum(update == "old")
 
-    def mean(size, at):
-        return v_a[(n == size) & (eta == at)].mean()
+    def mean(size, at, moved="new"):
+        return v_a[(n == size) & (eta == at) & (update == moved)].mean()
 
-    for size in (40, 400):  # ordered with little noise, falling as it grows
-        assert mean(size, 0.5) > 0.95
-        assert mean(size, 0.5) > mean(size, 2.5) + 0.1 > mean(size, 4.5) + 0.2
-    # Sharper with more particles: at large noise the larger flock is the more disordered, near
-    # its random value sqrt(pi / 4N) ~ 0.04, the small one kept up by its finite size.
-    assert mean(400, 4.5) < 0.6 * mean(40, 4.5)
+    for moved in ("new", "old"):
+        for size in (40, 400):  # ordered with little noise, falling as it grows
+            assert mean(size, 0.5, moved) > 0.95
+            assert mean(size, 0.5, moved) > mean(size, 2.5, moved) + 0.1 > mean(size, 4.5, moved) + 0.2
+        # Sharper with more particles: at large noise the larger flock is the more disordered, near
+        # its random value sqrt(pi / 4N) ~ 0.04, the small one kept up by its finite size.
+        assert mean(400, 4.5, moved) < 0.6 * mean(40, 4.5, moved)
     row = next(line for line in out.stdout.splitlines() if line.split()[:1] == ["4.50"])
-    assert [float(x) for x in row.split()[1:]] == pytest.approx([mean(40, 4.5), mean(400, 4.5)], abs=6e-4)
+    assert [float(x) for x in row.split()[1:]] == pytest.approx(
+        [mean(40, 4.5), mean(400, 4.5), mean(40, 4.5, "old"), mean(400, 4.5, "old")], abs=6e-4
+    )
+    shift = next(line for line in out.stdout.splitlines() if line.startswith("old - new, N = 400"))
+    assert f"{mean(400, 2.5, 'old') - mean(400, 2.5):+.3f} (eta 2.5)" in shift
     assert "Vicsek et al. 1995" in out.stdout
 
 
