@@ -186,6 +186,8 @@ class Flock:
                         new = reference.couzin_step(state, self._params, self.noise_seed)
                     elif self._params.model == "vicsek":
                         new = reference.vicsek_step(state, self._params, self.noise_seed)
+                    elif self._params.model == "ism":
+                        new = reference.ism_step(state, self._params, self.noise_seed)
                     else:
                         new = reference.step(state, self._params, self._rules, self._forces, self.noise_seed)
                 except reference.StepFailure as failed:

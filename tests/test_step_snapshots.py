@@ -21,7 +21,15 @@ import pytest
 
 import flock3d
 from flock3d.core import assemble
-from flock3d.core.params import VICSEK_DEFAULTS, Attractor, Obstacle, Params, Species, WaypointPath
+from flock3d.core.params import (
+    ISM_DEFAULTS,
+    VICSEK_DEFAULTS,
+    Attractor,
+    Obstacle,
+    Params,
+    Species,
+    WaypointPath,
+)
 
 SNAPSHOTS = Path(__file__).parent / "snapshots" / "steps"
 
@@ -88,6 +96,12 @@ LAYOUTS = {
     "vicsek": (Params(**VICSEK_DEFAULTS), (), ()),
     "vicsek-topological-3d": (Params(**{**VICSEK_DEFAULTS, "dimensions": 3, "neighbours": 7}), (), ()),
     "vicsek-old-position": (Params(**{**VICSEK_DEFAULTS, "position_update": "old"}), (), ()),
+    "ism": (Params(**ISM_DEFAULTS), (), ()),
+    "ism-metric-planar-open": (
+        Params(**{**ISM_DEFAULTS, "neighbours": None, "dimensions": 2, "arena_shape": "none"}),
+        (),
+        (),
+    ),
 }
 
 

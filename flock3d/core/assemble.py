@@ -337,6 +337,11 @@ def _values(params: Params, rules: Sequence[PairRule], forces: Sequence[Force]) 
     if p.model == "vicsek":
         out.update(view2=p.view_distance**2, cone=cone_threshold(p.fov), speed=p.speed, eta=p.noise_eta)
         return out
+    if p.model == "ism":
+        out.update(view2=p.view_distance**2, cone=cone_threshold(p.fov), speed=p.speed, chi=p.ism_inertia,
+                   friction=p.ism_friction, coupling=p.ism_coupling,
+                   temperature=p.ism_temperature)  # fmt: skip
+        return out
     out.update(view2=p.view_distance * p.view_distance, cone=cone_threshold(p.fov))
     for term in TERMS:  # every term's, present or not: a species may read what its flock lacks
         out.update(term.values(p))
@@ -455,9 +460,11 @@ class Stepper:
         flags = np.array(
             [L.periodic, L.wraps, L.planar, L.turn == "mesh", L.model != "boids"], dtype=np.bool_
         )
-        adaptive = L.neighbours == "adaptive"
-        if adaptive:  # each boid's radius rides after the values; boid i reads and writes its own only
-            pv = np.concatenate([pv, state.radii])
+        # Per-boid state the step carries from step to step rides after the values; boid i reads and
+        # writes its own only: an adaptive radius, or an inertial spin model's spin.
+        riding = state.radii if L.neighbours == "adaptive" else state.spins if L.model == "ism" else None
+        if riding is not None:
+            pv = np.concatenate([pv, riding.reshape(-1)])
         status = np.zeros((n_chunks if L.update == "synchronous" else 1, 3), dtype=np.int64)
         world, world_at = world_data(params)
         stop = np.zeros(1, dtype=np.bool_) if stop is None else stop
@@ -475,8 +482,8 @@ class Stepper:
         else:
             done = self.module.advance(*state_arrays, *predators, int(n), time0, clock0, pv, flags, box,
                                        world, world_at, status, stop, int(seed))  # fmt: skip
-        if adaptive:
-            state.radii[...] = pv[len(pv) - len(state) :]
+        if riding is not None:
+            riding.reshape(-1)[...] = pv[len(pv) - riding.size :]
         state.advance_clock(done, params.dt)
         failed = status[status[:, 0] != OK]
         if len(failed) == 0:

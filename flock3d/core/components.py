@@ -1,7 +1,8 @@
-"""The parts of a step that are not terms: whom a boid interacts with, and the zone models.
+"""The parts of a step that are not terms: whom a boid interacts with, and the other models.
 
 Topological neighbours (the k nearest seen), the adaptive radius and species ranges, used
-by every layout that has them; and the Couzin and Vicsek models' per-boid updates. The
+by every layout that has them; and the Couzin, Vicsek and inertial spin models' per-boid
+updates. The
 model's terms themselves live one module each in :mod:`flock3d.core.terms`. Compiled with
 numba, called or inlined by the generated step (:mod:`flock3d.core.step`).
 """
@@ -211,3 +212,42 @@ def tilted(dx, dy, dz, phi, psi, planar):
         c * dy + s * (cp * e1y + sp * e2y),
         c * dz + s * (cp * e1z + sp * e2z),
     )
+
+
+# -- the inertial spin model (Attanasi et al. 2014, Cavagna et al. 2015) -----------------------
+
+
+@shared
+def inertial_spin(fx, fy, fz, sx, sy, sz, hx, hy, hz, chi, eta, coupling, temperature, dt, planar, seed,
+                  step_count, index):  # fmt: skip
+    """One step of the inertial spin model for a bird of unit heading f and spin s, with h the sum
+    of its neighbours' unit headings (their velocities over v0):
+
+        s' = (1 - eta dt / chi) s + J dt f x h + sqrt(2 eta T dt) f x g,
+
+    g three standard normal numbers, counter-based (streams 0 to 5), and in a plane only the
+    spin's z component; then the heading f turned about s' by the angle |s'| dt / chi (the exact
+    rotation with the new angular velocity s' / chi). Returns ``(s'x, s'y, s'z, ux, uy, uz)``,
+    u the new unit heading.
+    """
+    gx = noise.gaussian(seed, step_count, index, 0)
+    gy = noise.gaussian(seed, step_count, index, 2)
+    gz = noise.gaussian(seed, step_count, index, 4)
+    keep, torque, kick = 1.0 - eta * dt / chi, coupling * dt, math.sqrt(2.0 * eta * temperature * dt)
+    sx = keep * sx + torque * (fy * hz - fz * hy) + kick * (fy * gz - fz * gy)
+    sy = keep * sy + torque * (fz * hx - fx * hz) + kick * (fz * gx - fx * gz)
+    sz = keep * sz + torque * (fx * hy - fy * hx) + kick * (fx * gy - fy * gx)
+    if planar:  # the spin of a bird turning in its plane is along the plane's normal
+        sx = sy = 0.0
+    w = math.sqrt(sx * sx + sy * sy + sz * sz)
+    if w == 0.0:
+        return sx, sy, sz, fx, fy, fz
+    kx, ky, kz = sx / w, sy / w, sz / w
+    c, sn = math.cos(w * dt / chi), math.sin(w * dt / chi)
+    along = (1.0 - c) * (kx * fx + ky * fy + kz * fz)
+    return (
+        sx, sy, sz,
+        c * fx + sn * (ky * fz - kz * fy) + along * kx,
+        c * fy + sn * (kz * fx - kx * fz) + along * ky,
+        c * fz + sn * (kx * fy - ky * fx) + along * kz,
+    )  # fmt: skip

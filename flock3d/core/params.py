@@ -86,6 +86,7 @@ __all__ = [
     "MAX_MAGNITUDE",
     "COUZIN_DEFAULTS",
     "VICSEK_DEFAULTS",
+    "ISM_DEFAULTS",
     "MODEL_DEFAULTS",
     "SPEC_FIELDS",
     "is_real_number",
@@ -141,9 +142,11 @@ the velocity turns freely and only the drawn orientation follows it, turning tow
 look rotation of the velocity by at most the limit (a Unity ``RotateTowards`` on the
 transform); boids then see along their velocity."""
 FALLOFFS = separation_term.FALLOFFS
-MODELS = ("boids", "couzin", "vicsek")
+MODELS = ("boids", "couzin", "vicsek", "ism")
 """``boids``: the spec's model and its variants; ``couzin``: the 2002 zone model; ``vicsek``: the
-1995 self-propelled particles (constant speed, alignment with angular noise, periodic box)."""
+1995 self-propelled particles (constant speed, alignment with angular noise, periodic box);
+``ism``: the inertial spin model of Attanasi et al. 2014 and Cavagna et al. 2015 (constant speed,
+each bird turned by a spin that its neighbours' velocities torque)."""
 ALIGNMENT_FORMS = alignment_term.FORMS
 POSITION_UPDATES = ("new", "old")
 """The Vicsek model's move: ``new`` (``x(t+1) = x(t) + v(t+1) dt``, the forward update of
@@ -357,8 +360,8 @@ class Params:
         "boids",
         Spec(
             "model",
-            "boids (the classic model and its variants), couzin (the 2002 zone model) or vicsek "
-            "(the 1995 self-propelled particles)",
+            "boids (the classic model and its variants), couzin (the 2002 zone model), vicsek "
+            "(the 1995 self-propelled particles) or ism (the inertial spin model of 2014)",
             choices=MODELS,
             **_CHOICE,
         ),
@@ -367,11 +370,11 @@ class Params:
         3.0,
         Spec(
             "flock.speed",
-            "constant speed of the couzin and vicsek models",
+            "constant speed of the couzin, vicsek and ism models",
             unit="units/s",
             symbol="s",
             low_open=True,
-            model="couzin, vicsek",
+            model="couzin, vicsek, ism",
         ),
     )
     zone_repulsion: float = declare(
@@ -565,6 +568,28 @@ class Params:
         ),
     )
 
+    # -- issue 27: the inertial spin model (Attanasi et al. 2014, Cavagna et al. 2015) --------
+    ism_inertia: float = declare(
+        1.25,
+        Spec("ism.inertia", "generalized moment of inertia chi of the spin: s / chi is the bird's angular "
+             "velocity", symbol="χ", low_open=True, model="ism"),
+    )  # fmt: skip
+    ism_friction: float = declare(
+        0.3,
+        Spec("ism.friction", "friction eta of the spin: alone, it decays as exp(-eta t / chi)", unit="1/s",
+             symbol="η", model="ism", allowed=">= 0, at most ism.inertia / sim.dt"),
+    )  # fmt: skip
+    ism_coupling: float = declare(
+        0.8,
+        Spec("ism.coupling", "coupling J: the torque J v x sum_j v_j / v0^2 of the neighbours' velocities on "
+             "the spin", unit="1/s²", symbol="J", model="ism"),
+    )  # fmt: skip
+    ism_temperature: float = declare(
+        0.02,
+        Spec("ism.temperature", "temperature T of the spin's noise: each component of it has intensity "
+             "2 eta T", unit="1/s²", symbol="T", model="ism"),
+    )  # fmt: skip
+
     def __post_init__(self) -> None:
         # Accept sequences and numpy numbers from TOML or numpy, but store plain tuples,
         # floats and ints so that Params stays hashable and compares by value.
@@ -741,7 +766,28 @@ VICSEK_DEFAULTS: dict[str, Any] = {
 ``model = "vicsek"`` starts from: N = 400 in a periodic square of side L = 10 (density 4),
 v0 = 0.03, r = 1, Delta t = 1, no turn limit, eta = 2."""
 
-MODEL_DEFAULTS: dict[str, dict[str, Any]] = {"couzin": COUZIN_DEFAULTS, "vicsek": VICSEK_DEFAULTS}
+ISM_DEFAULTS: dict[str, Any] = {
+    "model": "ism",
+    "count": 1000,
+    "arena_shape": "periodic",
+    "arena_radius": 5.0,
+    "speed": 1.0,
+    "neighbours": 6,
+    "view_distance": 2.5,
+    "fov": 360.0,
+    "max_turn_rate": math.inf,
+    "dt": 0.05,
+}
+"""The values a scene with ``model = "ism"`` starts from: 1,000 birds in a periodic cube of side 10
+(density 1, a nearest neighbour about 0.55 away), each coupled to its n_c = 6 nearest (within 2.5),
+v0 = 1, dt = 0.05, no turn limit, and the fields' own defaults chi = 1.25, eta = 0.3, J = 0.8,
+T = 0.02: an ordered flock (polarization about 0.98) whose turns travel as waves."""
+
+MODEL_DEFAULTS: dict[str, dict[str, Any]] = {
+    "couzin": COUZIN_DEFAULTS,
+    "vicsek": VICSEK_DEFAULTS,
+    "ism": ISM_DEFAULTS,
+}
 """What a scene with ``model = NAME`` starts from, for each model with values of its own."""
 
 
@@ -896,6 +942,25 @@ def _value_problems(values: dict[str, Any]) -> list[Problem]:
                 f"(got {values['arena_shape']!r})",
             )
         )
+    if values["model"] == "ism" and values["arena_shape"] not in ("none", "periodic"):
+        problems.append(
+            Problem(
+                "arena_shape",
+                "must be 'none' (open space) or 'periodic' for the ism model "
+                f"(got {values['arena_shape']!r})",
+            )
+        )
+    if (
+        ok.get("ism_friction") and ok.get("ism_inertia") and ok.get("dt")
+        and values["ism_friction"] * values["dt"] > values["ism_inertia"]
+    ):  # fmt: skip
+        problems.append(
+            Problem(
+                "ism_friction",
+                f"must be at most ism_inertia / dt = {values['ism_inertia'] / values['dt']:g}, or the "
+                f"friction reverses the spin in one step (got {values['ism_friction']!r})",
+            )
+        )
     if values["model"] == "vicsek" and values["arena_shape"] != "periodic":
         problems.append(
             Problem("arena_shape", f"must be 'periodic' for the vicsek model (got {values['arena_shape']!r})")
@@ -978,9 +1043,9 @@ def _neighbour_problems(values: dict[str, Any]) -> list[Problem]:
         rv = values["view_distance"]
         if values["model"] != "couzin" and is_real_number(rv) and math.isinf(rv):
             problems.append(Problem("adaptive", "needs a finite view_distance: the largest radius"))
-        if values["model"] == "couzin":
+        if values["model"] in ("couzin", "ism"):
             problems.append(
-                Problem("adaptive", "applies to the boids and vicsek models (got model 'couzin')")
+                Problem("adaptive", f"applies to the boids and vicsek models (got model {values['model']!r})")
             )
         if values["update"] == "per_rule":
             problems.append(Problem("adaptive", 'needs update = "synchronous" or "sequential"'))

@@ -11,7 +11,7 @@ planar flocks, separation falloffs, per-rule radii and cones, the world features
 update orders (synchronous, sequential, per rule), chained rules, the mesh turn
 limit, wall containment, topological neighbours and the adaptive radius, species,
 and the user's rules and forces; with the default parameters all of these reduce to
-the model. It also steps the Couzin and Vicsek models. Turning uses pyquaternion
+the model. It also steps the Couzin, Vicsek and inertial spin models. Turning uses pyquaternion
 rather than :mod:`flock3d.core.quaternion`.
 """
 
@@ -35,6 +35,7 @@ __all__ = [
     "step",
     "couzin_step",
     "vicsek_step",
+    "ism_step",
     "visible",
     "neighbours",
     "nearest_of",
@@ -551,6 +552,45 @@ def vicsek_step(state: FlockState, params: Params, seed: int) -> FlockState:
         if params.adaptive:
             radii.append(adapted_radius(state.radii[i], a.position, a.heading, positions, params))
     return _moved_state(state, params, moved, radii if params.adaptive else None)
+
+
+def ism_step(state: FlockState, params: Params, seed: int) -> FlockState:
+    """One synchronous update of the inertial spin model (Attanasi et al. 2014, Cavagna et al.
+    2015); ``seed`` keys its noise.
+
+    Each bird's spin relaxes by its friction, is torqued towards the velocities of its neighbours
+    (:func:`neighbours`: within r, or its n_c nearest) and kicked by the noise; then the bird's
+    velocity turns about the new spin, at the angular velocity s / chi for dt, and it moves at v0
+    along it (the heading turns to it at most by the turn limit, none by default).
+    """
+    group = [
+        CouzinAgent(p.copy(), Quaternion(q)) for p, q in zip(state.positions, state.orientations, strict=True)
+    ]
+    chi, eta, dt = params.ism_inertia, params.ism_friction, params.dt
+    moved, spins = [], []
+    for i, bird in enumerate(group):
+        v = params.speed * bird.heading
+        partners = np.flatnonzero(neighbours(bird.position, bird.heading, state.positions, params))
+        others = sum((params.speed * group[j].heading for j in partners), np.zeros(3))
+        g = np.array([noise.gaussian(seed, state.step_count, i, stream) for stream in (0, 2, 4)])
+        xi = math.sqrt(2.0 * eta * params.ism_temperature / dt) * g  # white noise, sampled over dt
+        # ds/dt = v x [J sum_j v_j / v0^2 - (eta / v0^2) dv/dt + xi / v0], with dv/dt = s x v / chi:
+        # for s perpendicular to v the friction term is -(eta / chi) s.
+        torque = np.cross(v, params.ism_coupling * others / params.speed**2 + xi / params.speed)
+        spin = state.spins[i] + dt * (torque - (eta / chi) * state.spins[i])
+        if params.dimensions == 2:
+            spin[:2] = 0.0
+        # dv/dt = s x v / chi with the new spin held over the step: a rotation by |s| dt / chi about s.
+        turn = Quaternion(axis=spin, angle=np.linalg.norm(spin) * dt / chi) if np.any(spin) else Quaternion()
+        direction = np.asarray(turn.rotate(bird.heading))
+        orientation = turned(bird.orientation, _unit(direction), math.radians(params.max_turn_rate) * dt)
+        velocity = params.speed * np.asarray(orientation.rotate(FORWARD))
+        position, velocity = settle(bird.position + dt * velocity, velocity, params)
+        moved.append((CouzinAgent(position, orientation), velocity))
+        spins.append(spin)
+    new = _moved_state(state, params, moved)
+    new.spins = np.array(spins, dtype=np.float64).reshape(len(group), 3)
+    return new
 
 
 def step(

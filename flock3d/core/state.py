@@ -67,6 +67,9 @@ class FlockState:
     """(M, 4) float64 unit quaternions."""
     radii: np.ndarray | None = None
     """(N,) float64: each boid's adaptive radius (``Params.adaptive``; unused otherwise), world units."""
+    spins: np.ndarray | None = None
+    """(N, 3) float64: each bird's spin in the inertial spin model (``model = "ism"``; zeros
+    otherwise). s / chi is its angular velocity, rad/s."""
     clock_origin: tuple[float, int, float] | None = field(default=None, repr=False, compare=False)
     """(time, step count, dt) that the clock counts whole steps from (see :meth:`clock`)."""
 
@@ -75,6 +78,8 @@ class FlockState:
             self.waypoints = np.zeros(len(self.positions), dtype=np.int64)
         if self.radii is None:
             self.radii = np.zeros(len(self.positions))
+        if self.spins is None:
+            self.spins = np.zeros((len(self.positions), 3))
 
     def __len__(self) -> int:
         return self.positions.shape[0]
@@ -112,7 +117,7 @@ class FlockState:
         The boid and predator counts must match.
         """
         for name in ("positions", "velocities", "orientations", "waypoints", "predator_positions",
-                     "predator_velocities", "predator_orientations", "radii"):  # fmt: skip
+                     "predator_velocities", "predator_orientations", "radii", "spins"):  # fmt: skip
             getattr(self, name)[...] = getattr(other, name)
         self.time, self.step_count, self.clock_origin = other.time, other.step_count, other.clock_origin
 
@@ -129,6 +134,7 @@ class FlockState:
             self.predator_velocities.copy(),
             self.predator_orientations.copy(),
             self.radii.copy(),
+            self.spins.copy(),
             self.clock_origin,
         )
 
@@ -140,6 +146,7 @@ _ARRAYS = (
     ("orientations", np.float64, 4, False),
     ("waypoints", np.int64, None, False),
     ("radii", np.float64, None, False),
+    ("spins", np.float64, 3, False),
     ("predator_positions", np.float64, 3, True),
     ("predator_velocities", np.float64, 3, True),
     ("predator_orientations", np.float64, 4, True),

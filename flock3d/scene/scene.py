@@ -670,12 +670,19 @@ def parameter_table(names: Sequence[str]) -> str:
     return "\n".join(rows) + "\n"
 
 
+#: The sections of a scene file whose keys ``docs/model.md`` tabulates apart from the rest.
+_OWN_TABLES = ("ism",)
+
+
 def parameter_groups() -> dict[str, tuple[str, ...]]:
     """The groups of Params fields ``docs/model.md`` tabulates: the model's own, each term's
     (by its name), and the rest (the variants and the Couzin and Vicsek models)."""
     from flock3d.core.params import SPEC_FIELDS, TERMS
 
     groups = {"model": SPEC_FIELDS, **{term.name: term.fields for term in TERMS if term.fields}}
+    for section in _OWN_TABLES:  # a model's section of the scene file, tabulated by itself
+        groups[section] = tuple(f.name for f in dataclasses.fields(Params)
+                                if spec_of(f).key.startswith(f"{section}."))  # fmt: skip
     owned = {name for names in groups.values() for name in names}
     groups["other"] = tuple(f.name for f in dataclasses.fields(Params) if f.name not in owned)
     return groups

@@ -157,11 +157,19 @@ VICSEK_CONTROLS: list[Control] = [
     Control("noise_eta", "Noise η", 0.0, 2.0 * math.pi, decimals=2, suffix=" rad"),
 ]
 
+#: The inertial spin model's own parameters; they share that box too.
+ISM_CONTROLS: list[Control] = [
+    Control("ism_coupling", "Coupling J", 0.0, 20.0, decimals=2),
+    Control("ism_friction", "Friction η", 0.0, 5.0, decimals=3),
+    Control("ism_temperature", "Temperature T", 0.0, 1.0, decimals=3),
+]
+
 _ZONE_FIELDS = frozenset(c.field for c in ZONE_CONTROLS)
 _WORLD_FIELDS = frozenset(c.field for c in WORLD_CONTROLS)
 _SHARED_WITH_COUZIN = frozenset({"fov", "max_turn_rate"})
 #: What a Vicsek scene shows: its noise, speed v0, radius r, cone, turn limit and box.
 _VICSEK_FIELDS = frozenset({"noise_eta", "speed", "view_distance", "fov", "max_turn_rate", "arena_radius"})
+_ISM_FIELDS = frozenset({c.field for c in ISM_CONTROLS} | _VICSEK_FIELDS - {"noise_eta"})
 
 
 class _SpinBox(QtWidgets.QDoubleSpinBox):
@@ -355,7 +363,7 @@ class ControlPanel(QtWidgets.QScrollArea):
 
         self.world = self._param_group("World", WORLD_CONTROLS)
         column.addWidget(self.world)
-        self.zones = self._param_group("Zones (Couzin model)", ZONE_CONTROLS + VICSEK_CONTROLS)
+        self.zones = self._param_group("Zones (Couzin model)", ZONE_CONTROLS + VICSEK_CONTROLS + ISM_CONTROLS)
         column.addWidget(self.zones)
 
         view = QtWidgets.QGroupBox("View")
@@ -430,7 +438,6 @@ class ControlPanel(QtWidgets.QScrollArea):
         Only the controls that apply are shown: the scene's model's, and the weights
         of the world features the scene has (the World box only when it has one).
         """
-        couzin = params.model == "couzin"
         world = False
         for field, widget in self.controls.items():
             value = control_value(params, field)
@@ -442,7 +449,8 @@ class ControlPanel(QtWidgets.QScrollArea):
                 widget.set_value(value)
         self.world.setVisible(world and params.model == "boids")
         self.zones.setVisible(params.model != "boids")
-        self.zones.setTitle("Zones (Couzin model)" if couzin else "Vicsek model")
+        titles = {"couzin": "Zones (Couzin model)", "vicsek": "Vicsek model", "ism": "Inertial spin model"}
+        self.zones.setTitle(titles.get(params.model, ""))
         self.count.blockSignals(True)
         self.count.setValue(params.count)
         self.count.blockSignals(False)
@@ -465,7 +473,9 @@ def applies(params: Params, field: str) -> bool:
         return field in _ZONE_FIELDS or field in _SHARED_WITH_COUZIN or periodic_size
     if params.model == "vicsek":
         return field in _VICSEK_FIELDS
-    return field not in _ZONE_FIELDS and field != "noise_eta"
+    if params.model == "ism":
+        return field in _ISM_FIELDS
+    return field not in _ZONE_FIELDS and field not in _ISM_FIELDS and field != "noise_eta"
 
 
 def control_value(params: Params, field: str) -> float | None:

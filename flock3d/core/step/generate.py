@@ -247,6 +247,9 @@ class _Generator(Emit):
         lines = []
         if L.neighbours == "adaptive":
             lines.append("radii = np.empty(n_rows)  # each boid's radius for the next step, kept if it moves")
+        if L.model == "ism":  # the birds' spins ride after the values in pv, three a bird
+            lines += ["spins = np.empty((3, n_rows))  # each bird's new spin, kept if it moves",
+                      "spin_at = pv.shape[0] - 3 * pos.shape[0]"]  # fmt: skip
         if L.neighbours != "metric":
             lines += [
                 f"n_pick = max(1, min(int({self.v('k')}), {capacity}))",
@@ -464,9 +467,12 @@ class _Generator(Emit):
         self._stage(c, s_min, s_max)
 
     def _zone_update(self, c: _Lines) -> None:
-        """A zone model's boid (Couzin, Vicsek): the sums of ``C.zone_sums`` over the candidates
+        """A zone model's boid (Couzin, Vicsek; the inertial spin model is :meth:`_spin_update`): the sums of ``C.zone_sums`` over the candidates
         within its reach, the direction the zones give, tilted by the noise, at constant speed."""
         v = self.v
+        if self.layout.model == "ism":
+            self._spin_update(c)
+            return
         if self.layout.model == "couzin":
             reach2, radii, sums = (
                 "ra2",
@@ -489,6 +495,21 @@ class _Generator(Emit):
         if self.layout.position_update == "old":  # moved now by the old velocity: the batch moves by 0
             position = tuple(f"p{a} + {v('dt')} * {v('speed')} * f{a}" for a in "xyz")
         self._stage(c, v("speed"), v("speed"), position)
+
+    def _spin_update(self, c: _Lines) -> None:
+        """An inertial spin model's bird: the sum of its neighbours' headings (the Vicsek sum) torques
+        its spin (``C.inertial_spin``), which turns it; its new spin waits in the batch's ``spins``."""
+        v = self.v
+        b = self._choose(c, "view2", "cone")
+        c("_, _, _, _, n_o, ox, oy, oz, _, _, _, _ = C.zone_sums(",
+          f"    {b['x']}, {b['y']}, {b['z']}, {b['vx']}, {b['vy']}, {b['vz']}, {b['m']}, px, py, pz, fx, fy, fz, "
+          f"0.0, {v('view2')}, {v('view2')}, {v('cone')})",
+          "at = spin_at + 3 * boid",
+          "spins[0, slot], spins[1, slot], spins[2, slot], ux, uy, uz = C.inertial_spin(",
+          f"    fx, fy, fz, pv[at], pv[at + 1], pv[at + 2], ox, oy, oz, {v('chi')}, {v('friction')}, "
+          f"{v('coupling')}, {v('temperature')}, {v('dt')}, planar, seed, step_count, boid)",
+          "failed = False")  # fmt: skip
+        self._stage(c, v("speed"), v("speed"))
 
     def _stage(
         self, c: _Lines, s_min: str, s_max: str, position: tuple[str, ...] = ("px", "py", "pz")
@@ -526,6 +547,11 @@ class _Generator(Emit):
             c(f"for slot in range({n}):",
               "    if not failed_rows[slot]:",
               f"        pv[radius_at + {ids}[{k0} + slot]] = radii[slot]")  # fmt: skip
+        if self.layout.model == "ism":
+            c(f"for slot in range({n}):",
+              "    if not failed_rows[slot]:",
+              f"        at = spin_at + 3 * {ids}[{k0} + slot]",
+              "        pv[at], pv[at + 1], pv[at + 2] = spins[0, slot], spins[1, slot], spins[2, slot]")  # fmt: skip
 
     # in-place updates: sequential, per rule ------------------------------------------------------
 
