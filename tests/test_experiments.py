@@ -153,3 +153,29 @@ def test_ballerini_quick_range_stays_at_k_when_topological_and_grows_with_densit
     assert float(row.split()[4]) == pytest.approx(n_c[top & dense][0], abs=0.006)
     assert float(row.split()[5]) == pytest.approx(n_c[met & dense][0], abs=0.006)
     assert "Ballerini et al. 2008" in out.stdout
+
+
+def test_turning_waves_quick_the_ism_carries_the_turn_linearly_and_alignment_lets_it_fade(tmp_path):
+    out = flock3d("experiment", "turning-waves", "--out", tmp_path, "--quick")
+    assert out.returncode == 0, out.stderr
+    table = read_csv(tmp_path / "turning-waves.csv")
+    assert imageio.imread(tmp_path / "turning-waves.png").shape[0] > 300
+    row = {model: k for k, model in enumerate(table["model"])}
+    assert set(row) == {"ISM, J = 8", "Vicsek", "boids alignment"}
+
+    def value(model, key):
+        return float(table[key][row[model]])
+
+    # The inertial spin model: every bird turns, at a time linear in its distance from the leaders
+    # (a wave: R^2 of the line above 0.9, arrival ~ distance^1), the farthest as much as the nearest.
+    ism = "ISM, J = 8"
+    assert value(ism, "arrived") > 0.95 and value(ism, "far_arrived") > 0.95
+    assert value(ism, "r2") > 0.9 and 0.8 < value(ism, "exponent") < 1.2
+    assert value(ism, "rate_ratio") > 0.7 and value(ism, "polarization") > 0.98
+    # Alignment alone: the turn reaches the birds near the leaders and fades; the line fits worse.
+    for model in ("Vicsek", "boids alignment"):
+        assert value(model, "arrived") < 0.3 and value(model, "far_arrived") < 0.05
+        assert not value(model, "r2") > 0.8 and value(model, "rate_ratio") < 0.6
+    line = next(line for line in out.stdout.splitlines() if line.startswith(ism))
+    assert float(line.split()[7]) == pytest.approx(value(ism, "r2"), abs=0.006)
+    assert "Attanasi et al. 2014" in out.stdout
