@@ -30,12 +30,16 @@ def state_of(positions, headings) -> FlockState:
 
 
 def renderer(
-    hints: ViewHints, radius: float = 10.0, supersample: int = 2, species: tuple = ()
+    hints: ViewHints,
+    radius: float = 10.0,
+    supersample: int = 2,
+    species: tuple = (),
+    flight: str = "kinematic",
 ) -> OffscreenRenderer:
     # Azimuth 0, elevation 0 with +y up: the camera looks along the x axis, so the
     # screen shows the y-z plane (z across, y up).
     hints = ViewHints(**{**hints.__dict__, "camera_azimuth": 0.0, "camera_elevation": 0.0})
-    scene = Scene(Params(arena_radius=radius, species=species), view=hints)
+    scene = Scene(Params(arena_radius=radius, species=species, flight=flight), view=hints)
     return OffscreenRenderer(scene, size=SIZE, camera="fixed", supersample=supersample)
 
 
@@ -138,6 +142,25 @@ def case_banking() -> dict:
             image = r.render(state, acceleration=(lateral * right)[None])
         out[name] = image
         out["right_on_screen"] = project(r, np.array([[0, 0, 0], right]))
+        r.close()
+    return out
+
+
+def case_flown_banking() -> dict:
+    """A bird in aerodynamic flight seen from behind, its orientation rolled by 40 degrees to either
+    side and its acceleration pushing the other way: the roll drawn is its orientation's."""
+    out = {}
+    heading = np.array([-1.0, 0.0, 0.0])  # away from the camera
+    right = np.cross([0.0, 1.0, 0.0], heading)
+    for name, roll in (("level", 0.0), ("rolled_right", 40.0), ("rolled_left", -40.0)):
+        r = renderer(ViewHints(show_arena=False, mesh="dart", boid_size=7.0, color_mode="uniform"),
+                     flight="aerodynamic")  # fmt: skip
+        beta = np.radians(roll)
+        state = state_of([0, 0, 0], heading)
+        state.orientations = look_rotation(
+            heading[None], np.cos(beta) * np.array([0.0, 1.0, 0.0]) + np.sin(beta) * right
+        )
+        out[name] = r.render(state, acceleration=(-np.sign(roll) * 15.0 * right)[None])
         r.close()
     return out
 
@@ -284,6 +307,7 @@ CASES = {
     "trails": case_trails,
     "banking": case_banking,
     "small": case_small,
+    "flown_banking": case_flown_banking,
     "contrast": case_contrast,
     "specks": case_specks,
     "species_meshes": case_species_meshes,

@@ -141,14 +141,15 @@ def test_trails_follow_the_path_and_fade(tmp_path):
     assert not along_path(data["off"]).any()  # and nothing without trails
 
 
+def wing_angle(image):
+    """Angle of the boid's longest axis on screen, degrees anticlockwise from the x axis."""
+    ys, xs = np.nonzero(foreground_mask(image))
+    axis = np.linalg.eigh(np.cov(np.c_[xs, ys].T))[1][:, 1]
+    return (np.degrees(np.arctan2(-axis[1], axis[0])) + 90.0) % 180.0 - 90.0
+
+
 def test_a_turning_boid_banks_into_the_turn(tmp_path):
     data = probe("banking", tmp_path)
-
-    def wing_angle(image):
-        """Angle of the boid's longest axis on screen, degrees anticlockwise from the x axis."""
-        ys, xs = np.nonzero(foreground_mask(image))
-        axis = np.linalg.eigh(np.cov(np.c_[xs, ys].T))[1][:, 1]
-        return (np.degrees(np.arctan2(-axis[1], axis[0])) + 90.0) % 180.0 - 90.0
 
     # Seen from behind: level wings lie flat; a turn of 15 units/s^2 rolls the boid by
     # atan(15 / 9.81) = 57 degrees, lowering the wing on the inside of the turn.
@@ -157,6 +158,15 @@ def test_a_turning_boid_banks_into_the_turn(tmp_path):
     assert abs(wing_angle(data["level"])) < 5
     assert wing_angle(data["turning_right"]) == pytest.approx(-57, abs=8)  # right wing down
     assert wing_angle(data["turning_left"]) == pytest.approx(57, abs=8)
+
+
+def test_in_aerodynamic_flight_the_drawn_roll_is_the_orientation_s(tmp_path):
+    data = probe("flown_banking", tmp_path)
+    # Rolled 40 degrees by the model (its acceleration pushing the other way, which the viewer's
+    # own estimate would follow): the right wing lowered by 40 degrees, or the left.
+    assert abs(wing_angle(data["level"])) < 5
+    assert wing_angle(data["rolled_right"]) == pytest.approx(-40, abs=6)
+    assert wing_angle(data["rolled_left"]) == pytest.approx(40, abs=6)
 
 
 def test_a_far_boid_keeps_a_readable_size(tmp_path):

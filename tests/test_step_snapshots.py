@@ -97,6 +97,7 @@ LAYOUTS = {
     "vicsek-topological-3d": (Params(**{**VICSEK_DEFAULTS, "dimensions": 3, "neighbours": 7}), (), ()),
     "vicsek-old-position": (Params(**{**VICSEK_DEFAULTS, "position_update": "old"}), (), ()),
     "ism": (Params(**ISM_DEFAULTS), (), ()),
+    "aerodynamic-roost": (Params(flight="aerodynamic", roost_weight=2.0, roost_altitude=0.3), (), ()),
     "ism-metric-planar-open": (
         Params(**{**ISM_DEFAULTS, "neighbours": None, "dimensions": 2, "arena_shape": "none"}),
         (),
@@ -132,7 +133,7 @@ def test_the_snapshots_cover_every_stage_of_the_terms_they_were_made_for():
     covered = {stage for params, rules, forces in LAYOUTS.values()
                for stage in assemble.layout_of(params, rules, forces).stages}  # fmt: skip
     made_for = {"separation", "alignment", "cohesion", "confinement", "containment", "attractors", "path",
-                "obstacles", "flee", "wind", "speed"}  # fmt: skip
+                "obstacles", "flee", "wind", "speed", "roost"}  # fmt: skip
     assert made_for <= covered, made_for - covered
 
 

@@ -252,6 +252,9 @@ class Layout:
     """Number of species (0: one kind of boid); their values and matrix travel in pv."""
     position_update: str = "new"
     """The Vicsek model's move: with the ``new`` velocity or the ``old`` one."""
+    flight: str = "kinematic"
+    """The boids model's move: ``kinematic`` (turn and clamp the desired velocity) or ``aerodynamic``
+    (forces, turning by banking: :func:`flock3d.core.terms.flight.fly`)."""
 
     @property
     def periodic(self) -> bool:
@@ -298,6 +301,7 @@ def layout_of(params: Params, rules: Sequence[PairRule] = (), forces: Sequence[F
         forces=tuple(fingerprint(f.fn) for f in forces),
         neighbours=neighbours,
         species=len(params.species),
+        flight=params.flight,
     )
 
 

@@ -47,6 +47,7 @@ from flock3d.core.terms import cohesion as cohesion_term
 from flock3d.core.terms import confinement as confinement_term
 from flock3d.core.terms import containment as containment_term
 from flock3d.core.terms import flee as flee_term
+from flock3d.core.terms import flight as flight_term
 from flock3d.core.terms import objects as objects_term
 from flock3d.core.terms import obstacles as obstacles_term
 from flock3d.core.terms import path as path_term
@@ -110,6 +111,7 @@ TERMS = (
     flee_term.TERM,
     wind_term.TERM,
     wander_term.TERM,
+    flight_term.TERM,
     objects_term.TERM,
     speed_term.TERM,
 )
@@ -589,6 +591,19 @@ class Params:
         Spec("ism.temperature", "temperature T of the spin's noise: each component of it has intensity "
              "2 eta T", unit="1/s²", symbol="T", model="ism"),
     )  # fmt: skip
+
+    # -- issue 27: aerodynamic flight (Hildenbrandt et al. 2010) and the roost --------------
+    flight: str = declare("kinematic", flight_term.MODE)
+    flight_cruise_speed: float = declare(5.0, flight_term.CRUISE)
+    flight_gravity: float = declare(9.81, flight_term.GRAVITY)
+    flight_lift_drag: float = declare(3.3, flight_term.LIFT_DRAG)
+    flight_speed_time: float = declare(1.0, flight_term.SPEED_TIME)
+    flight_max_bank: float = declare(60.0, flight_term.MAX_BANK)
+    flight_roll_rate: float = declare(180.0, flight_term.ROLL_RATE)
+    roost: tuple[float, float, float] = declare(_ZERO3, flight_term.POSITION)
+    roost_radius: float = declare(0.0, flight_term.RADIUS)
+    roost_weight: float = declare(0.0, flight_term.WEIGHT)
+    roost_altitude: float = declare(0.0, flight_term.ALTITUDE)
 
     def __post_init__(self) -> None:
         # Accept sequences and numpy numbers from TOML or numpy, but store plain tuples,

@@ -182,6 +182,16 @@ def turned(orientation: Quaternion, direction: np.ndarray, max_angle: float) -> 
     return (turn * orientation).normalised
 
 
+def _level_frame(heading: np.ndarray, up: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The level up (the world's up across ``heading``; ``up`` across it for a vertical heading)
+    and the level right, up x heading."""
+    level = UP - (UP @ heading) * heading
+    if np.linalg.norm(level) < 1e-9:
+        level = up - (up @ heading) * heading
+    level = level / np.linalg.norm(level)
+    return level, np.cross(level, heading)
+
+
 def look_rotation(direction: np.ndarray, up: np.ndarray) -> Quaternion:
     """The rotation taking +Z to ``direction`` with its up axis towards ``up`` (no roll)."""
     forward = _unit(direction)
@@ -293,16 +303,20 @@ class ReferenceBoid:
             return self.user_force(len(world.rules) + k, world.forces[k], velocity, world.time)
         return TERMS_BY_NAME[name].reference(self, world, velocity, world.own(self))
 
+    def steering(self, world: World) -> np.ndarray:
+        """Steps 2-6: the sum of the terms' accelerations."""
+        total = sum((self.stage(name, world, self.velocity.copy()) for name in world.stages), np.zeros(3))
+        if world.own(self).dimensions == 2:
+            total[2] = 0.0
+        return total
+
     def desired_velocity(self, world: World) -> np.ndarray:
         """Steps 2-7: u = v + dt * (sum of the terms), or each term in turn on the chained v."""
         p = world.own(self)
         velocity = self.velocity.copy()
         planar = p.dimensions == 2
         if p.combine == "sum":
-            total = sum((self.stage(name, world, velocity) for name in world.stages), np.zeros(3))
-            if planar:
-                total[2] = 0.0
-            return velocity + p.dt * total
+            return velocity + p.dt * self.steering(world)
         for name in world.stages:
             if name in TERMS_BY_NAME and TERMS_BY_NAME[name].clamps:  # the speed limit sets v itself
                 velocity = self.stage(name, world, velocity)
@@ -333,18 +347,47 @@ class ReferenceBoid:
         position, velocity = settle(self.position + params.dt * velocity, velocity, params)
         return replace(self, position=position, velocity=velocity, orientation=orientation, looking=None)
 
+    def flown(self, steering: np.ndarray, params: Params) -> ReferenceBoid:
+        """Aerodynamic flight (``flock.flight = "aerodynamic"``) in place of steps 7-10: the bird rolls
+        towards the bank of a level turn with the steering's lateral part, and lift (along its
+        banked wings' normal), drag, thrust and gravity, with the steering along its heading and
+        its level up, change its velocity; it is drawn along the new velocity, still banked."""
+        g, v0, ratio = params.flight_gravity, params.flight_cruise_speed, params.flight_lift_drag
+        wings_up = np.asarray(self.orientation.rotate(UP))
+        level, right = _level_frame(self.forward, wings_up)
+        bank = math.atan2(wings_up @ right, wings_up @ level)
+        most, roll = math.radians(params.flight_max_bank), math.radians(params.flight_roll_rate) * params.dt
+        bank += float(np.clip(np.clip(math.atan2(steering @ right, g), -most, most) - bank, -roll, roll))
+        wings = math.cos(bank) * level + math.sin(bank) * right
+        speed = np.linalg.norm(self.velocity)
+        lift = g * (speed / v0) ** 2 * wings
+        drag = -(g / ratio) * (speed / v0) ** 2 * self.forward
+        thrust = max(0.0, g / ratio + (v0 - speed) / params.flight_speed_time) * self.forward
+        own = (steering @ self.forward) * self.forward + (steering @ level) * level
+        velocity = self.velocity + params.dt * (lift + drag + thrust - g * UP + own)
+        if not np.any(velocity):
+            return replace(self, looking=None)
+        heading = velocity / np.linalg.norm(velocity)
+        level, right = _level_frame(heading, wings)
+        orientation = look_rotation(heading, math.cos(bank) * level + math.sin(bank) * right)
+        speed = min(max(np.linalg.norm(velocity), params.min_speed), params.max_speed)
+        velocity = speed * np.asarray(orientation.rotate(FORWARD))
+        position, velocity = settle(self.position + params.dt * velocity, velocity, params)
+        return replace(self, position=position, velocity=velocity, orientation=orientation, looking=None)
+
     def updated(self, world: World) -> ReferenceBoid:
         """This boid after one step, computed from ``world`` (steps 1 to 10), and its adaptive
         radius nudged from where the others were."""
         boid = replace(self)  # the path stage may advance the waypoint of the copy
         own = world.own(self)
-        u = boid.desired_velocity(world)
+        flying = own.flight == "aerodynamic"
+        u = boid.steering(world) if flying else boid.desired_velocity(world)
         if world.params.adaptive:
             positions = np.array([b.position for b in world.flock]).reshape(-1, 3)
             boid.radius = adapted_radius(
                 self.radius, self.position, self.heading(own), positions, world.params, self.species
             )
-        return boid.moved(u, own)
+        return boid.flown(u, own) if flying else boid.moved(u, own)
 
 
 RULE_RAISED, RULE_NOT_FINITE, RULE_SHAPE, NOT_FINITE = 2, 3, 4, 1  # as flock3d.core.kernel

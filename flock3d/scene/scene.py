@@ -671,7 +671,7 @@ def parameter_table(names: Sequence[str]) -> str:
 
 
 #: The sections of a scene file whose keys ``docs/model.md`` tabulates apart from the rest.
-_OWN_TABLES = ("ism",)
+_OWN_TABLES = ("ism", "flight")
 
 
 def parameter_groups() -> dict[str, tuple[str, ...]]:

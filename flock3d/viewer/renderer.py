@@ -18,7 +18,9 @@ state and never owns it). What it draws, back to front:
 
 Banking: a boid rolls into a turn as an aircraft does, by ``atan(a_lat / g)`` where
 ``a_lat`` is its acceleration across its heading in the last step (smoothed over
-about :data:`BANK_SECONDS`); it is drawn only and never changes the model.
+about :data:`BANK_SECONDS`); it is drawn only and never changes the model. In aerodynamic
+flight (``flock.flight = "aerodynamic"``) the model banks the birds itself: the drawn roll is
+the one their orientations carry.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from flock3d.core import quaternion
 from flock3d.core.neighbors import count_within
 from flock3d.core.params import Params
 from flock3d.core.state import FlockState, up_axis
+from flock3d.core.terms.flight import bank_angles
 from flock3d.scene.schema import COLOR_MODES, ViewHints
 from flock3d.viewer.colors import (
     PREDATOR_COLOR,
@@ -528,13 +531,19 @@ class FlockVisuals:
             return FrameData(species_colors(self.params.species_of_boids[:n], own))
         return FrameData(uniform_colors(n))
 
-    def _banks(self, forwards: np.ndarray, acceleration: np.ndarray | None, time: float) -> np.ndarray:
-        """(N,) smoothed bank angles (radians) from the lateral acceleration of the last step."""
+    def _banks(
+        self, forwards: np.ndarray, acceleration: np.ndarray | None, time: float, orientations: np.ndarray
+    ) -> np.ndarray:
+        """(N,) smoothed bank angles (radians) from the lateral acceleration of the last step; in
+        aerodynamic flight, the roll of each orientation (N, 4)."""
         n = len(forwards)
         elapsed = 0.0 if self._time is None else time - self._time
         if len(self._bank) != n or elapsed < 0:
             self._bank = np.zeros(n)  # a new flock (or a reset)
         self._time = time
+        if self.params.flight == "aerodynamic":
+            self._bank = bank_angles(orientations, up_axis(self.params))
+            return self._bank
         if acceleration is None or len(acceleration) != n or n == 0:
             return self._bank
         right = np.cross(np.asarray(up_axis(self.params)), forwards)
@@ -645,7 +654,7 @@ class FlockVisuals:
         groups = self._mesh_groups(n)  # before aiming: a new visual takes the uniforms too
         self._aim(state)
         forwards = quaternion.forward(state.orientations)
-        banks = self._banks(forwards, acceleration, state.time)
+        banks = self._banks(forwards, acceleration, state.time, state.orientations)
         if len(self._phases) != n:  # each boid beats its wings at a phase of its own
             self._phases = np.random.default_rng(7).uniform(0.0, 2.0 * np.pi, n)
         beat = 2.0 * math.pi * WING_BEATS_PER_SECOND * (state.time % 3600.0)

@@ -445,6 +445,9 @@ class _Generator(Emit):
                 c("ax += tx", "ay += ty", "az += tz")
             if L.planar:
                 c("az = 0.0")
+            if L.flight == "aerodynamic":
+                self._fly(c)
+                return
             c(f"ux, uy, uz = vx + {v('dt')} * ax, vy + {v('dt')} * ay, vz + {v('dt')} * az")
             s_min, s_max = v("s_min"), v("s_max")
         else:
@@ -465,6 +468,19 @@ class _Generator(Emit):
             c("ux, uy, uz = vx, vy, vz", "vx, vy, vz = vx0, vy0, vz0")
             s_min, s_max = "0.0", "np.inf"  # the chain's speed stage has clamped it
         self._stage(c, s_min, s_max)
+
+    def _fly(self, c: _Lines) -> None:
+        """Aerodynamic flight: the acceleration (ax, ay, az) steers a bird that lifts, drags, pushes,
+        falls and banks (``fly``); its new orientation and velocity go straight to the batch's
+        ``turned``, which moves it (no turn of the batch)."""
+        v, m = self.v, self.term(TERMS_BY_NAME["roost"])
+        values = ", ".join(v(name) for name in ("dt", "cruise", "gravity", "lift_drag", "speed_time", "max_bank",
+                                                 "roll_step", "s_min", "s_max"))  # fmt: skip
+        c(f"nw, nx, ny, nz, nvx, nvy, nvz = {m}.fly(qw, qx, qy, qz, vx, vy, vz, ax, ay, az, {values})",
+          "turned[0, slot], turned[1, slot], turned[2, slot], turned[3, slot] = nw, nx, ny, nz",
+          "turned[4, slot], turned[5, slot], turned[6, slot] = nvx, nvy, nvz",
+          f"staged[{P_X}, slot], staged[{P_X + 1}, slot], staged[{P_X + 2}, slot] = px, py, pz",
+          "failed_rows[slot] = failed")  # fmt: skip
 
     def _zone_update(self, c: _Lines) -> None:
         """A zone model's boid (Couzin, Vicsek; the inertial spin model is :meth:`_spin_update`): the sums of ``C.zone_sums`` over the candidates
@@ -540,8 +556,9 @@ class _Generator(Emit):
         rows k0 .. k0 + n - 1 of the state (public indices ``ids``); a failed boid keeps its row."""
         mesh = self.layout.turn != "heading"
         dt = "0.0" if self.layout.position_update == "old" else self.v("dt")  # staged where it moves to
-        c(f"turn_rows({n}, staged, turned, {mesh}, UP[0], UP[1], UP[2])",
-          f"move_rows({k0}, {n}, staged, turned, failed_rows, {dt}, box, wraps, planar, quat, vel, pos, "
+        if self.layout.flight != "aerodynamic":  # a flying bird has turned itself (_fly)
+            c(f"turn_rows({n}, staged, turned, {mesh}, UP[0], UP[1], UP[2])")
+        c(f"move_rows({k0}, {n}, staged, turned, failed_rows, {dt}, box, wraps, planar, quat, vel, pos, "
           f"{ids}, status, t)")  # fmt: skip
         if self.layout.neighbours == "adaptive":
             c(f"for slot in range({n}):",
