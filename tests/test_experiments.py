@@ -179,3 +179,25 @@ def test_turning_waves_quick_the_ism_carries_the_turn_linearly_and_alignment_let
     line = next(line for line in out.stdout.splitlines() if line.startswith(ism))
     assert float(line.split()[7]) == pytest.approx(value(ism, "r2"), abs=0.006)
     assert "Attanasi et al. 2014" in out.stdout
+
+
+def test_flock_shape_quick_flocks_in_aerodynamic_flight_are_thinner_vertically(tmp_path):
+    out = flock3d("experiment", "flock-shape", "--out", tmp_path, "--quick")
+    assert out.returncode == 0, out.stderr
+    table = read_csv(tmp_path / "flock-shape.csv")
+    assert imageio.imread(tmp_path / "flock-shape.png").shape[0] > 300
+    kind, n = np.array(table["interaction"]), np.array(table["n"], int)
+    thickness, width, length = (np.array(table[k], float) for k in ("thickness", "width", "length"))
+    vertical = np.array(table["thin_from_vertical"], float)
+    assert sorted(set(kind)) == ["metric", "topological"] and set(n) == {100, 300}
+    assert np.all((thickness <= width) & (width <= length))  # the principal axes, thinnest first
+    for k in ("metric", "topological"):
+        for size in (100, 300):
+            at = (kind == k) & (n == size)
+            # Thin, and thin along gravity: thickness well below the width, its axis near the vertical.
+            assert np.mean(thickness[at] / width[at]) < 0.75
+            assert np.mean(vertical[at]) < 25.0 and np.mean(vertical[at] < 30.0) > 0.8
+    row = next(line for line in out.stdout.splitlines() if line.split()[:2] == ["metric", "300"])
+    at = (kind == "metric") & (n == 300)
+    assert float(row.split()[4]) == pytest.approx(np.mean(width[at] / thickness[at]), abs=0.006)
+    assert "Hemelrijk and Hildenbrandt 2011" in out.stdout
