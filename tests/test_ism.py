@@ -159,6 +159,10 @@ def test_a_scene_with_model_ism_takes_the_model_s_values():
     assert (p.ism_inertia, p.ism_friction, p.ism_coupling, p.ism_temperature) == (1.25, 0.3, 2.0, 0.02)
 
 
+def test_the_ism_s_own_checks_leave_other_models_alone():
+    Params(dt=1000.0, min_speed=1e8, max_speed=1e9)  # a friction that would reverse a spin: no spins here
+
+
 @pytest.mark.parametrize(
     "text, message",
     [

@@ -966,7 +966,7 @@ def _value_problems(values: dict[str, Any]) -> list[Problem]:
             )
         )
     if (
-        ok.get("ism_friction") and ok.get("ism_inertia") and ok.get("dt")
+        values["model"] == "ism" and ok.get("ism_friction") and ok.get("ism_inertia") and ok.get("dt")
         and values["ism_friction"] * values["dt"] > values["ism_inertia"]
     ):  # fmt: skip
         problems.append(
