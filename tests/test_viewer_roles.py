@@ -158,3 +158,19 @@ def test_files_are_named_after_the_scene_and_the_time(tmp_path):
     assert path.name.startswith("flock3d-default-") and len(path.stem) == len(
         "flock3d-default-20250101-120000"
     )
+
+
+# -- the panel's controls, by model ---------------------------------------------------------
+
+
+def test_each_model_s_controls_apply_to_it_alone():
+    pytest.importorskip("PySide6")
+    from flock3d.core.params import ISM_DEFAULTS
+    from flock3d.viewer.panel import applies
+
+    ism, boids = Params(**ISM_DEFAULTS), Params()
+    own = ("ism_coupling", "ism_friction", "ism_temperature")
+    assert all(applies(ism, f) for f in (*own, "speed", "view_distance", "arena_radius"))
+    assert not any(applies(ism, f) for f in ("alignment", "separation", "noise_eta", "zone_repulsion"))
+    assert not any(applies(boids, f) for f in own)
+    assert all(applies(boids, f) for f in ("alignment", "arena_radius", "view_distance", "fov"))

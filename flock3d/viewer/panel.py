@@ -175,7 +175,8 @@ _WORLD_FIELDS = frozenset(c.field for c in WORLD_CONTROLS)
 _SHARED_WITH_COUZIN = frozenset({"fov", "max_turn_rate"})
 #: What a Vicsek scene shows: its noise, speed v0, radius r, cone, turn limit and box.
 _VICSEK_FIELDS = frozenset({"noise_eta", "speed", "view_distance", "fov", "max_turn_rate", "arena_radius"})
-_ISM_FIELDS = frozenset({c.field for c in ISM_CONTROLS} | _VICSEK_FIELDS - {"noise_eta"})
+_ISM_OWN = frozenset(c.field for c in ISM_CONTROLS)
+_ISM_FIELDS = _ISM_OWN | (_VICSEK_FIELDS - {"noise_eta"})
 
 
 class _SpinBox(QtWidgets.QDoubleSpinBox):
@@ -481,7 +482,7 @@ def applies(params: Params, field: str) -> bool:
         return field in _VICSEK_FIELDS
     if params.model == "ism":
         return field in _ISM_FIELDS
-    return field not in _ZONE_FIELDS and field not in _ISM_FIELDS and field != "noise_eta"
+    return field not in _ZONE_FIELDS and field not in _ISM_OWN and field != "noise_eta"
 
 
 def control_value(params: Params, field: str) -> float | None:

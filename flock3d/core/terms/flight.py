@@ -60,8 +60,9 @@ POSITION = Spec("roost.position", "the roost: the point whose vertical axis bird
                 "height", kind="vector3", unit="units", allowed="3 finite numbers")  # fmt: skip
 RADIUS = Spec("roost.radius", "horizontal distance from the roost's axis within which it does not pull",
               unit="units")  # fmt: skip
-WEIGHT = Spec("roost.weight", "horizontal pull towards the roost's axis (0: none)", unit="units/s²",
-              label="Roost", slider=(0.0, 20.0))  # fmt: skip
+# No slider on the panel: the weight is also what turns the roost on, and a control that a scene
+# without a roost showed would stand for a feature it lacks.
+WEIGHT = Spec("roost.weight", "horizontal pull towards the roost's axis (0: none)", unit="units/s²")
 ALTITUDE = Spec("roost.altitude", "vertical pull towards the roost's height, per unit of height (0: none)",
                 unit="1/s²")  # fmt: skip
 
