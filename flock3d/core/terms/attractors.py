@@ -89,7 +89,7 @@ class Attractors(Term):
     def present(self, params):
         return bool(params.attractors)
 
-    def world(self, params):
+    def world(self, params, fields=None):
         rows = [[*a.position, a.weight, a.radius] for a in params.attractors]
         return np.array(rows, dtype=np.float64).reshape(-1, 5)
 

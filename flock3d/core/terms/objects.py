@@ -18,8 +18,10 @@ from __future__ import annotations
 import difflib
 import math
 import numbers
+import threading
 from collections.abc import Mapping, Sequence
-from typing import Any, NamedTuple
+from dataclasses import replace
+from typing import Any, ClassVar, NamedTuple
 
 import numba
 import numpy as np
@@ -30,7 +32,8 @@ from flock3d.core.fields import finite_vector as _finite_vector
 from flock3d.core.fields import is_sequence as _is_sequence
 from flock3d.core.fields import number_problem as _check_number
 from flock3d.core.fields import vector as _vector
-from flock3d.core.terms import Term
+from flock3d.core.quaternion import right_of
+from flock3d.core.terms import Term, inlined
 
 __all__ = [
     "Object",
@@ -692,16 +695,22 @@ def _local_sdf(data, o, x, y, z):
 
 
 @_jit
-def object_sdf(data, o, t, x, y, z):
-    """The signed distance of the world point (x, y, z) to the object whose record starts at
-    ``data[o]``, at time t, and its unit outward normal in the world: (d, gx, gy, gz), d < 0
-    inside the shape. Queried in the object's frame at t, so a moving object costs what a
-    still one does."""
-    px, py, pz, qw, qx, qy, qz = object_frame(data, o, t)
+def _sdf_in_frame(data, o, px, py, pz, qw, qx, qy, qz, x, y, z):
+    """:func:`object_sdf` with the object's frame at the time given."""
     lx, ly, lz = g.to_local(px, py, pz, qw, qx, qy, qz, x, y, z)
     d, gx, gy, gz = _local_sdf(data, o, lx, ly, lz)
     wx, wy, wz = g.rotate(qw, qx, qy, qz, gx, gy, gz)
     return d, wx, wy, wz
+
+
+@_jit
+def object_sdf(data, o, t, x, y, z):
+    """The signed distance of the world point (x, y, z) to the object whose record starts at
+    ``data[o]``, at time t, and its outward normal in the world: (d, gx, gy, gz), d < 0 inside
+    the shape; the normal is a unit vector, or for a mesh the gradient of its grid's interpolant.
+    Queried in the object's frame at t, so a moving object costs what a still one does."""
+    px, py, pz, qw, qx, qy, qz = object_frame(data, o, t)
+    return _sdf_in_frame(data, o, px, py, pz, qw, qx, qy, qz, x, y, z)
 
 
 @_jit
@@ -712,6 +721,35 @@ def object_clearance(data, o, t, x, y, z):
     d, gx, gy, gz = object_sdf(data, o, t, x, y, z)
     s = data[o + SIDE]
     return s * d, s * gx, s * gy, s * gz
+
+
+@_jit
+def object_clearance_near(data, o, t, x, y, z, reach):
+    """:func:`object_clearance`, or (inf, 0, 0, 0) without measuring when the object is an obstacle
+    whose bounding ball (header slot BOUND) lies farther than ``reach`` from the point: its
+    clearance there is then more than ``reach``. What the step calls, so that a boid far from an
+    object pays a distance to its origin, not a grid lookup."""
+    px, py, pz, qw, qx, qy, qz = object_frame(data, o, t)
+    s = data[o + SIDE]
+    if s > 0.0:
+        b = data[o + BOUND] + reach  # inf for a plane or a heightfield: always measured
+        dx, dy, dz = x - px, y - py, z - pz
+        if dx * dx + dy * dy + dz * dz > b * b:
+            return math.inf, 0.0, 0.0, 0.0
+    d, gx, gy, gz = _sdf_in_frame(data, o, px, py, pz, qw, qx, qy, qz, x, y, z)
+    return s * d, s * gx, s * gy, s * gz
+
+
+@_jit
+def ground_clearance(data, offsets, t, x, y, z):
+    """The least height of a point above the grounds (the planes and heightfields) of the objects
+    packed in ``data`` with ``offsets``, at time t; inf without a ground."""
+    best = math.inf
+    for k in range(offsets.shape[0] - 1):
+        kind = int(data[offsets[k] + KIND])
+        if kind == g.PLANE or kind == g.HEIGHTFIELD:
+            best = min(best, object_clearance(data, offsets[k], t, x, y, z)[0])
+    return best
 
 
 @_jit
@@ -736,7 +774,127 @@ def clearances(data, offsets, points, t):
     return out
 
 
-# -- the term ------------------------------------------------------------------------------------
+# -- the term: avoidance in the step, and the hard constraint after the move ----------------------
+
+#: Projections onto the free side a boid gets at most in one step (one is exact for a primitive).
+MAX_PUSHES = 8
+#: The clearance (world units) a projection aims at: a hair beyond the surface, so that the time
+#: the check reads (the state's clock) and the step's own (now + dt), an ulp apart, agree on the side.
+SKIN = 1e-6
+
+
+def packed(objects: Sequence[Object], fields: Mapping[int, Any] | None) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`pack_objects`, kept for the last few (objects, fields): the engines read them every
+    step, and a mesh's grid is megabytes."""
+    key = (tuple(objects), id(fields))
+    with _packed_lock:
+        kept = _packed.get(key)
+    if kept is not None and kept[0] is fields:
+        return kept[1]
+    out = pack_objects(objects, fields)
+    with _packed_lock:
+        if len(_packed) >= 4:
+            _packed.pop(next(iter(_packed)))
+        _packed[key] = (fields, out)
+    return out
+
+
+_packed: dict[tuple, tuple[Any, tuple[np.ndarray, np.ndarray]]] = {}
+_packed_lock = threading.Lock()
+
+
+@inlined
+def _listed(world):
+    """How many objects a world record holds, and where their offsets start: the record is the
+    packed data, then the K + 1 offsets (as floats), then K."""
+    count = int(world[world.shape[0] - 1])
+    return count, world.shape[0] - count - 2
+
+
+@inlined
+def away(nx, ny, nz, fx, fy, fz, qw, qx, qy, qz):
+    """The steer away from a surface of normal n (towards more room), for heading f: the part of
+    unit(n) across f, whole (a unit vector; the boid's right when it heads straight in) while the
+    boid heads into less room, and as it is (shrinking to 0 as it heads straight out) once it
+    heads into more."""
+    n = math.sqrt(nx * nx + ny * ny + nz * nz)
+    if n == 0.0:
+        return 0.0, 0.0, 0.0
+    nx, ny, nz = nx / n, ny / n, nz / n
+    along = nx * fx + ny * fy + nz * fz
+    lx, ly, lz = nx - along * fx, ny - along * fy, nz - along * fz
+    if along >= 0.0:
+        return lx, ly, lz
+    l2 = lx * lx + ly * ly + lz * lz
+    if l2 < 1e-12:
+        lx, ly, lz = right_of(qw, qx, qy, qz)
+        l2 = lx * lx + ly * ly + lz * lz
+    inv = 1.0 / math.sqrt(l2)
+    return lx * inv, ly * inv, lz * inv
+
+
+@inlined
+def avoidance(px, py, pz, vx, vy, vz, fx, fy, fz, qw, qx, qy, qz, now, world, k, margin, omega):
+    """The objects' steer at time ``now``: for each object, the lesser clearance of the boid and of
+    the point one turn radius (|v| / omega) ahead; below the margin, k times the urgency
+    ``min(1, (margin - c) / margin)`` along :func:`away` from that point's normal."""
+    count, at = _listed(world)
+    look = math.sqrt(vx * vx + vy * vy + vz * vz) / omega
+    hx, hy, hz = px + look * fx, py + look * fy, pz + look * fz
+    ax = ay = az = 0.0
+    for j in range(count):
+        o = int(world[at + j])
+        c, nx, ny, nz = object_clearance_near(world, o, now, px, py, pz, margin)
+        ch, hnx, hny, hnz = object_clearance_near(world, o, now, hx, hy, hz, margin)
+        if ch < c:
+            c, nx, ny, nz = ch, hnx, hny, hnz
+        if c < margin:
+            w = k if c <= 0.0 else k * (margin - c) / margin
+            sx, sy, sz = away(nx, ny, nz, fx, fy, fz, qw, qx, qy, qz)
+            ax += w * sx
+            ay += w * sy
+            az += w * sz
+    return ax, ay, az
+
+
+@inlined
+def keep_out(x, y, z, world, t, planar):
+    """The point (x, y, z), where a boid moved, brought back to the free side of every object at
+    time t: while it lies in one (clearance < 0), a Newton step along the normal of the object it
+    is deepest in, to clearance :data:`SKIN` (in its plane for a planar flock), at most
+    :data:`MAX_PUSHES` times."""
+    count, at = _listed(world)
+    for _ in range(MAX_PUSHES):
+        c, gx, gy, gz = math.inf, 0.0, 0.0, 0.0
+        for j in range(count):
+            cj, jx, jy, jz = object_clearance_near(world, int(world[at + j]), t, x, y, z, 0.0)
+            if cj < c:
+                c, gx, gy, gz = cj, jx, jy, jz
+        if c >= 0.0:
+            break
+        if planar:
+            gz = 0.0
+        g2 = gx * gx + gy * gy + gz * gz
+        if g2 == 0.0:
+            break
+        step = (SKIN - c) / g2
+        x, y, z = x + step * gx, y + step * gy, z + step * gz
+    return x, y, z
+
+
+def keep_out_reference(position: np.ndarray, data: np.ndarray, offsets: np.ndarray, t: float, planar: bool):
+    """:func:`keep_out`, readably: the same projections, measured by :func:`clearance`."""
+    p = np.array(position, dtype=np.float64)
+    for _ in range(MAX_PUSHES):
+        c, gx, gy, gz, _k = clearance(data, offsets, t, *p)
+        if c >= 0.0:
+            break
+        normal = np.array([gx, gy, 0.0 if planar else gz])
+        if not np.any(normal):
+            break
+        p = p + (SKIN - c) / np.dot(normal, normal) * normal
+    return p
+
 
 OBJECTS = Spec(
     "objects", "[[objects]] tables: primitives, ground and meshes that boids stay out of (role obstacle) "
@@ -750,16 +908,62 @@ OBJECTS = Spec(
 
 
 class Objects(Term):
-    """The world's objects. Checked here; boids spawn outside them (flock3d.core.state). Their
-    avoidance in the step is not written yet: a flock with objects does not steer around them."""
+    """The world's objects: boids steer away from them looking one turn radius ahead (as the
+    arena's containment does), and after each move a boid that entered one is put back on its
+    surface (:func:`keep_out`): no boid is ever inside an obstacle or outside the arena object.
+    The constraint moves the position only: the velocity and orientation keep the turn and speed
+    limits, and the steer turns the boid away at the next step. Both engines measure with the
+    same compiled functions (:func:`object_clearance`), on the same grids."""
 
     name = "objects"
+    module = __name__
     fields = ("objects",)
     switches = ("objects",)
     needs = "it needs objects"
+    world_width = 1  # one record: the packed objects, their offsets, their count
+    constrains = True
+    species_values: ClassVar[frozenset[str]] = frozenset({"omega"})
+    label = "5 objects (primitives)"
 
     def present(self, params):
-        return False  # no avoidance term in the step yet
+        return bool(params.objects)
+
+    def values(self, params):
+        return {"avoidance": params.avoidance, "margin": params.avoidance_margin,
+                "omega": math.radians(params.max_turn_rate)}  # fmt: skip
+
+    def world(self, params, fields=None):
+        data, offsets = packed(params.objects, fields)
+        return np.concatenate([data, offsets.astype(np.float64), [len(offsets) - 1.0]]).reshape(-1, 1)
+
+    def line(self, g):
+        v = g.v
+        return [f"tx, ty, tz = {g.term(self)}.avoidance(px, py, pz, vx, vy, vz, fx, fy, fz, qw, qx, qy, qz, "
+                f"now, {g.world(self)}, {v('avoidance')}, {v('margin')}, {v('omega')})"]  # fmt: skip
+
+    def constraint(self, g):
+        return [f"mx, my, mz = {g.term(self)}.keep_out(mx, my, mz, {g.world(self)}, later, planar)"]
+
+    def reference(self, boid, world, velocity, params):
+        data, offsets = packed(params.objects, world.fields)
+        f = boid.heading(params)
+        ahead = boid.position + np.linalg.norm(velocity) / math.radians(params.max_turn_rate) * f
+        margin, total = params.avoidance_margin, np.zeros(3)
+        for k in range(len(offsets) - 1):
+            c, *n = object_clearance(data, offsets[k], world.time, *boid.position)
+            c_ahead, *n_ahead = object_clearance(data, offsets[k], world.time, *ahead)
+            if c_ahead < c:
+                c, n = c_ahead, n_ahead
+            if c < margin:
+                urgency = 1.0 if c <= 0.0 else (margin - c) / margin
+                total += params.avoidance * urgency * _away_reference(np.array(n), f, boid)
+        return total
+
+    def constrained(self, boid, before, world, params):
+        data, offsets = packed(params.objects, world.fields)
+        later = world.time + params.dt
+        position = keep_out_reference(boid.position, data, offsets, later, params.dimensions == 2)
+        return replace(boid, position=position)
 
     def problems(self, values, reported):
         if values["objects"] == ():
@@ -769,6 +973,19 @@ class Objects(Term):
         if not problems and not reported & depends:
             problems = [Problem(*p) for p in covered_start_problems(values)]
         return problems
+
+
+def _away_reference(n: np.ndarray, f: np.ndarray, boid) -> np.ndarray:
+    """:func:`away`, readably."""
+    if not np.any(n):
+        return np.zeros(3)
+    n = n / np.linalg.norm(n)
+    across = n - np.dot(n, f) * f
+    if np.dot(n, f) >= 0.0:
+        return across
+    if np.dot(across, across) < 1e-12:
+        across = np.asarray(boid.orientation.rotate(np.array([1.0, 0.0, 0.0])))
+    return across / np.linalg.norm(across)
 
 
 TERM = Objects()

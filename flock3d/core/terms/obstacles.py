@@ -113,7 +113,7 @@ class Obstacles(Term):
         return {"avoidance": params.avoidance, "ahead": params.max_speed * params.avoidance_lookahead,
                 "margin": params.avoidance_margin}  # fmt: skip
 
-    def world(self, params):
+    def world(self, params, fields=None):
         rows = [[*o.center, o.radius] for o in params.obstacles]
         return np.array(rows, dtype=np.float64).reshape(-1, 4)
 
