@@ -32,6 +32,7 @@ from flock3d.core.fields import finite_vector as _finite_vector
 from flock3d.core.fields import is_sequence as _is_sequence
 from flock3d.core.fields import number_problem as _check_number
 from flock3d.core.fields import vector as _vector
+from flock3d.core.kernel import P_X
 from flock3d.core.quaternion import right_of
 from flock3d.core.terms import Term, inlined
 
@@ -858,41 +859,81 @@ def avoidance(px, py, pz, vx, vy, vz, fx, fy, fz, qw, qx, qy, qz, now, world, k,
 
 
 @inlined
-def keep_out(x, y, z, world, t, planar):
-    """The point (x, y, z), where a boid moved, brought back to the free side of every object at
-    time t: while it lies in one (clearance < 0), a Newton step along the normal of the object it
-    is deepest in, to clearance :data:`SKIN` (in its plane for a planar flock), at most
-    :data:`MAX_PUSHES` times."""
+def _deepest(world, count, at, t, x, y, z):
+    """:func:`clearance` over the objects of a world record, sparing those surely clear (reach 0):
+    (c, nx, ny, nz, k), k the object's place in the record (-1 when every one is clear)."""
+    c, gx, gy, gz, k = math.inf, 0.0, 0.0, 0.0, -1
+    for j in range(count):
+        cj, jx, jy, jz = object_clearance_near(world, int(world[at + j]), t, x, y, z, 0.0)
+        if cj < c:
+            c, gx, gy, gz, k = cj, jx, jy, jz, j
+    return c, gx, gy, gz, k
+
+
+@inlined
+def push(c, gx, gy, gz, last_c, lx, ly, lz, crease):
+    """The displacement of one projection: the Newton step along g to clearance :data:`SKIN`; or,
+    in a ``crease`` (the point left the object of normal l, at clearance ``last_c``, into the one
+    of normal g), the least step that reaches SKIN from both at once (to first order), when the
+    two normals are at least 6 degrees apart."""
+    g2 = gx * gx + gy * gy + gz * gz
+    if crease:
+        l2 = lx * lx + ly * ly + lz * lz
+        lg = lx * gx + ly * gy + lz * gz
+        det = l2 * g2 - lg * lg
+        if det > 0.01 * l2 * g2:
+            r0, r1 = SKIN - last_c, SKIN - c
+            a, b = (r0 * g2 - r1 * lg) / det, (r1 * l2 - r0 * lg) / det
+            return a * lx + b * gx, a * ly + b * gy, a * lz + b * gz
+    s = (SKIN - c) / g2
+    return s * gx, s * gy, s * gz
+
+
+@inlined
+def keep_out(x, y, z, ox, oy, oz, world, t, planar):
+    """The point (x, y, z), where a boid moved from (ox, oy, oz), brought back to the free side of
+    every object at time t. While it lies in one (clearance < 0) it is projected out of the
+    deepest (:func:`push`; in its plane for a planar flock), at most :data:`MAX_PUSHES` times; a
+    point still in one then (squeezed where the objects leave no room) goes back to where the boid
+    was, if that is free."""
     count, at = _listed(world)
-    for _ in range(MAX_PUSHES):
-        c, gx, gy, gz = math.inf, 0.0, 0.0, 0.0
-        for j in range(count):
-            cj, jx, jy, jz = object_clearance_near(world, int(world[at + j]), t, x, y, z, 0.0)
-            if cj < c:
-                c, gx, gy, gz = cj, jx, jy, jz
-        if c >= 0.0:
-            break
+    c, gx, gy, gz, k = _deepest(world, count, at, t, x, y, z)
+    last, pushes = -1, 0
+    while c < 0.0 and pushes < MAX_PUSHES:
+        last_c, lx, ly, lz = 0.0, 0.0, 0.0, 0.0
+        if last >= 0 and last != k:
+            last_c, lx, ly, lz = object_clearance(world, int(world[at + last]), t, x, y, z)
         if planar:
-            gz = 0.0
-        g2 = gx * gx + gy * gy + gz * gz
-        if g2 == 0.0:
+            gz, lz = 0.0, 0.0
+        if gx == 0.0 and gy == 0.0 and gz == 0.0:
             break
-        step = (SKIN - c) / g2
-        x, y, z = x + step * gx, y + step * gy, z + step * gz
+        dx, dy, dz = push(c, gx, gy, gz, last_c, lx, ly, lz, last >= 0 and last != k)
+        x, y, z = x + dx, y + dy, z + dz
+        last, pushes = k, pushes + 1
+        c, gx, gy, gz, k = _deepest(world, count, at, t, x, y, z)
+    if c < 0.0 and _deepest(world, count, at, t, ox, oy, oz)[0] >= 0.0:
+        return ox, oy, oz
     return x, y, z
 
 
-def keep_out_reference(position: np.ndarray, data: np.ndarray, offsets: np.ndarray, t: float, planar: bool):
+def keep_out_reference(position, start, data: np.ndarray, offsets: np.ndarray, t: float, planar: bool):
     """:func:`keep_out`, readably: the same projections, measured by :func:`clearance`."""
     p = np.array(position, dtype=np.float64)
-    for _ in range(MAX_PUSHES):
-        c, gx, gy, gz, _k = clearance(data, offsets, t, *p)
-        if c >= 0.0:
-            break
-        normal = np.array([gx, gy, 0.0 if planar else gz])
+    c, *g, k = clearance(data, offsets, t, *p)
+    last, pushes = -1, 0
+    while c < 0.0 and pushes < MAX_PUSHES:
+        crease = last >= 0 and last != k
+        last_c, *n = object_clearance(data, offsets[last], t, *p) if crease else (0.0, 0.0, 0.0, 0.0)
+        normal, previous = np.array(g), np.array(n)
+        if planar:
+            normal[2] = previous[2] = 0.0
         if not np.any(normal):
             break
-        p = p + (SKIN - c) / np.dot(normal, normal) * normal
+        p = p + np.array(push(c, *normal, last_c, *previous, crease))
+        last, pushes = k, pushes + 1
+        c, *g, k = clearance(data, offsets, t, *p)
+    if c < 0.0 and clearance(data, offsets, t, *start)[0] >= 0.0:
+        return np.array(start, dtype=np.float64)
     return p
 
 
@@ -942,7 +983,8 @@ class Objects(Term):
                 f"now, {g.world(self)}, {v('avoidance')}, {v('margin')}, {v('omega')})"]  # fmt: skip
 
     def constraint(self, g):
-        return [f"mx, my, mz = {g.term(self)}.keep_out(mx, my, mz, {g.world(self)}, later, planar)"]
+        start = ", ".join(f"staged[{P_X + a}, slot]" for a in range(3))
+        return [f"mx, my, mz = {g.term(self)}.keep_out(mx, my, mz, {start}, {g.world(self)}, later, planar)"]
 
     def reference(self, boid, world, velocity, params):
         data, offsets = packed(params.objects, world.fields)
@@ -962,7 +1004,9 @@ class Objects(Term):
     def constrained(self, boid, before, world, params):
         data, offsets = packed(params.objects, world.fields)
         later = world.time + params.dt
-        position = keep_out_reference(boid.position, data, offsets, later, params.dimensions == 2)
+        position = keep_out_reference(
+            boid.position, before.position, data, offsets, later, params.dimensions == 2
+        )
         return replace(boid, position=position)
 
     def problems(self, values, reported):
