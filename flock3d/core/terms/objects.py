@@ -523,8 +523,9 @@ def pack_objects(
               capsule r, half segment; torus ring, tube; heightfield, mesh: unused
         13    index in ``data`` of its motion block, or -1
         14    index in ``data`` of its field block (heightfield, mesh), or -1
-        15    radius of a ball around the local origin holding the whole shape (inf:
-              unbounded, a plane or a heightfield)
+        15    a bound B: the distance at x is at least |x - origin| - B (the radius of a
+              ball around the local origin holding the shape; for a mesh, the least B
+              its grid's nodes allow; inf: unbounded, a plane or a heightfield)
         ====  ==========================================================================
 
         then its blocks. A motion block: ``K, loop, has_rotations, times (K), points (3K),
@@ -614,8 +615,13 @@ def _field_block(k: int, o: Object, fields: Mapping[int, Any], sx, sy, sz) -> tu
         grid: SDFGrid = heights
         nx, ny, nz = grid.values.shape
         head = np.array([nx, ny, nz, *grid.origin, grid.cell], dtype=np.float64)
-        far = np.asarray(grid.origin) + (np.array([nx, ny, nz]) - 1) * grid.cell
-        bound = float(np.linalg.norm(np.maximum(np.abs(grid.origin), np.abs(far))))
+        # The least B with every node's value at least |node| - B: then the interpolant, a convex
+        # combination of nodes, and its extension beyond the box are at least |x| - B too (|x| - B
+        # is convex), so B bounds the grid's shape as a bounding ball does a primitive's. Nodes
+        # hold exact distances or convex combinations of them, so B is about the mesh's own radius.
+        axes = [grid.origin[a] + grid.cell * np.arange(n) for a, n in enumerate((nx, ny, nz))]
+        x, y, z = axes[0][:, None, None], axes[1][None, :, None], axes[2][None, None, :]
+        bound = float(np.max(np.sqrt(x * x + y * y + z * z) - grid.values))
         return np.concatenate([head, np.ascontiguousarray(grid.values, dtype=np.float64).reshape(-1)]), bound
     heights = np.asarray(heights, dtype=np.float64)
     nx, nz = heights.shape
@@ -725,23 +731,6 @@ def object_clearance(data, o, t, x, y, z):
 
 
 @_jit
-def object_clearance_near(data, o, t, x, y, z, reach):
-    """:func:`object_clearance`, or (inf, 0, 0, 0) without measuring when the object is an obstacle
-    whose bounding ball (header slot BOUND) lies farther than ``reach`` from the point: its
-    clearance there is then more than ``reach``. What the step calls, so that a boid far from an
-    object pays a distance to its origin, not a grid lookup."""
-    px, py, pz, qw, qx, qy, qz = object_frame(data, o, t)
-    s = data[o + SIDE]
-    if s > 0.0:
-        b = data[o + BOUND] + reach  # inf for a plane or a heightfield: always measured
-        dx, dy, dz = x - px, y - py, z - pz
-        if dx * dx + dy * dy + dz * dz > b * b:
-            return math.inf, 0.0, 0.0, 0.0
-    d, gx, gy, gz = _sdf_in_frame(data, o, px, py, pz, qw, qx, qy, qz, x, y, z)
-    return s * d, s * gx, s * gy, s * gz
-
-
-@_jit
 def ground_clearance(data, offsets, t, x, y, z):
     """The least height of a point above the grounds (the planes and heightfields) of the objects
     packed in ``data`` with ``offsets``, at time t; inf without a ground."""
@@ -813,6 +802,32 @@ def _listed(world):
 
 
 @inlined
+def _origin(world, o, t):
+    """Where object o's frame is at time t (its still position, read from its header, or its
+    motion's)."""
+    if world[o + MOTION] < 0.0:
+        return world[o + POSITION], world[o + POSITION + 1], world[o + POSITION + 2]
+    px, py, pz, _, _, _, _ = object_frame(world, o, t)
+    return px, py, pz
+
+
+@inlined
+def _within(ox, oy, oz, bound, x, y, z):
+    """Whether (x, y, z) lies within ``bound`` of the origin (ox, oy, oz); any point does of an
+    unbounded object (a plane, a heightfield: bound inf)."""
+    dx, dy, dz = x - ox, y - oy, z - oz
+    return dx * dx + dy * dy + dz * dz <= bound * bound
+
+
+@inlined
+def _reach(world, o, reach):
+    """How far from its origin object o may be measured to tell whether a point's clearance is below
+    ``reach``: its bound (header slot BOUND: its clearance at x is at least |x - origin| - bound)
+    plus reach for an obstacle, and everywhere (inf) for an arena, which bounds nothing outside."""
+    return world[o + BOUND] + reach if world[o + SIDE] > 0.0 else math.inf
+
+
+@inlined
 def away(nx, ny, nz, fx, fy, fz, qw, qx, qy, qz):
     """The steer away from a surface of normal n (towards more room), for heading f: the part of
     unit(n) across f, whole (a unit vector; the boid's right when it heads straight in) while the
@@ -845,10 +860,15 @@ def avoidance(px, py, pz, vx, vy, vz, fx, fy, fz, qw, qx, qy, qz, now, world, k,
     ax = ay = az = 0.0
     for j in range(count):
         o = int(world[at + j])
-        c, nx, ny, nz = object_clearance_near(world, o, now, px, py, pz, margin)
-        ch, hnx, hny, hnz = object_clearance_near(world, o, now, hx, hy, hz, margin)
-        if ch < c:
-            c, nx, ny, nz = ch, hnx, hny, hnz
+        ox, oy, oz = _origin(world, o, now)
+        bound = _reach(world, o, margin)  # an object farther than this is more than the margin away
+        c, nx, ny, nz = math.inf, 0.0, 0.0, 0.0
+        if _within(ox, oy, oz, bound, px, py, pz):
+            c, nx, ny, nz = object_clearance(world, o, now, px, py, pz)
+        if _within(ox, oy, oz, bound, hx, hy, hz):
+            ch, hnx, hny, hnz = object_clearance(world, o, now, hx, hy, hz)
+            if ch < c:
+                c, nx, ny, nz = ch, hnx, hny, hnz
         if c < margin:
             w = k if c <= 0.0 else k * (margin - c) / margin
             sx, sy, sz = away(nx, ny, nz, fx, fy, fz, qw, qx, qy, qz)
@@ -864,9 +884,12 @@ def _deepest(world, count, at, t, x, y, z):
     (c, nx, ny, nz, k), k the object's place in the record (-1 when every one is clear)."""
     c, gx, gy, gz, k = math.inf, 0.0, 0.0, 0.0, -1
     for j in range(count):
-        cj, jx, jy, jz = object_clearance_near(world, int(world[at + j]), t, x, y, z, 0.0)
-        if cj < c:
-            c, gx, gy, gz, k = cj, jx, jy, jz, j
+        o = int(world[at + j])
+        ox, oy, oz = _origin(world, o, t)
+        if _within(ox, oy, oz, _reach(world, o, 0.0), x, y, z):
+            cj, jx, jy, jz = object_clearance(world, o, t, x, y, z)
+            if cj < c:
+                c, gx, gy, gz, k = cj, jx, jy, jz, j
     return c, gx, gy, gz, k
 
 
@@ -981,6 +1004,19 @@ class Objects(Term):
         v = g.v
         return [f"tx, ty, tz = {g.term(self)}.avoidance(px, py, pz, vx, vy, vz, fx, fy, fz, qw, qx, qy, qz, "
                 f"now, {g.world(self)}, {v('avoidance')}, {v('margin')}, {v('omega')})"]  # fmt: skip
+
+    def example(self, base):
+        from flock3d.core.terms.attractors import ring
+
+        shapes = [
+            Object("sphere", radius=3.0),
+            Object("box", size=(5.0, 5.0, 5.0), rotation=(30.0, 20.0, 0.0)),
+            Object("cylinder", radius=2.0, height=8.0),
+            Object("capsule", radius=2.0, height=8.0),
+            Object("torus", radius=3.0, tube=1.0, rotation=(0.0, 0.0, 90.0)),
+        ]
+        places = zip(shapes, ring(base)[:5], strict=True)
+        return base.replace(objects=[o._replace(position=p) for o, p in places])
 
     def constraint(self, g):
         start = ", ".join(f"staged[{P_X + a}, slot]" for a in range(3))
