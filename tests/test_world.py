@@ -4,12 +4,15 @@ and moving objects, and perching on the ground (docs/model.md, "Objects" and "Pe
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pytest
 
 from flock3d import Flock, Params
+from flock3d.core.params import Attractor
 from flock3d.core.terms.objects import Motion, Object, clearances, pack_objects
+from flock3d.scene import SceneError
 
 trimesh = pytest.importorskip("trimesh")
 pytest.importorskip("igl")
@@ -177,6 +180,58 @@ def test_objects_steer_across_the_heading_one_turn_radius_ahead(engine):
     assert np.linalg.norm(a[0]) == pytest.approx(3.0 * urgency, rel=1e-3)
     assert abs(a[0, 0]) < 1e-2 * np.linalg.norm(a[0])
     np.testing.assert_allclose(a[1], [-3.0 * 0.5 / 3.0, 0.0, 0.0], atol=1e-3)
+
+
+# -- moving attractors ---------------------------------------------------------------------
+
+GLIDE = Motion(((0.0, 0.0, 0.0), (10.0, 0.0, 0.0)), (0.0, 10.0))
+
+
+def test_a_moving_attractor_is_sought_where_its_motion_has_it(engine):
+    params = Params(count=1, arena_shape="none", separation=0.0, alignment=0.0, cohesion=0.0, min_speed=0.0,
+                    max_speed=2.0, max_turn_rate=math.inf, dt=0.01,
+                    attractors=[Attractor(motion=GLIDE)])  # fmt: skip
+    assert params.attractors[0].position == (0.0, 0.0, 0.0)  # where it starts (what the viewer shows)
+    flock = Flock(params, positions=[[5.0, 3.0, 0.0]], velocities=[[0.0, 1.0, 0.0]], engine=engine)
+    flock.state.time = 5.0  # it is at (5, 0, 0) then: straight below the boid
+    flock.step()
+    # One step of seek with weight 1: u = v + dt (s_max unit(a - p) - v) = (0, 1 + 0.01 (-2 - 1), 0).
+    np.testing.assert_allclose(flock.velocities[0], [0.0, 0.97, 0.0], atol=1e-12)
+
+
+def test_fast_equals_reference_with_moving_attractors():
+    loop = Motion(
+        ((-5.0, 0.0, 0.0), (0.0, 5.0, 3.0), (5.0, 0.0, 0.0), (-5.0, 0.0, 0.0)), (0.0, 1.0, 2.5, 4.0), True
+    )
+    attractors = [Attractor(motion=loop, weight=2.0), Attractor((3.0, 3.0, 0.0), 1.0, 5.0)]
+    params = Params(count=30, arena_radius=8.0, attractors=attractors)
+    fast, ref = Flock(params, seed=4), Flock(params, seed=4, engine="reference")
+    fast.step(100)
+    ref.step(100)
+    np.testing.assert_allclose(fast.positions, ref.positions, atol=1e-9, rtol=0)
+    still = Flock(params.replace(attractors=[Attractor((-5.0, 0.0, 0.0), 2.0), params.attractors[1]]), seed=4)
+    still.step(100)
+    assert np.abs(still.positions - fast.positions).max() > 0.1  # it moved, and the flock followed
+
+
+def test_a_moving_attractor_round_trips_through_a_scene_file():
+    from flock3d.scene import parse_scene
+
+    text = """
+[[attractors]]
+weight = 2.0
+motion = { points = [[0, 0, 0], [10, 0, 0], [0, 0, 0]], times = [0, 5, 10], loop = true }
+"""
+    scene = parse_scene(text)
+    again = parse_scene(scene.to_toml())
+    assert again.params.attractors == scene.params.attractors
+    assert scene.params.attractors[0].motion.loop is True
+    for bad, message in [
+        ("position = [1, 0, 0]", "attractors[0].position is given by .motion.points when it moves"),
+        ("radius = -1", "attractors[0].radius must be > 0"),
+    ]:
+        with pytest.raises(SceneError, match=re.escape(message)):
+            parse_scene(text + bad + "\n")
 
 
 # -- perching ------------------------------------------------------------------------------

@@ -50,6 +50,9 @@ __all__ = [
     "HEADER",
     "is_color",
     "normalise_object",
+    "normalise_motion",
+    "motion_block",
+    "motion_problems",
     "object_problems",
     "objects_problems",
     "covered_start_problems",
@@ -180,11 +183,13 @@ def normalise_object(value: Any) -> Any:
         changes["scale"] = float(value.scale)
     if isinstance(value.seed, numbers.Integral) and not isinstance(value.seed, bool):
         changes["seed"] = int(value.seed)
-    changes["motion"] = _motion(value.motion)
+    changes["motion"] = normalise_motion(value.motion)
     return value._replace(**changes)
 
 
-def _motion(value: Any) -> Any:
+def normalise_motion(value: Any) -> Any:
+    """``value`` as a :class:`Motion` of plain tuples and floats when it is one or a mapping of its
+    keys; anything else as it is, for the checks to report."""
     if isinstance(value, Mapping) and {"points", "times"} <= set(value) <= set(Motion._fields):
         value = Motion(**value)
     if not isinstance(value, Motion):
@@ -327,7 +332,18 @@ def _scaled_sizes(o: Object) -> list[float]:
 
 
 def _motion_problems(o: Object) -> list[str]:
-    m = o.motion
+    out = motion_problems(o.motion)
+    if out:
+        return out
+    if o.position is not None:
+        out.append(".position is given by .motion.points when the object moves; leave it out")
+    if o.rotation is not None and o.motion.rotations is not None:
+        out.append(".rotation is given by .motion.rotations; leave it out")
+    return out
+
+
+def motion_problems(m: Any) -> list[str]:
+    """The problems of a motion (an object's, an attractor's), each reading after its owner."""
     if not isinstance(m, Motion):
         wanted = "a table of points, times, and optionally loop and rotations"
         return [f".motion must be {wanted} (got {short_repr(m)})"]
@@ -371,12 +387,8 @@ def _motion_problems(o: Object) -> list[str]:
     ):
         out.append(
             ".motion loops, so it must end where it starts (the last point and rotation equal to the "
-            "first), or the object would jump"
+            "first), or it would jump"
         )
-    if o.position is not None:
-        out.append(".position is given by .motion.points when the object moves; leave it out")
-    if o.rotation is not None and rotations is not None:
-        out.append(".rotation is given by .motion.rotations; leave it out")
     return out
 
 
@@ -560,7 +572,7 @@ def _record(k: int, o: Object, start: int, fields: Mapping[int, Any]) -> np.ndar
     blocks = [header]
     at = start + HEADER
     if o.motion is not None:
-        motion = _motion_block(o.motion)
+        motion = motion_block(o.motion)
         header[MOTION] = at
         blocks.append(motion)
         at += len(motion)
@@ -588,7 +600,8 @@ def _packed_sizes(o: Object, sx: float, sy: float, sz: float) -> tuple[list[floa
     return [], math.inf
 
 
-def _motion_block(m: Motion) -> np.ndarray:
+def motion_block(m: Motion) -> np.ndarray:
+    """A motion packed as :func:`geometry.keyframe_frame` reads it."""
     n = len(m.points)
     parts = [
         np.array([n, float(m.loop), float(m.rotations is not None)]),
