@@ -292,3 +292,16 @@ def test_perching_needs_a_ground_in_one_line():
         Params(perching_height=1.0, objects=[Object("sphere", radius=1.0, position=(20, 0, 0))])
     with pytest.raises(ValueError, match="perching_duration must be > 0"):
         Params(perching_height=1.0, perching_duration=0.0, objects=[GROUND])
+
+
+def test_check_names_a_perching_scene_without_ground_in_one_line(tmp_path):
+    from helpers import assert_one_line_failure, flock3d
+
+    scene = tmp_path / "perch.toml"
+    scene.write_text(
+        '[perching]\nheight = 1.0\n\n[[objects]]\nshape = "sphere"\nradius = 2.0\nposition = [20, 0, 0]\n'
+    )
+    assert_one_line_failure(flock3d("check", scene), "perch.toml: perching.height needs a ground to land on")
+    scene.write_text("[perching]\nheight = 1.0\nduration = -2\n\n[[objects]]\nshape = \"plane\"\n"
+                     "position = [0, -20, 0]\n")  # fmt: skip
+    assert_one_line_failure(flock3d("check", scene), "perch.toml: perching.duration must be > 0 (got -2")
