@@ -875,6 +875,8 @@ def avoidance(px, py, pz, vx, vy, vz, fx, fy, fz, qw, qx, qy, qz, now, world, k,
         o = int(world[at + j])
         ox, oy, oz = _origin(world, o, now)
         bound = _reach(world, o, margin)  # an object farther than this is more than the margin away
+        if not _within(ox, oy, oz, bound + look, px, py, pz):  # from the boid nor from the probe
+            continue
         c, nx, ny, nz = math.inf, 0.0, 0.0, 0.0
         if _within(ox, oy, oz, bound, px, py, pz):
             c, nx, ny, nz = object_clearance(world, o, now, px, py, pz)
