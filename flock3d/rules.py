@@ -110,10 +110,22 @@ _SAMPLE = (np.array([0.0, 0.0, 0.0]), np.array([1.0, 0.5, 0.25]), np.array([1.5,
            np.array([-0.25, 1.0, 0.5]))  # fmt: skip
 
 
+#: The most rules and forces of yours a flock may run together. Each is compiled into the step
+#: as its own loop or call, so the step's compile time and memory grow with their number;
+#: this many keep a first compile within about a minute on two cores.
+MAX_RULES = 12
+
+
 def check_rules(rules: tuple[PairRule, ...], forces: tuple[Force, ...]) -> None:
     """Call each rule once in plain Python on read-only sample arguments; raise :class:`RuleError`
-    when one is not a rule or force, raises (anything but KeyboardInterrupt), writes into its
-    arguments, or does not return 3 finite numbers."""
+    when there are more than :data:`MAX_RULES`, or one is not a rule or force, raises (anything
+    but KeyboardInterrupt), writes into its arguments, or does not return 3 finite numbers."""
+    if len(rules) + len(forces) > MAX_RULES:
+        raise RuleError(
+            f"{len(rules)} rules and {len(forces)} forces: a flock runs at most {MAX_RULES} together "
+            "(each is compiled into the step, whose compile time and memory grow with their number); "
+            "combine some into one"
+        )
     for item, kind, args in [(r, PairRule, _SAMPLE) for r in rules] + [
         (f, Force, (*_SAMPLE[:2], 0.0)) for f in forces
     ]:

@@ -10,7 +10,7 @@ from pyquaternion import Quaternion
 
 import flock3d as f3
 from flock3d import Flock, Params, RuleError, SimulationError
-from flock3d.core import assemble, quaternion
+from flock3d.core import quaternion
 from flock3d.rules import Force
 
 from conftest import acceleration, free_params, hand_flock
@@ -530,13 +530,15 @@ def test_a_rule_needing_scipy_is_one_line_naming_it_and_scipy(tmp_path):
 def test_a_rules_fingerprint_follows_the_defaults_of_its_arguments():
     """numba bakes a default into the compiled step, and a default read from a constant (scale=SCALE)
     is not in the function's source: a step cached with the old value must not be reused."""
+    from flock3d.core.step.cache import fingerprint
+
     source = "def push(position, velocity, time, scale=SCALE):\n    return (scale, 0.0, 0.0)\n"
     pushes = []
     for scale in (1.0, 2.0):
         namespace = {"SCALE": scale}
         exec(source, namespace)
         pushes.append(namespace["push"])
-    assert assemble.fingerprint(pushes[0]) != assemble.fingerprint(pushes[1])
+    assert fingerprint(pushes[0]) != fingerprint(pushes[1])
 
 
 @pytest.mark.gui

@@ -120,3 +120,20 @@ def test_zero_desired_velocity_keeps_heading_and_stops(engine):
     flock.step(3)
     np.testing.assert_array_equal(flock.velocities[0], 0.0)
     np.testing.assert_allclose(flock.boids[0].forward, [1, 0, 0], atol=1e-15)
+
+
+def test_more_rules_than_the_limit_are_refused_before_anything_compiles(tmp_path):
+    # Each rule is compiled into the step: 50 one-line pair rules ran out of memory compiling.
+    from helpers import assert_one_line_failure, flock3d
+
+    from flock3d import Flock, Params, RuleError, load_rules
+    from flock3d.rules import MAX_RULES
+
+    rule = "@flock3d.pair_rule(radius=3.0)\ndef r{k}(p_i, v_i, p_j, v_j):\n    return p_i - p_j\n"
+    (tmp_path / "many.py").write_text("import flock3d\n" + "".join(rule.format(k=k) for k in range(50)))
+    out = flock3d("run", "default", "--steps", "1", "--rules", "many.py", cwd=tmp_path, timeout=120)
+    assert_one_line_failure(out, f"50 rules and 0 forces: a flock runs at most {MAX_RULES} together")
+    rules, _ = load_rules(tmp_path / "many.py")
+    with pytest.raises(RuleError, match=f"at most {MAX_RULES} together"):
+        Flock(Params(count=10), rules=rules[: MAX_RULES + 1])
+    Flock(Params(count=10), rules=rules[:MAX_RULES])  # the limit itself is allowed (nothing compiles yet)

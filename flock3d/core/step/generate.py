@@ -107,7 +107,6 @@ class _Generator(Emit):
         self.all_reads = reads  # all it reads, known in the second pass (unpacked before they are read)
         self.worlds: set[str] = set()  # its world data read
         self.modules: dict[str, str] = {}  # term module -> the name it is imported under
-        self.b = _CANDIDATES
 
     # what terms ask of the generator (Emit) ---------------------------------------------------
 
