@@ -25,6 +25,7 @@ from flock3d.core.params import (
     ISM_DEFAULTS,
     VICSEK_DEFAULTS,
     Attractor,
+    Object,
     Obstacle,
     Params,
     Species,
@@ -81,6 +82,19 @@ LAYOUTS = {
         (),
         (),
     ),
+    "objects-perching": (
+        Params(
+            objects=[Object("plane", position=(0.0, -20.0, 0.0)), Object("sphere", radius=3.0)],
+            perching_height=1.0,
+        ),
+        (),
+        (),
+    ),
+    "objects-sequential-adaptive": (
+        Params(update="sequential", neighbours=7, adaptive=True, objects=[Object("sphere", radius=3.0)]),
+        (),
+        (),
+    ),
     "box-containment": (Params(arena_shape="box", containment=30.0), (), ()),
     "mesh-turn": (Params(turn_limit="mesh"), (), ()),
     "topological": (Params(neighbours=7), (), ()),
@@ -133,7 +147,7 @@ def test_the_snapshots_cover_every_stage_of_the_terms_they_were_made_for():
     covered = {stage for params, rules, forces in LAYOUTS.values()
                for stage in assemble.layout_of(params, rules, forces).stages}  # fmt: skip
     made_for = {"separation", "alignment", "cohesion", "confinement", "containment", "attractors", "path",
-                "obstacles", "flee", "wind", "speed", "roost"}  # fmt: skip
+                "obstacles", "flee", "wind", "speed", "roost", "perching", "objects"}  # fmt: skip
     assert made_for <= covered, made_for - covered
 
 

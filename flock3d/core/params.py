@@ -51,6 +51,7 @@ from flock3d.core.terms import flight as flight_term
 from flock3d.core.terms import objects as objects_term
 from flock3d.core.terms import obstacles as obstacles_term
 from flock3d.core.terms import path as path_term
+from flock3d.core.terms import perching as perching_term
 from flock3d.core.terms import separation as separation_term
 from flock3d.core.terms import speed as speed_term
 from flock3d.core.terms import wander as wander_term
@@ -112,6 +113,7 @@ TERMS = (
     wind_term.TERM,
     wander_term.TERM,
     flight_term.TERM,
+    perching_term.TERM,
     objects_term.TERM,
     speed_term.TERM,
 )
@@ -556,6 +558,9 @@ class Params:
     wander: float = declare(0.0, wander_term.WEIGHT)
 
     objects: tuple[Object, ...] = declare((), objects_term.OBJECTS)
+    perching_height: float = declare(0.0, perching_term.HEIGHT)
+    perching_duration: float = declare(5.0, perching_term.DURATION)
+    perching_cooldown: float = declare(10.0, perching_term.COOLDOWN)
 
     # -- issue 27: the Vicsek model's position update ------------------------------------
     position_update: str = declare(

@@ -70,6 +70,10 @@ class FlockState:
     spins: np.ndarray | None = None
     """(N, 3) float64: each bird's spin in the inertial spin model (``model = "ism"``; zeros
     otherwise). s / chi is its angular velocity, rad/s."""
+    perches: np.ndarray | None = None
+    """(N,) float64: each boid's perching timer (``Params.perching_height``; unused otherwise), in
+    seconds: > 0 resting on the ground, that long still; < 0 flying, that long before it may land
+    again; 0 flying, free to land."""
     clock_origin: tuple[float, int, float] | None = field(default=None, repr=False, compare=False)
     """(time, step count, dt) that the clock counts whole steps from (see :meth:`clock`)."""
 
@@ -80,6 +84,8 @@ class FlockState:
             self.radii = np.zeros(len(self.positions))
         if self.spins is None:
             self.spins = np.zeros((len(self.positions), 3))
+        if self.perches is None:
+            self.perches = np.zeros(len(self.positions))
 
     def __len__(self) -> int:
         return self.positions.shape[0]
@@ -116,8 +122,7 @@ class FlockState:
 
         The boid and predator counts must match.
         """
-        for name in ("positions", "velocities", "orientations", "waypoints", "predator_positions",
-                     "predator_velocities", "predator_orientations", "radii", "spins"):  # fmt: skip
+        for name, *_ in _ARRAYS:
             getattr(self, name)[...] = getattr(other, name)
         self.time, self.step_count, self.clock_origin = other.time, other.step_count, other.clock_origin
 
@@ -135,6 +140,7 @@ class FlockState:
             self.predator_orientations.copy(),
             self.radii.copy(),
             self.spins.copy(),
+            self.perches.copy(),
             self.clock_origin,
         )
 
@@ -147,6 +153,7 @@ _ARRAYS = (
     ("waypoints", np.int64, None, False),
     ("radii", np.float64, None, False),
     ("spins", np.float64, 3, False),
+    ("perches", np.float64, None, False),
     ("predator_positions", np.float64, 3, True),
     ("predator_velocities", np.float64, 3, True),
     ("predator_orientations", np.float64, 4, True),

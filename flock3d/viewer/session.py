@@ -195,8 +195,9 @@ class Session:
             self._publish()
 
     def _new_flock(self, params: Params, seed: int) -> Flock:
-        """A new flock with these parameters, keeping the user's rules and forces (--rules)."""
-        return Flock(params, seed, rules=self.flock.rules, forces=self.flock.forces)
+        """A new flock with these parameters, keeping the user's rules and forces (--rules) and the
+        scene's meshes' grids."""
+        return Flock(params, seed, rules=self.flock.rules, forces=self.flock.forces, fields=self.scene.fields)
 
     def load(self, scene: Scene) -> None:
         """Start watching another scene."""
@@ -329,7 +330,7 @@ class Session:
             twin = Flock(
                 flock.params, flock.seed, positions=state.positions.copy(),
                 velocities=state.velocities.copy(), orientations=state.orientations.copy(),
-                rules=flock.rules, forces=flock.forces,
+                rules=flock.rules, forces=flock.forces, fields=flock.fields,
             )  # fmt: skip
         twin.step(1)
         self._first_step_done.set()
