@@ -574,9 +574,8 @@ class _Generator(Emit):
         c(f"move_rows({k0}, {n}, staged, turned, failed_rows, {dt}, box, wraps, planar, quat, vel, pos, "
           f"{ids}, status, t)")  # fmt: skip
         constraints = [term for term in TERMS if term.constrains and term.name in self.layout.stages]
-        if (
-            constraints
-        ):  # where each boid may be after its move: the terms' constraints, in the registry's order
+        # Where each boid may be after its move: the terms' constraints, in the registry's order.
+        if constraints:
             c(f"later = now + {self.v('dt')}", f"for slot in range({n}):")
             c.indent()
             c("if failed_rows[slot]:",
