@@ -14,7 +14,12 @@ state and never owns it). What it draws, back to front:
 - optional fading trails (the last seconds of each path) and debug lines
   (each boid's velocity and its last step's steering);
 - a quiet outline of the arena (the sphere's rim as seen from the camera and its
-  equator; a box's edges), obstacles, the path and attractors.
+  equator; a box's edges), obstacles, the path and attractors;
+- the world's objects, lit by the sun and the sky and fogged as the boids are, a grid on
+  the ground and the flock's shadows on it (:mod:`flock3d.viewer.scenery`).
+
+Light: one sun, fixed in the world (:data:`SUN`), lights the objects and the boids, whose
+faces are shaded by their normals: a boid banking into a turn catches the light or loses it.
 
 Banking: a boid rolls into a turn as an aircraft does, by ``atan(a_lat / g)`` where
 ``a_lat`` is its acceleration across its heading in the last step (smoothed over
@@ -46,6 +51,7 @@ from flock3d.viewer.colors import (
     uniform_colors,
 )
 from flock3d.viewer.meshes import mesh, speck, wing_beat
+from flock3d.viewer.scenery import Scenery, grid_spacing
 from flock3d.viewer.visuals import Boids, Segments, Sky, Trails
 
 __all__ = [
@@ -57,6 +63,8 @@ __all__ = [
     "frame_distance",
     "arena_lines",
     "arena_bounds",
+    "world_extent",
+    "sun_direction",
 ]
 
 ARENA_COLOR = (0.6, 0.72, 1.0, 0.16)
@@ -95,6 +103,12 @@ VELOCITY_SECONDS = 0.4
 """A velocity line shows where the boid will be in this many seconds."""
 STEERING_SECONDS2 = 0.05
 """A steering line is the acceleration times this (s^2): 20 units/s^2 draws one unit."""
+SUN = (0.6, 0.5, 0.8)
+"""Towards the sun in a world whose up is +y (x, up, z): low (27 degrees up), a dusk sun to match the sky."""
+FOG_HORIZON = 4.0
+"""Objects are lost in the fog this many framed diameters beyond the far side of what is framed."""
+PLANE_EXTENT = 25.0
+"""A plane is drawn this many world sizes (:func:`world_size`) each way, far into the fog."""
 
 
 def frame_distance(radius: float, fov_deg: float = CAMERA_FOV, margin: float = 1.12) -> float:
@@ -159,6 +173,27 @@ def arena_lines(params: Params, eye: np.ndarray | None = None, into: np.ndarray 
     if params.arena_shape in BOX_SHAPES:
         return _box_lines(np.asarray(params.half_extents, np.float64), c, planar)
     return np.zeros((0, 3), np.float32)
+
+
+def sun_direction(up) -> np.ndarray:
+    """Unit vector towards the sun in a world whose up is ``up`` (+y, or +z for a planar flock)."""
+    x, high, z = SUN
+    sun = np.array([x, high, z]) if up[1] == 1.0 else np.array([x, z, high])
+    return sun / np.linalg.norm(sun)
+
+
+def world_extent(params: Params) -> tuple[np.ndarray, float]:
+    """Centre and radius of the world a camera frames: the arena's (:func:`arena_bounds`), or in
+    open space an arena object's bounding sphere about its origin (where it starts)."""
+    arena = next((o for o in params.objects if o.role == "arena"), None)
+    if params.arena_shape != "none" or arena is None:
+        return np.asarray(params.arena_center, np.float64), arena_bounds(params)
+    from flock3d.viewer.world import Frames, object_mesh
+
+    origins, rotations = Frames([arena]).at(0.0)
+    vertices = origins[0] + object_mesh(arena, 0.0).vertices @ rotations[0].T
+    centre = 0.5 * (vertices.min(axis=0) + vertices.max(axis=0))
+    return centre, float(np.max(np.linalg.norm(vertices - centre, axis=1)))
 
 
 def arena_bounds(params: Params) -> float:
@@ -269,6 +304,8 @@ class FlockVisuals:
 
         self.sky = Sky(SKY_TOP, SKY_BOTTOM, parent=view.scene)
         self.sky.order = -1000  # first, behind everything
+        self.scenery = Scenery(view)
+        self._world = world_extent(params)
         vertices, faces = mesh(hints.mesh)
         self.boids = Boids(vertices, faces, wing_beat(hints.mesh), parent=view.scene)
         self.species_boids: dict[str, Boids] = {}
@@ -300,8 +337,11 @@ class FlockVisuals:
         return lines
 
     def _show_world(self, params: Params, show_arena: bool) -> None:
-        """(Re)build the obstacles, path and attractors for ``params``; the arena follows the camera."""
+        """(Re)build the objects, obstacles, path and attractors; the arena outline follows the camera."""
         self.show_arena = show_arena  # wished for; an open arena has nothing to show
+        self._world = world_extent(params)
+        if params.objects != self.scenery.objects:
+            self.scenery.set_objects(params.objects, PLANE_EXTENT * self._world[1])
         self.obstacles.set_segments(obstacle_lines(params), OBSTACLE_COLOR)
         self.path.set_segments(path_lines(params), PATH_COLOR)
         n_attractors = len(params.attractors)
@@ -333,7 +373,7 @@ class FlockVisuals:
 
         def layout(p: Params):
             arena = (p.arena_radius, p.arena_center, p.arena_shape, p.dimensions)
-            return arena + (p.obstacles, p.path, p.attractors)
+            return arena + (p.obstacles, p.path, p.attractors, p.objects)
 
         show = self.show_arena if show_arena is None else show_arena
         if show_arena is not None or layout(params) != layout(self.params):
@@ -399,9 +439,12 @@ class FlockVisuals:
     def framed(self, positions: np.ndarray | None = None) -> tuple[np.ndarray, float]:
         """Centre and radius of what the camera should frame: the arena, or the flock in open space."""
         p = self.params
-        if p.arena_shape != "none" or positions is None or len(positions) == 0:
-            return np.asarray(p.arena_center, np.float64), arena_bounds(p)
+        if p.arena_shape != "none" or positions is None or len(positions) == 0 or self._has_arena_object():
+            return self._world
         return self.flock_extent(positions)
+
+    def _has_arena_object(self) -> bool:
+        return any(o.role == "arena" for o in self.params.objects)
 
     def frame(
         self, positions: np.ndarray | None = None, target: tuple[np.ndarray, float] | None = None
@@ -476,26 +519,33 @@ class FlockVisuals:
             and (frame.eye is None or np.allclose(frame.eye, self.camera_frame.eye))
         )
         self.camera_frame = frame
-        towards_light = -(frame.into - 0.55 * frame.up + 0.3 * frame.right)
-        towards_light /= np.linalg.norm(towards_light)
+        world_up = up_axis(self.params)
+        towards_light = sun_direction(world_up)
         centre, radius = self.framed(state.positions)
         tr = self.view.scene.node_transform(self.view.canvas.scene)
         w_near, w_far = tr.map(np.array([centre - radius * frame.into, centre + radius * frame.into]))[:, 3]
+        fogged = frame.eye is not None and w_far > w_near
+        fog = (w_near + 0.3 * (w_far - w_near), w_far, w_far + FOG_HORIZON * (w_far - w_near))
+        self.scenery.aim(
+            towards_light, world_up, frame.eye if frame.eye is not None else centre - 1e9 * frame.into,
+            (SKY_TOP, SKY_BOTTOM), fog if fogged else (1e30, 2e30, 3e30), FOG_MAX if fogged else 0.0,
+            grid_spacing(self._world[1]),
+        )  # fmt: skip
         w, h = self.view.canvas.size
         bodies = (self.boids, *self.species_boids.values(), self.specks)
         sizes = [(body, self.boid_size) for body in bodies]
         sizes.append((self.predators, self.boid_size * PREDATOR_SCALE))
         for visual, size in sizes:
             u = visual.uniforms
-            u["u_up"] = tuple(float(x) for x in up_axis(self.params))
+            u["u_up"] = tuple(float(x) for x in world_up)
             u["u_size"] = float(size)
             u["u_min_px"] = MIN_BOID_PIXELS * self.pixel_scale
             u["u_half_viewport"] = (w / 2.0, h / 2.0)
             u["u_camera_right"] = tuple(float(x) for x in frame.right)
             u["u_light"] = tuple(float(x) for x in towards_light)
             u["u_fog_color"] = FOG_COLOR
-            if frame.eye is not None and w_far > w_near:
-                u["u_fog"] = (float(w_near + 0.3 * (w_far - w_near)), float(w_far))
+            if fogged:
+                u["u_fog"] = (float(fog[0]), float(fog[1]))
                 u["u_fog_max"] = FOG_MAX
             else:
                 u["u_fog_max"] = 0.0
@@ -676,6 +726,11 @@ class FlockVisuals:
             np.tile(np.asarray(PREDATOR_COLOR, np.float32), (m, 1)),
         )
         self._update_halos(state)
+        bodies = [
+            (state.positions, self.boid_size),
+            (state.predator_positions, self.boid_size * PREDATOR_SCALE),
+        ]
+        self.scenery.update(state.time, bodies, up_axis(self.params))
         self._update_trails(state.positions, state.time)
         self._update_vectors(state, acceleration)
         self.last = frame
