@@ -187,6 +187,24 @@ def test_screenshot_key_writes_a_png(qt_app, viewer, tmp_path):
     assert foreground_mask(image).sum() > 100
 
 
+def test_the_window_is_anti_aliased_by_fxaa_in_software_opengl(qt_app, viewer):
+    from flock3d.viewer.recording import frame_image
+
+    assert viewer.samples == 0 and viewer.canvas.fxaa  # llvmpipe under Xvfb: no multisampling
+    viewer.set_paused(True)
+    pump(qt_app, 0.3)
+    colours = {}
+    for on in (False, True, False):
+        viewer.canvas.fxaa = on
+        viewer.canvas.update()
+        pump(qt_app, 0.3)
+        image = frame_image(viewer.canvas)
+        colours.setdefault(on, []).append(len(np.unique(image.reshape(-1, 3), axis=0)))
+    # The same frame: edges blended with what is behind them take colours of their own.
+    assert colours[False][0] == colours[False][1]
+    assert colours[True][0] > 1.5 * colours[False][0], colours
+
+
 def test_loading_a_scene_with_another_radius_reframes_the_camera(qt_app, viewer, tmp_path):
     framed = arena_radius_px(viewer)
     big = resolve_scene("default", overrides=["arena.radius=200", "flock.count=300"]).save(

@@ -36,7 +36,8 @@ FRAME_INTERVAL_MS = 16
 ANTIALIAS_SAMPLES = 4
 """Multisampling of the window's OpenGL surface (anti-aliasing) on a GPU. Software OpenGL
 (Mesa's llvmpipe) gets none: it rasterises the extra samples on the CPU, at the cost of
-the frame rate."""
+the frame rate; its window is anti-aliased by FXAA, one pass over the finished picture
+(:mod:`flock3d.viewer.canvas`)."""
 SOFTWARE_RENDERERS = ("llvmpipe", "softpipe", "swrast", "swiftshader")
 WINDOW_SIZE = (1280, 800)
 
@@ -164,8 +165,8 @@ class ViewerWindow:
         forces=(),
     ) -> None:
         from PySide6 import QtCore, QtGui, QtWidgets
-        from vispy import scene as vscene
 
+        from flock3d.viewer.canvas import Canvas
         from flock3d.viewer.colors import BACKGROUND
         from flock3d.viewer.hud import Hud, HudMeter
         from flock3d.viewer.panel import ControlPanel, apply_dark_theme
@@ -189,9 +190,10 @@ class ViewerWindow:
         self.snapshot = self.session.snapshot()
 
         self.samples = antialias_samples() if samples is None else samples
-        self.canvas = vscene.SceneCanvas(
-            keys=None, bgcolor=BACKGROUND, size=(960, 720), config={"samples": self.samples}
-        )
+        self.canvas = Canvas(
+            keys=None, bgcolor=BACKGROUND, size=(960, 720), config={"samples": self.samples},
+            fxaa=self.samples == 0,
+        )  # fmt: skip
         self.view = self.canvas.central_widget.add_view(border_width=0)
         self.visuals = FlockVisuals(self.view, scene.view, scene.params)
         self.focus = FocusVisuals(self.view)
