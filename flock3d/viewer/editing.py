@@ -101,7 +101,8 @@ class WorldEditor:
             return np.asarray(self.session.params.attractors[k].position, np.float64)
         return self.session.snapshot().state.predator_positions[k].copy()
 
-    def _valid(self, selection: Selection | None) -> Selection | None:
+    def valid(self, selection: Selection | None) -> Selection | None:
+        """``selection`` if it still names something in the world, else None."""
         if selection is None:
             return None
         p = self.session.params
@@ -217,7 +218,7 @@ class WorldEditor:
 
     def delete(self, selection: Selection | None = None) -> bool:
         """Remove ``selection`` (default: the selected thing); False when there is nothing to remove."""
-        selection = self._valid(selection or self.selection)
+        selection = self.valid(selection or self.selection)
         if selection is None:
             return False
         kind, k = selection
@@ -238,7 +239,7 @@ class WorldEditor:
         if not self.undo_stack:
             return False
         self.session.set_world(self.undo_stack.pop())
-        self.selection = self._valid(self.selection)
+        self.selection = self.valid(self.selection)
         return True
 
     # -- dragging -----------------------------------------------------------------------------
@@ -261,8 +262,8 @@ class WorldEditor:
         facing the camera through it. False when the ray misses the plane (nothing moves)."""
         if self._dragging is None or self.selection is None:
             return False
-        offset = self._dragging[1]
-        grabbed = self.position_of(self.selection) + offset  # where the grabbed point is now
+        position = self.position_of(self.selection)
+        grabbed = position + self._dragging[1]  # where the grabbed point is now
         up = np.asarray(up_axis(self.session.params), np.float64)
         normal = up
         if vertical:
@@ -273,9 +274,10 @@ class WorldEditor:
         hit = ray_plane(origin, direction, grabbed, normal)
         if hit is None:
             return False
-        if vertical:
-            hit = grabbed + ((hit - grabbed) @ up) * up
-        self.move(self.selection, hit - offset, record=False)
+        # Only along the plane, or only up (exactly: a level drag leaves the height as it was).
+        shift = hit - grabbed
+        shift = (shift @ up) * up if vertical else shift - (shift @ up) * up
+        self.move(self.selection, position + shift, record=False)
         return True
 
     def end_drag(self) -> None:

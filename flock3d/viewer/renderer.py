@@ -74,6 +74,8 @@ ATTRACTOR_COLOR = (1.0, 0.92, 0.4, 1.0)
 TRAIL_COLOR = (0.8, 0.88, 1.0, 0.55)
 VELOCITY_COLOR = (0.45, 0.95, 1.0, 0.9)
 STEERING_COLOR = (1.0, 0.55, 0.2, 0.9)
+SELECTION_COLOR = (0.35, 0.95, 1.0, 0.95)
+"""The outline of what is selected for editing."""
 FOG_COLOR = tuple(0.5 * (np.asarray(SKY_TOP) + np.asarray(SKY_BOTTOM)))
 PREDATOR_SCALE = 2.2
 """Predators are drawn this many times larger than boids."""
@@ -106,7 +108,7 @@ STEERING_SECONDS2 = 0.05
 SUN = (0.6, 0.5, 0.8)
 """Towards the sun in a world whose up is +y (x, up, z): low (27 degrees up), a dusk sun to match the sky."""
 FOG_HORIZON = 4.0
-"""Objects are lost in the fog this many framed diameters beyond the far side of what is framed."""
+"""Objects are lost in the fog this many world diameters beyond the far side of the world."""
 PLANE_EXTENT = 25.0
 """A plane is drawn this many world sizes (:func:`world_size`) each way, far into the fog."""
 
@@ -194,6 +196,13 @@ def world_extent(params: Params) -> tuple[np.ndarray, float]:
     vertices = origins[0] + object_mesh(arena, 0.0).vertices @ rotations[0].T
     centre = 0.5 * (vertices.min(axis=0) + vertices.max(axis=0))
     return centre, float(np.max(np.linalg.norm(vertices - centre, axis=1)))
+
+
+def _arena_of(params: Params) -> tuple:
+    """What :func:`world_extent` depends on."""
+    arena = next((o for o in params.objects if o.role == "arena"), None)
+    return (params.arena_shape, params.arena_radius, params.arena_center, params.half_extents,
+            params.dimensions, arena)  # fmt: skip
 
 
 def arena_bounds(params: Params) -> float:
@@ -298,6 +307,7 @@ class FlockVisuals:
         self.show_vectors = hints.show_vectors
         self.last: FrameData | None = None
         self.camera_frame: CameraFrame | None = None
+        self._state: FlockState | None = None
         self._bank = np.zeros(0)
         self._time: float | None = None
         self._trail: dict | None = None
@@ -306,6 +316,7 @@ class FlockVisuals:
         self.sky.order = -1000  # first, behind everything
         self.scenery = Scenery(view)
         self._world = world_extent(params)
+        self._world_of = _arena_of(params)
         vertices, faces = mesh(hints.mesh)
         self.boids = Boids(vertices, faces, wing_beat(hints.mesh), parent=view.scene)
         self.species_boids: dict[str, Boids] = {}
@@ -323,6 +334,7 @@ class FlockVisuals:
         self.arena = self._segments()
         self.obstacles = self._segments()
         self.path = self._segments(width=2.0)
+        self.selected = self._segments(width=2.0)
         # Markers without data break vispy's bounds computation, even hidden: start with a point.
         self.attractors = scene.visuals.Markers(pos=np.zeros((1, 3), np.float32), parent=view.scene)
         self.attractors.set_gl_state("translucent", depth_test=True)
@@ -339,7 +351,8 @@ class FlockVisuals:
     def _show_world(self, params: Params, show_arena: bool) -> None:
         """(Re)build the objects, obstacles, path and attractors; the arena outline follows the camera."""
         self.show_arena = show_arena  # wished for; an open arena has nothing to show
-        self._world = world_extent(params)
+        if _arena_of(params) != self._world_of:
+            self._world, self._world_of = world_extent(params), _arena_of(params)
         if params.objects != self.scenery.objects:
             self.scenery.set_objects(params.objects, PLANE_EXTENT * self._world[1])
         self.obstacles.set_segments(obstacle_lines(params), OBSTACLE_COLOR)
@@ -443,6 +456,39 @@ class FlockVisuals:
             return self._world
         return self.flock_extent(positions)
 
+    def show_selection(self, selection) -> None:
+        """Outline what is selected for editing, where it is drawn now: ``selection`` (kind,
+        index) of :class:`~flock3d.viewer.editing.Selection`, or None for nothing."""
+        if selection is None or self._state is None:
+            self.selected.visible = False
+            return
+        kind, k = selection
+        if kind == "object":
+            lines = self._object_outline(k)
+        else:
+            state = self._state
+            centre = (
+                self.params.attractors[k].position if kind == "attractor" else state.predator_positions[k]
+            )
+            half = 1.5 * self.boid_size * (PREDATOR_SCALE if kind == "predator" else 1.0)
+            lines = _box_lines(np.full(3, half), centre, planar=False)
+        self.selected.set_segments(lines, SELECTION_COLOR)
+
+    def _object_outline(self, k: int) -> np.ndarray:
+        """The edges of object ``k``'s box in its own frame (a plane's: a square the world's size)."""
+        mesh = self.scenery.meshes[k]
+        low, high = mesh.vertices.min(axis=0).astype(float), mesh.vertices.max(axis=0).astype(float)
+        if self.params.objects[k].shape == "plane":
+            r = self._world[1]
+            low, high = np.array([-r, 0.0, -r]), np.array([r, 0.0, r])
+        lines = _box_lines(0.5 * (high - low), 0.5 * (high + low), planar=False)
+        return self.scenery.origins[k] + lines @ self.scenery.rotations[k].T
+
+    @property
+    def world_radius(self) -> float:
+        """Radius of the world the camera frames (:func:`world_extent`), world units."""
+        return self._world[1]
+
     def _has_arena_object(self) -> bool:
         return any(o.role == "arena" for o in self.params.objects)
 
@@ -525,11 +571,16 @@ class FlockVisuals:
         tr = self.view.scene.node_transform(self.view.canvas.scene)
         w_near, w_far = tr.map(np.array([centre - radius * frame.into, centre + radius * frame.into]))[:, 3]
         fogged = frame.eye is not None and w_far > w_near
-        fog = (w_near + 0.3 * (w_far - w_near), w_far, w_far + FOG_HORIZON * (w_far - w_near))
+        # The world's objects clear up to the far side of the world (the flock's ball in open
+        # space would fog the objects around it), then lost in the sky FOG_HORIZON diameters on.
+        world_centre, world_radius = self._world
+        near, far = tr.map(np.array([world_centre - world_radius * frame.into,
+                                     world_centre + world_radius * frame.into]))[:, 3]  # fmt: skip
         self.scenery.aim(
             towards_light, world_up, frame.eye if frame.eye is not None else centre - 1e9 * frame.into,
-            (SKY_TOP, SKY_BOTTOM), fog if fogged else (1e30, 2e30, 3e30), FOG_MAX if fogged else 0.0,
-            grid_spacing(self._world[1]),
+            (SKY_TOP, SKY_BOTTOM),
+            (far, far, far + FOG_HORIZON * (far - near)) if fogged and far > near else (1e30, 2e30, 3e30),
+            0.0, grid_spacing(world_radius),
         )  # fmt: skip
         w, h = self.view.canvas.size
         bodies = (self.boids, *self.species_boids.values(), self.specks)
@@ -545,7 +596,7 @@ class FlockVisuals:
             u["u_light"] = tuple(float(x) for x in towards_light)
             u["u_fog_color"] = FOG_COLOR
             if fogged:
-                u["u_fog"] = (float(fog[0]), float(fog[1]))
+                u["u_fog"] = (float(w_near + 0.3 * (w_far - w_near)), float(w_far))
                 u["u_fog_max"] = FOG_MAX
             else:
                 u["u_fog_max"] = 0.0
@@ -731,6 +782,7 @@ class FlockVisuals:
             (state.predator_positions, self.boid_size * PREDATOR_SCALE),
         ]
         self.scenery.update(state.time, bodies, up_axis(self.params))
+        self._state = state
         self._update_trails(state.positions, state.time)
         self._update_vectors(state, acceleration)
         self.last = frame

@@ -24,12 +24,15 @@ from flock3d.core.terms.objects import Object
 from flock3d.viewer.visuals import Objects, Shadows
 from flock3d.viewer.world import (
     Frames,
+    Ground,
     ObjectMesh,
+    ground_of,
     ground_under,
-    grounds_of,
+    is_ground,
     object_color,
     object_mesh,
     ray_distances,
+    shape_key,
 )
 
 __all__ = ["Scenery", "grid_spacing", "SHADOW_RADIUS", "SHADOW_DARKNESS"]
@@ -64,7 +67,12 @@ class Scenery:
         self.meshes: list[ObjectMesh] = []
         self.frames = Frames(())
         self._grounds = []
-        self._origins, self._rotations = self.frames.at(0.0)
+        self.origins, self.rotations = self.frames.at(0.0)
+        """Each object's frame as drawn now: (K, 3) origins and (K, 3, 3) rotations."""
+        # By shape_key: an object moved, turned or recoloured keeps its triangles and heights.
+        self._meshes: dict[Object, ObjectMesh] = {}
+        self._ground_of: dict[Object, Ground] = {}
+        self._extent = math.nan
         self.still = self._visual(arena=False)
         self.still_arena = self._visual(arena=True)
         self.moving: dict[int, Objects] = {}
@@ -81,11 +89,23 @@ class Scenery:
 
     def set_objects(self, objects: Sequence[Object], extent: float) -> None:
         """Draw ``objects`` (valid); planes reach ``extent`` units each way from their origins."""
+        if extent != self._extent:
+            self._meshes, self._ground_of, self._extent = {}, {}, extent
         self.objects = tuple(objects)
-        self.meshes = [object_mesh(o, extent) for o in self.objects]
+        keys = [shape_key(o) for o in self.objects]
+        for key, o in zip(keys, self.objects, strict=True):
+            if key not in self._meshes:
+                self._meshes[key] = object_mesh(o, extent)
+            if is_ground(o) and key not in self._ground_of:
+                self._ground_of[key] = ground_of(o, -1, extent)
+        self._meshes = {key: self._meshes[key] for key in keys}  # forget the shapes gone
+        self._ground_of = {key: g for key, g in self._ground_of.items() if key in self._meshes}
+        self.meshes = [self._meshes[key] for key in keys]
         self.frames = Frames(self.objects)
-        self._grounds = grounds_of(self.objects, extent)
-        self._origins, self._rotations = self.frames.at(0.0)
+        self._grounds = [
+            self._ground_of[key]._replace(index=k) for k, key in enumerate(keys) if key in self._ground_of
+        ]
+        self.origins, self.rotations = self.frames.at(0.0)
         for visual in self.moving.values():
             visual.parent = None
         self.moving = {}
@@ -110,8 +130,8 @@ class Scenery:
             v, n = mesh.vertices.astype(np.float64), mesh.normals.astype(np.float64)
             grid = v[:, [0, 2]] if mesh.ground else np.zeros((len(v), 2))
             if placed:
-                rotation = self._rotations[k]
-                v, n = self._origins[k] + v @ rotation.T, n @ rotation.T
+                rotation = self.rotations[k]
+                v, n = self.origins[k] + v @ rotation.T, n @ rotation.T
             color = np.broadcast_to(object_color(self.objects[k]), v.shape)
             ground = np.full(len(v), float(mesh.ground))
             parts.append((v, n, mesh.faces.astype(np.int64) + base, color, grid, ground))
@@ -150,15 +170,15 @@ class Scenery:
         """Place the moving objects at simulated ``time`` (s), and the shadows of ``bodies``:
         (positions (N, 3), body length) pairs (the boids, the predators), under the world's ``up``."""
         if self.frames.moving:
-            self._origins, self._rotations = self.frames.at(time)
+            self.origins, self.rotations = self.frames.at(time)
             for k, visual in self.moving.items():
-                visual.set_frame(self._origins[k], self._rotations[k])
+                visual.set_frame(self.origins[k], self.rotations[k])
         if not self._grounds:
             self.shadows.visible = False
             return
         points = np.concatenate([np.asarray(p, np.float64).reshape(-1, 3) for p, _ in bodies])
         sizes = np.concatenate([np.full(len(p), size) for p, size in bodies])
-        feet, normals, heights = ground_under(points, self._grounds, self._origins, self._rotations, up)
+        feet, normals, heights = ground_under(points, self._grounds, self.origins, self.rotations, up)
         seen = np.isfinite(heights)
         heights, sizes = heights[seen], sizes[seen]
         radii = SHADOW_RADIUS * sizes + SHADOW_SPREAD * heights
@@ -172,7 +192,7 @@ class Scenery:
         """(F, 3, 3) object ``k``'s triangles in the world where it is drawn now."""
         mesh = self.meshes[k]
         corners = mesh.vertices.astype(np.float64)[mesh.faces.astype(np.int64)]
-        return self._origins[k] + corners @ self._rotations[k].T
+        return self.origins[k] + corners @ self.rotations[k].T
 
     def pick(self, origin, direction) -> tuple[int, float]:
         """The object the ray ``origin + s * direction`` meets first, as drawn now: (its index,

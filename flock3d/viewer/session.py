@@ -32,6 +32,7 @@ from flock3d.core.state import FlockState
 from flock3d.core.terms.objects import Object, needs_field
 from flock3d.flock import Flock
 from flock3d.scene import Scene
+from flock3d.viewer.world import shape_key
 
 __all__ = ["FixedStepClock", "Session", "Snapshot", "World"]
 
@@ -135,11 +136,6 @@ class World(NamedTuple):
         )
 
     __hash__ = None  # type: ignore[assignment]
-
-
-def _shape_key(o: Object) -> Object:
-    """What an object's field depends on: all but where it is, how it moves and how it looks."""
-    return o._replace(position=None, rotation=None, motion=None, color=None)
 
 
 class Session:
@@ -271,7 +267,7 @@ class Session:
 
     def _remember_fields(self, objects, fields: Mapping[int, Any] | None) -> None:
         for k, field in (fields or {}).items():
-            self._field_of[_shape_key(objects[k])] = field
+            self._field_of[shape_key(objects[k])] = field
 
     def _fields_for(self, params: Params) -> dict[int, Any] | None:
         """The fields of the objects read from files, by their places in ``params.objects``:
@@ -279,11 +275,11 @@ class Session:
         objects = params.objects
         if not any(needs_field(o) for o in objects):
             return None
-        if any(needs_field(o) and _shape_key(o) not in self._field_of for o in objects):
+        if any(needs_field(o) and shape_key(o) not in self._field_of for o in objects):
             from flock3d.io.meshes import object_fields  # the world extra, as loading the scene needed
 
             self._remember_fields(objects, object_fields(params))
-        return {k: self._field_of[_shape_key(o)] for k, o in enumerate(objects) if needs_field(o)}
+        return {k: self._field_of[shape_key(o)] for k, o in enumerate(objects) if needs_field(o)}
 
     def reset(self) -> None:
         """Start over from the same seed, keeping the current parameters."""

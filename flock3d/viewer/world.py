@@ -33,6 +33,8 @@ __all__ = [
     "object_mesh",
     "object_heights",
     "grounds_of",
+    "ground_of",
+    "shape_key",
     "ground_under",
     "ray_distances",
     "is_ground",
@@ -67,6 +69,12 @@ class ObjectMesh(NamedTuple):
     normals: np.ndarray
     faces: np.ndarray
     ground: bool = False
+
+
+def shape_key(o: Object) -> Object:
+    """What an object's triangles (and a mesh's grid) depend on: all but where it is, how it
+    moves and how it looks."""
+    return o._replace(position=None, rotation=None, motion=None, color=None)
 
 
 def is_ground(o: Object) -> bool:
@@ -215,7 +223,7 @@ def object_mesh(o: Object, extent: float) -> ObjectMesh:
         side = np.linspace(-extent, extent, PLANE_CELLS + 1)
         return _grid(side, side, np.zeros((len(side), len(side))))
     if o.shape == "heightfield":
-        ground = _ground(o, -1)
+        ground = ground_of(o, -1)
         nx, nz = ground.heights.shape
         # Every step-th node (and the far edges): a large image is drawn coarser than it is flown.
         step = max(1, math.ceil((max(nx, nz) - 1) / (MAX_DRAWN_SIDE - 1)))
@@ -288,7 +296,9 @@ class Ground(NamedTuple):
     extent: float = math.inf
 
 
-def _ground(o: Object, index: int, extent: float = math.inf) -> Ground:
+def ground_of(o: Object, index: int, extent: float = math.inf) -> Ground:
+    """Plane or heightfield ``o`` (object ``index``) as the shadows need it; a plane is drawn
+    ``extent`` units each way."""
     if o.shape == "plane":
         return Ground(index, None, 0.0, 0.0, 1.0, 1.0, extent)
     sx, sy, sz = scales(o)
@@ -300,7 +310,7 @@ def _ground(o: Object, index: int, extent: float = math.inf) -> Ground:
 
 def grounds_of(objects: Sequence[Object], extent: float) -> list[Ground]:
     """The ground among ``objects``: each plane (drawn ``extent`` units each way) and heightfield."""
-    return [_ground(o, k, extent) for k, o in enumerate(objects) if is_ground(o)]
+    return [ground_of(o, k, extent) for k, o in enumerate(objects) if is_ground(o)]
 
 
 def _heights(g: Ground, x: np.ndarray, z: np.ndarray):
