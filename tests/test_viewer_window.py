@@ -207,9 +207,10 @@ def test_the_window_is_anti_aliased_by_fxaa_in_software_opengl(qt_app, viewer):
 
 def test_loading_a_scene_with_another_radius_reframes_the_camera(qt_app, viewer, tmp_path):
     framed = arena_radius_px(viewer)
-    big = resolve_scene("default", overrides=["arena.radius=200", "flock.count=300"]).save(
-        tmp_path / "big.toml"
-    )
+    distance = viewer.session.scene.view.camera_distance * 200 / 30  # the default frames its flock: alike
+    big = resolve_scene(
+        "default", overrides=["arena.radius=200", "flock.count=300", f"view.camera_distance={distance}"]
+    ).save(tmp_path / "big.toml")
     assert viewer.open_scene(big)
     pump(qt_app, 0.3)
     assert viewer.session.params.arena_radius == 200
