@@ -123,12 +123,13 @@ def test_edges_are_anti_aliased(tmp_path):
 
     on, off = blended_edge_pixels(images["on"]), blended_edge_pixels(images["off"])
     assert on > 40 and on > 5 * off, (on, off)
-    # FXAA, the window's anti-aliasing in software OpenGL: the edges of the plain picture blended.
-    fxaa = blended_edge_pixels(images["fxaa"])
-    assert fxaa > 40 and fxaa > 5 * off, (fxaa, off)
-    assert np.array_equal(
-        foreground_mask(images["fxaa"]), foreground_mask(images["fxaa"]) | foreground_mask(images["off"])
-    )
+    # FXAA, the window's anti-aliasing in software OpenGL: the plain picture's edges blended
+    # (the silhouette's and the crease between the faces), on the boid's side: the pass leaves
+    # the sky's pixels as they are.
+    fxaa, plain = images["fxaa"], images["off"]
+    assert blended_edge_pixels(fxaa) > 12 and off == 0, (blended_edge_pixels(fxaa), off)
+    changed = np.any(fxaa != plain, axis=-1)
+    assert changed.sum() > 100 and not (changed & ~foreground_mask(plain)).any()
 
 
 def test_a_lit_box_shows_its_faces_in_the_shades_the_sun_gives_them(tmp_path):
