@@ -126,10 +126,9 @@ def cold_start_seconds(n: int, variant: str | None = None) -> float:
 
     code = (
         "import time, sys\n"
-        "from flock3d.bench import bench_params, variant_params\n"
-        "from flock3d.flock import Flock\n"
+        "from flock3d.bench import bench_params, variant_flock, variant_params\n"
         f"p = variant_params({n})[{variant!r}] if {variant!r} else bench_params({n})\n"
-        "Flock(p, seed=0).step(1)\n"
+        "variant_flock(p).step(1)\n"
         "print(time.time())\n"
     )
     with tempfile.TemporaryDirectory(prefix="flock3d-cold-") as folder:
@@ -221,15 +220,47 @@ def variant_params(n: int) -> dict:
         "model = vicsek (2D, density 4)": Params(
             **{**VICSEK_DEFAULTS, "count": n, "arena_radius": 0.5 * (n / 4.0) ** 0.5}
         ),
+        **mesh_objects(base),
     }
+
+
+def mesh_objects(base) -> dict:
+    """The row of 5 mesh objects (issue 26: at least 0.7x the speed of the same scene without
+    them, the first row): the shipped rock (scenes/worlds/assets/rock.obj, 1,280 triangles, its
+    grid 128 nodes a side) scaled to a radius of about 5, five times around the ring of the other
+    features' rows; none without the world extra, which reads and samples meshes."""
+    import importlib.util
+    from importlib import resources
+
+    from flock3d.core.params import Object
+    from flock3d.core.terms.attractors import ring
+
+    if any(importlib.util.find_spec(m) is None for m in ("trimesh", "igl")):
+        return {}
+    rock = str(resources.files("flock3d.scenes") / "worlds" / "assets" / "rock.obj")
+    turns = [(0.0, 0.0, 0.0), (40.0, 10.0, 0.0), (80.0, 0.0, 20.0), (120.0, 30.0, 0.0), (160.0, 0.0, 45.0)]
+    places = zip(ring(base)[:5], turns, strict=True)
+    objects = [Object("mesh", file=rock, scale=5.0, position=p, rotation=r) for p, r in places]
+    return {"5 mesh objects": base.replace(objects=objects)}
+
+
+def variant_flock(params):
+    """A Flock of a :func:`variant_params` row, with its objects' grids where it has meshes."""
+    from flock3d.core.terms.objects import needs_field
+    from flock3d.flock import Flock
+
+    fields = None
+    if any(needs_field(o) for o in params.objects):
+        from flock3d.io.meshes import object_fields
+
+        fields = object_fields(params)
+    return Flock(params, seed=0, fields=fields)
 
 
 def run_variants(
     n: int = 10_000, steps: int = 20, min_seconds: float = 1.5, out=sys.stdout, cold_starts: bool = True
 ) -> list[dict]:
     """steps/s with each option of the model on, relative to the spec's configuration."""
-    from flock3d.flock import Flock
-
     print(
         f"flock3d bench --variants: N = {n:,} at ~{NEIGHBOURS} boids within view distance, "
         f"the same {steps} steps from the same start, median of repeated runs",
@@ -239,7 +270,7 @@ def run_variants(
     print("{:<32} {:>10} {:>10} {:>12} {:>8}".format(*columns), file=out)
     rows, baseline = [], None
     for name, params in variant_params(n).items():
-        flock = Flock(params, seed=0)
+        flock = variant_flock(params)
         start = flock.state.copy()
         flock.step(1)  # compile or load the kernel
         per_step, _ = _time_steps(flock, start, steps, min_seconds)

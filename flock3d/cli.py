@@ -181,18 +181,28 @@ def _add_scenes(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 
 def _run_scenes(args: argparse.Namespace) -> int:
-    from flock3d.scene import describe_arena, resolve_scene, shipped_scenes, template
+    from flock3d.scene import SceneError, describe_arena, resolve_scene, shipped_scenes, template
 
     if args.template:
         print(template(), end="")
         return 0
 
-    names = shipped_scenes()
-    scenes = [resolve_scene(name) for name in names]
+    names, scenes, missing = [], [], []
+    for name in shipped_scenes():
+        try:
+            scenes.append(resolve_scene(name))
+            names.append(name)
+        except SceneError as error:  # a world of meshes or images, without the extra that reads them
+            if "world extra" not in str(error):
+                raise
+            missing.append(name)
     arenas = [describe_arena(scene.params) for scene in scenes]
-    width, arena_width = max(map(len, names)), max(map(len, arenas))
+    width, arena_width = max(map(len, names + missing)), max(map(len, arenas))
     for name, scene, arena in zip(names, scenes, arenas, strict=True):
         print(f"{name:<{width}}  {scene.params.count:>8,} boids  {arena:<{arena_width}}  {scene.description}")
+    for name in missing:
+        print(f"{name:<{width}}  needs the world extra to read its meshes and images: "
+              "python -m pip install 'flock3d[world]'")  # fmt: skip
     return 0
 
 

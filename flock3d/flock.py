@@ -187,7 +187,9 @@ class Flock:
                     elif self._params.model == "vicsek":
                         new = reference.vicsek_step(state, self._params, self.noise_seed)
                     else:
-                        new = reference.step(state, self._params, self._rules, self._forces, self.noise_seed)
+                        new = reference.step(
+                            state, self._params, self._rules, self._forces, self.noise_seed, self._fields
+                        )
                 except reference.StepFailure as failed:
                     failure, new = failed, failed.state
                 # Keep the live arrays (Boid views and user references stay valid).
@@ -222,7 +224,7 @@ class Flock:
         much as a small flock's step, and it cannot hang.
         """
         advance = lambda k: stepper.advance(  # noqa: E731
-            self._state, self._params, k, self.noise_seed, self._workspace, self._stop
+            self._state, self._params, k, self.noise_seed, self._workspace, self._stop, self._fields
         )
         start = time.perf_counter()
         mine = self._rules or self._forces  # user code, which may not return

@@ -134,7 +134,7 @@ def test_features_from_dicts_and_tuples_become_records_or_are_reported():
     assert p.obstacles[0].center == (9.0, 9.0, 9.0) and p.path.points[1] == (9.0, 0.0, 0.0)
     # A record without its required field is a ValueError naming the item, not a TypeError.
     for features, message in [
-        ({"attractors": [{"weight": 1.0}]}, "attractors[0] must have a position"),
+        ({"attractors": [{"weight": 1.0}]}, "attractors[0].position is required (or a .motion)"),
         ({"obstacles": [{"radius": 1.0}]}, "obstacles[0] must have a center and a radius"),
         ({"path": {"weight": 1.0}}, "path must have points"),
         ({"attractors": [{"position": (0, 0, 0), "pull": 1.0}]}, "attractors[0] must have a position"),

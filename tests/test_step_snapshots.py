@@ -21,7 +21,7 @@ import pytest
 
 import flock3d
 from flock3d.core import assemble
-from flock3d.core.params import VICSEK_DEFAULTS, Attractor, Obstacle, Params, Species, WaypointPath
+from flock3d.core.params import VICSEK_DEFAULTS, Attractor, Object, Obstacle, Params, Species, WaypointPath
 
 SNAPSHOTS = Path(__file__).parent / "snapshots" / "steps"
 
@@ -73,6 +73,19 @@ LAYOUTS = {
         (),
         (),
     ),
+    "objects-perching": (
+        Params(
+            objects=[Object("plane", position=(0.0, -20.0, 0.0)), Object("sphere", radius=3.0)],
+            perching_height=1.0,
+        ),
+        (),
+        (),
+    ),
+    "objects-sequential-adaptive": (
+        Params(update="sequential", neighbours=7, adaptive=True, objects=[Object("sphere", radius=3.0)]),
+        (),
+        (),
+    ),
     "box-containment": (Params(arena_shape="box", containment=30.0), (), ()),
     "mesh-turn": (Params(turn_limit="mesh"), (), ()),
     "topological": (Params(neighbours=7), (), ()),
@@ -117,7 +130,7 @@ def test_the_snapshots_cover_every_stage_of_the_terms_they_were_made_for():
     covered = {stage for params, rules, forces in LAYOUTS.values()
                for stage in assemble.layout_of(params, rules, forces).stages}  # fmt: skip
     made_for = {"separation", "alignment", "cohesion", "confinement", "containment", "attractors", "path",
-                "obstacles", "flee", "wind", "speed"}  # fmt: skip
+                "obstacles", "flee", "wind", "speed", "perching", "objects"}  # fmt: skip
     assert made_for <= covered, made_for - covered
 
 

@@ -68,7 +68,15 @@ from flock3d.core.params import stage_names as params_stage_names
 from flock3d.core.quaternion import turn_limit
 from flock3d.core.state import FlockState
 from flock3d.core.step.cache import fingerprint, load_module
-from flock3d.core.step.generate import MATRICES, SPECIES_VALUES, WORLD_TERMS, generate, offsets, value_slots
+from flock3d.core.step.generate import (
+    MATRICES,
+    SPECIES_VALUES,
+    WORLD_TERMS,
+    generate,
+    offsets,
+    riders,
+    value_slots,
+)
 
 __all__ = [
     "Force",
@@ -440,12 +448,14 @@ class Stepper:
         seed: int = 0,
         workspace: Workspace | None = None,
         stop: np.ndarray | None = None,
+        fields: Any = None,
     ) -> StepStatus:
         """Advance ``state`` by up to ``n`` steps in place; stops after a step that fails.
 
         ``workspace``: the synchronous driver's working arrays, which a flock keeps between calls
         (a fresh one when not given). ``stop``: a (1,) bool array that another thread may set to
-        end the call before its next step (the state is then whole, at the last step done)."""
+        end the call before its next step (the state is then whole, at the last step done).
+        ``fields``: what the objects read from files became (:attr:`flock3d.Flock.fields`)."""
         pv = self.values(params)
         box = np.array([*params.arena_center, *params.half_extents], dtype=np.float64)
         L = self.layout
@@ -453,11 +463,11 @@ class Stepper:
         flags = np.array(
             [L.periodic, L.wraps, L.planar, L.turn == "mesh", L.model != "boids"], dtype=np.bool_
         )
-        adaptive = L.neighbours == "adaptive"
-        if adaptive:  # each boid's radius rides after the values; boid i reads and writes its own only
-            pv = np.concatenate([pv, state.radii])
+        carried = riders(L)
+        if carried:  # each boid's own state rides after the values; boid i reads and writes its own only
+            pv = np.concatenate([pv, *(getattr(state, name) for name in carried)])
         status = np.zeros((n_chunks if L.update == "synchronous" else 1, 3), dtype=np.int64)
-        world, world_at = world_data(params)
+        world, world_at = world_data(params, fields)
         stop = np.zeros(1, dtype=np.bool_) if stop is None else stop
         time0, clock0 = state.clock(params.dt)
         state_arrays = (state.positions, state.velocities, state.orientations, state.waypoints)
@@ -473,8 +483,9 @@ class Stepper:
         else:
             done = self.module.advance(*state_arrays, *predators, int(n), time0, clock0, pv, flags, box,
                                        world, world_at, status, stop, int(seed))  # fmt: skip
-        if adaptive:
-            state.radii[...] = pv[len(pv) - len(state) :]
+        for j, name in enumerate(carried):
+            at = len(pv) - (len(carried) - j) * len(state)
+            getattr(state, name)[...] = pv[at : at + len(state)]
         state.advance_clock(done, params.dt)
         failed = status[status[:, 0] != OK]
         if len(failed) == 0:
@@ -483,15 +494,38 @@ class Stepper:
         return StepStatus(done, int(row[0]), int(row[1]), int(row[2]))
 
 
-def world_data(params: Params) -> tuple[np.ndarray, np.ndarray]:
+def world_data(params: Params, fields: Any = None) -> tuple[np.ndarray, np.ndarray]:
     """The world features' data, packed as the step reads it: ``world`` (float64) holds each world
     term's rows (:meth:`~flock3d.core.terms.Term.world`) one after another, in the registry's
     order, and ``world_at`` (int64, one more than :data:`~flock3d.core.step.generate.WORLD_TERMS`)
-    where each term's start and end (the same for a term the flock lacks)."""
-    rows = [term.world(params).reshape(-1) if term.present(params) else np.zeros(0) for term in WORLD_TERMS]
+    where each term's start and end (the same for a term the flock lacks). ``fields``: what the
+    objects read from files became.
+
+    Packed once for a pair (params, fields) and kept (a few pairs): a world of meshes holds their
+    grids, megabytes a mesh, which a call of one step must not copy again.
+    """
+    key = (params, id(fields))
+    with _world_lock:
+        kept = _worlds.get(key)
+    if kept is not None and kept[0] is fields:
+        return kept[1], kept[2]
+    rows = [
+        term.world(params, fields).reshape(-1) if term.present(params) else np.zeros(0)
+        for term in WORLD_TERMS
+    ]
     at = np.zeros(len(rows) + 1, dtype=np.int64)
     at[1:] = np.cumsum([len(r) for r in rows])
-    return np.concatenate([np.zeros(0), *rows]).astype(np.float64), at
+    world = np.concatenate([np.zeros(0), *rows]).astype(np.float64)
+    with _world_lock:
+        if len(_worlds) >= 4:
+            _worlds.pop(next(iter(_worlds)))
+        _worlds[key] = (fields, world, at)
+    return world, at
+
+
+#: The last few worlds packed, by (params, id(fields)), with the fields they were packed from.
+_worlds: dict[tuple, tuple[Any, np.ndarray, np.ndarray]] = {}
+_world_lock = threading.Lock()
 
 
 _steppers: dict[tuple, Stepper] = {}

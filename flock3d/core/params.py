@@ -50,6 +50,7 @@ from flock3d.core.terms import flee as flee_term
 from flock3d.core.terms import objects as objects_term
 from flock3d.core.terms import obstacles as obstacles_term
 from flock3d.core.terms import path as path_term
+from flock3d.core.terms import perching as perching_term
 from flock3d.core.terms import separation as separation_term
 from flock3d.core.terms import speed as speed_term
 from flock3d.core.terms import wander as wander_term
@@ -108,6 +109,7 @@ TERMS = (
     flee_term.TERM,
     wind_term.TERM,
     wander_term.TERM,
+    perching_term.TERM,
     objects_term.TERM,
     speed_term.TERM,
 )
@@ -546,6 +548,9 @@ class Params:
     wander: float = declare(0.0, wander_term.WEIGHT)
 
     objects: tuple[Object, ...] = declare((), objects_term.OBJECTS)
+    perching_height: float = declare(0.0, perching_term.HEIGHT)
+    perching_duration: float = declare(5.0, perching_term.DURATION)
+    perching_cooldown: float = declare(10.0, perching_term.COOLDOWN)
 
     def __post_init__(self) -> None:
         # Accept sequences and numpy numbers from TOML or numpy, but store plain tuples,

@@ -27,7 +27,7 @@ from pyquaternion import Quaternion
 
 from flock3d.core import noise
 from flock3d.core.assemble import Force, PairRule, read_only_copy
-from flock3d.core.params import TERMS_BY_NAME, Params, stage_names
+from flock3d.core.params import TERMS, TERMS_BY_NAME, Params, stage_names
 from flock3d.core.state import FlockState, settle, up_axis
 from flock3d.core.terms.speed import clamped
 
@@ -218,6 +218,8 @@ class ReferenceBoid:
     """Its adaptive radius (``Params.adaptive``)."""
     index: int = 0
     """Its place in the flock (what keys its counter-based noise)."""
+    perch: float = 0.0
+    """Its perching timer (``FlockState.perches``)."""
 
     @cached_property
     def forward(self) -> np.ndarray:
@@ -332,6 +334,15 @@ class ReferenceBoid:
         position, velocity = settle(self.position + params.dt * velocity, velocity, params)
         return replace(self, position=position, velocity=velocity, orientation=orientation, looking=None)
 
+    def constrained(self, before: ReferenceBoid, world: World) -> ReferenceBoid:
+        """This boid, just moved from where ``before`` was, where it may be: each term that acts
+        after the move (:attr:`~flock3d.core.terms.Term.constrains`), in the registry's order."""
+        boid = self
+        for term in TERMS:
+            if term.constrains and term.name in world.stages:
+                boid = term.constrained(boid, before, world, world.own(before))
+        return boid
+
     def updated(self, world: World) -> ReferenceBoid:
         """This boid after one step, computed from ``world`` (steps 1 to 10), and its adaptive
         radius nudged from where the others were."""
@@ -343,7 +354,7 @@ class ReferenceBoid:
             boid.radius = adapted_radius(
                 self.radius, self.position, self.heading(own), positions, world.params, self.species
             )
-        return boid.moved(u, own)
+        return boid.moved(u, own).constrained(self, world)
 
 
 RULE_RAISED, RULE_NOT_FINITE, RULE_SHAPE, NOT_FINITE = 2, 3, 4, 1  # as flock3d.core.kernel
@@ -375,6 +386,8 @@ class World:
     seed: int = 0
     """What keys the counter-based noise (the flock's seed)."""
     step_count: int = 0
+    fields: object = None
+    """What the objects read from files became (``Flock.fields``)."""
 
     def own(self, boid: ReferenceBoid) -> Params:
         """The parameters ``boid`` lives by: those of its species."""
@@ -556,17 +569,20 @@ def step(
     rules: Sequence[PairRule] = (),
     forces: Sequence[Force] = (),
     seed: int = 0,
+    fields=None,
 ) -> FlockState:
-    """One update of the whole world (boids and predators), in ``params.update``'s order.
+    """One update of the whole world (boids and predators), in ``params.update``'s order;
+    ``fields``: what the objects read from files became (``Flock.fields``).
 
     Returns a new state. Raises :class:`StepFailure` when a user rule fails or a boid's
     new state is not sound (the other boids' results are in ``failure.state``).
     """
     flock = [
-        ReferenceBoid(p.copy(), v.copy(), Quaternion(q), int(k), species=int(s), radius=float(r), index=i)
-        for i, (p, v, q, k, s, r) in enumerate(zip(
+        ReferenceBoid(p.copy(), v.copy(), Quaternion(q), int(k), species=int(s), radius=float(r), index=i,
+                      perch=float(h))
+        for i, (p, v, q, k, s, r, h) in enumerate(zip(
             state.positions, state.velocities, state.orientations, state.waypoints,
-            params.species_of_boids, state.radii, strict=True,
+            params.species_of_boids, state.radii, state.perches, strict=True,
         ))
     ]  # fmt: skip
     predators = [
@@ -585,6 +601,7 @@ def step(
         state.time,
         seed,
         state.step_count,
+        fields,
     )
     failed: list[tuple[int, StepFailure]] = []
 
@@ -620,6 +637,7 @@ def step(
         np.array([p.velocity for p in hunted]).reshape(m, 3),
         np.array([p.orientation.elements for p in hunted]).reshape(m, 4),
         np.array([b.radius for b in moved], dtype=np.float64).reshape(n),
+        perches=np.array([b.perch for b in moved], dtype=np.float64).reshape(n),
     )
     if failed:
         i, failure = min(failed, key=lambda item: item[0])
@@ -657,8 +675,10 @@ def _per_rule(world: World, attempt, failed: list) -> list[ReferenceBoid]:
         if i in broken
         else attempt(
             i,
-            lambda i=i: replace(start[i], waypoint=world.flock[i].waypoint).moved(
-                velocities[i], world.own(start[i])
+            lambda i=i: (
+                replace(start[i], waypoint=world.flock[i].waypoint)
+                .moved(velocities[i], world.own(start[i]))
+                .constrained(start[i], world)
             ),
         )
         for i in range(len(start))

@@ -67,6 +67,10 @@ class FlockState:
     """(M, 4) float64 unit quaternions."""
     radii: np.ndarray | None = None
     """(N,) float64: each boid's adaptive radius (``Params.adaptive``; unused otherwise), world units."""
+    perches: np.ndarray | None = None
+    """(N,) float64: each boid's perching timer (``Params.perching_height``; unused otherwise), in
+    seconds: > 0 resting on the ground, that long still; < 0 flying, that long before it may land
+    again; 0 flying, free to land."""
     clock_origin: tuple[float, int, float] | None = field(default=None, repr=False, compare=False)
     """(time, step count, dt) that the clock counts whole steps from (see :meth:`clock`)."""
 
@@ -75,6 +79,8 @@ class FlockState:
             self.waypoints = np.zeros(len(self.positions), dtype=np.int64)
         if self.radii is None:
             self.radii = np.zeros(len(self.positions))
+        if self.perches is None:
+            self.perches = np.zeros(len(self.positions))
 
     def __len__(self) -> int:
         return self.positions.shape[0]
@@ -112,7 +118,7 @@ class FlockState:
         The boid and predator counts must match.
         """
         for name in ("positions", "velocities", "orientations", "waypoints", "predator_positions",
-                     "predator_velocities", "predator_orientations", "radii"):  # fmt: skip
+                     "predator_velocities", "predator_orientations", "radii", "perches"):  # fmt: skip
             getattr(self, name)[...] = getattr(other, name)
         self.time, self.step_count, self.clock_origin = other.time, other.step_count, other.clock_origin
 
@@ -129,6 +135,7 @@ class FlockState:
             self.predator_velocities.copy(),
             self.predator_orientations.copy(),
             self.radii.copy(),
+            self.perches.copy(),
             self.clock_origin,
         )
 
@@ -140,6 +147,7 @@ _ARRAYS = (
     ("orientations", np.float64, 4, False),
     ("waypoints", np.int64, None, False),
     ("radii", np.float64, None, False),
+    ("perches", np.float64, None, False),
     ("predator_positions", np.float64, 3, True),
     ("predator_velocities", np.float64, 3, True),
     ("predator_orientations", np.float64, 4, True),

@@ -28,6 +28,7 @@ from flock3d.core.params import (
     is_real_number,
     short_repr,
 )
+from flock3d.core.terms.attractors import normalise as normalise_attractor
 from flock3d.core.terms.objects import Object, is_color, normalise_object
 
 __all__ = [
@@ -284,8 +285,8 @@ def convert_structured(key: Key, value: Any) -> tuple[Any, list[str]]:
 
     Ranges (a negative weight) are left to Params' own checks, which name the item.
     """
-    types = {"attractors": Attractor, "obstacles": Obstacle, "path": WaypointPath, "species": Species,
-             "objects": lambda **t: normalise_object(Object(**t))}  # fmt: skip
+    types = {"attractors": lambda **t: normalise_attractor(Attractor(**t)), "obstacles": Obstacle,
+             "path": WaypointPath, "species": Species, "objects": lambda **t: normalise_object(Object(**t))}  # fmt: skip
     make = types[key.name]
     if key.kind == "items":
         if not isinstance(value, list):

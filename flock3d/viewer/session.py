@@ -405,7 +405,7 @@ class Session:
             twin = Flock(
                 flock.params, flock.seed, positions=state.positions.copy(),
                 velocities=state.velocities.copy(), orientations=state.orientations.copy(),
-                rules=flock.rules, forces=flock.forces,
+                rules=flock.rules, forces=flock.forces, fields=flock.fields,
             )  # fmt: skip
         twin.step(1)
         self._first_step_done.set()

@@ -24,7 +24,7 @@ from flock3d.core.params import TERMS, TERMS_BY_NAME
 from flock3d.core.step import template
 from flock3d.core.terms import Emit, PairTerm, Term
 
-__all__ = ["generate", "WORLD_TERMS", "SPECIES_VALUES", "MATRICES", "value_slots"]
+__all__ = ["generate", "WORLD_TERMS", "SPECIES_VALUES", "MATRICES", "value_slots", "riders"]
 
 #: The terms with world data, in the registry's order: the k-th holds rows ``world_at[k] ..
 #: world_at[k + 1]`` of the packed world array (empty when the flock lacks it).
@@ -41,6 +41,13 @@ MATRICES = ("sees_m", *(term.matrix for term in TERMS if isinstance(term, PairTe
 _CANDIDATES = {"x": "bx", "y": "by", "z": "bz", "vx": "bvx", "vy": "bvy", "vz": "bvz", "id": "bid", "m": "m"}
 _CHOSEN = {"x": "kx", "y": "ky", "z": "kz", "vx": "kvx", "vy": "kvy", "vz": "kvz", "id": "kid", "m": "n_sel"}
 _HOLE = re.compile(r'^(?P<indent>\s*)hole\("(?P<name>\w+)"(?P<values>(?:, "\w+")*)\)(?:\s*#.*)?$')
+
+
+def riders(layout: Any) -> list[str]:
+    """The per-boid state arrays (FlockState's) that ride after the values in pv, in order: each
+    present term's that :attr:`~flock3d.core.terms.Term.carries` one, then the adaptive radii."""
+    carried = [term.carries for term in TERMS if term.carries and term.name in layout.stages]
+    return carried + (["radii"] if layout.neighbours == "adaptive" else [])
 
 
 def value_slots(layout: Any, name: str) -> int:
@@ -100,7 +107,6 @@ class _Generator(Emit):
         self.all_reads = reads  # all it reads, known in the second pass (unpacked before they are read)
         self.worlds: set[str] = set()  # its world data read
         self.modules: dict[str, str] = {}  # term module -> the name it is imported under
-        self.b = _CANDIDATES
 
     # what terms ask of the generator (Emit) ---------------------------------------------------
 
@@ -193,7 +199,8 @@ class _Generator(Emit):
     def _world_lines(self) -> list[str]:
         """Each world feature's rows the function reads, as a (rows, width) view of ``world``."""
         return [
-            f"{term.name} = world[world_at[{k}]:world_at[{k + 1}]].reshape(-1, {term.world_width})"
+            f"{term.name} = world[world_at[{k}]:world_at[{k + 1}]]"
+            + ("" if term.world_width == 1 else f".reshape(-1, {term.world_width})")  # 1: a flat record
             for k, term in enumerate(WORLD_TERMS)
             if term.name in self.worlds
         ]
@@ -258,6 +265,10 @@ class _Generator(Emit):
             ]
             if L.neighbours == "adaptive":  # the boids' radii ride after the values in pv
                 lines.append("radius_at = pv.shape[0] - pos.shape[0]")
+        carried = riders(L)
+        for j, name in enumerate(carried):  # the terms' per-boid state rides there too, before the radii
+            if name != "radii":
+                lines.append(f"{name}_at = pv.shape[0] - {len(carried) - j} * pos.shape[0]")
         return lines
 
     # a boid's update --------------------------------------------------------------------------
@@ -515,6 +526,25 @@ class _Generator(Emit):
         c(f"turn_rows({n}, staged, turned, {mesh}, UP[0], UP[1], UP[2])",
           f"move_rows({k0}, {n}, staged, turned, failed_rows, {self.v('dt')}, box, wraps, planar, quat, vel, pos, "
           f"{ids}, status, t)")  # fmt: skip
+        constraints = [term for term in TERMS if term.constrains and term.name in self.layout.stages]
+        if (
+            constraints
+        ):  # where each boid may be after its move: the terms' constraints, in the registry's order
+            c(f"later = now + {self.v('dt')}", f"for slot in range({n}):")
+            c.indent()
+            c("if failed_rows[slot]:",
+              "    continue",
+              f"k = {k0} + slot",
+              f"boid = {ids}[k]",
+              "mx, my, mz = pos[k, 0], pos[k, 1], pos[k, 2]",
+              "mvx, mvy, mvz = vel[k, 0], vel[k, 1], vel[k, 2]")  # fmt: skip
+            for term in constraints:
+                c(*term.constraint(self))
+            c(
+                "pos[k, 0], pos[k, 1], pos[k, 2] = mx, my, mz",
+                "vel[k, 0], vel[k, 1], vel[k, 2] = mvx, mvy, mvz",
+            )
+            c.dedent()
         if self.layout.neighbours == "adaptive":
             c(f"for slot in range({n}):",
               "    if not failed_rows[slot]:",

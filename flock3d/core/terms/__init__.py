@@ -11,7 +11,10 @@ A term is a rule or a force of the model (``docs/model.md``). Its module holds:
   the step's world array;
 - its numba component(s): small functions the generated step inlines;
 - :meth:`Term.line`: the line(s) the generator writes to call them;
-- :meth:`Term.reference`: the readable per-boid computation the reference engine runs.
+- :meth:`Term.reference`: the readable per-boid computation the reference engine runs;
+- for a term that keeps boids out of places (or holds them still), :meth:`Term.constraint`: the
+  lines the generator writes after a boid's move, and :meth:`Term.constrained`, their readable
+  twin in the reference engine.
 
 The ordered registry of the terms is :data:`flock3d.core.params.TERMS`, beside the fields:
 adding a term is its module, its fields' lines and its place there. Order matters: terms
@@ -89,6 +92,13 @@ class Term:
     """Its values that each species has its own of."""
     label: ClassVar[str] = ""
     """How ``flock3d bench --variants`` names the scene of :meth:`example`."""
+    constrains: ClassVar[bool] = False
+    """Whether it acts after the move too (:meth:`constraint`, :meth:`constrained`); the terms that
+    do act there in the registry's order, whatever the chain's order."""
+    carries: ClassVar[str] = ""
+    """The :class:`~flock3d.core.state.FlockState` array of one float a boid that it keeps (its
+    per-boid state), or "". The fast step reads and writes it in pv, after the values: boid i
+    at ``pv[<carries>_at + i]``, its own entry only."""
 
     def present(self, params: Params) -> bool:
         """Whether a flock with ``params`` uses this term."""
@@ -98,8 +108,11 @@ class Term:
         """The numbers its components read, by name (pv's entries)."""
         return {}
 
-    def world(self, params: Params) -> np.ndarray:
-        """(rows, world_width) float64: its world data (none by default)."""
+    def world(self, params: Params, fields: Any = None) -> np.ndarray:
+        """(rows, world_width) float64: its world data (none by default). ``fields``: what the
+        flock's objects read from files became (:attr:`flock3d.Flock.fields`). A term of
+        ``world_width`` 1 gives one record of a layout of its own, which the step reads as one
+        flat (L,) array."""
         return np.zeros((0, max(self.world_width, 1)))
 
     def line(self, g: Emit) -> list[str]:
@@ -110,6 +123,19 @@ class Term:
         """The readable computation of its acceleration for ``boid`` (the reference engine's),
         with ``params`` those of its species."""
         raise NotImplementedError(self.name)
+
+    def constraint(self, g: Emit) -> list[str]:
+        """The generated lines run after a boid moved (for a term that :attr:`constrains`): they may
+        change its new position ``mx, my, mz``, velocity ``mvx, mvy, mvz`` and orientation
+        ``quat[k]`` (row ``k``, public index ``boid``), knowing its start-of-step state (column
+        ``slot`` of ``staged``, rows as :data:`flock3d.core.kernel.STAGED` says) and ``later``, the
+        time after the step."""
+        return []
+
+    def constrained(self, boid: Any, before: Any, world: Any, params: Params) -> Any:
+        """The readable :meth:`constraint`: ``boid`` after its move (a new ReferenceBoid), ``before``
+        as it was at the start of the step; returns the boid where it may be."""
+        return boid
 
     def problems(self, values: dict[str, Any], reported: set[str]) -> list[Problem]:
         """What is wrong with its fields, beyond each one's declared range (``reported``: the

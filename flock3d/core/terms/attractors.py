@@ -1,7 +1,9 @@
 """Attractors: points boids seek (Reynolds' seek).
 
 Each attractor at a, with weight w and radius r, pulls a boid closer than r by
-``w * (s_max * unit(a - p) - v)``: the velocity turns towards full speed straight at it.
+``w * (s_max * unit(a - p) - v)``: the velocity turns towards full speed straight at it. An
+attractor may move by keyframes (``motion``, as an object's): it is then where its motion has
+it at the step's time, computed by the same compiled function in both engines.
 """
 
 from __future__ import annotations
@@ -12,28 +14,44 @@ from typing import NamedTuple
 import numpy as np
 
 from flock3d.core.fields import Part, Spec, finite_vector, number_problem, record, vector
+from flock3d.core.geometry import keyframe_frame
 from flock3d.core.kernel import image
 from flock3d.core.terms import Term, inlined
+from flock3d.core.terms.objects import Motion, motion_block, motion_problems, normalise_motion
 
 
 class Attractor(NamedTuple):
     """A point that boids seek: steering ``weight * (max_speed * unit(target - p) - v)``."""
 
-    position: tuple[float, float, float]
+    position: tuple[float, float, float] | None = None
+    """Where it is; for a moving one, its motion's first point (which the position may leave out)."""
     weight: float = 1.0
     """1/s: how fast the boid's velocity turns to the seek velocity."""
     radius: float = math.inf
     """Only boids closer than this feel it."""
+    motion: Motion | None = None
+    """Keyframes it moves by (rotations are not used): see :class:`~flock3d.core.terms.objects.Motion`."""
 
 
 def normalise(value):
-    return record(value, Attractor, lambda a: a._replace(position=vector(a.position) or a.position))
+    def plain(a: Attractor) -> Attractor:
+        motion = normalise_motion(a.motion)
+        position = vector(a.position) or a.position
+        if position is None and isinstance(motion, Motion) and motion.points:
+            position = vector(motion.points[0]) or position  # where it starts: what the viewer shows
+        return a._replace(position=position, motion=motion)
+
+    return record(value, Attractor, plain)
 
 
 ATTRACTORS = Spec(
-    "attractors", "[[attractors]] tables: points boids seek", kind="items",
-    parts=(Part("position", "vector3", required=True), Part("weight", "number"), Part("radius", "number")),
+    "attractors", "[[attractors]] tables: points boids seek, still or moving", kind="items",
+    parts=(Part("position", "vector3"), Part("weight", "number"), Part("radius", "number"),
+           Part("motion", "motion")),
 )  # fmt: skip
+
+#: Numbers in an attractor's row of the world record: x, y, z, weight, radius, its motion's place.
+ROW = 6
 
 
 @inlined
@@ -50,12 +68,18 @@ def seek(px, py, pz, vx, vy, vz, tx, ty, tz, weight, max_speed, box, periodic, p
 
 
 @inlined
-def attraction(px, py, pz, vx, vy, vz, attractors, max_speed, box, periodic, planar):
-    """Seek every attractor (rows of x, y, z, weight, radius) closer than its radius."""
+def attraction(px, py, pz, vx, vy, vz, attractors, now, max_speed, box, periodic, planar):
+    """Seek every attractor closer than its radius. ``attractors`` is their world record: their count,
+    a row each (x, y, z, weight, radius, the place of its motion block in the record or -1), then
+    the motion blocks (:func:`flock3d.core.geometry.keyframe_frame`), read at time ``now``."""
     ax = ay = az = 0.0
-    for k in range(attractors.shape[0]):
-        tx, ty, tz, weight, radius = (attractors[k, 0], attractors[k, 1], attractors[k, 2],
-                                      attractors[k, 3], attractors[k, 4])  # fmt: skip
+    for k in range(int(attractors[0])):
+        row = 1 + ROW * k
+        tx, ty, tz, weight, radius = (attractors[row], attractors[row + 1], attractors[row + 2],
+                                      attractors[row + 3], attractors[row + 4])  # fmt: skip
+        m = int(attractors[row + 5])
+        if m >= 0:
+            tx, ty, tz, _, _, _, _ = keyframe_frame(attractors, m, now)
         dx = image(tx - px, 2.0 * box[3], periodic)
         dy = image(ty - py, 2.0 * box[4], periodic)
         dz = image(tz - pz, 2.0 * box[5], periodic and not planar)
@@ -83,18 +107,24 @@ class Attractors(Term):
     fields = ("attractors",)
     switches = ("attractors",)
     needs = "it needs attractors"
-    world_width = 5
+    world_width = 1  # one record: the count, a row each, the motion blocks
     label = "3 attractors"
 
     def present(self, params):
         return bool(params.attractors)
 
-    def world(self, params):
-        rows = [[*a.position, a.weight, a.radius] for a in params.attractors]
-        return np.array(rows, dtype=np.float64).reshape(-1, 5)
+    def world(self, params, fields=None):
+        rows, blocks = [], []
+        at = 1 + ROW * len(params.attractors)
+        for a in params.attractors:
+            block = [] if a.motion is None else motion_block(a.motion)
+            rows.append([*a.position, a.weight, a.radius, at if len(block) else -1.0])
+            blocks.append(block)
+            at += len(block)
+        return np.concatenate([[len(rows)], *rows, *blocks]).astype(np.float64).reshape(-1, 1)
 
     def line(self, g):
-        return [f"tx, ty, tz = {g.term(self)}.attraction(px, py, pz, vx, vy, vz, {g.world(self)}, "
+        return [f"tx, ty, tz = {g.term(self)}.attraction(px, py, pz, vx, vy, vz, {g.world(self)}, now, "
                 f"{g.v('s_max')}, box, periodic, planar)"]  # fmt: skip
 
     def reference(self, boid, world, velocity, params):
@@ -102,7 +132,7 @@ class Attractors(Term):
 
         total = np.zeros(3)
         for a in params.attractors:
-            target = np.asarray(a.position)
+            target = np.asarray(a.position if a.motion is None else moved_to(a.motion, world.time))
             if np.linalg.norm(offsets(boid.position, target[None], params)[0]) < a.radius:
                 total += seek_reference(boid, target, a.weight, velocity, params)
         return total
@@ -110,9 +140,17 @@ class Attractors(Term):
     @staticmethod
     def item_problems(a) -> list[str]:
         if not isinstance(a, Attractor):
-            return [f" must have a position, a weight and optionally a radius (got {a!r})"]
+            return [f" must have a position or a motion, a weight and optionally a radius (got {a!r})"]
         out = []
-        if not finite_vector(a.position):
+        if a.motion is not None:
+            out += motion_problems(a.motion)
+            if not out and a.position is not None and tuple(a.position) != tuple(a.motion.points[0]):
+                out.append(".position is given by .motion.points when it moves; leave it out")
+            if not out and a.motion.rotations is not None:
+                out.append(".motion.rotations do not apply to an attractor, a point; leave them out")
+        elif a.position is None:
+            out.append(".position is required (or a .motion)")
+        elif not finite_vector(a.position):
             out.append(f".position must be 3 finite numbers (got {a.position!r})")
         if p := number_problem(a.weight, 0.0, math.inf, False, True, False):
             out.append(f".weight {p}")
@@ -127,6 +165,11 @@ class Attractors(Term):
 
     def example(self, base):
         return base.replace(attractors=[Attractor(p, 1.0) for p in ring(base)[:3]])
+
+
+def moved_to(motion: Motion, t: float) -> tuple[float, float, float]:
+    """Where a motion has its point at time t (:func:`~flock3d.core.geometry.keyframe_frame`)."""
+    return keyframe_frame(motion_block(motion), 0, t)[:3]
 
 
 def ring(base, points: int = 6) -> list[tuple[float, float, float]]:

@@ -18,8 +18,10 @@ from __future__ import annotations
 import difflib
 import math
 import numbers
+import threading
 from collections.abc import Mapping, Sequence
-from typing import Any, NamedTuple
+from dataclasses import replace
+from typing import Any, ClassVar, NamedTuple
 
 import numba
 import numpy as np
@@ -30,7 +32,9 @@ from flock3d.core.fields import finite_vector as _finite_vector
 from flock3d.core.fields import is_sequence as _is_sequence
 from flock3d.core.fields import number_problem as _check_number
 from flock3d.core.fields import vector as _vector
-from flock3d.core.terms import Term
+from flock3d.core.kernel import P_X
+from flock3d.core.quaternion import right_of
+from flock3d.core.terms import Term, inlined
 
 __all__ = [
     "Object",
@@ -46,6 +50,9 @@ __all__ = [
     "HEADER",
     "is_color",
     "normalise_object",
+    "normalise_motion",
+    "motion_block",
+    "motion_problems",
     "object_problems",
     "objects_problems",
     "covered_start_problems",
@@ -176,11 +183,13 @@ def normalise_object(value: Any) -> Any:
         changes["scale"] = float(value.scale)
     if isinstance(value.seed, numbers.Integral) and not isinstance(value.seed, bool):
         changes["seed"] = int(value.seed)
-    changes["motion"] = _motion(value.motion)
+    changes["motion"] = normalise_motion(value.motion)
     return value._replace(**changes)
 
 
-def _motion(value: Any) -> Any:
+def normalise_motion(value: Any) -> Any:
+    """``value`` as a :class:`Motion` of plain tuples and floats when it is one or a mapping of its
+    keys; anything else as it is, for the checks to report."""
     if isinstance(value, Mapping) and {"points", "times"} <= set(value) <= set(Motion._fields):
         value = Motion(**value)
     if not isinstance(value, Motion):
@@ -323,7 +332,18 @@ def _scaled_sizes(o: Object) -> list[float]:
 
 
 def _motion_problems(o: Object) -> list[str]:
-    m = o.motion
+    out = motion_problems(o.motion)
+    if out:
+        return out
+    if o.position is not None:
+        out.append(".position is given by .motion.points when the object moves; leave it out")
+    if o.rotation is not None and o.motion.rotations is not None:
+        out.append(".rotation is given by .motion.rotations; leave it out")
+    return out
+
+
+def motion_problems(m: Any) -> list[str]:
+    """The problems of a motion (an object's, an attractor's), each reading after its owner."""
     if not isinstance(m, Motion):
         wanted = "a table of points, times, and optionally loop and rotations"
         return [f".motion must be {wanted} (got {short_repr(m)})"]
@@ -367,12 +387,8 @@ def _motion_problems(o: Object) -> list[str]:
     ):
         out.append(
             ".motion loops, so it must end where it starts (the last point and rotation equal to the "
-            "first), or the object would jump"
+            "first), or it would jump"
         )
-    if o.position is not None:
-        out.append(".position is given by .motion.points when the object moves; leave it out")
-    if o.rotation is not None and rotations is not None:
-        out.append(".rotation is given by .motion.rotations; leave it out")
     return out
 
 
@@ -519,8 +535,9 @@ def pack_objects(
               capsule r, half segment; torus ring, tube; heightfield, mesh: unused
         13    index in ``data`` of its motion block, or -1
         14    index in ``data`` of its field block (heightfield, mesh), or -1
-        15    radius of a ball around the local origin holding the whole shape (inf:
-              unbounded, a plane or a heightfield)
+        15    a bound B: the distance at x is at least |x - origin| - B (the radius of a
+              ball around the local origin holding the shape; for a mesh, the least B
+              its grid's nodes allow; inf: unbounded, a plane or a heightfield)
         ====  ==========================================================================
 
         then its blocks. A motion block: ``K, loop, has_rotations, times (K), points (3K),
@@ -555,7 +572,7 @@ def _record(k: int, o: Object, start: int, fields: Mapping[int, Any]) -> np.ndar
     blocks = [header]
     at = start + HEADER
     if o.motion is not None:
-        motion = _motion_block(o.motion)
+        motion = motion_block(o.motion)
         header[MOTION] = at
         blocks.append(motion)
         at += len(motion)
@@ -583,7 +600,8 @@ def _packed_sizes(o: Object, sx: float, sy: float, sz: float) -> tuple[list[floa
     return [], math.inf
 
 
-def _motion_block(m: Motion) -> np.ndarray:
+def motion_block(m: Motion) -> np.ndarray:
+    """A motion packed as :func:`geometry.keyframe_frame` reads it."""
     n = len(m.points)
     parts = [
         np.array([n, float(m.loop), float(m.rotations is not None)]),
@@ -610,8 +628,13 @@ def _field_block(k: int, o: Object, fields: Mapping[int, Any], sx, sy, sz) -> tu
         grid: SDFGrid = heights
         nx, ny, nz = grid.values.shape
         head = np.array([nx, ny, nz, *grid.origin, grid.cell], dtype=np.float64)
-        far = np.asarray(grid.origin) + (np.array([nx, ny, nz]) - 1) * grid.cell
-        bound = float(np.linalg.norm(np.maximum(np.abs(grid.origin), np.abs(far))))
+        # The least B with every node's value at least |node| - B: then the interpolant, a convex
+        # combination of nodes, and its extension beyond the box are at least |x| - B too (|x| - B
+        # is convex), so B bounds the grid's shape as a bounding ball does a primitive's. Nodes
+        # hold exact distances or convex combinations of them, so B is about the mesh's own radius.
+        axes = [grid.origin[a] + grid.cell * np.arange(n) for a, n in enumerate((nx, ny, nz))]
+        x, y, z = axes[0][:, None, None], axes[1][None, :, None], axes[2][None, None, :]
+        bound = float(np.max(np.sqrt(x * x + y * y + z * z) - grid.values))
         return np.concatenate([head, np.ascontiguousarray(grid.values, dtype=np.float64).reshape(-1)]), bound
     heights = np.asarray(heights, dtype=np.float64)
     nx, nz = heights.shape
@@ -692,16 +715,22 @@ def _local_sdf(data, o, x, y, z):
 
 
 @_jit
-def object_sdf(data, o, t, x, y, z):
-    """The signed distance of the world point (x, y, z) to the object whose record starts at
-    ``data[o]``, at time t, and its unit outward normal in the world: (d, gx, gy, gz), d < 0
-    inside the shape. Queried in the object's frame at t, so a moving object costs what a
-    still one does."""
-    px, py, pz, qw, qx, qy, qz = object_frame(data, o, t)
+def _sdf_in_frame(data, o, px, py, pz, qw, qx, qy, qz, x, y, z):
+    """:func:`object_sdf` with the object's frame at the time given."""
     lx, ly, lz = g.to_local(px, py, pz, qw, qx, qy, qz, x, y, z)
     d, gx, gy, gz = _local_sdf(data, o, lx, ly, lz)
     wx, wy, wz = g.rotate(qw, qx, qy, qz, gx, gy, gz)
     return d, wx, wy, wz
+
+
+@_jit
+def object_sdf(data, o, t, x, y, z):
+    """The signed distance of the world point (x, y, z) to the object whose record starts at
+    ``data[o]``, at time t, and its outward normal in the world: (d, gx, gy, gz), d < 0 inside
+    the shape; the normal is a unit vector, or for a mesh the gradient of its grid's interpolant.
+    Queried in the object's frame at t, so a moving object costs what a still one does."""
+    px, py, pz, qw, qx, qy, qz = object_frame(data, o, t)
+    return _sdf_in_frame(data, o, px, py, pz, qw, qx, qy, qz, x, y, z)
 
 
 @_jit
@@ -712,6 +741,18 @@ def object_clearance(data, o, t, x, y, z):
     d, gx, gy, gz = object_sdf(data, o, t, x, y, z)
     s = data[o + SIDE]
     return s * d, s * gx, s * gy, s * gz
+
+
+@_jit
+def ground_clearance(data, offsets, t, x, y, z):
+    """The least height of a point above the grounds (the planes and heightfields) of the objects
+    packed in ``data`` with ``offsets``, at time t; inf without a ground."""
+    best = math.inf
+    for k in range(offsets.shape[0] - 1):
+        kind = int(data[offsets[k] + KIND])
+        if kind == g.PLANE or kind == g.HEIGHTFIELD:
+            best = min(best, object_clearance(data, offsets[k], t, x, y, z)[0])
+    return best
 
 
 @_jit
@@ -736,7 +777,203 @@ def clearances(data, offsets, points, t):
     return out
 
 
-# -- the term ------------------------------------------------------------------------------------
+# -- the term: avoidance in the step, and the hard constraint after the move ----------------------
+
+#: Projections onto the free side a boid gets at most in one step (one is exact for a primitive).
+MAX_PUSHES = 8
+#: The clearance (world units) a projection aims at: a hair beyond the surface, so that the time
+#: the check reads (the state's clock) and the step's own (now + dt), an ulp apart, agree on the side.
+SKIN = 1e-6
+
+
+def packed(objects: Sequence[Object], fields: Mapping[int, Any] | None) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`pack_objects`, kept for the last few (objects, fields): the engines read them every
+    step, and a mesh's grid is megabytes."""
+    key = (tuple(objects), id(fields))
+    with _packed_lock:
+        kept = _packed.get(key)
+    if kept is not None and kept[0] is fields:
+        return kept[1]
+    out = pack_objects(objects, fields)
+    with _packed_lock:
+        if len(_packed) >= 4:
+            _packed.pop(next(iter(_packed)))
+        _packed[key] = (fields, out)
+    return out
+
+
+_packed: dict[tuple, tuple[Any, tuple[np.ndarray, np.ndarray]]] = {}
+_packed_lock = threading.Lock()
+
+
+@inlined
+def _listed(world):
+    """How many objects a world record holds, and where their offsets start: the record is the
+    packed data, then the K + 1 offsets (as floats), then K."""
+    count = int(world[world.shape[0] - 1])
+    return count, world.shape[0] - count - 2
+
+
+@inlined
+def _origin(world, o, t):
+    """Where object o's frame is at time t (its still position, read from its header, or its
+    motion's)."""
+    if world[o + MOTION] < 0.0:
+        return world[o + POSITION], world[o + POSITION + 1], world[o + POSITION + 2]
+    px, py, pz, _, _, _, _ = object_frame(world, o, t)
+    return px, py, pz
+
+
+@inlined
+def _within(ox, oy, oz, bound, x, y, z):
+    """Whether (x, y, z) lies within ``bound`` of the origin (ox, oy, oz); any point does of an
+    unbounded object (a plane, a heightfield: bound inf)."""
+    dx, dy, dz = x - ox, y - oy, z - oz
+    return dx * dx + dy * dy + dz * dz <= bound * bound
+
+
+@inlined
+def _reach(world, o, reach):
+    """How far from its origin object o may be measured to tell whether a point's clearance is below
+    ``reach``: its bound (header slot BOUND: its clearance at x is at least |x - origin| - bound)
+    plus reach for an obstacle, and everywhere (inf) for an arena, which bounds nothing outside."""
+    return world[o + BOUND] + reach if world[o + SIDE] > 0.0 else math.inf
+
+
+@inlined
+def away(nx, ny, nz, fx, fy, fz, qw, qx, qy, qz):
+    """The steer away from a surface of normal n (towards more room), for heading f: the part of
+    unit(n) across f, whole (a unit vector; the boid's right when it heads straight in) while the
+    boid heads into less room, and as it is (shrinking to 0 as it heads straight out) once it
+    heads into more."""
+    n = math.sqrt(nx * nx + ny * ny + nz * nz)
+    if n == 0.0:
+        return 0.0, 0.0, 0.0
+    nx, ny, nz = nx / n, ny / n, nz / n
+    along = nx * fx + ny * fy + nz * fz
+    lx, ly, lz = nx - along * fx, ny - along * fy, nz - along * fz
+    if along >= 0.0:
+        return lx, ly, lz
+    l2 = lx * lx + ly * ly + lz * lz
+    if l2 < 1e-12:
+        lx, ly, lz = right_of(qw, qx, qy, qz)
+        l2 = lx * lx + ly * ly + lz * lz
+    inv = 1.0 / math.sqrt(l2)
+    return lx * inv, ly * inv, lz * inv
+
+
+@inlined
+def avoidance(px, py, pz, vx, vy, vz, fx, fy, fz, qw, qx, qy, qz, now, world, k, margin, omega):
+    """The objects' steer at time ``now``: for each object, the lesser clearance of the boid and of
+    the point one turn radius (|v| / omega) ahead; below the margin, k times the urgency
+    ``min(1, (margin - c) / margin)`` along :func:`away` from that point's normal."""
+    count, at = _listed(world)
+    look = math.sqrt(vx * vx + vy * vy + vz * vz) / omega
+    hx, hy, hz = px + look * fx, py + look * fy, pz + look * fz
+    ax = ay = az = 0.0
+    for j in range(count):
+        o = int(world[at + j])
+        ox, oy, oz = _origin(world, o, now)
+        bound = _reach(world, o, margin)  # an object farther than this is more than the margin away
+        if not _within(ox, oy, oz, bound + look, px, py, pz):  # from the boid nor from the probe
+            continue
+        c, nx, ny, nz = math.inf, 0.0, 0.0, 0.0
+        if _within(ox, oy, oz, bound, px, py, pz):
+            c, nx, ny, nz = object_clearance(world, o, now, px, py, pz)
+        if _within(ox, oy, oz, bound, hx, hy, hz):
+            ch, hnx, hny, hnz = object_clearance(world, o, now, hx, hy, hz)
+            if ch < c:
+                c, nx, ny, nz = ch, hnx, hny, hnz
+        if c < margin:
+            w = k if c <= 0.0 else k * (margin - c) / margin
+            sx, sy, sz = away(nx, ny, nz, fx, fy, fz, qw, qx, qy, qz)
+            ax += w * sx
+            ay += w * sy
+            az += w * sz
+    return ax, ay, az
+
+
+@inlined
+def _deepest(world, count, at, t, x, y, z):
+    """:func:`clearance` over the objects of a world record, sparing those surely clear (reach 0):
+    (c, nx, ny, nz, k), k the object's place in the record (-1 when every one is clear)."""
+    c, gx, gy, gz, k = math.inf, 0.0, 0.0, 0.0, -1
+    for j in range(count):
+        o = int(world[at + j])
+        ox, oy, oz = _origin(world, o, t)
+        if _within(ox, oy, oz, _reach(world, o, 0.0), x, y, z):
+            cj, jx, jy, jz = object_clearance(world, o, t, x, y, z)
+            if cj < c:
+                c, gx, gy, gz, k = cj, jx, jy, jz, j
+    return c, gx, gy, gz, k
+
+
+@inlined
+def push(c, gx, gy, gz, last_c, lx, ly, lz, crease):
+    """The displacement of one projection: the Newton step along g to clearance :data:`SKIN`; or,
+    in a ``crease`` (the point left the object of normal l, at clearance ``last_c``, into the one
+    of normal g), the least step that reaches SKIN from both at once (to first order), when the
+    two normals are at least 6 degrees apart."""
+    g2 = gx * gx + gy * gy + gz * gz
+    if crease:
+        l2 = lx * lx + ly * ly + lz * lz
+        lg = lx * gx + ly * gy + lz * gz
+        det = l2 * g2 - lg * lg
+        if det > 0.01 * l2 * g2:
+            r0, r1 = SKIN - last_c, SKIN - c
+            a, b = (r0 * g2 - r1 * lg) / det, (r1 * l2 - r0 * lg) / det
+            return a * lx + b * gx, a * ly + b * gy, a * lz + b * gz
+    s = (SKIN - c) / g2
+    return s * gx, s * gy, s * gz
+
+
+@inlined
+def keep_out(x, y, z, ox, oy, oz, world, t, planar):
+    """The point (x, y, z), where a boid moved from (ox, oy, oz), brought back to the free side of
+    every object at time t. While it lies in one (clearance < 0) it is projected out of the
+    deepest (:func:`push`; in its plane for a planar flock), at most :data:`MAX_PUSHES` times; a
+    point still in one then (squeezed where the objects leave no room) goes back to where the boid
+    was, if that is free."""
+    count, at = _listed(world)
+    c, gx, gy, gz, k = _deepest(world, count, at, t, x, y, z)
+    last, pushes = -1, 0
+    while c < 0.0 and pushes < MAX_PUSHES:
+        last_c, lx, ly, lz = 0.0, 0.0, 0.0, 0.0
+        if last >= 0 and last != k:
+            last_c, lx, ly, lz = object_clearance(world, int(world[at + last]), t, x, y, z)
+        if planar:
+            gz, lz = 0.0, 0.0
+        if gx == 0.0 and gy == 0.0 and gz == 0.0:
+            break
+        dx, dy, dz = push(c, gx, gy, gz, last_c, lx, ly, lz, last >= 0 and last != k)
+        x, y, z = x + dx, y + dy, z + dz
+        last, pushes = k, pushes + 1
+        c, gx, gy, gz, k = _deepest(world, count, at, t, x, y, z)
+    if c < 0.0 and _deepest(world, count, at, t, ox, oy, oz)[0] >= 0.0:
+        return ox, oy, oz
+    return x, y, z
+
+
+def keep_out_reference(position, start, data: np.ndarray, offsets: np.ndarray, t: float, planar: bool):
+    """:func:`keep_out`, readably: the same projections, measured by :func:`clearance`."""
+    p = np.array(position, dtype=np.float64)
+    c, *g, k = clearance(data, offsets, t, *p)
+    last, pushes = -1, 0
+    while c < 0.0 and pushes < MAX_PUSHES:
+        crease = last >= 0 and last != k
+        last_c, *n = object_clearance(data, offsets[last], t, *p) if crease else (0.0, 0.0, 0.0, 0.0)
+        normal, previous = np.array(g), np.array(n)
+        if planar:
+            normal[2] = previous[2] = 0.0
+        if not np.any(normal):
+            break
+        p = p + np.array(push(c, *normal, last_c, *previous, crease))
+        last, pushes = k, pushes + 1
+        c, *g, k = clearance(data, offsets, t, *p)
+    if c < 0.0 and clearance(data, offsets, t, *start)[0] >= 0.0:
+        return np.array(start, dtype=np.float64)
+    return p
+
 
 OBJECTS = Spec(
     "objects", "[[objects]] tables: primitives, ground and meshes that boids stay out of (role obstacle) "
@@ -750,16 +987,78 @@ OBJECTS = Spec(
 
 
 class Objects(Term):
-    """The world's objects. Checked here; boids spawn outside them (flock3d.core.state). Their
-    avoidance in the step is not written yet: a flock with objects does not steer around them."""
+    """The world's objects: boids steer away from them looking one turn radius ahead (as the
+    arena's containment does), and after each move a boid that entered one is put back on its
+    surface (:func:`keep_out`): no boid is ever inside an obstacle or outside the arena object.
+    The constraint moves the position only: the velocity and orientation keep the turn and speed
+    limits, and the steer turns the boid away at the next step. Both engines measure with the
+    same compiled functions (:func:`object_clearance`), on the same grids."""
 
     name = "objects"
+    module = __name__
     fields = ("objects",)
     switches = ("objects",)
     needs = "it needs objects"
+    world_width = 1  # one record: the packed objects, their offsets, their count
+    constrains = True
+    species_values: ClassVar[frozenset[str]] = frozenset({"omega"})
+    label = "5 objects (primitives)"
 
     def present(self, params):
-        return False  # no avoidance term in the step yet
+        return bool(params.objects)
+
+    def values(self, params):
+        return {"avoidance": params.avoidance, "margin": params.avoidance_margin,
+                "omega": math.radians(params.max_turn_rate)}  # fmt: skip
+
+    def world(self, params, fields=None):
+        data, offsets = packed(params.objects, fields)
+        return np.concatenate([data, offsets.astype(np.float64), [len(offsets) - 1.0]]).reshape(-1, 1)
+
+    def line(self, g):
+        v = g.v
+        return [f"tx, ty, tz = {g.term(self)}.avoidance(px, py, pz, vx, vy, vz, fx, fy, fz, qw, qx, qy, qz, "
+                f"now, {g.world(self)}, {v('avoidance')}, {v('margin')}, {v('omega')})"]  # fmt: skip
+
+    def example(self, base):
+        from flock3d.core.terms.attractors import ring
+
+        shapes = [
+            Object("sphere", radius=3.0),
+            Object("box", size=(5.0, 5.0, 5.0), rotation=(30.0, 20.0, 0.0)),
+            Object("cylinder", radius=2.0, height=8.0),
+            Object("capsule", radius=2.0, height=8.0),
+            Object("torus", radius=3.0, tube=1.0, rotation=(0.0, 0.0, 90.0)),
+        ]
+        places = zip(shapes, ring(base)[:5], strict=True)
+        return base.replace(objects=[o._replace(position=p) for o, p in places])
+
+    def constraint(self, g):
+        start = ", ".join(f"staged[{P_X + a}, slot]" for a in range(3))
+        return [f"mx, my, mz = {g.term(self)}.keep_out(mx, my, mz, {start}, {g.world(self)}, later, planar)"]
+
+    def reference(self, boid, world, velocity, params):
+        data, offsets = packed(params.objects, world.fields)
+        f = boid.heading(params)
+        ahead = boid.position + np.linalg.norm(velocity) / math.radians(params.max_turn_rate) * f
+        margin, total = params.avoidance_margin, np.zeros(3)
+        for k in range(len(offsets) - 1):
+            c, *n = object_clearance(data, offsets[k], world.time, *boid.position)
+            c_ahead, *n_ahead = object_clearance(data, offsets[k], world.time, *ahead)
+            if c_ahead < c:
+                c, n = c_ahead, n_ahead
+            if c < margin:
+                urgency = 1.0 if c <= 0.0 else (margin - c) / margin
+                total += params.avoidance * urgency * _away_reference(np.array(n), f, boid)
+        return total
+
+    def constrained(self, boid, before, world, params):
+        data, offsets = packed(params.objects, world.fields)
+        later = world.time + params.dt
+        position = keep_out_reference(
+            boid.position, before.position, data, offsets, later, params.dimensions == 2
+        )
+        return replace(boid, position=position)
 
     def problems(self, values, reported):
         if values["objects"] == ():
@@ -769,6 +1068,19 @@ class Objects(Term):
         if not problems and not reported & depends:
             problems = [Problem(*p) for p in covered_start_problems(values)]
         return problems
+
+
+def _away_reference(n: np.ndarray, f: np.ndarray, boid) -> np.ndarray:
+    """:func:`away`, readably."""
+    if not np.any(n):
+        return np.zeros(3)
+    n = n / np.linalg.norm(n)
+    across = n - np.dot(n, f) * f
+    if np.dot(n, f) >= 0.0:
+        return across
+    if np.dot(across, across) < 1e-12:
+        across = np.asarray(boid.orientation.rotate(np.array([1.0, 0.0, 0.0])))
+    return across / np.linalg.norm(across)
 
 
 TERM = Objects()

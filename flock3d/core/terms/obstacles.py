@@ -44,12 +44,13 @@ OBSTACLES = Spec(
     parts=(Part("center", "vector3", required=True), Part("radius", "number", required=True)),
 )  # fmt: skip
 WEIGHT = Spec(
-    "avoidance.weight", "obstacle avoidance acceleration", unit="units/s²", label="Obstacle avoidance",
-    slider=(0.0, 300.0),
+    "avoidance.weight", "obstacle and object avoidance acceleration", unit="units/s²",
+    label="Obstacle avoidance", slider=(0.0, 300.0),
 )  # fmt: skip
 LOOKAHEAD = Spec("avoidance.lookahead", "how far ahead a boid looks, in seconds at max_speed", unit="s",
                  low_open=True)  # fmt: skip
-MARGIN = Spec("avoidance.margin", "clearance kept from an obstacle's surface", unit="units")
+MARGIN = Spec("avoidance.margin", "clearance kept from an obstacle's surface; objects are steered off "
+              "within it", unit="units")  # fmt: skip
 
 RIGHT = np.array([1.0, 0.0, 0.0])
 
@@ -113,7 +114,7 @@ class Obstacles(Term):
         return {"avoidance": params.avoidance, "ahead": params.max_speed * params.avoidance_lookahead,
                 "margin": params.avoidance_margin}  # fmt: skip
 
-    def world(self, params):
+    def world(self, params, fields=None):
         rows = [[*o.center, o.radius] for o in params.obstacles]
         return np.array(rows, dtype=np.float64).reshape(-1, 4)
 

@@ -86,7 +86,7 @@ class Path(Term):
         return {"path_weight": params.path.weight if params.path else 0.0,
                 "path_reach2": params.path.reach**2 if params.path else 0.0}  # fmt: skip
 
-    def world(self, params):
+    def world(self, params, fields=None):
         return np.array(params.path.points if params.path else [], dtype=np.float64).reshape(-1, 3)
 
     def line(self, g):

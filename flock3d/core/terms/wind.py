@@ -43,7 +43,7 @@ class Wind(Term):
     def present(self, params):
         return any(params.wind) or any(any(row) for row in params.wind_gradient)
 
-    def world(self, params):
+    def world(self, params, fields=None):
         return np.array([[*params.wind, *np.ravel(params.wind_gradient)]], dtype=np.float64)
 
     def line(self, g):
