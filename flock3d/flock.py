@@ -302,8 +302,13 @@ class Flock:
 
     @property
     def fields(self) -> Mapping[int, Any] | None:
-        """The grids and heights of the objects read from files that the flock was made with."""
+        """The grids and heights of the objects read from files, by object index. Assign new
+        ones with params whose objects moved in the list (or were rescaled), between steps."""
         return self._fields
+
+    @fields.setter
+    def fields(self, fields: Mapping[int, Any] | None) -> None:
+        self._fields = fields
 
     @property
     def state(self) -> FlockState:

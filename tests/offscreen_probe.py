@@ -98,15 +98,72 @@ def case_colors() -> dict:
 
 
 def case_antialias() -> dict:
-    """One large boid drawn with and without supersampling."""
+    """One large boid drawn with and without supersampling, and with FXAA (the window's)."""
     images = {}
-    for name, factor in (("on", 2), ("off", 1)):
+    for name, factor, fxaa in (("on", 2, False), ("off", 1, False), ("fxaa", 1, True)):
         r = renderer(
             ViewHints(show_arena=False, mesh="dart", boid_size=9.0, color_mode="uniform"), supersample=factor
         )
+        r.canvas.fxaa = fxaa
         images[name] = r.render(state_of([0, 0, 0], [0, math.sqrt(0.5), math.sqrt(0.5)]))
         r.close()
     return images
+
+
+def world_renderer(objects, azimuth: float = 30.0, elevation: float = 25.0, **hints) -> OffscreenRenderer:
+    """A renderer of a world of ``objects`` in a sphere of radius 10 about the origin (outline
+    hidden), which the camera frames whatever the flock does."""
+    view = ViewHints(show_arena=False, camera_azimuth=azimuth, camera_elevation=elevation, **hints)
+    params = Params(arena_radius=10.0, init_radius=10.0, objects=tuple(objects))
+    return OffscreenRenderer(Scene(params, view=view), size=SIZE, camera="fixed")
+
+
+def case_lit_box() -> dict:
+    """A box turned 30 degrees about the vertical, standing on the ground, lit by the sun: each
+    of its faces' centre and normal in the world, and where those centres are on the picture."""
+    from flock3d.core.geometry import euler_quaternion
+    from flock3d.core.quaternion import to_matrices
+    from flock3d.core.terms.objects import Object
+    from flock3d.viewer.renderer import sun_direction
+
+    box = Object("box", size=(8.0, 8.0, 8.0), rotation=(30.0, 0.0, 0.0), color="#b0b0b0")
+    # Seen from between the face turned to the (low) sun and the face turned away from it.
+    r = world_renderer([box, Object("plane", position=(0.0, -4.0, 0.0))], azimuth=75.0)
+    image = r.render(state_of(np.zeros((0, 3)), np.zeros((0, 3))))
+    rotation = to_matrices(np.array([euler_quaternion(30.0, 0.0, 0.0)]))[0]
+    normals = np.vstack([rotation.T, -rotation.T])  # the faces' outward normals: +-x, +-y, +-z turned
+    centres = 4.0 * normals
+    return {"image": image, "centres": centres, "normals": normals, "screen": project(r, centres),
+            "eye": r.visuals.camera_frame.eye, "sun": sun_direction((0.0, 1.0, 0.0))}  # fmt: skip
+
+
+def case_shadow() -> dict:
+    """The ground with and without a boid flying 8 units above it; where its foot is on the picture."""
+    from flock3d.core.terms.objects import Object
+
+    out = {}
+    for name, n in (("with", 1), ("without", 0)):
+        r = world_renderer([Object("plane")], mesh="dart", boid_size=3.0, color_mode="uniform")
+        out[name] = r.render(state_of(np.array([[0.0, 8.0, 0.0]])[:n], np.array([[1.0, 0.0, 0.0]])[:n]))
+        out["foot"] = project(r, np.array([[0.0, 0.0, 0.0], [0.0, 8.0, 0.0], [6.0, 0.0, 6.0]]))
+        r.close()
+    return out
+
+
+def case_moving() -> dict:
+    """A sphere keyframed from z = -6 (t = 0) to z = 6 (t = 4), drawn at t = 0, 2 and 4 (the
+    picture's z runs left to right)."""
+    from flock3d.core.terms.objects import Motion, Object
+
+    sphere = Object("sphere", radius=2.0, motion=Motion(((0.0, 0.0, -6.0), (0.0, 0.0, 6.0)), (0.0, 4.0)))
+    r = world_renderer([sphere], azimuth=0.0, elevation=0.0)
+    out = {}
+    for t in (0.0, 2.0, 4.0):
+        state = state_of(np.zeros((0, 3)), np.zeros((0, 3)))
+        state.time = t
+        out[f"t{t:g}"] = r.render(state)
+    out["centres"] = project(r, np.array([[0.0, 0.0, -6.0], [0.0, 0.0, 0.0], [0.0, 0.0, 6.0]]))
+    return out
 
 
 def case_trails() -> dict:
@@ -304,6 +361,9 @@ def case_repr_png() -> dict:
 
 CASES = {
     "antialias": case_antialias,
+    "lit_box": case_lit_box,
+    "shadow": case_shadow,
+    "moving": case_moving,
     "trails": case_trails,
     "banking": case_banking,
     "small": case_small,

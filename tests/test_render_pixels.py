@@ -123,6 +123,51 @@ def test_edges_are_anti_aliased(tmp_path):
 
     on, off = blended_edge_pixels(images["on"]), blended_edge_pixels(images["off"])
     assert on > 40 and on > 5 * off, (on, off)
+    # FXAA, the window's anti-aliasing in software OpenGL: the plain picture's edges blended
+    # (the silhouette's and the crease between the faces), on the boid's side: the pass leaves
+    # the sky's pixels as they are.
+    fxaa, plain = images["fxaa"], images["off"]
+    assert blended_edge_pixels(fxaa) > 12 and off == 0, (blended_edge_pixels(fxaa), off)
+    changed = np.any(fxaa != plain, axis=-1)
+    assert changed.sum() > 100 and not (changed & ~foreground_mask(plain)).any()
+
+
+def test_a_lit_box_shows_its_faces_in_the_shades_the_sun_gives_them(tmp_path):
+    data = probe("lit_box", tmp_path)
+    image, eye, sun = data["image"], data["eye"], data["sun"]
+    seen = [(n, (x, y)) for n, c, (x, y) in zip(data["normals"], data["centres"], data["screen"], strict=True)
+            if np.dot(n, eye - c) > 0]  # fmt: skip
+    assert len(seen) == 3  # the top and two sides
+    shades = {}
+    for normal, (x, y) in seen:
+        window = image[int(y) - 2 : int(y) + 3, int(x) - 2 : int(x) + 3]
+        assert foreground_mask(window).all()  # the box is drawn where its faces project
+        shades[float(np.dot(normal, sun))] = float(luminance(window).mean())
+    # The face turned most to the sun is the brightest, the one turned away the darkest; all differ.
+    by_sun = [shades[k] for k in sorted(shades)]
+    assert by_sun == sorted(by_sun), shades
+    assert np.diff(by_sun).min() > 0.02 and by_sun[-1] > 4 * by_sun[0], shades
+
+
+def test_a_boid_casts_its_shadow_straight_down_onto_the_ground(tmp_path):
+    data = probe("shadow", tmp_path)
+    (fx, fy), (bx, by), (ax, ay) = data["foot"]  # under the boid, the boid, a point of ground away
+    assert by < fy - 20  # the boid is drawn well above its foot
+
+    def darkening(x, y):
+        window = (slice(int(y) - 1, int(y) + 2), slice(int(x) - 1, int(x) + 2))
+        return float(luminance(data["without"][window]).mean() - luminance(data["with"][window]).mean())
+
+    assert darkening(fx, fy) > 0.2 * luminance(data["without"][int(fy), int(fx)])  # a dark disc at its foot
+    assert darkening(ax, ay) == 0.0  # and nowhere else
+
+
+def test_a_moving_object_is_drawn_where_its_keyframes_put_it(tmp_path):
+    data = probe("moving", tmp_path)
+    for name, (x, y) in zip(("t0", "t2", "t4"), data["centres"], strict=True):
+        ys, xs = np.nonzero(foreground_mask(data[name]))
+        assert len(xs) > 100
+        assert abs(xs.mean() - x) < 2 and abs(ys.mean() - y) < 2, (name, xs.mean(), ys.mean(), x, y)
 
 
 def test_trails_follow_the_path_and_fade(tmp_path):

@@ -187,11 +187,30 @@ def test_screenshot_key_writes_a_png(qt_app, viewer, tmp_path):
     assert foreground_mask(image).sum() > 100
 
 
+def test_the_window_is_anti_aliased_by_fxaa_in_software_opengl(qt_app, viewer):
+    from flock3d.viewer.recording import frame_image
+
+    assert viewer.samples == 0 and viewer.canvas.fxaa  # llvmpipe under Xvfb: no multisampling
+    viewer.set_paused(True)
+    pump(qt_app, 0.3)
+    colours = {}
+    for on in (False, True, False):
+        viewer.canvas.fxaa = on
+        viewer.canvas.update()
+        pump(qt_app, 0.3)
+        image = frame_image(viewer.canvas)
+        colours.setdefault(on, []).append(len(np.unique(image.reshape(-1, 3), axis=0)))
+    # The same frame: edges blended with what is behind them take colours of their own.
+    assert colours[False][0] == colours[False][1]
+    assert colours[True][0] > 1.5 * colours[False][0], colours
+
+
 def test_loading_a_scene_with_another_radius_reframes_the_camera(qt_app, viewer, tmp_path):
     framed = arena_radius_px(viewer)
-    big = resolve_scene("default", overrides=["arena.radius=200", "flock.count=300"]).save(
-        tmp_path / "big.toml"
-    )
+    distance = viewer.session.scene.view.camera_distance * 200 / 30  # the default frames its flock: alike
+    big = resolve_scene(
+        "default", overrides=["arena.radius=200", "flock.count=300", f"view.camera_distance={distance}"]
+    ).save(tmp_path / "big.toml")
     assert viewer.open_scene(big)
     pump(qt_app, 0.3)
     assert viewer.session.params.arena_radius == 200
@@ -515,6 +534,99 @@ def test_thousands_of_frames_leave_nones_reference_count_alone(qt_app, tmp_path)
         # Each frame makes several Qt calls, so a leak of one reference a call drifts past the
         # tolerance within a few frames; a thousand frames leave no doubt.
         assert len(counts) > 1000, f"only {len(counts)} frames in 120 s"
+    finally:
+        v.close()
+        pump(qt_app, 0.2)
+
+
+EDITED_WORLD = """
+name = "workbench"
+arena.shape = "none"
+arena.radius = 30.0
+flock.count = 100
+flock.init_radius = 10.0
+view.camera_azimuth = 0.0
+view.camera_elevation = 30.0
+
+[[objects]]
+shape = "plane"
+position = [0, -15, 0]
+
+[[objects]]
+shape = "box"
+size = [8, 8, 8]
+position = [0, -11, 0]
+color = "#aa5533"
+"""
+
+
+def test_the_world_is_edited_with_the_mouse_and_saved(qt_app, tmp_path):
+    from flock3d.scene import load_scene, parse_scene, shipped_scenes
+    from flock3d.viewer.app import ViewerWindow
+    from flock3d.viewer.editing import Selection
+
+    v = ViewerWindow(parse_scene(EDITED_WORLD), output_dir=tmp_path, dialogs=False)
+    v.show()
+    deadline = time.time() + 60
+    while not v.session.first_step_done and time.time() < deadline:
+        pump(qt_app, 0.05)
+    xdotool("windowfocus", "--sync", int(v.window.winId()))
+    pump(qt_app, 0.3)
+    try:
+        params = v.session.params
+
+        def where(point):
+            mapped = v.view.scene.node_transform(v.canvas.scene).map(np.asarray([point], float))[0]
+            return on_screen(v.canvas.native, *(mapped[:2] / mapped[3]))
+
+        # A click on the box's top selects it: the World tab says so.
+        top = np.array([0.0, -7.0, 0.0])
+        xdotool("mousemove", *where(top))
+        pump(qt_app, 0.1)
+        xdotool("click", 1)
+        pump(qt_app, 0.3)
+        assert v.editor.selection == Selection("object", 1)
+        assert "box" in v.world_panel.selected.text()
+        # Dragging it slides it over the ground; the camera stays where it is.
+        azimuth = v.view.camera.azimuth
+        drag(qt_app, where(top), where(top + [8.0, 0.0, 0.0]))
+        moved = np.asarray(v.session.params.objects[1].position)
+        np.testing.assert_allclose(moved, (8.0, -11.0, 0.0), atol=1.0)
+        assert moved[1] == -11.0 and v.view.camera.azimuth == azimuth
+        # With ctrl held it goes straight up.
+        xdotool("keydown", "ctrl")
+        drag(qt_app, where(top + [moved[0], 0.0, 0.0]), where(top + [moved[0], 6.0, 0.0]))
+        xdotool("keyup", "ctrl")
+        lifted = np.asarray(v.session.params.objects[1].position)
+        assert lifted[1] == pytest.approx(-5.0, abs=1.0) and np.allclose(lifted[[0, 2]], moved[[0, 2]])
+        # The panel turns and scales it; the Add button puts a sphere where the box was clicked.
+        v.world_panel.rotation[0].setValue(30.0)
+        v.world_panel.scale.setValue(1.5)
+        v.world_panel.what.setCurrentText("sphere")
+        v.world_panel.buttons["add"].click()
+        pump(qt_app, 0.2)
+        assert [o.shape for o in v.session.params.objects] == ["plane", "box", "sphere"]
+        assert (
+            v.session.params.objects[1].rotation == (30.0, 0.0, 0.0)
+            and v.session.params.objects[1].scale == 1.5
+        )
+        # Del removes the sphere (selected as it was added); ctrl+z brings it back.
+        xdotool("key", "Delete")
+        pump(qt_app, 0.2)
+        assert len(v.session.params.objects) == 2
+        xdotool("key", "ctrl+z")
+        pump(qt_app, 0.2)
+        assert len(v.session.params.objects) == 3
+        # Saved, the world loads back the same; boids flew all along.
+        assert v.session.snapshot().step_count > 0
+        saved = v.save_scene(tmp_path / "edited.toml")
+        assert load_scene(saved).params == v.session.params != params
+        # Every shipped scene is in the browser; opening one from it switches the window.
+        assert v.browser.names() == shipped_scenes()
+        item = v.browser.list.item(v.browser.names().index("torus"))
+        v.browser.list.itemActivated.emit(item)
+        pump(qt_app, 0.3)
+        assert v.session.scene.source == "shipped:torus" and v.editor.undo_stack == []
     finally:
         v.close()
         pump(qt_app, 0.2)

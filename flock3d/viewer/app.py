@@ -3,13 +3,14 @@
 The simulation steps on a worker thread in real time (a fixed time step,
 decoupled from the frame rate; :mod:`flock3d.viewer.session`). Each tick of a
 timer takes the latest snapshot of the flock, pushes it into the renderer and
-redraws, so a frame never waits for a step. Controls and shortcuts change
-parameters between steps.
+redraws, so a frame never waits for a step. Controls, shortcuts and edits of the
+world change parameters between steps.
 
 :class:`ViewerWindow` composes the viewer's roles and wires them to the panel,
 the keys and the mouse: the renderer (:mod:`~flock3d.viewer.renderer`), the panel
 (:mod:`~flock3d.viewer.panel`), the HUD (:mod:`~flock3d.viewer.hud`), picking and
-the focus view (:mod:`~flock3d.viewer.picking`), and screenshots and recordings
+the focus view (:mod:`~flock3d.viewer.picking`), editing the world
+(:mod:`~flock3d.viewer.editing`), and screenshots and recordings
 (:mod:`~flock3d.viewer.recording`), which play at the simulation's pace whatever
 frame rate the machine reached.
 """
@@ -36,9 +37,12 @@ FRAME_INTERVAL_MS = 16
 ANTIALIAS_SAMPLES = 4
 """Multisampling of the window's OpenGL surface (anti-aliasing) on a GPU. Software OpenGL
 (Mesa's llvmpipe) gets none: it rasterises the extra samples on the CPU, at the cost of
-the frame rate."""
+the frame rate; its window is anti-aliased by FXAA, one pass over the finished picture
+(:mod:`flock3d.viewer.canvas`)."""
 SOFTWARE_RENDERERS = ("llvmpipe", "softpipe", "swrast", "swiftshader")
 WINDOW_SIZE = (1280, 800)
+ADDED_SIZE = 0.2
+"""A primitive added in the viewer is this many world radii across."""
 
 
 def seconds_since_process_start() -> float | None:
@@ -164,11 +168,18 @@ class ViewerWindow:
         forces=(),
     ) -> None:
         from PySide6 import QtCore, QtGui, QtWidgets
-        from vispy import scene as vscene
 
+        from flock3d.viewer.canvas import Canvas
         from flock3d.viewer.colors import BACKGROUND
+        from flock3d.viewer.editing import WorldEditor
         from flock3d.viewer.hud import Hud, HudMeter
-        from flock3d.viewer.panel import ControlPanel, apply_dark_theme
+        from flock3d.viewer.panel import (
+            ControlPanel,
+            SceneBrowser,
+            WorldPanel,
+            apply_dark_theme,
+            scene_entries,
+        )
         from flock3d.viewer.picking import Clicks, FocusVisuals
         from flock3d.viewer.recording import Recorder
         from flock3d.viewer.renderer import FlockVisuals
@@ -184,26 +195,36 @@ class ViewerWindow:
         self.dialogs = dialogs
         self.threaded = threaded
         self.session = Session(scene, rules=rules, forces=forces)
+        self.editor = WorldEditor(self.session)
         self.focused: int | None = None
         self.camera_kind = "orbit"
         self.snapshot = self.session.snapshot()
 
         self.samples = antialias_samples() if samples is None else samples
-        self.canvas = vscene.SceneCanvas(
-            keys=None, bgcolor=BACKGROUND, size=(960, 720), config={"samples": self.samples}
-        )
+        self.canvas = Canvas(
+            keys=None, bgcolor=BACKGROUND, size=(960, 720), config={"samples": self.samples},
+            fxaa=self.samples == 0,
+        )  # fmt: skip
         self.view = self.canvas.central_widget.add_view(border_width=0)
         self.visuals = FlockVisuals(self.view, scene.view, scene.params)
         self.focus = FocusVisuals(self.view)
         self.hud = Hud(self.canvas.native)
         self.recorder = Recorder(self.canvas, self.output_dir)
         self.panel = ControlPanel()
+        self.world_panel = WorldPanel()
+        self.browser = SceneBrowser(scene_entries())
+        self.tabs = QtWidgets.QTabWidget()
+        self.tabs.addTab(self.panel, "Flock")
+        self.tabs.addTab(self.world_panel, "World")
+        self.tabs.addTab(self.browser, "Scenes")
+        self._clicked: tuple[np.ndarray, bool] | None = None
+        """Where the user last clicked in the world, and whether on a surface (things added go there)."""
 
         self.window = QtWidgets.QMainWindow()
         apply_dark_theme(self.window)
         splitter = QtWidgets.QSplitter()
         splitter.addWidget(self.canvas.native)
-        splitter.addWidget(self.panel)
+        splitter.addWidget(self.tabs)
         splitter.setStretchFactor(0, 1)
         splitter.setStretchFactor(1, 0)
         self.window.setCentralWidget(splitter)
@@ -219,6 +240,7 @@ class ViewerWindow:
                 self._shortcuts.append(shortcut)
         self.canvas.events.mouse_press.connect(self._mouse_press)
         self.canvas.events.mouse_release.connect(self._mouse_release)
+        self.canvas.events.mouse_move.connect(self._mouse_move)
         self.canvas.events.draw.connect(self._drawn)
         self.window.closeEvent = self._close_event  # type: ignore[method-assign]
 
@@ -247,6 +269,19 @@ class ViewerWindow:
         p.focus_toggled.connect(lambda on: self.set_focus(0 if on and len(self.snapshot.state) else None))
         p.trails_edited.connect(self.visuals.set_trails)
         p.vectors_toggled.connect(lambda on: setattr(self.visuals, "show_vectors", on))
+        p.antialias_toggled.connect(self._set_antialias)
+        p.quietly(p.antialias, lambda: p.antialias.setChecked(self.canvas.fxaa))
+        p.antialias.setVisible(self.samples == 0)  # a multisampled window needs none
+        w = self.world_panel
+        w.position_edited.connect(lambda xyz: self._edit_selected(lambda s: self.editor.move(s, xyz)))
+        w.rotation_edited.connect(
+            lambda r: self._edit_selected(lambda s: self.editor.set_rotation(s.index, r))
+        )
+        w.scale_edited.connect(lambda f: self._edit_selected(lambda s: self.editor.set_scale(s.index, f)))
+        w.add_chosen.connect(lambda what: self.add(what))
+        w.delete_clicked.connect(self.delete_selected)
+        w.undo_clicked.connect(self.undo)
+        self.browser.scene_chosen.connect(self.open_scene)
         b = p.buttons
         b["pause"].toggled.connect(self.set_paused)
         b["step"].clicked.connect(self.single_step)
@@ -289,6 +324,8 @@ class ViewerWindow:
             ("M",): lambda: p.buttons["record"].toggle(),
             ("A",): lambda: p.arena.toggle(),
             ("X",): lambda: p.axes.toggle(),
+            ("Delete", "Backspace"): self.delete_selected,
+            ("Ctrl+Z",): self.undo,
             ("H", "?"): self.hud.toggle_help,
             ("Ctrl+Q",): self.close,
         }
@@ -321,6 +358,8 @@ class ViewerWindow:
             p.quietly(widget, setter)
         self.visuals.set_color_mode(hints.color_mode)
         self.visuals.axes.visible = hints.show_axes
+        self.editor.selection, self.editor.undo_stack, self._clicked = None, [], None
+        self._show_selected()
         self.camera_kind = hints.camera if hints.camera in CAMERA_KINDS else "orbit"
         p.quietly(p.camera, lambda: p.camera.setCurrentText(self.camera_kind))
         self.snapshot = self.session.snapshot()
@@ -328,7 +367,8 @@ class ViewerWindow:
         self.window.setWindowTitle(f"flock3d — {scene.name}")
 
     def open_scene(self, path: str | Path) -> bool:
-        """Switch to the scene in ``path``; on a bad file, say why and keep the current one."""
+        """Switch to the scene in ``path`` (or a shipped scene's name); on a bad file, say why
+        and keep the current one."""
         try:
             scene = load_scene(path)
         except SceneError as error:
@@ -411,12 +451,12 @@ class ViewerWindow:
 
     def reset(self) -> None:
         self.session.reset()
-        self._push_state()
+        self._world_changed()
         self.status.showMessage(f"reset (seed {self.session.seed})", 3000)
 
     def reseed(self) -> None:
         seed = self.session.reseed()
-        self._push_state()
+        self._world_changed()
         self.status.showMessage(f"reseeded: seed {seed}", 3000)
 
     def set_camera(self, kind: str) -> None:
@@ -491,6 +531,88 @@ class ViewerWindow:
             self._warn("Recording failed", str(error))
             self.panel.buttons["record"].setChecked(False)
 
+    # -- editing the world ----------------------------------------------------------------
+
+    def _edit(self, edit) -> bool:
+        """Run one edit of the world (:class:`~flock3d.viewer.editing.WorldEditor`); one the
+        model refuses is said in the status bar and changes nothing."""
+        try:
+            edit()
+        except ValueError as error:
+            self.status.showMessage(f"not applied: {error}", 8000)
+            self._world_changed()  # the panel shows the world as it still is
+            return False
+        self._world_changed()
+        return True
+
+    def _edit_selected(self, edit) -> bool:
+        selection = self.editor.valid(self.editor.selection)
+        return selection is not None and self._edit(lambda: edit(selection))
+
+    def _world_changed(self) -> None:
+        """Redraw the world and the panels after an edit (or a new flock)."""
+        params = self.session.params
+        self.editor.selection = self.editor.valid(self.editor.selection)
+        self.visuals.set_params(params)
+        self.panel.show_params(params)
+        self._show_selected()
+        self._push_state()
+
+    def _show_selected(self) -> None:
+        """The World tab's fields: what is selected, where it is, its turn and size."""
+        from flock3d.core.fields import is_real_number
+
+        selection = self.editor.valid(self.editor.selection)
+        if selection is None:
+            self.world_panel.show_selection(None)
+            return
+        kind, k = selection
+        rotation = scale = None
+        if kind == "object":
+            o = self.session.params.objects[k]
+            title = f"{o.shape}: objects[{k}]" + (", moving" if o.motion else "")
+            if o.motion is None or o.motion.rotations is None:
+                rotation = o.rotation or (0.0, 0.0, 0.0)
+            scale = o.scale if is_real_number(o.scale) else o.scale[0]
+        else:
+            title = f"{kind}: {'attractors' if kind == 'attractor' else 'predators'}[{k}]"
+        self.world_panel.show_selection(title, self.editor.position_of(selection), rotation, scale)
+
+    def add(self, what: str, point=None, resting: bool | None = None) -> bool:
+        """Add ``what`` (a primitive's shape, ``attractor`` or ``predator``) at ``point`` (3,),
+        by default where the user last clicked (else the middle of the view); a primitive
+        added on a surface stands on it (``resting``)."""
+        if point is None:
+            point, resting = self._clicked or (self.visuals.framed(self.snapshot.state.positions)[0], False)
+        editor = self.editor
+        if what == "attractor":
+            return self._edit(lambda: editor.add_attractor(point))
+        if what == "predator":
+            return self._edit(lambda: editor.add_predator(point))
+        size = ADDED_SIZE * self.visuals.world_radius
+        return self._edit(lambda: editor.add_object(what, point, size, resting=bool(resting)))
+
+    def delete_selected(self) -> bool:
+        """Remove the selected object, attractor or predator."""
+        return self.editor.selection is not None and self._edit(self.editor.delete)
+
+    def undo(self) -> bool:
+        """Undo the last edit of the world."""
+        done = False
+
+        def undo() -> None:
+            nonlocal done
+            done = self.editor.undo()
+
+        self._edit(undo)
+        if not done:
+            self.status.showMessage("nothing to undo", 3000)
+        return done
+
+    def _set_antialias(self, on: bool) -> None:
+        self.canvas.fxaa = on
+        self.canvas.update()
+
     # -- the loop -------------------------------------------------------------------------
 
     def tick(self) -> None:
@@ -520,6 +642,7 @@ class ViewerWindow:
         elif self.focused is not None:
             self.set_focus(None)
         self.visuals.update(state, colors, acceleration=snap.acceleration)
+        self.visuals.show_selection(self.editor.valid(self.editor.selection))
         if self.camera_kind == "follow" and len(state):
             self.view.camera.center = tuple(self._follow_target()[0])
         compiling = self.threaded and not self.session.first_step_done
@@ -527,9 +650,15 @@ class ViewerWindow:
         self.canvas.update()
 
     def _update_hud(self, now: float) -> None:
+        from PySide6 import QtWidgets
+
         from flock3d.viewer.hud import status_text
 
         s, snap = self.session, self.snapshot
+        if self.editor.selection is not None and not self.world_panel.isAncestorOf(
+            QtWidgets.QApplication.focusWidget()
+        ):
+            self._show_selected()  # a predator or a moving object moves on: its fields follow
         rates = self._meter.measure(now, snap, s.time_scale)
         self.hud.set_status(
             status_text(
@@ -552,12 +681,121 @@ class ViewerWindow:
 
     def _mouse_press(self, event) -> None:
         self._clicks.press(event.pos)
+        selection = self.editor.valid(self.editor.selection)
+        if event.button != 1 or selection is None:
+            return
+        thing, point, _ = self.under(event.pos)
+        if thing == selection:  # pressed on what is selected: drag it, not the camera
+            self.editor.begin_drag(selection, point)
+            self.view.camera.interactive = False
+
+    def _mouse_move(self, event) -> None:
+        from vispy.util import keys
+
+        if not self.editor.dragging or self.visuals.camera_frame is None:
+            return
+        origin, direction = self.ray(event.pos)
+        vertical = keys.CONTROL in event.modifiers
+        into = self.visuals.camera_frame.into
+        if not self._edit(lambda: self.editor.drag_to(origin, direction, into, vertical)):
+            self._end_drag()
+
+    def _end_drag(self) -> None:
+        self.editor.end_drag()
+        self.view.camera.interactive = True
 
     def _mouse_release(self, event) -> None:
-        if self._clicks.release(event.pos, event.button):
-            picked = self.pick(event.pos[:2])
-            if picked is not None:
-                self.set_focus(picked)
+        if self.editor.dragging:
+            self._end_drag()
+        if not self._clicks.release(event.pos, event.button, buttons=(1, 2)):
+            return
+        thing, point, resting = self.under(event.pos)
+        self._clicked = (point, resting)
+        if event.button == 1:
+            self.click(thing)
+        else:
+            self._context_menu(thing)
+
+    def click(self, thing) -> None:
+        """Select ``thing`` (a :class:`~flock3d.viewer.editing.Selection`), focus on a boid
+        (``("boid", index)``), or with None select nothing."""
+        if thing is not None and thing[0] == "boid":
+            self.set_focus(thing[1])
+            return
+        self.editor.selection = thing
+        self._show_selected()
+        self._push_state()
+
+    def context_actions(self, thing) -> list[tuple[str, object]]:
+        """The right-click menu's entries over ``thing`` (as :meth:`under` finds it): adding
+        each primitive, an attractor or a predator at the point clicked, deleting, undoing."""
+        from flock3d.viewer.editing import PRIMITIVES
+
+        actions = [(f"Add {what} here", lambda what=what: self.add(what)) for what in PRIMITIVES]
+        actions += [("Add attractor here", lambda: self.add("attractor")),
+                    ("Add predator here", lambda: self.add("predator"))]  # fmt: skip
+        if thing is not None and thing[0] != "boid":
+            kind, k = thing
+            actions.append((f"Delete this {kind}", lambda: self._edit(lambda: self.editor.delete(thing))))
+        if self.editor.undo_stack:
+            actions.append(("Undo", self.undo))
+        return actions
+
+    def _context_menu(self, thing) -> None:
+        from PySide6 import QtGui, QtWidgets
+
+        menu = QtWidgets.QMenu(self.window)
+        for text, action in self.context_actions(thing):
+            menu.addAction(text).triggered.connect(lambda _=False, action=action: action())
+        menu.exec(QtGui.QCursor.pos())
+
+    def ray(self, pos) -> tuple[np.ndarray, np.ndarray]:
+        """The ray through canvas pixel ``pos`` into the world: (origin (3,), unit direction)."""
+        tr = self.view.scene.node_transform(self.canvas.scene)
+        mapped = tr.imap(np.array([[pos[0], pos[1], 0.0, 1.0], [pos[0], pos[1], 0.5, 1.0]]))
+        near, far = mapped[:, :3] / mapped[:, 3:4]
+        direction = (far - near) / np.linalg.norm(far - near)
+        frame = self.visuals.camera_frame
+        return (frame.eye if frame is not None and frame.eye is not None else near), direction
+
+    def under(self, pos) -> tuple[tuple | None, np.ndarray, bool]:
+        """What is drawn under canvas pixel ``pos``, nearest the camera: a
+        :class:`~flock3d.viewer.editing.Selection` (an object, attractor or predator), a boid
+        (``("boid", index)``) or None; the world point there; whether it lies on a surface.
+
+        Objects are met by the ray through the pixel; attractors, predators and boids are
+        within :data:`PICK_RADIUS_PX` of it on the screen. Over nothing, the point is where the
+        ray meets the level plane through the middle of the view."""
+        from flock3d.core.state import up_axis
+        from flock3d.viewer.editing import Selection, ray_plane
+
+        origin, direction = self.ray(pos)
+        candidates = []  # (depth along the ray, thing, point, on a surface)
+        k, s = self.visuals.scenery.pick(origin, direction)
+        if k >= 0:
+            candidates.append((s, Selection("object", k), origin + s * direction, True))
+        transform = self.view.scene.node_transform(self.canvas.scene)
+        state, params = self.snapshot.state, self.session.params
+        points = {
+            "attractor": np.array([a.position for a in params.attractors], np.float64).reshape(-1, 3),
+            "predator": state.predator_positions,
+            "boid": state.positions,
+        }
+        for kind, positions in points.items():
+            index = pick(screen_positions(transform, positions), pos) if len(positions) else None
+            if index is not None:
+                thing = ("boid", index) if kind == "boid" else Selection(kind, index)
+                candidates.append(
+                    (float((positions[index] - origin) @ direction), thing, positions[index], False)
+                )
+        if candidates:
+            _, thing, point, surface = min(candidates, key=lambda c: c[0])
+            return thing, np.asarray(point, np.float64), surface
+        centre, radius = self.visuals.framed(state.positions)
+        point = ray_plane(origin, direction, centre, np.asarray(up_axis(params), np.float64))
+        if point is None or np.linalg.norm(point - centre) > 4.0 * radius:
+            point = origin + float((centre - origin) @ direction) * direction
+        return None, point, False
 
     def screen_positions(self) -> np.ndarray:
         """(N, 2) canvas pixel positions of the boids as last drawn (NaN behind the camera)."""

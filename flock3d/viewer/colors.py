@@ -23,6 +23,7 @@ __all__ = [
     "ramp_colors",
     "uniform_colors",
     "species_colors",
+    "hex_color",
     "sky_rows",
     "oklch_to_srgb",
     "relative_luminance",
@@ -147,6 +148,11 @@ def uniform_colors(n: int, color=BOID_COLOR) -> np.ndarray:
 SPECIES_PALETTE = oklch_to_srgb(0.8, 0.13, np.array([70.0, 250.0, 150.0, 330.0, 20.0, 200.0, 110.0, 290.0]))
 
 
+def hex_color(text: str) -> tuple[float, float, float]:
+    """sRGB in [0, 1] of a colour written ``"#rrggbb"`` (as scene files write them)."""
+    return tuple(int(text[i : i + 2], 16) / 255.0 for i in (1, 3, 5))
+
+
 def species_colors(species: np.ndarray, colors: tuple[str | None, ...] = ()) -> np.ndarray:
     """(N, 4) each boid's species colour: ``colors[k]`` (``"#rrggbb"``) for species k where given,
     else the palette's k-th (cycling).
@@ -160,11 +166,7 @@ def species_colors(species: np.ndarray, colors: tuple[str | None, ...] = ()) -> 
     table = np.ones((max(count, 1), 4), dtype=np.float32)
     for k in range(count):
         own = colors[k] if k < len(colors) else None
-        table[k, :3] = (
-            [int(own[i : i + 2], 16) / 255.0 for i in (1, 3, 5)]
-            if own
-            else SPECIES_PALETTE[k % len(SPECIES_PALETTE)]
-        )
+        table[k, :3] = hex_color(own) if own else SPECIES_PALETTE[k % len(SPECIES_PALETTE)]
     return table[kinds]
 
 

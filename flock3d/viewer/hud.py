@@ -37,6 +37,8 @@ COMPILING_TEXT = "compiling the simulation (first run only)…"
 
 HELP_TEXT = """\
 mouse   drag: orbit   wheel: zoom   shift+drag: pan   click a boid: focus on it
+world   click an object, attractor or predator: select   drag it: move (ctrl: up/down)
+        right-click: add here, delete   del: delete   ctrl+z: undo   (World tab)
 space   pause / play          .   one step
 r       reset (same seed)     n   reseed
 [ ]     field of view -/+ 10 deg

@@ -26,9 +26,20 @@ def measure(n: int, seconds: float, mesh: str = "bird") -> dict:
 
     application = app.use_app()
     application.create()
+    from flock3d.viewer.renderer import frame_distance
+
     radius = 30.0 * (n / 500.0) ** (1.0 / 3.0)  # the default scene's density
+    # The whole arena framed at every size (as the default scene was before it framed its flock),
+    # so that measurements of one size compare across versions.
+    distance = frame_distance(radius)
     scene = resolve_scene(
-        "default", overrides=[f"flock.count={n}", f"arena.radius={radius}", f"view.mesh={mesh}"]
+        "default",
+        overrides=[
+            f"flock.count={n}",
+            f"arena.radius={radius}",
+            f"view.mesh={mesh}",
+            f"view.camera_distance={distance}",
+        ],
     )
     viewer = ViewerWindow(scene, dialogs=False)  # times the first frame from the process start
     viewer.show()

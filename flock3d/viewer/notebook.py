@@ -52,12 +52,12 @@ class NotebookViewer:
         try:
             import ipywidgets
             from vispy import app
-            from vispy import scene as vscene
         except ImportError as error:
             raise Flock3dError(
                 f"the notebook viewer needs jupyter_rfb and ipywidgets ({error.name} is missing): "
                 "pip install jupyter_rfb"
             ) from None
+        from flock3d.viewer.canvas import Canvas
         from flock3d.viewer.colors import BACKGROUND
         from flock3d.viewer.offscreen import use_offscreen
         from flock3d.viewer.renderer import FlockVisuals
@@ -78,7 +78,8 @@ class NotebookViewer:
         # callbacks) the moment it exists: a stray "RFBOutputContext()" line in plain Python, an
         # empty output in a notebook. That display is swallowed, and the area goes in our box.
         with capture_output(stdout=True, stderr=False, display=True):
-            self.canvas = vscene.SceneCanvas(app=application, size=size, bgcolor=BACKGROUND, keys=None)
+            # FXAA: the kernel draws with software OpenGL as a rule, without multisampling.
+            self.canvas = Canvas(app=application, size=size, bgcolor=BACKGROUND, keys=None, fxaa=True)
         errors = getattr(self.canvas.native, "_output_context", None)
         self.view = self.canvas.central_widget.add_view(border_width=0)
         self.visuals = FlockVisuals(self.view, scene.view, self.session.params)

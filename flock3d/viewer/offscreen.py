@@ -97,8 +97,7 @@ class OffscreenRenderer:
         if camera not in CAMERAS:
             raise ValueError(f"unknown camera {camera!r}; choose one of {', '.join(CAMERAS)}")
         use_offscreen()
-        from vispy import scene as vscene
-
+        from flock3d.viewer.canvas import Canvas
         from flock3d.viewer.colors import BACKGROUND
         from flock3d.viewer.renderer import FlockVisuals, frame_distance
 
@@ -108,7 +107,7 @@ class OffscreenRenderer:
         try:
             # Drawn s times larger and averaged down: vispy's render(size=...) does not scale
             # a ViewBox, so the canvas itself is the larger one.
-            self.canvas = vscene.SceneCanvas(size=(size[0] * s, size[1] * s), show=False, bgcolor=BACKGROUND)
+            self.canvas = Canvas(size=(size[0] * s, size[1] * s), show=False, bgcolor=BACKGROUND)
         except Exception as error:
             raise RenderError(f"cannot create an offscreen OpenGL context: {error}") from None
         self.view = self.canvas.central_widget.add_view(border_width=0)

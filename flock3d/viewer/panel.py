@@ -1,8 +1,12 @@
-"""The side panel: live controls for the model's parameters and the viewer's options.
+"""The side panel: live controls for the model's parameters and the viewer's options, the
+world's editing, and the shipped scenes.
 
-Dark, to match the canvas, and compact enough that nothing scrolls in the default
-1280 x 800 window. Every control's tooltip says what it does and which scene key
-it sets, so a setting found by hand can be written into a scene file.
+Three tabs: Flock (:class:`ControlPanel`), World (:class:`WorldPanel`: the selected object's
+place, turn and size; adding and removing things) and Scenes (:class:`SceneBrowser`). Dark,
+to match the canvas, and compact enough that nothing scrolls in the default 1280 x 800
+window. Every control's tooltip says what it does and which scene key it sets, so a setting
+found by hand can be written into a scene file. The panel only emits requests; the window
+applies them between steps.
 """
 
 from __future__ import annotations
@@ -11,6 +15,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import numpy as np
 from PySide6 import QtCore, QtGui, QtWidgets
 
 from flock3d.core.fields import spec_of
@@ -21,6 +26,9 @@ from flock3d.scene.schema import COLOR_MODES, KEYS_BY_NAME, MESHES, PARAM_KEY_OF
 __all__ = [
     "ParamControl",
     "ControlPanel",
+    "WorldPanel",
+    "SceneBrowser",
+    "scene_entries",
     "CONTROLS",
     "WORLD_CONTROLS",
     "ZONE_CONTROLS",
@@ -49,6 +57,9 @@ _KEY_OF_CONTROL = {
     "axes": ("view.show_axes", None),
     "trails": ("view.trails", None),
     "vectors": ("view.show_vectors", None),
+    "position": ("objects", "an object's position"),
+    "rotation": ("objects", "an object's rotation [yaw, pitch, roll]"),
+    "scale": ("objects", "an object's scale"),
 }
 
 
@@ -84,6 +95,13 @@ QCheckBox::indicator { width: 12px; height: 12px; border: 1px solid #3a4660; bac
 QCheckBox::indicator:checked { background: #5b8ef0; }
 QToolTip { background: #1d2433; color: #e4eaf6; border: 1px solid #3a4660; padding: 3px; }
 QSplitter::handle { background: #1a2030; }
+QTabWidget::pane { border: none; }
+QTabBar::tab { background: #141926; color: #9aa6bf; padding: 4px 14px; border: 1px solid #252c3c;
+    border-bottom: none; border-top-left-radius: 3px; border-top-right-radius: 3px; }
+QTabBar::tab:selected { background: #1d2536; color: #d6deee; }
+QListWidget { background: #121724; border: 1px solid #252c3c; }
+QListWidget::item { padding: 3px 2px; border-bottom: 1px solid #1a2030; }
+QListWidget::item:selected { background: #2d4a80; }
 """
 
 
@@ -313,6 +331,7 @@ class ControlPanel(QtWidgets.QScrollArea):
     focus_toggled = QtCore.Signal(bool)
     trails_edited = QtCore.Signal(float)
     vectors_toggled = QtCore.Signal(bool)
+    antialias_toggled = QtCore.Signal(bool)
 
     def __init__(self, parent: QtWidgets.QWidget | None = None) -> None:
         super().__init__(parent)
@@ -406,9 +425,14 @@ class ControlPanel(QtWidgets.QScrollArea):
             "Focus (click a boid)", self.focus_toggled,
             tooltip("focus", "Single out one boid: its view cone, and the boids it sees (f, esc)."),
         )  # fmt: skip
+        self.antialias = self._check(
+            "Anti-aliasing (FXAA)", self.antialias_toggled,
+            tooltip("antialias", "Smooth the edges with one pass over the picture (software OpenGL, "
+                    "which gets no multisampling; a GPU window is multisampled)."),
+        )  # fmt: skip
         checks = QtWidgets.QGridLayout()
         checks.setSpacing(2)
-        for i, box in enumerate((self.arena, self.axes, self.vectors, self.focus)):
+        for i, box in enumerate((self.arena, self.axes, self.vectors, self.focus, self.antialias)):
             checks.addWidget(box, i // 2, i % 2)
         view_form.addRow(checks)
         column.addWidget(view)
@@ -508,3 +532,152 @@ def _form(parent: QtWidgets.QWidget) -> QtWidgets.QFormLayout:
     form.setHorizontalSpacing(6)
     form.setLabelAlignment(QtCore.Qt.AlignmentFlag.AlignRight | QtCore.Qt.AlignmentFlag.AlignVCenter)
     return form
+
+
+class WorldPanel(QtWidgets.QWidget):
+    """The World tab: the selected thing's place, turn and size; adding things where the user
+    last clicked; deleting; undoing. Emits requests only, as :class:`ControlPanel` does.
+
+    Signals: ``position_edited((x, y, z))``, ``rotation_edited((yaw, pitch, roll))``,
+    ``scale_edited(factor)``, ``add_chosen(what)`` (a primitive's shape, ``attractor`` or
+    ``predator``), ``delete_clicked()``, ``undo_clicked()``.
+    """
+
+    position_edited = QtCore.Signal(object)
+    rotation_edited = QtCore.Signal(object)
+    scale_edited = QtCore.Signal(float)
+    add_chosen = QtCore.Signal(str)
+    delete_clicked = QtCore.Signal()
+    undo_clicked = QtCore.Signal()
+
+    HINT = (
+        "Click an object, attractor or predator to select it; drag it to move it over the ground "
+        "(ctrl-drag: up and down). Right-click: add here, delete. Del deletes, ctrl+z undoes. "
+        "Save… writes the world into a scene file."
+    )
+
+    def __init__(self, parent: QtWidgets.QWidget | None = None) -> None:
+        from flock3d.viewer.editing import PRIMITIVES
+
+        super().__init__(parent)
+        column = QtWidgets.QVBoxLayout(self)
+        column.setContentsMargins(6, 6, 6, 6)
+        column.setSpacing(6)
+        hint = QtWidgets.QLabel(self.HINT)
+        hint.setWordWrap(True)
+        hint.setStyleSheet("color: #9aa6bf;")
+        column.addWidget(hint)
+
+        box = QtWidgets.QGroupBox("Selected")
+        form = _form(box)
+        self.selected = QtWidgets.QLabel("nothing")
+        form.addRow("", self.selected)
+        self.position = [self._spin(-1e6, 1e6, 2, "position", f"{axis} of its origin") for axis in "xyz"]
+        self.rotation = [
+            self._spin(-360.0, 360.0, 1, "rotation", what, " °") for what in ("yaw", "pitch", "roll")
+        ]
+        self.scale = self._spin(1e-3, 1e3, 3, "scale", "Scale factor (along x; y and z in proportion)", " x")
+        self.scale.setSingleStep(0.1)
+        for label, spins, signal in (("Position", self.position, self.position_edited),
+                                     ("Rotation", self.rotation, self.rotation_edited)):  # fmt: skip
+            row = QtWidgets.QHBoxLayout()
+            row.setSpacing(3)
+            for spin in spins:
+                row.addWidget(spin)
+                spin.valueChanged.connect(lambda _, spins=spins, signal=signal: signal.emit(
+                    tuple(s.value() for s in spins)))  # fmt: skip
+            form.addRow(label, row)
+        self.scale.valueChanged.connect(self.scale_edited.emit)
+        form.addRow("Scale", self.scale)
+        column.addWidget(box)
+
+        add = QtWidgets.QHBoxLayout()
+        self.what = QtWidgets.QComboBox()
+        self.what.addItems([*PRIMITIVES, "attractor", "predator"])
+        self.what.setToolTip("What to add where you last clicked (right-click the view to add at once).")
+        self.buttons: dict[str, QtWidgets.QPushButton] = {}
+        add.addWidget(self.what, 1)
+        for name, text, tip, signal in (
+            ("add", "Add", "Add it where you last clicked (sets scene keys objects, attractors, "
+             "predators.count)", lambda: self.add_chosen.emit(self.what.currentText())),
+            ("delete", "Delete", "Remove the selected thing (del)", self.delete_clicked.emit),
+            ("undo", "Undo", "Undo the last edit of the world (ctrl+z)", self.undo_clicked.emit),
+        ):  # fmt: skip
+            button = QtWidgets.QPushButton(text)
+            button.setToolTip(tip)
+            button.setObjectName(f"button_{name}")
+            button.setFocusPolicy(QtCore.Qt.FocusPolicy.NoFocus)
+            button.clicked.connect(signal)
+            self.buttons[name] = button
+            add.addWidget(button)
+        column.addLayout(add)
+        column.addStretch(1)
+        self.show_selection(None)
+
+    @staticmethod
+    def _spin(low, high, decimals, field, what, suffix="") -> QtWidgets.QDoubleSpinBox:
+        spin = QtWidgets.QDoubleSpinBox()
+        spin.setRange(low, high)
+        spin.setDecimals(decimals)
+        spin.setSuffix(suffix)
+        spin.setKeyboardTracking(False)
+        spin.setMinimumWidth(70)
+        spin.setToolTip(tooltip(field, what))
+        return spin
+
+    def show_selection(self, title: str | None, position=None, rotation=None, scale=None) -> None:
+        """Show what is selected (None: nothing): its ``title``, and where given its position,
+        rotation and scale factor (the rest disabled), without emitting edits."""
+        self.selected.setText(title or "nothing (click something in the view)")
+        for spins, values in ((self.position, position), (self.rotation, rotation), ([self.scale], scale)):
+            values = None if values is None else np.atleast_1d(values)
+            for k, spin in enumerate(spins):
+                spin.setEnabled(values is not None)
+                if values is not None:
+                    ControlPanel.quietly(spin, lambda spin=spin, v=float(values[k]): spin.setValue(v))
+        self.buttons["delete"].setEnabled(title is not None)
+
+
+def scene_entries() -> list[tuple[str, str, str]]:
+    """The shipped scenes as the browser lists them: (name to open it by, its title, its
+    description), in the library's order (``flock3d scenes``'s)."""
+    from flock3d.scene import resolve_scene, shipped_scenes
+
+    entries = []
+    for name in shipped_scenes():
+        scene = resolve_scene(name)
+        entries.append((name, scene.name, scene.description))
+    return entries
+
+
+class SceneBrowser(QtWidgets.QWidget):
+    """The Scenes tab: every shipped scene by name, title and description; double-click (or
+    Open) opens one. ``scene_chosen(name)`` asks the window to open it."""
+
+    scene_chosen = QtCore.Signal(str)
+
+    def __init__(self, entries: list[tuple[str, str, str]], parent: QtWidgets.QWidget | None = None) -> None:
+        super().__init__(parent)
+        column = QtWidgets.QVBoxLayout(self)
+        column.setContentsMargins(6, 6, 6, 6)
+        self.list = QtWidgets.QListWidget()
+        self.list.setWordWrap(True)
+        self.list.setToolTip("The scenes shipped with flock3d (flock3d scenes); double-click one to open it.")
+        for name, title, description in entries:
+            item = QtWidgets.QListWidgetItem(f"{title}   ·   {name}\n{description}")
+            item.setData(QtCore.Qt.ItemDataRole.UserRole, name)
+            item.setToolTip(f"flock3d view {name}\n{description}")
+            self.list.addItem(item)
+        self.list.itemActivated.connect(self._chosen)  # a double-click, or Enter
+        column.addWidget(self.list, 1)
+        self.open = QtWidgets.QPushButton("Open")
+        self.open.setToolTip("Open the scene selected in the list")
+        self.open.clicked.connect(lambda: self._chosen(self.list.currentItem()))
+        column.addWidget(self.open)
+
+    def names(self) -> list[str]:
+        return [self.list.item(i).data(QtCore.Qt.ItemDataRole.UserRole) for i in range(self.list.count())]
+
+    def _chosen(self, item) -> None:
+        if item is not None:
+            self.scene_chosen.emit(item.data(QtCore.Qt.ItemDataRole.UserRole))

@@ -50,8 +50,8 @@ OTHER_BOID_COLOR = (0.55, 0.6, 0.72)
 
 
 class Clicks:
-    """Tells clicks of button 1 from drags: :meth:`press`, then :meth:`release` says
-    whether the pair was a click."""
+    """Tells clicks from drags: :meth:`press`, then :meth:`release` says whether the pair was
+    a click (of button 1 by default)."""
 
     def __init__(self) -> None:
         self._pressed: np.ndarray | None = None
@@ -60,10 +60,11 @@ class Clicks:
         """The mouse went down at canvas pixel ``pos`` (x, y)."""
         self._pressed = np.asarray(pos[:2], dtype=float)
 
-    def release(self, pos, button: int) -> bool:
-        """The mouse's ``button`` came up at ``pos``: True for a click of button 1."""
+    def release(self, pos, button: int, buttons: tuple[int, ...] = (1,)) -> bool:
+        """The mouse's ``button`` came up at ``pos``: True for a click of one of ``buttons``
+        (another button's release leaves the press waiting)."""
         pressed = self._pressed
-        if pressed is None or button != 1:
+        if pressed is None or button not in buttons:
             return False
         self._pressed = None
         return bool(np.linalg.norm(np.asarray(pos[:2], dtype=float) - pressed) <= CLICK_SLOP_PX)

@@ -14,7 +14,12 @@ state and never owns it). What it draws, back to front:
 - optional fading trails (the last seconds of each path) and debug lines
   (each boid's velocity and its last step's steering);
 - a quiet outline of the arena (the sphere's rim as seen from the camera and its
-  equator; a box's edges), obstacles, the path and attractors.
+  equator; a box's edges), obstacles, the path and attractors;
+- the world's objects, lit by the sun and the sky and fogged as the boids are, a grid on
+  the ground and the flock's shadows on it (:mod:`flock3d.viewer.scenery`).
+
+Light: one sun, fixed in the world (:data:`SUN`), lights the objects and the boids, whose
+faces are shaded by their normals: a boid banking into a turn catches the light or loses it.
 
 Banking: a boid rolls into a turn as an aircraft does, by ``atan(a_lat / g)`` where
 ``a_lat`` is its acceleration across its heading in the last step (smoothed over
@@ -49,6 +54,7 @@ from flock3d.viewer.colors import (
     uniform_colors,
 )
 from flock3d.viewer.meshes import mesh, speck, wing_beat
+from flock3d.viewer.scenery import Scenery, grid_spacing
 from flock3d.viewer.visuals import Boids, Segments, Sky, Trails
 
 __all__ = [
@@ -60,6 +66,8 @@ __all__ = [
     "frame_distance",
     "arena_lines",
     "arena_bounds",
+    "world_extent",
+    "sun_direction",
 ]
 
 ARENA_COLOR = (0.6, 0.72, 1.0, 0.16)
@@ -69,6 +77,8 @@ ATTRACTOR_COLOR = (1.0, 0.92, 0.4, 1.0)
 TRAIL_COLOR = (0.8, 0.88, 1.0, 0.55)
 VELOCITY_COLOR = (0.45, 0.95, 1.0, 0.9)
 STEERING_COLOR = (1.0, 0.55, 0.2, 0.9)
+SELECTION_COLOR = (0.35, 0.95, 1.0, 0.95)
+"""The outline of what is selected for editing."""
 FOG_COLOR = tuple(0.5 * (np.asarray(SKY_TOP) + np.asarray(SKY_BOTTOM)))
 PREDATOR_SCALE = 2.2
 """Predators are drawn this many times larger than boids."""
@@ -98,6 +108,12 @@ VELOCITY_SECONDS = 0.4
 """A velocity line shows where the boid will be in this many seconds."""
 STEERING_SECONDS2 = 0.05
 """A steering line is the acceleration times this (s^2): 20 units/s^2 draws one unit."""
+SUN = (0.6, 0.5, 0.8)
+"""Towards the sun in a world whose up is +y (x, up, z): low (27 degrees up), a dusk sun to match the sky."""
+FOG_HORIZON = 4.0
+"""Objects are lost in the fog this many world diameters beyond the far side of the world."""
+PLANE_EXTENT = 25.0
+"""A plane is drawn this many world sizes (:func:`world_size`) each way, far into the fog."""
 
 
 def frame_distance(radius: float, fov_deg: float = CAMERA_FOV, margin: float = 1.12) -> float:
@@ -162,6 +178,34 @@ def arena_lines(params: Params, eye: np.ndarray | None = None, into: np.ndarray 
     if params.arena_shape in BOX_SHAPES:
         return _box_lines(np.asarray(params.half_extents, np.float64), c, planar)
     return np.zeros((0, 3), np.float32)
+
+
+def sun_direction(up) -> np.ndarray:
+    """Unit vector towards the sun in a world whose up is ``up`` (+y, or +z for a planar flock)."""
+    x, high, z = SUN
+    sun = np.array([x, high, z]) if up[1] == 1.0 else np.array([x, z, high])
+    return sun / np.linalg.norm(sun)
+
+
+def world_extent(params: Params) -> tuple[np.ndarray, float]:
+    """Centre and radius of the world a camera frames: the arena's (:func:`arena_bounds`), or in
+    open space an arena object's bounding sphere about its origin (where it starts)."""
+    arena = next((o for o in params.objects if o.role == "arena"), None)
+    if params.arena_shape != "none" or arena is None:
+        return np.asarray(params.arena_center, np.float64), arena_bounds(params)
+    from flock3d.viewer.world import Frames, object_mesh
+
+    origins, rotations = Frames([arena]).at(0.0)
+    vertices = origins[0] + object_mesh(arena, 0.0).vertices @ rotations[0].T
+    centre = 0.5 * (vertices.min(axis=0) + vertices.max(axis=0))
+    return centre, float(np.max(np.linalg.norm(vertices - centre, axis=1)))
+
+
+def _arena_of(params: Params) -> tuple:
+    """What :func:`world_extent` depends on."""
+    arena = next((o for o in params.objects if o.role == "arena"), None)
+    return (params.arena_shape, params.arena_radius, params.arena_center, params.half_extents,
+            params.dimensions, arena)  # fmt: skip
 
 
 def arena_bounds(params: Params) -> float:
@@ -266,12 +310,16 @@ class FlockVisuals:
         self.show_vectors = hints.show_vectors
         self.last: FrameData | None = None
         self.camera_frame: CameraFrame | None = None
+        self._state: FlockState | None = None
         self._bank = np.zeros(0)
         self._time: float | None = None
         self._trail: dict | None = None
 
         self.sky = Sky(SKY_TOP, SKY_BOTTOM, parent=view.scene)
         self.sky.order = -1000  # first, behind everything
+        self.scenery = Scenery(view)
+        self._world = world_extent(params)
+        self._world_of = _arena_of(params)
         vertices, faces = mesh(hints.mesh)
         self.boids = Boids(vertices, faces, wing_beat(hints.mesh), parent=view.scene)
         self.species_boids: dict[str, Boids] = {}
@@ -289,6 +337,7 @@ class FlockVisuals:
         self.arena = self._segments()
         self.obstacles = self._segments()
         self.path = self._segments(width=2.0)
+        self.selected = self._segments(width=2.0)
         # Markers without data break vispy's bounds computation, even hidden: start with a point.
         self.attractors = scene.visuals.Markers(pos=np.zeros((1, 3), np.float32), parent=view.scene)
         self.attractors.set_gl_state("translucent", depth_test=True)
@@ -303,8 +352,12 @@ class FlockVisuals:
         return lines
 
     def _show_world(self, params: Params, show_arena: bool) -> None:
-        """(Re)build the obstacles, path and attractors for ``params``; the arena follows the camera."""
+        """(Re)build the objects, obstacles, path and attractors; the arena outline follows the camera."""
         self.show_arena = show_arena  # wished for; an open arena has nothing to show
+        if _arena_of(params) != self._world_of:
+            self._world, self._world_of = world_extent(params), _arena_of(params)
+        if params.objects != self.scenery.objects:
+            self.scenery.set_objects(params.objects, PLANE_EXTENT * self._world[1])
         self.obstacles.set_segments(obstacle_lines(params), OBSTACLE_COLOR)
         self.path.set_segments(path_lines(params), PATH_COLOR)
         n_attractors = len(params.attractors)
@@ -336,7 +389,7 @@ class FlockVisuals:
 
         def layout(p: Params):
             arena = (p.arena_radius, p.arena_center, p.arena_shape, p.dimensions)
-            return arena + (p.obstacles, p.path, p.attractors)
+            return arena + (p.obstacles, p.path, p.attractors, p.objects)
 
         show = self.show_arena if show_arena is None else show_arena
         if show_arena is not None or layout(params) != layout(self.params):
@@ -402,9 +455,45 @@ class FlockVisuals:
     def framed(self, positions: np.ndarray | None = None) -> tuple[np.ndarray, float]:
         """Centre and radius of what the camera should frame: the arena, or the flock in open space."""
         p = self.params
-        if p.arena_shape != "none" or positions is None or len(positions) == 0:
-            return np.asarray(p.arena_center, np.float64), arena_bounds(p)
+        if p.arena_shape != "none" or positions is None or len(positions) == 0 or self._has_arena_object():
+            return self._world
         return self.flock_extent(positions)
+
+    def show_selection(self, selection) -> None:
+        """Outline what is selected for editing, where it is drawn now: ``selection`` (kind,
+        index) of :class:`~flock3d.viewer.editing.Selection`, or None for nothing."""
+        if selection is None or self._state is None:
+            self.selected.visible = False
+            return
+        kind, k = selection
+        if kind == "object":
+            lines = self._object_outline(k)
+        else:
+            state = self._state
+            centre = (
+                self.params.attractors[k].position if kind == "attractor" else state.predator_positions[k]
+            )
+            half = 1.5 * self.boid_size * (PREDATOR_SCALE if kind == "predator" else 1.0)
+            lines = _box_lines(np.full(3, half), centre, planar=False)
+        self.selected.set_segments(lines, SELECTION_COLOR)
+
+    def _object_outline(self, k: int) -> np.ndarray:
+        """The edges of object ``k``'s box in its own frame (a plane's: a square the world's size)."""
+        mesh = self.scenery.meshes[k]
+        low, high = mesh.vertices.min(axis=0).astype(float), mesh.vertices.max(axis=0).astype(float)
+        if self.params.objects[k].shape == "plane":
+            r = self._world[1]
+            low, high = np.array([-r, 0.0, -r]), np.array([r, 0.0, r])
+        lines = _box_lines(0.5 * (high - low), 0.5 * (high + low), planar=False)
+        return self.scenery.origins[k] + lines @ self.scenery.rotations[k].T
+
+    @property
+    def world_radius(self) -> float:
+        """Radius of the world the camera frames (:func:`world_extent`), world units."""
+        return self._world[1]
+
+    def _has_arena_object(self) -> bool:
+        return any(o.role == "arena" for o in self.params.objects)
 
     def frame(
         self, positions: np.ndarray | None = None, target: tuple[np.ndarray, float] | None = None
@@ -479,25 +568,37 @@ class FlockVisuals:
             and (frame.eye is None or np.allclose(frame.eye, self.camera_frame.eye))
         )
         self.camera_frame = frame
-        towards_light = -(frame.into - 0.55 * frame.up + 0.3 * frame.right)
-        towards_light /= np.linalg.norm(towards_light)
+        world_up = up_axis(self.params)
+        towards_light = sun_direction(world_up)
         centre, radius = self.framed(state.positions)
         tr = self.view.scene.node_transform(self.view.canvas.scene)
         w_near, w_far = tr.map(np.array([centre - radius * frame.into, centre + radius * frame.into]))[:, 3]
+        fogged = frame.eye is not None and w_far > w_near
+        # The world's objects clear up to the far side of the world (the flock's ball in open
+        # space would fog the objects around it), then lost in the sky FOG_HORIZON diameters on.
+        world_centre, world_radius = self._world
+        near, far = tr.map(np.array([world_centre - world_radius * frame.into,
+                                     world_centre + world_radius * frame.into]))[:, 3]  # fmt: skip
+        self.scenery.aim(
+            towards_light, world_up, frame.eye if frame.eye is not None else centre - 1e9 * frame.into,
+            (SKY_TOP, SKY_BOTTOM),
+            (far, far, far + FOG_HORIZON * (far - near)) if fogged and far > near else (1e30, 2e30, 3e30),
+            0.0, grid_spacing(world_radius),
+        )  # fmt: skip
         w, h = self.view.canvas.size
         bodies = (self.boids, *self.species_boids.values(), self.specks)
         sizes = [(body, self.boid_size) for body in bodies]
         sizes.append((self.predators, self.boid_size * PREDATOR_SCALE))
         for visual, size in sizes:
             u = visual.uniforms
-            u["u_up"] = tuple(float(x) for x in up_axis(self.params))
+            u["u_up"] = tuple(float(x) for x in world_up)
             u["u_size"] = float(size)
             u["u_min_px"] = MIN_BOID_PIXELS * self.pixel_scale
             u["u_half_viewport"] = (w / 2.0, h / 2.0)
             u["u_camera_right"] = tuple(float(x) for x in frame.right)
             u["u_light"] = tuple(float(x) for x in towards_light)
             u["u_fog_color"] = FOG_COLOR
-            if frame.eye is not None and w_far > w_near:
+            if fogged:
                 u["u_fog"] = (float(w_near + 0.3 * (w_far - w_near)), float(w_far))
                 u["u_fog_max"] = FOG_MAX
             else:
@@ -685,6 +786,12 @@ class FlockVisuals:
             np.tile(np.asarray(PREDATOR_COLOR, np.float32), (m, 1)),
         )
         self._update_halos(state)
+        bodies = [
+            (state.positions, self.boid_size),
+            (state.predator_positions, self.boid_size * PREDATOR_SCALE),
+        ]
+        self.scenery.update(state.time, bodies, up_axis(self.params))
+        self._state = state
         self._update_trails(state.positions, state.time)
         self._update_vectors(state, acceleration)
         self.last = frame

@@ -21,16 +21,20 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from flock3d.core.params import Params
 from flock3d.core.state import FlockState
+from flock3d.core.terms.objects import Object, needs_field
 from flock3d.flock import Flock
 from flock3d.scene import Scene
+from flock3d.viewer.world import shape_key
 
-__all__ = ["FixedStepClock", "Session", "Snapshot"]
+__all__ = ["FixedStepClock", "Session", "Snapshot", "World"]
 
 
 @dataclass
@@ -114,6 +118,26 @@ class Snapshot:
         return self.state.step_count
 
 
+class World(NamedTuple):
+    """What the viewer's edits change (:mod:`flock3d.viewer.editing`): the objects, the
+    attractors and the predators, as ``(positions (M, 3), velocities (M, 3), orientations
+    (M, 4))``. Compared as values, so an undo can tell whether anything changed."""
+
+    objects: tuple[Object, ...]
+    attractors: tuple
+    predators: tuple[np.ndarray, np.ndarray, np.ndarray]
+
+    def __eq__(self, other) -> bool:
+        return (
+            isinstance(other, World)
+            and self.objects == other.objects
+            and self.attractors == other.attractors
+            and all(np.array_equal(a, b) for a, b in zip(self.predators, other.predators, strict=True))
+        )
+
+    __hash__ = None  # type: ignore[assignment]
+
+
 class Session:
     """A scene being watched: the flock, pausing, stepping, and live parameter edits.
 
@@ -144,6 +168,9 @@ class Session:
         self._first_step_done = threading.Event()
         self.error: BaseException | None = None
         """An exception that stopped the worker (shown by the viewer), or None."""
+        self._fields: Mapping[int, Any] | None = self.flock.fields
+        self._field_of: dict[Object, Any] = {}
+        self._remember_fields(self.params.objects, self._fields)
 
     @property
     def params(self) -> Params:
@@ -195,16 +222,64 @@ class Session:
             self._publish()
 
     def _new_flock(self, params: Params, seed: int) -> Flock:
-        """A new flock with these parameters, keeping the user's rules and forces (--rules) and the
-        scene's meshes' grids."""
-        return Flock(params, seed, rules=self.flock.rules, forces=self.flock.forces, fields=self.scene.fields)
+        """A new flock with these parameters, keeping the user's rules and forces (--rules) and
+        the fields of the objects read from files."""
+        return Flock(params, seed, rules=self.flock.rules, forces=self.flock.forces, fields=self._fields)
 
     def load(self, scene: Scene) -> None:
         """Start watching another scene."""
         with self.lock:
             self.scene = scene
             self.seed = scene.seed
+            self._fields = scene.fields
+            self._remember_fields(scene.params.objects, scene.fields)
             self._replace_flock(self._new_flock(scene.params, scene.seed))
+
+    # -- the world's edits ------------------------------------------------------------------
+
+    def world(self) -> World:
+        """The objects, attractors and predators now (copies)."""
+        with self.lock:
+            state = self.flock.state
+            predators = (state.predator_positions, state.predator_velocities, state.predator_orientations)
+            return World(self.params.objects, self.params.attractors, tuple(a.copy() for a in predators))
+
+    def set_world(self, world: World) -> Params:
+        """Make ``world`` the running flock's, between steps; the boids go on from where they are.
+
+        Raises:
+            ValueError: the objects or attractors are refused (the message names them); then
+                nothing changes.
+        """
+        with self.lock:
+            params = self.params.replace(
+                objects=world.objects, attractors=world.attractors, predator_count=len(world.predators[0])
+            )
+            fields = self._fields_for(params)
+            state = self.flock.state
+            positions, velocities, orientations = (np.array(a, dtype=np.float64) for a in world.predators)
+            state.predator_positions, state.predator_velocities = positions, velocities
+            state.predator_orientations = orientations
+            self.flock.params = params
+            self.flock.fields = self._fields = fields
+            self._publish()
+            return params
+
+    def _remember_fields(self, objects, fields: Mapping[int, Any] | None) -> None:
+        for k, field in (fields or {}).items():
+            self._field_of[shape_key(objects[k])] = field
+
+    def _fields_for(self, params: Params) -> dict[int, Any] | None:
+        """The fields of the objects read from files, by their places in ``params.objects``:
+        those known already (moved, turned, renumbered), else read (rescaled ones)."""
+        objects = params.objects
+        if not any(needs_field(o) for o in objects):
+            return None
+        if any(needs_field(o) and shape_key(o) not in self._field_of for o in objects):
+            from flock3d.io.meshes import object_fields  # the world extra, as loading the scene needed
+
+            self._remember_fields(objects, object_fields(params))
+        return {k: self._field_of[shape_key(o)] for k, o in enumerate(objects) if needs_field(o)}
 
     def reset(self) -> None:
         """Start over from the same seed, keeping the current parameters."""
@@ -223,8 +298,8 @@ class Session:
         return self.params
 
     def current_scene(self) -> Scene:
-        """The scene as it is now (current parameters and seed), e.g. to save it."""
-        return self.scene.replace(params=self.params, seed=self.seed)
+        """The scene as it is now (current parameters, seed and fields), e.g. to save it."""
+        return self.scene.replace(params=self.params, seed=self.seed, fields=self._fields)
 
     # -- time ---------------------------------------------------------------------------
 

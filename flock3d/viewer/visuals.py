@@ -1,4 +1,5 @@
-"""The GPU visuals the renderer is built from: instanced boids, the sky, trails, line segments.
+"""The GPU visuals the renderer is built from: instanced boids, the sky, trails, line segments,
+the world's objects and the flock's shadows on the ground.
 
 Each is a vispy ``Visual`` with its own small shader program and persistent GPU
 buffers: a frame rewrites the buffers in place (``set_subdata``) and allocates
@@ -9,6 +10,9 @@ rotation from its heading, rolls it into its turn, beats its wings, keeps it a
 minimum number of pixels long, lights its faces flat and fades it towards the sky
 with distance. Everything is done per vertex and the fragment shader only writes
 a colour: in software OpenGL (llvmpipe) fragment work and blending cost most.
+
+Objects are lit per vertex too, by the sun and an ambient light from the sky, on the side
+the camera sees; the fragment shader adds only the fog and, on the ground, a grid.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ from vispy.gloo import gl
 from vispy.scene.visuals import create_visual_node
 from vispy.visuals import Visual
 
-__all__ = ["Boids", "Sky", "Trails", "Segments"]
+__all__ = ["Boids", "Sky", "Trails", "Segments", "Objects", "Shadows"]
 
 _BOIDS_VERT = """
 attribute vec3 a_vertex;    // body coordinates: forward +z, up +y, length 1 (3 per face)
@@ -85,7 +89,46 @@ void main() {
 """
 
 
-class BoidsVisual(Visual):
+class _MatrixVisual(Visual):
+    """A visual drawn with the view's whole transform as one matrix (``u_mvp``, world -> clip)
+    and the uniforms in :attr:`uniforms`, which the renderer sets once a frame (but those in
+    ``_CPU_ONLY``, which it reads itself); nothing is drawn while :attr:`count` is 0."""
+
+    _CPU_ONLY: tuple[str, ...] = ()
+
+    def __init__(self, vcode: str, fcode: str, uniforms: dict) -> None:
+        super().__init__(vcode=vcode, fcode=fcode)
+        self.uniforms = uniforms
+        self.count = 0
+        self._mvp = np.eye(4)
+
+    def _prepare_transforms(self, view) -> None:
+        pass  # the transform is read as one matrix when drawing
+
+    def _prepare_draw(self, view) -> bool:
+        if self.count == 0:
+            return False
+        self._mvp = np.asarray(view.transforms.get_transform().map(np.eye(4)), np.float64)
+        self.shared_program["u_mvp"] = self._mvp.astype(np.float32)
+        for name, value in self.uniforms.items():
+            if name not in self._CPU_ONLY:
+                self.shared_program[name] = value
+        return True
+
+    def _compute_bounds(self, axis, view):
+        return None
+
+
+def _write(vbo: gloo.VertexBuffer, values, n: int) -> None:
+    """Rows ``values`` (n, k) into ``vbo``: in place when it holds n rows, else a new buffer."""
+    values = np.ascontiguousarray(values, np.float32).reshape(n, -1)
+    if vbo.size == n:
+        vbo.set_subdata(values)
+    else:
+        vbo.set_data(values)
+
+
+class BoidsVisual(_MatrixVisual):
     """Boids (or predators) as one instanced mesh; see the module docstring.
 
     Args:
@@ -95,7 +138,11 @@ class BoidsVisual(Visual):
     """
 
     def __init__(self, vertices: np.ndarray, faces: np.ndarray, flap: np.ndarray | None = None) -> None:
-        super().__init__(vcode=_BOIDS_VERT, fcode=_BOIDS_FRAG)
+        super().__init__(_BOIDS_VERT, _BOIDS_FRAG, dict(
+            u_up=(0.0, 1.0, 0.0), u_size=1.0, u_min_px=0.0, u_half_viewport=(1.0, 1.0),
+            u_camera_right=(1.0, 0.0, 0.0), u_flap=0.0, u_fog=(1e30, 2e30), u_fog_max=0.0,
+            u_light=(0.0, 0.0, 1.0), u_fog_color=(0.0, 0.0, 0.0), u_ambient=0.45,
+        ))  # fmt: skip
         self._vertex_vbo = gloo.VertexBuffer(np.zeros((3, 3), np.float32))
         self._normal_vbo = gloo.VertexBuffer(np.zeros((3, 3), np.float32))
         self._flap_vbo = gloo.VertexBuffer(np.zeros(3, np.float32))
@@ -109,15 +156,9 @@ class BoidsVisual(Visual):
                 ("a_wing", 1),
             )
         }
-        self.count = 0
         self.set_mesh(vertices, faces, flap)
         self._draw_mode = "triangles"
         self.set_gl_state("opaque", depth_test=True, cull_face=False)
-        self.uniforms = dict(
-            u_up=(0.0, 1.0, 0.0), u_size=1.0, u_min_px=0.0, u_half_viewport=(1.0, 1.0),
-            u_camera_right=(1.0, 0.0, 0.0), u_flap=0.0, u_fog=(1e30, 2e30), u_fog_max=0.0,
-            u_light=(0.0, 0.0, 1.0), u_fog_color=(0.0, 0.0, 0.0), u_ambient=0.45,
-        )  # fmt: skip
         for name, vbo in self._instances.items():
             self.shared_program[name] = vbo
         self.shared_program["a_vertex"] = self._vertex_vbo
@@ -156,12 +197,7 @@ class BoidsVisual(Visual):
             "a_wing": np.zeros(n) if wings is None else wings,
         }
         for name, values in data.items():
-            values = np.ascontiguousarray(values, np.float32).reshape(n, -1)
-            vbo = self._instances[name]
-            if vbo.size == n:
-                vbo.set_subdata(values)
-            else:
-                vbo.set_data(values)  # another count: a new buffer
+            _write(self._instances[name], values, n)
         self.update()
 
     def clip_matrix(self) -> np.ndarray:
@@ -175,22 +211,13 @@ class BoidsVisual(Visual):
         right = np.array([*u["u_camera_right"], 0.0])
         return float(np.linalg.norm((right @ mvp)[:2] * np.asarray(u["u_half_viewport"], np.float64)))
 
-    def _prepare_transforms(self, view) -> None:
-        pass  # the transform is read as one matrix when drawing
+    _CPU_ONLY = ("u_camera_right", "u_half_viewport")  # for pixels_per_unit
 
     def _prepare_draw(self, view) -> bool:
-        if self.count == 0:
+        if not super()._prepare_draw(view):
             return False
-        mvp = np.asarray(view.transforms.get_transform().map(np.eye(4)), np.float64)
-        self.shared_program["u_mvp"] = mvp.astype(np.float32)
-        self.shared_program["u_px_per_unit"] = self.pixels_per_unit(mvp)
-        for name, value in self.uniforms.items():
-            if name not in ("u_camera_right", "u_half_viewport"):
-                self.shared_program[name] = value
+        self.shared_program["u_px_per_unit"] = self.pixels_per_unit(self._mvp)
         return True
-
-    def _compute_bounds(self, axis, view):
-        return None
 
 
 _SEGMENTS_VERT = """
@@ -426,7 +453,226 @@ def _segments(start: np.ndarray, end: np.ndarray) -> np.ndarray:
     return out.reshape(-1, 3)
 
 
+_OBJECTS_VERT = """
+attribute vec3 a_position;  // object coordinates (world coordinates where u_model is the identity)
+attribute vec3 a_normal;    // unit, object coordinates
+attribute vec3 a_color;
+attribute vec2 a_grid;      // on the ground: where the vertex lies along its plane, world units
+attribute float a_ground;   // 1 on the ground (a grid is drawn on it), 0 elsewhere
+
+uniform mat4 u_mvp;         // world -> clip coordinates
+uniform mat4 u_model;       // object -> world: a rotation and a translation
+uniform vec3 u_light;       // towards the sun, unit vector in the world
+uniform vec3 u_up;          // the world's up, where the sky's light comes from
+uniform vec3 u_eye;         // the camera (far away along the view for an orthographic one)
+uniform float u_ambient;    // the sky's share of the light
+
+varying vec3 v_color;
+varying vec2 v_grid;
+varying float v_ground;
+varying float v_depth;
+
+void main() {
+    vec4 world = u_model * vec4(a_position, 1.0);
+    vec3 n = normalize((u_model * vec4(a_normal, 0.0)).xyz);
+    if (dot(n, u_eye - world.xyz) < 0.0) n = -n;  // lit on the side seen (an arena from inside)
+    float sun = max(dot(n, u_light), 0.0);
+    float sky = 0.7 + 0.3 * dot(n, u_up);  // faces turned up see more of the sky
+    v_color = a_color * (u_ambient * sky + (1.0 - u_ambient) * sun);
+    v_grid = a_grid;
+    v_ground = a_ground;
+    gl_Position = u_mvp * world;
+    v_depth = gl_Position.w;
+}
+"""
+
+_OBJECTS_FRAG = """
+uniform vec3 u_sky_top;     // the fog takes the sky's colour on the same row: the far ground
+uniform vec3 u_sky_bottom;  // melts into the sky behind it with no seam
+uniform float u_rows;       // the picture's height in framebuffer pixels
+uniform vec3 u_fog;         // depth (clip w) where the fog starts, reaches u_fog_max, is complete
+uniform float u_fog_max;
+uniform float u_cell;       // the ground's grid spacing, world units (every 5th line brighter)
+
+varying vec3 v_color;
+varying vec2 v_grid;
+varying float v_ground;
+varying float v_depth;
+
+// How much of a grid line of spacing 1 covers this pixel (anti-aliased; 0 where lines would
+// crowd closer than a few pixels, which would only shimmer).
+float grid_line(vec2 g) {
+    vec2 w = fwidth(g);
+    vec2 d = abs(fract(g - 0.5) - 0.5) / max(w, vec2(1e-6));
+    return (1.0 - min(min(d.x, d.y), 1.0)) * (1.0 - smoothstep(0.12, 0.35, max(w.x, w.y)));
+}
+
+void main() {
+    vec3 c = v_color;
+    if (v_ground > 0.5) {
+        vec2 g = v_grid / u_cell;
+        float line = max(0.45 * grid_line(g), grid_line(0.2 * g));
+        c = mix(c, 1.7 * c + 0.05, line);
+    }
+    float fog = u_fog_max * smoothstep(u_fog.x, u_fog.y, v_depth)
+        + (1.0 - u_fog_max) * smoothstep(u_fog.y, u_fog.z, v_depth);
+    vec3 sky = mix(u_sky_bottom, u_sky_top, clamp(gl_FragCoord.y / u_rows, 0.0, 1.0));
+    gl_FragColor = vec4(mix(c, sky, fog), 1.0);
+}
+"""
+
+
+class ObjectsVisual(_MatrixVisual):
+    """Objects as one mesh, lit by the sun and the sky, fogged as the boids are; the ground
+    (vertices with ``a_ground`` 1) carries a grid. See the module docstring.
+
+    Args:
+        arena: the mesh is an arena seen from outside: the faces turned to the camera are
+            culled, so that the far inner wall stands behind the flock.
+    """
+
+    def __init__(self, arena: bool = False) -> None:
+        super().__init__(_OBJECTS_VERT, _OBJECTS_FRAG, dict(
+            u_model=np.eye(4, dtype=np.float32), u_light=(0.0, 1.0, 0.0), u_up=(0.0, 1.0, 0.0),
+            u_eye=(0.0, 0.0, 1e6), u_ambient=0.45, u_sky_top=(0.0, 0.0, 0.0), u_sky_bottom=(0.0, 0.0, 0.0),
+            u_fog=(1e30, 2e30, 3e30),
+            u_fog_max=0.0, u_cell=1.0,
+        ))  # fmt: skip
+        self._buffers = {
+            name: gloo.VertexBuffer(np.zeros((3, width), np.float32))
+            for name, width in (
+                ("a_position", 3),
+                ("a_normal", 3),
+                ("a_color", 3),
+                ("a_grid", 2),
+                ("a_ground", 1),
+            )
+        }
+        for name, vbo in self._buffers.items():
+            self.shared_program[name] = vbo
+        self._index_buffer = gloo.IndexBuffer(np.zeros((1, 3), np.uint32))
+        self._draw_mode = "triangles"
+        # Wound counter-clockwise seen from outside: an arena's front faces are those turned to the camera.
+        self.set_gl_state("opaque", depth_test=True, cull_face="front" if arena else False)
+
+    def set_mesh(self, vertices, normals, faces, colors, grid=None, ground=None) -> None:
+        """The triangles to draw: (V, 3) vertices and unit normals, (F, 3) faces, (V, 3) colours,
+        (V, 2) grid coordinates and (V,) ground flags (default none)."""
+        n = len(vertices)
+        self.count = len(faces)
+        self.visible = self.count > 0
+        if self.count == 0:
+            return
+        data = {
+            "a_position": vertices,
+            "a_normal": normals,
+            "a_color": colors,
+            "a_grid": np.zeros((n, 2)) if grid is None else grid,
+            "a_ground": np.zeros(n) if ground is None else ground,
+        }
+        for name, values in data.items():
+            self._buffers[name].set_data(np.ascontiguousarray(values, np.float32).reshape(n, -1))
+        self._index_buffer.set_data(np.ascontiguousarray(faces, np.uint32))
+        self.update()
+
+    def _prepare_draw(self, view) -> bool:
+        # The picture's height in framebuffer pixels, as the sky's bands are laid out (SkyVisual).
+        corners = view.get_transform("render", "framebuffer").map(np.array([[-1.0, 1.0], [1.0, -1.0]]))
+        rows = abs(corners[1, 1] / corners[1, 3] - corners[0, 1] / corners[0, 3])
+        self.shared_program["u_rows"] = float(max(rows, 1.0))
+        return super()._prepare_draw(view)
+
+    def set_frame(self, origin, rotation) -> None:
+        """Place the mesh: ``world = origin + rotation @ local`` ((3,) and (3, 3))."""
+        model = np.eye(4, dtype=np.float32)
+        model[:3, :3] = np.asarray(rotation, np.float32).T  # rows: the images of the basis vectors
+        model[3, :3] = origin
+        self.uniforms["u_model"] = model
+        self.update()
+
+
+_SHADOWS_VERT = """
+attribute vec2 a_corner;    // the quad's corner, in [-1, 1]^2
+attribute vec3 a_center;    // per shadow: where it lies on the ground, world units
+attribute vec3 a_normal;    // per shadow: the ground's unit normal there
+attribute vec2 a_shape;     // per shadow: radius (world units), darkness (0 to 1)
+uniform mat4 u_mvp;
+varying vec2 v_corner;
+varying float v_dark;
+varying float v_depth;
+
+void main() {
+    vec3 n = a_normal;
+    vec3 t = normalize(cross(n, abs(n.x) < 0.9 ? vec3(1.0, 0.0, 0.0) : vec3(0.0, 1.0, 0.0)));
+    vec3 b = cross(n, t);
+    // Lifted off the ground by a share of its distance from the camera, which keeps it in
+    // front of the ground at any depth without a polygon offset left set for other visuals.
+    float w = (u_mvp * vec4(a_center, 1.0)).w;
+    vec3 p = a_center + a_shape.x * (a_corner.x * t + a_corner.y * b) + n * (0.002 * w);
+    gl_Position = u_mvp * vec4(p, 1.0);
+    v_corner = a_corner;
+    v_dark = a_shape.y;
+    v_depth = gl_Position.w;
+}
+"""
+
+_SHADOWS_FRAG = """
+uniform vec3 u_fog;
+uniform float u_fog_max;
+varying vec2 v_corner;
+varying float v_dark;
+varying float v_depth;
+
+void main() {
+    float r = length(v_corner);
+    if (r > 1.0) discard;
+    float fog = u_fog_max * smoothstep(u_fog.x, u_fog.y, v_depth)
+        + (1.0 - u_fog_max) * smoothstep(u_fog.y, u_fog.z, v_depth);
+    gl_FragColor = vec4(0.0, 0.01, 0.03, v_dark * (1.0 - smoothstep(0.25, 1.0, r)) * (1.0 - fog));
+}
+"""
+
+
+class ShadowsVisual(_MatrixVisual):
+    """Soft dark discs lying on the ground under the boids, instanced: per shadow only its
+    centre, the ground's normal there, its radius and darkness go to the GPU."""
+
+    def __init__(self) -> None:
+        super().__init__(_SHADOWS_VERT, _SHADOWS_FRAG, dict(u_fog=(1e30, 2e30, 3e30), u_fog_max=0.0))
+        self.shared_program["a_corner"] = gloo.VertexBuffer(
+            np.array([[-1, -1], [1, -1], [1, 1], [-1, -1], [1, 1], [-1, 1]], np.float32)
+        )
+        self._instances = {
+            name: gloo.VertexBuffer(np.zeros((1, width), np.float32), divisor=1)
+            for name, width in (("a_center", 3), ("a_normal", 3), ("a_shape", 2))
+        }
+        for name, vbo in self._instances.items():
+            self.shared_program[name] = vbo
+        self._draw_mode = "triangles"
+        # Depth is tested, not written: overlapping shadows darken each other. Writing is turned
+        # back on after drawing (see draw), since vispy leaves the mask as a visual sets it.
+        self.set_gl_state("translucent", depth_test=True, depth_mask=False)
+
+    def draw(self) -> None:
+        super().draw()
+        gloo.get_current_canvas().context.set_depth_mask(True)
+
+    def set_shadows(self, centers, normals, radii, darkness) -> None:
+        """(S, 3) centres on the ground and its unit normals there, (S,) radii and darkness."""
+        n = len(centers)
+        self.count = n
+        self.visible = n > 0
+        if n == 0:
+            return
+        _write(self._instances["a_center"], centers, n)
+        _write(self._instances["a_normal"], normals, n)
+        _write(self._instances["a_shape"], np.c_[radii, darkness], n)
+        self.update()
+
+
 Boids = create_visual_node(BoidsVisual)
 Sky = create_visual_node(SkyVisual)
 Segments = create_visual_node(SegmentsVisual)
 Trails = create_visual_node(TrailsVisual)
+Objects = create_visual_node(ObjectsVisual)
+Shadows = create_visual_node(ShadowsVisual)

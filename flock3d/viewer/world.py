@@ -1,0 +1,403 @@
+"""The world's objects as the viewer draws them: triangles, frames and the ground (numpy only).
+
+Each object of ``Params.objects`` becomes a triangle mesh in its own scaled local frame
+(:func:`object_mesh`): primitives tessellated here (a box's faces flat, round shapes smooth),
+a mesh file's triangles as read (:func:`flock3d.io.meshes.read_mesh`), a heightfield's nodes
+as a grid. :class:`Frames` places each object at a simulated time exactly as the engines do
+(:func:`flock3d.core.terms.objects.object_frame`). Planes and heightfields are the ground:
+:func:`ground_under` finds where the vertical through a point meets it (the flock's shadows),
+and :func:`ray_distances` finds where a ray meets triangles (an object picked with the mouse).
+
+Every mesh is wound counter-clockwise seen from the side its normals point to (outside a
+closed shape, above the ground), so that an arena object can be drawn with the faces turned
+to the camera culled: its far inner wall as a backdrop behind the flock.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import NamedTuple
+
+import numpy as np
+
+from flock3d.core import geometry
+from flock3d.core.quaternion import to_matrices
+from flock3d.core.terms.objects import HEIGHTFIELD_SAMPLES, Object, object_frame, pack_objects, scales
+from flock3d.viewer.colors import hex_color
+
+__all__ = [
+    "ObjectMesh",
+    "Frames",
+    "Ground",
+    "object_mesh",
+    "object_heights",
+    "grounds_of",
+    "ground_of",
+    "shape_key",
+    "ground_under",
+    "ray_distances",
+    "is_ground",
+    "object_color",
+    "OBSTACLE_FILL",
+    "ARENA_FILL",
+    "GROUND_FILL",
+]
+
+OBSTACLE_FILL = (0.63, 0.59, 0.55)
+"""An obstacle without a ``color`` of its own: warm stone, lighter than any sky colour."""
+ARENA_FILL = (0.36, 0.43, 0.56)
+"""An arena object without a ``color``: a slate blue wall behind the flock."""
+GROUND_FILL = (0.27, 0.33, 0.29)
+"""A plane or heightfield without a ``color``: dark moss, darker than the boids."""
+SEGMENTS = 48
+"""Segments around a round shape (sphere, cylinder, capsule, torus)."""
+MAX_DRAWN_SIDE = 257
+"""A heightfield is drawn with at most this many nodes a side (every k-th node of a larger image)."""
+PLANE_CELLS = 16
+"""Cells a side of a plane's square (so that per-vertex work varies across it)."""
+
+
+class ObjectMesh(NamedTuple):
+    """Triangles of one object in its scaled local frame.
+
+    ``vertices`` and ``normals`` (V, 3) float32 (unit normals); ``faces`` (F, 3) uint32, each
+    counter-clockwise seen from where its normals point; ``ground``: a plane or heightfield.
+    """
+
+    vertices: np.ndarray
+    normals: np.ndarray
+    faces: np.ndarray
+    ground: bool = False
+
+
+def shape_key(o: Object) -> Object:
+    """What an object's triangles (and a mesh's grid) depend on: all but where it is, how it
+    moves and how it looks."""
+    return o._replace(position=None, rotation=None, motion=None, color=None)
+
+
+def is_ground(o: Object) -> bool:
+    """Whether the object is ground the flock flies over (a plane or a heightfield)."""
+    return o.shape in ("plane", "heightfield")
+
+
+def object_color(o: Object) -> tuple[float, float, float]:
+    """The object's fill, sRGB in [0, 1]: its ``color``, else a default by its role."""
+    if o.color:
+        return hex_color(o.color)
+    if is_ground(o):
+        return GROUND_FILL
+    return ARENA_FILL if o.role == "arena" else OBSTACLE_FILL
+
+
+# -- tessellation ---------------------------------------------------------------------------
+
+
+def _revolve(profile: np.ndarray, segments: int = SEGMENTS) -> ObjectMesh:
+    """A surface of revolution about the Y axis.
+
+    Args:
+        profile: (M, 4) rows ``(rho, y, n_rho, n_y)``: a polyline in the half plane rho >= 0
+            and its unit normals there, in order; each pair of rows is revolved into a band.
+    """
+    theta = np.linspace(0.0, 2.0 * np.pi, segments + 1)
+    c, s = np.cos(theta), np.sin(theta)
+    rho, y, nr, ny = (profile[:, i, None] for i in range(4))
+    vertices = np.stack([rho * c, np.broadcast_to(y, (len(profile), segments + 1)), rho * s], axis=-1)
+    normals = np.stack([nr * c, np.broadcast_to(ny, vertices.shape[:2]), nr * s], axis=-1)
+    idx = np.arange(vertices.shape[0] * vertices.shape[1]).reshape(vertices.shape[:2])
+    a, b, cc, d = idx[:-1, :-1], idx[1:, :-1], idx[1:, 1:], idx[:-1, 1:]
+    faces = np.concatenate([np.stack([a, b, cc], -1).reshape(-1, 3), np.stack([a, cc, d], -1).reshape(-1, 3)])
+    return _mesh(vertices.reshape(-1, 3), normals.reshape(-1, 3), faces)
+
+
+def _arc(radius: float, centre_y: float, start: float, stop: float, count: int) -> np.ndarray:
+    """Profile rows of a circular arc (angles in radians from the rho axis, towards +y)."""
+    phi = np.linspace(start, stop, count)
+    return np.c_[radius * np.cos(phi), centre_y + radius * np.sin(phi), np.cos(phi), np.sin(phi)]
+
+
+def _join(*parts: ObjectMesh) -> ObjectMesh:
+    vertices, normals, faces, base = [], [], [], 0
+    for part in parts:
+        vertices.append(part.vertices)
+        normals.append(part.normals)
+        faces.append(part.faces.astype(np.int64) + base)
+        base += len(part.vertices)
+    return _mesh(np.concatenate(vertices), np.concatenate(normals), np.concatenate(faces))
+
+
+def _mesh(vertices, normals, faces, ground: bool = False) -> ObjectMesh:
+    """An ObjectMesh with its normals made unit and its faces wound to face along them."""
+    v = np.asarray(vertices, np.float64)
+    n = np.asarray(normals, np.float64)
+    n = n / np.maximum(np.linalg.norm(n, axis=1, keepdims=True), 1e-12)
+    f = np.asarray(faces, np.int64).reshape(-1, 3)
+    geometric = np.cross(v[f[:, 1]] - v[f[:, 0]], v[f[:, 2]] - v[f[:, 0]])
+    backwards = np.einsum("ij,ij->i", geometric, n[f].sum(axis=1)) < 0.0
+    f[backwards] = f[backwards][:, ::-1]
+    return ObjectMesh(v.astype(np.float32), n.astype(np.float32), f.astype(np.uint32), ground)
+
+
+def _box(hx: float, hy: float, hz: float) -> ObjectMesh:
+    vertices, normals, faces = [], [], []
+    for axis in range(3):
+        for sign in (-1.0, 1.0):
+            u, w = [a for a in range(3) if a != axis]
+            corners = np.zeros((4, 3))
+            corners[:, axis] = sign
+            corners[:, u] = [-1, 1, 1, -1]
+            corners[:, w] = [-1, -1, 1, 1]
+            normal = np.zeros(3)
+            normal[axis] = sign
+            faces += [[len(vertices) * 4 + i for i in (0, 1, 2)], [len(vertices) * 4 + i for i in (0, 2, 3)]]
+            vertices.append(corners * (hx, hy, hz))
+            normals.append(np.tile(normal, (4, 1)))
+    return _mesh(np.concatenate(vertices), np.concatenate(normals), faces)
+
+
+def _sphere(r: float) -> ObjectMesh:
+    return _revolve(_arc(r, 0.0, math.pi / 2, -math.pi / 2, SEGMENTS // 2 + 1))
+
+
+def _cylinder(r: float, hh: float) -> ObjectMesh:
+    top = np.array([[0.0, hh, 0.0, 1.0], [r, hh, 0.0, 1.0]])
+    side = np.array([[r, hh, 1.0, 0.0], [r, -hh, 1.0, 0.0]])
+    bottom = np.array([[r, -hh, 0.0, -1.0], [0.0, -hh, 0.0, -1.0]])
+    return _join(_revolve(top), _revolve(side), _revolve(bottom))
+
+
+def _capsule(r: float, half_segment: float) -> ObjectMesh:
+    rows = SEGMENTS // 4 + 1
+    upper = _arc(r, half_segment, math.pi / 2, 0.0, rows)
+    lower = _arc(r, -half_segment, 0.0, -math.pi / 2, rows)
+    return _revolve(np.vstack([upper, lower]))  # the band between the arcs is the side
+
+
+def _torus(ring: float, tube: float) -> ObjectMesh:
+    profile = _arc(tube, 0.0, 0.0, 2.0 * math.pi, SEGMENTS // 2 + 1)
+    profile[:, 0] += ring
+    return _revolve(profile)
+
+
+def _grid(x: np.ndarray, z: np.ndarray, heights: np.ndarray) -> ObjectMesh:
+    """Ground over the nodes (x[i], z[k]) at ``heights[i, k]``, normals from the slopes."""
+    nx, nz = heights.shape
+    gx, gz = np.meshgrid(x, z, indexing="ij")
+    vertices = np.stack([gx, heights, gz], axis=-1).reshape(-1, 3)
+    dhdx = np.gradient(heights, x, axis=0) if nx > 1 else np.zeros_like(heights)
+    dhdz = np.gradient(heights, z, axis=1) if nz > 1 else np.zeros_like(heights)
+    normals = np.stack([-dhdx, np.ones_like(heights), -dhdz], axis=-1).reshape(-1, 3)
+    idx = np.arange(nx * nz).reshape(nx, nz)
+    a, b, c, d = idx[:-1, :-1], idx[1:, :-1], idx[1:, 1:], idx[:-1, 1:]
+    faces = np.concatenate([np.stack([a, b, c], -1).reshape(-1, 3), np.stack([a, c, d], -1).reshape(-1, 3)])
+    return _mesh(vertices, normals, faces, ground=True)
+
+
+def object_heights(o: Object) -> np.ndarray:
+    """A heightfield's (nx, nz) heights in [0, 1], as the engines take them: from its seed, or
+    read from its image (which needs the world extra, as loading its scene did)."""
+    if o.seed is not None:
+        return geometry.fractal_heights(o.seed, HEIGHTFIELD_SAMPLES)
+    from flock3d.io.meshes import read_heights
+
+    return read_heights(o.image)
+
+
+def object_mesh(o: Object, extent: float) -> ObjectMesh:
+    """The triangles of object ``o`` (valid) in its scaled local frame; a plane is drawn as a
+    square reaching ``extent`` units each way from its origin (a plane has no edge)."""
+    sx, sy, sz = scales(o)
+    if o.shape == "box":
+        return _box(0.5 * o.size[0] * sx, 0.5 * o.size[1] * sy, 0.5 * o.size[2] * sz)
+    if o.shape == "sphere":
+        return _sphere(o.radius * sx)
+    if o.shape == "cylinder":
+        return _cylinder(o.radius * sx, 0.5 * o.height * sy)
+    if o.shape == "capsule":
+        return _capsule(o.radius * sx, 0.5 * o.height * sy - o.radius * sx)
+    if o.shape == "torus":
+        return _torus(o.radius * sx, o.tube * sx)
+    if o.shape == "plane":
+        side = np.linspace(-extent, extent, PLANE_CELLS + 1)
+        return _grid(side, side, np.zeros((len(side), len(side))))
+    if o.shape == "heightfield":
+        ground = ground_of(o, -1)
+        nx, nz = ground.heights.shape
+        # Every step-th node (and the far edges): a large image is drawn coarser than it is flown.
+        step = max(1, math.ceil((max(nx, nz) - 1) / (MAX_DRAWN_SIDE - 1)))
+        i = np.unique(np.r_[np.arange(0, nx, step), nx - 1])
+        k = np.unique(np.r_[np.arange(0, nz, step), nz - 1])
+        x, z = ground.x0 + ground.dx * i, ground.z0 + ground.dz * k
+        return _grid(x, z, ground.heights[np.ix_(i, k)])
+    from flock3d.io.meshes import read_mesh
+
+    mesh = read_mesh(o.file, o.role)
+    corners = (np.asarray(mesh.vertices, np.float64) * (sx, sy, sz))[np.asarray(mesh.faces)]  # (F, 3, 3)
+    normals = np.cross(corners[:, 1] - corners[:, 0], corners[:, 2] - corners[:, 0])
+    # Flat: each triangle its own normal (a mesh's hard edges stay hard).
+    return _mesh(corners.reshape(-1, 3), np.repeat(normals, 3, axis=0), np.arange(3 * len(corners)))
+
+
+# -- frames ----------------------------------------------------------------------------------
+
+
+class Frames:
+    """Where each object is at a simulated time: its frame's origin and rotation matrix.
+
+    The frames are the engines' own (:func:`~flock3d.core.terms.objects.object_frame` of the
+    packed objects): a frame does not depend on the shape, so each object is packed as a unit
+    sphere with its position, rotation and motion (a mesh's packed record would need its grid).
+
+    Args:
+        objects: valid objects (``Params.objects``).
+    """
+
+    def __init__(self, objects: Sequence[Object]) -> None:
+        stand_ins = [
+            Object("sphere", radius=1.0, position=o.position, rotation=o.rotation, motion=o.motion)
+            for o in objects
+        ]
+        self._data, self._offsets = pack_objects(stand_ins)
+        self.moving = tuple(k for k, o in enumerate(objects) if o.motion is not None)
+        """The indices of the objects that move."""
+        self._still = self._at(range(len(objects)), 0.0)
+
+    def _at(self, indices, t: float) -> tuple[np.ndarray, np.ndarray]:
+        frames = np.array([object_frame(self._data, self._offsets[k], t) for k in indices]).reshape(-1, 7)
+        return frames[:, :3], to_matrices(frames[:, 3:])
+
+    def at(self, t: float) -> tuple[np.ndarray, np.ndarray]:
+        """(K, 3) origins and (K, 3, 3) rotations (``world = origin + R @ local``) at time ``t``, s."""
+        positions, rotations = self._still[0].copy(), self._still[1].copy()
+        if self.moving:
+            positions[list(self.moving)], rotations[list(self.moving)] = self._at(self.moving, t)
+        return positions, rotations
+
+
+# -- the ground -----------------------------------------------------------------------------
+
+
+class Ground(NamedTuple):
+    """A plane or heightfield as the shadows need it, in its scaled local frame.
+
+    ``heights`` (nx, nz) world units over the nodes ``(x0 + i dx, z0 + k dz)`` (a heightfield's,
+    as the engines read it: :func:`flock3d.core.geometry.heightfield_height`), None for a plane;
+    ``extent``: half the side of a plane's square as drawn.
+    """
+
+    index: int
+    heights: np.ndarray | None
+    x0: float
+    z0: float
+    dx: float
+    dz: float
+    extent: float = math.inf
+
+
+def ground_of(o: Object, index: int, extent: float = math.inf) -> Ground:
+    """Plane or heightfield ``o`` (object ``index``) as the shadows need it; a plane is drawn
+    ``extent`` units each way."""
+    if o.shape == "plane":
+        return Ground(index, None, 0.0, 0.0, 1.0, 1.0, extent)
+    sx, sy, sz = scales(o)
+    heights = object_heights(o) * (o.height * sy)
+    nx, nz = heights.shape
+    width, depth = o.size[0] * sx, o.size[1] * sz
+    return Ground(index, heights, -0.5 * width, -0.5 * depth, width / (nx - 1), depth / (nz - 1))
+
+
+def grounds_of(objects: Sequence[Object], extent: float) -> list[Ground]:
+    """The ground among ``objects``: each plane (drawn ``extent`` units each way) and heightfield."""
+    return [ground_of(o, k, extent) for k, o in enumerate(objects) if is_ground(o)]
+
+
+def _heights(g: Ground, x: np.ndarray, z: np.ndarray):
+    """Bilinear heights and slopes of heightfield ``g`` at local (x, z), and which lie over it."""
+    h = g.heights
+    nx, nz = h.shape
+    u, v = (x - g.x0) / g.dx, (z - g.z0) / g.dz
+    over = (u >= 0.0) & (u <= nx - 1.0) & (v >= 0.0) & (v <= nz - 1.0)
+    u, v = np.clip(u, 0.0, nx - 1.0), np.clip(v, 0.0, nz - 1.0)
+    i = np.minimum(u.astype(np.int64), nx - 2)
+    k = np.minimum(v.astype(np.int64), nz - 2)
+    fx, fz = u - i, v - k
+    h00, h01, h10, h11 = h[i, k], h[i, k + 1], h[i + 1, k], h[i + 1, k + 1]
+    h0 = h00 + fz * (h01 - h00)
+    h1 = h10 + fz * (h11 - h10)
+    slope_x = (h1 - h0) / g.dx
+    slope_z = ((1.0 - fx) * (h01 - h00) + fx * (h11 - h10)) / g.dz
+    return h0 + fx * (h1 - h0), slope_x, slope_z, over
+
+
+def ground_under(
+    points: np.ndarray,
+    grounds: Sequence[Ground],
+    origins: np.ndarray,
+    rotations: np.ndarray,
+    up=(0.0, 1.0, 0.0),
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Where the ground lies under each point: the nearest ground below it along ``-up``.
+
+    Args:
+        points: (N, 3) world units.
+        grounds: the ground (:func:`grounds_of`).
+        origins, rotations: every object's frame (:meth:`Frames.at`), indexed by object.
+        up: the world's up (a heightfield's own up when it is tilted).
+
+    Returns:
+        ``(feet, normals, heights)``: (N, 3) the ground's point under each point and its unit
+        normal there, (N,) the height above it; NaN feet and inf heights where none is below.
+    """
+    p = np.asarray(points, np.float64).reshape(-1, 3)
+    up = np.asarray(up, np.float64)
+    feet = np.full(p.shape, np.nan)
+    normals = np.zeros(p.shape)
+    best = np.full(len(p), np.inf)
+    for g in grounds:
+        origin, rotation = origins[g.index], rotations[g.index]
+        local = (p - origin) @ rotation  # R^T (p - origin), row by row
+        if g.heights is None:
+            n = rotation[:, 1]
+            along = float(up @ n)
+            if abs(along) < 0.2:  # a steep plane: no shadow falls straight onto it
+                continue
+            height = local[:, 1] / along
+            foot = p - height[:, None] * up
+            foot_local = (foot - origin) @ rotation
+            over = (np.abs(foot_local[:, 0]) <= g.extent) & (np.abs(foot_local[:, 2]) <= g.extent)
+            normal = np.broadcast_to(n, p.shape)
+        else:
+            h, slope_x, slope_z, over = _heights(g, local[:, 0], local[:, 2])
+            height = local[:, 1] - h
+            foot = origin + np.c_[local[:, 0], h, local[:, 2]] @ rotation.T
+            n = np.c_[-slope_x, np.ones_like(h), -slope_z]
+            normal = (n / np.linalg.norm(n, axis=1, keepdims=True)) @ rotation.T
+        nearer = over & (height >= 0.0) & (height < best)
+        best[nearer] = height[nearer]
+        feet[nearer] = foot[nearer]
+        normals[nearer] = normal[nearer]
+    return feet, normals, best
+
+
+# -- picking ------------------------------------------------------------------------------
+
+
+def ray_distances(origin, direction, triangles: np.ndarray) -> np.ndarray:
+    """(T,) where the ray ``origin + s * direction`` meets each of ``triangles`` (T, 3, 3): its
+    s > 0, inf where it misses. Both sides of a triangle count (Moller-Trumbore)."""
+    tri = np.asarray(triangles, np.float64).reshape(-1, 3, 3)
+    o, d = np.asarray(origin, np.float64), np.asarray(direction, np.float64)
+    e1, e2 = tri[:, 1] - tri[:, 0], tri[:, 2] - tri[:, 0]
+    pvec = np.cross(d, e2)
+    det = np.einsum("ij,ij->i", e1, pvec)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        inv = 1.0 / det
+        tvec = o - tri[:, 0]
+        u = np.einsum("ij,ij->i", tvec, pvec) * inv
+        qvec = np.cross(tvec, e1)
+        v = (qvec @ d) * inv
+        s = np.einsum("ij,ij->i", e2, qvec) * inv
+        hit = (det != 0.0) & (u >= 0.0) & (v >= 0.0) & (u + v <= 1.0) & (s > 0.0)
+    return np.where(hit, s, np.inf)
