@@ -15,8 +15,8 @@ state and never owns it). What it draws, back to front:
   (each boid's velocity and its last step's steering);
 - a quiet outline of the arena (the sphere's rim as seen from the camera and its
   equator; a box's edges), obstacles, the path and attractors;
-- the world's objects, lit by the sun and the sky and fogged as the boids are, a grid on
-  the ground and the flock's shadows on it (:mod:`flock3d.viewer.scenery`).
+- the world's objects, lit by the sun and the sky and fading into the sky beyond the world,
+  a grid on the ground and the flock's shadows on it (:mod:`flock3d.viewer.scenery`).
 
 Light: one sun, fixed in the world (:data:`SUN`), lights the objects and the boids, whose
 faces are shaded by their normals: a boid banking into a turn catches the light or loses it.
@@ -113,7 +113,7 @@ SUN = (0.6, 0.5, 0.8)
 FOG_HORIZON = 4.0
 """Objects are lost in the fog this many world diameters beyond the far side of the world."""
 PLANE_EXTENT = 25.0
-"""A plane is drawn this many world sizes (:func:`world_size`) each way, far into the fog."""
+"""A plane is drawn this many world radii (:func:`world_extent`) each way, far into the fog."""
 
 
 def frame_distance(radius: float, fov_deg: float = CAMERA_FOV, margin: float = 1.12) -> float:
@@ -356,8 +356,9 @@ class FlockVisuals:
         self.show_arena = show_arena  # wished for; an open arena has nothing to show
         if _arena_of(params) != self._world_of:
             self._world, self._world_of = world_extent(params), _arena_of(params)
-        if params.objects != self.scenery.objects:
-            self.scenery.set_objects(params.objects, PLANE_EXTENT * self._world[1])
+        extent = PLANE_EXTENT * self._world[1]
+        if params.objects != self.scenery.objects or extent != self.scenery.extent:
+            self.scenery.set_objects(params.objects, extent)
         self.obstacles.set_segments(obstacle_lines(params), OBSTACLE_COLOR)
         self.path.set_segments(path_lines(params), PATH_COLOR)
         n_attractors = len(params.attractors)
@@ -582,8 +583,8 @@ class FlockVisuals:
         self.scenery.aim(
             towards_light, world_up, frame.eye if frame.eye is not None else centre - 1e9 * frame.into,
             (SKY_TOP, SKY_BOTTOM),
-            (far, far, far + FOG_HORIZON * (far - near)) if fogged and far > near else (1e30, 2e30, 3e30),
-            0.0, grid_spacing(world_radius),
+            (far, far + FOG_HORIZON * (far - near)) if fogged and far > near else (1e30, 2e30),
+            grid_spacing(world_radius),
         )  # fmt: skip
         w, h = self.view.canvas.size
         bodies = (self.boids, *self.species_boids.values(), self.specks)

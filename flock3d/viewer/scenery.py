@@ -9,7 +9,8 @@ the flock and its time (:meth:`Scenery.update`). What it draws:
 - each moving object as a mesh of its own, placed each frame by its frame at the simulated time;
 - on planes and heightfields (the ground) a grid, every fifth line brighter;
 - under each boid and predator a soft dark disc where the vertical through it meets the ground
-  (:func:`~flock3d.viewer.world.ground_under`), larger and fainter the higher it flies.
+  (:func:`~flock3d.viewer.world.ground_under`), larger and fainter the higher it flies (of a
+  flock of more than :data:`MAX_SHADOWS`, every k-th).
 """
 
 from __future__ import annotations
@@ -43,6 +44,9 @@ SHADOW_DARKNESS = 0.55
 """How dark a shadow is under a boid flying low (its opacity at the middle)."""
 SHADOW_SPREAD = 0.02
 """A shadow's radius grows by this much per unit of height (a soft sun)."""
+MAX_SHADOWS = 2000
+"""Shadows drawn at most: of a larger flock every k-th boid's (their blending is most of their
+cost, and under a dense flock the ground is as dark either way)."""
 
 
 def grid_spacing(size: float) -> float:
@@ -72,7 +76,8 @@ class Scenery:
         # By shape_key: an object moved, turned or recoloured keeps its triangles and heights.
         self._meshes: dict[Object, ObjectMesh] = {}
         self._ground_of: dict[Object, Ground] = {}
-        self._extent = math.nan
+        self.extent = math.nan
+        """How far planes are drawn each way from their origins, world units."""
         self.still = self._visual(arena=False)
         self.still_arena = self._visual(arena=True)
         self.moving: dict[int, Objects] = {}
@@ -89,8 +94,8 @@ class Scenery:
 
     def set_objects(self, objects: Sequence[Object], extent: float) -> None:
         """Draw ``objects`` (valid); planes reach ``extent`` units each way from their origins."""
-        if extent != self._extent:
-            self._meshes, self._ground_of, self._extent = {}, {}, extent
+        if extent != self.extent:
+            self._meshes, self._ground_of, self.extent = {}, {}, extent
         self.objects = tuple(objects)
         keys = [shape_key(o) for o in self.objects]
         for key, o in zip(keys, self.objects, strict=True):
@@ -146,11 +151,11 @@ class Scenery:
 
     # -- per frame --------------------------------------------------------------------------
 
-    def aim(self, light, up, eye, sky, fog, fog_max: float, cell: float) -> None:
+    def aim(self, light, up, eye, sky, fog, cell: float) -> None:
         """The light and the fog: ``light`` towards the sun and ``up`` (unit vectors), the
         camera's ``eye``, the sky's colours at the top and bottom of the picture (the fog takes
-        the sky's colour behind it), the fog's depths (clip w where it starts, reaches
-        ``fog_max``, and is complete) and the ground grid's spacing, world units."""
+        the sky's colour behind it), the fog's depths (clip w where it starts and where it hides
+        everything) and the ground grid's spacing, world units."""
         top, bottom = sky
         self._uniforms = dict(
             u_light=tuple(float(x) for x in light),
@@ -159,12 +164,11 @@ class Scenery:
             u_sky_top=tuple(float(x) for x in top),
             u_sky_bottom=tuple(float(x) for x in bottom),
             u_fog=tuple(float(x) for x in fog),
-            u_fog_max=float(fog_max),
             u_cell=float(cell),
         )
         for visual in self._visuals():
             visual.uniforms.update(self._uniforms)
-        self.shadows.uniforms.update(u_fog=self._uniforms["u_fog"], u_fog_max=self._uniforms["u_fog_max"])
+        self.shadows.uniforms["u_fog"] = self._uniforms["u_fog"]
 
     def update(self, time: float, bodies: Sequence[tuple[np.ndarray, float]], up) -> None:
         """Place the moving objects at simulated ``time`` (s), and the shadows of ``bodies``:
@@ -176,8 +180,9 @@ class Scenery:
         if not self._grounds:
             self.shadows.visible = False
             return
-        points = np.concatenate([np.asarray(p, np.float64).reshape(-1, 3) for p, _ in bodies])
-        sizes = np.concatenate([np.full(len(p), size) for p, size in bodies])
+        step = max(1, math.ceil(sum(len(p) for p, _ in bodies) / MAX_SHADOWS))
+        points = np.concatenate([np.asarray(p, np.float64).reshape(-1, 3)[::step] for p, _ in bodies])
+        sizes = np.concatenate([np.full(len(p[::step]), size) for p, size in bodies])
         feet, normals, heights = ground_under(points, self._grounds, self.origins, self.rotations, up)
         seen = np.isfinite(heights)
         heights, sizes = heights[seen], sizes[seen]

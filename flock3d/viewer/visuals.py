@@ -490,8 +490,7 @@ _OBJECTS_FRAG = """
 uniform vec3 u_sky_top;     // the fog takes the sky's colour on the same row: the far ground
 uniform vec3 u_sky_bottom;  // melts into the sky behind it with no seam
 uniform float u_rows;       // the picture's height in framebuffer pixels
-uniform vec3 u_fog;         // depth (clip w) where the fog starts, reaches u_fog_max, is complete
-uniform float u_fog_max;
+uniform vec2 u_fog;         // depth (clip w) where the fog starts, and where it hides all
 uniform float u_cell;       // the ground's grid spacing, world units (every 5th line brighter)
 
 varying vec3 v_color;
@@ -499,25 +498,21 @@ varying vec2 v_grid;
 varying float v_ground;
 varying float v_depth;
 
-// How much of a grid line of spacing 1 covers this pixel (anti-aliased; 0 where lines would
-// crowd closer than a few pixels, which would only shimmer).
-float grid_line(vec2 g) {
-    vec2 w = fwidth(g);
+// How much of a grid line covers this pixel, for grid coordinates g changing by w (fwidth) across
+// it (anti-aliased; 0 where lines would crowd closer than a few pixels, which would only shimmer).
+float grid_line(vec2 g, vec2 w) {
     vec2 d = abs(fract(g - 0.5) - 0.5) / max(w, vec2(1e-6));
     return (1.0 - min(min(d.x, d.y), 1.0)) * (1.0 - smoothstep(0.12, 0.35, max(w.x, w.y)));
 }
 
 void main() {
-    vec3 c = v_color;
-    if (v_ground > 0.5) {
-        vec2 g = v_grid / u_cell;
-        float line = max(0.45 * grid_line(g), grid_line(0.2 * g));
-        c = mix(c, 1.7 * c + 0.05, line);
-    }
-    float fog = u_fog_max * smoothstep(u_fog.x, u_fog.y, v_depth)
-        + (1.0 - u_fog_max) * smoothstep(u_fog.y, u_fog.z, v_depth);
+    // Computed for every object (software OpenGL runs both sides of a branch), kept on the ground.
+    vec2 g = v_grid / u_cell;
+    vec2 w = fwidth(g);
+    float line = v_ground * max(0.45 * grid_line(g, w), grid_line(0.2 * g, 0.2 * w));
+    vec3 c = mix(v_color, 1.7 * v_color + 0.05, line);
     vec3 sky = mix(u_sky_bottom, u_sky_top, clamp(gl_FragCoord.y / u_rows, 0.0, 1.0));
-    gl_FragColor = vec4(mix(c, sky, fog), 1.0);
+    gl_FragColor = vec4(mix(c, sky, smoothstep(u_fog.x, u_fog.y, v_depth)), 1.0);
 }
 """
 
@@ -535,8 +530,8 @@ class ObjectsVisual(_MatrixVisual):
         super().__init__(_OBJECTS_VERT, _OBJECTS_FRAG, dict(
             u_model=np.eye(4, dtype=np.float32), u_light=(0.0, 1.0, 0.0), u_up=(0.0, 1.0, 0.0),
             u_eye=(0.0, 0.0, 1e6), u_ambient=0.45, u_sky_top=(0.0, 0.0, 0.0), u_sky_bottom=(0.0, 0.0, 0.0),
-            u_fog=(1e30, 2e30, 3e30),
-            u_fog_max=0.0, u_cell=1.0,
+            u_fog=(1e30, 2e30),
+            u_cell=1.0,
         ))  # fmt: skip
         self._buffers = {
             name: gloo.VertexBuffer(np.zeros((3, width), np.float32))
@@ -617,8 +612,7 @@ void main() {
 """
 
 _SHADOWS_FRAG = """
-uniform vec3 u_fog;
-uniform float u_fog_max;
+uniform vec2 u_fog;
 varying vec2 v_corner;
 varying float v_dark;
 varying float v_depth;
@@ -626,8 +620,7 @@ varying float v_depth;
 void main() {
     float r = length(v_corner);
     if (r > 1.0) discard;
-    float fog = u_fog_max * smoothstep(u_fog.x, u_fog.y, v_depth)
-        + (1.0 - u_fog_max) * smoothstep(u_fog.y, u_fog.z, v_depth);
+    float fog = smoothstep(u_fog.x, u_fog.y, v_depth);
     gl_FragColor = vec4(0.0, 0.01, 0.03, v_dark * (1.0 - smoothstep(0.25, 1.0, r)) * (1.0 - fog));
 }
 """
@@ -638,7 +631,7 @@ class ShadowsVisual(_MatrixVisual):
     centre, the ground's normal there, its radius and darkness go to the GPU."""
 
     def __init__(self) -> None:
-        super().__init__(_SHADOWS_VERT, _SHADOWS_FRAG, dict(u_fog=(1e30, 2e30, 3e30), u_fog_max=0.0))
+        super().__init__(_SHADOWS_VERT, _SHADOWS_FRAG, dict(u_fog=(1e30, 2e30)))
         self.shared_program["a_corner"] = gloo.VertexBuffer(
             np.array([[-1, -1], [1, -1], [1, 1], [-1, -1], [1, 1], [-1, 1]], np.float32)
         )
