@@ -107,10 +107,11 @@ def test_the_roost_pulls_towards_its_axis_beyond_its_radius_and_to_its_height(en
     np.testing.assert_allclose(a[1], [0.0, 0.5 * 4.0, 0.0], atol=1e-12)  # within 3 of the axis: height only
 
 
-def test_the_roost_is_summed_after_wander_and_before_the_objects():
+def test_the_roost_is_summed_after_wander_and_before_the_world_acts_after_the_move():
     from flock3d.core.params import STAGES
 
-    assert STAGES.index("wander") + 1 == STAGES.index("roost") == STAGES.index("objects") - 1
+    wander, roost = STAGES.index("wander"), STAGES.index("roost")
+    assert wander + 1 == roost < STAGES.index("perching") < STAGES.index("objects")
 
 
 def level_flock(params, n, seed):
