@@ -285,35 +285,47 @@ def run_variants(
 
 
 def run_viewer(large: bool = False, seconds: float = 8.0, out=sys.stdout) -> list[dict]:
-    """Frames/s of the viewer in a real window at several sizes (needs a display).
+    """Frames/s of the viewer in a real window at several sizes (needs a display), then in each
+    shipped world (scenes/worlds/, as shipped: objects, ground and shadows drawn) when the world
+    extra is installed.
 
     The simulation runs on its worker thread in real time meanwhile; "real time" is
     simulated seconds per wall-clock second (1.00x: the flock keeps real time).
     """
+    import importlib.util
+
+    from flock3d.scene import shipped_scenes
+
     sizes = [1_000, 10_000, 50_000] + ([100_000] if large else [])
+    cases = [("default", n, mesh) for n in sizes for mesh in ("bird", "dart")]
+    if all(importlib.util.find_spec(m) is not None for m in ("trimesh", "igl")):
+        cases += [(name, 0, "bird") for name in shipped_scenes() if name.startswith("worlds/")]
+    else:
+        print(
+            "(the worlds are not measured: they need the world extra, pip install 'flock3d[world]')", file=out
+        )
     print(
-        f"flock3d bench --viewer: the viewer in its default window, default scene at its density, "
-        f"{seconds:g} s per size after warm-up; each size in a fresh process",
+        f"flock3d bench --viewer: the viewer in its default window, default scene at its density, then "
+        f"each world as shipped; {seconds:g} s per row after warm-up, each in a fresh process",
         file=out,
     )
-    columns = ("N", "mesh", "frames/s", "steps/s", "real time", "first frame")
-    print("{:>10} {:>6} {:>10} {:>10} {:>10} {:>12}".format(*columns), file=out)
+    columns = ("scene", "N", "mesh", "frames/s", "steps/s", "real time", "first frame")
+    print("{:<16} {:>8} {:>6} {:>10} {:>10} {:>10} {:>12}".format(*columns), file=out)
     rows = []
-    for n in sizes:
-        for mesh in ("bird", "dart"):
-            cmd = [sys.executable, "-m", "flock3d.viewer.measure", str(n), str(seconds), mesh]
-            result = subprocess.run(cmd, capture_output=True, text=True, env=_child_env(), check=False)
-            if result.returncode != 0:
-                last = (result.stderr.strip().splitlines() or ["failed"])[-1]
-                raise RuntimeError(f"viewer measurement at N={n} failed: {last}")
-            row = json.loads(result.stdout.strip().splitlines()[-1])
-            rows.append(row)
-            print(
-                f"{n:>10,} {mesh:>6} {row['fps']:>10.1f} {row['steps_per_s']:>10.0f} "
-                f"{row['real_time_factor']:>9.2f}x {row['first_frame_s']:>11.2f}s",
-                file=out,
-                flush=True,
-            )
+    for scene, n, mesh in cases:
+        cmd = [sys.executable, "-m", "flock3d.viewer.measure", str(n), str(seconds), mesh, scene]
+        result = subprocess.run(cmd, capture_output=True, text=True, env=_child_env(), check=False)
+        if result.returncode != 0:
+            last = (result.stderr.strip().splitlines() or ["failed"])[-1]
+            raise RuntimeError(f"viewer measurement of {scene} at N={n} failed: {last}")
+        row = json.loads(result.stdout.strip().splitlines()[-1])
+        rows.append(row)
+        print(
+            f"{scene:<16} {row['n']:>8,} {mesh:>6} {row['fps']:>10.1f} {row['steps_per_s']:>10.0f} "
+            f"{row['real_time_factor']:>9.2f}x {row['first_frame_s']:>11.2f}s",
+            file=out,
+            flush=True,
+        )
     last = rows[-1]
     print(
         f"window {last['window'][0]}x{last['window'][1]} (canvas {last['canvas'][0]}x{last['canvas'][1]}), "

@@ -1,7 +1,8 @@
-"""Measure the viewer in a real window: ``python -m flock3d.viewer.measure N SECONDS [MESH]``.
+"""Measure the viewer in a real window: ``python -m flock3d.viewer.measure N SECONDS [MESH [SCENE]]``.
 
 Opens the viewer on the default scene with N boids (arena radius scaled to keep
-the default density) in its default window (1280 x 800), lets it run, and prints
+the default density), or on another shipped SCENE as it is (N is then its own count),
+in its default window (1280 x 800), lets it run, and prints
 one JSON line: frames per second, simulation steps per second, the real-time
 factor (simulated / wall-clock time), the time to the first frame and the OpenGL
 renderer. ``flock3d bench --viewer`` runs it for several sizes.
@@ -14,7 +15,7 @@ import sys
 import time
 
 
-def measure(n: int, seconds: float, mesh: str = "bird") -> dict:
+def measure(n: int, seconds: float, mesh: str = "bird", scene_name: str = "default") -> dict:
     from flock3d.scene import resolve_scene
     from flock3d.viewer.app import _use_qt, check_display
 
@@ -28,19 +29,19 @@ def measure(n: int, seconds: float, mesh: str = "bird") -> dict:
     application.create()
     from flock3d.viewer.renderer import frame_distance
 
-    radius = 30.0 * (n / 500.0) ** (1.0 / 3.0)  # the default scene's density
-    # The whole arena framed at every size (as the default scene was before it framed its flock),
-    # so that measurements of one size compare across versions.
-    distance = frame_distance(radius)
-    scene = resolve_scene(
-        "default",
-        overrides=[
+    if scene_name == "default":
+        radius = 30.0 * (n / 500.0) ** (1.0 / 3.0)  # the default scene's density
+        # The whole arena framed at every size (as the default scene was before it framed its
+        # flock), so that measurements of one size compare across versions.
+        overrides = [
             f"flock.count={n}",
             f"arena.radius={radius}",
-            f"view.mesh={mesh}",
-            f"view.camera_distance={distance}",
-        ],
-    )
+            f"view.camera_distance={frame_distance(radius)}",
+        ]
+    else:  # a world as it is shipped, framed as it frames itself
+        overrides = []
+    scene = resolve_scene(scene_name, overrides=[*overrides, f"view.mesh={mesh}"])
+    n = scene.params.count
     viewer = ViewerWindow(scene, dialogs=False)  # times the first frame from the process start
     viewer.show()
     while viewer.first_frame_seconds is None:
@@ -53,6 +54,7 @@ def measure(n: int, seconds: float, mesh: str = "bird") -> dict:
     elapsed = time.perf_counter() - t0
     end = viewer.session.snapshot()
     result = {
+        "scene": scene_name,
         "n": n,
         "mesh": mesh,
         "fps": (viewer.frames_drawn - frames0) / elapsed,
@@ -69,4 +71,4 @@ def measure(n: int, seconds: float, mesh: str = "bird") -> dict:
 
 
 if __name__ == "__main__":
-    print(json.dumps(measure(int(sys.argv[1]), float(sys.argv[2]), *(sys.argv[3:4] or ["bird"]))))
+    print(json.dumps(measure(int(sys.argv[1]), float(sys.argv[2]), *(sys.argv[3:5] or ["bird"]))))
