@@ -208,6 +208,10 @@ class _Generator(Emit):
             if term.name in self.worlds
         ]
 
+    def _now_lines(self) -> list[str]:
+        """Where each world feature the function reads that moves is at the step's time ``now``."""
+        return [line for term in WORLD_TERMS if term.name in self.worlds for line in term.at_time(self)]
+
     def _species_lines(self) -> list[str]:
         """A boid's species, its row of the interaction matrices and its species' own values."""
         L, at = self.layout, self.at or {}
@@ -248,6 +252,7 @@ class _Generator(Emit):
         holes["turn"] = list(turn)
         holes["species"] = self._species_lines()
         holes["world"] = self._world_lines()
+        holes["now"] = self._now_lines()
         return holes
 
     def _batch(self, capacity: str) -> list[str]:
@@ -630,6 +635,7 @@ class _Generator(Emit):
             self._per_rule(update)
         holes = {"batch": self._batch("n"), "grid": grid, "hunt": hunt, "update": list(update)}
         holes["world"] = self._world_lines()
+        holes["now"] = self._now_lines()
         return holes
 
     def _boid_state(self, c: _Lines) -> None:

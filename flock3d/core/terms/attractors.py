@@ -68,18 +68,30 @@ def seek(px, py, pz, vx, vy, vz, tx, ty, tz, weight, max_speed, box, periodic, p
 
 
 @inlined
-def attraction(px, py, pz, vx, vy, vz, attractors, now, max_speed, box, periodic, planar):
-    """Seek every attractor closer than its radius. ``attractors`` is their world record: their count,
-    a row each (x, y, z, weight, radius, the place of its motion block in the record or -1), then
-    the motion blocks (:func:`flock3d.core.geometry.keyframe_frame`), read at time ``now``."""
-    ax = ay = az = 0.0
-    for k in range(int(attractors[0])):
+def placed(attractors, now):
+    """Where the attractors are at time ``now``: (count, 5) rows of x, y, z, weight, radius, from
+    their world record (their count, a row each: x, y, z, weight, radius and the place of its
+    motion block in the record or -1, then the motion blocks, read by
+    :func:`flock3d.core.geometry.keyframe_frame`). Once a step, so that the boids' loop reads rows."""
+    n = int(attractors[0])
+    out = np.empty((n, 5))
+    for k in range(n):
         row = 1 + ROW * k
-        tx, ty, tz, weight, radius = (attractors[row], attractors[row + 1], attractors[row + 2],
-                                      attractors[row + 3], attractors[row + 4])  # fmt: skip
+        for j in range(5):
+            out[k, j] = attractors[row + j]
         m = int(attractors[row + 5])
         if m >= 0:
-            tx, ty, tz, _, _, _, _ = keyframe_frame(attractors, m, now)
+            out[k, 0], out[k, 1], out[k, 2], _, _, _, _ = keyframe_frame(attractors, m, now)
+    return out
+
+
+@inlined
+def attraction(px, py, pz, vx, vy, vz, attractors, max_speed, box, periodic, planar):
+    """Seek every attractor (:func:`placed`'s rows) closer than its radius."""
+    ax = ay = az = 0.0
+    for k in range(attractors.shape[0]):
+        tx, ty, tz, weight, radius = (attractors[k, 0], attractors[k, 1], attractors[k, 2],
+                                      attractors[k, 3], attractors[k, 4])  # fmt: skip
         dx = image(tx - px, 2.0 * box[3], periodic)
         dy = image(ty - py, 2.0 * box[4], periodic)
         dz = image(tz - pz, 2.0 * box[5], periodic and not planar)
@@ -123,8 +135,11 @@ class Attractors(Term):
             at += len(block)
         return np.concatenate([[len(rows)], *rows, *blocks]).astype(np.float64).reshape(-1, 1)
 
+    def at_time(self, g):
+        return [f"{g.world(self)}_now = {g.term(self)}.placed({g.world(self)}, now)"]
+
     def line(self, g):
-        return [f"tx, ty, tz = {g.term(self)}.attraction(px, py, pz, vx, vy, vz, {g.world(self)}, now, "
+        return [f"tx, ty, tz = {g.term(self)}.attraction(px, py, pz, vx, vy, vz, {g.world(self)}_now, "
                 f"{g.v('s_max')}, box, periodic, planar)"]  # fmt: skip
 
     def reference(self, boid, world, velocity, params):
