@@ -53,12 +53,14 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--sizes", type=int, nargs="*", default=[1_000, 10_000, 100_000])
     parser.add_argument("--no-variants", action="store_true")
+    parser.add_argument("--only", nargs="*", default=None, metavar="VARIANT", help="these variant rows alone")
     args = parser.parse_args()
 
     names = set(measure(args.old, 300, None, 2)["names"]) & set(measure(args.new, 300, None, 2)["names"])
     cases = [(n, None) for n in args.sizes]
     if not args.no_variants:
-        cases += [(10_000, name) for name in measure(args.new, 300, None, 2)["names"] if name in names]
+        wanted = names if args.only is None else names & set(args.only)
+        cases += [(10_000, name) for name in measure(args.new, 300, None, 2)["names"] if name in wanted]
     results: dict[tuple, dict[str, list[float]]] = {case: {"old": [], "new": []} for case in cases}
     for r in range(args.rounds):
         for case in cases:
