@@ -2,9 +2,10 @@
 
     xvfb-run -s "-screen 0 1280x800x24" python docs/images/focus_view.py
 
-(The other two pictures are offscreen renders: ``flock3d render default --start 20
---size 1280x800 --out docs/images/default.png`` and the same for ``murmuration`` with
-``--start 40``.)
+(The others are offscreen renders: ``flock3d render default --start 20 --size 1280x800
+--out docs/images/default.png``, the same for ``murmuration`` with ``--start 40``, and for
+each world ``flock3d render worlds/NAME --start 15 --size 1280x800 --out
+docs/images/NAME.png``.)
 """
 
 import time
