@@ -29,7 +29,7 @@ import numpy as np
 from flock3d.errors import Flock3dError
 from flock3d.scene import Scene, SceneError, load_scene
 from flock3d.viewer.hud import COMPILING_TEXT
-from flock3d.viewer.picking import PICK_RADIUS_PX, pick, screen_positions
+from flock3d.viewer.picking import PICK_RADIUS_PX, pick, ray_through, screen_positions, thing_under
 
 __all__ = ["ViewerWindow", "run_viewer", "run_event_loop", "check_display", "COMPILING_TEXT"]
 
@@ -751,51 +751,17 @@ class ViewerWindow:
 
     def ray(self, pos) -> tuple[np.ndarray, np.ndarray]:
         """The ray through canvas pixel ``pos`` into the world: (origin (3,), unit direction)."""
-        tr = self.view.scene.node_transform(self.canvas.scene)
-        mapped = tr.imap(np.array([[pos[0], pos[1], 0.0, 1.0], [pos[0], pos[1], 0.5, 1.0]]))
-        near, far = mapped[:, :3] / mapped[:, 3:4]
-        direction = (far - near) / np.linalg.norm(far - near)
         frame = self.visuals.camera_frame
-        return (frame.eye if frame is not None and frame.eye is not None else near), direction
+        eye = None if frame is None else frame.eye
+        return ray_through(self.view.scene.node_transform(self.canvas.scene), pos, eye)
 
     def under(self, pos) -> tuple[tuple | None, np.ndarray, bool]:
-        """What is drawn under canvas pixel ``pos``, nearest the camera: a
-        :class:`~flock3d.viewer.editing.Selection` (an object, attractor or predator), a boid
-        (``("boid", index)``) or None; the world point there; whether it lies on a surface.
-
-        Objects are met by the ray through the pixel; attractors, predators and boids are
-        within :data:`PICK_RADIUS_PX` of it on the screen. Over nothing, the point is where the
-        ray meets the level plane through the middle of the view."""
-        from flock3d.core.state import up_axis
-        from flock3d.viewer.editing import Selection, ray_plane
-
-        origin, direction = self.ray(pos)
-        candidates = []  # (depth along the ray, thing, point, on a surface)
-        k, s = self.visuals.scenery.pick(origin, direction)
-        if k >= 0:
-            candidates.append((s, Selection("object", k), origin + s * direction, True))
-        transform = self.view.scene.node_transform(self.canvas.scene)
-        state, params = self.snapshot.state, self.session.params
-        points = {
-            "attractor": np.array([a.position for a in params.attractors], np.float64).reshape(-1, 3),
-            "predator": state.predator_positions,
-            "boid": state.positions,
-        }
-        for kind, positions in points.items():
-            index = pick(screen_positions(transform, positions), pos) if len(positions) else None
-            if index is not None:
-                thing = ("boid", index) if kind == "boid" else Selection(kind, index)
-                candidates.append(
-                    (float((positions[index] - origin) @ direction), thing, positions[index], False)
-                )
-        if candidates:
-            _, thing, point, surface = min(candidates, key=lambda c: c[0])
-            return thing, np.asarray(point, np.float64), surface
-        centre, radius = self.visuals.framed(state.positions)
-        point = ray_plane(origin, direction, centre, np.asarray(up_axis(params), np.float64))
-        if point is None or np.linalg.norm(point - centre) > 4.0 * radius:
-            point = origin + float((centre - origin) @ direction) * direction
-        return None, point, False
+        """What is drawn under canvas pixel ``pos`` nearest the camera, the world point there and
+        whether it lies on a surface (:func:`~flock3d.viewer.picking.thing_under`)."""
+        state = self.snapshot.state
+        return thing_under(self.ray(pos), pos, self.view.scene.node_transform(self.canvas.scene),
+                           self.visuals.scenery, state, self.session.params,
+                           self.visuals.framed(state.positions))  # fmt: skip
 
     def screen_positions(self) -> np.ndarray:
         """(N, 2) canvas pixel positions of the boids as last drawn (NaN behind the camera)."""

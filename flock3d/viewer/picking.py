@@ -1,8 +1,10 @@
-"""Picking a boid with the mouse, and what the focus on it shows.
+"""Picking with the mouse, and what the focus on a boid shows.
 
 A click (button 1 released where it was pressed, give or take :data:`CLICK_SLOP_PX`;
-a longer drag orbits the camera) picks the boid drawn nearest to it, within
-:data:`PICK_RADIUS_PX`. The focus then singles out that boid and the boids it
+a longer drag orbits the camera) picks what is drawn nearest the camera under it
+(:func:`thing_under`): an object met by the ray through the pixel, or an attractor, a
+predator or a boid drawn within :data:`PICK_RADIUS_PX`. The focus on a boid then singles
+out that boid and the boids it
 interacts with (:func:`seen_by`, coloured by :func:`focus_colors`), fades the
 others, and outlines its view sphere and field-of-view cone (:class:`FocusVisuals`).
 
@@ -29,6 +31,8 @@ __all__ = [
     "Clicks",
     "screen_positions",
     "pick",
+    "ray_through",
+    "thing_under",
     "seen_by",
     "focus_colors",
     "cone_lines",
@@ -99,6 +103,55 @@ def pick(screen: np.ndarray, pos, radius_px: float = PICK_RADIUS_PX) -> int | No
         return None
     i = int(np.nanargmin(d))
     return i if d[i] <= radius_px else None
+
+
+def ray_through(transform, pos, eye=None) -> tuple[np.ndarray, np.ndarray]:
+    """The ray through canvas pixel ``pos`` into the world, for the scene-to-canvas
+    ``transform``: (origin (3,), unit direction). It starts at the camera's ``eye`` when
+    there is one (a perspective camera), else on the near plane."""
+    mapped = transform.imap(np.array([[pos[0], pos[1], 0.0, 1.0], [pos[0], pos[1], 0.5, 1.0]]))
+    near, far = mapped[:, :3] / mapped[:, 3:4]
+    direction = (far - near) / np.linalg.norm(far - near)
+    return (near if eye is None else np.asarray(eye, np.float64)), direction
+
+
+def thing_under(ray, pos, transform, scenery, state: FlockState, params: Params, framed) -> tuple:
+    """What is drawn under canvas pixel ``pos``, nearest the camera, and where: (a
+    :class:`~flock3d.viewer.editing.Selection` (an object, attractor or predator), a boid
+    ``("boid", index)`` or None; the world point there; whether it lies on a surface).
+
+    Objects are met by ``ray`` (origin, direction: :func:`ray_through`) through the drawn
+    triangles (``scenery.pick``); attractors, predators and boids within
+    :data:`PICK_RADIUS_PX` of ``pos`` on the screen. Over nothing, the point is where the
+    ray meets the level plane through the middle of the view (``framed``: its centre and
+    radius), or, when that is far off or behind, the ray's point nearest that centre."""
+    from flock3d.core.state import up_axis
+    from flock3d.viewer.editing import Selection, ray_plane
+
+    origin, direction = ray
+    candidates = []  # (depth along the ray, thing, point, on a surface)
+    k, s = scenery.pick(origin, direction)
+    if k >= 0:
+        candidates.append((s, Selection("object", k), origin + s * direction, True))
+    points = {
+        "attractor": np.array([a.position for a in params.attractors], np.float64).reshape(-1, 3),
+        "predator": state.predator_positions,
+        "boid": state.positions,
+    }
+    for kind, positions in points.items():
+        index = pick(screen_positions(transform, positions), pos) if len(positions) else None
+        if index is not None:
+            thing = ("boid", index) if kind == "boid" else Selection(kind, index)
+            depth = float((positions[index] - origin) @ direction)
+            candidates.append((depth, thing, positions[index], False))
+    if candidates:
+        _, thing, point, surface = min(candidates, key=lambda c: c[0])
+        return thing, np.asarray(point, np.float64), surface
+    centre, radius = framed
+    point = ray_plane(origin, direction, centre, np.asarray(up_axis(params), np.float64))
+    if point is None or np.linalg.norm(point - centre) > 4.0 * radius:
+        point = origin + float((centre - origin) @ direction) * direction
+    return None, point, False
 
 
 def seen_by(state: FlockState, params: Params, index: int) -> np.ndarray:
