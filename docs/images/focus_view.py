@@ -11,6 +11,7 @@ docs/images/NAME.png``.)
 import time
 from pathlib import Path
 
+import numpy as np
 import vispy
 
 vispy.use(app="pyside6", gl="gl+")
@@ -35,8 +36,10 @@ def main() -> None:
     window = ViewerWindow(resolve_scene("default"), output_dir=HERE, dialogs=False)
     window.window.showMaximized()
     pump(application, 12.0)  # the flock orders itself
-    window.set_focus(0)
-    pump(application, 3.0)  # the camera moves in on boid 0
+    positions = window.snapshot.state.positions
+    middle = int(np.argmin(np.linalg.norm(positions - positions.mean(axis=0), axis=1)))
+    window.set_focus(middle)  # a boid in the middle of the picture, its neighbours around it
+    pump(application, 3.0)
     window.window.grab().save(str(HERE / "focus.png"))
     window.close()
 
