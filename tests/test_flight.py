@@ -9,6 +9,7 @@ import pytest
 
 from flock3d import Flock, Params
 from flock3d.core import quaternion
+from flock3d.core.params import Object
 from flock3d.core.terms.flight import bank_angles
 from flock3d.scene import SceneError, parse_scene
 
@@ -144,6 +145,30 @@ AGREEMENT = {
         flight_roll_rate=90.0,
         flight_max_bank=40.0,
     ),  # fmt: skip
+    # Each boid's radius for the next step, and a resting bird's orientation, are written by the
+    # flown step as by the boids' own (each was left unwritten once).
+    "adaptive radii": Params(
+        count=40,
+        flight="aerodynamic",
+        arena_shape="none",
+        neighbours=5,
+        adaptive=True,
+        min_speed=1.0,
+        max_speed=10.0,
+        roost_altitude=0.3,
+    ),  # fmt: skip
+    "perching on a plane": Params(
+        count=40,
+        flight="aerodynamic",
+        arena_shape="none",
+        min_speed=1.0,
+        max_speed=10.0,
+        roost_altitude=0.3,
+        objects=[Object("plane", position=(0.0, -6.0, 0.0))],
+        perching_height=3.0,
+        perching_duration=0.5,
+        perching_cooldown=0.5,
+    ),  # fmt: skip
 }
 
 
@@ -158,6 +183,9 @@ def test_fast_equals_reference(name):
     np.testing.assert_allclose(fast.positions, ref.positions, rtol=0, atol=1e-9)
     np.testing.assert_allclose(fast.velocities, ref.velocities, rtol=0, atol=1e-9)
     np.testing.assert_allclose(bank_angles(fast.orientations), bank_angles(ref.orientations), atol=1e-9)
+    np.testing.assert_allclose(fast.state.radii, ref.state.radii, rtol=0, atol=1e-9)
+    np.testing.assert_allclose(fast.state.perches, ref.state.perches, rtol=0, atol=1e-9)
+    np.testing.assert_allclose(np.linalg.norm(fast.orientations, axis=1), 1.0, atol=1e-12)
     assert np.abs(bank_angles(fast.orientations)).max() > 0.05  # they bank
 
 

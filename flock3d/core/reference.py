@@ -367,8 +367,9 @@ class ReferenceBoid:
         thrust = max(0.0, g / ratio + (v0 - speed) / params.flight_speed_time) * self.forward
         own = (steering @ self.forward) * self.forward + (steering @ level) * level
         velocity = self.velocity + params.dt * (lift + drag + thrust - g * UP + own)
-        if not np.any(velocity):
-            return replace(self, looking=None)
+        if not np.any(velocity):  # nothing to turn to: it keeps its orientation and velocity, and moves
+            position, velocity = settle(self.position + params.dt * self.velocity, self.velocity, params)
+            return replace(self, position=position, velocity=velocity, looking=None)
         heading = velocity / np.linalg.norm(velocity)
         level, right = _level_frame(heading, wings)
         orientation = look_rotation(heading, math.cos(bank) * level + math.sin(bank) * right)

@@ -496,9 +496,9 @@ class _Generator(Emit):
                                                  "roll_step", "s_min", "s_max"))  # fmt: skip
         c(f"nw, nx, ny, nz, nvx, nvy, nvz = {m}.fly(qw, qx, qy, qz, vx, vy, vz, ax, ay, az, {values})",
           "turned[0, slot], turned[1, slot], turned[2, slot], turned[3, slot] = nw, nx, ny, nz",
-          "turned[4, slot], turned[5, slot], turned[6, slot] = nvx, nvy, nvz",
-          f"staged[{P_X}, slot], staged[{P_X + 1}, slot], staged[{P_X + 2}, slot] = px, py, pz",
-          "failed_rows[slot] = failed")  # fmt: skip
+          "turned[4, slot], turned[5, slot], turned[6, slot] = nvx, nvy, nvz")  # fmt: skip
+        # The start-of-step orientation too: what a constraint after the move (perching) restores.
+        self._staged(c, [(Q_W, ("qw", "qx", "qy", "qz")), (P_X, ("px", "py", "pz"))])
 
     def _zone_update(self, c: _Lines) -> None:
         """A zone model's boid (Couzin, Vicsek; the inertial spin model is :meth:`_spin_update`): the sums of ``C.zone_sums`` over the candidates
@@ -562,6 +562,11 @@ class _Generator(Emit):
             (LIMIT, limit),
             (P_X, position),
         ]
+        self._staged(c, rows)
+
+    def _staged(self, c: _Lines, rows: list[tuple[int, tuple[str, ...]]]) -> None:
+        """Write ``rows`` (first row of ``staged``, values) into the boid's column, whether it
+        failed, and its radius for the next step (adaptive neighbours)."""
         for first, values in rows:
             targets = ", ".join(f"staged[{first + a}, slot]" for a in range(len(values)))
             c(f"{targets} = {', '.join(values)}")
