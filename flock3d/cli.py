@@ -181,21 +181,14 @@ def _add_scenes(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 
 def _run_scenes(args: argparse.Namespace) -> int:
-    from flock3d.scene import SceneError, describe_arena, resolve_scene, shipped_scenes, template
+    from flock3d.scene import describe_arena, load_shipped, template
 
     if args.template:
         print(template(), end="")
         return 0
 
-    names, scenes, missing = [], [], []
-    for name in shipped_scenes():
-        try:
-            scenes.append(resolve_scene(name))
-            names.append(name)
-        except SceneError as error:  # a world of meshes or images, without the extra that reads them
-            if "world extra" not in str(error):
-                raise
-            missing.append(name)
+    loaded, missing = load_shipped()
+    names, scenes = [name for name, _ in loaded], [scene for _, scene in loaded]
     arenas = [describe_arena(scene.params) for scene in scenes]
     width, arena_width = max(map(len, names + missing)), max(map(len, arenas))
     for name, scene, arena in zip(names, scenes, arenas, strict=True):

@@ -6,7 +6,7 @@ import pytest
 from helpers import flock3d
 
 from flock3d.core.terms.objects import Motion
-from flock3d.scene import SceneError, load_scene, parse_scene
+from flock3d.scene import SceneError, load_scene, parse_scene, shipped_scenes
 
 EVERY_SHAPE = """
 arena.shape = "none"
@@ -227,3 +227,23 @@ def test_a_mesh_scene_without_the_world_extra_says_which_to_install(tmp_path):
         f"rock.toml: objects[0].file: {tmp_path / 'rock.obj'}: a mesh needs the world extra (missing "
         "trimesh, igl, imageio): python -m pip install 'flock3d[world]'"
     )
+
+
+def test_the_scene_browser_lists_the_worlds_it_cannot_read_without_the_world_extra():
+    import json
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, json\n"
+        "for m in ('trimesh', 'igl'): sys.modules[m] = None\n"
+        "from flock3d.viewer.panel import scene_entries\n"
+        "print(json.dumps(scene_entries()))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    entries = {name: description for name, _, description in json.loads(out.stdout)}
+    assert set(entries) == set(shipped_scenes())
+    needing = {name for name, description in entries.items() if "flock3d[world]" in description}
+    assert {"worlds/canyon", "worlds/cave", "worlds/valley"} <= needing
+    assert "default" not in needing and "worlds/city" not in needing  # primitives need no extra

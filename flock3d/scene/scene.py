@@ -577,6 +577,20 @@ def shipped_scenes() -> list[str]:
     return names
 
 
+def load_shipped() -> tuple[list[tuple[str, Scene]], list[str]]:
+    """Every shipped scene this install can read: (name, scene) pairs in the library's order,
+    and the names of those it cannot without the world extra (worlds of meshes or images)."""
+    loaded, missing = [], []
+    for name in shipped_scenes():
+        try:
+            loaded.append((name, resolve_scene(name)))
+        except SceneError as error:
+            if "world extra" not in str(error):
+                raise
+            missing.append(name)
+    return loaded, missing
+
+
 def resolve_scene(
     name_or_path: str | Path | None,
     overrides: Iterable[str] = (),

@@ -640,14 +640,14 @@ class WorldPanel(QtWidgets.QWidget):
 
 def scene_entries() -> list[tuple[str, str, str]]:
     """The shipped scenes as the browser lists them: (name to open it by, its title, its
-    description), in the library's order (``flock3d scenes``'s)."""
-    from flock3d.scene import resolve_scene, shipped_scenes
+    description), in the library's order (``flock3d scenes``'s); a world this install cannot
+    read (no world extra) last, saying what to install."""
+    from flock3d.scene import load_shipped
 
-    entries = []
-    for name in shipped_scenes():
-        scene = resolve_scene(name)
-        entries.append((name, scene.name, scene.description))
-    return entries
+    loaded, missing = load_shipped()
+    return [(name, scene.name, scene.description) for name, scene in loaded] + [
+        (name, name, "needs the world extra: python -m pip install 'flock3d[world]'") for name in missing
+    ]
 
 
 class SceneBrowser(QtWidgets.QWidget):
