@@ -162,3 +162,30 @@ def test_a_mesh_keeps_its_grid_when_the_objects_before_it_go(tmp_path, monkeypat
     assert session.current_scene().fields[1].cell == pytest.approx(2.0 * grid.cell)
     session.reset()  # a new flock from the edited world starts outside its mesh
     session.advance(0.1)
+
+
+def test_undoing_an_object_edit_leaves_the_predators_flying(editor):
+    session = editor.session
+    editor.add_predator((0.0, 5.0, 0.0))
+    editor.move(Selection("object", 1), (18.0, 0.0, 0.0))
+    session.advance(0.2)  # the predator flies on
+    flown = session.world().predators[0].copy()
+    assert editor.undo()  # the object's move, not the predator's flight
+    assert session.params.objects[1].position == (16.0, 0.0, 0.0)
+    np.testing.assert_array_equal(session.world().predators[0], flown)
+    # A press and release on a still object while the predator flies is no edit.
+    editor.begin_drag(Selection("object", 1), (16.0, 0.0, 0.0))
+    session.advance(0.2)
+    editor.end_drag()
+    assert len(editor.undo_stack) == 1  # the predator's adding alone
+
+
+def test_an_edit_that_leaves_no_room_in_a_mesh_world_is_refused(tmp_path):
+    pytest.importorskip("trimesh")
+    pytest.importorskip("igl")
+    from flock3d.scene import resolve_scene
+
+    editor = WorldEditor(Session(resolve_scene("worlds/cave")))
+    with pytest.raises(ValueError, match="covers every spawn point"):
+        editor.add_object("sphere", (0.0, 0.0, 0.0), size=400.0, resting=False)
+    assert editor.undo_stack == []

@@ -599,7 +599,11 @@ def test_the_world_is_edited_with_the_mouse_and_saved(qt_app, tmp_path):
         xdotool("keyup", "ctrl")
         lifted = np.asarray(v.session.params.objects[1].position)
         assert lifted[1] == pytest.approx(-5.0, abs=1.0) and np.allclose(lifted[[0, 2]], moved[[0, 2]])
-        # The panel turns and scales it; the Add button puts a sphere where the box was clicked.
+        # The panel sets one coordinate alone (the others keep their unrounded values), turns and
+        # scales it; the Add button puts a sphere where the box was clicked.
+        v.world_panel.position[1].setValue(-4.0)
+        placed = np.asarray(v.session.params.objects[1].position)
+        assert placed[1] == -4.0 and np.array_equal(placed[[0, 2]], lifted[[0, 2]])
         v.world_panel.rotation[0].setValue(30.0)
         v.world_panel.scale.setValue(1.5)
         v.world_panel.what.setCurrentText("sphere")

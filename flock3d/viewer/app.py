@@ -29,7 +29,7 @@ import numpy as np
 from flock3d.errors import Flock3dError
 from flock3d.scene import Scene, SceneError, load_scene
 from flock3d.viewer.hud import COMPILING_TEXT
-from flock3d.viewer.picking import PICK_RADIUS_PX, pick, ray_through, screen_positions, thing_under
+from flock3d.viewer.picking import ray_through, screen_positions, thing_under
 
 __all__ = ["ViewerWindow", "run_viewer", "run_event_loop", "check_display", "COMPILING_TEXT"]
 
@@ -273,10 +273,8 @@ class ViewerWindow:
         p.quietly(p.antialias, lambda: p.antialias.setChecked(self.canvas.fxaa))
         p.antialias.setVisible(self.samples == 0)  # a multisampled window needs none
         w = self.world_panel
-        w.position_edited.connect(lambda xyz: self._edit_selected(lambda s: self.editor.move(s, xyz)))
-        w.rotation_edited.connect(
-            lambda r: self._edit_selected(lambda s: self.editor.set_rotation(s.index, r))
-        )
+        w.position_edited.connect(self._edit_position)
+        w.rotation_edited.connect(self._edit_rotation)
         w.scale_edited.connect(lambda f: self._edit_selected(lambda s: self.editor.set_scale(s.index, f)))
         w.add_chosen.connect(lambda what: self.add(what))
         w.delete_clicked.connect(self.delete_selected)
@@ -549,6 +547,26 @@ class ViewerWindow:
         selection = self.editor.valid(self.editor.selection)
         return selection is not None and self._edit(lambda: edit(selection))
 
+    def _edit_position(self, axis: int, value: float) -> bool:
+        """The World tab changed one coordinate of the selection's position."""
+
+        def move(selection) -> None:
+            position = np.array(self.editor.position_of(selection))
+            position[axis] = value
+            self.editor.move(selection, position)
+
+        return self._edit_selected(move)
+
+    def _edit_rotation(self, axis: int, degrees: float) -> bool:
+        """The World tab changed one angle of the selected object's rotation."""
+
+        def turn(selection) -> None:
+            rotation = list(self.session.params.objects[selection.index].rotation or (0.0, 0.0, 0.0))
+            rotation[axis] = degrees
+            self.editor.set_rotation(selection.index, rotation)
+
+        return self._edit_selected(turn)
+
     def _world_changed(self) -> None:
         """Redraw the world and the panels after an edit (or a new flock)."""
         params = self.session.params
@@ -597,7 +615,9 @@ class ViewerWindow:
         return self.editor.selection is not None and self._edit(self.editor.delete)
 
     def undo(self) -> bool:
-        """Undo the last edit of the world."""
+        """Undo the last edit of the world (ending a drag first: the camera orbits again)."""
+        if self.editor.dragging:
+            self._end_drag()
         done = False
 
         def undo() -> None:
@@ -767,12 +787,6 @@ class ViewerWindow:
         """(N, 2) canvas pixel positions of the boids as last drawn (NaN behind the camera)."""
         transform = self.view.scene.node_transform(self.canvas.scene)  # scene -> canvas pixels
         return screen_positions(transform, self.snapshot.state.positions)
-
-    def pick(self, pos, radius_px: float = PICK_RADIUS_PX) -> int | None:
-        """The boid drawn nearest to canvas pixel ``pos``, if within ``radius_px``."""
-        if not len(self.snapshot.state):
-            return None
-        return pick(self.screen_positions(), pos, radius_px)
 
     # -- lifetime -------------------------------------------------------------------------
 

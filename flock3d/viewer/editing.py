@@ -6,7 +6,8 @@ attractors and predators where the user clicked, delete, undo. No window needed.
 and hands it back (:meth:`Session.set_world`), which applies it between steps, so the boids go
 on flying and react at once. A world the model refuses (an object covering every spawn point,
 say) raises ValueError and changes nothing. Each edit pushes the world as it was onto the undo
-stack; a drag pushes one entry however many moves it makes.
+stack; a drag pushes one entry however many moves it makes. Only edits of predators read and
+set the predators' state: the others, and their undoing, leave the predators flying.
 """
 
 from __future__ import annotations
@@ -112,14 +113,16 @@ class WorldEditor:
     # -- applying -----------------------------------------------------------------------------
 
     def _apply(self, world: World, record: bool = True) -> None:
-        before = self.session.world()
+        """Make ``world`` the session's, remembering the world before it for undo. A world whose
+        predators are None leaves them flying (and its undo entry does not set them back)."""
+        before = self.session.world(predators=world.predators is not None)
         self.session.set_world(world)  # raises ValueError, changing nothing
         if record:
             self.undo_stack.append(before)
             del self.undo_stack[:-UNDO_DEPTH]
 
     def _with_object(self, k: int, o: Object, record: bool = True) -> None:
-        world = self.session.world()
+        world = self.session.world(predators=False)
         objects = list(world.objects)
         objects[k] = o
         self._apply(world._replace(objects=tuple(objects)), record)
@@ -129,7 +132,7 @@ class WorldEditor:
         whole path shifts with it), an attractor, a predator."""
         kind, k = selection
         p = np.asarray(position, np.float64)
-        world = self.session.world()
+        world = self.session.world(predators=kind == "predator")
         if kind == "object":
             o = world.objects[k]
             if o.motion is None:
@@ -175,7 +178,7 @@ class WorldEditor:
         up = np.asarray(up_axis(self.session.params), np.float64)
         o = primitive(shape, size)
         position = np.asarray(point, np.float64) + (_lift(o, up) * up if resting else 0.0)
-        world = self.session.world()
+        world = self.session.world(predators=False)
         self._apply(
             world._replace(objects=(*world.objects, o._replace(position=tuple(map(float, position)))))
         )
@@ -184,7 +187,7 @@ class WorldEditor:
 
     def add_attractor(self, point) -> Selection:
         """Add an attractor at ``point`` (3,), of the weight the others have (else 1)."""
-        world = self.session.world()
+        world = self.session.world(predators=False)
         weight = world.attractors[0].weight if world.attractors else 1.0
         added = Attractor(tuple(float(x) for x in point), weight)
         self._apply(world._replace(attractors=(*world.attractors, added)))
@@ -222,7 +225,7 @@ class WorldEditor:
         if selection is None:
             return False
         kind, k = selection
-        world = self.session.world()
+        world = self.session.world(predators=kind == "predator")
         if kind == "object":
             world = world._replace(objects=world.objects[:k] + world.objects[k + 1 :])
         elif kind == "attractor":
@@ -234,11 +237,13 @@ class WorldEditor:
         return True
 
     def undo(self) -> bool:
-        """Put the world back as it was before the last edit; False when there is none."""
+        """Put the world back as it was before the last edit; False when there is none. An entry
+        the model now refuses stays on the stack (ValueError)."""
         self.end_drag()
         if not self.undo_stack:
             return False
-        self.session.set_world(self.undo_stack.pop())
+        self.session.set_world(self.undo_stack[-1])
+        self.undo_stack.pop()
         self.selection = self.valid(self.selection)
         return True
 
@@ -249,7 +254,8 @@ class WorldEditor:
         self.end_drag()
         self.selection = selection
         grabbed = np.asarray(grabbed, np.float64)
-        self._dragging = (self.session.world(), grabbed - self.position_of(selection))
+        before = self.session.world(predators=selection.kind == "predator")
+        self._dragging = (before, grabbed - self.position_of(selection))
 
     @property
     def dragging(self) -> bool:
@@ -286,7 +292,7 @@ class WorldEditor:
             return
         before = self._dragging[0]
         self._dragging = None
-        if before != self.session.world():
+        if before != self.session.world(predators=before.predators is not None):
             self.undo_stack.append(before)
             del self.undo_stack[:-UNDO_DEPTH]
 

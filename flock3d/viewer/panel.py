@@ -538,13 +538,14 @@ class WorldPanel(QtWidgets.QWidget):
     """The World tab: the selected thing's place, turn and size; adding things where the user
     last clicked; deleting; undoing. Emits requests only, as :class:`ControlPanel` does.
 
-    Signals: ``position_edited((x, y, z))``, ``rotation_edited((yaw, pitch, roll))``,
+    Signals: ``position_edited(axis, value)`` (0, 1, 2: x, y, z), ``rotation_edited(axis,
+    degrees)`` (0, 1, 2: yaw, pitch, roll), each the one value the user changed,
     ``scale_edited(factor)``, ``add_chosen(what)`` (a primitive's shape, ``attractor`` or
     ``predator``), ``delete_clicked()``, ``undo_clicked()``.
     """
 
-    position_edited = QtCore.Signal(object)
-    rotation_edited = QtCore.Signal(object)
+    position_edited = QtCore.Signal(int, float)
+    rotation_edited = QtCore.Signal(int, float)
     scale_edited = QtCore.Signal(float)
     add_chosen = QtCore.Signal(str)
     delete_clicked = QtCore.Signal()
@@ -582,10 +583,9 @@ class WorldPanel(QtWidgets.QWidget):
                                      ("Rotation", self.rotation, self.rotation_edited)):  # fmt: skip
             row = QtWidgets.QHBoxLayout()
             row.setSpacing(3)
-            for spin in spins:
+            for axis, spin in enumerate(spins):  # the one value edited: the others may be rounded
                 row.addWidget(spin)
-                spin.valueChanged.connect(lambda _, spins=spins, signal=signal: signal.emit(
-                    tuple(s.value() for s in spins)))  # fmt: skip
+                spin.valueChanged.connect(lambda value, axis=axis, signal=signal: signal.emit(axis, value))
             form.addRow(label, row)
         self.scale.valueChanged.connect(self.scale_edited.emit)
         form.addRow("Scale", self.scale)

@@ -19,6 +19,7 @@ the time, slowing down instead of starving the window.
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 from collections.abc import Mapping
@@ -27,9 +28,11 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from flock3d.core.fields import Problem
 from flock3d.core.params import Params
 from flock3d.core.state import FlockState
-from flock3d.core.terms.objects import Object, needs_field
+from flock3d.core.terms.objects import Object, covered_start_problems, needs_field
+from flock3d.errors import Flock3dError
 from flock3d.flock import Flock
 from flock3d.scene import Scene
 from flock3d.viewer.world import shape_key
@@ -121,18 +124,23 @@ class Snapshot:
 class World(NamedTuple):
     """What the viewer's edits change (:mod:`flock3d.viewer.editing`): the objects, the
     attractors and the predators, as ``(positions (M, 3), velocities (M, 3), orientations
-    (M, 4))``. Compared as values, so an undo can tell whether anything changed."""
+    (M, 4))``, or None for a world whose predators an edit leaves as they fly. Compared as
+    values, so that a drag can tell whether anything moved."""
 
     objects: tuple[Object, ...]
     attractors: tuple
-    predators: tuple[np.ndarray, np.ndarray, np.ndarray]
+    predators: tuple[np.ndarray, np.ndarray, np.ndarray] | None
 
     def __eq__(self, other) -> bool:
+        if not isinstance(other, World) or (self.predators is None) != (other.predators is None):
+            return False
         return (
-            isinstance(other, World)
-            and self.objects == other.objects
+            self.objects == other.objects
             and self.attractors == other.attractors
-            and all(np.array_equal(a, b) for a, b in zip(self.predators, other.predators, strict=True))
+            and (
+                self.predators is None
+                or all(np.array_equal(a, b) for a, b in zip(self.predators, other.predators, strict=True))
+            )
         )
 
     __hash__ = None  # type: ignore[assignment]
@@ -237,29 +245,41 @@ class Session:
 
     # -- the world's edits ------------------------------------------------------------------
 
-    def world(self) -> World:
-        """The objects, attractors and predators now (copies)."""
+    def world(self, predators: bool = True) -> World:
+        """The objects, attractors and (with ``predators``) the predators now (copies)."""
         with self.lock:
+            if not predators:
+                return World(self.params.objects, self.params.attractors, None)
             state = self.flock.state
-            predators = (state.predator_positions, state.predator_velocities, state.predator_orientations)
-            return World(self.params.objects, self.params.attractors, tuple(a.copy() for a in predators))
+            flying = (state.predator_positions, state.predator_velocities, state.predator_orientations)
+            return World(self.params.objects, self.params.attractors, tuple(a.copy() for a in flying))
 
     def set_world(self, world: World) -> Params:
-        """Make ``world`` the running flock's, between steps; the boids go on from where they are.
+        """Make ``world`` the running flock's, between steps; the boids go on from where they are,
+        and so do the predators where ``world.predators`` is None.
 
         Raises:
-            ValueError: the objects or attractors are refused (the message names them); then
-                nothing changes.
+            ValueError: the objects or attractors are refused, or leave the boids no room to
+                start (the message names them); then nothing changes.
         """
         with self.lock:
+            count = self.params.predator_count if world.predators is None else len(world.predators[0])
             params = self.params.replace(
-                objects=world.objects, attractors=world.attractors, predator_count=len(world.predators[0])
+                objects=world.objects, attractors=world.attractors, predator_count=count
             )
-            fields = self._fields_for(params)
-            state = self.flock.state
-            positions, velocities, orientations = (np.array(a, dtype=np.float64) for a in world.predators)
-            state.predator_positions, state.predator_velocities = positions, velocities
-            state.predator_orientations = orientations
+            try:
+                fields = self._fields_for(params)
+            except Flock3dError as error:  # a rescaled mesh whose grid cannot be sampled
+                raise ValueError(str(error)) from None
+            values = {f.name: getattr(params, f.name) for f in dataclasses.fields(params)}
+            covered = covered_start_problems(values, fields)  # judged with the meshes' grids
+            if covered:
+                raise ValueError(str(Problem(*covered[0])))
+            if world.predators is not None:
+                state = self.flock.state
+                positions, velocities, orientations = (np.array(a, dtype=np.float64) for a in world.predators)
+                state.predator_positions, state.predator_velocities = positions, velocities
+                state.predator_orientations = orientations
             self.flock.params = params
             self.flock.fields = self._fields = fields
             self._publish()
