@@ -26,8 +26,8 @@ from flock3d.core.terms import Emit, PairTerm, Term
 
 __all__ = ["generate", "WORLD_TERMS", "SPECIES_VALUES", "MATRICES", "value_slots", "riders"]
 
-#: The terms with world data, in the registry's order: the k-th holds rows ``world_at[k] ..
-#: world_at[k + 1]`` of the packed world array (empty when the flock lacks it).
+#: The terms with world data, in the registry's order: the k-th holds entries ``world_at[k] ..
+#: world_at[k + 1]`` of the packed, flat world array (none when the flock lacks it).
 WORLD_TERMS: tuple[Term, ...] = tuple(term for term in TERMS if term.world_width)
 
 #: Values each species has its own of (one slot per species in pv); the rest are the flock's.
@@ -200,7 +200,8 @@ class _Generator(Emit):
         return lines
 
     def _world_lines(self) -> list[str]:
-        """Each world feature's rows the function reads, as a (rows, width) view of ``world``."""
+        """Each world feature's data the function reads, a view of ``world``: (rows, width), or
+        the flat record of a term of ``world_width`` 1."""
         return [
             f"{term.name} = world[world_at[{k}]:world_at[{k + 1}]]"
             + ("" if term.world_width == 1 else f".reshape(-1, {term.world_width})")  # 1: a flat record

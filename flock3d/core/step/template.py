@@ -53,7 +53,7 @@ def chunk(t, bounds, gf, gi, ids, start, cols, heads, pos, vel, quat, waypoints,
     state is computed from the start-of-step state (``cols``, ``heads``) and written to its row."""
     hole("values", "reach")
     periodic, wraps, planar, mesh = flags[0], flags[1], flags[2], flags[3]
-    hole("world")  # the world features' rows, each a (rows, width) view of ``world``
+    hole("world")  # the world features' data, each a view of ``world`` (rows, or a flat record)
     hole("now")  # what of the world moves, where it is at the step's time ``now``
     grid = CellGrid(gf[0], gf[1], gf[2], gf[3], gi[0], gi[1], gi[2], ids, start, gf[4], gf[5])
     fxs, fys, fzs = heads[0], heads[1], heads[2]

@@ -47,10 +47,11 @@ __all__ = ["Term", "PairTerm", "Emit", "inlined"]
 class Emit:
     """What a term's :meth:`Term.line` may ask of the generator (documentation of its interface).
 
-    ``layout``: the :class:`~flock3d.core.step.layout.Layout` being written;
+    ``layout``: the :class:`~flock3d.core.assemble.Layout` being written;
     ``v(name)``: the local variable holding value ``name`` of pv (recording that it is read);
     ``term(term)``: the name the generated module imports the term's module under;
-    ``world(term)``: the local (rows, width) array of the term's world data.
+    ``world(term)``: the local name of the term's world data: a (rows, width) array, or the flat
+    record of a term of ``world_width`` 1.
     """
 
     layout: Any

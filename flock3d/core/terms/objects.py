@@ -9,8 +9,9 @@ keyframes (:class:`Motion`). Its ``role`` says which side is free: an ``obstacle
 
 What cannot live in ``Params`` (a mesh's sampled distance grid, a heightfield's image) is
 built from it elsewhere (:mod:`flock3d.io.meshes`) and handed to :func:`pack_objects` as
-``fields``. The packed form is one float64 array plus offsets (see :func:`pack_objects`):
-what a compiled term takes, and what :func:`clearance` and :func:`object_sdf` read.
+``fields``. The packed form is one float64 array plus offsets (see :func:`pack_objects`),
+which :func:`clearance` and :func:`object_sdf` read; the step reads the same numbers as one
+flat world record, the offsets and the count after the data (:meth:`Objects.world`).
 """
 
 from __future__ import annotations
