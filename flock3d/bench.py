@@ -229,13 +229,13 @@ def mesh_objects(base) -> dict:
     them, the first row): the shipped rock (scenes/worlds/assets/rock.obj, 1,280 triangles, its
     grid 128 nodes a side) scaled to a radius of about 5, five times around the ring of the other
     features' rows; none without the world extra, which reads and samples meshes."""
-    import importlib.util
     from importlib import resources
 
     from flock3d.core.params import Object
     from flock3d.core.terms.attractors import ring
+    from flock3d.io.meshes import world_extra_installed
 
-    if any(importlib.util.find_spec(m) is None for m in ("trimesh", "igl")):
+    if not world_extra_installed():
         return {}
     rock = str(resources.files("flock3d.scenes") / "worlds" / "assets" / "rock.obj")
     turns = [(0.0, 0.0, 0.0), (40.0, 10.0, 0.0), (80.0, 0.0, 20.0), (120.0, 30.0, 0.0), (160.0, 0.0, 45.0)]
@@ -292,13 +292,12 @@ def run_viewer(large: bool = False, seconds: float = 8.0, out=sys.stdout) -> lis
     The simulation runs on its worker thread in real time meanwhile; "real time" is
     simulated seconds per wall-clock second (1.00x: the flock keeps real time).
     """
-    import importlib.util
-
+    from flock3d.io.meshes import world_extra_installed
     from flock3d.scene import shipped_scenes
 
     sizes = [1_000, 10_000, 50_000] + ([100_000] if large else [])
     cases = [("default", n, mesh) for n in sizes for mesh in ("bird", "dart")]
-    if all(importlib.util.find_spec(m) is not None for m in ("trimesh", "igl")):
+    if world_extra_installed():
         cases += [(name, 0, "bird") for name in shipped_scenes() if name.startswith("worlds/")]
     else:
         print(

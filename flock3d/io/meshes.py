@@ -38,6 +38,7 @@ from flock3d.errors import Flock3dError
 
 __all__ = [
     "MeshError",
+    "world_extra_installed",
     "MAX_TRIANGLES",
     "MAX_IMAGE_SIDE",
     "GRID_RESOLUTION",
@@ -73,8 +74,17 @@ class MeshError(Flock3dError):
     """A mesh or image that cannot be used, in one line naming the file and the problem."""
 
 
+def _missing() -> list[str]:
+    return [m for m in _EXTRA if importlib.util.find_spec(m) is None]
+
+
+def world_extra_installed() -> bool:
+    """Whether this install can read meshes and heightfield images (the world extra)."""
+    return not _missing()
+
+
 def _require(what: str) -> None:
-    missing = [m for m in _EXTRA if importlib.util.find_spec(m) is None]
+    missing = _missing()
     if missing:
         raise MeshError(
             f"{what} needs the world extra (missing {', '.join(missing)}): "
