@@ -19,8 +19,18 @@ def imported_modules(path: pathlib.Path) -> set[str]:
     return names
 
 
+def test_every_package_is_in_the_wheel():
+    import tomllib
+
+    config = tomllib.loads((PACKAGE.parent / "pyproject.toml").read_text())["tool"]["setuptools"]
+    folders = {
+        ".".join(init.parent.relative_to(PACKAGE.parent).parts) for init in PACKAGE.rglob("__init__.py")
+    }
+    assert set(config["packages"]) == folders | set(config["package-dir"])
+
+
 def test_core_imports_nothing_from_the_rest_of_flock3d():
-    for path in (PACKAGE / "core").glob("*.py"):
+    for path in (PACKAGE / "core").rglob("*.py"):
         for name in imported_modules(path):
             if name.startswith("flock3d"):
                 assert name.startswith("flock3d.core"), f"{path.name} imports {name}"
