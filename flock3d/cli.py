@@ -329,6 +329,19 @@ def _scene_from(args: argparse.Namespace, name: str | None, rules: tuple[tuple, 
     return scene if args.seed is None else scene.replace(seed=args.seed)
 
 
+def _outputs(args: argparse.Namespace, **suffixes: str) -> dict[str, Path | None]:
+    """The files options ``--NAME=SUFFIX...`` write, checked before any work (None: not asked
+    for); a plot needs the plot extra."""
+    given = {name: getattr(args, name) for name in suffixes}
+    outputs = {
+        name: None if path is None else _output_path(path, (suffixes[name],), f"--{name}")
+        for name, path in given.items()
+    }
+    if outputs.get("plot") is not None:
+        _require("plot", option="--plot")
+    return outputs
+
+
 def _output_path(path: str, suffixes: tuple[str, ...], what: str) -> Path:
     """Check an output path before any work is done: right suffix, existing folder."""
     if not path.strip():
@@ -460,17 +473,7 @@ def _run_metrics(args: argparse.Namespace) -> int:
     from flock3d import metrics
     from flock3d.io import Trajectory, write_csv
 
-    outputs = {
-        name: _output_path(path, suffixes, f"--{name}") if path is not None else None
-        for name, path, suffixes in (
-            ("csv", args.csv, (".csv",)),
-            ("plot", args.plot, (".png",)),
-            ("correlation", args.correlation, (".csv",)),
-            ("anisotropy", args.anisotropy, (".csv",)),
-        )
-    }
-    if outputs["plot"] is not None:
-        _require("plot", option="--plot")
+    outputs = _outputs(args, csv=".csv", plot=".png", correlation=".csv", anisotropy=".csv")
     with Trajectory(args.trajectory) as traj:
         scene = _recorded_scene(traj, "metrics")
         if traj.n_frames == 0:
@@ -625,16 +628,7 @@ def _run_infer(args: argparse.Namespace) -> int:
     from flock3d import inference
     from flock3d.io import Trajectory, write_csv
 
-    outputs = {
-        name: _output_path(path, suffixes, f"--{name}") if path is not None else None
-        for name, path, suffixes in (
-            ("csv", args.csv, (".csv",)),
-            ("likelihood", args.likelihood, (".csv",)),
-            ("plot", args.plot, (".png",)),
-        )
-    }
-    if outputs["plot"] is not None:
-        _require("plot", option="--plot")
+    outputs = _outputs(args, csv=".csv", likelihood=".csv", plot=".png")
     with Trajectory(args.trajectory, group=args.group) as traj:
         if traj.n_frames == 0:
             raise Flock3dError(f"{args.trajectory}: the trajectory has no frames")
