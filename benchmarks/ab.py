@@ -37,12 +37,18 @@ print(json.dumps({{"steps_per_s": 1.0 / per_step, "names": list(bench.variant_pa
 """
 
 
+def run_fresh(code: str, what: str, env: dict[str, str] | None = None) -> dict:
+    """Run ``code`` in a fresh Python process (with ``env``) and return the JSON of its last line
+    of output; a failure raises RuntimeError naming ``what`` and the child's last error line."""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False, env=env)
+    if out.returncode != 0:
+        raise RuntimeError(f"{what}: {out.stderr.strip().splitlines()[-1]}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
 def measure(root: Path, n: int, name: str | None, steps: int) -> dict:
     code = MEASURE.format(root=str(root.resolve()), n=n, name=name, steps=steps)
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
-    if out.returncode != 0:
-        raise RuntimeError(f"{root} N={n} {name}: {out.stderr.strip().splitlines()[-1]}")
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    return run_fresh(code, f"{root} N={n} {name}")
 
 
 def main() -> None:

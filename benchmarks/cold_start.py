@@ -12,13 +12,12 @@ Prints each version's first-step seconds, their median, and the median of import
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
-import subprocess
-import sys
 import tempfile
 from pathlib import Path
+
+from ab import run_fresh  # beside this script
 
 MEASURE = """
 import json, sys, time
@@ -37,13 +36,8 @@ print(json.dumps({{"build": t1 - t0, "first": time.perf_counter() - t1}}))
 
 def measure(root: Path) -> dict:
     with tempfile.TemporaryDirectory() as cache:
-        out = subprocess.run(
-            [sys.executable, "-c", MEASURE.format(root=str(root.resolve()))],
-            capture_output=True, text=True, check=False, env={**os.environ, "FLOCK3D_CACHE_DIR": cache},
-        )  # fmt: skip
-    if out.returncode != 0:
-        raise RuntimeError(f"{root}: {out.stderr.strip().splitlines()[-1]}")
-    return json.loads(out.stdout.strip().splitlines()[-1])
+        env = {**os.environ, "FLOCK3D_CACHE_DIR": cache}
+        return run_fresh(MEASURE.format(root=str(root.resolve())), str(root), env)
 
 
 def main() -> None:
