@@ -271,10 +271,11 @@ class Session:
                 fields = self._fields_for(params)
             except Flock3dError as error:  # a rescaled mesh whose grid cannot be sampled
                 raise ValueError(str(error)) from None
-            values = {f.name: getattr(params, f.name) for f in dataclasses.fields(params)}
-            covered = covered_start_problems(values, fields)  # judged with the meshes' grids
-            if covered:
-                raise ValueError(str(Problem(*covered[0])))
+            if fields:  # Params judged the primitives alone; with meshes' grids it could not
+                values = {f.name: getattr(params, f.name) for f in dataclasses.fields(params)}
+                covered = covered_start_problems(values, fields)
+                if covered:
+                    raise ValueError(str(Problem(*covered[0])))
             if world.predators is not None:
                 state = self.flock.state
                 positions, velocities, orientations = (np.array(a, dtype=np.float64) for a in world.predators)
