@@ -635,13 +635,19 @@ def _field_block(k: int, o: Object, fields: Mapping[int, Any], sx, sy, sz) -> tu
         # hold exact distances or convex combinations of them, so B is about the mesh's own radius.
         axes = [grid.origin[a] + grid.cell * np.arange(n) for a, n in enumerate((nx, ny, nz))]
         x, y, z = axes[0][:, None, None], axes[1][None, :, None], axes[2][None, None, :]
-        bound = float(np.max(np.sqrt(x * x + y * y + z * z) - grid.values))
+        # The clearance is the interpolant less the grid's skin (:func:`object_clearance`).
+        bound = float(np.max(np.sqrt(x * x + y * y + z * z) - grid.values)) + grid_skin(grid.cell)
         return np.concatenate([head, np.ascontiguousarray(grid.values, dtype=np.float64).reshape(-1)]), bound
-    heights = np.asarray(heights, dtype=np.float64)
+    heights = np.asarray(heights, dtype=np.float64) * (o.height * sy)
     nx, nz = heights.shape
     width, depth = o.size[0] * sx, o.size[1] * sz
-    head = np.array([nx, nz, -0.5 * width, -0.5 * depth, width / (nx - 1), depth / (nz - 1)])
-    return np.concatenate([head, (heights * (o.height * sy)).reshape(-1)]), math.inf
+    dx, dz = width / (nx - 1), depth / (nz - 1)
+    # The steepest slope of the bilinear ground (at most the steepest edge along x and along z,
+    # together): y - h(x, z) changes by at most sqrt(1 + slope^2) per unit moved (:func:`object_room`).
+    sx_max = float(np.max(np.abs(np.diff(heights, axis=0)))) / dx
+    sz_max = float(np.max(np.abs(np.diff(heights, axis=1)))) / dz
+    head = np.array([nx, nz, -0.5 * width, -0.5 * depth, dx, dz])
+    return np.concatenate([head, heights.reshape(-1), [math.hypot(sx_max, sz_max)]]), math.inf
 
 
 # -- distances of packed objects ----------------------------------------------------------------
@@ -734,14 +740,48 @@ def object_sdf(data, o, t, x, y, z):
     return _sdf_in_frame(data, o, px, py, pz, qw, qx, qy, qz, x, y, z)
 
 
+def grid_skin(cell: float) -> float:
+    """How far a mesh's grid may put its surface outside the mesh's own: half a cell's diagonal.
+
+    The mesh's signed distance is 1-Lipschitz and the nodes hold it exactly near the surface
+    (:func:`flock3d.io.meshes.mesh_grid`), so the trilinear interpolant at x, a convex
+    combination of nodes at most half a diagonal from x on average, exceeds the exact distance
+    by at most ``sqrt(3) / 2 * cell``, however thin the mesh's parts: a point whose interpolant
+    is at least this is outside the mesh (inside, for an arena mesh)."""
+    return 0.5 * math.sqrt(3.0) * cell
+
+
 @_jit
 def object_clearance(data, o, t, x, y, z):
     """The room a point has from one object: the signed distance measured into the free side
     (outside an obstacle, inside an arena), and the unit direction of more room: (c, nx, ny,
-    nz), c < 0 in the solid part."""
+    nz), c < 0 in the solid part. A mesh's is its grid's, less the grid's skin
+    (:func:`grid_skin`): a point with c >= 0 is outside the mesh itself, thin parts included."""
     d, gx, gy, gz = object_sdf(data, o, t, x, y, z)
     s = data[o + SIDE]
-    return s * d, s * gx, s * gy, s * gz
+    c = s * d
+    if int(data[o + KIND]) == g.MESH:
+        c -= 0.5 * math.sqrt(3.0) * data[int(data[o + FIELD]) + 6]
+    return c, s * gx, s * gy, s * gz
+
+
+@_jit
+def object_room(data, o, t, x, y, z):
+    """A lower bound of the distance from a point to the object's solid part, negative inside it
+    (where its clearance is): the clearance itself for a primitive (an exact distance) and a mesh
+    (its clearance is at most the mesh's distance); for a heightfield, whose clearance is exact
+    only on flat ground, the height above the ground over sqrt(1 + s^2), s its steepest slope (no
+    point of the ground is nearer). A ball of this radius around the point holds no solid."""
+    if int(data[o + KIND]) != g.HEIGHTFIELD:
+        return object_clearance(data, o, t, x, y, z)[0]
+    px, py, pz, qw, qx, qy, qz = object_frame(data, o, t)
+    lx, ly, lz = g.to_local(px, py, pz, qw, qx, qy, qz, x, y, z)
+    f = int(data[o + FIELD])
+    nx, nz = int(data[f]), int(data[f + 1])
+    x0, z0, dx, dz = data[f + 2], data[f + 3], data[f + 4], data[f + 5]
+    h = g.heightfield_height(data, f + 6, nx, nz, x0, z0, dx, dz, lx, lz)[0]
+    steepest = data[f + 6 + nx * nz]
+    return (ly - h) / math.sqrt(1.0 + steepest * steepest)
 
 
 @_jit
@@ -780,11 +820,19 @@ def clearances(data, offsets, points, t):
 
 # -- the term: avoidance in the step, and the hard constraint after the move ----------------------
 
-#: Projections onto the free side a boid gets at most in one step (one is exact for a primitive).
+#: Projections out of the objects a covered point gets at most (one is exact for a primitive).
 MAX_PUSHES = 8
-#: The clearance (world units) a projection aims at: a hair beyond the surface, so that the time
-#: the check reads (the state's clock) and the step's own (now + dt), an ulp apart, agree on the side.
+#: The clearance (world units) a projection aims at, and the least room the march along a move
+#: keeps: a hair beyond the surface, so that the time the check reads (the state's clock) and the
+#: step's own (now + dt), an ulp apart, agree on the side.
 SKIN = 1e-6
+#: The march along a move steps at least this fraction of the move: a solid at least 1/MARCH of a
+#: move long along it is never crossed, and the march costs at most MARCH distance queries.
+MARCH = 64
+#: A normal shorter than this is not followed (a grid's gradient vanishes on a thin part's middle).
+TRUSTED_NORMAL = 0.25
+#: Rings of the escape search, each twice as far as the last: from the depth, up to 2^23 times it.
+ESCAPE_RINGS = 24
 
 
 def packed(objects: Sequence[Object], fields: Mapping[int, Any] | None) -> tuple[np.ndarray, np.ndarray]:
@@ -910,6 +958,46 @@ def _deepest(world, count, at, t, x, y, z):
 
 
 @inlined
+def _least_room(world, count, at, t, x, y, z, sx, sy, sz, reach):
+    """The least :func:`object_room` of (x, y, z), a point within ``reach`` of (sx, sy, sz), over the
+    objects that may come that near (s, x) at all: one farther from s than its bound plus reach has
+    room at every such point. inf when none may."""
+    least = math.inf
+    for j in range(count):
+        o = int(world[at + j])
+        ox, oy, oz = _origin(world, o, t)
+        if _within(ox, oy, oz, _reach(world, o, reach), sx, sy, sz):
+            least = min(least, object_room(world, o, t, x, y, z))
+    return least
+
+
+@_jit
+def march(world, count, at, t, ax, ay, az, bx, by, bz, room):
+    """How far along the segment a -> b a point free at a (with ``room`` there) gets at time t: b
+    when no solid lies between, else the last point the march reached before the first one.
+
+    The march steps by the room it has (a ball that holds no solid), less :data:`SKIN`, or by
+    1/:data:`MARCH` of the segment where that is less: only a solid shorter than that along the
+    segment can lie unseen between two of its points, and the point it stops at has room."""
+    dx, dy, dz = bx - ax, by - ay, bz - az
+    length = math.sqrt(dx * dx + dy * dy + dz * dz)
+    least_step = length / MARCH
+    s, px, py, pz = 0.0, ax, ay, az
+    while True:
+        step = max(room - SKIN, least_step)
+        if s + step >= length:
+            end = _least_room(world, count, at, t, bx, by, bz, ax, ay, az, length)
+            return (bx, by, bz) if end > 0.0 else (px, py, pz)
+        s += step
+        u = s / length
+        qx, qy, qz = ax + u * dx, ay + u * dy, az + u * dz
+        room = _least_room(world, count, at, t, qx, qy, qz, ax, ay, az, length)
+        if not room > 0.0:
+            return px, py, pz
+        px, py, pz = qx, qy, qz
+
+
+@_jit
 def push(c, gx, gy, gz, last_c, lx, ly, lz, crease):
     """The displacement of one projection: the Newton step along g to clearance :data:`SKIN`; or,
     in a ``crease`` (the point left the object of normal l, at clearance ``last_c``, into the one
@@ -928,52 +1016,206 @@ def push(c, gx, gy, gz, last_c, lx, ly, lz, crease):
     return s * gx, s * gy, s * gz
 
 
-@inlined
-def keep_out(x, y, z, ox, oy, oz, world, t, planar):
-    """The point (x, y, z), where a boid moved from (ox, oy, oz), brought back to the free side of
-    every object at time t. While it lies in one (clearance < 0) it is projected out of the
-    deepest (:func:`push`; in its plane for a planar flock), at most :data:`MAX_PUSHES` times; a
-    point still in one then (squeezed where the objects leave no room) goes back to where the boid
-    was, if that is free."""
-    count, at = _listed(world)
+@_jit
+def _followed(x, y, z, planar):
+    """The normal (x, y, z) as a projection follows it (its part in the plane for a planar flock),
+    and whether it is at least :data:`TRUSTED_NORMAL` long: a Newton step along a shorter one
+    would go more than 1/TRUSTED_NORMAL times the depth."""
+    if planar:
+        z = 0.0
+    return x, y, z, x * x + y * y + z * z >= TRUSTED_NORMAL * TRUSTED_NORMAL
+
+
+@_jit
+def project(world, count, at, t, x, y, z, planar):
+    """A point in a solid projected out of the deepest object (:func:`push`), at most
+    :data:`MAX_PUSHES` times: (x, y, z, freed). It gives up where a normal is too short to follow
+    (:data:`TRUSTED_NORMAL`: a grid's gradient on a thin part's middle; a face nearly across a
+    planar flock's plane), so no push goes more than 1/TRUSTED_NORMAL times the depth."""
     c, gx, gy, gz, k = _deepest(world, count, at, t, x, y, z)
     last, pushes = -1, 0
-    while c < 0.0 and pushes < MAX_PUSHES:
-        last_c, lx, ly, lz = 0.0, 0.0, 0.0, 0.0
-        if last >= 0 and last != k:
-            last_c, lx, ly, lz = object_clearance(world, int(world[at + last]), t, x, y, z)
-        if planar:
-            gz, lz = 0.0, 0.0
-        if gx == 0.0 and gy == 0.0 and gz == 0.0:
+    while c <= 0.0 and pushes < MAX_PUSHES:
+        gx, gy, gz, trusted = _followed(gx, gy, gz, planar)
+        if not trusted:
             break
-        dx, dy, dz = push(c, gx, gy, gz, last_c, lx, ly, lz, last >= 0 and last != k)
+        crease = last >= 0 and last != k
+        last_c, lx, ly, lz = 0.0, 0.0, 0.0, 0.0
+        if crease:
+            last_c, lx, ly, lz = object_clearance(world, int(world[at + last]), t, x, y, z)
+            lx, ly, lz, crease = _followed(lx, ly, lz, planar)
+        dx, dy, dz = push(c, gx, gy, gz, last_c, lx, ly, lz, crease)
         x, y, z = x + dx, y + dy, z + dz
         last, pushes = k, pushes + 1
         c, gx, gy, gz, k = _deepest(world, count, at, t, x, y, z)
-    if c < 0.0 and _deepest(world, count, at, t, ox, oy, oz)[0] >= 0.0:
-        return ox, oy, oz
-    return x, y, z
+    return x, y, z, c > 0.0 and _least_room(world, count, at, t, x, y, z, x, y, z, 0.0) > 0.0
+
+
+@_jit
+def escape(world, count, at, t, x, y, z, planar, radius):
+    """The roomiest free point of the nearest ring around (x, y, z) that has one: 26 directions (the
+    8 of its plane for a planar flock) at ``radius``, then twice as far, :data:`ESCAPE_RINGS`
+    times: (x, y, z, found)."""
+    for _ in range(ESCAPE_RINGS):
+        best, bx, by, bz = 0.0, x, y, z
+        for i in range(-1, 2):
+            for j in range(-1, 2):
+                for k in range(-1, 2):
+                    if (i == 0 and j == 0 and k == 0) or (planar and k != 0):
+                        continue
+                    u = radius / math.sqrt(i * i + j * j + k * k)
+                    qx, qy, qz = x + u * i, y + u * j, z + u * k
+                    room = _least_room(world, count, at, t, qx, qy, qz, qx, qy, qz, 0.0)
+                    if room > best:
+                        best, bx, by, bz = room, qx, qy, qz
+        if best > 0.0:
+            return bx, by, bz, True
+        radius *= 2.0
+    return x, y, z, False
+
+
+@_jit
+def _move(world, count, at, t, ox, oy, oz, x, y, z, length, room, planar):
+    """:func:`keep_out` for a boid free at o, ``room`` there (over the objects within ``length``,
+    the move's, of o)."""
+    room_p = _least_room(world, count, at, t, x, y, z, ox, oy, oz, length)
+    if room_p > 0.0 and room + room_p >= length:
+        return x, y, z
+    if not room_p > 0.0:
+        qx, qy, qz, freed = project(world, count, at, t, x, y, z, planar)
+        ex, ey, ez = qx - x, qy - y, qz - z
+        if freed and ex * ex + ey * ey + ez * ez <= length * length:
+            mx, my, mz = march(world, count, at, t, ox, oy, oz, qx, qy, qz, room)
+            if mx == qx and my == qy and mz == qz:
+                return qx, qy, qz
+    return march(world, count, at, t, ox, oy, oz, x, y, z, room)
+
+
+@_jit
+def keep_out(x, y, z, ox, oy, oz, world, t, planar):
+    """Where a boid that moved from o = (ox, oy, oz) to p = (x, y, z) may be at time t: out of
+    every object (with room > 0, :func:`object_room`).
+
+    - Free at o: the move is a segment, checked against every object (:func:`march`). p when
+      nothing solid lies between; where p landed in a solid, its projection out (sliding along
+      the surface) if that lies no farther from p than the move is long and the segment from o
+      to it is as clear; else the last point before the first solid along the move. So no move
+      goes through a solid at least 1/:data:`MARCH` of its length thick (along it), and a boid
+      ends at most twice its move's length from where it was.
+    - Covered at o (an object moved, turned or was edited onto it): o is first projected out of
+      the objects (:func:`project`), or where that gives up, moved to the nearest free point of
+      the escape search (:func:`escape`); then the boid moves on from there as a free one would,
+      by the same move. So a boid an object sweeps over leaves it on the side it was on."""
+    count, at = _listed(world)
+    dx, dy, dz = x - ox, y - oy, z - oz
+    length = math.sqrt(dx * dx + dy * dy + dz * dz)
+    room = _least_room(world, count, at, t, ox, oy, oz, ox, oy, oz, length)
+    if room > 0.0:
+        return _move(world, count, at, t, ox, oy, oz, x, y, z, length, room, planar)
+    qx, qy, qz, freed = project(world, count, at, t, ox, oy, oz, planar)
+    if not freed:
+        depth = -_least_room(world, count, at, t, ox, oy, oz, ox, oy, oz, 0.0)
+        qx, qy, qz, freed = escape(world, count, at, t, ox, oy, oz, planar, max(depth, SKIN))
+    if not freed:  # nowhere free within 2^23 times its depth: the world leaves it no room
+        return x, y, z
+    room = _least_room(world, count, at, t, qx, qy, qz, qx, qy, qz, length)
+    return _move(world, count, at, t, qx, qy, qz, qx + dx, qy + dy, qz + dz, length, room, planar)
 
 
 def keep_out_reference(position, start, data: np.ndarray, offsets: np.ndarray, t: float, planar: bool):
-    """:func:`keep_out`, readably: the same projections, measured by :func:`clearance`."""
-    p = np.array(position, dtype=np.float64)
-    c, *g, k = clearance(data, offsets, t, *p)
-    last, pushes = -1, 0
-    while c < 0.0 and pushes < MAX_PUSHES:
-        crease = last >= 0 and last != k
-        last_c, *n = object_clearance(data, offsets[last], t, *p) if crease else (0.0, 0.0, 0.0, 0.0)
-        normal, previous = np.array(g), np.array(n)
+    """:func:`keep_out`, readably: the same segment, projections and search, measured object by
+    object with :func:`object_clearance` and :func:`object_room`."""
+    objects = offsets[:-1]
+
+    def norm(v):  # as the compiled code rounds it
+        return math.sqrt(v[0] * v[0] + v[1] * v[1] + v[2] * v[2])
+
+    def room_at(p, near=None, reach=0.0):  # over the objects that may come within reach of near
+        near = p if near is None else near
+        rooms = [
+            object_room(data, o, t, *p)
+            for o in objects
+            if data[o + SIDE] < 0.0
+            or norm(near - np.array(object_frame(data, o, t)[:3])) <= data[o + BOUND] + reach
+        ]
+        return min(rooms, default=math.inf)
+
+    def deepest(p):
+        c, n, k = math.inf, np.zeros(3), -1
+        for j, o in enumerate(objects):
+            cj, *nj = object_clearance(data, o, t, *p)
+            if cj < c:
+                c, n, k = cj, np.array(nj), j
+        return c, n, k
+
+    def followed(n):
+        n = np.array(n, dtype=np.float64)
         if planar:
-            normal[2] = previous[2] = 0.0
-        if not np.any(normal):
-            break
-        p = p + np.array(push(c, *normal, last_c, *previous, crease))
-        last, pushes = k, pushes + 1
-        c, *g, k = clearance(data, offsets, t, *p)
-    if c < 0.0 and clearance(data, offsets, t, *start)[0] >= 0.0:
-        return np.array(start, dtype=np.float64)
-    return p
+            n[2] = 0.0
+        return n, np.dot(n, n) >= TRUSTED_NORMAL * TRUSTED_NORMAL
+
+    def along(a, b, room):  # march
+        length = norm(b - a)
+        s, p = 0.0, a
+        while True:
+            step = max(room - SKIN, length / MARCH)
+            if s + step >= length:
+                return b if room_at(b, a, length) > 0.0 else p
+            s += step
+            q = a + s / length * (b - a)
+            room = room_at(q, a, length)
+            if not room > 0.0:
+                return p
+            p = q
+
+    def projected(p):
+        c, n, k = deepest(p)
+        last, pushes = -1, 0
+        while c <= 0.0 and pushes < MAX_PUSHES:
+            n, trusted = followed(n)
+            if not trusted:
+                break
+            crease, last_c, previous = last >= 0 and last != k, 0.0, np.zeros(3)
+            if crease:
+                last_c, *previous = object_clearance(data, objects[last], t, *p)
+                previous, crease = followed(previous)
+            p = p + np.array(push(c, *n, last_c, *previous, crease))
+            last, pushes = k, pushes + 1
+            c, n, k = deepest(p)
+        return p, c > 0.0 and room_at(p) > 0.0
+
+    def searched(p, radius):  # escape
+        steps = [np.array(d, dtype=np.float64) for d in np.ndindex(3, 3, 3) if d != (1, 1, 1)]
+        steps = [d - 1.0 for d in steps if not (planar and d[2] != 1)]
+        for _ in range(ESCAPE_RINGS):
+            rooms = [(room_at(p + radius / norm(d) * d), i) for i, d in enumerate(steps)]
+            best, i = max(rooms, key=lambda r: (r[0], -r[1]))
+            if best > 0.0:
+                return p + radius / norm(steps[i]) * steps[i]
+            radius *= 2.0
+        return p
+
+    def moved(o, p, length):  # from a free o
+        room, room_p = room_at(o, o, length), room_at(p, o, length)
+        if room_p > 0.0 and room + room_p >= length:
+            return p
+        if not room_p > 0.0:
+            q, freed = projected(p)
+            near = np.dot(q - p, q - p) <= length * length
+            if freed and near and np.array_equal(along(o, q, room), q):
+                return q
+        return along(o, p, room)
+
+    p, o = np.array(position, dtype=np.float64), np.array(start, dtype=np.float64)
+    move = p - o
+    length = norm(move)
+    if room_at(o, o, length) > 0.0:
+        return moved(o, p, length)
+    q, freed = projected(o)
+    if not freed:
+        q = searched(o, max(-room_at(o), SKIN))
+        if not room_at(q) > 0.0:
+            return p
+    return moved(q, q + move, length)
 
 
 OBJECTS = Spec(
