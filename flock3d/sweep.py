@@ -31,6 +31,7 @@ import numpy as np
 from flock3d.core.atomic import AtomicFile
 from flock3d.core.params import is_real_number
 from flock3d.errors import Flock3dError
+from flock3d.plots import save_figure
 from flock3d.scene import Scene, SceneError, parse_scene
 from flock3d.scene.scene import parse_value, toml_value, unknown_key_message
 from flock3d.scene.schema import KEYS_BY_NAME, Key, check_kind
@@ -499,6 +500,5 @@ def plot_sweep(table, axes: list[Axis], path: Path, title: str = "") -> Path:
             fig.colorbar(image, ax=ax)
     if title:
         fig.suptitle(title)
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+    save_figure(fig, path)
     return path
