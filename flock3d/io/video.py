@@ -4,6 +4,10 @@ The file is written with its index (the ``moov`` atom) at the front ("fast start
 so that a player or a browser can start playing before it has the whole file.
 ffmpeg's own messages are kept, not printed: a failure (an output that cannot be
 written, a full disk) becomes one :class:`Flock3dError` naming the file and the cause.
+
+ffmpeg writes a temporary file beside the video, renamed over it when the video is
+finished (:class:`~flock3d.core.atomic.AtomicFile`): a recording that fails, or is
+abandoned, leaves the file that was there before as it was.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
+from flock3d.core.atomic import AtomicFile
 from flock3d.errors import Flock3dError
 
 __all__ = ["VideoWriter"]
@@ -24,7 +29,8 @@ class VideoWriter:
 
     Width and height must be even (yuv420p, the pixel format every player reads).
     The encoder starts with the first frame; :meth:`close` finishes the file and
-    raises :class:`Flock3dError` if it could not be written.
+    raises :class:`Flock3dError` if it could not be written. A video without frames is
+    not written.
     """
 
     def __init__(self, path: str | Path, fps: float = 30.0, quality: int = 18) -> None:
@@ -34,11 +40,11 @@ class VideoWriter:
         self.frames = 0
         self._shape: tuple[int, ...] | None = None
         self._process: subprocess.Popen | None = None
-        self._log = tempfile.TemporaryFile()
         try:  # fail now, not after rendering, if the file cannot be created
-            self.path.open("ab").close()
+            self._file = AtomicFile(self.path)
         except OSError as error:
             raise Flock3dError(f"{self.path}: cannot write the video ({error.strerror or error})") from None
+        self._log = tempfile.TemporaryFile()
 
     def _start(self, width: int, height: int) -> None:
         try:
@@ -52,7 +58,7 @@ class VideoWriter:
             "-f", "rawvideo", "-vcodec", "rawvideo", "-s", f"{width}x{height}", "-pix_fmt", "rgb24",
             "-r", f"{self.fps:.6g}", "-i", "-",
             "-an", "-vcodec", "libx264", "-pix_fmt", "yuv420p", "-crf", str(self.quality),
-            "-movflags", "+faststart", str(self.path),
+            "-movflags", "+faststart", str(self._file.temp),
         ]  # fmt: skip
         self._process = subprocess.Popen(
             command, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=self._log
@@ -64,9 +70,10 @@ class VideoWriter:
         lines = [line.strip() for line in text.splitlines() if line.strip()]
         # ffmpeg's lines look like "[out#0/mp4 @ 0x...] Error opening output x.mp4: No space left on device".
         errors = [line.split("] ", 1)[-1] for line in lines if "rror" in line]
-        cause = errors[0] if errors else (lines[-1] if lines else "")
-        if self.path.is_file() and not self.path.is_symlink() and self.path.stat().st_size == 0:
-            self.path.unlink()  # nothing was written: leave no empty file behind
+        cause = (errors[0] if errors else (lines[-1] if lines else "")).replace(
+            str(self._file.temp), str(self.path)
+        )
+        self._file.discard()
         return Flock3dError(f"{self.path}: {what}" + (f" ({cause})" if cause else ""))
 
     def append(self, image: np.ndarray) -> None:
@@ -92,6 +99,7 @@ class VideoWriter:
         """Finish the file; raises :class:`Flock3dError` if it could not be written."""
         process, self._process = self._process, None
         if process is None:
+            self._file.discard()
             return
         try:
             process.stdin.close()
@@ -100,6 +108,10 @@ class VideoWriter:
         if process.wait() != 0:
             raise self._failure("writing the video failed")
         self._log.close()
+        try:
+            self._file.commit()
+        except OSError as error:
+            raise Flock3dError(f"{self.path}: cannot write the video ({error.strerror or error})") from None
 
     def __enter__(self) -> VideoWriter:
         return self
@@ -107,7 +119,9 @@ class VideoWriter:
     def __exit__(self, *exc) -> None:
         if exc[0] is None:
             self.close()
-        elif self._process is not None:  # already failing: stop the encoder quietly
-            self._process.kill()
-            self._process.wait()
-            self._process = None
+        else:  # already failing: stop the encoder quietly, and keep the file that was there
+            if self._process is not None:
+                self._process.kill()
+                self._process.wait()
+                self._process = None
+            self._file.discard()
