@@ -12,6 +12,7 @@ abandoned, leaves the file that was there before as it was.
 
 from __future__ import annotations
 
+import signal
 import subprocess
 import tempfile
 from pathlib import Path
@@ -64,7 +65,8 @@ class VideoWriter:
             command, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=self._log
         )
 
-    def _failure(self, what: str) -> Flock3dError:
+    def _failure(self, what: str, status: int) -> Flock3dError:
+        """The error of an encoder that ended with exit ``status``; the temporary file is removed."""
         self._log.seek(0)
         text = self._log.read().decode(errors="replace")
         lines = [line.strip() for line in text.splitlines() if line.strip()]
@@ -73,6 +75,8 @@ class VideoWriter:
         cause = (errors[0] if errors else (lines[-1] if lines else "")).replace(
             str(self._file.temp), str(self.path)
         )
+        if not cause and status < 0:  # killed, saying nothing: SIGXFSZ past ``ulimit -f``
+            cause = f"ffmpeg: {signal.strsignal(-status) or -status}"
         self._file.discard()
         return Flock3dError(f"{self.path}: {what}" + (f" ({cause})" if cause else ""))
 
@@ -91,8 +95,8 @@ class VideoWriter:
         try:
             self._process.stdin.write(np.ascontiguousarray(image, dtype=np.uint8).tobytes())
         except (BrokenPipeError, OSError):
-            self._process.wait()
-            raise self._failure("the video encoder stopped") from None
+            status = self._process.wait()
+            raise self._failure("the video encoder stopped", status) from None
         self.frames += 1
 
     def close(self) -> None:
@@ -105,8 +109,9 @@ class VideoWriter:
             process.stdin.close()
         except OSError:
             pass
-        if process.wait() != 0:
-            raise self._failure("writing the video failed")
+        status = process.wait()
+        if status != 0:
+            raise self._failure("writing the video failed", status)
         self._log.close()
         try:
             self._file.commit()
