@@ -281,7 +281,8 @@ class TrajectoryWriter:
             if kept is None:
                 self._failed = RecordingError(
                     f"{self.path}: cannot write frames {start}-{stop - 1} ({reason}); "
-                    + ("the file there before is kept as it was" if self._on_disk.existed else "nothing kept")
+                    + "the recording is dropped"
+                    + (" and the file there before kept as it was" if self._on_disk.existed else "")
                 )
                 raise self._failed
             self.frames_written = kept
