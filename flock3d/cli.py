@@ -993,6 +993,7 @@ def _render_frames(args, out: Path, is_png: bool, scene, frames, plan) -> int:
     (:class:`flock3d.io.playback.Playback`): a PNG or an MP4."""
     from tqdm import tqdm
 
+    from flock3d.core.atomic import atomic_write
     from flock3d.io.video import VideoWriter
     from flock3d.viewer.offscreen import OffscreenRenderer
 
@@ -1004,8 +1005,9 @@ def _render_frames(args, out: Path, is_png: bool, scene, frames, plan) -> int:
 
             state, acceleration = next(iter(frames))
             png = iio.imwrite("<bytes>", renderer.render(state, acceleration), extension=".png")
-            try:
-                out.write_bytes(png)  # encoded in memory first: a full disk fails here, cleanly
+            try:  # encoded in memory first: a full disk fails here, leaving an older image whole
+                with atomic_write(out, "wb") as handle:
+                    handle.write(png)
             except OSError as error:
                 raise Flock3dError(f"{out}: cannot write the image ({error.strerror or error})") from None
             print(

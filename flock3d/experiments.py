@@ -30,6 +30,7 @@ import numpy as np
 from flock3d import metrics
 from flock3d.core.params import COUZIN_DEFAULTS, VICSEK_DEFAULTS, Params
 from flock3d.flock import Flock
+from flock3d.plots import save_figure
 
 __all__ = ["Experiment", "Result", "EXPERIMENTS", "experiment", "run_experiment"]
 
@@ -193,8 +194,7 @@ def couzin_memory(quick: bool, seed: int, progress: bool | None) -> Result:
         order.set_ylim(-0.02, 1.02)
         order.legend(loc="center right", fontsize="small")
         fig.suptitle(f"Collective memory (Couzin et al. 2002): N = 100, {repeats} repeats")
-        fig.savefig(path, dpi=100)
-        plt.close(fig)
+        save_figure(fig, path)
 
     return Result(columns, lines, plot)
 
@@ -314,8 +314,7 @@ def cavagna_correlations(quick: bool, seed: int, progress: bool | None) -> Resul
         shapes.set_ylabel("C(r), velocity fluctuations")
         shapes.legend(fontsize="small")
         fig.suptitle("Scale-free correlations (Cavagna et al. 2010) in polarized boids flocks")
-        fig.savefig(path, dpi=100)
-        plt.close(fig)
+        save_figure(fig, path)
 
     return Result(columns, lines, plot)
 
@@ -412,8 +411,7 @@ def vicsek_fig2a(quick: bool, seed: int, progress: bool | None) -> Result:
         order.legend(fontsize="small", ncol=2)
         fig.suptitle("Vicsek et al. 1995, Fig. 2a: density 4, v0 = 0.03, r = 1; moved by the new (solid) "
                      "or old (dashed) velocity", fontsize="medium")  # fmt: skip
-        fig.savefig(path, dpi=100)
-        plt.close(fig)
+        save_figure(fig, path)
 
     return Result(columns, lines, plot)
 
@@ -558,8 +556,7 @@ def ballerini_range(quick: bool, seed: int, progress: bool | None) -> Result:
         range_ax.set_ylabel("topological range n_c")
         range_ax.legend(fontsize="small")
         fig.suptitle(f"Ballerini et al. 2008: topological (k = {k}) vs metric (r = {radius:g}) interaction")
-        fig.savefig(path, dpi=100)
-        plt.close(fig)
+        save_figure(fig, path)
 
     return Result(columns, lines, plot)
 
@@ -779,8 +776,7 @@ def turning_waves(quick: bool, seed: int, progress: bool | None) -> Result:
         reach.set_ylabel(f"turn after {watch:g} s, degrees")
         reach.legend(fontsize="small")
         fig.suptitle("Turning waves (Attanasi et al. 2014): the leaders at one edge turn by 90 degrees")
-        fig.savefig(path, dpi=100)
-        plt.close(fig)
+        save_figure(fig, path)
 
     return Result(columns, lines, plot)
 
@@ -911,7 +907,6 @@ def flock_shape(quick: bool, seed: int, progress: bool | None) -> Result:
         angles.set_ylim(0.0, 90.0)
         angles.legend(fontsize="x-small", ncol=2)
         fig.suptitle("The shape of flocks in aerodynamic flight over a roost (first run of each)")
-        fig.savefig(path, dpi=100)
-        plt.close(fig)
+        save_figure(fig, path)
 
     return Result(columns, lines, plot)

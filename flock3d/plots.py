@@ -6,7 +6,27 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["plot_metrics", "plot_maxent"]
+from flock3d.core.atomic import AtomicFile
+
+__all__ = ["plot_metrics", "plot_maxent", "save_figure"]
+
+
+def save_figure(fig, path: str | Path) -> Path:
+    """Write the matplotlib figure ``fig`` to ``path`` at 100 dpi (the format from the suffix)
+    and close it; returns the path.
+
+    The file at ``path`` is replaced only once the new one is whole
+    (:class:`~flock3d.core.atomic.AtomicFile`): a failed write leaves it as it was.
+    """
+    import matplotlib.pyplot as plt
+
+    path = Path(path)
+    try:
+        with AtomicFile(path) as file:
+            fig.savefig(file.temp, dpi=100)
+    finally:
+        plt.close(fig)
+    return path
 
 
 def plot_metrics(columns: dict[str, np.ndarray], path: str | Path, title: str = "") -> Path:
@@ -56,10 +76,7 @@ def plot_metrics(columns: dict[str, np.ndarray], path: str | Path, title: str = 
     groups.set_xlabel("time (s)")
     if title:
         fig.suptitle(title)
-    path = Path(path)
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path)
 
 
 def plot_maxent(fit, path: str | Path, title: str = "") -> Path:
@@ -87,7 +104,4 @@ def plot_maxent(fit, path: str | Path, title: str = "") -> Path:
     correlation.set_ylabel("C(r), direction fluctuations")
     correlation.legend(fontsize="small")
     fig.suptitle(title or f"Topological maximum-entropy model: {fit.frames} snapshots of {fit.boids} boids")
-    path = Path(path)
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path)

@@ -28,8 +28,10 @@ from typing import Any
 
 import numpy as np
 
+from flock3d.core.atomic import AtomicFile
 from flock3d.core.params import is_real_number
 from flock3d.errors import Flock3dError
+from flock3d.plots import save_figure
 from flock3d.scene import Scene, SceneError, parse_scene
 from flock3d.scene.scene import parse_value, toml_value, unknown_key_message
 from flock3d.scene.schema import KEYS_BY_NAME, Key, check_kind
@@ -241,15 +243,13 @@ def _write_table(rows: list[dict], path: Path) -> None:
     import pandas as pd
 
     table = pd.DataFrame(rows)
-    tmp = path.with_name(path.name + ".tmp")
     try:
-        if _is_parquet(path):
-            table.to_parquet(tmp, index=False)
-        else:
-            table.to_csv(tmp, index=False)
-        os.replace(tmp, path)
+        with AtomicFile(path) as file:
+            if _is_parquet(path):
+                table.to_parquet(file.temp, index=False)
+            else:
+                table.to_csv(file.temp, index=False)
     except OSError as error:
-        tmp.unlink(missing_ok=True)
         reason = error.strerror or " ".join(str(error).split())
         raise SweepError(
             f"{path}: cannot write the results ({reason}); the runs written before are kept"
@@ -500,6 +500,5 @@ def plot_sweep(table, axes: list[Axis], path: Path, title: str = "") -> Path:
             fig.colorbar(image, ax=ax)
     if title:
         fig.suptitle(title)
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+    save_figure(fig, path)
     return path

@@ -66,16 +66,21 @@ def test_streaming_memory_does_not_grow_with_run_length(tmp_path):
 
 
 def test_frames_already_written_survive_an_unclosed_writer(tmp_path):
-    # Each full block is flushed to disk as it is written.
+    # Each full block is flushed to disk as it is written, to the temporary file beside the
+    # recording that close() renames: a process killed before that leaves them there.
     scene = Scene(Params(count=10000))
     state = Flock.from_scene(scene).state
     writer = TrajectoryWriter(tmp_path / "open.h5", 10000, scene)
     for _ in range(10):
         writer.append(state)
     writer.flush()
-    with Trajectory(tmp_path / "open.h5") as traj:  # readable while the writer is still open
+    assert writer.temp_path.parent == tmp_path and not (tmp_path / "open.h5").exists()
+    with Trajectory(writer.temp_path) as traj:  # readable while the writer is still open
         assert traj.n_frames == 10
     writer.close()
+    assert [p.name for p in tmp_path.iterdir()] == ["open.h5"]
+    with Trajectory(tmp_path / "open.h5") as traj:
+        assert traj.n_frames == 10
 
 
 def _record(tmp_path, scene, steps=40, every=10):

@@ -26,12 +26,12 @@ import importlib.util
 import logging
 import math
 import os
-import threading
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from flock3d.core.atomic import atomic_write
 from flock3d.core.params import Params
 from flock3d.core.terms.objects import Object, SDFGrid, needs_field, scales
 from flock3d.errors import Flock3dError
@@ -265,14 +265,11 @@ def object_grid(o: Object, resolution: int = GRID_RESOLUTION, cache: bool = True
     grid = _read_cached(path, key)
     if grid is None:
         grid = mesh_grid(vertices, faces, resolution)
-        tmp = path.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")
-        try:
-            with open(tmp, "wb") as handle:
+        try:  # another process never reads half an entry
+            with atomic_write(path, "wb") as handle:
                 np.savez(handle, key=key, origin=grid.origin, cell=grid.cell, values=grid.values)
-            os.replace(tmp, path)  # atomic: another process never reads half an entry
         except OSError as error:  # a cache only saves time: a full disk costs the next run its wait
             _log.warning("flock3d: could not cache the grid of %s (%s)", o.file, error.strerror or error)
-            tmp.unlink(missing_ok=True)
     return grid
 
 

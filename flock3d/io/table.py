@@ -12,6 +12,8 @@ from pathlib import Path
 
 import numpy as np
 
+from flock3d.core.atomic import atomic_write
+
 __all__ = ["write_csv"]
 
 
@@ -29,7 +31,7 @@ def write_csv(path: str | Path, columns: dict[str, np.ndarray]) -> Path:
 
     Raises:
         ValueError: the columns are not all of one length (nothing is written).
-        OSError: the file cannot be written.
+        OSError: the file cannot be written (a file already at ``path`` is then left as it was).
     """
     values = [np.asarray(v) for v in columns.values()]
     lengths = {name: len(v) for name, v in zip(columns, values, strict=True)}
@@ -37,7 +39,7 @@ def write_csv(path: str | Path, columns: dict[str, np.ndarray]) -> Path:
         raise ValueError(f"columns must be of one length to write a table (got {lengths})")
     path = Path(path)
     formats = [_cell(v.dtype.kind) for v in values]
-    with path.open("w", newline="") as handle:
+    with atomic_write(path, "w", newline="") as handle:  # a failed write leaves the old file whole
         writer = csv.writer(handle)
         writer.writerow(list(columns))
         for row in zip(*values, strict=True):

@@ -33,11 +33,19 @@ chunked, resizable datasets, so memory does not grow with the length of a run,
 and every block written is flushed to disk: a run stopped by Ctrl-C or SIGTERM
 leaves a valid file holding every frame written so far.
 
+The recording is written to a temporary file beside ``path`` and renamed over it
+when the writer is closed (:class:`~flock3d.core.atomic.AtomicFile`), however the
+run ended: a file already at ``path`` is never truncated or left half replaced.
+Only a writer that is never closed (its process killed outright) leaves the
+temporary file, ``.NAME.XXXXXXXX.tmp.h5``, a valid recording of the frames written.
+
 A disk that fills up must not cost the frames already written: HDF5 cannot undo
 a flush that fails half way, so the space for each block is reserved
 (``posix_fallocate``) before HDF5 is given the block. When the reservation
 fails, the writer stops with :class:`DiskFullError` and the file stays as it was
-after the last block, valid and complete up to there.
+after the last block, valid and complete up to there. It is put at ``path`` when
+nothing was there; a file that was there is worth more than a run cut short by a
+full disk, and is kept as it was (the new frames are dropped, freeing the disk).
 """
 
 from __future__ import annotations
@@ -56,6 +64,7 @@ from pathlib import Path
 import numpy as np
 
 from flock3d import __version__
+from flock3d.core.atomic import AtomicFile
 from flock3d.core.params import short_repr
 from flock3d.core.state import FlockState
 from flock3d.errors import Flock3dError
@@ -109,7 +118,7 @@ class TrajectoryWriter:
     """Append frames of a flock (and its predators) to an H5MD file.
 
     Args:
-        path: file to create (overwritten if it exists).
+        path: file to create (replaced on :meth:`close` if it exists; see the module's notes).
         n_boids: N, fixed for the whole file.
         scene: the scene being run; its TOML is stored in the file.
         every: steps between frames (stored as metadata).
@@ -141,8 +150,13 @@ class TrajectoryWriter:
         self._buffered = 0
         self._failed: RecordingError | None = None
         try:
-            self._file = h5py.File(self.path, "w")
+            self._on_disk = AtomicFile(self.path)
         except OSError as error:
+            raise RecordingError(f"{self.path}: cannot create ({error.strerror or error})") from None
+        try:
+            self._file = h5py.File(self._on_disk.temp, "w")
+        except OSError as error:
+            self._on_disk.discard()
             raise RecordingError(f"{self.path}: cannot create ({_reason(error)})") from None
         try:
             self._create_layout(scene, every)
@@ -151,6 +165,7 @@ class TrajectoryWriter:
         else:
             return
         self._abandon()
+        self._on_disk.discard()
         raise RecordingError(f"{self.path}: cannot write the trajectory's layout ({reason})")
 
     def _create_layout(self, scene: Scene, every: int) -> None:
@@ -212,6 +227,11 @@ class TrajectoryWriter:
         f.flush()
 
     @property
+    def temp_path(self) -> Path:
+        """Where the frames are written until :meth:`close` renames the file to ``path``."""
+        return self._on_disk.temp
+
+    @property
     def frames(self) -> int:
         """Frames appended so far (written or still buffered)."""
         return self.frames_written + self._buffered
@@ -239,7 +259,8 @@ class TrajectoryWriter:
             DiskFullError: there is no room for the buffered frames (a full disk, a
                 quota, ``ulimit -f``); they are dropped, the file keeps every frame
                 written before them, and the writer takes no more frames.
-            RecordingError: writing failed in another way; the file may be damaged.
+            RecordingError: writing failed in another way; the file may be damaged, and
+                :meth:`close` drops it.
         """
         if self._failed is not None:
             raise self._failed
@@ -259,15 +280,20 @@ class TrajectoryWriter:
             kept = self._roll_back(start)
             if kept is None:
                 self._failed = RecordingError(
-                    f"{self.path}: cannot write frames {start}-{stop - 1} ({reason}); the file may be damaged"
+                    f"{self.path}: cannot write frames {start}-{stop - 1} ({reason}); "
+                    + "the recording is dropped"
+                    + (" and the file there before kept as it was" if self._on_disk.existed else "")
                 )
                 raise self._failed
             self.frames_written = kept
         self._release()
-        self._failed = DiskFullError(
-            f"{self.path}: no room for more frames ({reason}); "
-            f"stopped, keeping the {self.frames_written:,} frames written"
+        kept = f"{self.frames_written:,} frames written"
+        kept = (
+            f"dropping the {kept} and keeping the file there before as it was"
+            if self._on_disk.existed
+            else f"keeping the {kept}"
         )
+        self._failed = DiskFullError(f"{self.path}: no room for more frames ({reason}); stopped, {kept}")
         raise self._failed
 
     def _datasets(self) -> list:
@@ -349,17 +375,44 @@ class TrajectoryWriter:
                 os.ftruncate(fd, used)
 
     def close(self) -> None:
+        """Write what is buffered and put the recording at ``path``.
+
+        Raises:
+            DiskFullError, RecordingError: as :meth:`flush` (a failure reported before is
+                not raised again); what is then at ``path`` is said in the module's notes.
+            RecordingError: the finished file cannot be renamed over ``path``.
+        """
         if not self._file.id.valid:
             return
-        if self._failed is None:
-            try:
-                self.flush()
-            finally:
-                self._file.close()
+        if self._failed is not None:
+            self._finish_failed()
             return
+        try:
+            self.flush()
+        except BaseException:
+            self._finish_failed()
+            raise
+        self._file.close()
+        self._put_in_place()
+
+    def _finish_failed(self) -> None:
+        """Close a file whose writing failed and keep it or drop it (see the module's notes)."""
         # After a failed write HDF5 may fail again on closing and on freeing each handle
         # (the error is reported already): free them all now, quietly, none left for exit.
         self._abandon()
+        # Cut short by a full disk, the recording is whole up to its last block: kept where no
+        # file was. One that may be damaged is never put in place.
+        if isinstance(self._failed, DiskFullError) and not self._on_disk.existed:
+            self._put_in_place()
+        else:
+            self._on_disk.discard()
+
+    def _put_in_place(self) -> None:
+        try:
+            self._on_disk.commit()
+        except OSError as error:
+            reason = error.strerror or error
+            raise RecordingError(f"{self.path}: cannot put the recording in place ({reason})") from None
 
     def _abandon(self) -> None:
         """Close a file that failed to write, freeing every handle now and quietly."""

@@ -4,16 +4,22 @@ The file is written with its index (the ``moov`` atom) at the front ("fast start
 so that a player or a browser can start playing before it has the whole file.
 ffmpeg's own messages are kept, not printed: a failure (an output that cannot be
 written, a full disk) becomes one :class:`Flock3dError` naming the file and the cause.
+
+ffmpeg writes a temporary file beside the video, renamed over it when the video is
+finished (:class:`~flock3d.core.atomic.AtomicFile`): a recording that fails, or is
+abandoned, leaves the file that was there before as it was.
 """
 
 from __future__ import annotations
 
+import signal
 import subprocess
 import tempfile
 from pathlib import Path
 
 import numpy as np
 
+from flock3d.core.atomic import AtomicFile
 from flock3d.errors import Flock3dError
 
 __all__ = ["VideoWriter"]
@@ -24,7 +30,8 @@ class VideoWriter:
 
     Width and height must be even (yuv420p, the pixel format every player reads).
     The encoder starts with the first frame; :meth:`close` finishes the file and
-    raises :class:`Flock3dError` if it could not be written.
+    raises :class:`Flock3dError` if it could not be written. A video without frames is
+    not written.
     """
 
     def __init__(self, path: str | Path, fps: float = 30.0, quality: int = 18) -> None:
@@ -34,11 +41,11 @@ class VideoWriter:
         self.frames = 0
         self._shape: tuple[int, ...] | None = None
         self._process: subprocess.Popen | None = None
-        self._log = tempfile.TemporaryFile()
         try:  # fail now, not after rendering, if the file cannot be created
-            self.path.open("ab").close()
+            self._file = AtomicFile(self.path)
         except OSError as error:
             raise Flock3dError(f"{self.path}: cannot write the video ({error.strerror or error})") from None
+        self._log = tempfile.TemporaryFile()
 
     def _start(self, width: int, height: int) -> None:
         try:
@@ -52,21 +59,25 @@ class VideoWriter:
             "-f", "rawvideo", "-vcodec", "rawvideo", "-s", f"{width}x{height}", "-pix_fmt", "rgb24",
             "-r", f"{self.fps:.6g}", "-i", "-",
             "-an", "-vcodec", "libx264", "-pix_fmt", "yuv420p", "-crf", str(self.quality),
-            "-movflags", "+faststart", str(self.path),
+            "-movflags", "+faststart", str(self._file.temp),
         ]  # fmt: skip
         self._process = subprocess.Popen(
             command, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=self._log
         )
 
-    def _failure(self, what: str) -> Flock3dError:
+    def _failure(self, what: str, status: int) -> Flock3dError:
+        """The error of an encoder that ended with exit ``status``; the temporary file is removed."""
         self._log.seek(0)
         text = self._log.read().decode(errors="replace")
         lines = [line.strip() for line in text.splitlines() if line.strip()]
         # ffmpeg's lines look like "[out#0/mp4 @ 0x...] Error opening output x.mp4: No space left on device".
         errors = [line.split("] ", 1)[-1] for line in lines if "rror" in line]
-        cause = errors[0] if errors else (lines[-1] if lines else "")
-        if self.path.is_file() and not self.path.is_symlink() and self.path.stat().st_size == 0:
-            self.path.unlink()  # nothing was written: leave no empty file behind
+        cause = (errors[0] if errors else (lines[-1] if lines else "")).replace(
+            str(self._file.temp), str(self.path)
+        )
+        if not cause and status < 0:  # killed, saying nothing: SIGXFSZ past ``ulimit -f``
+            cause = f"ffmpeg: {signal.strsignal(-status) or -status}"
+        self._file.discard()
         return Flock3dError(f"{self.path}: {what}" + (f" ({cause})" if cause else ""))
 
     def append(self, image: np.ndarray) -> None:
@@ -84,22 +95,28 @@ class VideoWriter:
         try:
             self._process.stdin.write(np.ascontiguousarray(image, dtype=np.uint8).tobytes())
         except (BrokenPipeError, OSError):
-            self._process.wait()
-            raise self._failure("the video encoder stopped") from None
+            status = self._process.wait()
+            raise self._failure("the video encoder stopped", status) from None
         self.frames += 1
 
     def close(self) -> None:
         """Finish the file; raises :class:`Flock3dError` if it could not be written."""
         process, self._process = self._process, None
         if process is None:
+            self._file.discard()
             return
         try:
             process.stdin.close()
         except OSError:
             pass
-        if process.wait() != 0:
-            raise self._failure("writing the video failed")
+        status = process.wait()
+        if status != 0:
+            raise self._failure("writing the video failed", status)
         self._log.close()
+        try:
+            self._file.commit()
+        except OSError as error:
+            raise Flock3dError(f"{self.path}: cannot write the video ({error.strerror or error})") from None
 
     def __enter__(self) -> VideoWriter:
         return self
@@ -107,7 +124,9 @@ class VideoWriter:
     def __exit__(self, *exc) -> None:
         if exc[0] is None:
             self.close()
-        elif self._process is not None:  # already failing: stop the encoder quietly
-            self._process.kill()
-            self._process.wait()
-            self._process = None
+        else:  # already failing: stop the encoder quietly, and keep the file that was there
+            if self._process is not None:
+                self._process.kill()
+                self._process.wait()
+                self._process = None
+            self._file.discard()

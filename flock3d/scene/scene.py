@@ -15,6 +15,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from flock3d.core.atomic import atomic_write
 from flock3d.core.fields import spec_of
 from flock3d.core.params import MODEL_DEFAULTS, Params, Problem, params_problems, short_repr
 from flock3d.core.terms.objects import covered_start_problems, needs_field
@@ -103,9 +104,15 @@ class Scene:
         return "\n".join(lines) + "\n"
 
     def save(self, path: str | Path) -> Path:
-        """Write :meth:`to_toml` to ``path``; returns the path."""
+        """Write :meth:`to_toml` to ``path``; returns the path.
+
+        Raises:
+            OSError: the file cannot be written; a scene already at ``path`` is left as it was.
+        """
         path = Path(path)
-        path.write_text(self.to_toml(path.resolve().parent))
+        text = self.to_toml(path.resolve().parent)
+        with atomic_write(path, "w", encoding="utf-8") as handle:
+            handle.write(text)
         return path
 
     def with_overrides(self, assignments: Iterable[str], rule_names: Sequence[str] | None = None) -> Scene:

@@ -389,7 +389,11 @@ class ViewerWindow:
             show_vectors=bool(self.visuals.show_vectors),
         )
         scene = self.session.current_scene().replace(view=view)
-        saved = scene.save(path)
+        try:
+            saved = scene.save(path)
+        except OSError as error:  # a full disk, no permission: the scene file there is kept as it was
+            self._warn("Scene not saved", f"{path}: {error.strerror or error}")
+            return Path(path)
         self.status.showMessage(f"saved {saved}", 5000)
         return saved
 

@@ -15,6 +15,8 @@ from pathlib import Path
 
 import numpy as np
 
+from flock3d.core.atomic import atomic_write
+
 __all__ = ["Recorder", "VideoClock", "output_path", "slug", "frame_image", "VIDEO_FPS"]
 
 VIDEO_FPS = 30.0
@@ -119,8 +121,11 @@ class Recorder:
         """
         import imageio.v3 as iio
 
-        iio.imwrite(path, frame_image(self.canvas))
-        return Path(path)
+        path = Path(path)
+        png = iio.imwrite("<bytes>", frame_image(self.canvas), extension=path.suffix or ".png")
+        with atomic_write(path, "wb") as handle:  # encoded first: a failed write leaves an older file whole
+            handle.write(png)
+        return path
 
     def start(self, scene_name: str, t0: float) -> Path:
         """Start recording, its first frame at simulated time ``t0``; returns the video's path.

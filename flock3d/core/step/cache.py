@@ -15,7 +15,6 @@ import marshal
 import os
 import sys
 import tempfile
-import threading
 import types
 from collections.abc import Callable
 from pathlib import Path
@@ -23,6 +22,8 @@ from typing import Any
 
 import numba
 import numpy as np
+
+from flock3d.core.atomic import atomic_write
 
 __all__ = ["fingerprint", "cache_dir", "load_module"]
 
@@ -133,9 +134,8 @@ def load_module(source: str, injected: dict[str, Any]) -> Any:
         except OSError:
             fresh = False
         if not fresh:  # missing, or damaged: the cache is disposable
-            tmp = path.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")
-            tmp.write_text(source)
-            os.replace(tmp, path)  # atomic: a parallel process never reads half a file
+            with atomic_write(path) as handle:  # a parallel process never reads half a file
+                handle.write(source)
         module = types.ModuleType(name)
         module.__file__ = str(path)  # where numba keeps its cache of the module's functions
         module.__dict__.update(injected)  # before it runs: its chunk compiles as it is defined

@@ -1,0 +1,143 @@
+"""Writing a file over another: through a temporary file in the same folder and a rename.
+
+Every file flock3d writes (scenes, recordings, videos, images, tables, plots, cache entries)
+goes this way, so that a write that fails (a full disk, ``ulimit -f``, Ctrl-C) leaves the file
+that was there whole, or no file, never part of one, and a reader never sees half a file.
+
+The temporary file is ``.NAME.XXXXXXXX.tmp.SUFFIX`` beside the target: on the same file
+system, so that the rename is atomic, and ending in the target's suffix, so that writers that
+choose a format by the file name (ffmpeg, matplotlib, imageio) choose the target's. It is
+removed when the write fails; only a process killed outright (SIGKILL, a power cut) leaves one.
+
+This module is in the core because the core's cache of assembled steps writes files too; it
+depends on nothing but the standard library.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import secrets
+import stat
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO, Any
+
+__all__ = ["AtomicFile", "atomic_write"]
+
+#: Longest part of the target's name kept in the temporary file's: a name near the file
+#: system's limit (255 bytes) must still leave room for the marks around it.
+_NAME_KEPT = 180
+
+
+class AtomicFile:
+    """A new version of ``path``, written at :attr:`temp` and renamed over ``path`` by :meth:`commit`.
+
+    A symbolic link is followed: the file it points to is replaced and the link kept. A path that
+    exists but is not a regular file (``/dev/null``, a FIFO) cannot be replaced, only written:
+    :attr:`temp` is then ``path`` itself and commit and discard do nothing. The new file takes
+    the old one's permissions, or the usual ones (``0o666`` less the umask) when there was none.
+
+    As a context manager it commits when its block ends normally and discards when it raises
+    (an :class:`OSError` raised there is raised again naming ``path``, not the temporary file).
+
+    Args:
+        path: the file to write.
+
+    Raises:
+        OSError: the folder cannot take a new file, or ``path`` exists and may not be written
+            (its ``filename`` is ``path``).
+    """
+
+    def __init__(self, path: str | os.PathLike) -> None:
+        self.path = Path(path)
+        self._target = Path(os.path.realpath(self.path))
+        self._done = False
+        try:
+            status = os.stat(self._target)
+        except FileNotFoundError:
+            status = None
+        self.existed = status is not None
+        """Whether a file was there to be replaced."""
+        self._mode = None if status is None else stat.S_IMODE(status.st_mode)
+        self._in_place = status is not None and not stat.S_ISREG(status.st_mode)
+        if self._in_place:
+            self.temp = self.path
+            return
+        if status is not None and not os.access(self._target, os.W_OK):  # read-only: not ours to replace
+            raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(self.path))
+        name, suffix = self._target.name[:_NAME_KEPT], self._target.suffix[:16]
+        self.temp = self._target.with_name(f".{name}.{secrets.token_hex(4)}.tmp{suffix}")
+        try:  # created here, exclusively: the name is this writer's, with the umask's permissions
+            os.close(os.open(self.temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
+        except OSError as error:
+            raise OSError(error.errno, error.strerror, str(self.path)) from None
+
+    def commit(self) -> None:
+        """Put the new file in place of the old one (once); on failure the old one stays.
+
+        The new file is flushed to the disk first: a file system that allocates late reports a
+        full disk there, while the old file is still in place.
+        """
+        if self._done:
+            return
+        self._done = True
+        if self._in_place:
+            return
+        try:
+            descriptor = os.open(self.temp, os.O_RDONLY)
+            try:
+                os.fsync(descriptor)
+            finally:
+                os.close(descriptor)
+            if self._mode is not None:
+                os.chmod(self.temp, self._mode)
+            os.replace(self.temp, self._target)
+        except OSError as error:
+            self._remove()
+            raise OSError(error.errno, error.strerror, str(self.path)) from None
+        with contextlib.suppress(OSError):  # the rename itself reaches the disk (best effort)
+            folder = os.open(self._target.parent, os.O_RDONLY)
+            try:
+                os.fsync(folder)
+            finally:
+                os.close(folder)
+
+    def discard(self) -> None:
+        """Drop the new file (once); the old one, if any, is left as it was."""
+        if self._done:
+            return
+        self._done = True
+        if not self._in_place:
+            self._remove()
+
+    def _remove(self) -> None:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(self.temp)
+
+    def __enter__(self) -> AtomicFile:
+        return self
+
+    def __exit__(self, kind, error, traceback) -> None:
+        if kind is None:
+            self.commit()
+            return
+        self.discard()
+        if isinstance(error, OSError) and error.filename in (None, str(self.temp)):
+            raise OSError(error.errno, error.strerror, str(self.path)) from None
+
+
+@contextlib.contextmanager
+def atomic_write(path: str | os.PathLike, mode: str = "w", **kwargs: Any) -> Iterator[IO]:
+    """``open(path, mode, **kwargs)`` for writing, through an :class:`AtomicFile`: ``path`` is
+    replaced when the block ends normally and left as it was when it raises.
+
+    Args:
+        path: the file to write.
+        mode: ``"w"`` or ``"wb"`` (with ``t`` or ``+`` as ``open`` takes them).
+    """
+    if not mode.startswith("w"):
+        raise ValueError(f"atomic_write writes a whole file: mode must start with 'w' (got {mode!r})")
+    with AtomicFile(path) as file, open(file.temp, mode, **kwargs) as handle:
+        yield handle

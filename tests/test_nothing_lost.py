@@ -1,0 +1,231 @@
+"""A write that fails leaves the file that was there whole, and no temporary file behind.
+
+Each kind of file flock3d writes over another (a scene, a recording, a video, an image, a
+table, a plot, a cache entry) is written in a child process whose files may not grow past a
+few bytes (``ulimit -f``, SIGXFSZ ignored): the write fails with a real EFBIG, as on a full
+disk, half way through the new file.
+"""
+
+import errno
+import os
+import signal
+import stat
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+from helpers import assert_one_line_failure, file_size_limit, flock3d, small_recording
+
+from flock3d.core.atomic import AtomicFile, atomic_write
+from flock3d.io import Trajectory
+
+
+def limited(*args: str, limit: int, cwd=None) -> subprocess.CompletedProcess:
+    """``flock3d ARGS`` in a process whose files may not grow past ``limit`` bytes."""
+    return subprocess.run(
+        [sys.executable, "-m", "flock3d.cli", *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=cwd,
+        preexec_fn=file_size_limit(limit),
+    )
+
+
+def python_limited(code: str, limit: int, cwd, env: dict | None = None) -> subprocess.CompletedProcess:
+    """Python ``code`` in a process whose files may not grow past ``limit`` bytes."""
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=cwd,
+        env={**os.environ, **(env or {})},
+        preexec_fn=file_size_limit(limit),
+    )
+
+
+def assert_only(folder, *names: str) -> None:
+    """``folder`` holds exactly the files ``names``: no temporary file was left behind."""
+    assert sorted(p.name for p in folder.iterdir()) == sorted(names)
+
+
+# -- the helper itself --------------------------------------------------------------------------
+
+
+def test_a_write_that_raises_leaves_the_old_file_and_no_temporary_file(tmp_path):
+    path = tmp_path / "a.txt"
+    path.write_text("old")
+    with pytest.raises(OSError) as raised:
+        with atomic_write(path) as handle:
+            handle.write("new, half")
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+    assert raised.value.filename == str(path)  # the target is named, not the temporary file
+    assert path.read_text() == "old"
+    assert_only(tmp_path, "a.txt")
+
+
+def test_the_new_file_keeps_the_old_ones_permissions_and_a_link_stays_a_link(tmp_path):
+    path = tmp_path / "a.txt"
+    path.write_text("old")
+    path.chmod(0o640)
+    link = tmp_path / "link.txt"
+    link.symlink_to(path.name)
+    with atomic_write(link) as handle:
+        handle.write("new")
+    assert link.is_symlink() and path.read_text() == "new"
+    assert stat.S_IMODE(path.stat().st_mode) == 0o640
+    assert_only(tmp_path, "a.txt", "link.txt")
+
+
+def test_what_cannot_be_replaced_is_written_in_place():
+    file = AtomicFile("/dev/null")
+    assert file.temp == file.path and file.existed
+    with atomic_write("/dev/null") as handle:
+        handle.write("nothing")
+    assert stat.S_ISCHR(os.stat("/dev/null").st_mode)
+
+
+# -- each kind of file -------------------------------------------------------------------------
+
+
+def test_a_scene_saved_over_another_on_a_full_disk_leaves_it_whole(tmp_path):
+    from flock3d.scene import resolve_scene
+
+    path = tmp_path / "scene.toml"
+    resolve_scene("vicsek/fig2a").save(path)
+    old = path.read_bytes()
+    child = python_limited(
+        """
+        from flock3d.scene import resolve_scene
+        try:
+            resolve_scene("default").save("scene.toml")
+        except OSError as error:
+            print(error.errno, error.filename)
+        """,
+        limit=300,
+        cwd=tmp_path,
+    )
+    assert child.returncode == 0, child.stderr
+    assert child.stdout.split() == [str(errno.EFBIG), "scene.toml"]
+    assert path.read_bytes() == old
+    assert_only(tmp_path, "scene.toml")
+
+
+RUN = ("run", "default", "--every", "1", "--no-progress")
+
+
+def test_a_recording_that_fills_the_disk_leaves_the_one_there_before_whole(tmp_path):
+    path = tmp_path / "rec.h5"
+    first = flock3d(*RUN, "--steps", "20", "--out", path, cwd=tmp_path)  # compiled here, not below
+    assert first.returncode == 0, first.stderr
+    old = path.read_bytes()
+    # 500 boids: a block of 87 frames takes about 4 MB with its reserve; the second cannot.
+    out = limited(*RUN, "--steps", "300", "--out", path, limit=6_000_000, cwd=tmp_path)
+    assert_one_line_failure(
+        out, f"{path}: no room for more frames (File too large); stopped, dropping the",
+        "frames written and keeping the file there before as it was",
+    )  # fmt: skip
+    assert path.read_bytes() == old
+    assert_only(tmp_path, "rec.h5")
+
+
+def test_a_recording_that_fills_the_disk_where_there_was_none_keeps_its_frames(tmp_path):
+    path = tmp_path / "rec.h5"
+    out = limited(*RUN, "--steps", "300", "--out", path, limit=6_000_000, cwd=tmp_path)
+    assert_one_line_failure(out, "no room for more frames (File too large); stopped, keeping the")
+    kept = int(out.stderr.split("keeping the ")[1].split(" frames")[0].replace(",", ""))
+    with Trajectory(path) as traj:
+        assert traj.n_frames == kept > 0
+    assert_only(tmp_path, "rec.h5")
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+def test_a_run_stopped_by_a_signal_replaces_the_old_recording_with_every_frame(tmp_path, sig):
+    path = tmp_path / "rec.h5"
+    first = flock3d(*RUN, "--steps", "5", "--out", path, cwd=tmp_path)
+    assert first.returncode == 0, first.stderr
+    child = subprocess.Popen(
+        [sys.executable, "-m", "flock3d.cli", *RUN, "--steps", "1000000", "--out", str(path)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )  # fmt: skip
+    assert child.stdout.readline().startswith("Default: 500 boids")
+    time.sleep(2.0)
+    child.send_signal(sig)
+    out, err = child.communicate(timeout=120)
+    assert child.returncode == (130 if sig == signal.SIGINT else 143), err
+    frames = int(out.split("wrote ")[1].split(" frames")[0].replace(",", ""))
+    with Trajectory(path) as traj:
+        assert traj.n_frames == frames > 6  # the new run's, every one of them
+    assert_only(tmp_path, "rec.h5")
+
+
+def _render_or_skip(*args, cwd) -> None:
+    out = flock3d("render", "default", *args, "--size", "160x120", "--no-progress", cwd=cwd)
+    if out.returncode != 0 and "needs EGL" in out.stderr:
+        pytest.skip("no EGL/OpenGL for offscreen rendering here")
+    assert out.returncode == 0, out.stderr
+
+
+@pytest.mark.gui
+@pytest.mark.parametrize(
+    "name, message",
+    [  # ffmpeg is killed by SIGXFSZ, as a shell's `ulimit -f` would kill it (Popen restores it)
+        ("v.mp4", "writing the video failed (ffmpeg: File size limit exceeded)"),
+        ("p.png", "cannot write the image (File too large)"),
+    ],
+)
+def test_a_video_or_image_rendered_over_another_on_a_full_disk_leaves_it_whole(tmp_path, name, message):
+    path = tmp_path / name
+    _render_or_skip("--out", path, "--frames", "20", cwd=tmp_path)
+    old = path.read_bytes()
+    out = limited("render", "default", "--out", path, "--frames", "20", "--start", "1",
+                  "--size", "160x120", "--no-progress", limit=2000, cwd=tmp_path)  # fmt: skip
+    assert_one_line_failure(out, f"{path}: {message}")
+    assert path.read_bytes() == old
+    assert_only(tmp_path, name)
+
+
+@pytest.mark.parametrize("option, name", [("--csv", "m.csv"), ("--plot", "m.png")])
+def test_a_table_or_plot_written_over_another_on_a_full_disk_leaves_it_whole(tmp_path, option, name):
+    recording = small_recording(tmp_path / "rec.h5", count=30, frames=40)
+    path = tmp_path / name
+    first = flock3d("metrics", recording, option, path, "--no-progress", cwd=tmp_path)
+    assert first.returncode == 0, first.stderr
+    path.write_bytes(b"the old file\n" * 50)  # what a partial new file could never be
+    old = path.read_bytes()
+    out = limited("metrics", recording, option, path, "--no-progress", limit=400, cwd=tmp_path)
+    assert_one_line_failure(out, f"flock3d metrics: {path}: File too large")
+    assert path.read_bytes() == old
+    assert_only(tmp_path, "rec.h5", name)
+
+
+def test_a_step_cache_entry_rewritten_on_a_full_disk_leaves_the_old_entry(tmp_path):
+    # A stale entry is rewritten; when that fails, the entry is as it was (the next run tries
+    # again) and the error names the entry.
+    child = python_limited(
+        """
+        import hashlib
+        from flock3d.core.step import cache
+        source = "VALUE = 1\\n" * 200  # 2,000 bytes: the write goes past the limit
+        key = hashlib.sha256((source + cache._core_fingerprint()).encode()).hexdigest()[:24]
+        path = cache.cache_dir() / f"flock3d_step_{key}.py"
+        path.write_text("VALUE = 0\\n")
+        try:
+            cache.load_module(source, {})
+        except OSError as error:
+            print(error.errno, error.filename)
+        """,
+        limit=1000,
+        cwd=tmp_path,
+        env={"FLOCK3D_CACHE_DIR": str(tmp_path / "cache")},
+    )
+    assert child.returncode == 0, child.stderr
+    code, filename = child.stdout.split()
+    steps = tmp_path / "cache" / "steps"
+    assert int(code) == errno.EFBIG and os.path.dirname(filename) == str(steps)
+    assert_only(steps, os.path.basename(filename))
+    assert (steps / os.path.basename(filename)).read_text() == "VALUE = 0\n"
