@@ -4,6 +4,7 @@ Every case runs the command as a user would, in a subprocess, and checks that no
 already written is lost.
 """
 
+import json
 import os
 import re
 import subprocess
@@ -14,6 +15,7 @@ import numpy as np
 import pytest
 from helpers import altered_copy, assert_one_line_failure, file_size_limit, flock3d, small_recording
 
+from flock3d.cli import COMPILING
 from flock3d.io import RecordingError, Trajectory
 from flock3d.scene import SceneError, load_scene, parse_scene
 from flock3d.scene.scene import MAX_SCENE_BYTES
@@ -167,6 +169,39 @@ def test_a_set_value_is_one_toml_value():
         r"flock3d run: shipped:default: --set perception.fov: expected one TOML value on one line "
         r"(got '120\n[arena]\nradius=1e308')",
     )
+
+
+# -- mesh files that are damaged, or name what must not be read --------------------------------
+
+
+def test_damaged_meshes_are_one_line_each_from_check_and_run(tmp_path):
+    trimesh = pytest.importorskip("trimesh")
+    pytest.importorskip("igl")
+    from test_meshes import DAMAGED
+
+    messages = {}
+    for name, (write, message) in DAMAGED.items():
+        write(tmp_path / name)
+        messages[name] = message
+    trimesh.creation.box().export(tmp_path / "box.gltf")
+    text = (tmp_path / "box.gltf").read_text()
+    os.mkfifo(tmp_path / "pipe.bin")  # a glTF's buffer that would block its reader forever
+    (tmp_path / "pipe.gltf").write_text(text.replace(json.loads(text)["buffers"][0]["uri"], "pipe.bin"))
+    messages["pipe.gltf"] = "pipe.gltf: not a mesh trimesh can read ('pipe.bin' names"
+    messages["a\\u0000b.obj"] = "a\\x00b.obj': a file name cannot hold a NUL character"  # a TOML escape
+    scenes = {}
+    for k, name in enumerate(messages):
+        scenes[name] = tmp_path / f"scene{k}.toml"
+        scenes[name].write_text(f'[arena]\nshape = "none"\n[[objects]]\nshape = "mesh"\nfile = "{name}"\n')
+    out = flock3d("check", *scenes.values(), timeout=120)
+    assert out.returncode == 2 and "Traceback" not in out.stderr, out.stderr
+    lines = [line for line in out.stderr.splitlines() if line != COMPILING]
+    assert len(lines) == len(scenes), out.stderr  # one each: no warnings, no log lines
+    for line, (name, path) in zip(lines, scenes.items(), strict=True):
+        assert line.startswith(f"{path}: objects[0].file: ") and messages[name] in line, (name, line)
+    for name in ("negative.glb", "huge.obj", "pipe.gltf", "a\\u0000b.obj"):
+        out = flock3d("run", scenes[name], "--steps", "1", "--no-progress", timeout=120)
+        assert_one_line_failure(out, f"flock3d run: {scenes[name]}: objects[0].file: ", messages[name])
 
 
 # -- a disk that fills up during `flock3d run --out` --------------------------------------------
