@@ -16,6 +16,7 @@ import pytest
 from helpers import altered_copy, assert_one_line_failure, file_size_limit, flock3d, small_recording
 
 from flock3d.cli import COMPILING
+from flock3d.core.state import random_state
 from flock3d.io import RecordingError, Trajectory
 from flock3d.scene import SceneError, load_scene, parse_scene
 from flock3d.scene.scene import MAX_SCENE_BYTES
@@ -169,6 +170,24 @@ def test_a_set_value_is_one_toml_value():
         r"flock3d run: shipped:default: --set perception.fov: expected one TOML value on one line "
         r"(got '120\n[arena]\nradius=1e308')",
     )
+
+
+def test_a_start_check_accepts_is_a_start_run_makes(tmp_path):
+    # A sphere that leaves free only a shell 0.0055 thick of the initial ball (its radius plus
+    # the margin is 14.9945): 2 of the check's 4,096 points, and about 1 draw in 1,000.
+    scene = tmp_path / "shell.toml"
+    scene.write_text(
+        '[flock]\ncount = 200\ninit_radius = 15\n[arena]\nshape = "none"\n'
+        '[[objects]]\nshape = "sphere"\nradius = 13.994517625078345\n'
+    )
+    assert flock3d("check", scene).returncode == 0
+    out = flock3d("run", scene, "--steps", "5", "--no-progress")
+    assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr
+    params = load_scene(scene).params
+    for seed in range(3):
+        positions = random_state(params, seed=seed).positions
+        distance = np.linalg.norm(positions, axis=1)
+        assert distance.min() >= 13.994517625078345 + params.avoidance_margin and distance.max() <= 15.0
 
 
 # -- mesh files that are damaged, or name what must not be read --------------------------------
