@@ -4,6 +4,7 @@ Every case runs the command as a user would, in a subprocess, and checks that no
 already written is lost.
 """
 
+import importlib.util
 import json
 import os
 import re
@@ -17,6 +18,7 @@ from helpers import altered_copy, assert_one_line_failure, file_size_limit, floc
 
 from flock3d.cli import COMPILING
 from flock3d.core.state import random_state
+from flock3d.inference import maxent
 from flock3d.io import RecordingError, Trajectory
 from flock3d.scene import SceneError, load_scene, parse_scene
 from flock3d.scene.scene import MAX_SCENE_BYTES
@@ -419,6 +421,31 @@ def test_damaged_recordings_are_one_line_for_render_too(tmp_path):
         out = flock3d("render", path, "--out", tmp_path / "x.mp4", "--no-progress", timeout=120)
         assert_one_line_failure(out, f"{path}: damaged trajectory", damaged[path])
         assert not (tmp_path / "x.mp4").exists()
+
+
+def test_degenerate_recordings_are_measured_or_refused_in_one_line(tmp_path):
+    def coincide(f):
+        f["particles/flock/position/value"][...] = 3.0
+
+    same = altered_copy(small_recording(tmp_path / "good.h5"), tmp_path / "same.h5", coincide)
+    one = small_recording(tmp_path / "one.h5", count=1)
+    tiny = small_recording(tmp_path / "tiny.h5", arena_shape="periodic", arena_radius=1e-6,
+                           view_distance=5e-7, separation_distance=2.5e-7)  # fmt: skip
+    plot = ["--plot", tmp_path / "m.png"] if importlib.util.find_spec("matplotlib") else []
+    for path in (same, one, tiny):  # a measurement, nan where it has none, and nothing said besides
+        outputs = ["--correlation", tmp_path / "c.csv", "--anisotropy", tmp_path / "a.csv", *plot]
+        out = flock3d("metrics", path, *outputs, "--no-progress", timeout=120)
+        assert out.returncode == 0, out.stderr
+        assert not [line for line in out.stderr.splitlines() if not line.startswith("flock3d: compiling")]
+    out = flock3d("infer", "maxent", same, "--frames", "::", "--no-progress", timeout=120)
+    assert_one_line_failure(out, f"{same}: every boid is at the same point in every frame (the flock's size")
+    out = flock3d("infer", "maxent", one, "--frames", "::", "--no-progress", timeout=120)
+    assert_one_line_failure(out, f"{one}: 1 boids; the maximum-entropy fit takes 3 to 5,000 boids a snapshot")
+    out = flock3d("infer", "maxent", tiny, "--frames", "::", "--no-progress", timeout=120)
+    assert out.returncode == 0 and "Traceback" not in out.stderr and "n_c" in out.stdout, out.stderr
+    velocities = np.random.default_rng(1).normal(size=(10, 3))
+    with pytest.raises(ValueError, match="every boid is at the same point"):
+        maxent(np.ones((10, 3)), velocities)
 
 
 def test_links_out_of_a_recording_are_refused_not_followed(tmp_path):
