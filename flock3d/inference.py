@@ -513,6 +513,11 @@ def _fit(snapshots: list, n_c_range, period, bins: int, progress=None) -> Maxent
         r_max = 0.5 * float(box[box > 0.0].min())
     else:
         r_max = max(metrics.flock_size(p) for p, _, _ in snapshots)
+        if not r_max > 0.0:  # C(r) is binned from 0 to the flock's size L: it has no bins
+            raise ValueError(
+                "every boid is at the same point in every frame (the flock's size L is 0): "
+                "the fit needs distances between boids"
+            )
     fits = []
     for p, s, d in snapshots:
         fits.append(_fit_snapshot(p, s, d, ranges, box, r_max, bins))

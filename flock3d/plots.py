@@ -55,7 +55,8 @@ def plot_metrics(columns: dict[str, np.ndarray], path: str | Path, title: str = 
     spacing.plot(t, columns["mean_distance"], label="mean distance")
     spacing.plot(t, columns["nn_mean"], label="mean nearest neighbour")
     spacing.plot(t, columns["nn_min"], label="closest pair", linestyle=":")
-    spacing.set_yscale("log")
+    if any(np.any(columns[name] > 0.0) for name in ("mean_distance", "nn_mean", "nn_min")):
+        spacing.set_yscale("log")  # not when every boid is at one point: no distance to draw on it
     spacing.set_ylabel("distance (units)")
     spacing.legend(loc="best", fontsize="small")
     lines = {"size": "size L", "length": "length", "width": "width", "thickness": "thickness",

@@ -4,6 +4,8 @@ Every case runs the command as a user would, in a subprocess, and checks that no
 already written is lost.
 """
 
+import importlib.util
+import json
 import os
 import re
 import subprocess
@@ -14,6 +16,9 @@ import numpy as np
 import pytest
 from helpers import altered_copy, assert_one_line_failure, file_size_limit, flock3d, small_recording
 
+from flock3d.cli import COMPILING
+from flock3d.core.state import random_state
+from flock3d.inference import maxent
 from flock3d.io import RecordingError, Trajectory
 from flock3d.scene import SceneError, load_scene, parse_scene
 from flock3d.scene.scene import MAX_SCENE_BYTES
@@ -167,6 +172,57 @@ def test_a_set_value_is_one_toml_value():
         r"flock3d run: shipped:default: --set perception.fov: expected one TOML value on one line "
         r"(got '120\n[arena]\nradius=1e308')",
     )
+
+
+def test_a_start_check_accepts_is_a_start_run_makes(tmp_path):
+    # A sphere that leaves free only a shell 0.0055 thick of the initial ball (its radius plus
+    # the margin is 14.9945): 2 of the check's 4,096 points, and about 1 draw in 1,000.
+    scene = tmp_path / "shell.toml"
+    scene.write_text(
+        '[flock]\ncount = 200\ninit_radius = 15\n[arena]\nshape = "none"\n'
+        '[[objects]]\nshape = "sphere"\nradius = 13.994517625078345\n'
+    )
+    assert flock3d("check", scene).returncode == 0
+    out = flock3d("run", scene, "--steps", "5", "--no-progress")
+    assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr
+    params = load_scene(scene).params
+    for seed in range(3):
+        positions = random_state(params, seed=seed).positions
+        distance = np.linalg.norm(positions, axis=1)
+        assert distance.min() >= 13.994517625078345 + params.avoidance_margin and distance.max() <= 15.0
+
+
+# -- mesh files that are damaged, or name what must not be read --------------------------------
+
+
+def test_damaged_meshes_are_one_line_each_from_check_and_run(tmp_path):
+    trimesh = pytest.importorskip("trimesh")
+    pytest.importorskip("igl")
+    from test_meshes import DAMAGED
+
+    messages = {}
+    for name, (write, message) in DAMAGED.items():
+        write(tmp_path / name)
+        messages[name] = message
+    trimesh.creation.box().export(tmp_path / "box.gltf")
+    text = (tmp_path / "box.gltf").read_text()
+    os.mkfifo(tmp_path / "pipe.bin")  # a glTF's buffer that would block its reader forever
+    (tmp_path / "pipe.gltf").write_text(text.replace(json.loads(text)["buffers"][0]["uri"], "pipe.bin"))
+    messages["pipe.gltf"] = "pipe.gltf: not a mesh trimesh can read ('pipe.bin' names"
+    messages["a\\u0000b.obj"] = "a\\x00b.obj': a file name cannot hold a NUL character"  # a TOML escape
+    scenes = {}
+    for k, name in enumerate(messages):
+        scenes[name] = tmp_path / f"scene{k}.toml"
+        scenes[name].write_text(f'[arena]\nshape = "none"\n[[objects]]\nshape = "mesh"\nfile = "{name}"\n')
+    out = flock3d("check", *scenes.values(), timeout=120)
+    assert out.returncode == 2 and "Traceback" not in out.stderr, out.stderr
+    lines = [line for line in out.stderr.splitlines() if line != COMPILING]
+    assert len(lines) == len(scenes), out.stderr  # one each: no warnings, no log lines
+    for line, (name, path) in zip(lines, scenes.items(), strict=True):
+        assert line.startswith(f"{path}: objects[0].file: ") and messages[name] in line, (name, line)
+    for name in ("negative.glb", "huge.obj", "pipe.gltf", "a\\u0000b.obj"):
+        out = flock3d("run", scenes[name], "--steps", "1", "--no-progress", timeout=120)
+        assert_one_line_failure(out, f"flock3d run: {scenes[name]}: objects[0].file: ", messages[name])
 
 
 # -- a disk that fills up during `flock3d run --out` --------------------------------------------
@@ -365,6 +421,31 @@ def test_damaged_recordings_are_one_line_for_render_too(tmp_path):
         out = flock3d("render", path, "--out", tmp_path / "x.mp4", "--no-progress", timeout=120)
         assert_one_line_failure(out, f"{path}: damaged trajectory", damaged[path])
         assert not (tmp_path / "x.mp4").exists()
+
+
+def test_degenerate_recordings_are_measured_or_refused_in_one_line(tmp_path):
+    def coincide(f):
+        f["particles/flock/position/value"][...] = 3.0
+
+    same = altered_copy(small_recording(tmp_path / "good.h5"), tmp_path / "same.h5", coincide)
+    one = small_recording(tmp_path / "one.h5", count=1)
+    tiny = small_recording(tmp_path / "tiny.h5", arena_shape="periodic", arena_radius=1e-6,
+                           view_distance=5e-7, separation_distance=2.5e-7)  # fmt: skip
+    plot = ["--plot", tmp_path / "m.png"] if importlib.util.find_spec("matplotlib") else []
+    for path in (same, one, tiny):  # a measurement, nan where it has none, and nothing said besides
+        outputs = ["--correlation", tmp_path / "c.csv", "--anisotropy", tmp_path / "a.csv", *plot]
+        out = flock3d("metrics", path, *outputs, "--no-progress", timeout=120)
+        assert out.returncode == 0, out.stderr
+        assert not [line for line in out.stderr.splitlines() if not line.startswith("flock3d: compiling")]
+    out = flock3d("infer", "maxent", same, "--frames", "::", "--no-progress", timeout=120)
+    assert_one_line_failure(out, f"{same}: every boid is at the same point in every frame (the flock's size")
+    out = flock3d("infer", "maxent", one, "--frames", "::", "--no-progress", timeout=120)
+    assert_one_line_failure(out, f"{one}: 1 boids; the maximum-entropy fit takes 3 to 5,000 boids a snapshot")
+    out = flock3d("infer", "maxent", tiny, "--frames", "::", "--no-progress", timeout=120)
+    assert out.returncode == 0 and "Traceback" not in out.stderr and "n_c" in out.stdout, out.stderr
+    velocities = np.random.default_rng(1).normal(size=(10, 3))
+    with pytest.raises(ValueError, match="every boid is at the same point"):
+        maxent(np.ones((10, 3)), velocities)
 
 
 def test_links_out_of_a_recording_are_refused_not_followed(tmp_path):

@@ -1,8 +1,10 @@
 """Meshes and heightfield images: every format read, bad files refused in one line, the grid's
 error against exact distances within its stated bound, and its cache."""
 
+import json
 import logging
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -178,3 +180,97 @@ def test_boids_start_outside_mesh_obstacles_and_inside_a_mesh_arena(tmp_path):
     q = g.euler_quaternion(20.0, 0.0, 0.0)
     local = np.array([g.rotate_inverse(*q, *p) for p in positions])
     assert np.all(np.abs(local) <= (15.0, 6.0, 15.0))
+
+
+def box_with_faces(change) -> trimesh.Trimesh:
+    """A 12-triangle box whose faces ``change(faces)`` edited, unchecked (as a damaged file holds them)."""
+    box = trimesh.creation.box(extents=(2.0, 2.0, 2.0))
+    faces = box.faces.copy()
+    change(faces)
+    return trimesh.Trimesh(box.vertices, faces, process=False, validate=False)
+
+
+def past_the_end(faces):
+    faces[3, 1] = 200
+
+
+def negative(faces):
+    faces[3, 1] = -1  # numpy would wrap it round to the last vertex
+
+
+TETRAHEDRON = "v 0 0 0\nv 1 0 0\nv 0 1 0\nv 0 0 1\n"
+TETRAHEDRON_FACES = "f 1 3 2\nf 1 2 4\nf 1 4 3\nf 2 3 4\n"
+
+
+#: Damaged mesh files, by name: how each is written and the start of its one line.
+DAMAGED = {
+    "far.ply": (lambda p: box_with_faces(past_the_end).export(p),
+                "has a triangle naming vertex 200 (numbered from 0), but it holds 8 vertices"),
+    "negative.ply": (lambda p: box_with_faces(negative).export(p, encoding="ascii"),
+                     "has a triangle naming vertex -1 (numbered from 0)"),
+    "far.glb": (lambda p: box_with_faces(past_the_end).export(p), "has a triangle naming vertex 200"),
+    # glTF indices are unsigned: -1 arrives as 2**32 - 1.
+    "negative.glb": (lambda p: box_with_faces(negative).export(p), "has a triangle naming vertex 4294967295"),
+    "flat.obj": (lambda p: p.write_text("v 0 0 0\nv 1 0\nv 0 1 0\nv 0 0 1\n" + TETRAHEDRON_FACES),
+                 "line 2: has a vertex of fewer than 3 coordinates"),
+    "zero.obj": (lambda p: p.write_text(TETRAHEDRON + "f 1 3 2\nf 0 2 4\nf 1 4 3\nf 2 3 4\n"),
+                 "line 6: has a face with index 0; an OBJ's indices count from 1"),
+    "zero-slash.obj": (lambda p: p.write_text(TETRAHEDRON + "vt 0 0\nf 1/1 3/1 2/1\nf 2/1 0/1 4/1\n"),
+                       "line 7: has a face with index 0"),
+    "huge.obj": (lambda p: p.write_text(TETRAHEDRON.replace("v 1 0 0", "v 1e308 0 0") + TETRAHEDRON_FACES),
+                 "has a coordinate of 1e+308; a mesh's coordinates must be at most 1e+09 in size"),
+    # Once called "a single point": merging its vertices overflowed.
+    "large.stl": (lambda p: trimesh.creation.box(extents=(2e11, 2e11, 2e11)).export(p),
+                  "has a coordinate of 1e+11; a mesh's coordinates must be at most 1e+09"),
+    "latin-1.obj": (lambda p: p.write_bytes("# café\n".encode("latin-1") + TETRAHEDRON.encode()),
+                    "is not UTF-8 text (byte 0xe9 at offset 5); save it as UTF-8"),
+    "latin-1.stl": (lambda p: p.write_bytes(
+        trimesh.creation.box().export(file_type="stl_ascii").replace("solid", "solid café", 1)
+        .encode("latin-1")), "is not UTF-8 text (byte 0xe9 at offset 9)"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", list(DAMAGED))
+def test_damaged_meshes_are_refused_in_one_line_without_warnings(tmp_path, name):
+    write, message = DAMAGED[name]
+    path = tmp_path / name
+    write(path)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # numpy's overflow warnings once came first
+        assert refusal(path).startswith(f"{path}: {message}")
+
+
+def test_negative_obj_indices_still_count_back_from_the_last_vertex(tmp_path):
+    (tmp_path / "back.obj").write_text(TETRAHEDRON + "f -4 -2 -3\nf -4 -3 -1\nf -4 -1 -2\nf -3 -2 -1\n")
+    mesh = read_mesh(tmp_path / "back.obj", role="arena")
+    assert mesh.is_watertight and mesh.volume == pytest.approx(1 / 6)
+
+
+def test_a_name_holding_nul_is_refused(tmp_path):
+    with pytest.raises(MeshError, match=r"a\\x00b.obj': a file name cannot hold a NUL character"):
+        read_mesh(str(tmp_path / "a\0b.obj"))
+    with pytest.raises(MeshError, match=r"a\\x00b.png': a file name cannot hold a NUL character"):
+        read_heights(str(tmp_path / "a\0b.png"))
+
+
+def test_the_files_a_gltf_names_must_be_regular_files_in_its_folder(tmp_path):
+    trimesh.creation.box().export(tmp_path / "box.gltf")
+    text = (tmp_path / "box.gltf").read_text()
+    buffer = json.loads(text)["buffers"][0]["uri"]
+    # A FIFO, which would block its reader forever, is refused the same way (test_hostile_input
+    # reads one in a process it can stop).
+    (tmp_path / "folder.bin").mkdir()
+    (tmp_path / "folder.gltf").write_text(text.replace(buffer, "folder.bin"))
+    (tmp_path / "out.gltf").write_text(text.replace(buffer, "../../../../etc/passwd"))
+    assert refusal(tmp_path / "folder.gltf").endswith("folder.bin, which is not a regular file)")
+    outside = refusal(tmp_path / "out.gltf")
+    assert f"'../../../../etc/passwd' lies outside the mesh's folder {tmp_path}" in outside
+    assert read_mesh(tmp_path / "box.gltf").volume == pytest.approx(1.0)  # its own buffers are read
+
+
+def test_a_scale_may_not_take_a_mesh_past_the_largest_size(tmp_path):
+    trimesh.creation.box(extents=(2e3, 2e3, 2e3)).export(tmp_path / "box.obj")
+    assert read_mesh(tmp_path / "box.obj", scale=(1e6, 1e6, 1e6)) is not None  # reaches 1e9: allowed
+    with pytest.raises(MeshError, match=r"box.obj: scaled by \[1, 2e\+06, 1\], its coordinates reach 2e\+09; "
+                       r"a mesh may reach at most 1e\+09"):  # fmt: skip
+        read_mesh(tmp_path / "box.obj", scale=(1.0, 2e6, 1.0))

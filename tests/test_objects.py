@@ -166,8 +166,10 @@ def test_sphere_obstacles_start_the_flock_as_before():
     assert np.array_equal(again, expected)
 
 
-def test_a_crowded_start_is_refused_in_one_line_rather_than_starting_boids_inside():
-    # The free room is a sliver Params lets through, too thin to place a thousand boids.
+def test_a_crowded_start_still_starts_every_boid_outside():
+    # The free room is a sliver Params lets through (about 1 draw in 500), too thin for 1,000 draws
+    # to place every one of a thousand boids: the rest start at the check's free points.
     params = Params(count=1000, avoidance_margin=0.0, objects=[{"shape": "sphere", "radius": 14.99}])
-    with pytest.raises(ValueError, match="the objects leave too little room to place 1,000 boids"):
-        random_state(params, seed=0)
+    for seed in range(3):
+        distance = np.linalg.norm(random_state(params, seed=seed).positions, axis=1)
+        assert distance.min() >= 14.99 and distance.max() <= 15.0

@@ -240,9 +240,15 @@ def spawn_points(
     again from the same stream. ``fields``: the objects' grids and images
     (:func:`flock3d.core.terms.objects.pack_objects`).
 
+    When the objects leave so little of the ball free that 1,000 draws of a boid all fall in
+    them, the boids still to place start at free points of the fixed draw the check judges
+    the room by (:func:`flock3d.core.terms.objects.covered_start_problems`), chosen at random
+    and shared only when there are fewer of them than boids: a world the check accepts
+    always starts.
+
     Raises:
-        ValueError: when the objects leave so little of the ball free that 1,000 draws of a
-            boid all fall in them (Params refuses objects that cover the whole ball).
+        ValueError: when none of those points is free either (the check refuses such objects;
+            the obstacles, which it does not judge, may cover the rest).
     """
     positions = _uniform_positions(rng, n, params)
     if n == 0 or not (params.obstacles or params.objects):
@@ -256,11 +262,17 @@ def spawn_points(
         if not inside.any():
             return positions
         positions[inside] = _uniform_positions(rng, int(inside.sum()), params)
-    if params.objects and blocked(positions).any():
-        raise ValueError(
-            f"the objects leave too little room to place {n:,} boids in the initial ball of radius "
-            f"{params.initial_radius:g}: move them, or set another init_radius"
-        )
+    inside = blocked(positions) if params.objects else np.zeros(n, dtype=bool)
+    if inside.any():
+        samples = objects._start_samples(params.arena_center, params.initial_radius, params.dimensions)
+        free = samples[~blocked(samples)]
+        if len(free) == 0:
+            raise ValueError(
+                f"the objects leave too little room to place {n:,} boids in the initial ball of radius "
+                f"{params.initial_radius:g}: move them, or set another init_radius"
+            )
+        k = int(inside.sum())
+        positions[inside] = free[rng.choice(len(free), size=k, replace=k > len(free))]
     return positions
 
 

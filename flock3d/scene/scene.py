@@ -18,7 +18,7 @@ from typing import Any
 from flock3d.core.atomic import atomic_write
 from flock3d.core.fields import spec_of
 from flock3d.core.params import MODEL_DEFAULTS, Params, Problem, params_problems, short_repr
-from flock3d.core.terms.objects import covered_start_problems, needs_field
+from flock3d.core.terms.objects import covered_start_problems, needs_field, scales
 from flock3d.errors import Flock3dError
 from flock3d.scene.schema import (
     KEYS,
@@ -439,7 +439,7 @@ def _object_file_problems(params: Params) -> tuple[list[str], dict[int, Any] | N
     for k, o in enumerate(params.objects):
         try:
             if o.shape == "mesh":
-                read_mesh(o.file, o.role)
+                read_mesh(o.file, o.role, scales(o))
             elif needs_field(o):
                 read_heights(o.image)
         except MeshError as error:
