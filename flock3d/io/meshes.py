@@ -358,8 +358,8 @@ def _grid_plan(o: Object, resolution: int) -> _GridPlan:
 def _check_grid_bytes(total: int, what: str) -> None:
     if total > MAX_GRID_BYTES:
         raise MeshError(
-            f"{what} need {total / 2**20:,.0f} MiB of distance grids; a world's distinct grids may take "
-            f"at most {MAX_GRID_BYTES / 2**20:,.0f} MiB (use fewer distinct meshes or scales, or a lower "
+            f"{what} need {total / 2**20:,.1f} MiB of distance grids; a world's distinct grids may take "
+            f"at most {MAX_GRID_BYTES / 2**20:,.1f} MiB (use fewer distinct meshes or scales, or a lower "
             "resolution)"
         )
 
