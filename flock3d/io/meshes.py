@@ -56,6 +56,8 @@ __all__ = [
     "read_heights",
     "object_fields",
     "grid_cache_dir",
+    "keep_recorded_mesh",
+    "keep_recorded_heights",
 ]
 
 _log = logging.getLogger("flock3d")
@@ -127,6 +129,8 @@ def read_mesh(path: str | Path, role: str = "obstacle"):
     try:
         stat = path.stat()
     except FileNotFoundError:
+        if str(path) in _recorded_meshes:  # a recording's copy of a file moved since
+            return _recorded_mesh(path, role)
         raise MeshError(f"{path}: no such mesh file") from None
     except OSError as error:
         raise MeshError(f"{path}: cannot read ({error.strerror or error})") from None
@@ -146,6 +150,42 @@ def read_mesh(path: str | Path, role: str = "obstacle"):
         raise MeshError(
             f"{path}: is open (not watertight): an arena mesh must be closed, or boids could leave "
             "through its holes"
+        )
+    return mesh
+
+
+# -- the copies recordings keep ----------------------------------------------------------------
+
+#: Meshes and heightfield images stored in recordings, by the path they were read from: what
+#: :func:`read_mesh` and :func:`read_heights` return for a path whose file is gone.
+_recorded_meshes: dict[str, Any] = {}
+_recorded_heights: dict[str, np.ndarray] = {}
+
+
+def keep_recorded_mesh(path: str, vertices: np.ndarray, faces: np.ndarray) -> None:
+    """Let :func:`read_mesh` serve a recording's copy of the mesh once read from ``path``,
+    while no file is there (a file that is there is read as it is now).
+
+    Args:
+        vertices: (V, 3) float64, as :func:`read_mesh` returned them; faces: (F, 3) int, in [0, V).
+    """
+    _require(f"{path}: a mesh")
+    import trimesh
+
+    _recorded_meshes[str(path)] = trimesh.Trimesh(vertices, faces, process=False)
+
+
+def keep_recorded_heights(path: str, heights: np.ndarray) -> None:
+    """Let :func:`read_heights` serve a recording's copy of a heightfield image's (nx, nz)
+    heights in [0, 1], once read from ``path``, while no file is there."""
+    _recorded_heights[str(path)] = np.ascontiguousarray(heights, dtype=np.float64)
+
+
+def _recorded_mesh(path: Path, role: str):
+    mesh = _recorded_meshes[str(path)]
+    if role == "arena" and not mesh.is_watertight:
+        raise MeshError(
+            f"{path}: is open (not watertight): an arena mesh must be closed (the recording's copy)"
         )
     return mesh
 
@@ -508,6 +548,8 @@ def read_heights(path: str | Path) -> np.ndarray:
     import imageio.v3 as iio
 
     path = Path(path)
+    if str(path) in _recorded_heights and not path.exists():  # a recording's copy of a file moved since
+        return _recorded_heights[str(path)]
     if not path.is_file():
         raise MeshError(f"{path}: no such image file" if not path.exists() else f"{path}: not a regular file")
     try:
