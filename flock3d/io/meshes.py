@@ -398,7 +398,7 @@ def _grid_plan(o: Object, resolution: int) -> _GridPlan:
 def _check_grid_bytes(total: int, what: str) -> None:
     if total > MAX_GRID_BYTES:
         raise MeshError(
-            f"{what} need {total / 2**20:,.1f} MiB of distance grids; a world's distinct grids may take "
+            f"{what} {total / 2**20:,.1f} MiB of distance grids; a world's distinct grids may take "
             f"at most {MAX_GRID_BYTES / 2**20:,.1f} MiB (use fewer distinct meshes or scales, or a lower "
             "resolution)"
         )
@@ -417,7 +417,7 @@ def object_grid(o: Object, resolution: int = GRID_RESOLUTION, cache: bool = True
         MeshError: the mesh cannot be used, or its grid alone is over :data:`MAX_GRID_BYTES`.
     """
     plan = _grid_plan(o, resolution)
-    _check_grid_bytes(plan.bytes, f"{o.file} at resolution {resolution}")
+    _check_grid_bytes(plan.bytes, f"{o.file} at resolution {resolution} needs")
     return _grid_of(plan, o.file, cache)
 
 
@@ -590,16 +590,20 @@ def object_fields(params: Params, resolution: int = GRID_RESOLUTION) -> dict[int
             size.
     """
     plans: dict[int, _GridPlan] = {}
+    planned: dict[tuple, _GridPlan] = {}  # a file read once however many objects name it
     for k, o in enumerate(params.objects):
         if o.shape == "mesh":
+            same = (o.file, scales(o), o.role)
             try:
-                plans[k] = _grid_plan(o, resolution)
+                plans[k] = planned[same] if same in planned else _grid_plan(o, resolution)
             except MeshError as error:
                 raise MeshError(f"objects[{k}]: {error}") from None
+            planned[same] = plans[k]
     distinct = {plan.key: plan for plan in plans.values()}
     _check_grid_bytes(
         sum(plan.bytes for plan in distinct.values()),
-        f"the {len(distinct)} distinct mesh{'es' if len(distinct) != 1 else ''} of this world",
+        f"the {len(distinct)} distinct mesh{'es' if len(distinct) != 1 else ''} of this world "
+        + ("need" if len(distinct) != 1 else "needs"),
     )
     grids: dict[str, SDFGrid] = {}
     fields: dict[int, Any] = {}
