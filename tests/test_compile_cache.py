@@ -51,3 +51,67 @@ def test_a_damaged_compile_cache_is_dropped_and_compiled_again_in_one_line(tmp_p
         assert "the compile cache in" in lines[0] and "was damaged" in lines[0], lines
         again = _step_once(cache)  # the cache was written afresh
         assert again.returncode == 0 and again.stderr == "", (how, again.stderr)
+
+
+def _run(cache: Path, params: str) -> subprocess.CompletedProcess:
+    code = f"from flock3d import *; f = Flock(Params({params})); f.step(3); print(f.step_count)"
+    return subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "FLOCK3D_CACHE_DIR": str(cache), "FLOCK3D_NO_WARM_UP": "1"},
+    )
+
+
+def _step_files(cache: Path, suffix: str) -> list[Path]:
+    return sorted((cache / "steps").rglob(f"*{suffix}"))
+
+
+@pytest.mark.slow
+def test_a_tampered_compile_cache_entry_is_never_used_and_is_compiled_again_in_one_line(tmp_path):
+    cache = tmp_path / "cache"
+    a, b = "count=40, fov=200", "model='vicsek', arena_shape='periodic', count=40"
+    out = _run(cache, a)
+    assert out.returncode == 0 and out.stdout.strip() == "3", out.stderr
+    (module,), (entry,) = _step_files(cache, ".py"), _step_files(cache, ".nbc")  # the step of `a`
+    out = _run(cache, b)
+    assert out.returncode == 0 and out.stdout.strip() == "3", out.stderr
+    (other,) = set(_step_files(cache, ".nbc")) - {entry}  # the step of `b`
+    assert all(e.read_bytes().startswith(b"flock3d-sealed-1\n") for e in (entry, other))
+
+    def swapped():  # another step's whole, valid entry in its place
+        entry.write_bytes(other.read_bytes())
+
+    def flipped():  # one bit of the compiled code
+        data = bytearray(entry.read_bytes())
+        data[-10] ^= 0x01
+        entry.write_bytes(bytes(data))
+
+    def entry_folder():
+        entry.unlink()
+        (entry / "x").mkdir(parents=True)
+
+    def module_folder():
+        module.unlink()
+        (module / "x").mkdir(parents=True)
+
+    for tamper, reason in (
+        (swapped, "it was compiled from other inputs in the entry of chunk"),
+        (flipped, "its contents do not match their checksum in the entry of chunk"),
+        (entry_folder, "IsADirectoryError in the entry of chunk"),
+        (module_folder, f"IsADirectoryError reading the module in {module.name}"),
+    ):
+        tamper()
+        out = _run(cache, a)
+        assert out.returncode == 0 and out.stdout.strip() == "3", (tamper.__name__, out.stderr)
+        lines = out.stderr.strip().splitlines()
+        assert (
+            len(lines) == 1 and "the compile cache in" in lines[0] and f"was damaged ({reason})" in lines[0]
+        ), (
+            tamper.__name__,
+            out.stderr,
+        )
+        assert entry.is_file() and module.is_file()
+    again = _run(cache, a)  # the last rebuilt entries are sound: read back in silence
+    assert again.returncode == 0 and again.stderr == "", again.stderr

@@ -208,7 +208,7 @@ def test_damaged_meshes_are_one_line_each_from_check_and_run(tmp_path):
     text = (tmp_path / "box.gltf").read_text()
     os.mkfifo(tmp_path / "pipe.bin")  # a glTF's buffer that would block its reader forever
     (tmp_path / "pipe.gltf").write_text(text.replace(json.loads(text)["buffers"][0]["uri"], "pipe.bin"))
-    messages["pipe.gltf"] = "pipe.gltf: not a mesh trimesh can read ('pipe.bin' names"
+    messages["pipe.gltf"] = "pipe.gltf: not a mesh trimesh can read ('pipe.bin' is not a regular file)"
     messages["a\\u0000b.obj"] = "a\\x00b.obj': a file name cannot hold a NUL character"  # a TOML escape
     scenes = {}
     for k, name in enumerate(messages):

@@ -262,9 +262,9 @@ def test_the_files_a_gltf_names_must_be_regular_files_in_its_folder(tmp_path):
     (tmp_path / "folder.bin").mkdir()
     (tmp_path / "folder.gltf").write_text(text.replace(buffer, "folder.bin"))
     (tmp_path / "out.gltf").write_text(text.replace(buffer, "../../../../etc/passwd"))
-    assert refusal(tmp_path / "folder.gltf").endswith("folder.bin, which is not a regular file)")
+    assert refusal(tmp_path / "folder.gltf").endswith("('folder.bin' is not a regular file)")
     outside = refusal(tmp_path / "out.gltf")
-    assert f"'../../../../etc/passwd' lies outside the mesh's folder {tmp_path}" in outside
+    assert "('../../../../etc/passwd' lies outside the mesh's folder)" in outside
     assert read_mesh(tmp_path / "box.gltf").volume == pytest.approx(1.0)  # its own buffers are read
 
 

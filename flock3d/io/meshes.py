@@ -27,8 +27,13 @@ import logging
 import math
 import os
 import re
+import shutil
+import threading
+import time
+import zipfile
 from pathlib import Path
-from typing import Any
+from stat import S_ISREG
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -42,6 +47,8 @@ __all__ = [
     "MeshError",
     "world_extra_installed",
     "MAX_TRIANGLES",
+    "MAX_MESH_BYTES",
+    "MAX_GRID_BYTES",
     "MAX_IMAGE_SIDE",
     "GRID_RESOLUTION",
     "EXACT_BAND",
@@ -52,12 +59,23 @@ __all__ = [
     "read_heights",
     "object_fields",
     "grid_cache_dir",
+    "keep_recorded_mesh",
+    "keep_recorded_heights",
 ]
 
 _log = logging.getLogger("flock3d")
 
 #: Triangles a mesh may have: its grid takes about 7 s per 100,000 on two cores.
 MAX_TRIANGLES = 1_000_000
+#: Bytes a mesh file may hold, checked before it is read: 256 a triangle (an ASCII STL spends
+#: about that on one at full precision; OBJ, PLY and binary STL less) for :data:`MAX_TRIANGLES`.
+#: trimesh holds several times a file's size while it parses it.
+MAX_MESH_BYTES = 256 * MAX_TRIANGLES
+#: Bytes the distinct grids of one world may hold together (64 grids of 128^3 nodes), checked
+#: from the meshes' bounding boxes before any grid is sampled. Identical meshes (the same
+#: triangles at the same scale) share one grid, and the packed world holds each grid once
+#: more, so a world's grids take at most twice this.
+MAX_GRID_BYTES = 1 << 30
 #: Pixels along a side of a heightfield image.
 MAX_IMAGE_SIDE = 8192
 #: Nodes along the longest side of a mesh's grid.
@@ -67,7 +85,7 @@ GRID_MARGIN = 0.125
 #: What trimesh reads for us.
 MESH_SUFFIXES = (".obj", ".stl", ".ply", ".gltf", ".glb")
 #: Bumped whenever the grid's layout or the way it is computed changes: old entries are not read.
-_CACHE_VERSION = "1"
+_CACHE_VERSION = "2"
 #: The modules of the world extra, by import name.
 _EXTRA = ("trimesh", "igl", "imageio")
 
@@ -100,9 +118,13 @@ def _require(what: str) -> None:
 def read_mesh(path: str | Path, role: str = "obstacle", scale: tuple[float, float, float] = (1.0, 1.0, 1.0)):
     """The triangle mesh in ``path``, checked, outward-facing when closed.
 
+    A file is parsed once per content in a process: a file rewritten in place, even at the same
+    size and modification time, is read again.
+
     Raises:
-        MeshError: the file is missing or unreadable, or not a regular file (nor may the files
-            it names, a glTF's buffers or an OBJ's materials, be anything else); its text is not
+        MeshError: the file is missing or unreadable, larger than :data:`MAX_MESH_BYTES` (told
+            from its size, before it is read), or not a regular file (nor may the files it
+            names, a glTF's buffers or an OBJ's materials, be anything else); its text is not
             UTF-8; it holds no triangle mesh, a vertex of other than 3 coordinates, a triangle
             naming a vertex it lacks (an OBJ's index 0 included), vertices that are not finite
             or larger than :data:`~flock3d.core.fields.MAX_MAGNITUDE` in size, or more than
@@ -117,10 +139,21 @@ def read_mesh(path: str | Path, role: str = "obstacle", scale: tuple[float, floa
     try:
         stat = path.stat()
     except FileNotFoundError:
+        if str(path) in _recorded_meshes:  # a recording's copy of a file moved since
+            return _recorded_mesh(path, role)
         raise MeshError(f"{path}: no such mesh file") from None
     except OSError as error:
         raise MeshError(f"{path}: cannot read ({error.strerror or error})") from None
-    mesh = _load(str(path), stat.st_mtime_ns, stat.st_size)
+    if S_ISREG(stat.st_mode) and stat.st_size > MAX_MESH_BYTES:
+        raise MeshError(
+            f"{path}: holds {stat.st_size:,} bytes; a mesh file may hold at most {MAX_MESH_BYTES:,} "
+            "(simplify the mesh)"
+        )
+    try:
+        digest = _content_digest(path, stat)
+    except OSError as error:
+        raise MeshError(f"{path}: cannot read ({error.strerror or error})") from None
+    mesh = _load(str(path), digest, stat.st_size)
     if isinstance(mesh, str):
         raise MeshError(f"{path}: {mesh}")
     if role == "arena" and not mesh.is_watertight:
@@ -141,9 +174,82 @@ def _factors(scale: tuple[float, float, float]) -> str:
     return f"{scale[0]:g}" if len(set(scale)) == 1 else "[" + ", ".join(f"{f:g}" for f in scale) + "]"
 
 
+# -- the copies recordings keep ----------------------------------------------------------------
+
+#: Meshes and heightfield images stored in recordings, by the path they were read from: what
+#: :func:`read_mesh` and :func:`read_heights` return for a path whose file is gone.
+_recorded_meshes: dict[str, Any] = {}
+_recorded_heights: dict[str, np.ndarray] = {}
+
+
+def keep_recorded_mesh(path: str, vertices: np.ndarray, faces: np.ndarray) -> None:
+    """Let :func:`read_mesh` serve a recording's copy of the mesh once read from ``path``,
+    while no file is there (a file that is there is read as it is now).
+
+    Args:
+        vertices: (V, 3) float64, as :func:`read_mesh` returned them; faces: (F, 3) int, in [0, V).
+    """
+    _require(f"{path}: a mesh")
+    import trimesh
+
+    _recorded_meshes[str(path)] = trimesh.Trimesh(vertices, faces, process=False)
+
+
+def keep_recorded_heights(path: str, heights: np.ndarray) -> None:
+    """Let :func:`read_heights` serve a recording's copy of a heightfield image's (nx, nz)
+    heights in [0, 1], once read from ``path``, while no file is there."""
+    _recorded_heights[str(path)] = np.ascontiguousarray(heights, dtype=np.float64)
+
+
+def _recorded_mesh(path: Path, role: str):
+    mesh = _recorded_meshes[str(path)]
+    if role == "arena" and not mesh.is_watertight:
+        raise MeshError(
+            f"{path}: is open (not watertight): an arena mesh must be closed (the recording's copy)"
+        )
+    return mesh
+
+
+#: Digests of files by their stat (see :func:`_content_digest`): path, device, inode, size,
+#: mtime and ctime in ns -> (digest, when it was taken, ns).
+_digests: dict[tuple, tuple[str, int]] = {}
+_digests_lock = threading.Lock()
+#: How far apart (ns) two writes to a file may be and still leave the same ctime: the
+#: kernel stamps files from a coarse clock (a tick of up to 10 ms), with room to spare.
+_STAMP_GRAIN_NS = 1_000_000_000
+
+
+def _content_digest(path: Path, stat: os.stat_result) -> str | None:
+    """The sha256 of a regular file's bytes; None for anything else (a FIFO is not opened here).
+
+    The stat alone cannot tell a rewrite at the same size and mtime (``os.utime`` sets the
+    mtime back; the ctime is stamped from a coarse clock), so a digest is reused only while
+    the file's stat is unchanged and its ctime is older than the digest by more than the
+    clock's grain: a later write then stamps a later ctime. Otherwise the bytes are read again.
+    """
+    if not S_ISREG(stat.st_mode):
+        return None
+    key = (str(path), stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns)
+    with _digests_lock:
+        known = _digests.get(key)
+    if known is not None and stat.st_ctime_ns < known[1] - _STAMP_GRAIN_NS:
+        return known[0]
+    taken = time.time_ns()
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        while chunk := handle.read(1 << 20):
+            digest.update(chunk)
+    with _digests_lock:
+        if len(_digests) >= 256:
+            _digests.pop(next(iter(_digests)))
+        _digests[key] = (digest.hexdigest(), taken)
+    return digest.hexdigest()
+
+
 @functools.lru_cache(maxsize=32)
-def _load(path: str, mtime: int, size: int):
-    """The mesh of a file, loaded once per version of the file, or the message saying why not."""
+def _load(path: str, digest: str | None, size: int):
+    """The mesh of a file, loaded once per content of the file (``digest``, its bytes' sha256:
+    :func:`_content_digest`), or the message saying why not."""
     import trimesh
 
     if not os.path.isfile(path):
@@ -284,11 +390,11 @@ def _regular_files(path: str):
                 except ValueError:  # outside the folder: trimesh's own get refuses it
                     continue
                 if found.exists() and not found.is_file():
-                    raise ValueError(f"{name!r} names {found}, which is not a regular file")
+                    raise ValueError(f"{name!r} is not a regular file")
             try:
                 return super().get(name)
             except ValueError:  # trimesh's words for a name outside the folder advise a programmer
-                raise ValueError(f"{name!r} lies outside the mesh's folder {self.parent}") from None
+                raise ValueError(f"{name!r} lies outside the mesh's folder") from None
 
     return RegularFiles(path)
 
@@ -321,14 +427,7 @@ def mesh_grid(vertices: np.ndarray, faces: np.ndarray, resolution: int = GRID_RE
 
     v = np.ascontiguousarray(vertices, dtype=np.float64)
     f = np.ascontiguousarray(faces, dtype=np.int64)
-    low, high = v.min(axis=0), v.max(axis=0)
-    longest = float(max(high - low))
-    if not longest > 0.0:
-        raise MeshError("the mesh is a single point; it encloses nothing")
-    h = longest * (1.0 + 2.0 * GRID_MARGIN) / (resolution - 1)
-    nodes = np.ceil((high - low) / h + 2.0 * GRID_MARGIN * longest / h).astype(np.int64) + 1
-    nodes = np.clip(nodes, 2, resolution)
-    origin = 0.5 * (low + high) - 0.5 * (nodes - 1) * h
+    origin, h, nodes = grid_lattice(v, resolution)
     mesh = trimesh.Trimesh(v, f, process=False)
     kind = igl.SignedDistanceType
     sign = (
@@ -361,6 +460,30 @@ def mesh_grid(vertices: np.ndarray, faces: np.ndarray, resolution: int = GRID_RE
     return SDFGrid(tuple(float(c) for c in origin), float(h), np.ascontiguousarray(values))
 
 
+def grid_lattice(
+    vertices: np.ndarray, resolution: int = GRID_RESOLUTION
+) -> tuple[np.ndarray, float, np.ndarray]:
+    """The lattice of a mesh's grid (see the module's notes), known before anything is sampled:
+    ``(origin (3,), h, nodes (3,) int64)``; the grid holds ``prod(nodes)`` float64 values.
+
+    Args:
+        vertices: (V, 3) float64 in the object's scaled local frame.
+        resolution: nodes along the longest side, at least 2.
+
+    Raises:
+        MeshError: the mesh is a single point.
+    """
+    low, high = vertices.min(axis=0), vertices.max(axis=0)
+    longest = float(max(high - low))
+    if not longest > 0.0:
+        raise MeshError("the mesh is a single point; it encloses nothing")
+    h = longest * (1.0 + 2.0 * GRID_MARGIN) / (resolution - 1)
+    nodes = np.ceil((high - low) / h + 2.0 * GRID_MARGIN * longest / h).astype(np.int64) + 1
+    nodes = np.clip(nodes, 2, resolution)
+    origin = 0.5 * (low + high) - 0.5 * (nodes - 1) * h
+    return origin, h, nodes
+
+
 #: Nodes between the coarse nodes libigl computes first (see :func:`mesh_grid`).
 _STRIDE = 4
 #: Every node this many cells or less from the surface is computed by libigl.
@@ -388,57 +511,161 @@ def grid_cache_dir() -> Path:
     return folder
 
 
-def object_grid(o: Object, resolution: int = GRID_RESOLUTION, cache: bool = True) -> SDFGrid:
-    """A mesh object's grid, in its scaled local frame: from the cache when its mesh (scaled
-    vertices and triangles) and the resolution were sampled before, else computed and cached.
-    A damaged cache entry is dropped, computed again and replaced, with one line logged."""
+class _GridPlan(NamedTuple):
+    """What a mesh object's grid is made from, and its size, known before it is sampled."""
+
+    vertices: np.ndarray  # (V, 3) float64, scaled local frame
+    faces: np.ndarray  # (F, 3) int64
+    key: str  # digest of the inputs: cache version, resolution, vertices, faces
+    nodes: tuple[int, int, int]
+    resolution: int
+
+    @property
+    def bytes(self) -> int:
+        return 8 * math.prod(self.nodes)
+
+
+def _grid_plan(o: Object, resolution: int) -> _GridPlan:
     mesh = read_mesh(o.file, o.role)
     vertices = np.ascontiguousarray(mesh.vertices * np.asarray(scales(o)), dtype=np.float64)
     faces = np.ascontiguousarray(mesh.faces, dtype=np.int64)
-    if not cache:
-        return mesh_grid(vertices, faces, resolution)
     digest = hashlib.sha256(f"{_CACHE_VERSION}:{resolution}:".encode())
     digest.update(vertices.tobytes())
     digest.update(faces.tobytes())
-    key = digest.hexdigest()[:32]
-    path = grid_cache_dir() / f"{key}.npz"
-    grid = _read_cached(path, key)
-    if grid is None:
-        grid = mesh_grid(vertices, faces, resolution)
-        try:  # another process never reads half an entry
-            with atomic_write(path, "wb") as handle:
-                np.savez(handle, key=key, origin=grid.origin, cell=grid.cell, values=grid.values)
-        except OSError as error:  # a cache only saves time: a full disk costs the next run its wait
-            _log.warning("flock3d: could not cache the grid of %s (%s)", o.file, error.strerror or error)
+    nodes = tuple(int(n) for n in grid_lattice(vertices, resolution)[2])
+    return _GridPlan(vertices, faces, digest.hexdigest()[:32], nodes, resolution)
+
+
+def _check_grid_bytes(total: int, what: str) -> None:
+    if total > MAX_GRID_BYTES:
+        raise MeshError(
+            f"{what} {total / 2**20:,.1f} MiB of distance grids; a world's distinct grids may take "
+            f"at most {MAX_GRID_BYTES / 2**20:,.1f} MiB (use fewer distinct meshes or scales, or a lower "
+            "resolution)"
+        )
+
+
+def object_grid(o: Object, resolution: int = GRID_RESOLUTION, cache: bool = True) -> SDFGrid:
+    """A mesh object's grid, in its scaled local frame: from the cache when its mesh (scaled
+    vertices and triangles) and the resolution were sampled before, else computed and cached.
+
+    A cache entry holds a digest of the inputs it was made from and one of its contents, and
+    is used only when both match: a damaged, swapped or edited entry (or a folder in its
+    place) is dropped and computed again, with one line logged. A cache that cannot be
+    written (a read-only folder, a full disk) costs the time of sampling, never the run.
+
+    Raises:
+        MeshError: the mesh cannot be used, or its grid alone is over :data:`MAX_GRID_BYTES`.
+    """
+    plan = _grid_plan(o, resolution)
+    _check_grid_bytes(plan.bytes, f"{o.file} at resolution {resolution} needs")
+    return _grid_of(plan, o.file, cache)
+
+
+def _grid_of(plan: _GridPlan, name: str, cache: bool = True) -> SDFGrid:
+    if not cache:
+        return mesh_grid(plan.vertices, plan.faces, plan.resolution)
+    try:
+        path: Path | None = grid_cache_dir() / f"{plan.key}.npz"
+    except OSError as error:  # no cache folder can be made: sample, and say why it is not kept
+        _log.warning("flock3d: could not cache the grid of %s (%s)", name, error.strerror or error)
+        return mesh_grid(plan.vertices, plan.faces, plan.resolution)
+    grid, damage = _read_cached(path, plan)
+    if grid is not None:
+        return grid
+    if damage is not None:
+        removed = _remove_entry(path)
+        if removed is None:
+            _log.warning(
+                "flock3d: the cached grid %s was damaged (%s); computing it again", path.name, damage
+            )
+        else:  # a read-only cache: say it once, and do not try to write
+            _log.warning(
+                "flock3d: the cached grid %s was damaged (%s) and cannot be replaced (%s); computing it "
+                "again without caching it",
+                path.name,
+                damage,
+                removed,
+            )
+            path = None
+    grid = mesh_grid(plan.vertices, plan.faces, plan.resolution)
+    if path is not None:
+        failed = _write_cached(path, plan.key, grid)
+        if failed is not None:  # a cache only saves time: a full disk costs the next run its wait
+            level = logging.DEBUG if damage is not None else logging.WARNING  # one line a grid
+            _log.log(level, "flock3d: could not cache the grid of %s (%s)", name, failed)
     return grid
 
 
-def _read_cached(path: Path, key: str) -> SDFGrid | None:
-    """The grid cached at ``path``, or None when there is none or it is damaged (then dropped)."""
-    if not path.exists():
-        return None
+def _entry_digest(key: str, origin, cell: float, values: np.ndarray) -> str:
+    """A digest of an entry's contents: what it was made from (``key``) and what it holds."""
+    digest = hashlib.sha256(f"{key}:{values.dtype.str}:{values.shape}:".encode())
+    digest.update(np.asarray(origin, dtype="<f8").tobytes() + np.asarray(cell, dtype="<f8").tobytes())
+    digest.update(np.ascontiguousarray(values).tobytes())
+    return digest.hexdigest()
+
+
+def _write_cached(path: Path, key: str, grid: SDFGrid) -> str | None:
+    """Write an entry (atomically: another process never reads half of one); None, or why not."""
+    checksum = _entry_digest(key, grid.origin, grid.cell, grid.values)
     try:
-        with np.load(path, allow_pickle=False) as entry:
-            grid = SDFGrid(tuple(float(c) for c in entry["origin"]), float(entry["cell"]), entry["values"])
-            stored = str(entry["key"])
-        ok = (
-            stored == key
-            and grid.values.dtype == np.float64
-            and grid.values.ndim == 3
-            and min(grid.values.shape) >= 2
-            and len(grid.origin) == 3
-            and math.isfinite(grid.cell)
-            and grid.cell > 0
-            and np.isfinite(grid.values).all()
-        )
-        if ok:
-            return grid._replace(values=np.ascontiguousarray(grid.values))
-        reason = "its contents do not match its key"
-    except Exception as error:  # a truncated or overwritten file: zipfile, numpy and OS errors alike
-        reason = type(error).__name__
-    _log.warning("flock3d: the cached grid %s was damaged (%s); computing it again", path.name, reason)
-    path.unlink(missing_ok=True)
+        with atomic_write(path, "wb") as handle:
+            np.savez(
+                handle, key=key, checksum=checksum, origin=grid.origin, cell=grid.cell, values=grid.values
+            )
+    except OSError as error:
+        return error.strerror or str(error)
     return None
+
+
+def _remove_entry(path: Path) -> str | None:
+    """Remove a damaged entry (a file, or a folder in its place); None, or why it could not be."""
+    try:
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path)
+        else:
+            path.unlink(missing_ok=True)
+    except OSError as error:
+        return error.strerror or str(error)
+    return None
+
+
+def _array_header(entry: zipfile.ZipFile, name: str) -> tuple[tuple, np.dtype]:
+    """The shape and dtype of an array stored in an .npz, read from its header alone."""
+    with entry.open(f"{name}.npy") as handle:
+        version = np.lib.format.read_magic(handle)
+        fmt = np.lib.format
+        read = fmt.read_array_header_2_0 if version >= (2, 0) else fmt.read_array_header_1_0
+        shape, _, dtype = read(handle)
+    return shape, dtype
+
+
+def _read_cached(path: Path, plan: _GridPlan) -> tuple[SDFGrid | None, str | None]:
+    """The grid cached at ``path``: ``(grid, None)``; ``(None, None)`` when there is none;
+    ``(None, why)`` when what is there cannot be used."""
+    if not os.path.lexists(path):
+        return None, None
+    if os.path.isdir(path):
+        return None, "a folder in its place"
+    try:
+        with zipfile.ZipFile(path) as entry:  # the header first: a swapped entry could be any size
+            shape, dtype = _array_header(entry, "values")
+        if shape != plan.nodes or dtype != np.float64:
+            held, wanted = "x".join(map(str, shape)), "x".join(map(str, plan.nodes))
+            return None, f"it holds a {held} {dtype} grid, not {wanted}"
+        with np.load(path, allow_pickle=False) as entry:
+            key, checksum = str(entry["key"]), str(entry["checksum"])
+            origin, cell, values = entry["origin"], entry["cell"], entry["values"]
+    except Exception as error:  # a truncated or overwritten file: zipfile, numpy and OS errors alike
+        return None, type(error).__name__
+    if key != plan.key:
+        return None, "it was made from another mesh or resolution"
+    if origin.shape != (3,) or cell.shape != () or checksum != _entry_digest(key, origin, cell, values):
+        return None, "its contents do not match their checksum"
+    grid = SDFGrid(tuple(float(c) for c in origin), float(cell), np.ascontiguousarray(values))
+    if not (math.isfinite(grid.cell) and grid.cell > 0 and np.isfinite(grid.values).all()):
+        return None, "it holds numbers that are not finite"
+    return grid, None
 
 
 # -- heightfield images -----------------------------------------------------------------------
@@ -458,6 +685,8 @@ def read_heights(path: str | Path) -> np.ndarray:
     path = Path(path)
     if "\0" in str(path):
         raise MeshError(f"{str(path)!r}: a file name cannot hold a NUL character")
+    if str(path) in _recorded_heights and not path.exists():  # a recording's copy of a file moved since
+        return _recorded_heights[str(path)]
     if not path.is_file():
         raise MeshError(f"{path}: no such image file" if not path.exists() else f"{path}: not a regular file")
     try:
@@ -488,15 +717,44 @@ def object_fields(params: Params, resolution: int = GRID_RESOLUTION) -> dict[int
     """What :func:`flock3d.core.terms.objects.pack_objects` needs for the objects read from files: by
     object index, a mesh's :class:`SDFGrid` or a heightfield's heights.
 
+    Objects of identical meshes (the same triangles at the same scale) get the same
+    :class:`SDFGrid` object, and :func:`~flock3d.core.terms.objects.pack_objects` packs it once.
+    The distinct grids' size is known from the meshes' bounding boxes, and a world over
+    :data:`MAX_GRID_BYTES` is refused before any grid is sampled or read from the cache.
+
     Raises:
-        MeshError: one line naming the object, its file and the problem.
+        MeshError: one line naming the object, its file and the problem; or the world's grids'
+            size.
     """
+    plans: dict[int, _GridPlan] = {}
+    planned: dict[tuple, _GridPlan] = {}  # a file read once however many objects name it
+    for k, o in enumerate(params.objects):
+        if o.shape == "mesh":
+            same = (o.file, scales(o), o.role)
+            try:
+                plans[k] = planned[same] if same in planned else _grid_plan(o, resolution)
+            except MeshError as error:
+                raise MeshError(f"objects[{k}]: {error}") from None
+            planned[same] = plans[k]
+    distinct = {plan.key: plan for plan in plans.values()}
+    _check_grid_bytes(
+        sum(plan.bytes for plan in distinct.values()),
+        f"the {len(distinct)} distinct mesh{'es' if len(distinct) != 1 else ''} of this world "
+        + ("need" if len(distinct) != 1 else "needs"),
+    )
+    grids: dict[str, SDFGrid] = {}
     fields: dict[int, Any] = {}
     for k, o in enumerate(params.objects):
         if not needs_field(o):
             continue
         try:
-            fields[k] = object_grid(o, resolution) if o.shape == "mesh" else read_heights(o.image)
+            if o.shape == "mesh":
+                key = plans[k].key
+                if key not in grids:
+                    grids[key] = _grid_of(plans[k], o.file)
+                fields[k] = grids[key]
+            else:
+                fields[k] = read_heights(o.image)
         except MeshError as error:
             raise MeshError(f"objects[{k}]: {error}") from None
     return fields

@@ -14,6 +14,15 @@ Layout (N boids, M predators, T frames, D = 3, or 2 for a planar flock)::
     particles/predators/        the same, (T, M, ...), when the scene has predators
     parameters/flock3d          scene (the effective scene as TOML), source_text,
                                 seed, every, flock3d_version, units
+        files/<n>               the files the scene's objects were read from, once each:
+                                attribute path (as the scene names it); a mesh's
+                                vertices (V, 3) and faces (F, 3) as flock3d read them
+                                (merged, outward-facing), or an image's heights (nx, nz)
+                                in [0, 1]
+
+A recording stands on its own: reading it back, a file of the scene that is gone (moved,
+deleted) is served from ``files`` (:func:`flock3d.io.meshes.keep_recorded_mesh`), so that
+its world is measured and drawn as it was recorded. A file still there is read as it is now.
 
 Units: the model has no physical scale; lengths are world units and time is
 simulated seconds. Readers that convert units (MDAnalysis, at its default
@@ -224,6 +233,7 @@ class TrajectoryWriter:
         params.attrs["every"] = every
         params.attrs["flock3d_version"] = __version__
         params.attrs["units"] = UNITS_NOTE
+        _store_files(params, scene)
         f.flush()
 
     @property
@@ -428,6 +438,32 @@ class TrajectoryWriter:
         self.close()
 
 
+def _store_files(group, scene: Scene) -> None:
+    """The meshes and heightfield images the scene's objects were read from, in ``group/files``."""
+    from flock3d.core.terms.objects import needs_field
+
+    objects = [o for o in scene.params.objects if needs_field(o)]
+    if not objects:
+        return
+    from flock3d.io.meshes import read_heights, read_mesh
+
+    files = group.create_group("files")
+    stored: set[str] = set()
+    for o in objects:
+        path = o.file if o.shape == "mesh" else o.image
+        if path in stored:
+            continue
+        entry = files.create_group(str(len(stored)))
+        stored.add(path)
+        entry.attrs["path"] = path
+        if o.shape == "mesh":
+            mesh = read_mesh(path, o.role)
+            entry.create_dataset("vertices", data=np.asarray(mesh.vertices, dtype=np.float64))
+            entry.create_dataset("faces", data=np.asarray(mesh.faces, dtype=np.int64))
+        else:
+            entry.create_dataset("heights", data=read_heights(path))
+
+
 def _stored_rows(dataset) -> int:
     """How many leading rows of a chunked dataset have their chunks in the file."""
     rows = dataset.chunks[0]
@@ -599,6 +635,7 @@ class Trajectory:
         if not (isinstance(every, (int, np.integer)) and not isinstance(every, bool) and every >= 1):
             raise self._damaged(f"every = {_plain_repr(every)}; expected a whole number >= 1")
         self.every = int(every)  # steps between recorded frames
+        self._keep_files()
         text = params.attrs["scene"]
         if isinstance(text, bytes):
             text = text.decode("utf-8", errors="replace")
@@ -612,6 +649,61 @@ class Trajectory:
         from flock3d.metrics import periodic_box
 
         self.period = periodic_box(self.scene.params)
+
+    def _keep_files(self) -> None:
+        """Hand the files stored with the scene to :mod:`flock3d.io.meshes`, checked as a file
+        read from disk would be, for the scene's files that are gone."""
+        import h5py
+
+        from flock3d.io import meshes
+
+        files = self._member("parameters/flock3d/files")
+        if files is None or not meshes.world_extra_installed():  # then the scene says what is missing
+            return
+        if not isinstance(files, h5py.Group):
+            raise self._damaged("parameters/flock3d/files is not a group")
+        for name in files:
+            entry = self._member(f"parameters/flock3d/files/{name}")
+            path = entry.attrs.get("path") if isinstance(entry, h5py.Group) else None
+            if isinstance(path, bytes):
+                path = path.decode("utf-8", errors="replace")
+            if not isinstance(path, str) or not path or "\0" in path:
+                raise self._damaged(f"parameters/flock3d/files/{name} names no file")
+            if "heights" in entry:
+                heights = self._stored_array(f"files/{name}/heights", (2, meshes.MAX_IMAGE_SIDE))
+                if not (np.all(heights >= 0.0) and np.all(heights <= 1.0)):
+                    raise self._damaged(f"the heights stored for {path} are not all in [0, 1]")
+                meshes.keep_recorded_heights(path, heights)
+                continue
+            vertices = self._stored_array(f"files/{name}/vertices", (3, 3 * meshes.MAX_TRIANGLES), 3)
+            faces = self._stored_array(f"files/{name}/faces", (1, meshes.MAX_TRIANGLES), 3, whole=True)
+            if faces.min() < 0 or faces.max() >= len(vertices):
+                raise self._damaged(f"the faces stored for {path} name vertices it does not hold")
+            meshes.keep_recorded_mesh(path, vertices, faces)
+
+    def _stored_array(
+        self, name: str, rows: tuple[int, int], width: int | None = None, whole: bool = False
+    ) -> np.ndarray:
+        """A stored file's array: 2-D, its rows (and its columns when ``width`` is None) within
+        ``rows``, else ``width`` columns; checked before it is read (shape, type, storage),
+        then its values finite."""
+        import h5py
+
+        dataset = self._member(f"parameters/flock3d/{name}")
+        if not isinstance(dataset, h5py.Dataset):
+            raise self._damaged(f"parameters/flock3d/{name} is missing")
+        self._check_numbers(dataset, "iu" if whole else "fiu")
+        (low, high), shape = rows, dataset.shape
+        columns = (lambda n: n == width) if width is not None else (lambda n: low <= n <= high)
+        if not (dataset.ndim == 2 and low <= shape[0] <= high and columns(shape[1])):
+            raise self._damaged(f"{dataset.name} has shape {shape}")
+        self._check_stored(dataset)
+        values = dataset[()]
+        if not whole:
+            values = values.astype(np.float64)
+            if not np.isfinite(values).all():
+                raise self._damaged(f"{dataset.name} holds numbers that are not finite")
+        return values
 
     def _particle_group(self) -> str:
         """The particles group of a file from another program: the one chosen, or the only one

@@ -4,15 +4,24 @@ A step's module is written under :func:`cache_dir` and numba caches its compiled
 it; both are disposable (see :mod:`flock3d.core.numba_cache`). The name covers the source,
 the core code it compiles in, numba's and Python's versions, and whether scipy is installed;
 a user rule's :func:`fingerprint` covers its code, its defaults and what it reads.
+
+Nothing in the cache is trusted: a step's module is compiled from the source itself, and the
+file is used (for numba's cache beside it) only when its bytes are the source's; numba's own
+entries carry a seal of their inputs and content (:mod:`flock3d.core.numba_cache`). A module
+file damaged, or a folder in its place, is written afresh with one line logged; where it
+cannot be written (a read-only cache), the step is compiled in a private temporary folder.
 """
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import importlib.util
 import inspect
+import logging
 import marshal
 import os
+import shutil
 import sys
 import tempfile
 import types
@@ -24,8 +33,11 @@ import numba
 import numpy as np
 
 from flock3d.core.atomic import atomic_write
+from flock3d.core.numba_cache import report_damage
 
 __all__ = ["fingerprint", "cache_dir", "load_module"]
+
+_log = logging.getLogger("flock3d")
 
 
 def fingerprint(fn: Callable) -> str:
@@ -122,20 +134,57 @@ def cache_dir() -> Path:
     return folder
 
 
+def _module_file(path: Path, source: str) -> Path:
+    """Where a step's module file holding exactly ``source`` is: ``path``, written afresh when
+    it is missing or differs; a private temporary folder's file when ``path`` cannot be written."""
+    try:
+        if path.read_bytes() == source.encode():
+            return path
+        damaged = "the module differs from its source"
+    except FileNotFoundError:
+        damaged = None
+    except OSError as error:  # a folder in its place, or unreadable
+        damaged = f"{type(error).__name__} reading the module"
+    if damaged is not None:
+        report_damage(str(path.parent), f"{damaged} in {path.name}")
+    try:
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path)
+        _write(path, source)
+        return path
+    except OSError as error:
+        global _private
+        if _private is None:
+            _private = Path(tempfile.mkdtemp(prefix="flock3d-steps-"))
+            atexit.register(shutil.rmtree, _private, ignore_errors=True)
+            level = logging.DEBUG if damaged is not None else logging.WARNING  # one line a process
+            _log.log(
+                level,
+                "flock3d: cannot write the compile cache in %s (%s); compiling in a temporary folder",
+                path.parent,
+                error.strerror or error,
+            )
+        path = _private / path.name
+        _write(path, source)
+        return path
+
+
+def _write(path: Path, source: str) -> None:
+    with atomic_write(path) as handle:  # a parallel process never reads half a file
+        handle.write(source)
+
+
+#: This process's folder for steps' modules when the cache cannot be written.
+_private: Path | None = None
+
+
 def load_module(source: str, injected: dict[str, Any]) -> Any:
     key = hashlib.sha256((source + _core_fingerprint()).encode()).hexdigest()[:24]
     name = f"flock3d_step_{key}"
     if name in sys.modules:
         module = sys.modules[name]
     else:
-        path = cache_dir() / f"{name}.py"
-        try:
-            fresh = path.read_bytes() == source.encode()
-        except OSError:
-            fresh = False
-        if not fresh:  # missing, or damaged: the cache is disposable
-            with atomic_write(path) as handle:  # a parallel process never reads half a file
-                handle.write(source)
+        path = _module_file(cache_dir() / f"{name}.py", source)
         module = types.ModuleType(name)
         module.__file__ = str(path)  # where numba keeps its cache of the module's functions
         module.__dict__.update(injected)  # before it runs: its chunk compiles as it is defined

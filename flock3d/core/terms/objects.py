@@ -544,22 +544,27 @@ def pack_objects(
         then its blocks. A motion block: ``K, loop, has_rotations, times (K), points (3K),
         quaternions (4K if has_rotations)`` (:func:`geometry.keyframe_frame`). A mesh's
         block: ``nx, ny, nz, ox, oy, oz, h, values (nx ny nz, C order)``. A heightfield's:
-        ``nx, nz, x0, z0, dx, dz, heights (nx nz, C order: x slowest)``, scaled.
+        ``nx, nz, x0, z0, dx, dz, heights (nx nz, C order: x slowest)``, scaled. Meshes given
+        the same grid (the same :class:`SDFGrid` values array) share one block: the first
+        object's record holds it and the others' slot 14 points there.
 
     Raises:
         ValueError: when an object read from a file has no field given.
     """
     records = []
     offsets = [0]
+    shared: dict[int, tuple[int, float]] = {}  # id of a grid's values -> (its block's index, bound)
     for k, o in enumerate(objects):
-        record = _record(k, o, offsets[-1], fields or {})
+        record = _record(k, o, offsets[-1], fields or {}, shared)
         records.append(record)
         offsets.append(offsets[-1] + len(record))
     data = np.concatenate(records) if records else np.zeros(0)
     return np.ascontiguousarray(data, dtype=np.float64), np.asarray(offsets, dtype=np.int64)
 
 
-def _record(k: int, o: Object, start: int, fields: Mapping[int, Any]) -> np.ndarray:
+def _record(
+    k: int, o: Object, start: int, fields: Mapping[int, Any], shared: dict[int, tuple[int, float]]
+) -> np.ndarray:
     sx, sy, sz = scales(o)
     header = np.zeros(HEADER)
     header[KIND] = g.KINDS.index(o.shape)
@@ -577,10 +582,15 @@ def _record(k: int, o: Object, start: int, fields: Mapping[int, Any]) -> np.ndar
         header[MOTION] = at
         blocks.append(motion)
         at += len(motion)
-    if o.shape in ("mesh", "heightfield"):
+    grid = fields.get(k) if o.shape == "mesh" else None
+    if grid is not None and id(grid.values) in shared:  # fields holds the grid: its id is stable here
+        header[FIELD], header[BOUND] = shared[id(grid.values)]
+    elif o.shape in ("mesh", "heightfield"):
         field, header[BOUND] = _field_block(k, o, fields, sx, sy, sz)
         header[FIELD] = at
         blocks.append(field)
+        if grid is not None:
+            shared[id(grid.values)] = (at, header[BOUND])
     return np.concatenate(blocks)
 
 
