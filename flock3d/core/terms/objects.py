@@ -968,13 +968,17 @@ def _deepest(world, count, at, t, x, y, z):
 
 
 @inlined
-def _least_room(world, count, at, t, x, y, z, sx, sy, sz, reach):
+def _least_room(world, count, at, t, x, y, z, sx, sy, sz, reach, inside_convex):
     """The least :func:`object_room` of (x, y, z), a point within ``reach`` of (sx, sy, sz), over the
     objects that may come that near (s, x) at all: one farther from s than its bound plus reach has
-    room at every such point. inf when none may."""
+    room at every such point. inf when none may. With ``inside_convex``, the arena objects of a
+    convex shape (box, sphere, cylinder, capsule) are left out: a segment between two points
+    inside one stays inside it."""
     least = math.inf
     for j in range(count):
         o = int(world[at + j])
+        if inside_convex and world[o + SIDE] < 0.0 and int(world[o + KIND]) <= g.CAPSULE:
+            continue
         ox, oy, oz = _origin(world, o, t)
         if _within(ox, oy, oz, _reach(world, o, reach), sx, sy, sz):
             least = min(least, object_room(world, o, t, x, y, z))
@@ -982,9 +986,10 @@ def _least_room(world, count, at, t, x, y, z, sx, sy, sz, reach):
 
 
 @_jit
-def march(world, count, at, t, ax, ay, az, bx, by, bz, room):
+def march(world, count, at, t, ax, ay, az, bx, by, bz, room, free_b):
     """How far along the segment a -> b a point free at a (with ``room`` there) gets at time t: b
     when no solid lies between, else the last point the march reached before the first one.
+    ``free_b``: b is known to be free (then no convex arena object needs looking at).
 
     The march steps by the room it has (a ball that holds no solid), less :data:`SKIN`, or by
     1/:data:`MARCH` of the segment where that is less: only a solid shorter than that along the
@@ -996,12 +1001,12 @@ def march(world, count, at, t, ax, ay, az, bx, by, bz, room):
     while True:
         step = max(room - SKIN, least_step)
         if s + step >= length:
-            end = _least_room(world, count, at, t, bx, by, bz, ax, ay, az, length)
+            end = _least_room(world, count, at, t, bx, by, bz, ax, ay, az, length, free_b)
             return (bx, by, bz) if end > 0.0 else (px, py, pz)
         s += step
         u = s / length
         qx, qy, qz = ax + u * dx, ay + u * dy, az + u * dz
-        room = _least_room(world, count, at, t, qx, qy, qz, ax, ay, az, length)
+        room = _least_room(world, count, at, t, qx, qy, qz, ax, ay, az, length, free_b)
         if not room > 0.0:
             return px, py, pz
         px, py, pz = qx, qy, qz
@@ -1057,7 +1062,7 @@ def project(world, count, at, t, x, y, z, planar):
         x, y, z = x + dx, y + dy, z + dz
         last, pushes = k, pushes + 1
         c, gx, gy, gz, k = _deepest(world, count, at, t, x, y, z)
-    return x, y, z, c > 0.0 and _least_room(world, count, at, t, x, y, z, x, y, z, 0.0) > 0.0
+    return x, y, z, c > 0.0 and _least_room(world, count, at, t, x, y, z, x, y, z, 0.0, False) > 0.0
 
 
 @_jit
@@ -1074,7 +1079,7 @@ def escape(world, count, at, t, x, y, z, planar, radius):
                         continue
                     u = radius / math.sqrt(i * i + j * j + k * k)
                     qx, qy, qz = x + u * i, y + u * j, z + u * k
-                    room = _least_room(world, count, at, t, qx, qy, qz, qx, qy, qz, 0.0)
+                    room = _least_room(world, count, at, t, qx, qy, qz, qx, qy, qz, 0.0, False)
                     if room > best:
                         best, bx, by, bz = room, qx, qy, qz
         if best > 0.0:
@@ -1084,20 +1089,20 @@ def escape(world, count, at, t, x, y, z, planar, radius):
 
 
 @_jit
-def _move(world, count, at, t, ox, oy, oz, x, y, z, length, room, planar):
-    """:func:`keep_out` for a boid free at o, ``room`` there (over the objects within ``length``,
-    the move's, of o)."""
-    room_p = _least_room(world, count, at, t, x, y, z, ox, oy, oz, length)
-    if room_p > 0.0 and room + room_p >= length:
-        return x, y, z
-    if not room_p > 0.0:
-        qx, qy, qz, freed = project(world, count, at, t, x, y, z, planar)
-        ex, ey, ez = qx - x, qy - y, qz - z
-        if freed and ex * ex + ey * ey + ez * ez <= length * length:
-            mx, my, mz = march(world, count, at, t, ox, oy, oz, qx, qy, qz, room)
-            if mx == qx and my == qy and mz == qz:
-                return qx, qy, qz
-    return march(world, count, at, t, ox, oy, oz, x, y, z, room)
+def _move(world, count, at, t, ox, oy, oz, x, y, z, length, room, room_p, planar):
+    """:func:`keep_out` for a boid free at o (``room`` there, ``room_p`` at p: each over the
+    objects that may come within the move's ``length`` of it)."""
+    if room_p > 0.0:
+        if room + room_p >= length:  # the balls of room around o and p cover the move
+            return x, y, z
+        return march(world, count, at, t, ox, oy, oz, x, y, z, room, True)
+    qx, qy, qz, freed = project(world, count, at, t, x, y, z, planar)
+    ex, ey, ez = qx - x, qy - y, qz - z
+    if freed and ex * ex + ey * ey + ez * ez <= length * length:
+        mx, my, mz = march(world, count, at, t, ox, oy, oz, qx, qy, qz, room, True)
+        if mx == qx and my == qy and mz == qz:
+            return qx, qy, qz
+    return march(world, count, at, t, ox, oy, oz, x, y, z, room, False)
 
 
 @_jit
@@ -1118,17 +1123,22 @@ def keep_out(x, y, z, ox, oy, oz, world, t, planar):
     count, at = _listed(world)
     dx, dy, dz = x - ox, y - oy, z - oz
     length = math.sqrt(dx * dx + dy * dy + dz * dz)
-    room = _least_room(world, count, at, t, ox, oy, oz, ox, oy, oz, length)
+    room_p = _least_room(world, count, at, t, x, y, z, x, y, z, length, False)
+    if room_p > length:  # the ball of room around p holds the whole move: most boids, most steps
+        return x, y, z
+    room = _least_room(world, count, at, t, ox, oy, oz, ox, oy, oz, length, False)
     if room > 0.0:
-        return _move(world, count, at, t, ox, oy, oz, x, y, z, length, room, planar)
+        return _move(world, count, at, t, ox, oy, oz, x, y, z, length, room, room_p, planar)
     qx, qy, qz, freed = project(world, count, at, t, ox, oy, oz, planar)
     if not freed:
-        depth = -_least_room(world, count, at, t, ox, oy, oz, ox, oy, oz, 0.0)
+        depth = -_least_room(world, count, at, t, ox, oy, oz, ox, oy, oz, 0.0, False)
         qx, qy, qz, freed = escape(world, count, at, t, ox, oy, oz, planar, max(depth, SKIN))
     if not freed:  # nowhere free within 2^23 times its depth: the world leaves it no room
         return x, y, z
-    room = _least_room(world, count, at, t, qx, qy, qz, qx, qy, qz, length)
-    return _move(world, count, at, t, qx, qy, qz, qx + dx, qy + dy, qz + dz, length, room, planar)
+    x, y, z = qx + dx, qy + dy, qz + dz
+    room = _least_room(world, count, at, t, qx, qy, qz, qx, qy, qz, length, False)
+    room_p = _least_room(world, count, at, t, x, y, z, x, y, z, length, False)
+    return _move(world, count, at, t, qx, qy, qz, x, y, z, length, room, room_p, planar)
 
 
 def keep_out_reference(position, start, data: np.ndarray, offsets: np.ndarray, t: float, planar: bool):
@@ -1139,13 +1149,24 @@ def keep_out_reference(position, start, data: np.ndarray, offsets: np.ndarray, t
     def norm(v):  # as the compiled code rounds it
         return math.sqrt(v[0] * v[0] + v[1] * v[1] + v[2] * v[2])
 
-    def room_at(p, near=None, reach=0.0):  # over the objects that may come within reach of near
+    def convex_arena(o):
+        return data[o + SIDE] < 0.0 and g.KINDS[int(data[o + KIND])] in (
+            "box",
+            "sphere",
+            "cylinder",
+            "capsule",
+        )
+
+    def room_at(p, near=None, reach=0.0, inside_convex=False):  # over the objects that may come within reach
         near = p if near is None else near
         rooms = [
             object_room(data, o, t, *p)
             for o in objects
-            if data[o + SIDE] < 0.0
-            or norm(near - np.array(object_frame(data, o, t)[:3])) <= data[o + BOUND] + reach
+            if not (inside_convex and convex_arena(o))
+            and (
+                data[o + SIDE] < 0.0
+                or norm(near - np.array(object_frame(data, o, t)[:3])) <= data[o + BOUND] + reach
+            )
         ]
         return min(rooms, default=math.inf)
 
@@ -1163,16 +1184,16 @@ def keep_out_reference(position, start, data: np.ndarray, offsets: np.ndarray, t
             n[2] = 0.0
         return n, np.dot(n, n) >= TRUSTED_NORMAL * TRUSTED_NORMAL
 
-    def along(a, b, room):  # march
+    def along(a, b, room, free_b):  # march
         length = norm(b - a)
         s, p = 0.0, a
         while True:
             step = max(room - SKIN, length / MARCH)
             if s + step >= length:
-                return b if room_at(b, a, length) > 0.0 else p
+                return b if room_at(b, a, length, free_b) > 0.0 else p
             s += step
             q = a + s / length * (b - a)
-            room = room_at(q, a, length)
+            room = room_at(q, a, length, free_b)
             if not room > 0.0:
                 return p
             p = q
@@ -1204,28 +1225,30 @@ def keep_out_reference(position, start, data: np.ndarray, offsets: np.ndarray, t
             radius *= 2.0
         return p
 
-    def moved(o, p, length):  # from a free o
-        room, room_p = room_at(o, o, length), room_at(p, o, length)
-        if room_p > 0.0 and room + room_p >= length:
-            return p
-        if not room_p > 0.0:
-            q, freed = projected(p)
-            near = np.dot(q - p, q - p) <= length * length
-            if freed and near and np.array_equal(along(o, q, room), q):
-                return q
-        return along(o, p, room)
+    def moved(o, p, length, room, room_p):  # from a free o
+        if room_p > 0.0:
+            return p if room + room_p >= length else along(o, p, room, True)
+        q, freed = projected(p)
+        near = np.dot(q - p, q - p) <= length * length
+        if freed and near and np.array_equal(along(o, q, room, True), q):
+            return q
+        return along(o, p, room, False)
 
     p, o = np.array(position, dtype=np.float64), np.array(start, dtype=np.float64)
     move = p - o
     length = norm(move)
-    if room_at(o, o, length) > 0.0:
-        return moved(o, p, length)
+    room_p = room_at(p, p, length)
+    if room_p > length:
+        return p
+    room = room_at(o, o, length)
+    if room > 0.0:
+        return moved(o, p, length, room, room_p)
     q, freed = projected(o)
     if not freed:
         q = searched(o, max(-room_at(o), SKIN))
         if not room_at(q) > 0.0:
             return p
-    return moved(q, q + move, length)
+    return moved(q, q + move, length, room_at(q, q, length), room_at(q + move, q + move, length))
 
 
 OBJECTS = Spec(
