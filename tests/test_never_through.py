@@ -4,6 +4,9 @@ the engines' distance functions (docs/model.md, "Objects")."""
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -15,6 +18,9 @@ pytest.importorskip("igl")
 iio = pytest.importorskip("imageio.v3")
 
 from flock3d.io.meshes import object_fields  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+import adversarial  # noqa: E402  (benchmarks/adversarial.py: the worlds world_containment.py runs)
 
 
 def box_depth(points: np.ndarray, center, half) -> np.ndarray:
@@ -153,3 +159,11 @@ def test_a_boid_flying_into_a_spike_continued_beyond_the_ground_is_not_flung_ove
     x, y, z = flock.positions[0]
     assert np.hypot(x + 12.0, z + 6.0) <= 5.0 and y == 0.0  # it went no farther than its move
     assert z > -8.0  # and stopped before the ramp's foot, where the ground rises from y = -3
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", list(adversarial.BUILDERS))
+def test_each_adversarial_world_of_the_benchmark_holds_for_a_short_run(name, tmp_path):
+    # The benchmark's worlds and judge, short: 150 boids, 120 steps (the edits start at step 50).
+    result = adversarial.run(adversarial.build(name, tmp_path), 120, count=150)
+    assert result["inside"] == 0 and result["through"] == 0 and result["deepest"] <= 0.0, result
