@@ -63,3 +63,10 @@ def angle_between(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     b = b / np.linalg.norm(b, axis=-1, keepdims=True)
     cross = np.linalg.norm(np.cross(a, b), axis=-1)
     return np.arctan2(cross, np.sum(a * b, axis=-1))
+
+
+@pytest.fixture
+def own_cache(tmp_path, monkeypatch):
+    """A cache of the test's own for grids and compiled steps (``FLOCK3D_CACHE_DIR``): what it
+    caches is neither read from nor left for another test."""
+    monkeypatch.setenv("FLOCK3D_CACHE_DIR", str(tmp_path / "cache"))

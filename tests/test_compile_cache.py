@@ -15,14 +15,7 @@ import pytest
 
 
 def _step_once(cache: Path) -> subprocess.CompletedProcess:
-    code = "from flock3d import *; f = Flock(Params(count=40, fov=200)); f.step(3); print(f.step_count)"
-    return subprocess.run(
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env={**os.environ, "FLOCK3D_CACHE_DIR": str(cache), "FLOCK3D_NO_WARM_UP": "1"},
-    )
+    return _run(cache, "count=40, fov=200")
 
 
 def _damage(files: list[Path], how: str) -> None:

@@ -21,9 +21,8 @@ from flock3d.io.meshes import MeshError, grid_lattice, object_fields, read_mesh 
 RESOLUTION = 24
 
 
-@pytest.fixture(autouse=True)
-def own_cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("FLOCK3D_CACHE_DIR", str(tmp_path / "cache"))
+#: Each test's grids and steps in a cache of its own (conftest.own_cache).
+pytestmark = pytest.mark.usefixtures("own_cache")
 
 
 @pytest.fixture

@@ -22,9 +22,8 @@ from flock3d.io.meshes import MeshError, object_fields, object_grid, read_height
 RNG = np.random.default_rng(11)
 
 
-@pytest.fixture(autouse=True)
-def own_cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("FLOCK3D_CACHE_DIR", str(tmp_path / "cache"))
+#: Each test's grids and steps in a cache of its own (conftest.own_cache).
+pytestmark = pytest.mark.usefixtures("own_cache")
 
 
 @pytest.mark.parametrize("suffix", [".obj", ".stl", ".ply", ".glb", ".gltf"])
