@@ -77,6 +77,15 @@ def test_every_shape_is_read_and_written_back(tmp_path):
     assert scene.with_overrides(["flock.count=10"]).params.objects == objects
 
 
+def test_an_objects_colour_is_kept_from_its_scene_file_to_its_copy(tmp_path):
+    # The species' look keys (color, mesh) were dropped from every [[...]] table, objects' too:
+    # every object of a world was drawn in its role's default colour.
+    city = load_scene("worlds/city")
+    colours = [o.color for o in city.params.objects]
+    assert "#d04040" in colours and None not in colours[:5]  # the balloon's red, the buildings'
+    assert [o.color for o in load_scene(city.save(tmp_path / "city.toml")).params.objects] == colours
+
+
 def test_mesh_files_are_found_beside_the_scene_and_saved_relative_to_the_copy(tmp_path):
     trimesh = pytest.importorskip("trimesh")
     pytest.importorskip("igl")

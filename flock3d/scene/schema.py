@@ -296,8 +296,10 @@ def convert_structured(key: Key, value: Any) -> tuple[Any, list[str]]:
         problems = [p for i, t in enumerate(value) for p in _table_problems(f"{key.name}[{i}]", t, key.parts)]
         if problems:
             return None, problems
-        # A species' look is a view hint (see species_looks), not a parameter.
-        return tuple(make(**{k: v for k, v in t.items() if k not in _LOOK_PARTS}) for t in value), []
+        # A species' look is a view hint (see species_looks), not a parameter; an object's colour
+        # is its own (Object.color).
+        look = _LOOK_PARTS if key.name == "species" else ()
+        return tuple(make(**{k: v for k, v in t.items() if k not in look}) for t in value), []
     problems = _table_problems(key.name, value, key.parts)
     if problems:
         return None, problems
