@@ -278,3 +278,22 @@ def test_the_template_lists_every_key_with_its_default():
                 for k in KEYS if k.target != "scene"}  # fmt: skip
     unset = {name for name, value in defaults.items() if value is None}
     assert commented == unset | set(STRUCTURED)
+
+
+def test_the_shipped_scenes_are_found_when_the_source_checkout_shadows_the_installed_package(monkeypatch):
+    # Python started in the repository after 'pip install .' imports the checkout's flock3d,
+    # which has no flock3d.scenes package (the data is built from scenes/ beside it).
+    from importlib import resources
+
+    from flock3d.scene import scene as scene_module
+
+    files = resources.files
+
+    def without_package_data(name):
+        if name == "flock3d.scenes":
+            raise ModuleNotFoundError("No module named 'flock3d.scenes'", name=name)
+        return files(name)
+
+    monkeypatch.setattr(scene_module.resources, "files", without_package_data)
+    assert load_scene("torus").params.count > 0
+    assert "worlds/city" in shipped_scenes()

@@ -566,7 +566,16 @@ def _describe_walls(params: Params) -> str:
 
 
 def _library() -> resources.abc.Traversable:
-    return resources.files("flock3d.scenes")
+    """The shipped scenes: the package data flock3d.scenes, or, where the source checkout's
+    flock3d is the one imported (Python started in the repository after a non-editable
+    install), the checkout's own scenes/ folder beside it, which that package data is built from."""
+    try:
+        return resources.files("flock3d.scenes")
+    except ModuleNotFoundError:
+        checkout = Path(__file__).resolve().parents[2] / "scenes"
+        if not (checkout / "default.toml").is_file():
+            raise
+        return checkout
 
 
 def shipped_scenes() -> list[str]:
