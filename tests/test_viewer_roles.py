@@ -7,7 +7,16 @@ import pytest
 
 from flock3d import Params
 from flock3d.core.state import FlockState
-from flock3d.viewer.hud import COMPILING_TEXT, HUD_INTERVAL_S, HudMeter, Rates, notice_text, status_text
+from flock3d.scene.schema import COLOR_MODES
+from flock3d.viewer.hud import (
+    COMPILING_TEXT,
+    HELP_TEXT,
+    HUD_INTERVAL_S,
+    HudMeter,
+    Rates,
+    notice_text,
+    status_text,
+)
 from flock3d.viewer.picking import CLICK_SLOP_PX, Clicks, focus_colors, pick, screen_positions, seen_by
 from flock3d.viewer.recording import VideoClock, output_path, slug
 from flock3d.viewer.session import Snapshot
@@ -23,6 +32,12 @@ def snapshot(velocities, time=0.0, step_count=0, **params) -> Snapshot:
 
 
 # -- the HUD ----------------------------------------------------------------------------
+
+
+def test_the_help_names_every_colour_mode_that_v_cycles_through():
+    # It listed four while v cycled five (species was missing).
+    line = next(line for line in HELP_TEXT.splitlines() if line.startswith("v "))
+    assert line.endswith("(" + ", ".join(COLOR_MODES) + ")") and "species" in COLOR_MODES
 
 
 def test_the_meter_measures_each_span_from_the_snapshots():

@@ -12,6 +12,8 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, NamedTuple
 
+from flock3d.scene.schema import COLOR_MODES
+
 if TYPE_CHECKING:
     from flock3d.viewer.session import Snapshot
 
@@ -35,7 +37,7 @@ SLOW_FACTOR = 0.95
 BURST_DT = 0.25
 COMPILING_TEXT = "compiling the simulation (first run only)…"
 
-HELP_TEXT = """\
+HELP_TEXT = f"""\
 mouse   drag: orbit   wheel: zoom   shift+drag: pan   click a boid: focus on it
 world   click an object, attractor or predator: select   drag it: move (ctrl: up/down)
         right-click: add here, delete   del: delete   ctrl+z: undo   (World tab)
@@ -44,7 +46,7 @@ r       reset (same seed)     n   reseed
 [ ]     field of view -/+ 10 deg
 - =     max turn rate / x 1.25
 c       cycle camera (orbit, arcball, fly, follow)
-v       cycle colours (heading, speed, neighbours, uniform)
+v       cycle colours ({", ".join(COLOR_MODES)})
 f       focus on boid 0       esc  clear focus
 t       trails on / off       d    velocity and steering lines
 p       screenshot (PNG)      m    record / stop video (MP4)
