@@ -3,7 +3,7 @@ worlds built to break containment, checked.
 
     python benchmarks/world_containment.py [--steps 20000] [SCENE ...]
     python benchmarks/world_containment.py --adversarial [--steps 5000] [--engines fast reference]
-        [--speed OLD_CHECKOUT] [WORLD ...]
+        [--count N] [--speed OLD_CHECKOUT] [WORLD ...]
 
 For each shipped scene with [[objects]] (scenes/worlds/ and any other), runs the scene as it
 is and after every step measures each boid's clearance from every object at the flock's time
@@ -65,7 +65,7 @@ def check(name: str, steps: int) -> dict:
             "seconds": time.perf_counter() - start}  # fmt: skip
 
 
-def adversarial(names: list[str], steps: int, engines: list[str]) -> None:
+def adversarial(names: list[str], steps: int, engines: list[str], count: int | None) -> None:
     import adversarial as worlds
 
     print(f"{'world':<28} {'engine':<9} {'boids':>6} {'steps':>6} {'inside':>7} {'through':>8} "
@@ -74,7 +74,7 @@ def adversarial(names: list[str], steps: int, engines: list[str]) -> None:
         for engine in engines:
             world, start = worlds.build(name), time.perf_counter()
             # The reference engine is a loop in Python over the boids: a smaller flock.
-            r = worlds.run(world, steps, engine, count=None if engine == "fast" else REFERENCE_COUNT)
+            r = worlds.run(world, steps, engine, count=count if engine == "fast" else REFERENCE_COUNT)
             counts = (
                 f"{r['count']:>6,} {r['steps']:>6,} {r['inside']:>7,} {r['through']:>8,} {r['clipped']:>8,}"
             )
@@ -126,9 +126,12 @@ def main() -> None:
     parser.add_argument("--adversarial", action="store_true")
     parser.add_argument("--engines", nargs="+", default=["fast", "reference"], choices=["fast", "reference"])
     parser.add_argument("--speed", type=Path, metavar="OLD_CHECKOUT")
+    parser.add_argument(
+        "--count", type=int, help="boids of the fast engine's runs (default: each world's own)"
+    )
     args = parser.parse_args()
     if args.adversarial:
-        adversarial(args.scenes, args.steps or 5_000, args.engines)
+        adversarial(args.scenes, args.steps or 5_000, args.engines, args.count)
         if args.speed:
             speed(args.speed)
         return
