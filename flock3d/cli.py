@@ -923,10 +923,11 @@ def _add_render(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument(
         "--start",
         type=_start,
-        default=0.0,
+        default=None,
         metavar="SECONDS",
         help="begin this many simulated seconds in: a scene is simulated that long without drawing "
-        "(film a mill or a murmuration once formed); a trajectory skips its frames before it",
+        "(film a mill or a murmuration once formed); a trajectory skips its frames before it "
+        "(default: a scene's view.start, else 5 s for a still and 0 for a video; 0 for a trajectory)",
     )
     p.add_argument(
         "--size", type=_size, default=(800, 600), metavar="WxH", help="image size (default 800x600)"
@@ -961,6 +962,7 @@ def _run_render(args: argparse.Namespace) -> int:
         simulated_frames,
         simulated_playback,
     )
+    from flock3d.scene.schema import STILL_START
 
     out = _output_path(args.out, (".mp4", ".png"), "--out")
     is_png = out.suffix.lower() == ".png"
@@ -974,7 +976,7 @@ def _run_render(args: argparse.Namespace) -> int:
                 raise Flock3dError(f"{args.source}: the trajectory has no frames")
             scene = _recorded_scene(traj, "render")
             check_scene(scene)
-            plan = playback(traj.times, args.fps, args.start, args.frames, still=is_png,
+            plan = playback(traj.times, args.fps, args.start or 0.0, args.frames, still=is_png,
                             max_frames=MAX_RENDER_FRAMES)  # fmt: skip
             check_recording(traj, plan.indices, args.source)  # before any frame is drawn
             frames = recorded_frames(traj, plan)
@@ -982,7 +984,10 @@ def _run_render(args: argparse.Namespace) -> int:
             rules, forces = _rules_from(args)
             scene = _scene_from(args, args.source, (rules, forces))
             check_scene(scene)
-            plan = simulated_playback(scene.params.dt, args.fps, args.start, args.frames, still=is_png,
+            start = args.start if args.start is not None else scene.view.start
+            if start is None:
+                start = STILL_START if is_png else 0.0
+            plan = simulated_playback(scene.params.dt, args.fps, start, args.frames, still=is_png,
                                       max_steps=MAX_RENDER_STEPS)  # fmt: skip
             frames = simulated_frames(Flock.from_scene(scene, rules=rules, forces=forces), plan)
         return _render_frames(args, out, is_png, scene, frames, plan)

@@ -28,11 +28,26 @@ def simulated_time(stdout: str) -> float:
 def test_frames_are_taken_at_the_simulations_pace(tmp_path):
     # The Couzin torus steps 0.1 s at a time: at 30 fps frame 60 shows t = 59/30 s
     # (the nearest step), not 59 steps = 5.9 s as a step per frame would.
-    stdout = rendered("couzin/torus", "--out", tmp_path / "f.png", "--frames", "60", "--fps", "30", *SMALL)
+    start = ("--start", "0")  # a still's frames counted from the spawn
+    stdout = rendered(
+        "couzin/torus", "--out", tmp_path / "f.png", "--frames", "60", "--fps", "30", *start, *SMALL
+    )
     assert abs(simulated_time(stdout) - 59 / 30) <= 0.05 + 1e-9
     # The default scene steps 1/60 s: frame 31 at 15 fps is t = 2 s.
-    stdout = rendered("default", "--out", tmp_path / "g.png", "--frames", "31", "--fps", "15", *SMALL)
+    stdout = rendered("default", "--out", tmp_path / "g.png", "--frames", "31", "--fps", "15", *start, *SMALL)
     assert simulated_time(stdout) == pytest.approx(2.0, abs=1 / 120)
+
+
+def test_a_still_of_a_scene_shows_its_chosen_moment_not_its_spawn(tmp_path):
+    # Unset, 5 s in; view.start moves the still, and a video's beginning with it.
+    stdout = rendered("default", "--out", tmp_path / "a.png", *SMALL)
+    assert simulated_time(stdout) == pytest.approx(5.0, abs=1 / 120)
+    stdout = rendered("default", "--out", tmp_path / "b.png", "--set", "view.start=3", *SMALL)
+    assert simulated_time(stdout) == pytest.approx(3.0, abs=1 / 120)
+    stdout = rendered(
+        "default", "--out", tmp_path / "c.mp4", "--set", "view.start=1", "--frames", "3", *SMALL
+    )
+    assert "showing simulated t = 1.00 to" in stdout
 
 
 def test_mp4_duration_equals_the_simulated_time_and_starts_fast(tmp_path):

@@ -77,6 +77,11 @@ class SpeciesLook(NamedTuple):
     mesh: str | None = None
 
 
+#: Simulated seconds in where a still of a scene is taken when its view sets no start: the spawn
+#: ball of the first frame is the least typical moment of a flock.
+STILL_START = 5.0
+
+
 @dataclass(frozen=True)
 class ViewHints:
     """How the viewer and ``flock3d render`` show a scene (section ``[view]``)."""
@@ -103,6 +108,10 @@ class ViewHints:
     """Seconds of each boid's path drawn behind it as a fading trail; 0 draws none."""
     show_vectors: bool = False
     """Draw each boid's velocity and its last step's steering (v_new - v_old) / dt as lines."""
+    start: float | None = None
+    """Simulated seconds in where ``flock3d render`` of the scene begins, its still or its video;
+    unset: a still shows the flock :data:`STILL_START` seconds in (not its spawn), a video starts
+    at 0."""
     species: tuple[SpeciesLook, ...] = ()
     """The look of each species, in the order of ``Params.species`` (from the ``color`` and
     ``mesh`` of the ``[[species]]`` tables)."""
@@ -147,6 +156,7 @@ KEYS: list[Key] = [
     Key("view.show_axes", "view", "show_axes", "boolean", "Draw coordinate axes."),
     Key("view.trails", "view", "trails", "number", "Seconds of path drawn behind each boid as a fading trail, in [0, 10]; 0: none."),
     Key("view.show_vectors", "view", "show_vectors", "boolean", "Draw each boid's velocity and steering as lines."),
+    Key("view.start", "view", "start", "number", "Simulated seconds in where a render of the scene begins (its still, its video), >= 0; unset: a still 5 s in, a video at 0."),
 ]  # fmt: skip
 
 KEYS_BY_NAME: dict[str, Key] = {k.name: k for k in KEYS}
@@ -207,6 +217,8 @@ def check_kind(key: Key, value: Any) -> str | None:
         return f"must be finite (got {value!r})"
     if key.name == "view.camera_elevation" and not -90 <= value <= 90:
         return f"must be in [-90, 90] (got {value!r})"
+    if key.name == "view.start" and not (math.isfinite(value) and value >= 0):
+        return f"must be a finite number of seconds >= 0 (got {value!r})"
     if key.name == "view.trails" and not 0 <= value <= 10:
         return f"must be from 0 to 10 seconds (got {value!r})"
     return None
