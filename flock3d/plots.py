@@ -18,12 +18,15 @@ def save_figure(fig, path: str | Path) -> Path:
     The file at ``path`` is replaced only once the new one is whole
     (:class:`~flock3d.core.atomic.AtomicFile`): a failed write leaves it as it was.
     """
+    import matplotlib
     import matplotlib.pyplot as plt
 
     path = Path(path)
+    # The format is the target's (matplotlib's default without a suffix), not the temporary name's.
+    fmt = path.suffix[1:].lower() or matplotlib.rcParams["savefig.format"]
     try:
         with AtomicFile(path) as file:
-            fig.savefig(file.temp, dpi=100)
+            fig.savefig(file.temp, dpi=100, format=fmt)
     finally:
         plt.close(fig)
     return path

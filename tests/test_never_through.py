@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from flock3d import Flock, Params
-from flock3d.core.terms.objects import MARCH, Motion, Object
+from flock3d.core.terms.objects import MARCH, Motion, Object, object_room, pack_objects
 
 trimesh = pytest.importorskip("trimesh")
 pytest.importorskip("igl")
@@ -167,3 +167,23 @@ def test_each_adversarial_world_of_the_benchmark_holds_for_a_short_run(name, tmp
     # The benchmark's worlds and judge, short: 150 boids, 120 steps (the edits start at step 50).
     result = adversarial.run(adversarial.build(name, tmp_path), 120, count=150)
     assert result["inside"] == 0 and result["through"] == 0 and result["deepest"] <= 0.0, result
+
+
+def test_the_room_beyond_a_mesh_grids_box_is_no_more_than_the_distance(tmp_path, engine):
+    # The grid adds the distance to its box to the value at the box's nearest point: more than
+    # the distance for a point off to the side, so a move from below the box skipped the corner
+    # of a plate 0.1 thick (found in review).
+    params = Params(**SOLO, objects=[Object("mesh", file=_slab_mesh(tmp_path, 0.1, side=2.0))],
+                    min_speed=41.1, max_speed=41.1, dt=0.1)  # fmt: skip
+    fields = object_fields(params)
+    start = np.array([-1.2691324791097554, -3.7709622092122403, -1.2672397119260363])
+    end = np.array([-0.8649306140078409, 0.3015308320929464, -0.8860587151646132])  # above the plate
+    rng = np.random.default_rng(8)
+    points = rng.uniform(-4.0, 4.0, (2000, 3))
+    data, offsets = pack_objects(params.objects, fields)
+    room = np.array([object_room(data, offsets[0], 0.0, *p) for p in points])
+    outside = np.linalg.norm(np.maximum(np.abs(points) - (1.0, 0.05, 1.0), 0.0), axis=1)  # the distance
+    assert (room[outside > 0.0] <= outside[outside > 0.0] + 1e-12).all()
+    flock = Flock(params, positions=[start], velocities=[(end - start) / 0.1], engine=engine, fields=fields)
+    flock.step()
+    assert crossings(start[None], flock.positions, (0.0, 0.0, 0.0), (1.0, 0.05, 1.0), samples=20_001) == 0

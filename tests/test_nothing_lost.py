@@ -91,6 +91,27 @@ def test_what_cannot_be_replaced_is_written_in_place():
 # -- each kind of file -------------------------------------------------------------------------
 
 
+def test_any_name_the_file_system_takes_can_be_written_over(tmp_path):
+    # 80 three-byte characters and a suffix: 244 bytes, under the file system's 255; the
+    # temporary name kept 180 characters of it, 540 bytes (found in review).
+    path = tmp_path / ("\u9e1f" * 80 + ".csv")
+    path.write_text("old\n")
+    with atomic_write(path, "w") as handle:
+        handle.write("new\n")
+    assert path.read_text() == "new\n" and sorted(os.listdir(tmp_path)) == [path.name]
+
+
+def test_a_figure_written_to_a_name_without_a_suffix_takes_matplotlibs_default_format(tmp_path):
+    matplotlib = pytest.importorskip("matplotlib")
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from flock3d.plots import save_figure
+
+    save_figure(plt.figure(), tmp_path / "figure")  # the temporary name ends in .tmp: no format
+    assert (tmp_path / "figure").read_bytes().startswith(b"\x89PNG") and os.listdir(tmp_path) == ["figure"]
+
+
 def test_a_scene_saved_over_another_on_a_full_disk_leaves_it_whole(tmp_path):
     from flock3d.scene import resolve_scene
 

@@ -26,8 +26,8 @@ from typing import IO, Any
 
 __all__ = ["AtomicFile", "atomic_write"]
 
-#: Longest part of the target's name kept in the temporary file's: a name near the file
-#: system's limit (255 bytes) must still leave room for the marks around it.
+#: Longest part of the target's name kept in the temporary file's, in UTF-8 bytes (the file
+#: system's limit, 255, counts bytes): a name near the limit must leave room for the marks.
 _NAME_KEPT = 180
 
 
@@ -67,7 +67,8 @@ class AtomicFile:
             return
         if status is not None and not os.access(self._target, os.W_OK):  # read-only: not ours to replace
             raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(self.path))
-        name, suffix = self._target.name[:_NAME_KEPT], self._target.suffix[:16]
+        name = os.fsencode(self._target.name)[:_NAME_KEPT].decode(errors="ignore")  # whole characters
+        suffix = self._target.suffix[:16]
         self.temp = self._target.with_name(f".{name}.{secrets.token_hex(4)}.tmp{suffix}")
         try:  # created here, exclusively: the name is this writer's, with the umask's permissions
             os.close(os.open(self.temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))

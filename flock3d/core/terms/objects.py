@@ -779,19 +779,37 @@ def object_clearance(data, o, t, x, y, z):
 def object_room(data, o, t, x, y, z):
     """A lower bound of the distance from a point to the object's solid part, negative inside it
     (where its clearance is): the clearance itself for a primitive (an exact distance) and a mesh
-    (its clearance is at most the mesh's distance); for a heightfield, whose clearance is exact
-    only on flat ground, the height above the ground over sqrt(1 + s^2), s its steepest slope (no
-    point of the ground is nearer). A ball of this radius around the point holds no solid."""
-    if int(data[o + KIND]) != g.HEIGHTFIELD:
+    within its grid's box (its clearance is at most the mesh's distance); beyond a mesh obstacle's
+    box, whose grid adds the distance to the box to the value at the nearest point c of it (more
+    than the distance, for a point off to the side), ``sqrt(e^2 + r_c^2)``, e = |p - c| and r_c
+    the room at c (the mesh lies in the box, so c is between the point and any of it); for a
+    heightfield, whose clearance is exact only on flat ground, the height above the ground over
+    sqrt(1 + s^2), s its steepest slope (no point of the ground is nearer). A ball of this
+    radius around the point holds no solid."""
+    kind = int(data[o + KIND])
+    if kind != g.HEIGHTFIELD and not (kind == g.MESH and data[o + SIDE] > 0.0):
         return object_clearance(data, o, t, x, y, z)[0]
     px, py, pz, qw, qx, qy, qz = object_frame(data, o, t)
     lx, ly, lz = g.to_local(px, py, pz, qw, qx, qy, qz, x, y, z)
     f = int(data[o + FIELD])
+    if kind == g.MESH:
+        nx, ny, nz = int(data[f]), int(data[f + 1]), int(data[f + 2])
+        ox, oy, oz, h = data[f + 3], data[f + 4], data[f + 5], data[f + 6]
+        cx = min(max(lx, ox), ox + (nx - 1) * h)
+        cy = min(max(ly, oy), oy + (ny - 1) * h)
+        cz = min(max(lz, oz), oz + (nz - 1) * h)
+        e = math.sqrt((lx - cx) ** 2 + (ly - cy) ** 2 + (lz - cz) ** 2)
+        inner = (
+            g.grid_sdf_flat(data, f + 7, nx, ny, nz, ox, oy, oz, h, cx, cy, cz)[0] - 0.5 * math.sqrt(3.0) * h
+        )
+        if e == 0.0 or inner <= 0.0:  # in the box; or (never, with the grid's margin) touching it at c
+            return inner + e
+        return math.sqrt(e * e + inner * inner)
     nx, nz = int(data[f]), int(data[f + 1])
     x0, z0, dx, dz = data[f + 2], data[f + 3], data[f + 4], data[f + 5]
-    h = g.heightfield_height(data, f + 6, nx, nz, x0, z0, dx, dz, lx, lz)[0]
+    height = g.heightfield_height(data, f + 6, nx, nz, x0, z0, dx, dz, lx, lz)[0]
     steepest = data[f + 6 + nx * nz]
-    return (ly - h) / math.sqrt(1.0 + steepest * steepest)
+    return (ly - height) / math.sqrt(1.0 + steepest * steepest)
 
 
 @_jit
