@@ -264,7 +264,7 @@ def spawn_points(
         positions[inside] = _uniform_positions(rng, int(inside.sum()), params)
     inside = blocked(positions) if params.objects else np.zeros(n, dtype=bool)
     if inside.any():
-        samples = objects._start_samples(params.arena_center, params.initial_radius, params.dimensions)
+        samples = objects.start_samples(params.arena_center, params.initial_radius, params.dimensions)
         free = samples[~blocked(samples)]
         if len(free) == 0:
             raise ValueError(

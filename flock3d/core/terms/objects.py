@@ -57,6 +57,7 @@ __all__ = [
     "object_problems",
     "objects_problems",
     "covered_start_problems",
+    "start_samples",
     "needs_field",
     "scales",
     "pack_objects",
@@ -467,7 +468,7 @@ def covered_start_problems(
     ):
         return []
     r0 = 0.5 * values["arena_radius"] if values["init_radius"] is None else values["init_radius"]
-    points = _start_samples(values["arena_center"], r0, values["dimensions"])
+    points = start_samples(values["arena_center"], r0, values["dimensions"])
     margin = values["avoidance_margin"]
     data, offsets = pack_objects(objects, fields)
     free = np.ones(len(points), dtype=bool)
@@ -494,8 +495,11 @@ def covered_start_problems(
     return []
 
 
-def _start_samples(center, r0: float, dimensions: int) -> np.ndarray:
-    """(4096, 3) points evenly spread over the ball (disc) of radius r0: a fixed draw."""
+def start_samples(center, r0: float, dimensions: int) -> np.ndarray:
+    """(4096, 3) points evenly spread over the ball (disc) of radius r0: a fixed draw. The start's
+    check (:func:`covered_start_problems`) looks for room among them, and the spawn
+    (:func:`flock3d.core.state.spawn_points`) places the boids it cannot draw at the free ones, so
+    that a start the check accepts always starts."""
     rng = np.random.default_rng(0)
     v = rng.standard_normal((_START_SAMPLES, 3))
     if dimensions == 2:
