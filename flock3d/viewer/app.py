@@ -207,7 +207,7 @@ class ViewerWindow:
             fxaa=self.samples == 0,
         )  # fmt: skip
         self.view = self.canvas.central_widget.add_view(border_width=0)
-        self.visuals = FlockVisuals(self.view, scene.view, scene.params)
+        self.visuals = FlockVisuals(self.view, scene.view, scene.params, responsive=True)
         self.focus = FocusVisuals(self.view)
         self.hud = Hud(self.canvas.native)
         self.recorder = Recorder(self.canvas, self.output_dir)

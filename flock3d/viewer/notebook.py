@@ -82,7 +82,7 @@ class NotebookViewer:
             self.canvas = Canvas(app=application, size=size, bgcolor=BACKGROUND, keys=None, fxaa=True)
         errors = getattr(self.canvas.native, "_output_context", None)
         self.view = self.canvas.central_widget.add_view(border_width=0)
-        self.visuals = FlockVisuals(self.view, scene.view, self.session.params)
+        self.visuals = FlockVisuals(self.view, scene.view, self.session.params, responsive=True)
         self.camera_kind = (
             scene.view.camera if scene.view.camera in ("orbit", "arcball", "follow") else "orbit"
         )

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import threading
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -267,6 +268,23 @@ def _flap(name: str) -> float:
     return WING_BEAT if name == "bird" else 0.0
 
 
+#: numba functions the window calls, by name: the thread compiling (or loading) each.
+_compiles: dict[str, threading.Thread] = {}
+
+
+def compiled_elsewhere(function, *example) -> bool:
+    """Whether the numba ``function`` is ready to call on the UI thread; if not, it is compiled
+    (or loaded from the disk cache) on a thread of its own from ``example`` arguments, and this
+    says False until that is done. A compile on the UI thread froze the window for seconds."""
+    if function.signatures:
+        return True
+    name = function.py_func.__qualname__
+    if name not in _compiles:
+        _compiles[name] = threading.Thread(target=function, args=example, name=f"compile {name}", daemon=True)
+        _compiles[name].start()
+    return False
+
+
 @dataclass
 class FrameData:
     """What was drawn last: the colours and the neighbour counts (if computed)."""
@@ -294,12 +312,21 @@ class FlockVisuals:
         params: model parameters (arena size, speed range for colours).
         pixel_scale: canvas pixels per pixel of the final picture (a supersampled canvas
             is larger): sizes in pixels (the smallest boid, line widths) scale with it.
+        responsive: a window's: a colour mode whose numba function is not compiled yet draws
+            uniform colours while it compiles on another thread, where a picture (a video, a
+            still) waits for it.
     """
 
     def __init__(
-        self, view: scene.ViewBox, hints: ViewHints, params: Params, pixel_scale: float = 1.0
+        self,
+        view: scene.ViewBox,
+        hints: ViewHints,
+        params: Params,
+        pixel_scale: float = 1.0,
+        responsive: bool = False,
     ) -> None:
         self.view = view
+        self.responsive = responsive
         self.pixel_scale = pixel_scale
         self.hints = hints
         self.params = params
@@ -623,6 +650,8 @@ class FlockVisuals:
             speeds = np.linalg.norm(state.velocities, axis=1)
             return FrameData(ramp_colors(speeds, self.params.min_speed, self.params.max_speed))
         if self.color_mode == "neighbours":
+            if self.responsive and not compiled_elsewhere(count_within, np.zeros((2, 3)), 1.0):
+                return FrameData(uniform_colors(n))  # for the second it loads, not a frozen window
             radius = self.params.perception_distance
             radius = radius if math.isfinite(radius) else 1e300
             counts = count_within(state.positions, radius) if n else np.zeros(0, np.int64)

@@ -28,6 +28,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from flock3d.core import assemble
 from flock3d.core.fields import Problem
 from flock3d.core.params import Params
 from flock3d.core.state import FlockState
@@ -174,6 +175,7 @@ class Session:
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
         self._first_step_done = threading.Event()
+        self._warmed: set = set()  # the layouts compiled (_warm_up) outside the lock
         self.error: BaseException | None = None
         """An exception that stopped the worker (shown by the viewer), or None."""
         self._fields: Mapping[int, Any] | None = self.flock.fields
@@ -415,20 +417,33 @@ class Session:
         self._thread = None
         self._snapshot = None
 
+    def _layout(self) -> Any:
+        """What the running flock's step is compiled for (its layout, rules and forces)."""
+        flock = self.flock
+        return (
+            flock.engine,
+            assemble.layout_of(flock.params, flock.rules, flock.forces),
+            tuple(id(r.fn) for r in flock.rules),
+            tuple(id(f.fn) for f in flock.forces),
+        )
+
     def _warm_up(self) -> None:
         """Compile the kernel on a throwaway copy, without holding the lock.
 
-        The first step of a fresh install compiles the kernel (tens of seconds); done
-        here, the window stays responsive and its edits are not held up meanwhile.
+        The first step of a layout compiles it (tens of seconds on a fresh install: a scene
+        opened, a term switched on); done here, the window stays responsive and its edits (an
+        open, a reset) are not held up meanwhile. Stepping under the lock then finds it compiled.
         """
         with self.lock:
             flock, state = self.flock, self.flock.state
+            layout = self._layout()
             twin = Flock(
                 flock.params, flock.seed, positions=state.positions.copy(),
                 velocities=state.velocities.copy(), orientations=state.orientations.copy(),
                 rules=flock.rules, forces=flock.forces, fields=flock.fields,
             )  # fmt: skip
         twin.step(1)
+        self._warmed.add(layout)
         self._first_step_done.set()
 
     def _work(self) -> None:
@@ -438,10 +453,13 @@ class Session:
             # All cores but one: the one left draws (software OpenGL rasterises on the CPU,
             # and the window's own work is Python). The setting holds for this thread only.
             numba.set_num_threads(max(1, numba.get_num_threads() - 1))
-            if not self.first_step_done:
-                self._warm_up()
             last = time.perf_counter()
             while not self._stop.is_set():
+                with self.lock:
+                    layout = self._layout()
+                if layout not in self._warmed:
+                    self._warm_up()
+                    last = time.perf_counter()  # the compile's seconds are not owed as steps
                 now = time.perf_counter()
                 with self.lock:
                     self.clock.budget = self.WORKER_BATCH_SECONDS
