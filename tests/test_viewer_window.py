@@ -678,3 +678,39 @@ def test_the_window_never_freezes_while_colour_modes_and_scenes_change(viewer, q
     # A compile held the loop for 4-7 s; a frame of software OpenGL on a loaded machine takes
     # up to ~0.8 s (measured at load 12 on 2 cores), so the bound tells the two apart.
     assert gaps.max() < 1.5, f"the window froze for {gaps.max():.2f} s"
+
+
+def test_the_window_takes_keys_at_once_and_edits_say_what_they_mean(qt_app, tmp_path):
+    """Keys work with no click first; the World tab shows nothing for nothing selected; the
+    ground offers no one-click delete; what is put outside the arena is said to be."""
+    from PySide6 import QtWidgets
+
+    from flock3d.scene import parse_scene
+    from flock3d.viewer.app import START_HINT, ViewerWindow
+    from flock3d.viewer.editing import Selection
+
+    sphere_arena = EDITED_WORLD.replace('arena.shape = "none"', 'arena.shape = "sphere"')
+    v = ViewerWindow(parse_scene(sphere_arena), output_dir=tmp_path, dialogs=False)
+    v.show()
+    try:
+        pump(qt_app, 0.5)
+        assert v.window.isActiveWindow() and QtWidgets.QApplication.focusWidget() is v.canvas.native
+        assert v.status.currentMessage() == START_HINT
+        v.click(None)  # nothing selected: blank, disabled fields
+        panel = v.world_panel
+        spins = (*panel.position, panel.scale)
+        assert [(s.cleanText(), s.isEnabled()) for s in spins] == [("", False)] * 4
+        ground, box = Selection("object", 0), Selection("object", 1)
+        assert not any(text.startswith("Delete") for text, _ in v.context_actions(ground))
+        assert "Delete this object" in [text for text, _ in v.context_actions(box)]
+        v.click(box)
+        assert panel.scale.cleanText() != "" and panel.scale.isEnabled()
+        assert v.delete_selected()
+        assert panel.scale.cleanText() == "" and not panel.scale.isEnabled()  # not the deleted box's
+        assert v.add("sphere", point=np.array([0.0, 0.0, 0.0]), resting=False)
+        assert "outside" not in v.status.currentMessage()
+        assert v.add("sphere", point=np.array([500.0, 0.0, 0.0]), resting=False)
+        assert "outside the arena" in v.status.currentMessage()
+    finally:
+        v.close()
+        pump(qt_app, 0.2)

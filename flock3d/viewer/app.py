@@ -29,6 +29,7 @@ import numpy as np
 from flock3d.core.compiling import compiling_since
 from flock3d.errors import Flock3dError
 from flock3d.scene import Scene, SceneError, load_scene
+from flock3d.viewer.editing import outside_arena
 from flock3d.viewer.hud import COMPILING_TEXT
 from flock3d.viewer.picking import ray_through, screen_positions, thing_under
 
@@ -117,6 +118,10 @@ def _use_qt() -> None:
     except Exception as error:
         text = str(error).strip().splitlines()
         raise Flock3dError(f"cannot start the Qt window system: {text[0] if text else error}") from None
+
+
+#: The status bar's first words: how to get going (the timing of the first frame is bench's).
+START_HINT = "drag to orbit · scroll to zoom · right-click to add things · h for every key"
 
 
 def opengl_renderer() -> str:
@@ -546,6 +551,10 @@ class ViewerWindow:
             self._world_changed()  # the panel shows the world as it still is
             return False
         self._world_changed()
+        selection = self.editor.valid(self.editor.selection)
+        if selection is not None and outside_arena(self.session.params, self.editor.position_of(selection)):
+            kind, k = selection
+            self.status.showMessage(f"{kind} {k} is outside the arena: the boids never reach it", 8000)
         return True
 
     def _edit_selected(self, edit) -> bool:
@@ -704,7 +713,7 @@ class ViewerWindow:
         self.frames_drawn += 1
         if self.first_frame_seconds is None:
             self.first_frame_seconds = time.perf_counter() - self.started
-            self.status.showMessage(f"first frame after {self.first_frame_seconds:.2f} s", 4000)
+            self.status.showMessage(START_HINT, 8000)
 
     # -- mouse ----------------------------------------------------------------------------
 
@@ -763,12 +772,19 @@ class ViewerWindow:
         actions = [(f"Add {what} here", lambda what=what: self.add(what)) for what in PRIMITIVES]
         actions += [("Add attractor here", lambda: self.add("attractor")),
                     ("Add predator here", lambda: self.add("predator"))]  # fmt: skip
-        if thing is not None and thing[0] != "boid":
+        if thing is not None and thing[0] != "boid" and not self._is_ground(thing):
+            # The ground is where a right-click adds things: deleting it takes selecting it and Delete.
             kind, k = thing
             actions.append((f"Delete this {kind}", lambda: self._edit(lambda: self.editor.delete(thing))))
         if self.editor.undo_stack:
             actions.append(("Undo", self.undo))
         return actions
+
+    def _is_ground(self, thing) -> bool:
+        from flock3d.viewer.world import is_ground
+
+        objects = self.session.params.objects
+        return thing[0] == "object" and thing[1] < len(objects) and is_ground(objects[thing[1]])
 
     def _context_menu(self, thing) -> None:
         from PySide6 import QtGui, QtWidgets
@@ -800,7 +816,11 @@ class ViewerWindow:
     # -- lifetime -------------------------------------------------------------------------
 
     def show(self) -> None:
+        """Show the window, raised and active with the canvas focused: the keys work at once,
+        with no click first (a window shown from a terminal is not always activated)."""
         self.window.show()
+        self.window.raise_()
+        self.window.activateWindow()
         self.canvas.native.setFocus()
 
     def close(self) -> None:

@@ -17,13 +17,14 @@ from typing import NamedTuple
 
 import numpy as np
 
+from flock3d.core.params import Params
 from flock3d.core.quaternion import look_rotation
 from flock3d.core.state import up_axis
 from flock3d.core.terms.attractors import Attractor
 from flock3d.core.terms.objects import Object
 from flock3d.viewer.session import Session, World
 
-__all__ = ["WorldEditor", "Selection", "PRIMITIVES", "primitive", "ray_plane", "UNDO_DEPTH"]
+__all__ = ["WorldEditor", "Selection", "PRIMITIVES", "primitive", "ray_plane", "outside_arena", "UNDO_DEPTH"]
 
 PRIMITIVES = ("box", "sphere", "cylinder", "capsule", "torus")
 """The shapes the viewer adds."""
@@ -307,3 +308,15 @@ def ray_plane(origin, direction, point, normal) -> np.ndarray | None:
     if not (s > 0.0 and math.isfinite(s)):
         return None
     return np.asarray(origin, np.float64) + s * np.asarray(direction, np.float64)
+
+
+def outside_arena(params: Params, point) -> bool:
+    """Whether ``point`` (3,) lies outside a sphere or box arena (open space has no outside):
+    what is put there, the boids never reach."""
+    offset = np.asarray(point, np.float64) - np.asarray(params.arena_center, np.float64)
+    if params.arena_shape == "sphere":
+        return float(np.linalg.norm(offset)) > params.arena_radius
+    if params.arena_shape in ("box", "periodic", "wrap"):
+        d = 2 if params.dimensions == 2 else 3
+        return bool(np.any(np.abs(offset[:d]) > np.asarray(params.half_extents, np.float64)[:d]))
+    return False

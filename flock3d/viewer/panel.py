@@ -635,6 +635,8 @@ class WorldPanel(QtWidgets.QWidget):
                 spin.setEnabled(values is not None)
                 if values is not None:
                     ControlPanel.quietly(spin, lambda spin=spin, v=float(values[k]): spin.setValue(v))
+                else:  # blank, not its minimum or a deleted object's value
+                    ControlPanel.quietly(spin, spin.clear)
         self.buttons["delete"].setEnabled(title is not None)
 
 
