@@ -24,7 +24,7 @@ import numpy as np
 from flock3d.core import geometry
 from flock3d.core.quaternion import to_matrices
 from flock3d.core.terms.objects import HEIGHTFIELD_SAMPLES, Object, object_frame, pack_objects, scales
-from flock3d.viewer.colors import hex_color
+from flock3d.look.colors import hex_color
 
 __all__ = [
     "ObjectMesh",
