@@ -164,7 +164,7 @@ def prototypes(scene: Scene, n_boids: int) -> tuple[list[Prototype], np.ndarray]
         shape = (look.mesh if look is not None else None) or view.mesh
         vertices, faces = _shape(shape, view.boid_size)
         out.append(Prototype(f"species_{k}_{shape}", vertices, faces, tuple(float(c) for c in colors[k, :3])))
-    return out, params.species_of_boids()[:n_boids].astype(np.int64)
+    return out, params.species_of_boids[:n_boids].astype(np.int64)
 
 
 def predator_prototype(scene: Scene) -> Prototype:
