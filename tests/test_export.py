@@ -345,3 +345,30 @@ def test_flock_export_flies_on_and_writes(tmp_path):
     assert np.array_equal(
         np.asarray(positions.Get(stage.GetEndTimeCode())), flock.positions.astype(np.float32)
     )
+
+
+@pytest.mark.slow
+def test_the_readme_export_section_runs(tmp_path, monkeypatch, capsys):
+    """Its commands as written, but shorter and with fewer boids; then its Python in the same folder."""
+    import re
+    import shlex
+
+    text = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    section = text.split("## Export to Blender", 1)[1].split("\n## ", 1)[0]
+    shell, python = (
+        re.search(r"```bash\n(.*?)```", section, re.S)[1],
+        re.search(r"```python\n(.*?)```", section, re.S)[1],
+    )
+    monkeypatch.chdir(tmp_path)
+    commands = [shlex.split(c) for line in shell.splitlines() for c in line.split("&&")]
+    commands = [c[1:] for c in commands if c[0] == "flock3d"]
+    assert len(commands) == 4
+    for args in commands:
+        shorter = ["0.5" if k and args[k - 1] == "--seconds" else a for k, a in enumerate(args)]
+        fewer = [] if args[1].endswith(".h5") else ["--set", "flock.count=60"]  # a scene, not a recording
+        assert main([*shorter, *fewer, "--no-progress"]) == 0, capsys.readouterr().err
+    python = python.replace("count=200", "count=60").replace("seconds=5", "seconds=0.5")
+    exec(compile(python, "README.md", "exec"), {})
+    assert {"m.usdc", "t.glb", "t.h5", "t.usda", "flock.glb", "t.usdc"} <= {
+        p.name for p in tmp_path.iterdir()
+    }
