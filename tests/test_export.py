@@ -147,7 +147,9 @@ def test_usd_holds_every_frame_as_recorded_and_passes_usd_validation(recording, 
 def test_usd_world_objects_arena_and_camera(recording, tmp_path):
     import flock3d.io
 
-    stage = Usd.Stage.Open(str(flock3d.io.export(recording, tmp_path / "w.usda", progress=False)))
+    with Trajectory(recording) as trajectory:  # an open recording, as well as a path
+        stage = Usd.Stage.Open(str(flock3d.io.export(trajectory, tmp_path / "w.usda", progress=False)))
+        assert trajectory.frame(0).time == 0.0  # left open for its owner
     names = [p.GetName() for p in stage.GetPrimAtPath("/Flock3d/World").GetChildren()]
     assert names == ["object_0_plane", "object_1_heightfield", "object_2_sphere", "object_3_box"]
     sphere = UsdGeom.Mesh(stage.GetPrimAtPath("/Flock3d/World/object_2_sphere"))

@@ -50,7 +50,6 @@ __all__ = [
     "frame_rate",
     "checked_frames",
     "time_codes",
-    "safe_name",
     "linear",
 ]
 
@@ -265,9 +264,3 @@ def linear(color) -> tuple[float, float, float]:
     """An sRGB colour in [0, 1] as linear-light RGB, what USD's displayColor and glTF's
     baseColorFactor hold."""
     return tuple(float(c) for c in linear_from_srgb(np.asarray(color, np.float64)[:3]))
-
-
-def safe_name(text: str) -> str:
-    """``text`` as an identifier every format takes (USD prim names): letters, digits, ``_``."""
-    name = "".join(c if c.isascii() and (c.isalnum() or c == "_") else "_" for c in text)
-    return name if name and not name[0].isdigit() else f"_{name}"
