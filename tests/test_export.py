@@ -374,3 +374,21 @@ def test_the_readme_export_section_runs(tmp_path, monkeypatch, capsys):
     assert {"m.usdc", "t.glb", "t.h5", "t.usda", "flock.glb", "t.usdc"} <= {
         p.name for p in tmp_path.iterdir()
     }
+
+
+@pytest.mark.slow  # two interpreters started
+def test_a_full_disk_leaves_the_file_there_before(recording, tmp_path):
+    import subprocess
+
+    from helpers import assert_clean_failure, file_size_limit
+
+    for suffix in (".usdc", ".glb"):
+        out = tmp_path / f"x{suffix}"
+        out.write_bytes(b"the old file")
+        args = ["export", str(recording), "--out", str(out)]
+        code = f"import sys; from flock3d.cli import main; sys.exit(main({args!r}))"
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                              preexec_fn=file_size_limit(6_000))  # fmt: skip
+        assert_clean_failure(done, f"{out}: cannot write (", "File too large")
+        assert done.stderr.count("\n") == 1 and out.read_bytes() == b"the old file"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["x.glb", "x.usdc"]

@@ -31,6 +31,8 @@ samples written on disk rather than in memory, so a recording larger than memory
 
 from __future__ import annotations
 
+import errno
+import re
 from pathlib import Path
 
 import numpy as np
@@ -38,7 +40,6 @@ from pxr import Gf, Tf, Usd, UsdGeom, Vt
 
 from flock3d.io.export.common import (
     METERS_PER_UNIT,
-    ExportError,
     Progress,
     Prototype,
     arena_of,
@@ -67,9 +68,10 @@ def write(recording: Trajectory, path: Path, progress: Progress | None) -> None:
     """Write ``recording`` as a USD stage at ``path`` (its suffix chooses text or binary)."""
     try:
         _write(recording, path, progress)
-    except Tf.ErrorException as error:
-        reason = " ".join(str(error).split())
-        raise ExportError(f"{recording.path}: USD could not write the stage ({reason[:300]})") from None
+    except Tf.ErrorException as error:  # USD's own words, without its source locations
+        text = " ".join(str(error).split())
+        said = re.search(r" : '([^']*)'", text)
+        raise OSError(errno.EIO, said[1] if said else text[:200]) from None
 
 
 def _write(recording: Trajectory, path: Path, progress: Progress | None) -> None:
