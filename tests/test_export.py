@@ -198,6 +198,8 @@ def test_gltf_moves_each_boid_node_through_its_recorded_frames(recording, tmp_pa
         gltf.convert_buffers(gl.BufferFormat.BINARYBLOB)
     states = frames_of(recording)
     nodes = {node.name: k for k, node in enumerate(gltf.nodes)}
+    assert gltf.scenes[gltf.scene].nodes == [nodes["flock3d"]]  # the scene a player opens holds them all
+    assert sorted(gltf.nodes[nodes["flock3d"]].children) == list(range(1, len(gltf.nodes)))
     (animation,) = gltf.animations
     channels = {(c.target.node, c.target.path): animation.samplers[c.sampler] for c in animation.channels}
     for i in range(N + M):
@@ -392,3 +394,25 @@ def test_a_full_disk_leaves_the_file_there_before(recording, tmp_path):
         assert_clean_failure(done, f"{out}: cannot write (", "File too large")
         assert done.stderr.count("\n") == 1 and out.read_bytes() == b"the old file"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["x.glb", "x.usdc"]
+
+
+@pytest.mark.skipif(not os.environ.get("FLOCK3D_BPY_PYTHON"), reason="FLOCK3D_BPY_PYTHON: a Python with bpy")
+def test_blender_places_every_boid_as_recorded(tmp_path):
+    """Blender as the artist's client. bpy (Blender as a module, ~370 MB) pins numpy 1.26, which
+    this environment cannot take, so it runs in its own, named by FLOCK3D_BPY_PYTHON (with h5py)."""
+    import json
+    import subprocess
+
+    import flock3d.io
+
+    run_h5 = record(tmp_path / "run.h5")
+    usd, glb = (flock3d.io.export(run_h5, tmp_path / f"run{s}", progress=False) for s in (".usda", ".glb"))
+    script = Path(__file__).with_name("blender_import.py")
+    done = subprocess.run([os.environ["FLOCK3D_BPY_PYTHON"], script, run_h5, usd, glb], capture_output=True,
+                          text=True, timeout=600)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    found = json.loads(done.stdout.strip().splitlines()[-1])
+    for count, position, nose in found["usd"]:
+        assert count == N + M and position < 1e-5 and nose < 2e-3  # quath: half precision
+    for count, position, nose in found["gltf"]:
+        assert count == N + M and position < 1e-5 and nose < 1e-5

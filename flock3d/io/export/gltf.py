@@ -128,6 +128,7 @@ def write(recording: Trajectory, path: Path, progress: Progress | None) -> None:
     scene = recorded_scene(recording)
     n, m = recording.n_boids, recording.n_predators
     gltf = gl.GLTF2(asset=gl.Asset(generator="flock3d"), scene=0)
+    gltf.scenes.append(gl.Scene(name=scene.name, nodes=[0]))  # the root node, below
     blob = _Blob(gltf)
     root = gl.Node(name="flock3d", children=[], extras={"flock3d:scene": scene.name})
     gltf.nodes.append(root)
