@@ -25,8 +25,10 @@ Orientations: USD's ``quath`` is (real, i, j, k) when written or constructed
 digits) is the attribute every importer reads (Blender, Houdini, Omniverse); velocities are
 world units per simulated second, as USD wants them (per second, not per time code).
 
-A ``.usdc`` stage is saved every :data:`SAVE_FRAMES` frames: the crate format then keeps the
-samples written on disk rather than in memory, so a recording larger than memory exports.
+A ``.usdc`` (or ``.usd``) stage is saved every :data:`SAVE_FRAMES` frames: the crate format
+then keeps the samples written on disk rather than in memory, so a recording larger than
+memory exports (25,000 boids x 601 frames: a 481 MB file from a process of 295 MB). A
+``.usda`` text layer is held in memory until it is written: for small flocks.
 """
 
 from __future__ import annotations
