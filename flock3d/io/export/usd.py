@@ -27,8 +27,7 @@ world units per simulated second, as USD wants them (per second, not per time co
 
 A ``.usdc`` (or ``.usd``) stage is saved every :data:`SAVE_FRAMES` frames: the crate format
 then keeps the samples written on disk rather than in memory, so a recording larger than
-memory exports (25,000 boids x 601 frames: a 481 MB file from a process of 295 MB). A
-``.usda`` text layer is held in memory until it is written: for small flocks.
+memory exports. A ``.usda`` text layer is held in memory until it is written: for small flocks.
 """
 
 from __future__ import annotations
