@@ -14,6 +14,7 @@ rules and forces (:func:`pair_rule`, :func:`force`) run in the same compiled ste
 
 from flock3d import metrics
 from flock3d.boid import Boid
+from flock3d.core import compiling
 from flock3d.core.params import Params
 from flock3d.core.state import FlockState
 from flock3d.errors import Flock3dError, SimulationError
@@ -22,6 +23,8 @@ from flock3d.rules import RuleError, force, load_rules, pair_rule
 from flock3d.scene import Scene, load_scene
 
 __version__ = "0.1.0"
+
+compiling.watch()  # a compile of seconds says so, from Python as from the command line
 
 __all__ = [
     "Boid",

@@ -15,6 +15,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from flock3d import __version__
+from flock3d.core import compiling
+from flock3d.core.compiling import COMPILING, COMPILING_MEASUREMENTS
 from flock3d.errors import Flock3dError
 from flock3d.runner import FRAME_INTERVAL, MAX_STEPS, default_every, steps_for
 
@@ -1170,34 +1172,6 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-#: Said once, on stderr, when numba starts compiling: the first run on a machine takes seconds.
-COMPILING = "flock3d: compiling the simulation (first run only)..."
-#: Said instead by `flock3d metrics` and `flock3d infer`, which simulate nothing: they compile
-#: their measurements.
-COMPILING_MEASUREMENTS = "flock3d: compiling the measurements (first run only)..."
-
-
-@contextlib.contextmanager
-def _saying_when_compiling(notice: str = COMPILING):
-    """Within the block, the first compile numba starts prints ``notice`` (loading a
-    compiled step from the cache is not a compile, and says nothing)."""
-    from numba.core import event
-
-    class Say(event.Listener):
-        said = False
-
-        def on_start(self, e) -> None:
-            if not self.said:
-                self.said = True
-                print(notice, file=sys.stderr, flush=True)
-
-        def on_end(self, e) -> None:
-            pass
-
-    with event.install_listener("numba:compile", Say()):
-        yield
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``flock3d`` console script; returns the exit status."""
     parser = build_parser()
@@ -1208,7 +1182,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         measures = args.command in ("metrics", "infer")
-        with _saying_when_compiling(COMPILING_MEASUREMENTS if measures else COMPILING):
+        with compiling.notices(COMPILING_MEASUREMENTS if measures else COMPILING):
             return args.run(args)
     except Flock3dError as error:
         print(f"flock3d {args.command}: {error}", file=sys.stderr)

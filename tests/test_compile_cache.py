@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from flock3d.core.compiling import COMPILING
+
 
 def _step_once(cache: Path) -> subprocess.CompletedProcess:
     return _run(cache, "count=40, fov=200")
@@ -40,6 +42,7 @@ def test_a_damaged_compile_cache_is_dropped_and_compiled_again_in_one_line(tmp_p
         out = _step_once(cache)
         assert out.returncode == 0 and out.stdout.strip() == "3", (how, out.stderr)
         lines = out.stderr.strip().splitlines()
+        lines = [line for line in lines if line != COMPILING]  # a rebuild that compiles says so
         assert len(lines) == 1, (how, out.stderr)
         assert "the compile cache in" in lines[0] and "was damaged" in lines[0], lines
         again = _step_once(cache)  # the cache was written afresh
@@ -99,6 +102,7 @@ def test_a_tampered_compile_cache_entry_is_never_used_and_is_compiled_again_in_o
         out = _run(cache, a)
         assert out.returncode == 0 and out.stdout.strip() == "3", (tamper.__name__, out.stderr)
         lines = out.stderr.strip().splitlines()
+        lines = [line for line in lines if line != COMPILING]  # a rebuild that compiles says so
         assert (
             len(lines) == 1 and "the compile cache in" in lines[0] and f"was damaged ({reason})" in lines[0]
         ), (

@@ -17,6 +17,7 @@ h5py = pytest.importorskip("h5py")
 
 from flock3d import Flock  # noqa: E402
 from flock3d.io import Trajectory, TrajectoryWriter  # noqa: E402
+from flock3d.io.meshes import MeshError, read_heights, read_mesh  # noqa: E402
 from flock3d.io.trajectory import RecordingError  # noqa: E402
 from flock3d.scene import load_scene  # noqa: E402
 
@@ -91,6 +92,35 @@ def test_a_recording_whose_files_are_gone_opens_with_its_world_as_recorded(recor
         np.testing.assert_array_equal(fields[2], scene.fields[2])
     with h5py.File(path) as f:  # the rock once, though two objects read it
         assert sorted(f["parameters/flock3d/files"]) == ["0", "1"]
+
+
+def test_a_recordings_copies_are_served_while_it_is_open_and_no_longer(recording, tmp_path):
+    path, scene = recording
+    gone = scene.params.objects[0].file
+    with Trajectory(path):
+        assert len(read_mesh(gone).faces) == len(trimesh.creation.icosphere(2).faces)
+    with pytest.raises(MeshError, match="no such mesh file"):  # closed: the file is gone again
+        read_mesh(gone)
+    with pytest.raises(MeshError, match="no such image file"):
+        read_heights(scene.params.objects[2].image)
+
+
+def test_two_open_recordings_with_different_copies_of_one_gone_file(recording, tmp_path):
+    path, scene = recording
+    gone = scene.params.objects[0].file
+    other = tmp_path / "other.h5"
+    shutil.copy(path, other)
+    with h5py.File(other, "r+") as f:  # the same path, another rock
+        _replace(f, "0/vertices", f["parameters/flock3d/files/0/vertices"][()] * 0.5)
+    with Trajectory(other):
+        assert np.ptp(read_mesh(gone).vertices[:, 0]) == pytest.approx(3.0, rel=0.05)
+        with Trajectory(path):  # each reads its own world as it opens; then neither is guessed
+            with pytest.raises(MeshError, match="open recordings hold different copies"):
+                read_mesh(gone)
+        assert np.ptp(read_mesh(gone).vertices[:, 0]) == pytest.approx(3.0, rel=0.05)
+    with Trajectory(path) as traj:  # opened after the other closed: its own copy, not the other's
+        assert np.ptp(read_mesh(gone).vertices[:, 0]) == pytest.approx(6.0, rel=0.05)
+        assert traj.scene.fields[0].cell == scene.fields[0].cell
 
 
 def test_metrics_and_inference_of_a_recording_whose_files_are_gone(recording):

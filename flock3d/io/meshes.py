@@ -20,6 +20,8 @@ from the shape the mesh approximates by that plus the mesh's own tessellation er
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import functools
 import hashlib
 import importlib.util
@@ -31,6 +33,7 @@ import shutil
 import threading
 import time
 import zipfile
+from collections.abc import Iterator
 from pathlib import Path
 from stat import S_ISREG
 from typing import Any, NamedTuple
@@ -59,8 +62,8 @@ __all__ = [
     "read_heights",
     "object_fields",
     "grid_cache_dir",
-    "keep_recorded_mesh",
-    "keep_recorded_heights",
+    "serve_recorded_files",
+    "recorded_mesh",
 ]
 
 _log = logging.getLogger("flock3d")
@@ -139,8 +142,9 @@ def read_mesh(path: str | Path, role: str = "obstacle", scale: tuple[float, floa
     try:
         stat = path.stat()
     except FileNotFoundError:
-        if str(path) in _recorded_meshes:  # a recording's copy of a file moved since
-            return _recorded_mesh(path, role)
+        mesh = _recorded_mesh(path, role)  # an open recording's copy of a file gone since
+        if mesh is not None:
+            return mesh
         raise MeshError(f"{path}: no such mesh file") from None
     except OSError as error:
         raise MeshError(f"{path}: cannot read ({error.strerror or error})") from None
@@ -176,33 +180,89 @@ def _factors(scale: tuple[float, float, float]) -> str:
 
 # -- the copies recordings keep ----------------------------------------------------------------
 
-#: Meshes and heightfield images stored in recordings, by the path they were read from: what
-#: :func:`read_mesh` and :func:`read_heights` return for a path whose file is gone.
-_recorded_meshes: dict[str, Any] = {}
-_recorded_heights: dict[str, np.ndarray] = {}
+#: The copies of gone files that open recordings hold, one table a recording, newest last:
+#: owner -> {path: trimesh.Trimesh or (nx, nz) heights}. A copy is served only while its
+#: recording is open (:func:`serve_recorded_files`), so that a scene loaded after it names a gone
+#: file as gone; and a path whose open recordings hold different copies is refused, not guessed.
+_recorded: dict[object, dict[str, Any]] = {}
+_recorded_lock = threading.Lock()
+#: The recording whose copies come first in this context (:func:`recorded_files_first`).
+_first: contextvars.ContextVar[object | None] = contextvars.ContextVar(
+    "flock3d_recording_first", default=None
+)
 
 
-def keep_recorded_mesh(path: str, vertices: np.ndarray, faces: np.ndarray) -> None:
-    """Let :func:`read_mesh` serve a recording's copy of the mesh once read from ``path``,
-    while no file is there (a file that is there is read as it is now).
+@contextlib.contextmanager
+def serve_recorded_files(owner: object, files: dict[str, Any]) -> Iterator[None]:
+    """While the block runs, serve ``files`` (path -> a mesh as :func:`recorded_mesh` builds it,
+    or (nx, nz) heights in [0, 1]) for their paths whose files are gone."""
+    with _recorded_lock:
+        _recorded[owner] = files
+    try:
+        yield
+    finally:
+        with _recorded_lock:
+            _recorded.pop(owner, None)
+
+
+@contextlib.contextmanager
+def recorded_files_first(owner: object) -> Iterator[None]:
+    """While the block runs in this context, the copies ``owner`` serves come before any other
+    open recording's: a recording reads its own world while it opens."""
+    token = _first.set(owner)
+    try:
+        yield
+    finally:
+        _first.reset(token)
+
+
+def recorded_mesh(vertices: np.ndarray, faces: np.ndarray):
+    """The mesh a recording stored, as :func:`read_mesh` returned it when it was recorded.
 
     Args:
-        vertices: (V, 3) float64, as :func:`read_mesh` returned them; faces: (F, 3) int, in [0, V).
+        vertices: (V, 3) float64; faces: (F, 3) int, in [0, V).
     """
-    _require(f"{path}: a mesh")
+    _require("a recorded mesh")
     import trimesh
 
-    _recorded_meshes[str(path)] = trimesh.Trimesh(vertices, faces, process=False)
+    return trimesh.Trimesh(vertices, faces, process=False)
 
 
-def keep_recorded_heights(path: str, heights: np.ndarray) -> None:
-    """Let :func:`read_heights` serve a recording's copy of a heightfield image's (nx, nz)
-    heights in [0, 1], once read from ``path``, while no file is there."""
-    _recorded_heights[str(path)] = np.ascontiguousarray(heights, dtype=np.float64)
+def _recorded_copy(path: Path, heights: bool) -> Any | None:
+    """The open recordings' copy of the gone file ``path``, its heights or else its mesh (None
+    if none holds one).
+
+    Raises:
+        MeshError: two open recordings hold different copies of it.
+    """
+    with _recorded_lock:
+        first = _recorded.get(_first.get(), {})
+        if str(path) in first:
+            copies = [first[str(path)]]
+        else:
+            copies = [files[str(path)] for files in _recorded.values() if str(path) in files]
+    copies = [c for c in copies if isinstance(c, np.ndarray) == heights]
+    if not copies:
+        return None
+    first = copies[0]
+    key = _copy_key(first)
+    if any(_copy_key(c) != key for c in copies[1:]):
+        raise MeshError(
+            f"{path}: is gone, and the open recordings hold different copies of it (close all but one)"
+        )
+    return first
+
+
+def _copy_key(copy: Any) -> bytes:
+    if isinstance(copy, np.ndarray):
+        return hashlib.sha256(copy.tobytes()).digest() + repr(copy.shape).encode()
+    return hashlib.sha256(np.asarray(copy.vertices).tobytes() + np.asarray(copy.faces).tobytes()).digest()
 
 
 def _recorded_mesh(path: Path, role: str):
-    mesh = _recorded_meshes[str(path)]
+    mesh = _recorded_copy(path, heights=False)
+    if mesh is None:
+        return None
     if role == "arena" and not mesh.is_watertight:
         raise MeshError(
             f"{path}: is open (not watertight): an arena mesh must be closed (the recording's copy)"
@@ -685,8 +745,8 @@ def read_heights(path: str | Path) -> np.ndarray:
     path = Path(path)
     if "\0" in str(path):
         raise MeshError(f"{str(path)!r}: a file name cannot hold a NUL character")
-    if str(path) in _recorded_heights and not path.exists():  # a recording's copy of a file moved since
-        return _recorded_heights[str(path)]
+    if not path.exists() and (heights := _recorded_copy(path, heights=True)) is not None:
+        return heights  # an open recording's copy of a file gone since
     if not path.is_file():
         raise MeshError(f"{path}: no such image file" if not path.exists() else f"{path}: not a regular file")
     try:

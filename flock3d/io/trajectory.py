@@ -21,7 +21,8 @@ Layout (N boids, M predators, T frames, D = 3, or 2 for a planar flock)::
                                 in [0, 1]
 
 A recording stands on its own: reading it back, a file of the scene that is gone (moved,
-deleted) is served from ``files`` (:func:`flock3d.io.meshes.keep_recorded_mesh`), so that
+deleted) is served from ``files`` while the recording is open
+(:func:`flock3d.io.meshes.serve_recorded_files`), so that
 its world is measured and drawn as it was recorded. A file still there is read as it is now.
 
 Units: the model has no physical scale; lengths are world units and time is
@@ -556,13 +557,19 @@ class Trajectory:
             else:
                 reason = "damaged or unreadable HDF5 file"
             raise RecordingError(f"{self.path}: {reason}") from None
+        from flock3d.io import meshes
+
+        # The copies of gone files the recording holds are served while it is open, and no longer.
+        self._files: dict[str, object] = {}
+        self._serving = contextlib.ExitStack()
         try:
-            self._check_layout()
+            with meshes.recorded_files_first(self):
+                self._check_layout()
         except RecordingError:
-            self._file.close()
+            self.close()
             raise
         except Exception as error:  # any other surprise in a file that is not ours
-            self._file.close()
+            self.close()
             raise RecordingError(
                 f"{self.path}: damaged trajectory ({type(error).__name__}: {' '.join(str(error).split())})"
             ) from None
@@ -651,8 +658,8 @@ class Trajectory:
         self.period = periodic_box(self.scene.params)
 
     def _keep_files(self) -> None:
-        """Hand the files stored with the scene to :mod:`flock3d.io.meshes`, checked as a file
-        read from disk would be, for the scene's files that are gone."""
+        """Serve the files stored with the scene through :mod:`flock3d.io.meshes`, checked as a
+        file read from disk would be, for the scene's files that are gone, while this is open."""
         import h5py
 
         from flock3d.io import meshes
@@ -673,13 +680,14 @@ class Trajectory:
                 heights = self._stored_array(f"files/{name}/heights", (2, meshes.MAX_IMAGE_SIDE))
                 if not (np.all(heights >= 0.0) and np.all(heights <= 1.0)):
                     raise self._damaged(f"the heights stored for {path} are not all in [0, 1]")
-                meshes.keep_recorded_heights(path, heights)
+                self._files[path] = np.ascontiguousarray(heights, dtype=np.float64)
                 continue
             vertices = self._stored_array(f"files/{name}/vertices", (3, 3 * meshes.MAX_TRIANGLES), 3)
             faces = self._stored_array(f"files/{name}/faces", (1, meshes.MAX_TRIANGLES), 3, whole=True)
             if faces.min() < 0 or faces.max() >= len(vertices):
                 raise self._damaged(f"the faces stored for {path} name vertices it does not hold")
-            meshes.keep_recorded_mesh(path, vertices, faces)
+            self._files[path] = meshes.recorded_mesh(vertices, faces)
+        self._serving.enter_context(meshes.serve_recorded_files(self, self._files))
 
     def _stored_array(
         self, name: str, rows: tuple[int, int], width: int | None = None, whole: bool = False
@@ -962,6 +970,7 @@ class Trajectory:
         return self.n_frames
 
     def close(self) -> None:
+        self._serving.close()
         self._file.close()
 
     def __enter__(self) -> Trajectory:

@@ -26,6 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
+from flock3d.core.compiling import compiling_since
 from flock3d.errors import Flock3dError
 from flock3d.scene import Scene, SceneError, load_scene
 from flock3d.viewer.hud import COMPILING_TEXT
@@ -669,7 +670,11 @@ class ViewerWindow:
         self.visuals.show_selection(self.editor.valid(self.editor.selection))
         if self.camera_kind == "follow" and len(state):
             self.view.camera.center = tuple(self._follow_target()[0])
-        compiling = self.threaded and not self.session.first_step_done
+        # Any compile of over a second says so, whatever started it (a scene, a colour mode).
+        since = compiling_since()
+        compiling = self.threaded and (
+            not self.session.first_step_done or (since is not None and time.monotonic() - since > 1.0)
+        )
         self.hud.set_notice(notice_text(self.session.error, compiling))
         self.canvas.update()
 

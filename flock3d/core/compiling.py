@@ -1,0 +1,130 @@
+"""Saying when numba compiles: the one line a wait of seconds gets, wherever it starts.
+
+A first step of a layout, a colour mode's measurement or a user's rule compiles for seconds to
+tens of seconds (once per machine: the disk cache serves later runs). Every such wait says so,
+once, on stderr, from the library as from the command line::
+
+    flock3d: compiling the simulation (first run only)...
+
+The line goes through the logger ``flock3d.compiling`` at INFO; silence it with
+``logging.getLogger("flock3d.compiling").setLevel(logging.WARNING)``. A window asks
+:func:`compiling_since` each frame and shows the wait there.
+
+Invariants: one line a *burst* (from the first compile that starts while none runs, in any
+thread, to the last that ends), or one line a :func:`notices` block, however many functions a
+burst compiles; loading a compiled function from the cache is not a compile and says nothing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import sys
+import threading
+import time
+from collections.abc import Iterator
+
+__all__ = ["COMPILING", "COMPILING_MEASUREMENTS", "compiling_since", "notices", "watch"]
+
+#: Said when the simulation's step compiles: the first run of a scene on a machine.
+COMPILING = "flock3d: compiling the simulation (first run only)..."
+#: Said when only measurements compile (`flock3d metrics`, `flock3d infer`, a colour mode).
+COMPILING_MEASUREMENTS = "flock3d: compiling the measurements (first run only)..."
+
+log = logging.getLogger("flock3d.compiling")
+
+
+class _Stderr(logging.Handler):
+    """Writes to whatever ``sys.stderr`` is when the line is said (a test's capture, a
+    notebook's stream), as the message alone."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            print(self.format(record), file=sys.stderr, flush=True)
+        except Exception:  # a closed stream: the notice is not worth a failure
+            self.handleError(record)
+
+
+if not log.handlers:
+    log.addHandler(_Stderr())
+    log.setLevel(logging.INFO)
+    log.propagate = False  # one line, not one more from the application's root handler
+
+
+class _Watch:
+    """The state of numba's compiles across threads: their depth, when the burst started, and
+    whether it (or the current :func:`notices` block) has said its line."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.depth = 0
+        self.since: float | None = None
+        self.said_in_burst = False
+        self.block: list[str | bool] | None = None  # [label, said] of the innermost notices()
+
+    def start(self) -> None:
+        with self.lock:
+            self.depth += 1
+            if self.depth == 1:
+                self.since = time.monotonic()
+                self.said_in_burst = False
+            if self.block is not None:
+                if self.block[1]:
+                    return
+                self.block[1] = True
+                line = str(self.block[0])
+            elif self.said_in_burst:
+                return
+            else:
+                line = COMPILING
+            self.said_in_burst = True
+        log.info(line)
+
+    def end(self) -> None:
+        with self.lock:
+            self.depth = max(0, self.depth - 1)
+            if self.depth == 0:
+                self.since = None
+
+
+_watch = _Watch()
+_installed = False
+
+
+def watch() -> None:
+    """Listen to numba's compiles (once a process; every engine calls it before it compiles)."""
+    global _installed
+    if _installed:
+        return
+    from numba.core import event
+
+    class _Listener(event.Listener):
+        def on_start(self, e) -> None:
+            _watch.start()
+
+        def on_end(self, e) -> None:
+            _watch.end()
+
+    with _watch.lock:
+        if not _installed:
+            event.register("numba:compile", _Listener())
+            _installed = True
+
+
+@contextlib.contextmanager
+def notices(line: str = COMPILING) -> Iterator[None]:
+    """Within the block, the first compile says ``line``, and later ones nothing (a command
+    says one line however many bursts it compiles)."""
+    watch()
+    with _watch.lock:
+        outer, _watch.block = _watch.block, [line, False]
+    try:
+        yield
+    finally:
+        with _watch.lock:
+            _watch.block = outer
+
+
+def compiling_since() -> float | None:
+    """``time.monotonic()`` when the compiles now running started, or None when none runs."""
+    return _watch.since
