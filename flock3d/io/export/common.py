@@ -28,7 +28,7 @@ from flock3d.io.trajectory import Trajectory
 from flock3d.look.boids import PREDATOR_SCALE, mesh
 from flock3d.look.camera import BOX_SHAPES, CAMERA_FOV, frame_distance, view_direction, world_extent
 from flock3d.look.colors import BOID_COLOR, PREDATOR_COLOR, linear_from_srgb, species_colors
-from flock3d.look.world import Frames, ObjectMesh, object_color, object_mesh
+from flock3d.look.world import Frames, ObjectMesh, is_ground, object_color, object_mesh
 from flock3d.scene import Scene
 
 __all__ = [
@@ -180,17 +180,8 @@ def world_objects(params: Params) -> tuple[list[WorldObject], Frames]:
     out = []
     for k, o in enumerate(params.objects):
         name = f"object_{k}_{o.shape}"
-        out.append(
-            WorldObject(
-                k,
-                name,
-                object_mesh(o, extent),
-                object_color(o),
-                o.role,
-                o.shape in ("plane", "heightfield"),
-                o.motion is not None,
-            )  # fmt: skip
-        )
+        mesh_k = object_mesh(o, extent)
+        out.append(WorldObject(k, name, mesh_k, object_color(o), o.role, is_ground(o), o.motion is not None))
     return out, Frames(params.objects)
 
 
