@@ -46,7 +46,7 @@ WRITERS: dict[str, str] = {
 }
 """The module of :mod:`flock3d.io.export` writing each suffix (lower case)."""
 EXTRA = "export"
-"""The extra that brings the formats' libraries: ``pip install "flock3d[export]"``."""
+"""The extra that brings the formats' libraries: ``pip install 'flock3d[export]'``."""
 
 
 def writer_for(path: str | Path) -> ModuleType:
@@ -68,7 +68,7 @@ def writer_for(path: str | Path) -> ModuleType:
             raise ExportError(f"{path}: {name} export is not in this build of flock3d") from None
         raise ExportError(
             f"{path}: {suffix} export needs the {EXTRA} extra (missing {error.name}): "
-            f'python -m pip install "flock3d[{EXTRA}]"'
+            f"python -m pip install 'flock3d[{EXTRA}]'"
         ) from None
     if suffix not in writer.SUFFIXES:  # the table and the module disagree: a bug, said plainly
         raise ExportError(
