@@ -37,6 +37,7 @@ __all__ = [
     "SimulationError",
     "experiments",
     "force",
+    "io",
     "load_rules",
     "load_scene",
     "metrics",
@@ -53,10 +54,10 @@ def __getattr__(name: str):
         from flock3d.viewer.notebook import show
 
         return show
-    # flock3d.experiments is imported on first use, as `import flock3d.experiments` would: a plain
-    # `import flock3d` does not load the experiments' registry.
-    if name == "experiments":
+    # flock3d.experiments and flock3d.io are imported on first use, as `import flock3d.experiments`
+    # would: a plain `import flock3d` loads neither the experiments' registry nor h5py.
+    if name in ("experiments", "io"):
         import importlib
 
-        return importlib.import_module("flock3d.experiments")
+        return importlib.import_module(f"flock3d.{name}")
     raise AttributeError(f"module 'flock3d' has no attribute {name!r}")

@@ -1038,6 +1038,74 @@ def _render_frames(args, out: Path, is_png: bool, scene, frames, plan) -> int:
     return 0
 
 
+# -- export -----------------------------------------------------------------------------
+
+
+def _add_export(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    p = sub.add_parser(
+        "export",
+        help="export a recording (or a scene, run first) to USD, glTF or HTML",
+        description="Write a recorded flock as a file Blender, Houdini, Unity or a browser opens: "
+        ".usd/.usda/.usdc (a point instancer, any number of boids), .glb/.gltf (a node per boid, "
+        "at most 5,000) or .html. A scene is run first (as `flock3d run`) into a temporary "
+        "recording, removed afterwards. Needs the export extra.",
+    )
+    p.add_argument("source", metavar="TRAJ.h5|SCENE", help="a recording (`flock3d run --out`) or a scene")
+    p.add_argument(
+        "--out", required=True, metavar="FILE", help="the file to write; its suffix picks the format"
+    )
+    length = p.add_mutually_exclusive_group()
+    length.add_argument("--steps", type=_step_count, help="from a scene: steps to run (default 600)")
+    length.add_argument("--seconds", type=_positive_float, help="from a scene: simulated seconds to run")
+    p.add_argument("--every", type=_positive_step_count, metavar="K",
+                   help=f"from a scene: record every K-th step (default: a frame every {FRAME_INTERVAL:g} "
+                   "s of simulated time)")  # fmt: skip
+    p.add_argument("--seed", type=_seed, help="from a scene: seed of the initial state")
+    _set_argument(p)
+    _rules_argument(p)
+    p.add_argument("--no-progress", action="store_true", help="do not show the progress bars")
+    return p
+
+
+def _run_export(args: argparse.Namespace) -> int:
+    from flock3d.io.export import check_size, export, export_flock, writer_for
+
+    out = Path(args.out)
+    writer = writer_for(out)  # an unknown suffix or a missing extra, before any work
+    progress = False if args.no_progress else None
+    if Path(args.source).suffix.lower() in (".h5", ".hdf5"):
+        given = [f"--{name}" for name in ("steps", "seconds", "every", "seed", "rules")
+                 if getattr(args, name) is not None] + (["--set"] if args.set else [])  # fmt: skip
+        if given:
+            raise Flock3dError(f"{', '.join(given)} apply to scenes, not to recorded trajectories")
+        export(args.source, out, progress=progress)
+        print(f"wrote {out} ({out.stat().st_size / 1e6:.1f} MB)")
+        return 0
+    from flock3d.flock import Flock
+    from flock3d.runner import stop_on_signals
+
+    rules, forces = _rules_from(args)
+    scene = _scene_from(args, args.source, (rules, forces))
+    check_size(out, scene.params.count, writer)  # before the run, not after it
+    p = scene.params
+    steps = args.steps if args.steps is not None else 600
+    if args.seconds is not None:
+        try:
+            steps = steps_for(args.seconds, p.dt)
+        except ValueError as error:
+            raise Flock3dError(f"--seconds: {error}") from None
+    every = args.every if args.every is not None else default_every(p.dt)
+    flock = Flock.from_scene(scene, rules=rules, forces=forces)
+    print(f"{scene.name}: {len(flock):,} boids, {steps:,} steps of {p.dt:g} s, a frame every {every} steps")
+    with stop_on_signals() as stop:
+        stats = export_flock(flock, out, steps, scene=scene, every=every, progress=progress, stop=stop)
+    if stats.interrupted:
+        print(f"flock3d export: stopped by {stats.interrupted}; nothing written", file=sys.stderr)
+        return 130 if stats.interrupted == "SIGINT" else 143
+    print(f"wrote {out} ({out.stat().st_size / 1e6:.1f} MB, {stats.frames:,} frames)")
+    return 0
+
+
 # -- debug ------------------------------------------------------------------------------
 
 
@@ -1075,6 +1143,7 @@ COMMANDS: dict[str, tuple[Callable, Callable[[argparse.Namespace], int]]] = {
     "run": (_add_run, _run_run),
     "metrics": (_add_metrics, _run_metrics),
     "render": (_add_render, _run_render),
+    "export": (_add_export, _run_export),
     "sweep": (_add_sweep, _run_sweep),
     "experiment": (_add_experiment, _run_experiment),
     "infer": (_add_infer, _run_infer),

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import math
+import os
 import queue
 import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, overload
 
 import numba
@@ -367,6 +369,50 @@ class Flock:
 
     def __len__(self) -> int:
         return self._params.count
+
+    def export(
+        self,
+        path: str | os.PathLike,
+        seconds: float = 10.0,
+        *,
+        steps: int | None = None,
+        every: int | None = None,
+        scene: Scene | None = None,
+        progress: bool | None = None,
+    ) -> Path:
+        """Fly the flock on and write its flight to ``path`` for another program: ``.usd``,
+        ``.usda`` or ``.usdc`` (Blender, Houdini), ``.glb`` or ``.gltf`` (game engines, at most
+        5,000 boids), ``.html`` (:mod:`flock3d.io.export`; needs the export extra).
+
+        The flock moves on as :meth:`step` moves it; the frames go through a temporary
+        recording beside ``path``, removed afterwards.
+
+        Args:
+            path: the file to write; its suffix picks the format.
+            seconds: simulated seconds to fly [s] (ignored when ``steps`` is given).
+            steps: steps to fly instead.
+            every: steps between frames (default: one frame per 0.1 s of simulated time).
+            scene: the scene the flock came from, for its look (boid shapes, colours, camera);
+                None: the flock's parameters with the default look.
+            progress: show progress bars on stderr (None: only on a terminal).
+
+        Returns:
+            ``path``.
+
+        Raises:
+            flock3d.io.ExportError: an unknown suffix, a missing extra, too many boids for the
+                format, or a folder that cannot take the file.
+        """
+        from flock3d.io.export import ExportError, export_flock
+        from flock3d.runner import steps_for
+
+        if steps is None:
+            try:
+                steps = steps_for(seconds, self._params.dt)
+            except ValueError as error:
+                raise ExportError(f"seconds: {error}") from None
+        export_flock(self, path, steps, scene=scene, every=every, progress=progress)
+        return Path(path)
 
     def _repr_png_(self) -> bytes | None:
         """A picture of the flock as it is now, for notebooks (drawn offscreen with the viewer's

@@ -89,7 +89,7 @@ def assert_one_line_failure(out: subprocess.CompletedProcess, *fragments: str) -
 
 def sky(image: np.ndarray) -> np.ndarray:
     """(H, 1, 3) int: the renderer's sky behind each row of ``image``, 0-255."""
-    from flock3d.viewer.colors import sky_rows
+    from flock3d.look.colors import sky_rows
 
     return np.round(sky_rows(image.shape[0]) * 255).astype(int)[:, None, :]
 

@@ -61,7 +61,8 @@ def test_flock_runs_without_vispy_qt_or_a_display():
 
 #: What `pip install flock3d` without extras leaves out (import names).
 EXTRA_MODULES = ("vispy", "OpenGL", "PySide6", "imageio", "imageio_ffmpeg", "jupyter_rfb",
-                 "matplotlib", "dask", "distributed", "pandas", "pyarrow", "trimesh", "igl")  # fmt: skip
+                 "matplotlib", "dask", "distributed", "pandas", "pyarrow", "trimesh", "igl", "pxr",
+                 "pygltflib")  # fmt: skip
 
 
 def flock3d_without_extras(*args, cwd) -> subprocess.CompletedProcess:
@@ -97,6 +98,10 @@ def test_a_command_needing_a_missing_extra_says_which_in_one_line(tmp_path):
         (["sweep", "default", "--param", "rules.alignment=1,2", "--steps", "2", "--out", "s.parquet"],
          "flock3d sweep: needs the sweep extra (missing dask, distributed, pandas, pyarrow): "
          "python -m pip install 'flock3d[sweep]'"),
+        (["export", "x.h5", "--out", "x.usdc"],
+         "flock3d export: x.usdc: .usdc export needs the export extra (missing pxr): "
+         "python -m pip install 'flock3d[export]'"),
+        (["export", "default", "--out", "x.glb"], "python -m pip install 'flock3d[export]'"),
         (["metrics", "x.h5", "--plot", "m.png"],
          "flock3d metrics: --plot needs the plot extra (missing matplotlib): "
          "python -m pip install 'flock3d[plot]'"),

@@ -104,7 +104,7 @@ def hues_used(image: np.ndarray) -> int:
 
 
 def luminance(image: np.ndarray) -> np.ndarray:
-    from flock3d.viewer.colors import relative_luminance
+    from flock3d.look.colors import relative_luminance
 
     return relative_luminance(image[..., :3] / 255.0)
 
@@ -223,7 +223,7 @@ def test_a_far_boid_keeps_a_readable_size(tmp_path):
 
 
 def test_boids_stand_out_from_the_sky_in_every_colour_mode(tmp_path):
-    from flock3d.viewer.colors import contrast_ratio
+    from flock3d.look.colors import contrast_ratio
 
     data = probe("contrast", tmp_path)
     for mode in ("heading", "speed", "neighbours", "uniform", "focus"):
@@ -241,7 +241,7 @@ def test_boids_stand_out_from_the_sky_in_every_colour_mode(tmp_path):
 
 
 def test_every_map_colour_keeps_its_contrast_against_the_lightest_sky():
-    from flock3d.viewer.colors import MIN_CONTRAST, SKY_BOTTOM, contrast_ratio, map_colors
+    from flock3d.look.colors import MIN_CONTRAST, SKY_BOTTOM, contrast_ratio, map_colors
 
     assert contrast_ratio(map_colors(), np.asarray(SKY_BOTTOM)).min() >= MIN_CONTRAST
 

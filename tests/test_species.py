@@ -209,7 +209,7 @@ def test_a_species_may_carry_its_own_mesh_and_it_is_written_back():
 
 
 def test_species_colours_take_each_table_s_colour_or_the_palette_s():
-    from flock3d.viewer.colors import SPECIES_PALETTE, species_colors
+    from flock3d.look.colors import SPECIES_PALETTE, species_colors
 
     rgba = species_colors(np.array([0, 0, 1, 2]), ("#ff0000", None))
     np.testing.assert_allclose(rgba[:2], [[1.0, 0.0, 0.0, 1.0]] * 2)

@@ -175,8 +175,8 @@ class ViewerWindow:
     ) -> None:
         from PySide6 import QtCore, QtGui, QtWidgets
 
+        from flock3d.look.colors import BACKGROUND
         from flock3d.viewer.canvas import Canvas
-        from flock3d.viewer.colors import BACKGROUND
         from flock3d.viewer.editing import WorldEditor
         from flock3d.viewer.hud import Hud, HudMeter
         from flock3d.viewer.panel import (

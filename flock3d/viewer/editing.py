@@ -90,7 +90,7 @@ class WorldEditor:
         o = self.session.params.objects[k]
         if o.motion is None:
             return np.asarray(o.position or (0.0, 0.0, 0.0), np.float64)
-        from flock3d.viewer.world import Frames
+        from flock3d.look.world import Frames
 
         return Frames([o]).at(self.session.snapshot().time if t is None else t)[0][0]
 

@@ -57,8 +57,8 @@ class NotebookViewer:
                 f"the notebook viewer needs jupyter_rfb and ipywidgets ({error.name} is missing): "
                 "pip install jupyter_rfb"
             ) from None
+        from flock3d.look.colors import BACKGROUND
         from flock3d.viewer.canvas import Canvas
-        from flock3d.viewer.colors import BACKGROUND
         from flock3d.viewer.offscreen import use_offscreen
         from flock3d.viewer.renderer import FlockVisuals
         from flock3d.viewer.session import Session

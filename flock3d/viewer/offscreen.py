@@ -97,8 +97,8 @@ class OffscreenRenderer:
         if camera not in CAMERAS:
             raise ValueError(f"unknown camera {camera!r}; choose one of {', '.join(CAMERAS)}")
         use_offscreen()
+        from flock3d.look.colors import BACKGROUND
         from flock3d.viewer.canvas import Canvas
-        from flock3d.viewer.colors import BACKGROUND
         from flock3d.viewer.renderer import FlockVisuals, frame_distance
 
         self._frame_distance = frame_distance

@@ -9,7 +9,7 @@ the flock and its time (:meth:`Scenery.update`). What it draws:
 - each moving object as a mesh of its own, placed each frame by its frame at the simulated time;
 - on planes and heightfields (the ground) a grid, every fifth line brighter;
 - under each boid and predator a soft dark disc where the vertical through it meets the ground
-  (:func:`~flock3d.viewer.world.ground_under`), larger and fainter the higher it flies (of a
+  (:func:`~flock3d.look.world.ground_under`), larger and fainter the higher it flies (of a
   flock of more than :data:`MAX_SHADOWS`, every k-th).
 """
 
@@ -22,8 +22,7 @@ import numpy as np
 from vispy import scene
 
 from flock3d.core.terms.objects import Object
-from flock3d.viewer.visuals import Objects, Shadows
-from flock3d.viewer.world import (
+from flock3d.look.world import (
     Frames,
     Ground,
     ObjectMesh,
@@ -35,6 +34,7 @@ from flock3d.viewer.world import (
     ray_distances,
     shape_key,
 )
+from flock3d.viewer.visuals import Objects, Shadows
 
 __all__ = ["Scenery", "grid_spacing", "SHADOW_RADIUS", "SHADOW_DARKNESS"]
 

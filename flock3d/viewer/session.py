@@ -35,8 +35,8 @@ from flock3d.core.state import FlockState
 from flock3d.core.terms.objects import Object, covered_start_problems, needs_field
 from flock3d.errors import Flock3dError
 from flock3d.flock import Flock
+from flock3d.look.world import shape_key
 from flock3d.scene import Scene
-from flock3d.viewer.world import shape_key
 
 __all__ = ["FixedStepClock", "Session", "Snapshot", "World"]
 

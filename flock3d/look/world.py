@@ -24,7 +24,7 @@ import numpy as np
 from flock3d.core import geometry
 from flock3d.core.quaternion import to_matrices
 from flock3d.core.terms.objects import HEIGHTFIELD_SAMPLES, Object, object_frame, pack_objects, scales
-from flock3d.viewer.colors import hex_color
+from flock3d.look.colors import hex_color
 
 __all__ = [
     "ObjectMesh",
@@ -266,14 +266,19 @@ class Frames:
 
     def _at(self, indices, t: float) -> tuple[np.ndarray, np.ndarray]:
         frames = np.array([object_frame(self._data, self._offsets[k], t) for k in indices]).reshape(-1, 7)
-        return frames[:, :3], to_matrices(frames[:, 3:])
+        return frames[:, :3], frames[:, 3:]
+
+    def poses(self, t: float) -> tuple[np.ndarray, np.ndarray]:
+        """(K, 3) origins and (K, 4) unit quaternions (w, x, y, z) of the objects at time ``t``, s."""
+        positions, quaternions = self._still[0].copy(), self._still[1].copy()
+        if self.moving:
+            positions[list(self.moving)], quaternions[list(self.moving)] = self._at(self.moving, t)
+        return positions, quaternions
 
     def at(self, t: float) -> tuple[np.ndarray, np.ndarray]:
         """(K, 3) origins and (K, 3, 3) rotations (``world = origin + R @ local``) at time ``t``, s."""
-        positions, rotations = self._still[0].copy(), self._still[1].copy()
-        if self.moving:
-            positions[list(self.moving)], rotations[list(self.moving)] = self._at(self.moving, t)
-        return positions, rotations
+        positions, quaternions = self.poses(t)
+        return positions, to_matrices(quaternions)
 
 
 # -- the ground -----------------------------------------------------------------------------

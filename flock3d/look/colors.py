@@ -26,6 +26,7 @@ __all__ = [
     "hex_color",
     "sky_rows",
     "oklch_to_srgb",
+    "linear_from_srgb",
     "relative_luminance",
     "contrast_ratio",
 ]
@@ -45,7 +46,8 @@ def _srgb_from_linear(c: np.ndarray) -> np.ndarray:
     return np.where(c <= 0.0031308, 12.92 * c, 1.055 * np.power(c, 1 / 2.4) - 0.055)
 
 
-def _linear_from_srgb(c: np.ndarray) -> np.ndarray:
+def linear_from_srgb(c: np.ndarray) -> np.ndarray:
+    """Linear-light values of sRGB values in [0, 1] (what USD's and glTF's colours are)."""
     c = np.asarray(c, dtype=np.float64)
     return np.where(c <= 0.04045, c / 12.92, np.power((c + 0.055) / 1.055, 2.4))
 
@@ -81,7 +83,7 @@ def oklch_to_srgb(lightness, chroma, hue_degrees) -> np.ndarray:
 
 def relative_luminance(rgb) -> np.ndarray:
     """WCAG relative luminance of sRGB colours in [0, 1], shape (..., 3) -> (...)."""
-    return _linear_from_srgb(rgb)[..., :3] @ np.array([0.2126, 0.7152, 0.0722])
+    return linear_from_srgb(rgb)[..., :3] @ np.array([0.2126, 0.7152, 0.0722])
 
 
 def contrast_ratio(a, b) -> np.ndarray:

@@ -1,0 +1,63 @@
+"""Where the scene's camera looks from: the view hints (``[view]``) as a point and a distance.
+
+The viewer's cameras and the exported camera (:mod:`flock3d.io.export`) take their framing
+from here, so that an exported scene opens where the viewer opens it.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from flock3d.core.params import Params
+
+__all__ = ["BOX_SHAPES", "CAMERA_FOV", "arena_bounds", "frame_distance", "view_direction", "world_extent"]
+
+CAMERA_FOV = 45.0
+"""Vertical field of view of every camera, degrees."""
+BOX_SHAPES = ("box", "periodic", "wrap")
+"""Arena shapes that are boxes (of half side lengths ``Params.half_extents``)."""
+
+
+def frame_distance(radius: float, fov_deg: float = CAMERA_FOV, margin: float = 1.12) -> float:
+    """Camera distance at which a sphere of ``radius`` fills the view (with a margin)."""
+    return margin * radius / math.sin(math.radians(fov_deg) / 2.0)
+
+
+def view_direction(azimuth: float, elevation: float, planar: bool = False) -> np.ndarray:
+    """(3,) unit vector from the target towards the camera, world up +Y.
+
+    Args:
+        azimuth: degrees around the vertical axis, 0 on +Z, 90 on +X.
+        elevation: degrees above the horizon.
+        planar: a planar flock (in a z = const plane) is watched from +Z, whatever the angles.
+    """
+    if planar:
+        return np.array([0.0, 0.0, 1.0])
+    az, el = math.radians(azimuth), math.radians(elevation)
+    return np.array([math.sin(az) * math.cos(el), math.sin(el), math.cos(az) * math.cos(el)])
+
+
+def world_extent(params: Params) -> tuple[np.ndarray, float]:
+    """Centre and radius of the world a camera frames: the arena's (:func:`arena_bounds`), or in
+    open space an arena object's bounding sphere about its origin (where it starts)."""
+    arena = next((o for o in params.objects if o.role == "arena"), None)
+    if params.arena_shape != "none" or arena is None:
+        return np.asarray(params.arena_center, np.float64), arena_bounds(params)
+    from flock3d.look.world import Frames, object_mesh
+
+    origins, rotations = Frames([arena]).at(0.0)
+    vertices = origins[0] + object_mesh(arena, 0.0).vertices @ rotations[0].T
+    centre = 0.5 * (vertices.min(axis=0) + vertices.max(axis=0))
+    return centre, float(np.max(np.linalg.norm(vertices - centre, axis=1)))
+
+
+def arena_bounds(params: Params) -> float:
+    """Radius of the smallest sphere about the arena's centre that holds the whole arena: a
+    box's half diagonal (in its plane when planar), so that a camera framing it shows every
+    corner from any side."""
+    if params.arena_shape in BOX_SHAPES:
+        half = np.asarray(params.half_extents, np.float64)[: 2 if params.dimensions == 2 else 3]
+        return float(np.linalg.norm(half))
+    return params.arena_radius
