@@ -781,7 +781,7 @@ class ViewerWindow:
         return actions
 
     def _is_ground(self, thing) -> bool:
-        from flock3d.viewer.world import is_ground
+        from flock3d.look.world import is_ground
 
         objects = self.session.params.objects
         return thing[0] == "object" and thing[1] < len(objects) and is_ground(objects[thing[1]])
