@@ -18,6 +18,7 @@ __all__ = [
     "PREDATOR_COLOR",
     "SKY_TOP",
     "SKY_BOTTOM",
+    "FOG_COLOR",
     "MIN_CONTRAST",
     "heading_colors",
     "ramp_colors",
@@ -36,6 +37,8 @@ SKY_BOTTOM = (0.11, 0.13, 0.2)
 """Sky colour at the bottom of the picture (sRGB): a dusky horizon."""
 BACKGROUND = (*SKY_TOP, 1.0)
 """The canvas colour under the sky (seen only before the first frame)."""
+FOG_COLOR = tuple(0.5 * (np.asarray(SKY_TOP) + np.asarray(SKY_BOTTOM)))
+"""What far things fade towards: the sky's middle colour."""
 MIN_CONTRAST = 4.5
 """Contrast ratio of the darkest colour of every map against the lightest sky colour."""
 
