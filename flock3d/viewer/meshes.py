@@ -12,7 +12,10 @@ import math
 
 import numpy as np
 
-__all__ = ["MESHES", "mesh", "speck", "wing_beat"]
+__all__ = ["MESHES", "PREDATOR_SCALE", "mesh", "speck", "wing_beat"]
+
+PREDATOR_SCALE = 2.2
+"""Predators are drawn this many times larger than boids (as cones)."""
 
 
 def _closed(vertices: np.ndarray, faces: list[list[int]]) -> list[list[int]]:

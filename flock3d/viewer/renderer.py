@@ -54,7 +54,7 @@ from flock3d.viewer.colors import (
     species_colors,
     uniform_colors,
 )
-from flock3d.viewer.meshes import mesh, speck, wing_beat
+from flock3d.viewer.meshes import PREDATOR_SCALE, mesh, speck, wing_beat
 from flock3d.viewer.scenery import Scenery, grid_spacing
 from flock3d.viewer.visuals import Boids, Segments, Sky, Trails
 from flock3d.viewer.world import (
@@ -89,8 +89,6 @@ VELOCITY_COLOR = (0.45, 0.95, 1.0, 0.9)
 STEERING_COLOR = (1.0, 0.55, 0.2, 0.9)
 SELECTION_COLOR = (0.35, 0.95, 1.0, 0.95)
 """The outline of what is selected for editing."""
-PREDATOR_SCALE = 2.2
-"""Predators are drawn this many times larger than boids."""
 MIN_BOID_PIXELS = 7.0
 """A boid is drawn at least this many canvas pixels long, however far away."""
 SPECK_PIXELS = 8.0
