@@ -155,6 +155,7 @@ def test_the_page_holds_everything_it_needs(page):
     assert meta["frames"] == FRAMES and meta["boids"] == 40 and len(meta["objects"]) == 2
 
 
+@pytest.mark.slow  # a browser start and a software-drawn page: 3-10 s under load
 @needs_chromium
 def test_the_flock_is_drawn_where_it_flies_and_moves_with_time(page, tmp_path):
     camera = page_meta(page)["camera"]
@@ -175,6 +176,7 @@ def test_the_flock_is_drawn_where_it_flies_and_moves_with_time(page, tmp_path):
     assert np.linalg.norm(centres[3.0] - centres[0.0] - moved) < 20 and np.linalg.norm(moved) > 60
 
 
+@pytest.mark.slow  # a browser start and a software-drawn page: 3-10 s under load
 @needs_chromium
 def test_the_page_decodes_the_recording_within_the_packing_bounds_without_errors(page, recording, tmp_path):
     dom = chromium(page, "t=2.5&paused&probe=40", tmp_path)
@@ -239,3 +241,20 @@ def test_the_turns_packing_keeps_every_quaternion_within_its_bound():
     assert np.max(np.abs(out - q)) < 2e-3
     angle = 2.0 * np.degrees(np.arccos(np.clip(np.abs(np.sum(out * q, axis=1)), 0.0, 1.0)))
     assert angle.max() < 0.25
+
+
+def test_a_recording_from_another_program_plays_with_the_default_look(tmp_path):
+    import h5py
+
+    path = tmp_path / "fish.h5"
+    rng = np.random.default_rng(0)
+    with h5py.File(path, "w") as f:  # H5MD with no flock3d scene: positions and velocities only
+        for name in ("position", "velocity"):
+            element = f.create_group(f"particles/fish/{name}")
+            element["value"] = rng.normal(size=(5, 30, 3))
+            element["step"], element["time"] = np.arange(5), 0.5 * np.arange(5)
+    with Trajectory(path) as tr:
+        html.write(tr, tmp_path / "fish.html", None)
+    meta = page_meta(tmp_path / "fish.html")
+    assert meta["boids"] == 30 and meta["objects"] == [] and meta["arena"] is None
+    assert [len(g["rows"]) for g in meta["groups"]] == [30]

@@ -16,6 +16,7 @@ __all__ = [
     "BACKGROUND",
     "BOID_COLOR",
     "PREDATOR_COLOR",
+    "ARENA_COLOR",
     "SKY_TOP",
     "SKY_BOTTOM",
     "FOG_COLOR",
@@ -117,6 +118,8 @@ BOID_COLOR = (*oklch_to_srgb(0.82, 0.13, 70.0).tolist(), 1.0)
 """Warm amber used by the ``uniform`` colour mode."""
 PREDATOR_COLOR = (*oklch_to_srgb(0.66, 0.25, 27.0).tolist(), 1.0)
 """Predators: a saturated red, far more saturated than any boid colour."""
+ARENA_COLOR = (0.6, 0.72, 1.0, 0.16)
+"""The arena's outline: a quiet pale blue, mostly transparent."""
 
 
 def heading_colors(forwards: np.ndarray) -> np.ndarray:

@@ -45,6 +45,7 @@ from flock3d.core.state import FlockState, up_axis
 from flock3d.core.terms.flight import bank_angles
 from flock3d.scene.schema import COLOR_MODES, ViewHints
 from flock3d.viewer.colors import (
+    ARENA_COLOR,
     FOG_COLOR,
     PREDATOR_COLOR,
     SKY_BOTTOM,
@@ -80,7 +81,6 @@ __all__ = [
     "sun_direction",
 ]
 
-ARENA_COLOR = (0.6, 0.72, 1.0, 0.16)
 OBSTACLE_COLOR = (1.0, 0.62, 0.3, 0.55)
 PATH_COLOR = (0.45, 1.0, 0.6, 0.6)
 ATTRACTOR_COLOR = (1.0, 0.92, 0.4, 1.0)

@@ -257,6 +257,7 @@ def _meta(recording: Trajectory, times: np.ndarray) -> tuple[dict, list[int]]:
         "minPixels": MIN_BOID_PIXELS,
         "maxJump": max_jump,
         "camera": camera,
+        "arena": _arena(params, hints),
         "world": {"centre": list(map(float, centre)), "radius": float(radius)},
         "sun": sun_direction(up_axis(params) if params is not None else (0.0, 1.0, 0.0)).tolist(),
         "sky": {
@@ -272,6 +273,24 @@ def _meta(recording: Trajectory, times: np.ndarray) -> tuple[dict, list[int]]:
         },
     }
     return meta, moving
+
+
+def _arena(params, hints: ViewHints) -> dict | None:
+    """The arena's outline as the viewer draws it (a box's edges; a sphere's equator and its rim
+    as seen from the camera), or None: open space, or ``view.show_arena`` off."""
+    from flock3d.viewer.colors import ARENA_COLOR
+    from flock3d.viewer.world import BOX_SHAPES
+
+    if params is None or not hints.show_arena or params.arena_shape not in ("sphere", *BOX_SHAPES):
+        return None
+    return {
+        "shape": "sphere" if params.arena_shape == "sphere" else "box",
+        "centre": list(map(float, params.arena_center)),
+        "radius": float(params.arena_radius),
+        "half": list(map(float, params.half_extents)),
+        "planar": params.dimensions == 2,
+        "color": list(ARENA_COLOR),
+    }
 
 
 def _script_safe(text: str) -> str:
@@ -328,9 +347,9 @@ def write(recording: Trajectory, path: Path, progress: Callable[[int], None] | N
     if fixed + frames > MAX_HTML_BYTES:
         every = math.ceil(frames / max(MAX_HTML_BYTES - fixed, 1))
         raise HtmlExportError(
-            f"{recording.path}: the page would be about {(fixed + frames) / 1e6:.0f} MB, over the "
-            f"{MAX_HTML_BYTES / 1e6:.0f} MB an HTML export may be ({total:,} frames of {rows:,} boids); "
-            f"keep every {every}th frame or fewer (--every {every}), or export to .usd"
+            f"{recording.path}: the page would be about {(fixed + frames) / 1e6:.0f} MB ({total:,} frames "
+            f"of {rows:,} boids), over the {MAX_HTML_BYTES / 1e6:.0f} MB an HTML export may be: "
+            f"export one frame in {every} (--every {every}) or to .usd"
         )
     from flock3d.viewer.world import Frames
 

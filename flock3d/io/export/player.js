@@ -164,6 +164,59 @@
       f[at + 6], f[at + 7], f[at + 8], f[at + 11], 0, 0, 0, 1);
   }
 
+  // The arena's outline, quiet, as in the viewer: a box's edges; a sphere's equator and its rim
+  // as seen from the camera (a circle turned to face it each frame).
+  let rim = null;
+  if (meta.arena) {
+    const ar = meta.arena, c = ar.centre;
+    const lines = new THREE.LineBasicMaterial({ color: srgb(ar.color), transparent: true, opacity: ar.color[3] });
+    const circle = (n = 128) => {
+      const p = [];
+      for (let k = 0; k < n; k++) {
+        for (const j of [k, k + 1]) p.push(Math.cos((2 * Math.PI * j) / n), Math.sin((2 * Math.PI * j) / n), 0);
+      }
+      return new THREE.BufferGeometry().setAttribute("position", new THREE.BufferAttribute(new Float32Array(p), 3));
+    };
+    if (ar.shape === "box") {
+      const h = ar.half, p = [];
+      const corners = ar.planar ? [[-1, -1, 0], [1, -1, 0], [1, 1, 0], [-1, 1, 0]] : [];
+      if (!ar.planar) for (const x of [-1, 1]) for (const y of [-1, 1]) for (const z of [-1, 1]) corners.push([x, y, z]);
+      for (let i = 0; i < corners.length; i++) {
+        for (let j = i + 1; j < corners.length; j++) {
+          const differ = corners[i].filter((v, a) => v !== corners[j][a]).length;
+          if (differ === 1) for (const k of [i, j]) p.push(...corners[k].map((v, a) => c[a] + v * h[a]));
+        }
+      }
+      const geo = new THREE.BufferGeometry().setAttribute("position", new THREE.BufferAttribute(new Float32Array(p), 3));
+      scene.add(new THREE.LineSegments(geo, lines));
+    } else {
+      const equator = new THREE.LineSegments(circle(), lines);
+      equator.position.fromArray(c);
+      equator.scale.setScalar(ar.radius);
+      if (!ar.planar) equator.rotation.x = Math.PI / 2;
+      scene.add(equator);
+      if (!ar.planar) {
+        rim = new THREE.LineSegments(circle(), lines);
+        scene.add(rim);
+      }
+    }
+  }
+  const toEye = new THREE.Vector3();
+  const rimCentre = new THREE.Vector3().fromArray(meta.arena ? meta.arena.centre : [0, 0, 0]);
+  function placeRim() {
+    // The sphere's outline from the eye at distance d: the circle of radius r sqrt(1 - (r/d)^2)
+    // about the point r^2/d from the centre towards the eye; none from inside.
+    if (!rim) return;
+    const ar = meta.arena;
+    toEye.copy(camera.position).sub(rimCentre);
+    const d = toEye.length(), r = ar.radius;
+    rim.visible = d > r * 1.001;
+    if (!rim.visible) return;
+    rim.position.fromArray(ar.centre).addScaledVector(toEye, (r * r) / (d * d));
+    rim.scale.setScalar(r * Math.sqrt(1 - (r / d) ** 2));
+    rim.lookAt(camera.position);
+  }
+
   // One instanced mesh per boid shape; each instance knows its row among the packed boids.
   const minPixels = { value: meta.minPixels };
   const halfHeight = { value: 300 };
@@ -299,6 +352,7 @@
     slider.value = t;
     clock.textContent = `t = ${t.toFixed(digits)} s / ${end.toFixed(digits)} s  (frame ${i + 1} of ${T})`;
     controls.update();
+    placeRim();
     renderer.render(scene, camera);
   }
   function tick(now) {
