@@ -55,7 +55,7 @@ from flock3d.viewer.colors import (
     species_colors,
     uniform_colors,
 )
-from flock3d.viewer.meshes import PREDATOR_SCALE, mesh, speck, wing_beat
+from flock3d.viewer.meshes import PREDATOR_SCALE, WING_BEAT, WING_BEATS_PER_SECOND, mesh, speck, wing_beat
 from flock3d.viewer.scenery import Scenery, grid_spacing
 from flock3d.viewer.visuals import Boids, Segments, Sky, Trails
 from flock3d.viewer.world import (
@@ -102,9 +102,6 @@ GRAVITY = 9.81
 MAX_BANK = math.radians(70.0)
 BANK_SECONDS = 0.15
 """Banking follows the lateral acceleration with this time constant (simulated seconds)."""
-WING_BEATS_PER_SECOND = 3.0
-WING_BEAT = 0.3
-"""The bird's wing tips move this many body lengths up and down."""
 TRAIL_SLOTS = 16
 """Samples per trail; half as many above TRAIL_FINE_BOIDS boids (each sample is 2N vertices a frame)."""
 TRAIL_FINE_BOIDS = 5_000

@@ -151,7 +151,7 @@ def _boid_groups(params, hints: ViewHints, n: int, m: int) -> tuple[list[dict], 
     """The instanced meshes (one per shape, each with its rows among the packed boids), the
     colour palette and each row's colour in it."""
     from flock3d.viewer.colors import PREDATOR_COLOR, species_colors
-    from flock3d.viewer.meshes import PREDATOR_SCALE, mesh
+    from flock3d.viewer.meshes import PREDATOR_SCALE, WING_BEAT, mesh, wing_beat
 
     species = params.species_of_boids if params is not None and n else np.zeros(n, np.int32)
     if len(species) != n:  # a recording whose flock differs from its scene's count
@@ -166,7 +166,13 @@ def _boid_groups(params, hints: ViewHints, n: int, m: int) -> tuple[list[dict], 
         shape = (looks[k].mesh if k < len(looks) else None) or hints.mesh
         shapes.setdefault(shape, []).append(row)
     groups = [
-        {"mesh": _mesh_record(*mesh(shape)), "rows": rows, "size": hints.boid_size}
+        {
+            "mesh": _mesh_record(*mesh(shape)),
+            "rows": rows,
+            "size": hints.boid_size,
+            "flap": _b64(wing_beat(shape).astype("<f4")),
+            "beat": WING_BEAT if shape == "bird" else 0.0,
+        }
         for shape, rows in shapes.items()
     ]
     if m:
@@ -175,6 +181,8 @@ def _boid_groups(params, hints: ViewHints, n: int, m: int) -> tuple[list[dict], 
                 "mesh": _mesh_record(*mesh("cone")),
                 "rows": list(range(n, n + m)),
                 "size": hints.boid_size * PREDATOR_SCALE,
+                "flap": _b64(wing_beat("cone").astype("<f4")),
+                "beat": 0.0,
             }
         )
     return groups, palette, rows_colour
@@ -228,6 +236,7 @@ def _meta(recording: Trajectory, times: np.ndarray) -> tuple[dict, list[int]]:
     """Everything the page needs but the frames, and which objects move."""
     from flock3d.core.state import up_axis
     from flock3d.viewer.colors import FOG_COLOR, SKY_BOTTOM, SKY_TOP
+    from flock3d.viewer.meshes import WING_BEATS_PER_SECOND
     from flock3d.viewer.world import GROUND_FILL, sun_direction
 
     scene = recording.scene
@@ -255,6 +264,7 @@ def _meta(recording: Trajectory, times: np.ndarray) -> tuple[dict, list[int]]:
         "colours": colours,
         "boidSize": hints.boid_size,
         "minPixels": MIN_BOID_PIXELS,
+        "beatsPerSecond": WING_BEATS_PER_SECOND,
         "maxJump": max_jump,
         "camera": camera,
         "arena": _arena(params, hints),

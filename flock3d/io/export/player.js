@@ -220,15 +220,26 @@
   // One instanced mesh per boid shape; each instance knows its row among the packed boids.
   const minPixels = { value: meta.minPixels };
   const halfHeight = { value: 300 };
+  const beatTime = { value: 0 };
   const groups = meta.groups.map((grp) => {
-    const material = new THREE.MeshLambertMaterial({ side: THREE.DoubleSide });
+    // Flat shaded and lit on both sides, as in the viewer (thin wings are single faces).
+    const material = new THREE.MeshLambertMaterial({ side: THREE.DoubleSide, flatShading: true });
+    const flap = { value: grp.beat };
     // Keep every boid at least minPixels long on screen, as the viewer does: a far boid is
     // scaled up about its centre (drawn only; shadows keep the true size).
     material.onBeforeCompile = (shader) => {
       shader.uniforms.minPixels = minPixels;
       shader.uniforms.halfHeight = halfHeight;
-      shader.vertexShader = "uniform float minPixels;\nuniform float halfHeight;\n" +
+      shader.uniforms.flap = flap;
+      shader.uniforms.beatTime = beatTime;
+      // A bird beats its wings (the tips move along its up axis), each at a phase of its own.
+      shader.vertexShader = "uniform float minPixels, halfHeight, flap, beatTime;\nattribute float wing;\n" +
         shader.vertexShader.replace(
+          "#include <begin_vertex>",
+          `#include <begin_vertex>
+          float phase = 6.2831853 * fract(float(gl_InstanceID) * 0.6180339887);
+          transformed.y += flap * wing * sin(6.2831853 * beatTime + phase);`,
+        ).replace(
           "#include <project_vertex>",
           `vec4 centre = modelViewMatrix * instanceMatrix * vec4(0.0, 0.0, 0.0, 1.0);
           float size = length(instanceMatrix[0].xyz);
@@ -238,7 +249,9 @@
           gl_Position = projectionMatrix * mvPosition;`,
         );
     };
-    const mesh = new THREE.InstancedMesh(geometryOf(grp.mesh), material, grp.rows.length);
+    const geometry = geometryOf(grp.mesh);
+    geometry.setAttribute("wing", new THREE.BufferAttribute(arrayOf(Float32Array, grp.flap), 1));
+    const mesh = new THREE.InstancedMesh(geometry, material, grp.rows.length);
     mesh.instanceMatrix.setUsage(THREE.DynamicDrawUsage);
     mesh.castShadow = true;
     mesh.frustumCulled = false;
@@ -349,6 +362,7 @@
   function draw() {
     resize();
     const i = show(t);
+    beatTime.value = (meta.beatsPerSecond * t) % 3600;
     slider.value = t;
     clock.textContent = `t = ${t.toFixed(digits)} s / ${end.toFixed(digits)} s  (frame ${i + 1} of ${T})`;
     controls.update();
