@@ -48,6 +48,11 @@ shape = "box"
 size = [4.0, 8.0, 4.0]
 position = [0.0, 4.0, -14.0]
 color = "#8a8aa8"
+[[objects]]
+shape = "sphere"
+radius = 2.0
+color = "#4060d0"
+motion = { points = [[-24.0, 17.0, -18.0], [24.0, 17.0, -18.0]], times = [0.0, 4.0] }
 [view]
 mesh = "bird"
 boid_size = 1.5
@@ -55,7 +60,15 @@ boid_size = 1.5
 SPEED = 6.0  # world units per second, along +x
 START = np.array([-14.0, 12.0, 0.0])  # the block's centre at t = 0
 DT, FRAMES = 0.1, 41
+
+
+def ball_centre(t: float) -> np.ndarray:
+    """Where the scene's moving sphere is at time t (its motion: 12 units/s along +x)."""
+    return np.array([-24.0 + 12.0 * t, 17.0, -18.0])
+
+
 WINDOW = (800, 500)
+BAR = 60  # pixels at the bottom taken by the page's controls
 
 
 def block_positions(t: float) -> np.ndarray:
@@ -124,14 +137,18 @@ def project(points: np.ndarray, camera: dict) -> np.ndarray:
     return np.c_[(x + 1.0) / 2.0 * w, (1.0 - y) / 2.0 * h]
 
 
-def amber_pixels(png: Path) -> np.ndarray:
-    """(K, 2) x, y of the pixels drawn in the boids' amber (lit or shaded): red well above blue;
-    the sky is blue-black, the ground moss green and the box grey-blue."""
+def pixels(png: Path, colour: str) -> np.ndarray:
+    """(K, 2) x, y of the pixels drawn in the boids' ``amber`` (lit or shaded: red well above
+    blue) or the moving sphere's ``blue``; the sky is blue-black, the ground moss green, the box
+    grey-blue and the arena's edges a faint pale blue. The control bar at the bottom is left out."""
     import imageio.v3 as iio
 
-    rgb = iio.imread(png)[..., :3].astype(int)
+    rgb = iio.imread(png)[: WINDOW[1] - BAR, :, :3].astype(int)
     r, g, b = rgb[..., 0], rgb[..., 1], rgb[..., 2]
-    ys, xs = np.nonzero((r > 90) & (r > b + 45) & (r >= g))
+    found = (
+        (r > 90) & (r > b + 45) & (r >= g) if colour == "amber" else (b > 120) & (b > r + 60) & (b > g + 40)
+    )
+    ys, xs = np.nonzero(found)
     return np.c_[xs, ys]
 
 
@@ -152,18 +169,23 @@ def test_the_page_holds_everything_it_needs(page):
     text = page.read_text()
     assert "Permission is hereby granted" in text  # three.js's MIT licence travels with it
     meta = page_meta(page)
-    assert meta["frames"] == FRAMES and meta["boids"] == 40 and len(meta["objects"]) == 2
+    assert meta["frames"] == FRAMES and meta["boids"] == 40 and len(meta["objects"]) == 3
+    assert meta["moving"] == [2] and [o["moving"] for o in meta["objects"]] == [None, None, 0]
 
 
 @pytest.mark.slow  # a browser start and a software-drawn page: 3-10 s under load
 @needs_chromium
-def test_the_flock_is_drawn_where_it_flies_and_moves_with_time(page, tmp_path):
+def test_the_flock_and_the_moving_objects_are_drawn_where_they_are_at_each_time(page, tmp_path):
     camera = page_meta(page)["camera"]
     centres = {}
     for t in (0.0, 3.0):
         png = tmp_path / f"t{t}.png"
         chromium(page, f"t={t}&paused", tmp_path, screenshot=png)
-        drawn = amber_pixels(png)
+        ball = pixels(png, "blue")
+        assert (
+            len(ball) > 50 and np.linalg.norm(ball.mean(axis=0) - project(ball_centre(t)[None], camera)) < 6
+        )
+        drawn = pixels(png, "amber")
         assert len(drawn) > 150, f"t = {t}: {len(drawn)} boid-coloured pixels"
         expected = project(block_positions(t), camera)
         # Every boid-coloured pixel lies near the block's projection, and its middle near the block's.

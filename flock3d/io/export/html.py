@@ -107,7 +107,6 @@ def _b64(array: np.ndarray) -> str:
     return base64.b64encode(np.ascontiguousarray(array).tobytes()).decode("ascii")
 
 
-# shared with common.py at merge: the world's objects and the boid shapes as triangles, numpy only.
 def _mesh_record(vertices, faces, normals=None) -> dict:
     """A mesh for the page: float32 vertices, int8 normals (unit times 127) and uint16 or
     uint32 indices (uint32 past 65,535 vertices), each base64."""
@@ -124,6 +123,8 @@ def _mesh_record(vertices, faces, normals=None) -> dict:
     return record
 
 
+# shared with common.py at merge: the world's objects as triangles, placed and coloured (the
+# viewer's numpy-only builders in viewer/world.py).
 def _objects(params, radius: float, times: np.ndarray) -> tuple[list[dict], list[int]]:
     """The world's objects as the page draws them, and which of them move."""
     from flock3d.viewer.world import PLANE_EXTENT, Frames, is_ground, object_color, object_mesh
@@ -147,6 +148,7 @@ def _objects(params, radius: float, times: np.ndarray) -> tuple[list[dict], list
     return records, list(frames.moving)
 
 
+# shared with common.py at merge: the boid shapes and colours (viewer/meshes.py, viewer/colors.py).
 def _boid_groups(params, hints: ViewHints, n: int, m: int) -> tuple[list[dict], list, list[int]]:
     """The instanced meshes (one per shape, each with its rows among the packed boids), the
     colour palette and each row's colour in it."""
