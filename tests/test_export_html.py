@@ -221,14 +221,26 @@ def test_the_page_decodes_the_recording_within_the_packing_bounds_without_errors
     assert angle.max() < 0.25
 
 
-def test_a_page_over_the_limit_is_refused_in_one_line_before_writing(recording, tmp_path, monkeypatch):
-    monkeypatch.setattr(html, "MAX_HTML_BYTES", 600_000)  # the player and three.js take about 580 kB
+def test_a_page_over_the_limit_is_refused_in_one_line_before_writing(page, recording, tmp_path, monkeypatch):
+    # The frames take about 26 kB of the page, three.js, the player and the world the rest.
+    monkeypatch.setattr(html, "MAX_HTML_BYTES", page.stat().st_size - 10_000)
     out = tmp_path / "big.html"
     with Trajectory(recording) as tr, pytest.raises(html.HtmlExportError) as caught:
         html.write(tr, out, None)
     message = str(caught.value)
-    assert "\n" not in message and "--every" in message and ".usd" in message, message
+    assert "\n" not in message and "--every 2" in message and ".usd" in message, message
     assert not out.exists()
+
+
+def test_the_size_checked_is_the_page_size_within_a_few_kilobytes(page, recording, tmp_path, monkeypatch):
+    size = page.stat().st_size
+    with Trajectory(recording) as tr:
+        monkeypatch.setattr(html, "MAX_HTML_BYTES", size - 1)  # the estimate never falls short
+        with pytest.raises(html.HtmlExportError):
+            html.write(tr, tmp_path / "a.html", None)
+        monkeypatch.setattr(html, "MAX_HTML_BYTES", size + 4096)
+        html.write(tr, tmp_path / "b.html", None)
+    assert (tmp_path / "b.html").stat().st_size == size
 
 
 def test_a_frame_that_cannot_be_drawn_is_refused(tmp_path):

@@ -64,8 +64,9 @@ __all__ = [
 
 SUFFIXES = (".html",)
 MAX_HTML_BYTES = 50_000_000
-"""The largest page written, bytes (50 MB): browsers open it in seconds; a longer or larger
-recording is for ``--every`` or USD."""
+"""The largest page written, bytes (50 MB, 2,000 boid-minutes at 30 frames a second): a page
+a browser reads and holds comfortably (it decodes every frame into memory when it opens); a
+longer or larger recording is for ``--every`` or USD."""
 BLOCK_BYTES = 1 << 20
 """Packed bytes of frames per ``<script>`` block (before base64)."""
 MIN_BOID_PIXELS = 7.0
@@ -354,14 +355,20 @@ def write(recording: Trajectory, path: Path, progress: Callable[[int], None] | N
         _asset("vendor/three-flock3d.min.js"),
         _asset("vendor/LICENSE"),
     )
-    fixed = len(head.encode()) + len(player) + len(three) + len(licence) + 1024
-    frames = sum(4 * math.ceil(min(block, total - s) * per_frame / 3) + 120 for s in range(0, total, block))
-    if fixed + frames > MAX_HTML_BYTES:
-        every = math.ceil(frames / max(MAX_HTML_BYTES - fixed, 1))
+    fixed = sum(len(text.encode()) for text in (head, player, three, licence)) + 1024
+    frames_bytes = sum(
+        4 * math.ceil(min(block, total - s) * per_frame / 3) + 120 for s in range(0, total, block)
+    )
+    if fixed + frames_bytes > MAX_HTML_BYTES:
+        limit = f"over the {MAX_HTML_BYTES / 1e6:.0f} MB an HTML export may be"
+        if fixed >= MAX_HTML_BYTES:
+            raise HtmlExportError(
+                f"{recording.path}: the world's meshes alone take {fixed / 1e6:.0f} MB, {limit}"
+            )
+        every = math.ceil(frames_bytes / (MAX_HTML_BYTES - fixed))
         raise HtmlExportError(
-            f"{recording.path}: the page would be about {(fixed + frames) / 1e6:.0f} MB ({total:,} frames "
-            f"of {rows:,} boids), over the {MAX_HTML_BYTES / 1e6:.0f} MB an HTML export may be: "
-            f"export one frame in {every} (--every {every}) or to .usd"
+            f"{recording.path}: the page would be about {(fixed + frames_bytes) / 1e6:.0f} MB ({total:,} "
+            f"frames of {rows:,} boids), {limit}: export one frame in {every} (--every {every}) or to .usd"
         )
     from flock3d.viewer.world import Frames
 
