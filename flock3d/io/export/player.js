@@ -4,7 +4,7 @@
 // URL hash: #t=SECONDS starts at that simulated time; &paused does not start playing; &probe=K
 // writes the decoded state of the first K boids at that time into #flock3d-probe (for tests).
 // The page reports its state in #flock3d-status (data-state "loading", "ready" or "error",
-// errors as text), so that a headless browser can read it from the DOM.
+// errors as text, and data-decode-ms), so that a headless browser can read it from the DOM.
 "use strict";
 (() => {
   const status = document.getElementById("flock3d-status");
@@ -22,6 +22,7 @@
     consoleError(...args);
   };
 
+  const began = performance.now();
   const THREE = window.FLOCK3D_THREE;
   const meta = JSON.parse(document.getElementById("flock3d-meta").textContent);
 
@@ -58,6 +59,7 @@
     take(Uint16Array, spots, P * 3);
   }
   const times = Float64Array.from(meta.times);
+  status.dataset.decodeMs = Math.round(performance.now() - began); // how long the frames took to unpack
 
   const quat = new Float32Array(4); // x, y, z, w
   const SCALE = Math.SQRT1_2 / 511.5;
