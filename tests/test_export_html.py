@@ -202,7 +202,7 @@ def test_the_flock_and_the_moving_objects_are_drawn_where_they_are_at_each_time(
 @needs_chromium
 def test_the_page_decodes_the_recording_within_the_packing_bounds_without_errors(page, recording, tmp_path):
     dom = chromium(page, "t=2.5&paused&probe=40", tmp_path)
-    status = re.search(r'<div id="flock3d-status" data-state="(\w+)">(.*?)</div>', dom, re.S)
+    status = re.search(r'<div id="flock3d-status" data-state="(\w+)"[^>]*>(.*?)</div>', dom, re.S)
     assert status and status.group(1) == "ready", status.group(0) if status else dom[-2000:]
     probe = json.loads(re.search(r'<div id="flock3d-probe">(.*?)</div>', dom, re.S).group(1))
     with Trajectory(recording) as tr:

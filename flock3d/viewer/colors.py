@@ -16,10 +16,8 @@ __all__ = [
     "BACKGROUND",
     "BOID_COLOR",
     "PREDATOR_COLOR",
-    "ARENA_COLOR",
     "SKY_TOP",
     "SKY_BOTTOM",
-    "FOG_COLOR",
     "MIN_CONTRAST",
     "heading_colors",
     "ramp_colors",
@@ -38,8 +36,6 @@ SKY_BOTTOM = (0.11, 0.13, 0.2)
 """Sky colour at the bottom of the picture (sRGB): a dusky horizon."""
 BACKGROUND = (*SKY_TOP, 1.0)
 """The canvas colour under the sky (seen only before the first frame)."""
-FOG_COLOR = tuple(0.5 * (np.asarray(SKY_TOP) + np.asarray(SKY_BOTTOM)))
-"""What far things fade towards: the sky's middle colour."""
 MIN_CONTRAST = 4.5
 """Contrast ratio of the darkest colour of every map against the lightest sky colour."""
 
@@ -118,8 +114,6 @@ BOID_COLOR = (*oklch_to_srgb(0.82, 0.13, 70.0).tolist(), 1.0)
 """Warm amber used by the ``uniform`` colour mode."""
 PREDATOR_COLOR = (*oklch_to_srgb(0.66, 0.25, 27.0).tolist(), 1.0)
 """Predators: a saturated red, far more saturated than any boid colour."""
-ARENA_COLOR = (0.6, 0.72, 1.0, 0.16)
-"""The arena's outline: a quiet pale blue, mostly transparent."""
 
 
 def heading_colors(forwards: np.ndarray) -> np.ndarray:

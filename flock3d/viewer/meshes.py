@@ -12,13 +12,7 @@ import math
 
 import numpy as np
 
-__all__ = ["MESHES", "PREDATOR_SCALE", "WING_BEAT", "WING_BEATS_PER_SECOND", "mesh", "speck", "wing_beat"]
-
-PREDATOR_SCALE = 2.2
-"""Predators are drawn this many times larger than boids (as cones)."""
-WING_BEATS_PER_SECOND = 3.0
-WING_BEAT = 0.3
-"""The bird's wing tips move this many body lengths up and down."""
+__all__ = ["MESHES", "mesh", "speck", "wing_beat"]
 
 
 def _closed(vertices: np.ndarray, faces: list[list[int]]) -> list[list[int]]:

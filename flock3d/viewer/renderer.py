@@ -45,8 +45,6 @@ from flock3d.core.state import FlockState, up_axis
 from flock3d.core.terms.flight import bank_angles
 from flock3d.scene.schema import COLOR_MODES, ViewHints
 from flock3d.viewer.colors import (
-    ARENA_COLOR,
-    FOG_COLOR,
     PREDATOR_COLOR,
     SKY_BOTTOM,
     SKY_TOP,
@@ -55,18 +53,9 @@ from flock3d.viewer.colors import (
     species_colors,
     uniform_colors,
 )
-from flock3d.viewer.meshes import PREDATOR_SCALE, WING_BEAT, WING_BEATS_PER_SECOND, mesh, speck, wing_beat
+from flock3d.viewer.meshes import mesh, speck, wing_beat
 from flock3d.viewer.scenery import Scenery, grid_spacing
 from flock3d.viewer.visuals import Boids, Segments, Sky, Trails
-from flock3d.viewer.world import (
-    BOX_SHAPES,
-    CAMERA_FOV,
-    PLANE_EXTENT,
-    arena_bounds,
-    frame_distance,
-    sun_direction,
-    world_extent,
-)
 
 __all__ = [
     "FlockVisuals",
@@ -81,6 +70,7 @@ __all__ = [
     "sun_direction",
 ]
 
+ARENA_COLOR = (0.6, 0.72, 1.0, 0.16)
 OBSTACLE_COLOR = (1.0, 0.62, 0.3, 0.55)
 PATH_COLOR = (0.45, 1.0, 0.6, 0.6)
 ATTRACTOR_COLOR = (1.0, 0.92, 0.4, 1.0)
@@ -89,6 +79,12 @@ VELOCITY_COLOR = (0.45, 0.95, 1.0, 0.9)
 STEERING_COLOR = (1.0, 0.55, 0.2, 0.9)
 SELECTION_COLOR = (0.35, 0.95, 1.0, 0.95)
 """The outline of what is selected for editing."""
+FOG_COLOR = tuple(0.5 * (np.asarray(SKY_TOP) + np.asarray(SKY_BOTTOM)))
+PREDATOR_SCALE = 2.2
+"""Predators are drawn this many times larger than boids."""
+CAMERA_FOV = 45.0
+BOX_SHAPES = ("box", "periodic", "wrap")
+"""Arena shapes that are boxes (of half side lengths ``Params.half_extents``)."""
 MIN_BOID_PIXELS = 7.0
 """A boid is drawn at least this many canvas pixels long, however far away."""
 SPECK_PIXELS = 8.0
@@ -102,6 +98,9 @@ GRAVITY = 9.81
 MAX_BANK = math.radians(70.0)
 BANK_SECONDS = 0.15
 """Banking follows the lateral acceleration with this time constant (simulated seconds)."""
+WING_BEATS_PER_SECOND = 3.0
+WING_BEAT = 0.3
+"""The bird's wing tips move this many body lengths up and down."""
 TRAIL_SLOTS = 16
 """Samples per trail; half as many above TRAIL_FINE_BOIDS boids (each sample is 2N vertices a frame)."""
 TRAIL_FINE_BOIDS = 5_000
@@ -109,8 +108,17 @@ VELOCITY_SECONDS = 0.4
 """A velocity line shows where the boid will be in this many seconds."""
 STEERING_SECONDS2 = 0.05
 """A steering line is the acceleration times this (s^2): 20 units/s^2 draws one unit."""
+SUN = (0.6, 0.5, 0.8)
+"""Towards the sun in a world whose up is +y (x, up, z): low (27 degrees up), a dusk sun to match the sky."""
 FOG_HORIZON = 4.0
 """Objects are lost in the fog this many world diameters beyond the far side of the world."""
+PLANE_EXTENT = 25.0
+"""A plane is drawn this many world radii (:func:`world_extent`) each way, far into the fog."""
+
+
+def frame_distance(radius: float, fov_deg: float = CAMERA_FOV, margin: float = 1.12) -> float:
+    """Camera distance at which a sphere of ``radius`` fills the view (with a margin)."""
+    return margin * radius / math.sin(math.radians(fov_deg) / 2.0)
 
 
 def _ring(centre, a, b, radius: float, points: int = 128) -> np.ndarray:
@@ -172,11 +180,42 @@ def arena_lines(params: Params, eye: np.ndarray | None = None, into: np.ndarray 
     return np.zeros((0, 3), np.float32)
 
 
+def sun_direction(up) -> np.ndarray:
+    """Unit vector towards the sun in a world whose up is ``up`` (+y, or +z for a planar flock)."""
+    x, high, z = SUN
+    sun = np.array([x, high, z]) if up[1] == 1.0 else np.array([x, z, high])
+    return sun / np.linalg.norm(sun)
+
+
+def world_extent(params: Params) -> tuple[np.ndarray, float]:
+    """Centre and radius of the world a camera frames: the arena's (:func:`arena_bounds`), or in
+    open space an arena object's bounding sphere about its origin (where it starts)."""
+    arena = next((o for o in params.objects if o.role == "arena"), None)
+    if params.arena_shape != "none" or arena is None:
+        return np.asarray(params.arena_center, np.float64), arena_bounds(params)
+    from flock3d.viewer.world import Frames, object_mesh
+
+    origins, rotations = Frames([arena]).at(0.0)
+    vertices = origins[0] + object_mesh(arena, 0.0).vertices @ rotations[0].T
+    centre = 0.5 * (vertices.min(axis=0) + vertices.max(axis=0))
+    return centre, float(np.max(np.linalg.norm(vertices - centre, axis=1)))
+
+
 def _arena_of(params: Params) -> tuple:
     """What :func:`world_extent` depends on."""
     arena = next((o for o in params.objects if o.role == "arena"), None)
     return (params.arena_shape, params.arena_radius, params.arena_center, params.half_extents,
             params.dimensions, arena)  # fmt: skip
+
+
+def arena_bounds(params: Params) -> float:
+    """Radius of the smallest sphere about the arena's centre that holds the whole arena: a
+    box's half diagonal (in its plane when planar), so that a camera framing it shows every
+    corner from any side."""
+    if params.arena_shape in BOX_SHAPES:
+        half = np.asarray(params.half_extents, np.float64)[: 2 if params.dimensions == 2 else 3]
+        return float(np.linalg.norm(half))
+    return params.arena_radius
 
 
 def _sphere_rim(c: np.ndarray, r: float, eye, into) -> np.ndarray | None:

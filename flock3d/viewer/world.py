@@ -4,8 +4,7 @@ Each object of ``Params.objects`` becomes a triangle mesh in its own scaled loca
 (:func:`object_mesh`): primitives tessellated here (a box's faces flat, round shapes smooth),
 a mesh file's triangles as read (:func:`flock3d.io.meshes.read_mesh`), a heightfield's nodes
 as a grid. :class:`Frames` places each object at a simulated time exactly as the engines do
-(:func:`flock3d.core.terms.objects.object_frame`); :func:`world_extent` is what a camera
-frames and :func:`sun_direction` where the light comes from. Planes and heightfields are the ground:
+(:func:`flock3d.core.terms.objects.object_frame`). Planes and heightfields are the ground:
 :func:`ground_under` finds where the vertical through a point meets it (the flock's shadows),
 and :func:`ray_distances` finds where a ray meets triangles (an object picked with the mouse).
 
@@ -23,7 +22,6 @@ from typing import NamedTuple
 import numpy as np
 
 from flock3d.core import geometry
-from flock3d.core.params import Params
 from flock3d.core.quaternion import to_matrices
 from flock3d.core.terms.objects import HEIGHTFIELD_SAMPLES, Object, object_frame, pack_objects, scales
 from flock3d.viewer.colors import hex_color
@@ -44,14 +42,6 @@ __all__ = [
     "OBSTACLE_FILL",
     "ARENA_FILL",
     "GROUND_FILL",
-    "BOX_SHAPES",
-    "CAMERA_FOV",
-    "PLANE_EXTENT",
-    "SUN",
-    "frame_distance",
-    "sun_direction",
-    "arena_bounds",
-    "world_extent",
 ]
 
 OBSTACLE_FILL = (0.63, 0.59, 0.55)
@@ -66,14 +56,6 @@ MAX_DRAWN_SIDE = 257
 """A heightfield is drawn with at most this many nodes a side (every k-th node of a larger image)."""
 PLANE_CELLS = 16
 """Cells a side of a plane's square (so that per-vertex work varies across it)."""
-CAMERA_FOV = 45.0
-"""The cameras' vertical field of view, degrees."""
-BOX_SHAPES = ("box", "periodic", "wrap")
-"""Arena shapes that are boxes (of half side lengths ``Params.half_extents``)."""
-SUN = (0.6, 0.5, 0.8)
-"""Towards the sun in a world whose up is +y (x, up, z): low (27 degrees up), a dusk sun to match the sky."""
-PLANE_EXTENT = 25.0
-"""A plane is drawn this many world radii (:func:`world_extent`) each way, far into the fog."""
 
 
 class ObjectMesh(NamedTuple):
@@ -292,43 +274,6 @@ class Frames:
         if self.moving:
             positions[list(self.moving)], rotations[list(self.moving)] = self._at(self.moving, t)
         return positions, rotations
-
-
-# -- framing and light ----------------------------------------------------------------------
-
-
-def frame_distance(radius: float, fov_deg: float = CAMERA_FOV, margin: float = 1.12) -> float:
-    """Camera distance at which a sphere of ``radius`` fills the view (with a margin)."""
-    return margin * radius / math.sin(math.radians(fov_deg) / 2.0)
-
-
-def sun_direction(up) -> np.ndarray:
-    """Unit vector towards the sun in a world whose up is ``up`` (+y, or +z for a planar flock)."""
-    x, high, z = SUN
-    sun = np.array([x, high, z]) if up[1] == 1.0 else np.array([x, z, high])
-    return sun / np.linalg.norm(sun)
-
-
-def arena_bounds(params: Params) -> float:
-    """Radius of the smallest sphere about the arena's centre that holds the whole arena: a
-    box's half diagonal (in its plane when planar), so that a camera framing it shows every
-    corner from any side."""
-    if params.arena_shape in BOX_SHAPES:
-        half = np.asarray(params.half_extents, np.float64)[: 2 if params.dimensions == 2 else 3]
-        return float(np.linalg.norm(half))
-    return params.arena_radius
-
-
-def world_extent(params: Params) -> tuple[np.ndarray, float]:
-    """Centre and radius of the world a camera frames: the arena's (:func:`arena_bounds`), or in
-    open space an arena object's bounding sphere about its origin (where it starts)."""
-    arena = next((o for o in params.objects if o.role == "arena"), None)
-    if params.arena_shape != "none" or arena is None:
-        return np.asarray(params.arena_center, np.float64), arena_bounds(params)
-    origins, rotations = Frames([arena]).at(0.0)
-    vertices = origins[0] + object_mesh(arena, 0.0).vertices @ rotations[0].T
-    centre = 0.5 * (vertices.min(axis=0) + vertices.max(axis=0))
-    return centre, float(np.max(np.linalg.norm(vertices - centre, axis=1)))
 
 
 # -- the ground -----------------------------------------------------------------------------

@@ -49,6 +49,7 @@ from pathlib import Path
 import numpy as np
 
 from flock3d.errors import Flock3dError
+from flock3d.io.playback import PlaybackError, check_drawable
 from flock3d.io.trajectory import Trajectory
 from flock3d.scene.schema import STILL_START, ViewHints
 
@@ -78,8 +79,74 @@ _TURN_HALF = 511.5
 _TURN_SCALE = math.sqrt(0.5) / _TURN_HALF
 
 
+# -- shared with common.py at merge ------------------------------------------------------------
+# The export branch moves the viewer's numpy-only look (boid shapes, colours, the world's meshes,
+# camera framing) to flock3d/look and gathers what every exporter needs in io/export/common.py
+# (its ExportError among it). Until that merge this module reads flock3d.viewer's numpy-only
+# modules (meshes, colors, world; never vispy) and copies here the few names that live in the
+# viewer's vispy renderer, each as the renderer has it.
+
+CAMERA_FOV = 45.0
+"""The cameras' vertical field of view, degrees (renderer.CAMERA_FOV; look/camera.py)."""
+BOX_SHAPES = ("box", "periodic", "wrap")
+"""Arena shapes that are boxes (renderer.BOX_SHAPES; look/camera.py)."""
+SUN = (0.6, 0.5, 0.8)
+"""Towards the sun in a world whose up is +y (x, up, z): low, a dusk sun (renderer.SUN)."""
+PLANE_EXTENT = 25.0
+"""A plane is drawn this many world radii each way, far into the fog (renderer.PLANE_EXTENT)."""
+PREDATOR_SCALE = 2.2
+"""Predators are drawn this many times larger than boids (renderer; look/boids.py)."""
+WING_BEATS_PER_SECOND, WING_BEAT = 3.0, 0.3
+"""A bird's wing beats, per second, and how far its tips move, body lengths (renderer)."""
+ARENA_COLOR = (0.6, 0.72, 1.0, 0.16)
+"""The arena's outline, RGBA (renderer.ARENA_COLOR)."""
+
+
+def frame_distance(radius: float, fov_deg: float = CAMERA_FOV, margin: float = 1.12) -> float:
+    """Camera distance at which a sphere of ``radius`` fills the view (look/camera.py)."""
+    return margin * radius / math.sin(math.radians(fov_deg) / 2.0)
+
+
+def view_direction(azimuth: float, elevation: float, planar: bool = False) -> np.ndarray:
+    """(3,) unit vector from the target towards the camera, world up +Y (look/camera.py)."""
+    if planar:
+        return np.array([0.0, 0.0, 1.0])
+    az, el = math.radians(azimuth), math.radians(elevation)
+    return np.array([math.sin(az) * math.cos(el), math.sin(el), math.cos(az) * math.cos(el)])
+
+
+def arena_bounds(params) -> float:
+    """Radius of the smallest sphere about the arena's centre holding the arena (look/camera.py)."""
+    if params.arena_shape in BOX_SHAPES:
+        half = np.asarray(params.half_extents, np.float64)[: 2 if params.dimensions == 2 else 3]
+        return float(np.linalg.norm(half))
+    return params.arena_radius
+
+
+def world_extent(params) -> tuple[np.ndarray, float]:
+    """Centre and radius of the world a camera frames: the arena's, or in open space an arena
+    object's bounding sphere about its origin (look/camera.py)."""
+    from flock3d.viewer.world import Frames, object_mesh
+
+    arena = next((o for o in params.objects if o.role == "arena"), None)
+    if params.arena_shape != "none" or arena is None:
+        return np.asarray(params.arena_center, np.float64), arena_bounds(params)
+    origins, rotations = Frames([arena]).at(0.0)
+    vertices = origins[0] + object_mesh(arena, 0.0).vertices @ rotations[0].T
+    centre = 0.5 * (vertices.min(axis=0) + vertices.max(axis=0))
+    return centre, float(np.max(np.linalg.norm(vertices - centre, axis=1)))
+
+
+def sun_direction(up) -> np.ndarray:
+    """Unit vector towards the sun in a world whose up is ``up`` (renderer.sun_direction)."""
+    x, high, z = SUN
+    sun = np.array([x, high, z]) if up[1] == 1.0 else np.array([x, z, high])
+    return sun / np.linalg.norm(sun)
+
+
 class HtmlExportError(Flock3dError):
-    """A recording that cannot be made into a page: too large, empty or not drawable."""
+    """A recording that cannot be made into a page: too large, empty or not drawable (at merge:
+    common.ExportError)."""
 
 
 def frame_bytes(boids: int, moving: int = 0) -> int:
@@ -128,7 +195,7 @@ def _mesh_record(vertices, faces, normals=None) -> dict:
 # viewer's numpy-only builders in viewer/world.py).
 def _objects(params, radius: float, times: np.ndarray) -> tuple[list[dict], list[int]]:
     """The world's objects as the page draws them, and which of them move."""
-    from flock3d.viewer.world import PLANE_EXTENT, Frames, is_ground, object_color, object_mesh
+    from flock3d.viewer.world import Frames, is_ground, object_color, object_mesh
 
     objects = params.objects if params is not None else ()
     frames = Frames(objects)
@@ -154,7 +221,7 @@ def _boid_groups(params, hints: ViewHints, n: int, m: int) -> tuple[list[dict], 
     """The instanced meshes (one per shape, each with its rows among the packed boids), the
     colour palette and each row's colour in it."""
     from flock3d.viewer.colors import PREDATOR_COLOR, species_colors
-    from flock3d.viewer.meshes import PREDATOR_SCALE, WING_BEAT, mesh, wing_beat
+    from flock3d.viewer.meshes import mesh, wing_beat
 
     species = params.species_of_boids if params is not None and n else np.zeros(n, np.int32)
     if len(species) != n:  # a recording whose flock differs from its scene's count
@@ -194,8 +261,6 @@ def _boid_groups(params, hints: ViewHints, n: int, m: int) -> tuple[list[dict], 
 def _framing(recording: Trajectory, params, hints: ViewHints) -> tuple[np.ndarray, float]:
     """Centre and radius the camera frames: the world's, or in open space the flock's at the
     moment a still of the scene shows (its ``view.start``, else :data:`STILL_START` s in)."""
-    from flock3d.viewer.world import world_extent
-
     if params is not None and (
         params.arena_shape != "none" or any(o.role == "arena" for o in params.objects)
     ):
@@ -217,14 +282,9 @@ def _framing(recording: Trajectory, params, hints: ViewHints) -> tuple[np.ndarra
 
 def _camera(params, hints: ViewHints, centre: np.ndarray, radius: float) -> dict:
     """Where the page's orbit camera starts: the viewer's turntable at the scene's angles."""
-    from flock3d.viewer.world import CAMERA_FOV, frame_distance
-
     distance = hints.camera_distance or frame_distance(radius)
-    if params is not None and params.dimensions == 2:  # a plane is watched from above: along -z
-        offset = np.array([0.0, 0.0, 1.0])
-    else:
-        az, el = math.radians(hints.camera_azimuth), math.radians(hints.camera_elevation)
-        offset = np.array([math.sin(az) * math.cos(el), math.sin(el), math.cos(az) * math.cos(el)])
+    planar = params is not None and params.dimensions == 2  # watched from +z
+    offset = view_direction(hints.camera_azimuth, hints.camera_elevation, planar)
     return {
         "fov": CAMERA_FOV,
         "up": [0.0, 1.0, 0.0],
@@ -238,9 +298,8 @@ def _camera(params, hints: ViewHints, centre: np.ndarray, radius: float) -> dict
 def _meta(recording: Trajectory, times: np.ndarray) -> tuple[dict, list[int]]:
     """Everything the page needs but the frames, and which objects move."""
     from flock3d.core.state import up_axis
-    from flock3d.viewer.colors import FOG_COLOR, SKY_BOTTOM, SKY_TOP
-    from flock3d.viewer.meshes import WING_BEATS_PER_SECOND
-    from flock3d.viewer.world import GROUND_FILL, sun_direction
+    from flock3d.viewer.colors import SKY_BOTTOM, SKY_TOP
+    from flock3d.viewer.world import GROUND_FILL
 
     scene = recording.scene
     params = scene.params if scene is not None else None
@@ -280,7 +339,7 @@ def _meta(recording: Trajectory, times: np.ndarray) -> tuple[dict, list[int]]:
             "ground": list(GROUND_FILL),
         },
         "fog": {
-            "color": list(FOG_COLOR),
+            "color": [0.5 * (a + b) for a, b in zip(SKY_TOP, SKY_BOTTOM, strict=True)],  # the viewer's fog
             "near": distance + radius,
             "far": distance + radius + FOG_HORIZON * 2.0 * radius,
         },
@@ -291,9 +350,6 @@ def _meta(recording: Trajectory, times: np.ndarray) -> tuple[dict, list[int]]:
 def _arena(params, hints: ViewHints) -> dict | None:
     """The arena's outline as the viewer draws it (a box's edges; a sphere's equator and its rim
     as seen from the camera), or None: open space, or ``view.show_arena`` off."""
-    from flock3d.viewer.colors import ARENA_COLOR
-    from flock3d.viewer.world import BOX_SHAPES
-
     if params is None or not hints.show_arena or params.arena_shape not in ("sphere", *BOX_SHAPES):
         return None
     return {
@@ -411,11 +467,10 @@ def _pack(
         orientations = np.vstack([state.orientations, state.predator_orientations])
     else:
         positions, orientations = state.positions, state.orientations
-    if not (np.all(np.isfinite(positions)) and np.all(np.isfinite(orientations))):
-        raise HtmlExportError(
-            f"{recording.path}: frame {k:,} (t = {state.time:g} s) holds positions or orientations "
-            "that are not finite; export the frames before it (metrics shows where the flock blew up)"
-        )
+    try:  # as flock3d render checks a frame it draws
+        check_drawable(state, f"{recording.path}: frame {k:,} (t = {state.time:g} s)")
+    except PlaybackError as error:
+        raise HtmlExportError(str(error)) from None
     if not len(positions):
         box[:] = 0.0
         return
