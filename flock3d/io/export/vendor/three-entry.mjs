@@ -2,7 +2,6 @@
 // (three-flock3d.min.js) that sets the global FLOCK3D_THREE. Add a name here when the player
 // needs another, then run build.sh again.
 export {
-  AmbientLight,
   BufferAttribute,
   BufferGeometry,
   CanvasTexture,
@@ -18,7 +17,6 @@ export {
   LineSegments,
   Mesh,
   MeshLambertMaterial,
-  MeshStandardMaterial,
   PCFSoftShadowMap,
   PerspectiveCamera,
   Scene,
