@@ -24,6 +24,7 @@ import pytest
 from flock3d.core.quaternion import look_rotation
 from flock3d.core.state import FlockState
 from flock3d.io.export import html
+from flock3d.io.export.common import ExportError
 from flock3d.io.trajectory import Trajectory, TrajectoryWriter
 from flock3d.scene import parse_scene
 
@@ -225,7 +226,7 @@ def test_a_page_over_the_limit_is_refused_in_one_line_before_writing(page, recor
     # The frames take about 26 kB of the page, three.js, the player and the world the rest.
     monkeypatch.setattr(html, "MAX_HTML_BYTES", page.stat().st_size - 10_000)
     out = tmp_path / "big.html"
-    with Trajectory(recording) as tr, pytest.raises(html.HtmlExportError) as caught:
+    with Trajectory(recording) as tr, pytest.raises(ExportError) as caught:
         html.write(tr, out, None)
     message = str(caught.value)
     assert "\n" not in message and "--every 2" in message and ".usd" in message, message
@@ -236,7 +237,7 @@ def test_the_size_checked_is_the_page_size_within_a_few_kilobytes(page, recordin
     size = page.stat().st_size
     with Trajectory(recording) as tr:
         monkeypatch.setattr(html, "MAX_HTML_BYTES", size - 1)  # the estimate never falls short
-        with pytest.raises(html.HtmlExportError):
+        with pytest.raises(ExportError):
             html.write(tr, tmp_path / "a.html", None)
         monkeypatch.setattr(html, "MAX_HTML_BYTES", size + 4096)
         html.write(tr, tmp_path / "b.html", None)
@@ -254,7 +255,7 @@ def test_a_frame_that_cannot_be_drawn_is_refused(tmp_path):
             if k == 2:
                 positions[3] = np.nan
             writer.append(FlockState(positions, velocities, orientations, k * DT, k))
-    with Trajectory(path) as tr, pytest.raises(html.HtmlExportError, match="frame 2 "):
+    with Trajectory(path) as tr, pytest.raises(ExportError, match="frame 2 "):
         html.write(tr, tmp_path / "blown.html", None)
 
 

@@ -48,16 +48,17 @@ from pathlib import Path
 
 import numpy as np
 
-from flock3d.errors import Flock3dError
+from flock3d.io.export.common import ExportError
 from flock3d.io.playback import PlaybackError, check_drawable
 from flock3d.io.trajectory import Trajectory
+from flock3d.look.boids import PREDATOR_SCALE
+from flock3d.look.camera import BOX_SHAPES, CAMERA_FOV, frame_distance, view_direction, world_extent
 from flock3d.scene.schema import STILL_START, ViewHints
 
 __all__ = [
     "SUFFIXES",
     "MAX_HTML_BYTES",
     "BLOCK_BYTES",
-    "HtmlExportError",
     "write",
     "pack_turns",
     "frame_bytes",
@@ -79,62 +80,19 @@ _TURN_HALF = 511.5
 _TURN_SCALE = math.sqrt(0.5) / _TURN_HALF
 
 
-# -- shared with common.py at merge ------------------------------------------------------------
-# The export branch moves the viewer's numpy-only look (boid shapes, colours, the world's meshes,
-# camera framing) to flock3d/look and gathers what every exporter needs in io/export/common.py
-# (its ExportError among it). Until that merge this module reads flock3d.viewer's numpy-only
-# modules (meshes, colors, world; never vispy) and copies here the few names that live in the
-# viewer's vispy renderer, each as the renderer has it.
+# -- the viewer's look ---------------------------------------------------------------------------
+# The page draws what the viewer draws: boid shapes, colours, the world's meshes and the camera's
+# framing come from flock3d.look (numpy only). The few constants below live in the viewer's vispy
+# renderer, which io cannot import; each names its twin there.
 
-CAMERA_FOV = 45.0
-"""The cameras' vertical field of view, degrees (renderer.CAMERA_FOV; look/camera.py)."""
-BOX_SHAPES = ("box", "periodic", "wrap")
-"""Arena shapes that are boxes (renderer.BOX_SHAPES; look/camera.py)."""
 SUN = (0.6, 0.5, 0.8)
 """Towards the sun in a world whose up is +y (x, up, z): low, a dusk sun (renderer.SUN)."""
 PLANE_EXTENT = 25.0
 """A plane is drawn this many world radii each way, far into the fog (renderer.PLANE_EXTENT)."""
-PREDATOR_SCALE = 2.2
-"""Predators are drawn this many times larger than boids (renderer; look/boids.py)."""
 WING_BEATS_PER_SECOND, WING_BEAT = 3.0, 0.3
 """A bird's wing beats, per second, and how far its tips move, body lengths (renderer)."""
 ARENA_COLOR = (0.6, 0.72, 1.0, 0.16)
 """The arena's outline, RGBA (renderer.ARENA_COLOR)."""
-
-
-def frame_distance(radius: float, fov_deg: float = CAMERA_FOV, margin: float = 1.12) -> float:
-    """Camera distance at which a sphere of ``radius`` fills the view (look/camera.py)."""
-    return margin * radius / math.sin(math.radians(fov_deg) / 2.0)
-
-
-def view_direction(azimuth: float, elevation: float, planar: bool = False) -> np.ndarray:
-    """(3,) unit vector from the target towards the camera, world up +Y (look/camera.py)."""
-    if planar:
-        return np.array([0.0, 0.0, 1.0])
-    az, el = math.radians(azimuth), math.radians(elevation)
-    return np.array([math.sin(az) * math.cos(el), math.sin(el), math.cos(az) * math.cos(el)])
-
-
-def arena_bounds(params) -> float:
-    """Radius of the smallest sphere about the arena's centre holding the arena (look/camera.py)."""
-    if params.arena_shape in BOX_SHAPES:
-        half = np.asarray(params.half_extents, np.float64)[: 2 if params.dimensions == 2 else 3]
-        return float(np.linalg.norm(half))
-    return params.arena_radius
-
-
-def world_extent(params) -> tuple[np.ndarray, float]:
-    """Centre and radius of the world a camera frames: the arena's, or in open space an arena
-    object's bounding sphere about its origin (look/camera.py)."""
-    from flock3d.viewer.world import Frames, object_mesh
-
-    arena = next((o for o in params.objects if o.role == "arena"), None)
-    if params.arena_shape != "none" or arena is None:
-        return np.asarray(params.arena_center, np.float64), arena_bounds(params)
-    origins, rotations = Frames([arena]).at(0.0)
-    vertices = origins[0] + object_mesh(arena, 0.0).vertices @ rotations[0].T
-    centre = 0.5 * (vertices.min(axis=0) + vertices.max(axis=0))
-    return centre, float(np.max(np.linalg.norm(vertices - centre, axis=1)))
 
 
 def sun_direction(up) -> np.ndarray:
@@ -142,11 +100,6 @@ def sun_direction(up) -> np.ndarray:
     x, high, z = SUN
     sun = np.array([x, high, z]) if up[1] == 1.0 else np.array([x, z, high])
     return sun / np.linalg.norm(sun)
-
-
-class HtmlExportError(Flock3dError):
-    """A recording that cannot be made into a page: too large, empty or not drawable (at merge:
-    common.ExportError)."""
 
 
 def frame_bytes(boids: int, moving: int = 0) -> int:
@@ -191,11 +144,9 @@ def _mesh_record(vertices, faces, normals=None) -> dict:
     return record
 
 
-# shared with common.py at merge: the world's objects as triangles, placed and coloured (the
-# viewer's numpy-only builders in viewer/world.py).
 def _objects(params, radius: float, times: np.ndarray) -> tuple[list[dict], list[int]]:
     """The world's objects as the page draws them, and which of them move."""
-    from flock3d.viewer.world import Frames, is_ground, object_color, object_mesh
+    from flock3d.look.world import Frames, is_ground, object_color, object_mesh
 
     objects = params.objects if params is not None else ()
     frames = Frames(objects)
@@ -216,12 +167,11 @@ def _objects(params, radius: float, times: np.ndarray) -> tuple[list[dict], list
     return records, list(frames.moving)
 
 
-# shared with common.py at merge: the boid shapes and colours (viewer/meshes.py, viewer/colors.py).
 def _boid_groups(params, hints: ViewHints, n: int, m: int) -> tuple[list[dict], list, list[int]]:
     """The instanced meshes (one per shape, each with its rows among the packed boids), the
     colour palette and each row's colour in it."""
-    from flock3d.viewer.colors import PREDATOR_COLOR, species_colors
-    from flock3d.viewer.meshes import mesh, wing_beat
+    from flock3d.look.boids import mesh, wing_beat
+    from flock3d.look.colors import PREDATOR_COLOR, species_colors
 
     species = params.species_of_boids if params is not None and n else np.zeros(n, np.int32)
     if len(species) != n:  # a recording whose flock differs from its scene's count
@@ -274,7 +224,7 @@ def _framing(recording: Trajectory, params, hints: ViewHints) -> tuple[np.ndarra
     points = points[np.all(np.isfinite(points), axis=1)]
     if not len(points):
         return np.zeros(3), 4.0 * hints.boid_size
-    # shared with common.py at merge: FlockVisuals.flock_extent, the 90% of the flock it frames
+    # as FlockVisuals.flock_extent, the 90% of the flock it frames
     centre = points.mean(axis=0)
     spread = float(np.percentile(np.linalg.norm(points - centre, axis=1), 90))
     return centre, max(spread, 4.0 * hints.boid_size)
@@ -298,8 +248,8 @@ def _camera(params, hints: ViewHints, centre: np.ndarray, radius: float) -> dict
 def _meta(recording: Trajectory, times: np.ndarray) -> tuple[dict, list[int]]:
     """Everything the page needs but the frames, and which objects move."""
     from flock3d.core.state import up_axis
-    from flock3d.viewer.colors import SKY_BOTTOM, SKY_TOP
-    from flock3d.viewer.world import GROUND_FILL
+    from flock3d.look.colors import SKY_BOTTOM, SKY_TOP
+    from flock3d.look.world import GROUND_FILL
 
     scene = recording.scene
     params = scene.params if scene is not None else None
@@ -393,14 +343,14 @@ def write(recording: Trajectory, path: Path, progress: Callable[[int], None] | N
         progress: None, or called with the number of frames written so far.
 
     Raises:
-        HtmlExportError: a recording without frames, one whose page would exceed
+        ExportError: a recording without frames, one whose page would exceed
             :data:`MAX_HTML_BYTES` (checked before anything is written), or a frame holding
             positions or orientations that are not finite.
     """
     times = np.asarray(recording.times, np.float64)
     total = len(times)
     if not total:
-        raise HtmlExportError(f"{recording.path}: holds no frames; nothing to export")
+        raise ExportError(f"{recording.path}: holds no frames; nothing to export")
     meta, moving = _meta(recording, times)
     rows = recording.n_boids + recording.n_predators
     per_frame = frame_bytes(rows, len(moving))
@@ -418,15 +368,15 @@ def write(recording: Trajectory, path: Path, progress: Callable[[int], None] | N
     if fixed + frames_bytes > MAX_HTML_BYTES:
         limit = f"over the {MAX_HTML_BYTES / 1e6:.0f} MB an HTML export may be"
         if fixed >= MAX_HTML_BYTES:
-            raise HtmlExportError(
+            raise ExportError(
                 f"{recording.path}: the world's meshes alone take {fixed / 1e6:.0f} MB, {limit}"
             )
         every = math.ceil(frames_bytes / (MAX_HTML_BYTES - fixed))
-        raise HtmlExportError(
+        raise ExportError(
             f"{recording.path}: the page would be about {(fixed + frames_bytes) / 1e6:.0f} MB ({total:,} "
             f"frames of {rows:,} boids), {limit}: export one frame in {every} (--every {every}) or to .usd"
         )
-    from flock3d.viewer.world import Frames
+    from flock3d.look.world import Frames
 
     objects = recording.scene.params.objects if recording.scene is not None else ()
     placed = Frames([objects[k] for k in moving]) if moving else None
@@ -470,7 +420,7 @@ def _pack(
     try:  # as flock3d render checks a frame it draws
         check_drawable(state, f"{recording.path}: frame {k:,} (t = {state.time:g} s)")
     except PlaybackError as error:
-        raise HtmlExportError(str(error)) from None
+        raise ExportError(str(error)) from None
     if not len(positions):
         box[:] = 0.0
         return
