@@ -366,14 +366,14 @@ def test_the_readme_export_section_runs(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     commands = [shlex.split(c) for line in shell.splitlines() for c in line.split("&&")]
     commands = [c[1:] for c in commands if c[0] == "flock3d"]
-    assert len(commands) == 4
+    assert len(commands) == 5
     for args in commands:
         shorter = ["0.5" if k and args[k - 1] == "--seconds" else a for k, a in enumerate(args)]
         fewer = [] if args[1].endswith(".h5") else ["--set", "flock.count=60"]  # a scene, not a recording
         assert main([*shorter, *fewer, "--no-progress"]) == 0, capsys.readouterr().err
     python = python.replace("count=200", "count=60").replace("seconds=5", "seconds=0.5")
     exec(compile(python, "README.md", "exec"), {})
-    assert {"m.usdc", "t.glb", "t.h5", "t.usda", "flock.glb", "t.usdc"} <= {
+    assert {"m.usdc", "t.glb", "m.html", "t.h5", "t.usda", "flock.glb", "t.usdc"} <= {
         p.name for p in tmp_path.iterdir()
     }
 

@@ -714,3 +714,35 @@ def test_the_window_takes_keys_at_once_and_edits_say_what_they_mean(qt_app, tmp_
     finally:
         v.close()
         pump(qt_app, 0.2)
+
+
+def test_the_export_button_runs_the_scene_as_edited_and_writes_the_file(qt_app, tmp_path):
+    from flock3d.scene import parse_scene
+    from flock3d.viewer.app import ViewerWindow
+
+    v = ViewerWindow(parse_scene(EDITED_WORLD), output_dir=tmp_path, dialogs=False)
+    v.show()
+    try:
+        pump(qt_app, 0.3)
+        assert v.add("sphere", point=np.array([5.0, 0.0, 0.0]), resting=False)  # edited, then exported
+
+        def done(process):
+            deadline = time.time() + 240
+            while process.state() != process.ProcessState.NotRunning and time.time() < deadline:
+                pump(qt_app, 0.2)
+            pump(qt_app, 0.2)
+            return process.exitCode()
+
+        assert done(v.export(tmp_path / "missing" / "f.glb", seconds=0.5)) == 2
+        assert "missing" in v.status.currentMessage()  # the failure's one line, in the status bar
+        assert not (tmp_path / "missing").exists()
+        out = tmp_path / "flock.usda"
+        assert done(v.export(out, seconds=0.5)) == 0 and out.is_file()
+        assert v.status.currentMessage() == f"exported {out}"
+        usd = pytest.importorskip("pxr.Usd")
+        stage = usd.Stage.Open(str(out))
+        world = [p.GetName() for p in stage.GetPrimAtPath("/Flock3d/World").GetChildren()]
+        assert len(world) == 3 and any("sphere" in name for name in world), world  # as edited
+    finally:
+        v.close()
+        pump(qt_app, 0.2)

@@ -20,7 +20,9 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
+import shutil
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -120,6 +122,8 @@ def _use_qt() -> None:
         raise Flock3dError(f"cannot start the Qt window system: {text[0] if text else error}") from None
 
 
+#: Simulated seconds the Export button offers.
+EXPORT_SECONDS = 20.0
 #: The status bar's first words: how to get going (the timing of the first frame is bench's).
 START_HINT = "drag to orbit · scroll to zoom · right-click to add things · h for every key"
 
@@ -251,6 +255,7 @@ class ViewerWindow:
         self.window.closeEvent = self._close_event  # type: ignore[method-assign]
 
         self._clicks = Clicks()
+        self._exports: list = []
         self._last_tick = time.perf_counter()
         self._meter = HudMeter(time.perf_counter(), self.snapshot)
         self._apply_scene(scene)
@@ -293,6 +298,7 @@ class ViewerWindow:
         b["reseed"].clicked.connect(self.reseed)
         b["open"].clicked.connect(self._open_dialog)
         b["save"].clicked.connect(self._save_dialog)
+        b["export"].clicked.connect(self._export_dialog)
         b["screenshot"].clicked.connect(self.screenshot)
         b["record"].toggled.connect(self.set_recording)
 
@@ -423,6 +429,56 @@ class ViewerWindow:
         )
         if path:
             self.save_scene(path)
+
+    def _export_dialog(self) -> None:
+        from PySide6 import QtWidgets
+
+        from flock3d.viewer.recording import slug
+
+        suggested = str(self.output_dir / f"{slug(self.session.scene.name)}.html")
+        path, _ = QtWidgets.QFileDialog.getSaveFileName(
+            self.window, "Export the flock", suggested,
+            "Web page (*.html);;USD (*.usdc *.usd *.usda);;glTF (*.glb *.gltf)",
+        )  # fmt: skip
+        if path:
+            seconds, ok = QtWidgets.QInputDialog.getDouble(
+                self.window, "Export the flock", "Simulated seconds:", EXPORT_SECONDS, 0.1, 3600.0, 1
+            )
+            if ok:
+                self.export(path, seconds)
+
+    def export(self, path: str | Path, seconds: float = 20.0):
+        """Run the scene as it is now (parameters, world, seed) for ``seconds`` in a process of
+        its own and export the flock to ``path`` (``flock3d export``: its suffix picks USD, glTF or
+        HTML); the window keeps running, and the status bar says how it went. Returns the
+        ``QProcess``."""
+        from PySide6 import QtCore
+
+        if self.session.flock.rules or self.session.flock.forces:
+            self._warn("Cannot export here", "a flock with your own rules exports from the command "
+                       "line: flock3d export SCENE --rules FILE --out FILE")  # fmt: skip
+            return None
+        folder = Path(tempfile.mkdtemp(prefix="flock3d-export-"))
+        scene = self.session.current_scene().save(folder / "scene.toml")
+        process = QtCore.QProcess(self.window)
+        process.setProgram(sys.executable)
+        process.setArguments(["-m", "flock3d.cli", "export", str(scene), "--seconds", f"{seconds:g}",
+                              "--out", str(path), "--no-progress"])  # fmt: skip
+
+        def finished(code: int, _status) -> None:
+            shutil.rmtree(folder, ignore_errors=True)
+            if code == 0:
+                self.status.showMessage(f"exported {path}", 8000)
+            else:
+                lines = bytes(process.readAllStandardError().data()).decode(errors="replace").splitlines()
+                said = [line for line in lines if line.startswith("flock3d export:")] or lines[-1:]
+                self._warn("Export failed", said[0] if said else f"flock3d export ended with {code}")
+
+        process.finished.connect(finished)
+        process.start()
+        self.status.showMessage(f"exporting {seconds:g} s of the flock to {path}…")
+        self._exports.append(process)  # kept alive while it runs
+        return process
 
     def _warn(self, title: str, text: str) -> None:
         from PySide6 import QtWidgets

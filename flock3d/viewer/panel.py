@@ -357,6 +357,13 @@ class ControlPanel(QtWidgets.QScrollArea):
                 ("save", "Save…", False, "Save the current parameters, view and seed as a scene file"),
                 ("screenshot", "Shot", False, "Save the 3D view as a PNG in the current folder (p)"),
                 ("record", "Record", True, "Record the 3D view to an MP4 at the simulation's pace (m)"),
+                (
+                    "export",
+                    "Export…",
+                    False,
+                    "Run the scene as it is now and export the flock to USD "
+                    "(Blender, Houdini, Unity), glTF or a web page",
+                ),
             ]
         ):
             button = QtWidgets.QPushButton(text)

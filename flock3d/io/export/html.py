@@ -65,10 +65,11 @@ __all__ = [
 ]
 
 SUFFIXES = (".html",)
-MAX_HTML_BYTES = 50_000_000
-"""The largest page written, bytes (50 MB, 2,000 boid-minutes at 30 frames a second): a page
-a browser reads and holds comfortably (it decodes every frame into memory when it opens); a
-longer or larger recording is for ``--every`` or USD."""
+MAX_HTML_BYTES = 100_000_000
+"""The largest page written, bytes (100 MB: 4,000 boid-minutes at 30 frames a second, or the
+murmuration's 25,000 boids for 20 s at 10): a page a browser reads and holds comfortably (it
+decodes every frame into memory when it opens, about 2.8x the packed size); a longer or larger
+recording is for ``--every`` or USD."""
 BLOCK_BYTES = 1 << 20
 """Packed bytes of frames per ``<script>`` block (before base64)."""
 MIN_BOID_PIXELS = 7.0
