@@ -359,7 +359,24 @@ def case_repr_png() -> dict:
     return {"image": iio.imread(flock._repr_png_(), extension=".png")}
 
 
+def case_camera_direction() -> dict:
+    """Where the target and a point 5 units from it along look.camera.view_direction fall on the
+    picture, for several turntable angles: the same pixel when the two conventions agree."""
+    from flock3d.look.camera import view_direction
+
+    r = renderer(ViewHints(show_arena=False))
+    r.render(state_of(np.zeros((1, 3)), [[0.0, 0.0, 1.0]]))
+    pixels = []
+    for azimuth, elevation in ((0.0, 0.0), (90.0, 0.0), (30.0, 20.0), (-120.0, -35.0), (200.0, 70.0)):
+        r.camera.azimuth, r.camera.elevation = azimuth, elevation
+        r.render(state_of(np.zeros((1, 3)), [[0.0, 0.0, 1.0]]))
+        target = np.asarray(r.camera.center, dtype=float)
+        pixels.append(project(r, np.array([target, target + 5.0 * view_direction(azimuth, elevation)])))
+    return {"pixels": np.array(pixels)}
+
+
 CASES = {
+    "camera_direction": case_camera_direction,
     "antialias": case_antialias,
     "lit_box": case_lit_box,
     "shadow": case_shadow,

@@ -168,3 +168,29 @@ def test_a_full_disk_fails_cleanly(tmp_path, name):
     assert_clean_failure(result, str(out), "No space left on device")
     assert len(result.stderr.strip().splitlines()) == 1
     assert "wrote" not in result.stdout
+
+
+@pytest.mark.parametrize("axis", [(0.0, 0.0, 1.0), (1.0, 0.0, 0.0), (0.0, -1.0, 0.0), (0.6, 0.48, -0.64)])
+def test_the_axis_camera_looks_down_the_axis_a_mill_turns_about(axis):
+    """A ring of boids circling ``axis``: the camera ends looking along it, from its upper end."""
+    from types import SimpleNamespace
+
+    from flock3d.core.state import state_from_arrays
+    from flock3d.look.camera import view_direction
+    from flock3d.viewer.offscreen import OffscreenRenderer
+
+    n = np.asarray(axis) / np.linalg.norm(axis)
+    u = np.cross(n, [0.3, 0.5, 0.8])
+    u /= np.linalg.norm(u)
+    w = np.cross(n, u)
+    angles = np.linspace(0, 2 * np.pi, 40, endpoint=False)[:, None]
+    positions = 10.0 * (np.cos(angles) * u + np.sin(angles) * w) + [3.0, -2.0, 1.0]
+    velocities = 4.0 * (-np.sin(angles) * u + np.cos(angles) * w)  # counter-clockwise about n
+    state = state_from_arrays(positions, velocities)
+    camera = OffscreenRenderer.__new__(OffscreenRenderer)  # the camera's arithmetic, no OpenGL
+    camera.camera, camera._axis = SimpleNamespace(azimuth=30.0, elevation=20.0), None
+    for _ in range(3):
+        camera._look_down_the_axis(state)
+    seen = view_direction(camera.camera.azimuth, camera.camera.elevation)
+    expected = n if n[1] >= 0 else -n
+    np.testing.assert_allclose(seen, expected, atol=2e-3)

@@ -278,3 +278,10 @@ def test_each_species_is_drawn_with_its_own_mesh(tmp_path):
     # Bodies: the scene's mesh draws a's 8 boids and all 16 alone; as specks, all 16 are one visual.
     assert list(data["mixed_counts"]) == [0, 8] and list(data["darts_counts"]) == [0, 16]
     assert list(data["mixed_specks_counts"]) == [16, 0]
+
+
+def test_the_one_camera_convention_is_the_turntables(tmp_path):
+    """look.camera.view_direction, which exports and the axis camera use, points where the
+    viewer's turntable camera stands: the target and a point towards the eye share a pixel."""
+    pixels = probe("camera_direction", tmp_path)["pixels"]
+    np.testing.assert_allclose(pixels[:, 0], pixels[:, 1], atol=0.01)

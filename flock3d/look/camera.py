@@ -26,17 +26,18 @@ def frame_distance(radius: float, fov_deg: float = CAMERA_FOV, margin: float = 1
 
 
 def view_direction(azimuth: float, elevation: float, planar: bool = False) -> np.ndarray:
-    """(3,) unit vector from the target towards the camera, world up +Y.
+    """(3,) unit vector from the target towards the camera, world up +Y, as the viewer's turntable
+    camera (vispy's, up +Y) places it: the one convention of the viewer, renders and exports.
 
     Args:
-        azimuth: degrees around the vertical axis, 0 on +Z, 90 on +X.
+        azimuth: degrees around the vertical axis, 0 on -X, 90 on +Z.
         elevation: degrees above the horizon.
         planar: a planar flock (in a z = const plane) is watched from +Z, whatever the angles.
     """
     if planar:
         return np.array([0.0, 0.0, 1.0])
     az, el = math.radians(azimuth), math.radians(elevation)
-    return np.array([math.sin(az) * math.cos(el), math.sin(el), math.cos(az) * math.cos(el)])
+    return np.array([-math.cos(az) * math.cos(el), math.sin(el), math.sin(az) * math.cos(el)])
 
 
 def world_extent(params: Params) -> tuple[np.ndarray, float]:

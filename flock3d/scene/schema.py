@@ -117,7 +117,7 @@ class ViewHints:
     ``mesh`` of the ``[[species]]`` tables)."""
 
 
-CAMERAS = ("orbit", "arcball", "fly", "follow", "fixed")
+CAMERAS = ("orbit", "arcball", "fly", "follow", "fixed", "axis")
 MESHES = ("dart", "cone", "bird")
 COLOR_MODES = ("heading", "speed", "neighbours", "uniform", "species")
 

@@ -26,7 +26,9 @@ __all__ = [
     "flock_png",
 ]
 
-CAMERAS = ("orbit", "follow", "fixed")
+CAMERAS = ("orbit", "follow", "fixed", "axis")
+#: How far the axis camera turns towards the flock's axis each frame (1: at once).
+AXIS_EASING = 0.1
 ORBIT_DEGREES_PER_SECOND = 12.0
 """How fast the orbiting camera circles the arena (one turn in 30 s)."""
 SUPERSAMPLE = 2
@@ -77,8 +79,10 @@ class OffscreenRenderer:
         scene: supplies the arena, the viewing hints and the speed range for colours.
         size: (width, height) in pixels.
         camera: ``orbit`` (circles the arena), ``follow`` (tracks the flock's
-            centre) or ``fixed`` (the scene's camera hints); None: the scene's
-            ``view.camera`` when it is one of these, else ``orbit``.
+            centre), ``fixed`` (the scene's camera hints) or ``axis`` (looks down the axis
+            the flock turns about, its angular momentum about its centre: a mill is seen
+            face-on, its empty core in the middle); None: the scene's ``view.camera`` when it
+            is one of these, else ``orbit``.
         fps: frames per second of the output, for the orbit's pace.
         supersample: anti-aliasing: each frame is drawn this many times larger in both
             directions and averaged down (1: none).
@@ -118,6 +122,7 @@ class OffscreenRenderer:
         self.frames_rendered = 0
         self._start_azimuth = self.camera.azimuth
         self._follow_distance: float | None = None
+        self._axis: np.ndarray | None = None
 
     def render(self, state: FlockState, acceleration: np.ndarray | None = None) -> np.ndarray:
         """The next frame: (height, width, 3) uint8 RGB. ``acceleration`` (N, 3) of the
@@ -126,6 +131,8 @@ class OffscreenRenderer:
         if self.mode == "orbit":
             seconds = self.frames_rendered / self.fps
             self.camera.azimuth = self._start_azimuth + ORBIT_DEGREES_PER_SECOND * seconds
+        elif self.mode == "axis" and len(state):
+            self._look_down_the_axis(state)
         elif self.mode == "follow" and len(state):
             centre, radius = self.visuals.flock_extent(state.positions)
             wanted = self._frame_distance(radius)
@@ -136,6 +143,23 @@ class OffscreenRenderer:
             self.camera.distance = self._follow_distance
         self.frames_rendered += 1
         return downsample(self.canvas.render(alpha=False), self.supersample)
+
+    def _look_down_the_axis(self, state: FlockState) -> None:
+        """Turn the camera, eased, to look along the flock's angular momentum about its centre,
+        from above (the axis's upper end): a mill face-on whatever plane it formed in."""
+        offsets = state.positions - state.positions.mean(axis=0)
+        momentum = np.cross(offsets, state.velocities).sum(axis=0)
+        size = float(np.linalg.norm(momentum))
+        if not np.isfinite(size) or size == 0.0:
+            return
+        axis = momentum / size * (1.0 if momentum[1] >= 0.0 else -1.0)
+        eased = self._axis if self._axis is not None else axis
+        eased = eased + AXIS_EASING * (axis - eased)
+        self._axis = eased = eased / np.linalg.norm(eased)
+        # The inverse of look.camera.view_direction; 89.9 deg at most, where the turntable's
+        # azimuth still means something.
+        self.camera.elevation = float(np.degrees(np.arcsin(np.clip(eased[1], -1.0, 1.0))).clip(-89.9, 89.9))
+        self.camera.azimuth = float(np.degrees(np.arctan2(eased[2], -eased[0])))
 
     def project(self, points: np.ndarray) -> np.ndarray:
         """(K, 2) pixel positions in the rendered images of world ``points`` (K, 3)."""
