@@ -1,6 +1,14 @@
-"""Two versions of flock3d, side by side: how long the default scene's first step takes cold.
+"""Two versions of flock3d, side by side: how long the default scene's first step takes cold;
+or, for one checkout, how long every shipped scene takes to open cold and warm.
 
     python benchmarks/cold_start.py OLD_CHECKOUT NEW_CHECKOUT [--rounds 3]
+    python benchmarks/cold_start.py --scenes CHECKOUT [NAME ...]
+
+With ``--scenes``, one empty cache (numba's and flock3d's) serves a process per scene in turn,
+as a user opening one shipped scene after another on a fresh install: the first row pays for the
+compiled parts every scene shares, each later row for its own step (nothing when a scene before
+it had the same layout). A second pass opens each again from the warm cache. Prints a table:
+scene, seconds to open (load the scene, build the flock, take its first step) cold and warm.
 
 Each checkout is a folder holding a ``flock3d`` package (a git worktree of the commit to
 compare). Each measurement is a fresh process with an empty step cache (its own
@@ -14,6 +22,7 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
+import sys
 import tempfile
 from pathlib import Path
 
@@ -34,6 +43,45 @@ print(json.dumps({{"build": t1 - t0, "first": time.perf_counter() - t1}}))
 """
 
 
+OPEN = """
+import json, sys, time
+sys.path.insert(0, {root!r})
+t0 = time.perf_counter()
+import flock3d
+assert flock3d.__file__.startswith({root!r}), flock3d.__file__
+from flock3d.flock import Flock
+from flock3d.scene import resolve_scene
+flock = Flock.from_scene(resolve_scene({name!r}))
+flock.step(1)
+print(json.dumps({{"open": time.perf_counter() - t0}}))
+"""
+
+
+def scene_table(root: Path, names: list[str]) -> None:
+    """Print each scene's seconds to open from a cache warmed only by the scenes before it, then warm."""
+    root = root.resolve()
+    if not names:
+        sys.path.insert(0, str(root))
+        from flock3d.scene import shipped_scenes
+
+        names = shipped_scenes()
+    with tempfile.TemporaryDirectory() as cache, tempfile.TemporaryDirectory() as numba_cache:
+        env = {**os.environ, "FLOCK3D_CACHE_DIR": cache, "NUMBA_CACHE_DIR": numba_cache}
+        rows = {}
+        for pass_ in ("cold", "warm"):
+            for name in names:
+                seconds = run_fresh(OPEN.format(root=str(root), name=name), name, env)["open"]
+                rows.setdefault(name, {})[pass_] = seconds
+                print(f"  {pass_:4} {name:36} {seconds:6.1f} s", file=sys.stderr, flush=True)
+    print(f"{'scene':36} {'cold s':>7} {'warm s':>7}")
+    for name, row in rows.items():
+        print(f"{name:36} {row['cold']:7.1f} {row['warm']:7.1f}")
+    cold = [row["cold"] for row in rows.values()]
+    warm = [row["warm"] for row in rows.values()]
+    print(f"{'(largest; median)':36} {max(cold):7.1f} {max(warm):7.1f}   ({statistics.median(cold):.1f}; "
+          f"{statistics.median(warm):.1f})")  # fmt: skip
+
+
 def measure(root: Path) -> dict:
     with tempfile.TemporaryDirectory() as cache:
         env = {**os.environ, "FLOCK3D_CACHE_DIR": cache}
@@ -42,10 +90,17 @@ def measure(root: Path) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("old", type=Path)
-    parser.add_argument("new", type=Path)
+    parser.add_argument("old", type=Path, help="a checkout (with --scenes: the one to measure)")
+    parser.add_argument("new", nargs="*", help="a checkout (with --scenes: scene names; default all)")
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--scenes", action="store_true", help="every shipped scene's open, cold and warm")
     args = parser.parse_args()
+    if args.scenes:
+        scene_table(args.old, args.new)
+        return
+    if len(args.new) != 1:
+        parser.error("give OLD_CHECKOUT NEW_CHECKOUT (or --scenes CHECKOUT)")
+    args.new = Path(args.new[0])
     runs: dict[str, list[dict]] = {"old": [], "new": []}
     for r in range(args.rounds):
         for version in ("old", "new") if r % 2 == 0 else ("new", "old"):
