@@ -23,7 +23,8 @@ The last two use the viewer's own camera: the kind the scene names (``view.camer
 :meth:`FlockVisuals.make_camera` on a headless canvas of the default window's canvas size,
 moved as the window moves it (a follow camera recentred on the flock every frame), and the
 projection vispy draws with. A body length is measured as the boids' shader measures it: one
-boid length across the screen at the boid's depth, and never under ``MIN_BOID_PIXELS``.
+boid length across the screen at the boid's depth (``u_px_per_unit * u_size / w``; the two
+agree to 1e-8), and never under ``MIN_BOID_PIXELS``.
 These need EGL (offscreen OpenGL); ``--no-camera`` leaves them out. ``--json`` prints the
 measurements as one JSON object instead (tests/test_liveliness.py reads it: vispy binds one
 backend a process, so the camera is measured in a process of its own).
