@@ -210,7 +210,7 @@ def test_render_png_shows_boids(tmp_path):
     assert image.shape == (240, 320, 3)
     lit = foreground_mask(image)
     assert 200 < lit.sum() < 0.5 * lit.size  # boids, not a blank (or a filled) frame
-    # With no boids and no arena the frame is background only.
+    # With no boids, no hawk and no arena the frame is background only.
     empty = tmp_path / "empty.png"
     out = flock3d(
         "render",
@@ -221,6 +221,8 @@ def test_render_png_shows_boids(tmp_path):
         "320x240",
         "--set",
         "flock.count=0",
+        "--set",
+        "predators.count=0",
         "--set",
         "view.show_arena=false",
     )

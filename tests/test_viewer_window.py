@@ -220,8 +220,9 @@ def test_loading_a_scene_with_another_radius_reframes_the_camera(qt_app, viewer,
 
 def test_a_couzin_scene_puts_its_zones_on_the_panel(qt_app, viewer, tmp_path):
     panel = viewer.panel
-    # No world features in the default scene: no World box either.
-    assert panel.zones.isHidden() and panel.world.isHidden()
+    # The default scene's one world feature is its hawk: the World box shows its flee weight alone.
+    assert panel.zones.isHidden() and not panel.world.isHidden() and not panel.controls["flee"].isHidden()
+    assert panel.controls["avoidance"].isHidden() and panel.controls["path_weight"].isHidden()
     assert viewer.open_scene(resolve_scene("features/predators").save(tmp_path / "predators.toml"))
     pump(qt_app, 0.2)
     # A scene with predators shows their weight, and only that, in the World box.
@@ -249,7 +250,7 @@ def test_a_couzin_scene_puts_its_zones_on_the_panel(qt_app, viewer, tmp_path):
     # Back to the boids model: its rows return and the zones go.
     assert viewer.open_scene(resolve_scene("default").save(tmp_path / "default.toml"))
     pump(qt_app, 0.2)
-    assert panel.zones.isHidden() and panel.world.isHidden()
+    assert panel.zones.isHidden() and not panel.world.isHidden()
     assert not panel.controls["separation"].isHidden() and panel.controls["separation"].isEnabled()
 
     # A Vicsek scene: its noise, speed and radius in the model's box, none of the boids' rules.

@@ -32,11 +32,15 @@ def measure(n: int, seconds: float, mesh: str = "bird", scene_name: str = "defau
     if scene_name == "default":
         radius = 30.0 * (n / 500.0) ** (1.0 / 3.0)  # the default scene's density
         # The whole arena framed at every size (as the default scene was before it framed its
-        # flock), so that measurements of one size compare across versions.
+        # flock), with the rules alone and boids one unit long (as it was before its hawk and
+        # wander), so that measurements of one size compare across versions.
         overrides = [
             f"flock.count={n}",
             f"arena.radius={radius}",
             f"view.camera_distance={frame_distance(radius)}",
+            "view.boid_size=1",
+            "rules.wander=0",
+            "predators.count=0",
         ]
     else:  # a world as it is shipped, framed as it frames itself
         overrides = []
