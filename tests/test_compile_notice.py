@@ -16,6 +16,12 @@ from flock3d.core.compiling import COMPILING
 pytestmark = pytest.mark.usefixtures("own_cache")
 
 
+@pytest.fixture(autouse=True)
+def _no_recent_line(monkeypatch):
+    """As if no compile had spoken lately (another test in this process may have)."""
+    monkeypatch.setattr(compiling._watch, "said_at", None)
+
+
 def _rule(scale: float):
     """A pair rule no step has compiled before (its constant is its own)."""
 
@@ -31,6 +37,7 @@ def test_a_compile_from_python_says_one_line(capsys):
     flock.step(2)
     assert capsys.readouterr().err.splitlines() == [COMPILING]
     flock.step(2)  # compiled: nothing more
+    flock3d.Flock(flock3d.Params(count=20), seed=1, rules=[_rule(0.3)]).step(1)  # within QUIET s: silent
     assert capsys.readouterr().err == ""
     assert compiling.compiling_since() is None  # no compile runs now
 

@@ -11,8 +11,9 @@ The line goes through the logger ``flock3d.compiling`` at INFO; silence it with
 :func:`compiling_since` each frame and shows the wait there.
 
 Invariants: one line a *burst* (from the first compile that starts while none runs, in any
-thread, to the last that ends), or one line a :func:`notices` block, however many functions a
-burst compiles; loading a compiled function from the cache is not a compile and says nothing.
+thread, to the last that ends; bursts within :data:`QUIET` s of one that spoke say
+nothing), or one line a :func:`notices` block, however many functions a burst compiles;
+loading a compiled function from the cache is not a compile and says nothing.
 """
 
 from __future__ import annotations
@@ -30,6 +31,10 @@ __all__ = ["COMPILING", "COMPILING_MEASUREMENTS", "compiling_since", "notices", 
 COMPILING = "flock3d: compiling the simulation (first run only)..."
 #: Said when only measurements compile (`flock3d metrics`, `flock3d infer`, a colour mode).
 COMPILING_MEASUREMENTS = "flock3d: compiling the measurements (first run only)..."
+
+#: Outside a :func:`notices` block, a burst starting within this many seconds of the last one
+#: that spoke says nothing: building a flock and compiling its step are one wait.
+QUIET = 30.0
 
 log = logging.getLogger("flock3d.compiling")
 
@@ -60,6 +65,7 @@ class _Watch:
         self.depth = 0
         self.since: float | None = None
         self.said_in_burst = False
+        self.said_at: float | None = None  # when the last burst outside a notices() block said it
         self.block: list[str | bool] | None = None  # [label, said] of the innermost notices()
 
     def start(self) -> None:
@@ -73,10 +79,11 @@ class _Watch:
                     return
                 self.block[1] = True
                 line = str(self.block[0])
-            elif self.said_in_burst:
-                return
+            elif self.said_in_burst or (self.said_at is not None and self.since - self.said_at < QUIET):
+                return  # one wait (a flock's build, then its step) says one line
             else:
                 line = COMPILING
+                self.said_at = self.since
             self.said_in_burst = True
         log.info(line)
 
