@@ -36,9 +36,13 @@ __all__ = [
     "ground_of",
     "shape_key",
     "ground_under",
+    "ground_along",
+    "cast_shadow",
+    "pull_inside",
     "ray_distances",
     "is_ground",
     "object_color",
+    "ground_colors",
     "OBSTACLE_FILL",
     "ARENA_FILL",
     "GROUND_FILL",
@@ -50,8 +54,9 @@ ARENA_FILL = (0.36, 0.43, 0.56)
 """An arena object without a ``color``: a slate blue wall behind the flock."""
 GROUND_FILL = (0.27, 0.33, 0.29)
 """A plane or heightfield without a ``color``: dark moss, darker than the boids."""
-SEGMENTS = 48
-"""Segments around a round shape (sphere, cylinder, capsule, torus)."""
+SEGMENTS = 32
+"""Segments around a round shape (sphere, cylinder, capsule, torus): smooth normals keep 32 round
+to the eye, and a forest of spheres costs software OpenGL (llvmpipe) less than half of 48's."""
 MAX_DRAWN_SIDE = 257
 """A heightfield is drawn with at most this many nodes a side (every k-th node of a larger image)."""
 PLANE_CELLS = 16
@@ -89,6 +94,40 @@ def object_color(o: Object) -> tuple[float, float, float]:
     if is_ground(o):
         return GROUND_FILL
     return ARENA_FILL if o.role == "arena" else OBSTACLE_FILL
+
+
+ROCK = (0.46, 0.43, 0.40)
+GRASS = (0.30, 0.43, 0.20)
+SNOW = (0.90, 0.92, 0.95)
+"""The ground's colours where its scene gives it none: grass low and flat, rock on steep slopes,
+snow on the highest flat ground."""
+
+
+def ground_colors(mesh: ObjectMesh, base) -> np.ndarray:
+    """(V, 3) colours of a ground mesh's vertices, sRGB in [0, 1], by height and slope.
+
+    Flat ground takes ``base`` (the object's colour), a little darker low down and lighter high
+    up; steep slopes (past about 35 degrees, all rock past about 60) a rock colour: ``base``
+    greyed and darkened, banded in strata by height. A ground with no colour of its own
+    (``base`` is :data:`GROUND_FILL`) is grass, rock and, on its highest flat ground, snow.
+    """
+    v, n = mesh.vertices.astype(np.float64), mesh.normals.astype(np.float64)
+    base = np.asarray(base, np.float64)
+    own = not np.allclose(base, GROUND_FILL)
+    low, high = float(v[:, 1].min()), float(v[:, 1].max())
+    t = (v[:, 1] - low) / (high - low) if high - low > 1e-9 else np.full(len(v), 0.5)  # a plane: mid
+    steep = np.clip((1.0 - n[:, 1] - 0.18) / (0.5 - 0.18), 0.0, 1.0)
+    steep = steep * steep * (3.0 - 2.0 * steep)  # smoothstep
+    flat = base if own else np.asarray(GRASS)
+    flat = flat[None, :] * (0.85 + 0.3 * t)[:, None]
+    grey = (base @ (0.2126, 0.7152, 0.0722)) * np.ones(3)
+    rock = 0.9 * (0.55 * base + 0.45 * grey) if own else np.asarray(ROCK)
+    strata = 0.92 + 0.08 * np.sin(2.0 * np.pi * 6.0 * t)
+    color = flat + steep[:, None] * (rock[None, :] * strata[:, None] - flat)
+    if not own:
+        snow = np.clip((t - 0.8) / 0.1, 0.0, 1.0) * (1.0 - steep)
+        color += snow[:, None] * (np.asarray(SNOW) - color)
+    return np.clip(color, 0.0, 1.0)
 
 
 # -- tessellation ---------------------------------------------------------------------------
@@ -157,28 +196,28 @@ def _box(hx: float, hy: float, hz: float) -> ObjectMesh:
     return _mesh(np.concatenate(vertices), np.concatenate(normals), faces)
 
 
-def _sphere(r: float) -> ObjectMesh:
-    return _revolve(_arc(r, 0.0, math.pi / 2, -math.pi / 2, SEGMENTS // 2 + 1))
+def _sphere(r: float, segments: int) -> ObjectMesh:
+    return _revolve(_arc(r, 0.0, math.pi / 2, -math.pi / 2, segments // 2 + 1), segments)
 
 
-def _cylinder(r: float, hh: float) -> ObjectMesh:
+def _cylinder(r: float, hh: float, segments: int) -> ObjectMesh:
     top = np.array([[0.0, hh, 0.0, 1.0], [r, hh, 0.0, 1.0]])
     side = np.array([[r, hh, 1.0, 0.0], [r, -hh, 1.0, 0.0]])
     bottom = np.array([[r, -hh, 0.0, -1.0], [0.0, -hh, 0.0, -1.0]])
-    return _join(_revolve(top), _revolve(side), _revolve(bottom))
+    return _join(_revolve(top, segments), _revolve(side, segments), _revolve(bottom, segments))
 
 
-def _capsule(r: float, half_segment: float) -> ObjectMesh:
-    rows = SEGMENTS // 4 + 1
+def _capsule(r: float, half_segment: float, segments: int) -> ObjectMesh:
+    rows = segments // 4 + 1
     upper = _arc(r, half_segment, math.pi / 2, 0.0, rows)
     lower = _arc(r, -half_segment, 0.0, -math.pi / 2, rows)
-    return _revolve(np.vstack([upper, lower]))  # the band between the arcs is the side
+    return _revolve(np.vstack([upper, lower]), segments)  # the band between the arcs is the side
 
 
-def _torus(ring: float, tube: float) -> ObjectMesh:
-    profile = _arc(tube, 0.0, 0.0, 2.0 * math.pi, SEGMENTS // 2 + 1)
+def _torus(ring: float, tube: float, segments: int) -> ObjectMesh:
+    profile = _arc(tube, 0.0, 0.0, 2.0 * math.pi, segments + 1)  # the tube as round as the ring
     profile[:, 0] += ring
-    return _revolve(profile)
+    return _revolve(profile, segments)
 
 
 def _grid(x: np.ndarray, z: np.ndarray, heights: np.ndarray) -> ObjectMesh:
@@ -191,7 +230,14 @@ def _grid(x: np.ndarray, z: np.ndarray, heights: np.ndarray) -> ObjectMesh:
     normals = np.stack([-dhdx, np.ones_like(heights), -dhdz], axis=-1).reshape(-1, 3)
     idx = np.arange(nx * nz).reshape(nx, nz)
     a, b, c, d = idx[:-1, :-1], idx[1:, :-1], idx[1:, 1:], idx[:-1, 1:]
-    faces = np.concatenate([np.stack([a, b, c], -1).reshape(-1, 3), np.stack([a, c, d], -1).reshape(-1, 3)])
+    # Each cell split along the diagonal whose ends differ least in height: a cliff or a rim
+    # running across the grid's rows is then cut along, not across (which would draw it as a
+    # sawtooth); on flat ground both splits are the same.
+    h = heights.reshape(-1)
+    across = np.abs(h[b] - h[d]) < np.abs(h[a] - h[c])
+    first = np.where(across[..., None], np.stack([a, b, d], -1), np.stack([a, b, c], -1))
+    second = np.where(across[..., None], np.stack([b, c, d], -1), np.stack([a, c, d], -1))
+    faces = np.concatenate([first.reshape(-1, 3), second.reshape(-1, 3)])
     return _mesh(vertices, normals, faces, ground=True)
 
 
@@ -205,20 +251,21 @@ def object_heights(o: Object) -> np.ndarray:
     return read_heights(o.image)
 
 
-def object_mesh(o: Object, extent: float) -> ObjectMesh:
+def object_mesh(o: Object, extent: float, segments: int = SEGMENTS) -> ObjectMesh:
     """The triangles of object ``o`` (valid) in its scaled local frame; a plane is drawn as a
-    square reaching ``extent`` units each way from its origin (a plane has no edge)."""
+    square reaching ``extent`` units each way from its origin (a plane has no edge); a round
+    shape with ``segments`` around (a multiple of 4)."""
     sx, sy, sz = scales(o)
     if o.shape == "box":
         return _box(0.5 * o.size[0] * sx, 0.5 * o.size[1] * sy, 0.5 * o.size[2] * sz)
     if o.shape == "sphere":
-        return _sphere(o.radius * sx)
+        return _sphere(o.radius * sx, segments)
     if o.shape == "cylinder":
-        return _cylinder(o.radius * sx, 0.5 * o.height * sy)
+        return _cylinder(o.radius * sx, 0.5 * o.height * sy, segments)
     if o.shape == "capsule":
-        return _capsule(o.radius * sx, 0.5 * o.height * sy - o.radius * sx)
+        return _capsule(o.radius * sx, 0.5 * o.height * sy - o.radius * sx, segments)
     if o.shape == "torus":
-        return _torus(o.radius * sx, o.tube * sx)
+        return _torus(o.radius * sx, o.tube * sx, segments)
     if o.shape == "plane":
         side = np.linspace(-extent, extent, PLANE_CELLS + 1)
         return _grid(side, side, np.zeros((len(side), len(side))))
@@ -384,6 +431,113 @@ def ground_under(
         feet[nearer] = foot[nearer]
         normals[nearer] = normal[nearer]
     return feet, normals, best
+
+
+SHADOW_ITERATIONS = 4
+"""Steps of the walk along the sun's rays onto a heightfield (a plane takes one)."""
+
+
+def ground_along(
+    points: np.ndarray, grounds: Sequence[Ground], origins, rotations, light, up=(0.0, 1.0, 0.0)
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Where the sun's ray through each point meets the ground below it: the point moved away
+    from the sun (along ``-light``) until it lies on the ground (:func:`ground_under`).
+
+    The ray is walked by fixed-point steps: each drops the point by its height over the ground
+    straight below it, along the ray. On a plane the first step lands; on a heightfield each
+    step halves the error or better wherever the ground rises more slowly along the ray than
+    the ray falls (slopes under the sun's elevation).
+
+    Args:
+        points: (N, 3) world units.
+        grounds, origins, rotations: as for :func:`ground_under`.
+        light: towards the sun, unit vector; a sun less than 3 degrees up casts no shadow.
+        up: the world's up.
+
+    Returns:
+        ``(feet, normals, hit)``: (N, 3) the ground's points and unit normals there, (N,) bool:
+        whether the point has ground below it (elsewhere the feet are NaN).
+    """
+    p = np.asarray(points, np.float64).reshape(-1, 3)
+    light, up = np.asarray(light, np.float64), np.asarray(up, np.float64)
+    fall = float(light @ up)
+    if fall < math.sin(math.radians(3.0)) or not grounds:
+        return np.full(p.shape, np.nan), np.zeros(p.shape), np.zeros(len(p), bool)
+    q = p + 1e-6 * max(1.0, float(np.abs(p).max(initial=0.0))) * up  # a vertex on the ground stays over it
+    for _ in range(SHADOW_ITERATIONS):
+        _, _, heights = ground_under(q, grounds, origins, rotations, up)
+        heights = np.where(np.isfinite(heights), heights, 0.0)
+        q = q - (heights / fall)[:, None] * light
+    feet, normals, heights = ground_under(q + 1e-6 * up, grounds, origins, rotations, up)
+    return feet, normals, np.isfinite(heights)
+
+
+def cast_shadow(vertices, faces, grounds: Sequence[Ground], origins, rotations, light, up=(0.0, 1.0, 0.0)):
+    """The shadow a closed mesh casts on the ground: its faces turned to the sun, each vertex
+    carried along the sun's rays onto the ground (:func:`ground_along`). Of a convex shape they
+    cover the shadow once (no face's shadow darkens another's); of a concave one (a torus, a
+    rock) a few overlap.
+
+    Args:
+        vertices: (V, 3) world units; faces: (F, 3), counter-clockwise seen from outside.
+        grounds, origins, rotations, light, up: as for :func:`ground_along`.
+
+    Returns:
+        ``(points, normals)``: (3S, 3) the shadow's triangles' corners on the ground and the
+        ground's unit normals there (every three rows a triangle).
+    """
+    v = np.asarray(vertices, np.float64).reshape(-1, 3)
+    f = np.asarray(faces, np.int64).reshape(-1, 3)
+    facing = np.cross(v[f[:, 1]] - v[f[:, 0]], v[f[:, 2]] - v[f[:, 0]]) @ np.asarray(light, np.float64) > 0.0
+    f = f[facing]
+    used = np.unique(f)
+    feet, normals, hit = ground_along(v[used], grounds, origins, rotations, light, up)
+    index = np.full(len(v), -1)
+    index[used] = np.arange(len(used))
+    corners = index[f]
+    kept = hit[corners].all(axis=1)
+    corners = corners[kept].ravel()
+    return feet[corners], normals[corners]
+
+
+def pull_inside(points: np.ndarray, triangles: np.ndarray) -> np.ndarray:
+    """``points`` (N, 3) with those outside the closed surface ``triangles`` (T, 3, 3) moved
+    straight down (along -y) onto it: what hangs from an arena's roof and reaches through it
+    (a stalactite's root in the rock) ends at the roof as drawn.
+
+    A point is inside where the nearest triangle straight above it faces up (outwards, as the
+    triangles are wound: a roof seen from under it); elsewhere (under a floor, or nothing above)
+    it is moved to the nearest triangle below it, and kept where there is none. (Nearest, not a
+    count of crossings: a ray through a shared edge meets two triangles.) Only the triangles
+    over the points' footprint are tested.
+    """
+    p = np.asarray(points, np.float64).reshape(-1, 3)
+    tri = np.asarray(triangles, np.float64).reshape(-1, 3, 3)
+    low, high = p[:, [0, 2]].min(axis=0), p[:, [0, 2]].max(axis=0)
+    xz = tri[:, :, [0, 2]]
+    over = (xz.max(axis=1) >= low).all(axis=1) & (xz.min(axis=1) <= high).all(axis=1)
+    tri = tri[over]
+    if len(tri) == 0:
+        return p
+    # Barycentric coordinates of each point's (x, z) in each triangle's (x, z) projection.
+    a, b, c = (tri[None, :, k, :] for k in range(3))  # (1, T, 3)
+    q = p[:, None, :]
+    e1, e2, r = b - a, c - a, q - a
+    det = e1[..., 0] * e2[..., 2] - e1[..., 2] * e2[..., 0]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        u = (r[..., 0] * e2[..., 2] - r[..., 2] * e2[..., 0]) / det
+        v = (e1[..., 0] * r[..., 2] - e1[..., 2] * r[..., 0]) / det
+    inside = (det != 0.0) & (u >= 0.0) & (v >= 0.0) & (u + v <= 1.0)
+    y = a[..., 1] + u * e1[..., 1] + v * e2[..., 1]  # the surface's height over the point
+    faces_up = np.cross(e1[0], e2[0])[:, 1] > 0.0  # (T,) outward normals' y
+    above = np.where(inside & (y > q[..., 1]), y, np.inf)
+    nearest = above.argmin(axis=1)
+    roofed = np.isfinite(above.min(axis=1)) & faces_up[nearest]
+    below = np.where(inside & (y <= q[..., 1]), y, -np.inf).max(axis=1)
+    out = p.copy()
+    moved = ~roofed & np.isfinite(below)
+    out[moved, 1] = below[moved]
+    return out
 
 
 # -- picking ------------------------------------------------------------------------------

@@ -112,6 +112,12 @@ class ViewHints:
     """Simulated seconds in where ``flock3d render`` of the scene begins, its still or its video;
     unset: a still shows the flock :data:`STILL_START` seconds in (not its spawn), a video starts
     at 0."""
+    sky: str = "dusk"
+    """The sky and its sun: ``day``, ``dusk`` or ``night`` (the light, the sky's colours, the sun's place)."""
+    ground_grid: float = 0.2
+    """Opacity of the grid drawn on the ground (planes and heightfields), 0 (none) to 1."""
+    show_guides: bool = True
+    """Draw the path's waypoints and the attractors as markers and lines."""
     species: tuple[SpeciesLook, ...] = ()
     """The look of each species, in the order of ``Params.species`` (from the ``color`` and
     ``mesh`` of the ``[[species]]`` tables)."""
@@ -120,6 +126,7 @@ class ViewHints:
 CAMERAS = ("orbit", "arcball", "fly", "follow", "fixed", "axis")
 MESHES = ("dart", "cone", "bird")
 COLOR_MODES = ("heading", "speed", "neighbours", "uniform", "species")
+SKIES = ("day", "dusk", "night")
 
 
 def _key_of(field: dataclasses.Field) -> Key:
@@ -156,6 +163,9 @@ KEYS: list[Key] = [
     Key("view.show_axes", "view", "show_axes", "boolean", "Draw coordinate axes."),
     Key("view.trails", "view", "trails", "number", "Seconds of path drawn behind each boid as a fading trail, in [0, 10]; 0: none."),
     Key("view.show_vectors", "view", "show_vectors", "boolean", "Draw each boid's velocity and steering as lines."),
+    Key("view.sky", "view", "sky", "choice", "The sky and its sun (the light and the shadows follow it).", SKIES),
+    Key("view.ground_grid", "view", "ground_grid", "number", "Opacity of the ground's grid, in [0, 1]; 0: none."),
+    Key("view.show_guides", "view", "show_guides", "boolean", "Draw the path's waypoints and the attractors."),
     Key("view.start", "view", "start", "number", "Simulated seconds in where a render of the scene begins (its still, its video), >= 0; unset: a still 5 s in, a video at 0."),
 ]  # fmt: skip
 
@@ -219,6 +229,8 @@ def check_kind(key: Key, value: Any) -> str | None:
         return f"must be in [-90, 90] (got {value!r})"
     if key.name == "view.start" and not (math.isfinite(value) and value >= 0):
         return f"must be a finite number of seconds >= 0 (got {value!r})"
+    if key.name == "view.ground_grid" and not 0 <= value <= 1:
+        return f"must be in [0, 1] (got {value!r})"
     if key.name == "view.trails" and not 0 <= value <= 10:
         return f"must be from 0 to 10 seconds (got {value!r})"
     return None

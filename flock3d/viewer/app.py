@@ -277,6 +277,7 @@ class ViewerWindow:
         p.mesh_chosen.connect(self.visuals.set_mesh)
         p.arena_toggled.connect(lambda on: self.visuals.set_params(self.session.params, show_arena=on))
         p.axes_toggled.connect(lambda on: setattr(self.visuals.axes, "visible", on))
+        p.guides_toggled.connect(self.visuals.set_guides)
         p.focus_toggled.connect(lambda on: self.set_focus(0 if on and len(self.snapshot.state) else None))
         p.trails_edited.connect(self.visuals.set_trails)
         p.vectors_toggled.connect(lambda on: setattr(self.visuals, "show_vectors", on))
@@ -333,6 +334,7 @@ class ViewerWindow:
             ("P",): self.screenshot,
             ("M",): lambda: p.buttons["record"].toggle(),
             ("A",): lambda: p.arena.toggle(),
+            ("G",): lambda: p.guides.toggle(),
             ("X",): lambda: p.axes.toggle(),
             ("Delete", "Backspace"): self.delete_selected,
             ("Ctrl+Z",): self.undo,
@@ -352,6 +354,7 @@ class ViewerWindow:
         self.visuals.set_mesh(hints.mesh)
         self.visuals.set_trails(hints.trails)
         self.visuals.show_vectors = hints.show_vectors
+        self.visuals.set_look(hints)
         self.set_focus(None)
         p = self.panel
         p.show_params(scene.params)
@@ -361,6 +364,7 @@ class ViewerWindow:
             (p.mesh, lambda: p.mesh.setCurrentText(hints.mesh)),
             (p.arena, lambda: p.arena.setChecked(hints.show_arena)),
             (p.axes, lambda: p.axes.setChecked(hints.show_axes)),
+            (p.guides, lambda: p.guides.setChecked(hints.show_guides)),
             (p.focus, lambda: p.focus.setChecked(False)),
             (p.trails, lambda: p.trails.setValue(hints.trails)),
             (p.vectors, lambda: p.vectors.setChecked(hints.show_vectors)),
@@ -396,6 +400,7 @@ class ViewerWindow:
             mesh=self.panel.mesh.currentText(),
             color_mode=self.visuals.color_mode,
             show_arena=bool(self.visuals.show_arena),
+            show_guides=bool(self.visuals.show_guides),
             show_axes=bool(self.visuals.axes.visible),
             trails=float(self.visuals.trail_seconds),
             show_vectors=bool(self.visuals.show_vectors),

@@ -50,7 +50,8 @@ v       cycle colours ({", ".join(COLOR_MODES)})
 f       focus on boid 0       esc  clear focus
 t       trails on / off       d    velocity and steering lines
 p       screenshot (PNG)      m    record / stop video (MP4)
-a       arena   x  axes       h ?  this help      ctrl+q  quit
+a       arena   x  axes       g    guides (path, waypoints, attractors)
+h ?     this help             ctrl+q  quit
 fly camera: arrows move, page up/down rise and sink, drag or i j k l to look,
             q e roll"""
 

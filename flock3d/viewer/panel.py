@@ -54,6 +54,7 @@ _KEY_OF_CONTROL = {
     "color_mode": ("view.color_mode", None),
     "mesh": ("view.mesh", None),
     "arena": ("view.show_arena", None),
+    "guides": ("view.show_guides", None),
     "axes": ("view.show_axes", None),
     "trails": ("view.trails", None),
     "vectors": ("view.show_vectors", None),
@@ -327,6 +328,7 @@ class ControlPanel(QtWidgets.QScrollArea):
     color_mode_chosen = QtCore.Signal(str)
     mesh_chosen = QtCore.Signal(str)
     arena_toggled = QtCore.Signal(bool)
+    guides_toggled = QtCore.Signal(bool)
     axes_toggled = QtCore.Signal(bool)
     focus_toggled = QtCore.Signal(bool)
     trails_edited = QtCore.Signal(float)
@@ -426,6 +428,8 @@ class ControlPanel(QtWidgets.QScrollArea):
         view_form.addRow("Trails", self.trails)
         self.arena = self._check("Arena", self.arena_toggled, tooltip("arena", "Outline the arena (a)."))
         self.axes = self._check("Axes", self.axes_toggled, tooltip("axes", "x, y, z axes at the centre (x)."))
+        tip = tooltip("guides", "The path, its waypoints and the attractors (g).")
+        self.guides = self._check("Guides", self.guides_toggled, tip)
         tip = tooltip("vectors", "Velocity (cyan) and last steering (v_new - v_old) / dt (orange) (d).")
         self.vectors = self._check("Velocity, steering", self.vectors_toggled, tip)
         self.focus = self._check(
@@ -439,7 +443,8 @@ class ControlPanel(QtWidgets.QScrollArea):
         )  # fmt: skip
         checks = QtWidgets.QGridLayout()
         checks.setSpacing(2)
-        for i, box in enumerate((self.arena, self.axes, self.vectors, self.focus, self.antialias)):
+        boxes = (self.arena, self.guides, self.axes, self.vectors, self.focus, self.antialias)
+        for i, box in enumerate(boxes):
             checks.addWidget(box, i // 2, i % 2)
         view_form.addRow(checks)
         column.addWidget(view)

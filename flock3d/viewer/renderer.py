@@ -4,7 +4,8 @@
 flock state in with :meth:`FlockVisuals.update` (style guide: the viewer reads
 state and never owns it). What it draws, back to front:
 
-- a sky: a vertical gradient from night blue to a dusky horizon;
+- a sky (``view.sky``: day, dusk or night, :mod:`flock3d.look.sky`): a vertical gradient
+  and its sun's disc;
 - the boids: one instanced mesh (:mod:`flock3d.viewer.visuals`); per boid only its
   position, heading, colour and bank angle go to the GPU, which builds its rotation,
   beats its wings and keeps it at least :data:`MIN_BOID_PIXELS` long on screen;
@@ -14,12 +15,13 @@ state and never owns it). What it draws, back to front:
 - optional fading trails (the last seconds of each path) and debug lines
   (each boid's velocity and its last step's steering);
 - a quiet outline of the arena (the sphere's rim as seen from the camera and its
-  equator; a box's edges), obstacles, the path and attractors;
+  equator; a box's edges), obstacles, and the guides: the path and attractors;
 - the world's objects, lit by the sun and the sky and fading into the sky beyond the world,
   a grid on the ground and the flock's shadows on it (:mod:`flock3d.viewer.scenery`).
 
-Light: one sun, fixed in the world (:data:`SUN`), lights the objects and the boids, whose
-faces are shaded by their normals: a boid banking into a turn catches the light or loses it.
+Light: one sun, fixed in the world (the sky's, where its disc is drawn), lights the objects and the
+boids, whose faces are shaded by their normals: a boid banking into a turn catches the light or
+loses it; the objects cast their shadows away from it.
 
 Banking: a boid rolls into a turn as an aircraft does, by ``atan(a_lat / g)`` where
 ``a_lat`` is its acceleration across its heading in the last step (smoothed over
@@ -62,8 +64,10 @@ from flock3d.look.colors import (
     species_colors,
     uniform_colors,
 )
+from flock3d.look.sky import sky_look
 from flock3d.scene.schema import COLOR_MODES, ViewHints
 from flock3d.viewer.scenery import Scenery, grid_spacing
+from flock3d.viewer.sun import Sun
 from flock3d.viewer.visuals import Boids, Segments, Sky, Trails
 
 __all__ = [
@@ -88,7 +92,6 @@ VELOCITY_COLOR = (0.45, 0.95, 1.0, 0.9)
 STEERING_COLOR = (1.0, 0.55, 0.2, 0.9)
 SELECTION_COLOR = (0.35, 0.95, 1.0, 0.95)
 """The outline of what is selected for editing."""
-FOG_COLOR = tuple(0.5 * (np.asarray(SKY_TOP) + np.asarray(SKY_BOTTOM)))
 MIN_BOID_PIXELS = 7.0
 """A boid is drawn at least this many canvas pixels long, however far away."""
 SPECK_PIXELS = 8.0
@@ -318,6 +321,11 @@ class FlockVisuals:
 
         self.sky = Sky(SKY_TOP, SKY_BOTTOM, parent=view.scene)
         self.sky.order = -1000  # first, behind everything
+        self.sun = Sun(parent=view.scene)
+        self.sun.order = -999  # on the sky, behind whatever is drawn after it
+        self.sun.fov = CAMERA_FOV
+        self.look = sky_look(hints.sky)
+        self.show_guides = hints.show_guides
         self.scenery = Scenery(view)
         self._world = world_extent(params)
         self._world_of = _arena_of(params)
@@ -345,6 +353,7 @@ class FlockVisuals:
         self.axes = scene.visuals.XYZAxis(parent=view.scene)
         self._show_world(params, hints.show_arena)
         self.axes.visible = hints.show_axes
+        self.set_look(hints)
 
     def _segments(self, width: float = 1.0):
         lines = Segments(width=width * self.pixel_scale, parent=self.view.scene)
@@ -371,7 +380,8 @@ class FlockVisuals:
             self.attractors.set_data(
                 np.asarray(points, np.float32), face_color=colors, edge_width=0, size=sizes, symbol="disc"
             )
-        self.attractors.visible = bool(points)
+        self.attractors.visible = bool(points) and self.show_guides
+        self.path.visible = self.path.visible and self.show_guides
         self._place_axes(params)
         self._outline_arena(params)
 
@@ -398,6 +408,21 @@ class FlockVisuals:
             self.params = params
             self._show_world(params, show)
         self.params = params
+
+    def set_look(self, hints: ViewHints) -> None:
+        """The scene's sky, ground grid and guides (``view.sky``, ``view.ground_grid``,
+        ``view.show_guides``)."""
+        self.look = sky_look(hints.sky)
+        self.sky.top, self.sky.bottom = np.asarray(self.look.top), np.asarray(self.look.bottom)
+        self.sun.uniforms["u_disc"] = self.look.disc
+        self.scenery.grid_opacity = hints.ground_grid
+        self.set_guides(hints.show_guides)
+        self.view.canvas.update()
+
+    def set_guides(self, on: bool) -> None:
+        """Show or hide the guides: the path's waypoints and line and the attractors."""
+        self.show_guides = bool(on)
+        self._show_world(self.params, self.show_arena)
 
     def set_mesh(self, name: str) -> None:
         """The panel's mesh: the shape of every boid whose species has no mesh of its own."""
@@ -568,7 +593,8 @@ class FlockVisuals:
         )
         self.camera_frame = frame
         world_up = up_axis(self.params)
-        towards_light = sun_direction(world_up)
+        towards_light = self.look.sun_direction(world_up)
+        self.sun.uniforms["u_light"] = tuple(float(x) for x in towards_light)
         centre, radius = self.framed(state.positions)
         tr = self.view.scene.node_transform(self.view.canvas.scene)
         w_near, w_far = tr.map(np.array([centre - radius * frame.into, centre + radius * frame.into]))[:, 3]
@@ -580,7 +606,7 @@ class FlockVisuals:
                                      world_centre + world_radius * frame.into]))[:, 3]  # fmt: skip
         self.scenery.aim(
             towards_light, world_up, frame.eye if frame.eye is not None else centre - 1e9 * frame.into,
-            (SKY_TOP, SKY_BOTTOM),
+            (self.look.top, self.look.bottom), self.look,
             (far, far + FOG_HORIZON * (far - near)) if fogged and far > near else (1e30, 2e30),
             grid_spacing(world_radius),
         )  # fmt: skip
@@ -596,7 +622,8 @@ class FlockVisuals:
             u["u_half_viewport"] = (w / 2.0, h / 2.0)
             u["u_camera_right"] = tuple(float(x) for x in frame.right)
             u["u_light"] = tuple(float(x) for x in towards_light)
-            u["u_fog_color"] = FOG_COLOR
+            u["u_fog_color"] = tuple(0.5 * (np.asarray(self.look.top) + np.asarray(self.look.bottom)))
+            u["u_tint"] = self.look.boid_tint
             if fogged:
                 u["u_fog"] = (float(w_near + 0.3 * (w_far - w_near)), float(w_far))
                 u["u_fog_max"] = FOG_MAX

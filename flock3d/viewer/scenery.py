@@ -5,9 +5,16 @@
 the flock and its time (:meth:`Scenery.update`). What it draws:
 
 - the objects that stay put, as one mesh in world coordinates (one draw call however many);
-  an arena object seen from outside as its far inner wall (the near half culled);
+  an arena object as the inside of a place: its near wall cut away by a vertical plane facing
+  the camera (:func:`cut_plane`), so that its far walls, its roof and its floor frame the
+  flock; what reaches out through it (a stalactite's root) ends at its wall
+  (:func:`~flock3d.look.world.pull_inside`);
 - each moving object as a mesh of its own, placed each frame by its frame at the simulated time;
-- on planes and heightfields (the ground) a grid, every fifth line brighter;
+- on planes and heightfields (the ground) a grid (``view.ground_grid``: its opacity), every
+  fifth line brighter, and the ground shaded by its height and slope
+  (:func:`~flock3d.look.world.ground_colors`);
+- the objects' shadows on the ground, cast away from the sun
+  (:mod:`~flock3d.viewer.castshadows`);
 - under each boid and predator a soft dark disc where the vertical through it meets the ground
   (:func:`~flock3d.look.world.ground_under`), larger and fainter the higher it flies (of a
   flock of more than :data:`MAX_SHADOWS`, every k-th).
@@ -26,17 +33,21 @@ from flock3d.look.world import (
     Frames,
     Ground,
     ObjectMesh,
+    cast_shadow,
+    ground_colors,
     ground_of,
     ground_under,
     is_ground,
     object_color,
     object_mesh,
+    pull_inside,
     ray_distances,
     shape_key,
 )
+from flock3d.viewer.castshadows import CastShadows
 from flock3d.viewer.visuals import Objects, Shadows
 
-__all__ = ["Scenery", "grid_spacing", "SHADOW_RADIUS", "SHADOW_DARKNESS"]
+__all__ = ["Scenery", "cut_plane", "grid_spacing", "SHADOW_RADIUS", "SHADOW_DARKNESS"]
 
 SHADOW_RADIUS = 0.45
 """A shadow's radius on the ground under a boid flying low, body lengths."""
@@ -44,6 +55,9 @@ SHADOW_DARKNESS = 0.55
 """How dark a shadow is under a boid flying low (its opacity at the middle)."""
 SHADOW_SPREAD = 0.02
 """A shadow's radius grows by this much per unit of height (a soft sun)."""
+CAST_SEGMENTS = 16
+"""Segments around a round object as its shadow is cast: a shadow's outline needs fewer than the
+object's own (and each triangle costs software OpenGL a setup however small)."""
 MAX_SHADOWS = 2000
 """Shadows drawn at most: of a larger flock every k-th boid's (their blending is most of their
 cost, and under a dense flock the ground is as dark either way)."""
@@ -55,6 +69,29 @@ def grid_spacing(size: float) -> float:
     target = max(size, 1e-9) / 6.0
     power = 10.0 ** math.floor(math.log10(target))
     return power * min((1.0, 2.0, 5.0, 10.0), key=lambda m: abs(math.log(m * power / target)))
+
+
+CUT_DEPTH = 0.5
+"""The cutaway through an arena object removes its near wall up to this share of the way from
+its side nearest the camera to its middle."""
+
+
+def cut_plane(centre, half, eye, up) -> tuple[float, float, float, float]:
+    """The cutaway through an arena object of box ``centre`` and half sides ``half``: a vertical
+    plane facing the camera at ``eye`` (world units; ``up`` unit), :data:`CUT_DEPTH` of the way
+    from the box's middle to its side nearest the camera. What lies on the camera's side of it,
+    where ``dot(normal, p) > offset``, is not drawn. Returns ``(*normal, offset)``; seen from
+    straight above, nothing is cut (the normal is zero and the offset 1)."""
+    u = np.asarray(up, np.float64)
+    centre = np.asarray(centre, np.float64)
+    towards = np.asarray(eye, np.float64) - centre
+    towards = towards - (towards @ u) * u
+    length = float(np.linalg.norm(towards))
+    if length < 1e-9:
+        return (0.0, 0.0, 0.0, 1.0)
+    normal = towards / length
+    reach = float(np.abs(normal) @ np.asarray(half, np.float64))  # the box's half depth along the normal
+    return (*(float(x) for x in normal), float(normal @ centre) + (1.0 - CUT_DEPTH) * reach)
 
 
 class Scenery:
@@ -78,16 +115,31 @@ class Scenery:
         self._ground_of: dict[Object, Ground] = {}
         self.extent = math.nan
         """How far planes are drawn each way from their origins, world units."""
-        self.still = self._visual(arena=False)
-        self.still_arena = self._visual(arena=True)
+        self.still = self._visual(arena=False, grid=False)
+        self.still_ground = self._visual(arena=False)
+        # After what stands on it: where an object is in front of the ground, the ground's pixels
+        # fail the depth test before they are shaded (most of a frame in software OpenGL).
+        self.still_ground.order = -9
+        self.still_arena = self._visual(arena=True, cut=True, grid=False)
         self.moving: dict[int, Objects] = {}
         self.shadows = Shadows(parent=view.scene)
         self.shadows.order = 3  # after the ground it lies on
         self.shadows.visible = False
+        self.cast = CastShadows(parent=view.scene)
+        self.cast.order = 2  # after the ground it lies on, before the flock's
+        self.cast.visible = False
+        self._cast_still: tuple[np.ndarray, np.ndarray] | None = None
+        self._casting: dict[int, ObjectMesh] = {}
+        """By object: the coarser mesh its shadow is cast from."""
+        self._cast_light: tuple | None = None
         self._uniforms: dict = {}
+        self.grid_opacity = 0.2
+        """The ground's grid's opacity (``view.ground_grid``)."""
+        self._cut_box: tuple[np.ndarray, np.ndarray] | None = None
+        """The arena objects' box where they start: its centre and half sides, world units."""
 
-    def _visual(self, arena: bool) -> Objects:
-        visual = Objects(arena=arena, parent=self.view.scene)
+    def _visual(self, arena: bool, cut: bool = False, grid: bool = True) -> Objects:
+        visual = Objects(arena=arena, cut=cut, grid=grid, parent=self.view.scene)
         visual.order = -10  # opaque, before the flock: the boids' pixels then fail the depth test less
         visual.visible = False
         return visual
@@ -114,20 +166,33 @@ class Scenery:
         for visual in self.moving.values():
             visual.parent = None
         self.moving = {}
-        for arena, visual in ((False, self.still), (True, self.still_arena)):
-            still = [
-                k for k, o in enumerate(self.objects) if o.motion is None and (o.role == "arena") == arena
-            ]
-            self._fill(visual, still, placed=True)
+        arenas = [k for k, o in enumerate(self.objects) if o.role == "arena"]
+        self._cut_box = None
+        if arenas:
+            corners = np.concatenate(
+                [self.origins[k] + self.meshes[k].vertices @ self.rotations[k].T for k in arenas]
+            )
+            self._cut_box = 0.5 * (corners.min(axis=0) + corners.max(axis=0)), 0.5 * np.ptp(corners, axis=0)
+        still = [k for k, o in enumerate(self.objects) if o.motion is None and o.role != "arena"]
+        self._fill(self.still_arena, [k for k in arenas if self.objects[k].motion is None], placed=True)
+        self._fill(
+            self.still, [k for k in still if not is_ground(self.objects[k])], placed=True, inside=arenas
+        )
+        self._fill(self.still_ground, [k for k in still if is_ground(self.objects[k])], placed=True)
         for k in self.frames.moving:
-            visual = self.moving[k] = self._visual(arena=self.objects[k].role == "arena")
+            arena = self.objects[k].role == "arena"
+            visual = self.moving[k] = self._visual(arena=arena, cut=arena, grid=is_ground(self.objects[k]))
             self._fill(visual, [k], placed=False)
+        self._cast_still = self._cast_light = None
+        self._casting = {}
         for visual in self._visuals():
             visual.uniforms.update(self._uniforms)
 
-    def _fill(self, visual: Objects, indices: list[int], placed: bool) -> None:
+    def _fill(self, visual: Objects, indices: list[int], placed: bool, inside: Sequence[int] = ()) -> None:
         """Put the meshes of objects ``indices`` into ``visual``: in world coordinates at their
-        frames when ``placed`` (still objects), else in their own (moved by ``u_model``)."""
+        frames when ``placed`` (still objects), else in their own (moved by ``u_model``); those
+        reaching out of the arena objects ``inside`` (through a cave's roof) drawn inside them."""
+        walls = np.concatenate([self.triangles(k) for k in inside]) if inside else None
         parts = []
         base = 0
         for k in indices:
@@ -137,7 +202,11 @@ class Scenery:
             if placed:
                 rotation = self.rotations[k]
                 v, n = self.origins[k] + v @ rotation.T, n @ rotation.T
+                if walls is not None and not mesh.ground:
+                    v = pull_inside(v, walls)
             color = np.broadcast_to(object_color(self.objects[k]), v.shape)
+            if mesh.ground:
+                color = ground_colors(mesh, color[0])
             ground = np.full(len(v), float(mesh.ground))
             parts.append((v, n, mesh.faces.astype(np.int64) + base, color, grid, ground))
             base += len(v)
@@ -147,15 +216,42 @@ class Scenery:
         visual.set_mesh(*(np.concatenate(column) for column in zip(*parts, strict=True)))
 
     def _visuals(self) -> list[Objects]:
-        return [self.still, self.still_arena, *self.moving.values()]
+        return [self.still, self.still_ground, self.still_arena, *self.moving.values()]
+
+    def _casters(self, moving: bool) -> list[int]:
+        """The objects that cast shadows (not the ground, not an arena), still or moving."""
+        return [
+            k
+            for k, o in enumerate(self.objects)
+            if not is_ground(o) and o.role != "arena" and (o.motion is not None) == moving
+        ]
+
+    def _cast(self, indices: list[int]) -> tuple[np.ndarray, np.ndarray]:
+        """The shadows of objects ``indices`` where they are now, under the light of the last aim."""
+        parts = [np.zeros((0, 3)), np.zeros((0, 3))]
+        light, up = self._uniforms["u_light"], self._uniforms["u_up"]
+        for k in indices:
+            if k not in self._casting:
+                round_shape = self.objects[k].shape in ("sphere", "cylinder", "capsule", "torus")
+                self._casting[k] = (
+                    object_mesh(self.objects[k], 0.0, CAST_SEGMENTS) if round_shape else self.meshes[k]
+                )
+            mesh = self._casting[k]
+            v = self.origins[k] + mesh.vertices.astype(np.float64) @ self.rotations[k].T
+            points, normals = cast_shadow(
+                v, mesh.faces, self._grounds, self.origins, self.rotations, light, up
+            )
+            parts = [np.concatenate([parts[0], points]), np.concatenate([parts[1], normals])]
+        return parts[0], parts[1]
 
     # -- per frame --------------------------------------------------------------------------
 
-    def aim(self, light, up, eye, sky, fog, cell: float) -> None:
+    def aim(self, light, up, eye, sky, look, fog, cell: float) -> None:
         """The light and the fog: ``light`` towards the sun and ``up`` (unit vectors), the
         camera's ``eye``, the sky's colours at the top and bottom of the picture (the fog takes
-        the sky's colour behind it), the fog's depths (clip w where it starts and where it hides
-        everything) and the ground grid's spacing, world units."""
+        the sky's colour behind it), the sky's light (``look``, a
+        :class:`~flock3d.look.sky.SkyLook`), the fog's depths (clip w where it starts and
+        where it hides everything) and the ground grid's spacing, world units."""
         top, bottom = sky
         self._uniforms = dict(
             u_light=tuple(float(x) for x in light),
@@ -165,10 +261,19 @@ class Scenery:
             u_sky_bottom=tuple(float(x) for x in bottom),
             u_fog=tuple(float(x) for x in fog),
             u_cell=float(cell),
+            u_sunlight=tuple(float(x) for x in look.sunlight),
+            u_skylight=tuple(float(x) for x in look.ambient),
+            u_grid=float(self.grid_opacity),
         )
         for visual in self._visuals():
             visual.uniforms.update(self._uniforms)
+        if self._cut_box is not None:
+            cut = cut_plane(*self._cut_box, eye, up)
+            for visual in self._visuals():
+                if "u_cut" in visual.uniforms:  # the visuals made with a cut
+                    visual.uniforms["u_cut"] = cut
         self.shadows.uniforms["u_fog"] = self._uniforms["u_fog"]
+        self.cast.uniforms["u_fog"] = self._uniforms["u_fog"]
 
     def update(self, time: float, bodies: Sequence[tuple[np.ndarray, float]], up) -> None:
         """Place the moving objects at simulated ``time`` (s), and the shadows of ``bodies``:
@@ -178,8 +283,9 @@ class Scenery:
             for k, visual in self.moving.items():
                 visual.set_frame(self.origins[k], self.rotations[k])
         if not self._grounds:
-            self.shadows.visible = False
+            self.shadows.visible = self.cast.visible = False
             return
+        self._update_cast()
         step = max(1, math.ceil(sum(len(p) for p, _ in bodies) / MAX_SHADOWS))
         points = np.concatenate([np.asarray(p, np.float64).reshape(-1, 3)[::step] for p, _ in bodies])
         sizes = np.concatenate([np.full(len(p[::step]), size) for p, size in bodies])
@@ -190,6 +296,23 @@ class Scenery:
         # Fainter as it spreads (by the radius's ratio, not the area's: high flocks still mark the ground).
         darkness = SHADOW_DARKNESS * (SHADOW_RADIUS * sizes / radii)
         self.shadows.set_shadows(feet[seen], normals[seen], radii, darkness)
+
+    def _update_cast(self) -> None:
+        """The objects' shadows: the still ones' when the sun or the objects changed, the
+        moving ones' every frame."""
+        light = (self._uniforms.get("u_light"), self._uniforms.get("u_up"))
+        if light[0] is None:
+            return
+        moving = self._casters(moving=True)
+        if self._cast_still is None or light != self._cast_light:
+            self._cast_still, self._cast_light = self._cast(self._casters(moving=False)), light
+        elif not moving:
+            return  # the shadows on the GPU are still right
+        points, normals = self._cast_still
+        if moving:
+            more = self._cast(moving)
+            points, normals = np.concatenate([points, more[0]]), np.concatenate([normals, more[1]])
+        self.cast.set_triangles(points, normals)
 
     # -- picking ----------------------------------------------------------------------------
 

@@ -46,6 +46,7 @@ uniform float u_fog_max;        // how much of the sky colour the farthest boid 
 uniform vec3 u_light;           // towards the light, unit vector in the world
 uniform vec3 u_fog_color;
 uniform float u_ambient;
+uniform float u_tint;           // the sky's boid colours' scale (dark birds against a bright sky)
 
 varying vec4 v_color;
 
@@ -74,7 +75,7 @@ void main() {
     // the wings a little, which the face normal ignores.
     vec3 n = a_normal.x * right + a_normal.y * up + a_normal.z * f;
     float shade = u_ambient + (1.0 - u_ambient) * abs(dot(n, u_light));
-    vec3 c = min(a_color.rgb * (0.25 + shade), vec3(1.0));
+    vec3 c = min(a_color.rgb * u_tint * (0.25 + shade), vec3(1.0));
     float fog = u_fog_max * smoothstep(u_fog.x, u_fog.y, centre.w);
     v_color = vec4(mix(c, u_fog_color, fog), a_color.a);
 }
@@ -141,7 +142,7 @@ class BoidsVisual(_MatrixVisual):
         super().__init__(_BOIDS_VERT, _BOIDS_FRAG, dict(
             u_up=(0.0, 1.0, 0.0), u_size=1.0, u_min_px=0.0, u_half_viewport=(1.0, 1.0),
             u_camera_right=(1.0, 0.0, 0.0), u_flap=0.0, u_fog=(1e30, 2e30), u_fog_max=0.0,
-            u_light=(0.0, 0.0, 1.0), u_fog_color=(0.0, 0.0, 0.0), u_ambient=0.45,
+            u_light=(0.0, 0.0, 1.0), u_fog_color=(0.0, 0.0, 0.0), u_ambient=0.45, u_tint=1.0,
         ))  # fmt: skip
         self._vertex_vbo = gloo.VertexBuffer(np.zeros((3, 3), np.float32))
         self._normal_vbo = gloo.VertexBuffer(np.zeros((3, 3), np.float32))
@@ -465,12 +466,14 @@ uniform mat4 u_model;       // object -> world: a rotation and a translation
 uniform vec3 u_light;       // towards the sun, unit vector in the world
 uniform vec3 u_up;          // the world's up, where the sky's light comes from
 uniform vec3 u_eye;         // the camera (far away along the view for an orthographic one)
-uniform float u_ambient;    // the sky's share of the light
+uniform vec3 u_sunlight;    // the sun's light on a face turned to it
+uniform vec3 u_skylight;    // the sky's light on a face turned up
 
 varying vec3 v_color;
 varying vec2 v_grid;
 varying float v_ground;
 varying float v_depth;
+varying vec3 v_world;
 
 void main() {
     vec4 world = u_model * vec4(a_position, 1.0);
@@ -478,7 +481,8 @@ void main() {
     if (dot(n, u_eye - world.xyz) < 0.0) n = -n;  // lit on the side seen (an arena from inside)
     float sun = max(dot(n, u_light), 0.0);
     float sky = 0.7 + 0.3 * dot(n, u_up);  // faces turned up see more of the sky
-    v_color = a_color * (u_ambient * sky + (1.0 - u_ambient) * sun);
+    v_color = a_color * (u_skylight * sky + u_sunlight * sun);
+    v_world = world.xyz;
     v_grid = a_grid;
     v_ground = a_ground;
     gl_Position = u_mvp * world;
@@ -492,11 +496,14 @@ uniform vec3 u_sky_bottom;  // melts into the sky behind it with no seam
 uniform float u_rows;       // the picture's height in framebuffer pixels
 uniform vec2 u_fog;         // depth (clip w) where the fog starts, and where it hides all
 uniform float u_cell;       // the ground's grid spacing, world units (every 5th line brighter)
+uniform float u_grid;       // the grid's opacity
+uniform vec4 u_cut;         // a cutaway: what lies where dot(u_cut.xyz, p) > u_cut.w is not drawn
 
 varying vec3 v_color;
 varying vec2 v_grid;
 varying float v_ground;
 varying float v_depth;
+varying vec3 v_world;
 
 // How much of a grid line covers this pixel, for grid coordinates g changing by w (fwidth) across
 // it (anti-aliased; 0 where lines would crowd closer than a few pixels, which would only shimmer).
@@ -506,15 +513,20 @@ float grid_line(vec2 g, vec2 w) {
 }
 
 void main() {
-    // Computed for every object (software OpenGL runs both sides of a branch), kept on the ground.
-    vec2 g = v_grid / u_cell;
-    vec2 w = fwidth(g);
-    float line = v_ground * max(0.45 * grid_line(g, w), grid_line(0.2 * g, 0.2 * w));
+    $cut
+    $grid
     vec3 c = mix(v_color, 1.7 * v_color + 0.05, line);
     vec3 sky = mix(u_sky_bottom, u_sky_top, clamp(gl_FragCoord.y / u_rows, 0.0, 1.0));
     gl_FragColor = vec4(mix(c, sky, smoothstep(u_fog.x, u_fog.y, v_depth)), 1.0);
 }
 """
+
+
+_CUT = "if (dot(u_cut.xyz, v_world) > u_cut.w) discard;"
+_GRID = """vec2 g = v_grid / u_cell;
+    vec2 w = fwidth(g);
+    float line = u_grid * v_ground * max(0.45 * grid_line(g, w), grid_line(0.2 * g, 0.2 * w));"""
+_NO_GRID = "float line = 0.0;"
 
 
 class ObjectsVisual(_MatrixVisual):
@@ -524,14 +536,22 @@ class ObjectsVisual(_MatrixVisual):
     Args:
         arena: the mesh is an arena seen from outside: the faces turned to the camera are
             culled, so that the far inner wall stands behind the flock.
+        cut: what lies beyond the plane ``u_cut`` (its normal and offset, set by the caller)
+            is not drawn: a cutaway (the discard costs software OpenGL its early depth test,
+            so only the visuals that need it have it).
+        grid: the mesh holds ground, which carries the grid (a visual of other objects is
+            spared its cost on every pixel they cover).
     """
 
-    def __init__(self, arena: bool = False) -> None:
-        super().__init__(_OBJECTS_VERT, _OBJECTS_FRAG, dict(
+    def __init__(self, arena: bool = False, cut: bool = False, grid: bool = True) -> None:
+        fcode = _OBJECTS_FRAG.replace("$cut", _CUT if cut else "").replace(
+            "$grid", _GRID if grid else _NO_GRID
+        )
+        super().__init__(_OBJECTS_VERT, fcode, dict(
             u_model=np.eye(4, dtype=np.float32), u_light=(0.0, 1.0, 0.0), u_up=(0.0, 1.0, 0.0),
-            u_eye=(0.0, 0.0, 1e6), u_ambient=0.45, u_sky_top=(0.0, 0.0, 0.0), u_sky_bottom=(0.0, 0.0, 0.0),
-            u_fog=(1e30, 2e30),
-            u_cell=1.0,
+            u_eye=(0.0, 0.0, 1e6), u_sunlight=(0.55, 0.55, 0.55), u_skylight=(0.45, 0.45, 0.45),
+            u_sky_top=(0.0, 0.0, 0.0), u_sky_bottom=(0.0, 0.0, 0.0), u_fog=(1e30, 2e30), u_cell=1.0,
+            u_grid=0.2, **({"u_cut": (0.0, 0.0, 0.0, 1.0)} if cut else {}),
         ))  # fmt: skip
         self._buffers = {
             name: gloo.VertexBuffer(np.zeros((3, width), np.float32))
@@ -548,7 +568,7 @@ class ObjectsVisual(_MatrixVisual):
         self._index_buffer = gloo.IndexBuffer(np.zeros((1, 3), np.uint32))
         self._draw_mode = "triangles"
         # Wound counter-clockwise seen from outside: an arena's front faces are those turned to the camera.
-        self.set_gl_state("opaque", depth_test=True, cull_face="front" if arena else False)
+        self.set_gl_state("opaque", depth_test=True, cull_face="front" if arena and not cut else False)
 
     def set_mesh(self, vertices, normals, faces, colors, grid=None, ground=None) -> None:
         """The triangles to draw: (V, 3) vertices and unit normals, (F, 3) faces, (V, 3) colours,
