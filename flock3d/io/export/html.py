@@ -86,21 +86,12 @@ _TURN_SCALE = math.sqrt(0.5) / _TURN_HALF
 # framing come from flock3d.look (numpy only). The few constants below live in the viewer's vispy
 # renderer, which io cannot import; each names its twin there.
 
-SUN = (0.6, 0.5, 0.8)
-"""Towards the sun in a world whose up is +y (x, up, z): low, a dusk sun (renderer.SUN)."""
 PLANE_EXTENT = 25.0
 """A plane is drawn this many world radii each way, far into the fog (renderer.PLANE_EXTENT)."""
 WING_BEATS_PER_SECOND, WING_BEAT = 3.0, 0.3
 """A bird's wing beats, per second, and how far its tips move, body lengths (renderer)."""
 ARENA_COLOR = (0.6, 0.72, 1.0, 0.16)
 """The arena's outline, RGBA (renderer.ARENA_COLOR)."""
-
-
-def sun_direction(up) -> np.ndarray:
-    """Unit vector towards the sun in a world whose up is ``up`` (renderer.sun_direction)."""
-    x, high, z = SUN
-    sun = np.array([x, high, z]) if up[1] == 1.0 else np.array([x, z, high])
-    return sun / np.linalg.norm(sun)
 
 
 def frame_bytes(boids: int, moving: int = 0) -> int:
@@ -249,12 +240,13 @@ def _camera(params, hints: ViewHints, centre: np.ndarray, radius: float) -> dict
 def _meta(recording: Trajectory, times: np.ndarray) -> tuple[dict, list[int]]:
     """Everything the page needs but the frames, and which objects move."""
     from flock3d.core.state import up_axis
-    from flock3d.look.colors import SKY_BOTTOM, SKY_TOP
+    from flock3d.look.sky import sky_look
     from flock3d.look.world import GROUND_FILL
 
     scene = recording.scene
     params = scene.params if scene is not None else None
     hints = scene.view if scene is not None else ViewHints()
+    look = sky_look(hints.sky)  # the viewer's sky, sun and fog for the scene's view.sky
     n, m = recording.n_boids, recording.n_predators
     centre, radius = _framing(recording, params, hints)
     camera = _camera(params, hints, np.asarray(centre, np.float64), radius)
@@ -282,15 +274,15 @@ def _meta(recording: Trajectory, times: np.ndarray) -> tuple[dict, list[int]]:
         "camera": camera,
         "arena": _arena(params, hints),
         "world": {"centre": list(map(float, centre)), "radius": float(radius)},
-        "sun": sun_direction(up_axis(params) if params is not None else (0.0, 1.0, 0.0)).tolist(),
+        "sun": look.sun_direction(up_axis(params) if params is not None else (0.0, 1.0, 0.0)).tolist(),
         "sky": {
-            "top": list(SKY_TOP),
-            "bottom": list(SKY_BOTTOM),
+            "top": list(look.top),
+            "bottom": list(look.bottom),
             "light": [0.62, 0.7, 0.92],
             "ground": list(GROUND_FILL),
         },
         "fog": {
-            "color": [0.5 * (a + b) for a, b in zip(SKY_TOP, SKY_BOTTOM, strict=True)],  # the viewer's fog
+            "color": [0.5 * (a + b) for a, b in zip(look.top, look.bottom, strict=True)],  # the viewer's fog
             "near": distance + radius,
             "far": distance + radius + FOG_HORIZON * 2.0 * radius,
         },
