@@ -675,6 +675,13 @@ def _run_infer(args: argparse.Namespace) -> int:
     j_error = f" ± {fit.J_error:.2g}" if several else ""
     print(f"  J = {fit.J:.3g}{j_error}, J n_c = {fit.J * fit.n_c:.3g}, C_int = {fit.alignment:.5f}")
     print(f"  polarization: measured {fit.polarization:.4f}, predicted {fit.predicted_polarization:.4f}")
+    if not fit.polarized:
+        print(
+            f"flock3d infer: warning: the directions fluctuate by {fit.fluctuation:.2f} (mean square) "
+            f"about their group's, over the {inference.MAX_FLUCTUATION:g} a spin-wave fit assumes: this "
+            "flock is not polarized (a mill, a swarm?), and n_c and J describe no model of it",
+            file=sys.stderr,
+        )
     if fit.at_edge:
         print(f"  the likelihood still rises at n_c = {n_max}: try a larger --n-max")
     print("C(r) of the direction fluctuations, in units of their measured mean square:")

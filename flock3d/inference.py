@@ -91,7 +91,16 @@ from flock3d import metrics
 from flock3d.core.neighbors import _find  # the union-find of neighbors.components
 from flock3d.core.params import short_repr
 
-__all__ = ["MaxentFit", "maxent", "maxent_frames", "spread_frames", "MAX_BOIDS", "N_C_MAX", "FRAMES"]
+__all__ = [
+    "MaxentFit",
+    "maxent",
+    "maxent_frames",
+    "spread_frames",
+    "MAX_BOIDS",
+    "N_C_MAX",
+    "FRAMES",
+    "MAX_FLUCTUATION",
+]
 
 #: Largest snapshot fitted: each range n_c factorizes a dense N x N matrix (200 MB at 5,000).
 MAX_BOIDS = 5000
@@ -99,6 +108,10 @@ MAX_BOIDS = 5000
 N_C_MAX = 40
 #: Snapshots of a recording fitted unless told (:func:`spread_frames`).
 FRAMES = 10
+#: The largest mean square direction fluctuation (about each piece's mean direction) the
+#: spin-wave fit is trusted at: 0.2 is a typical deviation of about 26 degrees, where
+#: 1 - cos is no longer small; the torus scene's mill measures 0.96.
+MAX_FLUCTUATION = 0.2
 
 
 def spread_frames(n_frames: int, count: int = FRAMES) -> list[int]:
@@ -120,7 +133,9 @@ class MaxentFit:
     ``couplings`` (K,): J*(n_c), ``c_int`` (K,): C_int(n_c), each the mean over snapshots
     (NaN where a snapshot's directions do not fluctuate, C_int = 1). ``frame_n_c``,
     ``frame_J`` (T,): each snapshot's fit. ``polarization``, ``predicted_polarization``:
-    measured and predicted (means over snapshots). ``r`` (B,), ``pairs`` (B,),
+    measured and predicted (means over snapshots). ``fluctuation``: the mean square of the
+    directions' fluctuations about their piece's mean direction (mean over snapshots), which the
+    spin-wave expansion takes to be small (:attr:`polarized`). ``r`` (B,), ``pairs`` (B,),
     ``measured`` (B,), ``predicted`` (B,): C(r) of the direction fluctuations in B bins
     from 0 to ``r_max``, measured and predicted, averaged over snapshots pair by pair;
     ``xi``, ``predicted_xi``: their first zeros (:func:`flock3d.metrics.correlation_length`).
@@ -141,6 +156,7 @@ class MaxentFit:
     dimensions: int
     polarization: float
     predicted_polarization: float
+    fluctuation: float
     r: np.ndarray
     pairs: np.ndarray
     measured: np.ndarray
@@ -154,6 +170,13 @@ class MaxentFit:
     def frames(self) -> int:
         """Snapshots fitted."""
         return len(self.frame_n_c)
+
+    @property
+    def polarized(self) -> bool:
+        """Whether the flock is within the fit's assumption: direction fluctuations small next to 1
+        (a mean square of at most :data:`MAX_FLUCTUATION`; a mill, a swarm or a disordered flock is
+        not, and its n_c and J describe no spin-wave model)."""
+        return self.fluctuation <= MAX_FLUCTUATION
 
     @property
     def at_edge(self) -> bool:
@@ -353,6 +376,7 @@ class _Snapshot:
     J: float
     polarization: float
     predicted_polarization: float
+    fluctuation: float
     pairs: np.ndarray
     r_sum: np.ndarray
     measured_sum: np.ndarray
@@ -451,6 +475,7 @@ def _fit_snapshot(p: np.ndarray, s: np.ndarray, dims: int, ranges, box, r_max: f
         coupling,
         metrics.polarization(s),
         float(order),
+        c0,
         count,
         r_sum,
         measured_sum,
@@ -580,6 +605,7 @@ def _combine(fits: list[_Snapshot], ranges: np.ndarray, n: int, dims: int, r_max
         dimensions=dims,
         polarization=float(np.mean([f.polarization for f in fits])),
         predicted_polarization=float(np.mean([f.predicted_polarization for f in fits])),
+        fluctuation=float(np.mean([f.fluctuation for f in fits])),
         r=r,
         pairs=pairs,
         measured=measured,

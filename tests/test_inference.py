@@ -337,3 +337,25 @@ def test_the_command_refuses_bad_input_in_one_line(tmp_path):
     header = (tmp_path / "c.csv").read_text().splitlines()[0]
     assert header == "bin,r,pairs,measured,predicted"
     assert len((tmp_path / "l.csv").read_text().splitlines()) == 1 + 40
+
+
+def test_a_flock_outside_the_spin_wave_assumption_is_told_so(tmp_path):
+    """A disordered flock fits anyway, but not as polarized; an ordered one is; and the command
+    line warns in one line for the first only."""
+    rng = np.random.default_rng(4)
+    p = rng.uniform(0.0, 10.0, (200, 3))
+    ordered = inference.maxent(p, spin_waves(p, 5, 40.0, rng), n_c_range=range(1, 9))
+    disordered = inference.maxent(p, rng.normal(size=(200, 3)), n_c_range=range(1, 9))
+    assert ordered.polarized and ordered.fluctuation < 0.1
+    assert not disordered.polarized and disordered.fluctuation > 0.8
+    path = tmp_path / "swarm.h5"
+    from flock3d.core.state import state_from_arrays
+
+    scene = f3d.Scene(params=f3d.Params(count=200, arena_shape="periodic", arena_size=(12.0, 12.0, 12.0)))
+    with TrajectoryWriter(path, 200, scene, every=1) as writer:
+        for _ in range(3):
+            writer.append(state_from_arrays(p, rng.normal(size=(200, 3))))
+    out = flock3d("infer", "maxent", path, "--frames", "::", "--n-max", "8", "--no-progress")
+    assert out.returncode == 0, out.stderr
+    warnings = [line for line in out.stderr.splitlines() if "not polarized" in line]
+    assert len(warnings) == 1 and warnings[0].startswith("flock3d infer: warning:"), out.stderr
