@@ -513,10 +513,14 @@ def _run_metrics(args: argparse.Namespace) -> int:
     for warning in unmeasured:
         print(f"flock3d metrics: warning: {warning.message}", file=sys.stderr)
 
-    print(f"{'':<20}{'first':>10}{'last':>10}{'mean':>10}")
+    # Each row says what it measures: the largest distance (size) and the equivalent ellipsoid's
+    # axes (thickness, width, length) are different lengths, and length may exceed size.
+    meanings = {**metrics.COLUMNS, **metrics.EXTRA_COLUMNS}
+    print(f"{'':<20}{'first':>10}{'last':>10}{'mean':>10}   what it is")
     for name in [*metrics.COLUMNS, *extra]:
         v = columns[name]
-        print(f"{name:<20}{v[0]:>10.3f}{v[-1]:>10.3f}{metrics.finite_mean(v):>10.3f}")
+        mean = metrics.finite_mean(v)
+        print(f"{name:<20}{v[0]:>10.3f}{v[-1]:>10.3f}{mean:>10.3f}   {meanings.get(name, '')}")
     if outputs["correlation"]:
         ratios = ", ".join(
             f"{k[3:]} {metrics.finite_mean(columns[k] / columns['size']):.3f}"

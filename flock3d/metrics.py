@@ -76,6 +76,7 @@ __all__ = [
     "finite_mean",
     "mean_anisotropy",
     "COLUMNS",
+    "EXTRA_COLUMNS",
     "MAX_PAIRS",
     "MAX_MEASURED",
     "MAX_BINS",
@@ -830,10 +831,17 @@ COLUMNS = {
     "nn_mean": "mean nearest-neighbour distance",
     "nn_min": "smallest nearest-neighbour distance",
     "groups": "groups (connected at perception distance)",
-    "size": "L, largest distance between two boids",
+    "size": "L, the largest distance between two boids",
     "thickness": "shortest principal axis (equivalent ellipsoid, full length)",
     "width": "middle principal axis (equivalent ellipsoid, full length)",
     "length": "longest principal axis (equivalent ellipsoid, full length)",
+}
+#: The columns ``flock3d metrics --correlation`` and ``--anisotropy`` add, with what they mean.
+EXTRA_COLUMNS = {
+    "xi_velocity": "correlation length of the velocity fluctuations (first zero of C(r))",
+    "xi_orientation": "correlation length of the direction fluctuations",
+    "xi_speed": "correlation length of the speed fluctuations",
+    "n_c": "topological range: the neighbour rank where the anisotropy falls to isotropic",
 }
 _PAIR_COLUMNS = list(COLUMNS)[:8]  # measured by the pair pass; the shape follows
 

@@ -146,3 +146,15 @@ def test_metrics_of_a_periodic_recording_look_through_the_faces(tmp_path):
     assert columns["nn_mean"][-1] == pytest.approx(metrics.nearest_neighbour_stats(last.positions, box).mean)
     assert np.all(np.isnan(columns["size"])) and np.all(np.isnan(columns["length"]))
     assert np.all(np.isfinite(columns["xi_velocity"]))
+
+
+def test_each_row_of_the_table_says_what_it_measures(recording):
+    """The largest distance (size) and the ellipsoid's axes (length may exceed it) cannot be confused."""
+    from flock3d import metrics
+
+    out = flock3d("metrics", recording, "--no-progress")
+    assert out.returncode == 0, out.stderr
+    rows = {line.split()[0]: line for line in out.stdout.splitlines() if line.split()[:1] != []}
+    for name, meaning in metrics.COLUMNS.items():
+        assert rows[name].endswith(meaning), rows[name]
+    assert "largest distance" in rows["size"] and "ellipsoid" in rows["length"]
