@@ -1,4 +1,4 @@
-"""Running the flock3d command in a subprocess, as a user would."""
+"""Running the flock3d command as a user would, and what tests of its files and processes share."""
 
 from __future__ import annotations
 
@@ -14,23 +14,88 @@ import numpy as np
 #: .`` (which has no scipy): numba then has no linear algebra (np.dot does not compile).
 WITHOUT_SCIPY = "import sys; sys.modules['scipy'] = None; "
 
+#: Code that runs the flock3d command as ``python -m flock3d.cli`` does, its arguments after ``-c CODE``.
+RUN_FLOCK3D = "runpy.run_module('flock3d.cli', run_name='__main__', alter_sys=True)"
+
 
 def flock3d(
-    *args: str, timeout: float = 300, env: dict | None = None, cwd=None, without_scipy: bool = False
+    *args: str,
+    env: dict | None = None,
+    cwd=None,
+    process: bool = False,
+    without_scipy: bool = False,
+    timeout: float = 600,
 ) -> subprocess.CompletedProcess:
-    """Run ``flock3d ARGS`` with this interpreter (as if scipy were not installed, when asked);
-    returns the completed process."""
-    command = ["-m", "flock3d.cli"]
-    if without_scipy:
-        command = ["-c", WITHOUT_SCIPY + "import runpy; runpy.run_module('flock3d.cli', run_name='__main__')"]
-    return subprocess.run(
-        [sys.executable, *command, *map(str, args)],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env={**os.environ, **(env or {})},
-        cwd=cwd,
-    )
+    """Run ``flock3d ARGS`` as a user would; returns its exit status and what it wrote.
+
+    It runs in this process (:func:`flock3d.cli.main`, with ``env`` set and ``cwd`` current
+    for the call), where scenes already compiled by other tests are not compiled again. A
+    test that needs a fresh interpreter asks for ``process``: the exit status of the process
+    itself, a compile notice or a log line that a process shows once, environment variables
+    read at import, or scipy missing (``without_scipy``). ``timeout`` [s] bounds a process
+    only; it allows for a cold numba compile under load.
+    """
+    args = tuple(map(str, args))
+    if process or without_scipy:
+        command = ["-m", "flock3d.cli"]
+        if without_scipy:
+            command = ["-c", WITHOUT_SCIPY + "import runpy; " + RUN_FLOCK3D]
+        return subprocess.run(
+            [sys.executable, *command, *args],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            env={**os.environ, **(env or {})},
+            cwd=cwd,
+        )
+    return _in_this_process(args, env or {}, cwd)
+
+
+def _in_this_process(args: tuple[str, ...], env: dict, cwd) -> subprocess.CompletedProcess:
+    """``flock3d.cli.main(args)`` with stdout and stderr captured, as the interpreter would run it:
+    a ``SystemExit`` (argparse's errors, --help) is its status, an uncaught exception exits 1
+    with its traceback on stderr. What the call may change in this process (the environment,
+    the current folder, numba's thread count) is restored after it."""
+    import contextlib
+    import io
+    import traceback
+
+    import numba
+
+    from flock3d.cli import main
+
+    out, err = (io.TextIOWrapper(io.BytesIO(), encoding="utf-8", newline="") for _ in range(2))
+    saved_env = {name: os.environ.get(name) for name in env}
+    saved_cwd, threads = os.getcwd(), numba.get_num_threads()
+    os.environ.update({name: str(value) for name, value in env.items()})
+    try:
+        if cwd is not None:
+            os.chdir(cwd)
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                code = main(list(args))
+            except SystemExit as exit:
+                code = exit.code
+                if code is not None and not isinstance(code, int):
+                    print(code, file=sys.stderr)
+                    code = 1
+            except Exception:  # noqa: BLE001 - what the interpreter does with it
+                traceback.print_exc()
+                code = 1
+    finally:
+        os.chdir(saved_cwd)
+        numba.set_num_threads(threads)
+        for name, value in saved_env.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+    texts = []
+    for stream in (out, err):
+        stream.flush()
+        text = stream.buffer.getvalue().decode("utf-8")
+        texts.append(text.replace("\r\n", "\n").replace("\r", "\n"))  # as text=True reads a pipe
+    return subprocess.CompletedProcess(["flock3d", *args], 0 if code is None else code, *texts)
 
 
 def file_size_limit(limit: int):
