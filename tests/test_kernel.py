@@ -134,7 +134,7 @@ def test_a_run_that_compiles_its_step_equals_one_that_loads_it(tmp_path):
     for name in ("compiled", "loaded"):
         out = tmp_path / f"{name}.h5"
         args = ("run", "default", "--steps", "30", "--every", "30", "--seed", "3", "--set", "flock.count=300")
-        result = flock3d(*args, "--out", out, env=env)
+        result = flock3d(*args, "--out", out, env=env, process=True)  # a process each: compiled, then loaded
         assert result.returncode == 0, result.stderr
         assert (COMPILING in result.stderr) == (name == "compiled"), result.stderr
         with Trajectory(out) as trajectory:

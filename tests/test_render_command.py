@@ -107,7 +107,7 @@ def test_a_huge_every_attribute_does_not_change_the_schedule(tmp_path, every):
         f["parameters/flock3d"].attrs["every"] = every
 
     traj = altered_copy(good, tmp_path / "every.h5", huge)
-    stdout = flock3d("render", traj, "--out", tmp_path / "e.mp4", *SMALL, timeout=120).stdout
+    stdout = flock3d("render", traj, "--out", tmp_path / "e.mp4", *SMALL).stdout
     assert "6 frames" in stdout and "at 10 fps, showing simulated t = 0.00 to 0.60 s" in stdout
 
 
@@ -153,7 +153,7 @@ def test_frames_that_cannot_be_drawn_are_one_line_before_anything_is_drawn(tmp_p
 )
 def test_outputs_and_numbers_that_cannot_work_fail_cleanly(tmp_path, out, extra, message):
     result = flock3d("render", "default", "--out", tmp_path / out if not out.startswith("/") else out, *extra,
-                     *SMALL, timeout=120)  # fmt: skip
+                     *SMALL)  # fmt: skip
     assert_clean_failure(result, message)
     assert "wrote" not in result.stdout
     assert result.stderr.strip().splitlines()[-1].startswith(("flock3d render: ", "flock3d render: error:"))
@@ -164,7 +164,7 @@ def test_outputs_and_numbers_that_cannot_work_fail_cleanly(tmp_path, out, extra,
 def test_a_full_disk_fails_cleanly(tmp_path, name):
     out = tmp_path / name
     out.symlink_to("/dev/full")  # every write fails with ENOSPC, as on a full disk
-    result = flock3d("render", "default", "--out", out, "--frames", "3", *SMALL, timeout=120)
+    result = flock3d("render", "default", "--out", out, "--frames", "3", *SMALL)
     assert_clean_failure(result, str(out), "No space left on device")
     assert len(result.stderr.strip().splitlines()) == 1
     assert "wrote" not in result.stdout

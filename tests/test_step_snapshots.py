@@ -23,12 +23,12 @@ import flock3d
 from flock3d.core import assemble
 from flock3d.core.params import (
     ISM_DEFAULTS,
+    TERMS,
     VICSEK_DEFAULTS,
     Attractor,
     Object,
     Obstacle,
     Params,
-    TERMS,
     Species,
     WaypointPath,
 )
