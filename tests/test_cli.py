@@ -88,6 +88,7 @@ def test_bench_variants_table_lists_every_option():
     assert out.getvalue().count("x     nans\n") == len(rows)  # one "vs spec" ratio per row, no cold column
 
 
+@pytest.mark.slow
 def test_bench_profile_splits_a_step_into_its_phases():
     out = io.StringIO()
     rows = bench.profile(n=2000, after=0.1, repeats=1, out=out)

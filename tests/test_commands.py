@@ -141,6 +141,7 @@ def test_run_out_then_metrics_agree_with_metrics_in_memory(tmp_path):
         np.testing.assert_array_equal(traj.frame(-1).positions, flock.positions)
 
 
+@pytest.mark.slow
 def test_sigterm_leaves_a_readable_file(tmp_path, child):
     assert flock3d("run", "default", "--steps", "1").returncode == 0  # compiled: the child loads it
     path = tmp_path / "long.h5"
@@ -165,6 +166,7 @@ def test_sigterm_leaves_a_readable_file(tmp_path, child):
     assert f"wrote {traj.n_frames:,} frames" in stdout
 
 
+@pytest.mark.slow
 def test_missing_truncated_and_foreign_recordings(tmp_path):
     good = tmp_path / "good.h5"
     assert flock3d("run", "small-arena", "--steps", "50", "--out", good).returncode == 0
@@ -310,6 +312,7 @@ def test_empty_flock_and_tiny_view_distance_run(tmp_path):
     assert out.returncode == 0, out.stderr
 
 
+@pytest.mark.slow
 def test_sigint_with_a_large_every_stops_promptly(tmp_path, child):
     assert flock3d("run", "murmuration", "--steps", "1").returncode == 0  # compiled: the child loads it
     path = tmp_path / "sparse.h5"
@@ -326,6 +329,7 @@ def test_sigint_with_a_large_every_stops_promptly(tmp_path, child):
         assert traj.n_frames == 1  # the starting state; the next frame was 100,000 steps away
 
 
+@pytest.mark.slow
 def test_predators_are_recorded_and_rendered(tmp_path):
     traj = tmp_path / "hunt.h5"
     assert (

@@ -5,6 +5,7 @@ import shlex
 import subprocess
 from pathlib import Path
 
+import pytest
 from helpers import flock3d
 
 from flock3d import metrics
@@ -22,6 +23,7 @@ def readme_pipeline() -> list[list[str]]:
     return [c[1:] for c in commands]
 
 
+@pytest.mark.slow
 def test_the_readme_pipeline_shows_the_mill_it_promises(tmp_path):
     for args in readme_pipeline():
         if args[0] == "render":  # the README's video, smaller: that it is made is what is checked

@@ -54,6 +54,7 @@ def test_scene_files_over_the_stated_size_are_refused(tmp_path):
     assert load_scene(fits).name == "padded"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "text",
     [
@@ -196,6 +197,7 @@ def test_a_start_check_accepts_is_a_start_run_makes(tmp_path):
 # -- mesh files that are damaged, or name what must not be read --------------------------------
 
 
+@pytest.mark.slow
 def test_damaged_meshes_are_one_line_each_from_check_and_run(tmp_path):
     trimesh = pytest.importorskip("trimesh")
     pytest.importorskip("igl")
@@ -230,6 +232,7 @@ def test_damaged_meshes_are_one_line_each_from_check_and_run(tmp_path):
 # -- a disk that fills up during `flock3d run --out` --------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_full_disk_stops_the_run_and_keeps_every_frame_written(tmp_path):
     path = tmp_path / "full.h5"
     # 300 boids: a block of 145 frames is ~3.5 MB, so about two blocks fit in 12 MB.
@@ -409,6 +412,7 @@ def test_damaged_recordings_are_one_line(tmp_path):
         assert_one_line_failure(flock3d("metrics", path), f"{path}: damaged trajectory", message)
 
 
+@pytest.mark.slow
 def test_damaged_recordings_are_one_line_for_render_too(tmp_path):
     pytest.importorskip("vispy")  # refused on opening, before anything is drawn
     damaged = _damaged_copies(tmp_path)
@@ -419,6 +423,7 @@ def test_damaged_recordings_are_one_line_for_render_too(tmp_path):
         assert not (tmp_path / "x.mp4").exists()
 
 
+@pytest.mark.slow
 def test_degenerate_recordings_are_measured_or_refused_in_one_line(tmp_path):
     def coincide(f):
         f["particles/flock/position/value"][...] = 3.0

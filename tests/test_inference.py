@@ -121,6 +121,7 @@ def test_predicted_correlations_are_binned_as_the_measured_ones():
     assert periodic.r_max == 4.0
 
 
+@pytest.mark.slow
 def test_the_predicted_correlations_are_those_of_the_model():
     # Averaged over many snapshots drawn from the model (same birds, range and coupling), the
     # measured <ds_i . ds_j> at each distance is the predicted one, and so is the polarization.

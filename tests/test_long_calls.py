@@ -133,6 +133,7 @@ def stuck(position, velocity, time):
 '''
 
 
+@pytest.mark.slow
 def test_a_rule_stuck_in_a_loop_is_given_up_after_ctrl_c(tmp_path, child):
     (tmp_path / "stuck.py").write_text(STUCK)
     script = _script(
@@ -167,6 +168,7 @@ def test_a_rule_stuck_in_a_loop_is_given_up_after_ctrl_c(tmp_path, child):
     assert again.startswith(f"again: step {step}") and "make a new Flock" in again
 
 
+@pytest.mark.slow
 def test_sigterm_ends_a_run_whose_rule_is_stuck_and_keeps_its_frames(tmp_path, child):
     from flock3d.io import Trajectory
 

@@ -107,6 +107,7 @@ def test_positions_too_large_to_measure_are_a_warning_not_a_traceback(recording,
     assert np.isfinite(columns["polarization"][~unmeasured]).all()
 
 
+@pytest.mark.slow
 def test_metrics_says_it_compiles_measurements_not_a_simulation(recording, tmp_path):
     # A fresh cache: the measurements' compiled code is built again, as on a first run.
     env = {"NUMBA_CACHE_DIR": str(tmp_path / "cache")}  # read at import: a process

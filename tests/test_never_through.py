@@ -73,6 +73,7 @@ def _slab_mesh(tmp_path, thickness: float, side: float = 60.0) -> str:
     return str(path)
 
 
+@pytest.mark.slow
 def test_no_boid_enters_or_crosses_a_mesh_plate_thinner_than_its_grid(tmp_path):
     # A 0.1 plate 60 wide: its grid's cell is 0.59, so the sampled distance never goes below 0
     # (the plate vanished from it before); the grid's skin keeps the boids off the plate itself.

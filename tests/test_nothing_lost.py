@@ -128,6 +128,7 @@ def test_a_scene_saved_over_another_on_a_full_disk_leaves_it_whole(tmp_path):
 RUN = ("run", "default", "--every", "1", "--no-progress")
 
 
+@pytest.mark.slow
 def test_a_recording_that_fills_the_disk_leaves_the_one_there_before_whole(tmp_path):
     path = tmp_path / "rec.h5"
     first = flock3d(*RUN, "--steps", "20", "--out", path, cwd=tmp_path)  # compiled here, not below
@@ -143,6 +144,7 @@ def test_a_recording_that_fills_the_disk_leaves_the_one_there_before_whole(tmp_p
     assert_only(tmp_path, "rec.h5")
 
 
+@pytest.mark.slow
 def test_a_recording_that_fills_the_disk_where_there_was_none_keeps_its_frames(tmp_path):
     path = tmp_path / "rec.h5"
     out = flock3d(*RUN, "--steps", "300", "--out", path, file_size=6_000_000, cwd=tmp_path)
@@ -153,6 +155,7 @@ def test_a_recording_that_fills_the_disk_where_there_was_none_keeps_its_frames(t
     assert_only(tmp_path, "rec.h5")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
 def test_a_run_stopped_by_a_signal_replaces_the_old_recording_with_every_frame(tmp_path, sig, child):
     path = tmp_path / "rec.h5"
@@ -177,6 +180,7 @@ def _render_or_skip(*args, cwd) -> None:
     assert out.returncode == 0, out.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.gui
 @pytest.mark.parametrize(
     "name, message",
@@ -196,6 +200,7 @@ def test_a_video_or_image_rendered_over_another_on_a_full_disk_leaves_it_whole(t
     assert_only(tmp_path, name)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("option, name", [("--csv", "m.csv"), ("--plot", "m.png")])
 def test_a_table_or_plot_written_over_another_on_a_full_disk_leaves_it_whole(tmp_path, option, name):
     recording = small_recording(tmp_path / "rec.h5", count=30, frames=40)

@@ -87,6 +87,7 @@ def test_re_weighting_a_rule_live_changes_the_step_without_a_new_flock():
 # -- fast == reference with rules on ----------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("shape", ["sphere", "box", "periodic"])
 def test_fast_equals_reference_with_rules_and_forces_on(shape):
     params = Params(count=60, arena_radius=8.0, arena_shape=shape, init_radius=7.0)
@@ -150,6 +151,7 @@ def test_a_failing_rule_is_one_line_naming_it(engine, rules, forces, message):
         assert np.all(np.isfinite(flock.positions)) and not np.array_equal(flock.positions, before)
 
 
+@pytest.mark.slow
 def test_a_rule_numba_cannot_compile_is_named():
     flock = Flock(Params(count=20), forces=[uses_python_objects])  # plain Python accepts it
     with pytest.raises(
@@ -225,6 +227,7 @@ def scribbles_away_from_the_origin(p_i, v_i, p_j, v_j):
     return np.zeros(3)
 
 
+@pytest.mark.slow
 def test_a_rule_cannot_write_into_its_arguments(engine):
     with pytest.raises(
         RuleError,
@@ -250,6 +253,7 @@ def complex_push(position, velocity, time):
     return np.array([1.0 + 0.0j, 0.0, 0.0])
 
 
+@pytest.mark.slow
 def test_a_rule_returning_what_the_step_cannot_read_is_named_when_compiled():
     with pytest.warns(np.exceptions.ComplexWarning):  # numpy reads it as 3 numbers, on a test call
         flock = Flock(Params(count=20), forces=[complex_push])

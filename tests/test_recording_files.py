@@ -93,6 +93,7 @@ def test_a_recording_whose_files_are_gone_opens_with_its_world_as_recorded(recor
         assert sorted(f["parameters/flock3d/files"]) == ["0", "1"]
 
 
+@pytest.mark.slow
 def test_metrics_and_inference_of_a_recording_whose_files_are_gone(recording):
     path, _ = recording
     out = flock3d("metrics", path, "--no-progress")

@@ -38,6 +38,7 @@ def test_frames_are_taken_at_the_simulations_pace(tmp_path):
     assert simulated_time(stdout) == pytest.approx(2.0, abs=1 / 120)
 
 
+@pytest.mark.slow
 def test_a_still_of_a_scene_shows_its_chosen_moment_not_its_spawn(tmp_path):
     # Unset, 5 s in; view.start moves the still, and a video's beginning with it.
     stdout = rendered("default", "--out", tmp_path / "a.png", *SMALL)
@@ -68,6 +69,7 @@ def test_start_simulates_before_drawing(tmp_path):
     assert simulated_time(stdout) == pytest.approx(12.5, abs=1 / 120)
 
 
+@pytest.mark.slow
 def test_a_trajectory_plays_at_its_recorded_pace(tmp_path):
     for every, fps, frames in ((4, 15.0, 30), (60, 30.0, 60)):
         traj = tmp_path / f"every{every}.h5"
@@ -84,6 +86,7 @@ def test_a_trajectory_plays_at_its_recorded_pace(tmp_path):
         assert "showing simulated t = 0.00 to 2.00 s" in stdout
 
 
+@pytest.mark.slow
 def test_the_span_stated_is_the_span_recorded(tmp_path):
     # A minute at 10 frames per simulated second: 601 frames, the last at t = 60.
     traj = small_recording(tmp_path / "minute.h5", count=10, frames=601, every=6)

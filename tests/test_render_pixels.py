@@ -256,6 +256,7 @@ def test_far_boids_drawn_as_specks_look_like_the_bird(tmp_path):
     assert np.abs(data["specks"][specks].mean(axis=0) - data["birds"][birds].mean(axis=0)).max() < 20
 
 
+@pytest.mark.slow
 def test_each_species_is_drawn_with_its_own_mesh(tmp_path):
     data = probe("species_meshes", tmp_path)
     middle = int(round(float(data["middle"])))

@@ -96,6 +96,7 @@ def test_over_repeats_summarises_each_combination_once():
     assert over_repeats(table[table["repeat"] == 0], axes)["milling_mean_sd"].isna().all()  # one repeat
 
 
+@pytest.mark.slow
 def test_sweep_table_independent_repeats_and_resume(tmp_path, scheduler):
     out = tmp_path / "results.parquet"
     axes = [parse_axis("zones.orientation_width=0.5,6"), parse_axis("perception.fov=200,360")]
@@ -198,6 +199,7 @@ def test_a_failing_run_is_reported_and_the_finished_ones_kept(tmp_path, monkeypa
     assert list(pd.read_csv(out)["zones.orientation_width"]) == [0.5]
 
 
+@pytest.mark.slow
 def test_sweep_command_on_a_local_cluster(tmp_path):
     out, plot = tmp_path / "r.csv", tmp_path / "phase.png"
     run = flock3d(
