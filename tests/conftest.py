@@ -12,7 +12,7 @@ import sys
 import numpy as np
 import psutil
 import pytest
-from helpers import RUN_FLOCK3D
+from helpers import RUN_FLOCK3D, process_env
 
 from flock3d import Flock, Params
 
@@ -111,7 +111,7 @@ def child():
             stderr=subprocess.PIPE,
             text=True,
             cwd=cwd,
-            env={**os.environ, **(env or {})},
+            env=process_env(env),
             start_new_session=True,
         )
         started.append(process)
@@ -136,6 +136,10 @@ def first_line(process: subprocess.Popen, timeout: float = 300) -> str:
     return process.stdout.readline()
 
 
+#: multiprocessing's servers of the process that starts them, which end with it.
+HELPERS = ("resource_tracker", "forkserver")
+
+
 def _counts(process: psutil.Process) -> bool:
     """Whether a process left behind is the test's doing: not a zombie (ended, waiting to be
     reaped), nor multiprocessing's helpers (its resource tracker, its fork server), which
@@ -146,7 +150,7 @@ def _counts(process: psutil.Process) -> bool:
     try:
         if process.status() == psutil.STATUS_ZOMBIE:
             return False
-        if any("from multiprocessing." in part for part in process.cmdline()):
+        if any(f"multiprocessing.{helper}" in part for part in process.cmdline() for helper in HELPERS):
             return False
     except psutil.NoSuchProcess:
         return False

@@ -8,6 +8,7 @@ import resource
 import signal
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 
@@ -54,10 +55,21 @@ def flock3d(
         capture_output=True,
         text=True,
         timeout=timeout,
-        env={**os.environ, **(env or {})},
+        env=process_env(env),
         cwd=cwd,
         preexec_fn=None if file_size is None else file_size_limit(file_size),
     )
+
+
+def process_env(env: dict | None = None) -> dict:
+    """The environment of a process a test starts: this one's, with the flock3d these tests import
+    first on the path (not another checkout's that an install or the current folder would give),
+    and ``env``."""
+    import flock3d as package
+
+    root = str(Path(package.__file__).resolve().parents[1])
+    path = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)
+    return {**os.environ, "PYTHONPATH": path, **(env or {})}
 
 
 def _in_this_process(args: tuple[str, ...], env: dict, cwd) -> subprocess.CompletedProcess:
