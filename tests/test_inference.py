@@ -43,6 +43,7 @@ def spin_waves(positions, n_c, coupling, rng, dims=3, box=None, mean=(1.0, 0.0, 
     return axis * np.sqrt(1.0 - (pi**2).sum(axis=1))[:, None] + pi @ across
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("n_c", [3, 6, 11])
 def test_snapshots_of_the_model_give_back_its_range_and_coupling(n_c):
     rng = np.random.default_rng(n_c)

@@ -30,6 +30,7 @@ AGREEMENT_CASES = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(AGREEMENT_CASES))
 def test_fast_kernel_equals_reference_after_100_steps(name):
     params = AGREEMENT_CASES[name]

@@ -50,6 +50,7 @@ def test_a_fast_boid_stops_before_a_wall_thinner_than_its_step(engine):
     np.testing.assert_allclose(flock.velocities[0], [10.0, 0.0, 0.0], atol=1e-12)  # the boid's own
 
 
+@pytest.mark.slow
 def test_a_flock_of_fast_boids_never_goes_through_a_thin_slab(engine):
     # 0.05 thick, boids moving 0.6 to 1 a step: the old constraint looked only where they landed.
     center, half = (0.0, 0.0, 0.0), (30.0, 0.025, 30.0)

@@ -295,6 +295,7 @@ def test_a_rule_raising_a_base_exception_is_refused_in_one_line(force, what):
     assert str(info.value) == f"force {f3.rules.describe(force.fn)} raised {what}"
 
 
+@pytest.mark.slow
 def test_a_base_exception_during_a_run_is_one_line_naming_the_rule(engine):
     flock = Flock(Params(count=20), forces=[halts_after_the_start], engine=engine)
     with pytest.raises(RuleError) as info:
@@ -518,6 +519,7 @@ def inwards(position, velocity, time):
 """
 
 
+@pytest.mark.slow
 def test_a_rule_needing_scipy_is_one_line_naming_it_and_scipy(tmp_path):
     """A plain `pip install .` has no scipy: numba's np.dot needs it (without, numba's error runs
     to some 60 lines and ends in an ImportError)."""
@@ -545,6 +547,7 @@ def test_a_rules_fingerprint_follows_the_defaults_of_its_arguments():
     assert fingerprint(pushes[0]) != fingerprint(pushes[1])
 
 
+@pytest.mark.slow
 @pytest.mark.gui
 def test_render_says_the_same_line(tmp_path):
     (tmp_path / "dot.py").write_text(LINEAR_ALGEBRA)
@@ -587,6 +590,7 @@ def test_a_rules_file_that_exits_or_raises_is_one_line_and_exit_2(tmp_path, body
     assert out.stdout == ""
 
 
+@pytest.mark.slow
 def test_the_viewer_session_stops_on_a_rule_that_cannot_compile_with_its_one_line():
     """The window shows the session's error as its message (hud.notice_text), in one line."""
     from flock3d.scene import resolve_scene

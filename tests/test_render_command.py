@@ -114,6 +114,7 @@ def test_a_huge_every_attribute_does_not_change_the_schedule(tmp_path, every):
     assert "6 frames" in stdout and "at 10 fps, showing simulated t = 0.00 to 0.60 s" in stdout
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "where, value, problem",
     [

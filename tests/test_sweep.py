@@ -264,6 +264,7 @@ def test_a_full_disk_when_the_table_is_written_is_one_line_and_keeps_it(tmp_path
     assert out.read_bytes() == before and not (tmp_path / "r.csv.tmp").exists()
 
 
+@pytest.mark.slow
 def test_sweep_bad_input(tmp_path):
     other = tmp_path / "other.csv"
     other.write_text("a,b\n1,2\n")
