@@ -1,9 +1,18 @@
-"""Shared helpers for the tests: hand-built flocks and step-by-step comparison."""
+"""Shared helpers for the tests: hand-built flocks, step-by-step comparison, and processes that
+end with their test."""
 
 from __future__ import annotations
 
+import os
+import select
+import signal
+import subprocess
+import sys
+
 import numpy as np
+import psutil
 import pytest
+from helpers import RUN_FLOCK3D, process_env
 
 from flock3d import Flock, Params
 
@@ -70,3 +79,103 @@ def own_cache(tmp_path, monkeypatch):
     """A cache of the test's own for grids and compiled steps (``FLOCK3D_CACHE_DIR``): what it
     caches is neither read from nor left for another test."""
     monkeypatch.setenv("FLOCK3D_CACHE_DIR", str(tmp_path / "cache"))
+
+
+# -- processes ---------------------------------------------------------------------------------
+
+#: Run first in a child that a test signals: Ctrl-C raises KeyboardInterrupt and SIGTERM ends it,
+#: as in a terminal. A shell's background job ignores SIGINT, a child inherits an ignored signal,
+#: and Python then leaves Ctrl-C ignored.
+USUAL_SIGNALS = (
+    "import signal; signal.signal(signal.SIGINT, signal.default_int_handler); "
+    "signal.signal(signal.SIGTERM, signal.SIG_DFL); "
+)
+
+
+@pytest.fixture
+def child():
+    """Start a process for the test to signal: ``child(*args)`` runs ``flock3d ARGS``,
+    ``child(script=path)`` a Python file; each with the signals as in a terminal
+    (:data:`USUAL_SIGNALS`), stdout and stderr piped as text, and a process group of its own,
+    which is killed when the test ends, whatever the test left running in it."""
+    started: list[subprocess.Popen] = []
+
+    def start(*args, script=None, cwd=None, env: dict | None = None) -> subprocess.Popen:
+        if script is None:
+            run = RUN_FLOCK3D
+        else:
+            run = f"runpy.run_path({str(script)!r}, run_name='__main__')"
+        process = subprocess.Popen(
+            [sys.executable, "-c", USUAL_SIGNALS + "import runpy; " + run, *map(str, args)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=cwd,
+            env=process_env(env),
+            start_new_session=True,
+        )
+        started.append(process)
+        return process
+
+    yield start
+    for process in started:
+        try:
+            os.killpg(process.pid, signal.SIGKILL)  # the group outlives a child that has ended
+        except ProcessLookupError:
+            pass
+        process.wait()
+        for pipe in (process.stdout, process.stderr):
+            pipe.close()
+
+
+def first_line(process: subprocess.Popen, timeout: float = 300) -> str:
+    """The first line ``process`` writes on stdout, waiting at most ``timeout`` [s] (a cold
+    compile under load) for it to start."""
+    ready, _, _ = select.select([process.stdout], [], [], timeout)
+    assert ready, f"no line from the process in {timeout:g} s"
+    return process.stdout.readline()
+
+
+#: multiprocessing's servers of the process that starts them, which end with it.
+HELPERS = ("resource_tracker", "forkserver")
+
+
+def _counts(process: psutil.Process) -> bool:
+    """Whether a process left behind is the test's doing: not a zombie (ended, waiting to be
+    reaped), nor multiprocessing's helpers (its resource tracker, its fork server), which
+    serve this process until it ends, nor the library's background compile of the shared
+    driver (flock3d.core.assemble, waited for by the next step)."""
+    from flock3d.core import assemble
+
+    try:
+        if process.status() == psutil.STATUS_ZOMBIE:
+            return False
+        if any(f"multiprocessing.{helper}" in part for part in process.cmdline() for helper in HELPERS):
+            return False
+    except psutil.NoSuchProcess:
+        return False
+    warm_up = assemble._warm_up
+    return warm_up is None or process.pid != warm_up.pid
+
+
+@pytest.fixture(autouse=True)
+def no_process_left():
+    """No test leaves a process running (a child left spinning loads the machine for the rest
+    of the run): one still there a few seconds after the test is killed, and the test errors."""
+    me = psutil.Process()
+    before = {process.pid for process in me.children(recursive=True)}
+    yield
+    left = [p for p in me.children(recursive=True) if p.pid not in before and _counts(p)]
+    if not left:
+        return
+    _, alive = psutil.wait_procs(left, timeout=5)  # one that is ending: a closed cluster's worker
+    alive = [p for p in alive if _counts(p)]
+    described = []
+    for process in alive:
+        try:
+            described.append(f"{process.pid} {' '.join(process.cmdline())[:200]}")
+            process.kill()
+        except psutil.NoSuchProcess:
+            pass
+    if described:
+        pytest.fail("the test left processes running (killed now):\n" + "\n".join(described))

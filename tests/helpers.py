@@ -1,12 +1,14 @@
-"""Running the flock3d command in a subprocess, as a user would."""
+"""Running the flock3d command as a user would, and what tests of its files and processes share."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import resource
 import signal
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 
@@ -14,23 +16,150 @@ import numpy as np
 #: .`` (which has no scipy): numba then has no linear algebra (np.dot does not compile).
 WITHOUT_SCIPY = "import sys; sys.modules['scipy'] = None; "
 
+#: The commands that always run in a process of their own: vispy binds one backend per process
+#: (EGL for render, Qt for view), and the window tests use Qt in the test's process.
+OWN_PROCESS = ("render", "view")
+
+#: Code that runs the flock3d command as ``python -m flock3d.cli`` does, its arguments after ``-c CODE``.
+RUN_FLOCK3D = "runpy.run_module('flock3d.cli', run_name='__main__', alter_sys=True)"
+
 
 def flock3d(
-    *args: str, timeout: float = 300, env: dict | None = None, cwd=None, without_scipy: bool = False
+    *args: str,
+    env: dict | None = None,
+    cwd=None,
+    process: bool = False,
+    without_scipy: bool = False,
+    file_size: int | None = None,
+    timeout: float = 600,
 ) -> subprocess.CompletedProcess:
-    """Run ``flock3d ARGS`` with this interpreter (as if scipy were not installed, when asked);
-    returns the completed process."""
+    """Run ``flock3d ARGS`` as a user would; returns its exit status and what it wrote.
+
+    It runs in this process (:func:`flock3d.cli.main`, with ``env`` set and ``cwd`` current
+    for the call), where what other tests compiled is not compiled again. A test that needs an
+    interpreter of its own asks for ``process``: a hang that must be ended (``timeout`` [s],
+    which allows for a cold numba compile under load), a compile notice or a log line that a
+    process shows once, environment variables read at import; so do ``without_scipy`` (as if
+    scipy were not installed) and ``file_size`` (a disk that is full after that many bytes
+    of any file: :func:`file_size_limit`), and the commands of :data:`OWN_PROCESS`.
+    """
+    args = tuple(map(str, args))
+    process = process or bool(args) and args[0] in OWN_PROCESS
+    if not (process or without_scipy or file_size is not None):
+        return _in_this_process(args, env or {}, cwd)
     command = ["-m", "flock3d.cli"]
     if without_scipy:
-        command = ["-c", WITHOUT_SCIPY + "import runpy; runpy.run_module('flock3d.cli', run_name='__main__')"]
+        command = ["-c", WITHOUT_SCIPY + "import runpy; " + RUN_FLOCK3D]
     return subprocess.run(
-        [sys.executable, *command, *map(str, args)],
+        [sys.executable, *command, *args],
         capture_output=True,
         text=True,
         timeout=timeout,
-        env={**os.environ, **(env or {})},
+        env=process_env(env),
         cwd=cwd,
+        preexec_fn=None if file_size is None else file_size_limit(file_size),
     )
+
+
+def process_env(env: dict | None = None) -> dict:
+    """The environment of a process a test starts: this one's, with the flock3d these tests import
+    first on the path (not another checkout's that an install or the current folder would give),
+    and ``env``."""
+    import flock3d as package
+
+    root = str(Path(package.__file__).resolve().parents[1])
+    path = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)
+    return {**os.environ, "PYTHONPATH": path, **(env or {})}
+
+
+def _in_this_process(args: tuple[str, ...], env: dict, cwd) -> subprocess.CompletedProcess:
+    """``flock3d.cli.main(args)`` with stdout and stderr captured, as the interpreter would run it.
+
+    A ``SystemExit`` (argparse's errors, --help) is its status; an uncaught exception exits 1
+    with its traceback on stderr. Warnings and log records reach stderr as in a fresh
+    interpreter (pytest would otherwise collect them), so a test that counts stderr's lines
+    counts them too. What the call may change in this process (the environment, the current
+    folder, numba's thread count) is restored after it.
+    """
+    import io
+    import traceback
+
+    from flock3d.cli import main
+
+    out, err = (io.TextIOWrapper(io.BytesIO(), encoding="utf-8", newline="") for _ in range(2))
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(_environment(env))
+        if cwd is not None:
+            stack.enter_context(contextlib.chdir(cwd))
+        stack.enter_context(_numba_threads_kept())
+        stack.enter_context(contextlib.redirect_stdout(out))
+        stack.enter_context(contextlib.redirect_stderr(err))
+        stack.enter_context(_warnings_and_logs_on_stderr())
+        try:
+            code = main(list(args))
+        except SystemExit as exit:
+            code = exit.code
+            if code is not None and not isinstance(code, int):
+                print(code, file=sys.stderr)
+                code = 1
+        except Exception:  # noqa: BLE001 - what the interpreter does with it
+            traceback.print_exc()
+            code = 1
+    texts = []
+    for stream in (out, err):
+        stream.flush()
+        text = stream.buffer.getvalue().decode("utf-8")
+        texts.append(text.replace("\r\n", "\n").replace("\r", "\n"))  # as text=True reads a pipe
+    return subprocess.CompletedProcess(["flock3d", *args], 0 if code is None else code, *texts)
+
+
+@contextlib.contextmanager
+def _environment(env: dict):
+    saved = {name: os.environ.get(name) for name in env}
+    os.environ.update({name: str(value) for name, value in env.items()})
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+@contextlib.contextmanager
+def _numba_threads_kept():
+    import numba
+
+    threads = numba.get_num_threads()
+    try:
+        yield
+    finally:
+        numba.set_num_threads(threads)
+
+
+@contextlib.contextmanager
+def _warnings_and_logs_on_stderr():
+    """Warnings filtered as by a fresh interpreter and printed on ``sys.stderr``; log records with
+    no handler but logging's last resort, which prints them there."""
+    import logging
+    import warnings
+
+    def show(message, category, filename, lineno, file=None, line=None):
+        sys.stderr.write(warnings.formatwarning(message, category, filename, lineno, line))
+
+    root = logging.getLogger()
+    handlers = root.handlers[:]
+    with warnings.catch_warnings():
+        warnings.resetwarnings()
+        for category in (ResourceWarning, ImportWarning, PendingDeprecationWarning, DeprecationWarning):
+            warnings.simplefilter("ignore", category)
+        warnings.showwarning = show
+        root.handlers = []
+        try:
+            yield
+        finally:
+            root.handlers = handlers
 
 
 def file_size_limit(limit: int):

@@ -21,6 +21,7 @@ def close(a, b, scale):
     np.testing.assert_allclose(a, b, rtol=0, atol=1e-9 * scale)
 
 
+@pytest.mark.slow
 def test_raylib_2d_is_the_raylib_source():
     flock, p, v = start("raylib-2d", count=120)
     flock.step(25)
@@ -95,6 +96,7 @@ def test_pseudocode_3d_is_the_pseudocode():
     close(flock.velocities, v, 0.033)
 
 
+@pytest.mark.slow
 def test_unity_3d_is_the_unity_source_with_the_drawn_rotation_lagging():
     flock, p, v = start("unity-3d", count=150)
     rotations = [Quaternion(q) for q in flock.orientations]

@@ -3,15 +3,10 @@ import subprocess
 import sys
 
 import pytest
+from helpers import flock3d
 
 from flock3d import bench
 from flock3d.cli import main
-
-
-def run_cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "flock3d.cli", *args], capture_output=True, text=True, timeout=300
-    )
 
 
 def test_help_lists_the_commands(capsys):
@@ -21,16 +16,28 @@ def test_help_lists_the_commands(capsys):
     assert "bench" in capsys.readouterr().out
 
 
+def test_the_command_runs_as_a_program_with_its_exit_status():
+    # The one test of the program itself: the others call flock3d.cli.main in their process.
+    from importlib.metadata import entry_points
+
+    (script,) = entry_points(group="console_scripts", name="flock3d")
+    assert script.value == "flock3d.cli:main"
+    ok = flock3d("check", "default", process=True)
+    assert ok.returncode == 0 and ok.stdout.startswith("default: ok"), ok.stderr
+    bad = flock3d("check", "no-such-scene", process=True)
+    assert bad.returncode == 2 and "Traceback" not in bad.stderr and len(bad.stderr.splitlines()) == 1
+
+
 def test_unknown_command_and_option_exit_2_without_traceback():
     for args in (["fly"], ["bench", "--stepz", "3"], ["bench", "--steps", "0"]):
-        out = run_cli(*args)
+        out = flock3d(*args)
         assert out.returncode == 2
         assert "Traceback" not in out.stderr and "error" in out.stderr
 
 
 def test_a_recording_interval_past_any_run_is_refused_as_an_argument():
     # It reached h5py as a 67-bit integer: "Object dtype dtype('O') has no native HDF5 equivalent".
-    out = run_cli("run", "default", "--steps", "1", "--every", "99999999999999999999")
+    out = flock3d("run", "default", "--steps", "1", "--every", "99999999999999999999")
     assert out.returncode == 2 and "Traceback" not in out.stderr
     assert "argument --every: must be at most 1,000,000,000 steps" in out.stderr
 
@@ -81,11 +88,7 @@ def test_bench_variants_table_lists_every_option():
     assert out.getvalue().count("x     nans\n") == len(rows)  # one "vs spec" ratio per row, no cold column
 
 
-def test_a_cold_start_compiles_everything_in_a_fresh_process():
-    seconds = bench.cold_start_seconds(200, "rules.combine = chain")
-    assert 0.5 < seconds < 300  # printed by flock3d bench; its size is not asserted
-
-
+@pytest.mark.slow
 def test_bench_profile_splits_a_step_into_its_phases():
     out = io.StringIO()
     rows = bench.profile(n=2000, after=0.1, repeats=1, out=out)
@@ -112,7 +115,7 @@ def test_bench_profile_is_on_the_command_line(monkeypatch):
 def test_bench_threads_beyond_numbas_pool_are_refused_in_one_line():
     import numba
 
-    out = run_cli("bench", "--threads", "1000")
+    out = flock3d("bench", "--threads", "1000")
     assert out.returncode == 2 and "Traceback" not in out.stderr
     assert out.stderr.splitlines() == [
         f"flock3d bench: --threads 1000: numba runs at most {numba.config.NUMBA_NUM_THREADS} threads here "

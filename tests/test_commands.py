@@ -3,8 +3,6 @@
 import csv
 import re
 import signal
-import subprocess
-import sys
 import time
 
 import imageio.v2 as imageio
@@ -15,6 +13,8 @@ from helpers import assert_clean_failure, flock3d, foreground_mask
 from flock3d import Flock, metrics
 from flock3d.io import RecordingError, Trajectory
 from flock3d.scene import resolve_scene, shipped_scenes
+
+from conftest import first_line
 
 BROKEN = {
     "syntax.toml": ('name = "x"\n[arena]\nradius = \n', "TOML syntax error at line 3, column"),
@@ -141,22 +141,22 @@ def test_run_out_then_metrics_agree_with_metrics_in_memory(tmp_path):
         np.testing.assert_array_equal(traj.frame(-1).positions, flock.positions)
 
 
-def test_sigterm_leaves_a_readable_file(tmp_path):
+@pytest.mark.slow
+def test_sigterm_leaves_a_readable_file(tmp_path, child):
+    assert flock3d("run", "default", "--steps", "1").returncode == 0  # compiled: the child loads it
     path = tmp_path / "long.h5"
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "flock3d.cli", "run", "default", "--steps", "10000000", "--out", str(path)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    deadline = time.time() + 120
-    while time.time() < deadline:  # wait until frames reach the disk
+    process = child("run", "default", "--steps", "10000000", "--out", path)
+    deadline = time.time() + 300
+    while time.time() < deadline:  # wait until a block of frames reaches the disk
         time.sleep(0.5)
-        if path.exists() and path.stat().st_size > 3_000_000:
+        # Written to a temporary file beside `path`, renamed over it when the run ends.
+        if sum(f.stat().st_size for f in tmp_path.glob(f".{path.name}.*")) > 3_000_000:
             break
-    proc.send_signal(signal.SIGTERM)
-    stdout, stderr = proc.communicate(timeout=60)
-    assert proc.returncode == 143, stderr
+    else:
+        pytest.fail("no block of frames written in 300 s")
+    process.send_signal(signal.SIGTERM)
+    stdout, stderr = process.communicate(timeout=60)
+    assert process.returncode == 143, stderr
     assert "stopped by SIGTERM" in stderr and "Traceback" not in stderr
     with Trajectory(path) as traj:
         assert traj.n_frames > 10
@@ -166,6 +166,7 @@ def test_sigterm_leaves_a_readable_file(tmp_path):
     assert f"wrote {traj.n_frames:,} frames" in stdout
 
 
+@pytest.mark.slow
 def test_missing_truncated_and_foreign_recordings(tmp_path):
     good = tmp_path / "good.h5"
     assert flock3d("run", "small-arena", "--steps", "50", "--out", good).returncode == 0
@@ -313,36 +314,24 @@ def test_empty_flock_and_tiny_view_distance_run(tmp_path):
     assert out.returncode == 0, out.stderr
 
 
-def test_sigint_with_a_large_every_stops_promptly(tmp_path):
+@pytest.mark.slow
+def test_sigint_with_a_large_every_stops_promptly(tmp_path, child):
+    assert flock3d("run", "murmuration", "--steps", "1").returncode == 0  # compiled: the child loads it
     path = tmp_path / "sparse.h5"
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "flock3d.cli",
-            "run",
-            "murmuration",
-            "--steps",
-            "10000000",
-            "--every",
-            "100000",
-            "--out",
-            str(path),
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    time.sleep(8)  # past start-up, well inside the first frame interval
+    run = ("run", "murmuration", "--steps", "10000000", "--every", "100000", "--out", path)
+    process = child(*run, env={"PYTHONUNBUFFERED": "1"})
+    assert "boids" in first_line(process)  # the run's first line: stepping comes next
+    time.sleep(3)  # past start-up, well inside the first frame interval
     sent = time.time()
-    proc.send_signal(signal.SIGINT)
-    stdout, stderr = proc.communicate(timeout=60)
+    process.send_signal(signal.SIGINT)
+    stdout, stderr = process.communicate(timeout=60)
     assert time.time() - sent < 5, "the run did not stop promptly"
-    assert proc.returncode == 130 and "stopped by SIGINT" in stderr and "Traceback" not in stderr
+    assert process.returncode == 130 and "stopped by SIGINT" in stderr and "Traceback" not in stderr
     with Trajectory(path) as traj:
         assert traj.n_frames == 1  # the starting state; the next frame was 100,000 steps away
 
 
+@pytest.mark.slow
 def test_predators_are_recorded_and_rendered(tmp_path):
     traj = tmp_path / "hunt.h5"
     assert (

@@ -124,6 +124,7 @@ def test_zone_sums_that_cancel_exactly(engine):
     np.testing.assert_allclose(flock.boids[0].forward, [0, 1.0, 0], atol=1e-15)
 
 
+@pytest.mark.slow
 def test_a_planar_flock_stays_in_its_plane_at_constant_speed():
     # Noise-free, orientation-dominated dynamics is where rounding would lift headings out of the
     # plane, were the step not to keep them in it.

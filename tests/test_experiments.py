@@ -127,6 +127,7 @@ def test_vicsek_quick_order_parameter_falls_with_the_noise_and_sharpens_with_n(t
     assert "Vicsek et al. 1995" in out.stdout
 
 
+@pytest.mark.slow
 def test_ballerini_quick_range_stays_at_k_when_topological_and_grows_with_density_when_metric(tmp_path):
     out = flock3d("experiment", "ballerini-range", "--out", tmp_path, "--quick")
     assert out.returncode == 0, out.stderr

@@ -172,6 +172,7 @@ AGREEMENT = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(AGREEMENT))
 def test_fast_equals_reference(name):
     params = AGREEMENT[name]

@@ -64,6 +64,7 @@ def local_sdf(shape, p):
     }[shape]()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("shape", ["box", "cylinder", "capsule", "torus"])
 def test_closed_forms_are_the_distance_to_the_surface(shape):
     surface = surface_samples(shape)

@@ -1,7 +1,7 @@
 """Input that could hang, eat memory or crash: each ends in one line on stderr and exit 2.
 
-Every case runs the command as a user would, in a subprocess, and checks that nothing
-already written is lost.
+Every case runs the command as a user would (in a process of its own where a hang must be
+ended, or a log line seen as a user sees it), and checks that nothing already written is lost.
 """
 
 import importlib.util
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers import altered_copy, assert_one_line_failure, file_size_limit, flock3d, small_recording
+from helpers import altered_copy, assert_one_line_failure, flock3d, small_recording
 
 from flock3d.cli import COMPILING
 from flock3d.core.state import random_state
@@ -30,16 +30,17 @@ from flock3d.scene.scene import MAX_SCENE_BYTES
 def test_check_refuses_a_device_instead_of_reading_it_forever(device):
     if not os.path.exists(device):
         pytest.skip(f"no {device} here")
-    out = flock3d("check", device, timeout=60)
+    out = flock3d("check", device, process=True, timeout=60)  # a process: a read forever ends
     assert_one_line_failure(out, f"{device}: not a regular file")
 
 
 def test_check_refuses_a_fifo_instead_of_waiting_for_a_writer(tmp_path):
     fifo = tmp_path / "scene.toml"
     os.mkfifo(fifo)
-    out = flock3d("check", fifo, timeout=60)
+    out = flock3d("check", fifo, process=True, timeout=60)  # a process: a wait forever ends
     assert_one_line_failure(out, f"{fifo}: not a regular file")
-    assert_one_line_failure(flock3d("run", fifo, "--steps", "1", timeout=60), "not a regular file")
+    out = flock3d("run", fifo, "--steps", "1", process=True, timeout=60)
+    assert_one_line_failure(out, "not a regular file")
 
 
 def test_scene_files_over_the_stated_size_are_refused(tmp_path):
@@ -53,6 +54,7 @@ def test_scene_files_over_the_stated_size_are_refused(tmp_path):
     assert load_scene(fits).name == "padded"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "text",
     [
@@ -195,6 +197,7 @@ def test_a_start_check_accepts_is_a_start_run_makes(tmp_path):
 # -- mesh files that are damaged, or name what must not be read --------------------------------
 
 
+@pytest.mark.slow
 def test_damaged_meshes_are_one_line_each_from_check_and_run(tmp_path):
     trimesh = pytest.importorskip("trimesh")
     pytest.importorskip("igl")
@@ -214,20 +217,22 @@ def test_damaged_meshes_are_one_line_each_from_check_and_run(tmp_path):
     for k, name in enumerate(messages):
         scenes[name] = tmp_path / f"scene{k}.toml"
         scenes[name].write_text(f'[arena]\nshape = "none"\n[[objects]]\nshape = "mesh"\nfile = "{name}"\n')
-    out = flock3d("check", *scenes.values(), timeout=120)
+    # A process: a read of the pipe that waits forever ends, and a log line is shown as a user sees it.
+    out = flock3d("check", *scenes.values(), process=True)
     assert out.returncode == 2 and "Traceback" not in out.stderr, out.stderr
     lines = [line for line in out.stderr.splitlines() if line != COMPILING]
     assert len(lines) == len(scenes), out.stderr  # one each: no warnings, no log lines
     for line, (name, path) in zip(lines, scenes.items(), strict=True):
         assert line.startswith(f"{path}: objects[0].file: ") and messages[name] in line, (name, line)
     for name in ("negative.glb", "huge.obj", "pipe.gltf", "a\\u0000b.obj"):
-        out = flock3d("run", scenes[name], "--steps", "1", "--no-progress", timeout=120)
+        out = flock3d("run", scenes[name], "--steps", "1", "--no-progress", process=True)
         assert_one_line_failure(out, f"flock3d run: {scenes[name]}: objects[0].file: ", messages[name])
 
 
 # -- a disk that fills up during `flock3d run --out` --------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_full_disk_stops_the_run_and_keeps_every_frame_written(tmp_path):
     path = tmp_path / "full.h5"
     # 300 boids: a block of 145 frames is ~3.5 MB, so about two blocks fit in 12 MB.
@@ -243,13 +248,7 @@ def test_a_full_disk_stops_the_run_and_keeps_every_frame_written(tmp_path):
         "--out",
         str(path),
     ]
-    out = subprocess.run(
-        [sys.executable, "-m", "flock3d.cli", *args],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        preexec_fn=file_size_limit(12_000_000),
-    )
+    out = flock3d(*args, file_size=12_000_000)
     assert_one_line_failure(out, f"{path}: no room for more frames (File too large); stopped, keeping the")
     kept = int(out.stderr.split("keeping the ")[1].split(" frames")[0].replace(",", ""))
     assert kept > 100
@@ -318,7 +317,7 @@ def test_sweeps_beyond_the_stated_size_are_refused_before_anything_is_built(tmp_
         (["--param", "rules.alignment=0:10:10", "--repeats", "100000000000000"], "is more than the 100,000"),
     ]  # fmt: skip
     for params, message in cases:
-        out = flock3d("sweep", "default", *params, "--steps", "10", "--out", out_path, timeout=120)
+        out = flock3d("sweep", "default", *params, "--steps", "10", "--out", out_path)
         assert_one_line_failure(out, message)
         assert not out_path.exists()
 
@@ -410,19 +409,21 @@ def test_damaged_recordings_are_one_line(tmp_path):
     for path, message in _damaged_copies(tmp_path).items():
         with pytest.raises(RecordingError, match=re.escape(message)):
             Trajectory(path)
-        assert_one_line_failure(flock3d("metrics", path, timeout=120), f"{path}: damaged trajectory", message)
+        assert_one_line_failure(flock3d("metrics", path), f"{path}: damaged trajectory", message)
 
 
+@pytest.mark.slow
 def test_damaged_recordings_are_one_line_for_render_too(tmp_path):
     pytest.importorskip("vispy")  # refused on opening, before anything is drawn
     damaged = _damaged_copies(tmp_path)
     for name in ("gzip.h5", "step64.h5", "nan-time.h5", "inf-time.h5"):
         path = tmp_path / name
-        out = flock3d("render", path, "--out", tmp_path / "x.mp4", "--no-progress", timeout=120)
+        out = flock3d("render", path, "--out", tmp_path / "x.mp4", "--no-progress")
         assert_one_line_failure(out, f"{path}: damaged trajectory", damaged[path])
         assert not (tmp_path / "x.mp4").exists()
 
 
+@pytest.mark.slow
 def test_degenerate_recordings_are_measured_or_refused_in_one_line(tmp_path):
     def coincide(f):
         f["particles/flock/position/value"][...] = 3.0
@@ -434,14 +435,14 @@ def test_degenerate_recordings_are_measured_or_refused_in_one_line(tmp_path):
     plot = ["--plot", tmp_path / "m.png"] if importlib.util.find_spec("matplotlib") else []
     for path in (same, one, tiny):  # a measurement, nan where it has none, and nothing said besides
         outputs = ["--correlation", tmp_path / "c.csv", "--anisotropy", tmp_path / "a.csv", *plot]
-        out = flock3d("metrics", path, *outputs, "--no-progress", timeout=120)
+        out = flock3d("metrics", path, *outputs, "--no-progress")
         assert out.returncode == 0, out.stderr
         assert not [line for line in out.stderr.splitlines() if not line.startswith("flock3d: compiling")]
-    out = flock3d("infer", "maxent", same, "--frames", "::", "--no-progress", timeout=120)
+    out = flock3d("infer", "maxent", same, "--frames", "::", "--no-progress")
     assert_one_line_failure(out, f"{same}: every boid is at the same point in every frame (the flock's size")
-    out = flock3d("infer", "maxent", one, "--frames", "::", "--no-progress", timeout=120)
+    out = flock3d("infer", "maxent", one, "--frames", "::", "--no-progress")
     assert_one_line_failure(out, f"{one}: 1 boids; the maximum-entropy fit takes 3 to 5,000 boids a snapshot")
-    out = flock3d("infer", "maxent", tiny, "--frames", "::", "--no-progress", timeout=120)
+    out = flock3d("infer", "maxent", tiny, "--frames", "::", "--no-progress")
     assert out.returncode == 0 and "Traceback" not in out.stderr and "n_c" in out.stdout, out.stderr
     velocities = np.random.default_rng(1).normal(size=(10, 3))
     with pytest.raises(ValueError, match="every boid is at the same point"):
@@ -470,14 +471,15 @@ def test_links_out_of_a_recording_are_refused_not_followed(tmp_path):
         message = f"{path}: {where} is {kind} "
         with pytest.raises(RecordingError, match=re.escape(message)):
             Trajectory(path)
-        out = flock3d("metrics", path, timeout=120)
+        out = flock3d("metrics", path)
         assert_one_line_failure(out, message, "a flock3d recording holds its own data")
 
 
 def test_a_fifo_is_not_read_as_a_recording(tmp_path):
     fifo = tmp_path / "t.h5"
     os.mkfifo(fifo)
-    assert_one_line_failure(flock3d("metrics", fifo, timeout=60), f"{fifo}: not a regular file")
+    out = flock3d("metrics", fifo, process=True, timeout=60)  # a process: a wait forever ends
+    assert_one_line_failure(out, f"{fifo}: not a regular file")
     pytest.importorskip("vispy")
-    out = flock3d("render", fifo, "--out", tmp_path / "x.mp4", timeout=60)
+    out = flock3d("render", fifo, "--out", tmp_path / "x.mp4", process=True, timeout=60)
     assert_one_line_failure(out, f"{fifo}: not a regular file")

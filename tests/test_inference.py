@@ -43,6 +43,7 @@ def spin_waves(positions, n_c, coupling, rng, dims=3, box=None, mean=(1.0, 0.0, 
     return axis * np.sqrt(1.0 - (pi**2).sum(axis=1))[:, None] + pi @ across
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("n_c", [3, 6, 11])
 def test_snapshots_of_the_model_give_back_its_range_and_coupling(n_c):
     rng = np.random.default_rng(n_c)
@@ -121,6 +122,7 @@ def test_predicted_correlations_are_binned_as_the_measured_ones():
     assert periodic.r_max == 4.0
 
 
+@pytest.mark.slow
 def test_the_predicted_correlations_are_those_of_the_model():
     # Averaged over many snapshots drawn from the model (same birds, range and coupling), the
     # measured <ds_i . ds_j> at each distance is the predicted one, and so is the polarization.

@@ -30,6 +30,7 @@ AGREEMENT_CASES = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(AGREEMENT_CASES))
 def test_fast_kernel_equals_reference_after_100_steps(name):
     params = AGREEMENT_CASES[name]
@@ -45,6 +46,7 @@ def test_fast_kernel_equals_reference_after_100_steps(name):
     assert fast.time == ref.time and fast.step_count == ref.step_count == 100
 
 
+@pytest.mark.slow
 def test_agreement_across_many_chunks_and_a_spread_out_grid():
     # 700 boids span several chunks of cells; a tiny view distance in a wide flock makes
     # the grid coarsen its cells (its cap on cells per boid).
@@ -125,6 +127,7 @@ def test_n_steps_equal_n_single_steps():
     assert a.time == pytest.approx(b.time, rel=1e-12)
 
 
+@pytest.mark.slow
 def test_a_run_that_compiles_its_step_equals_one_that_loads_it(tmp_path):
     """Bit for bit: the process that compiles a scene's step and one that loads the compiled
     step from the cache (a fast-math function called from the step could run as its own
@@ -134,7 +137,7 @@ def test_a_run_that_compiles_its_step_equals_one_that_loads_it(tmp_path):
     for name in ("compiled", "loaded"):
         out = tmp_path / f"{name}.h5"
         args = ("run", "default", "--steps", "30", "--every", "30", "--seed", "3", "--set", "flock.count=300")
-        result = flock3d(*args, "--out", out, env=env)
+        result = flock3d(*args, "--out", out, env=env, process=True)  # a process each: compiled, then loaded
         assert result.returncode == 0, result.stderr
         assert (COMPILING in result.stderr) == (name == "compiled"), result.stderr
         with Trajectory(out) as trajectory:
@@ -256,6 +259,7 @@ def test_long_run_stays_finite_and_inside_the_arena():
     assert worst <= 1.02
 
 
+@pytest.mark.slow
 def test_agreement_whether_candidates_are_gathered_by_rows_or_by_cells():
     # A flock of ~5 boids a cell gathers its candidates row by row, a crowded one cell by cell.
     from flock3d.bench import bench_params

@@ -5,6 +5,8 @@ import pathlib
 import subprocess
 import sys
 
+import pytest
+
 PACKAGE = pathlib.Path(__file__).resolve().parents[1] / "flock3d"
 
 
@@ -78,6 +80,7 @@ def flock3d_without_extras(*args, cwd) -> subprocess.CompletedProcess:
     )
 
 
+@pytest.mark.slow
 def test_the_library_commands_need_no_extra(tmp_path):
     for args in (["run", "default", "--steps", "10", "--out", "x.h5"], ["metrics", "x.h5"],
                  ["check", "default"], ["scenes"]):  # fmt: skip
@@ -85,6 +88,7 @@ def test_the_library_commands_need_no_extra(tmp_path):
         assert out.returncode == 0, (args, out.stderr)
 
 
+@pytest.mark.slow
 def test_a_command_needing_a_missing_extra_says_which_in_one_line(tmp_path):
     assert (
         flock3d_without_extras("run", "default", "--steps", "2", "--out", "x.h5", cwd=tmp_path).returncode

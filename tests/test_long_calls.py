@@ -7,11 +7,9 @@ step done. A rule stuck in a loop cannot be ended, so it is given up, in one lin
 
 from __future__ import annotations
 
-import os
 import re
 import signal
 import subprocess
-import sys
 import textwrap
 import threading
 import time
@@ -22,6 +20,8 @@ from helpers import flock3d
 
 import flock3d as f3
 from flock3d import Flock, Params
+
+from conftest import first_line
 
 # -- the clock ---------------------------------------------------------------------------------
 
@@ -76,24 +76,22 @@ def test_interrupt_from_another_thread_ends_a_long_call_between_steps():
     assert flock.time == flock.step_count * flock.params.dt
 
 
-def _child(code: str, tmp_path) -> subprocess.Popen:
+def _script(code: str, tmp_path):
     script = tmp_path / "child.py"
     script.write_text(textwrap.dedent(code))
-    return subprocess.Popen(
-        [sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path
-    )
+    return script
 
 
 def _signal_when_ready(child: subprocess.Popen, sig: int, after: float = 1.0) -> float:
     """Wait for the child's "ready" line, then send ``sig``; returns when it was sent."""
-    assert child.stdout.readline().strip() == "ready"
+    assert first_line(child).strip() == "ready"
     time.sleep(after)
     child.send_signal(sig)
     return time.perf_counter()
 
 
-def test_ctrl_c_ends_a_call_of_a_trillion_steps_with_the_state_whole(tmp_path):
-    child = _child(
+def test_ctrl_c_ends_a_call_of_a_trillion_steps_with_the_state_whole(tmp_path, child):
+    script = _script(
         """
         import numpy as np
         from flock3d import Flock, Params
@@ -110,10 +108,11 @@ def test_ctrl_c_ends_a_call_of_a_trillion_steps_with_the_state_whole(tmp_path):
         """,
         tmp_path,
     )
-    sent = _signal_when_ready(child, signal.SIGINT)
-    out, err = child.communicate(timeout=60)
+    process = child(script=script, cwd=tmp_path)
+    sent = _signal_when_ready(process, signal.SIGINT)
+    out, err = process.communicate(timeout=60)
     assert time.perf_counter() - sent < 5.0, "the call did not end soon after Ctrl-C"
-    assert child.returncode == 0, err
+    assert process.returncode == 0, err
     interrupted, stepped = out.splitlines()
     word, steps, whole = interrupted.split()
     assert word == "interrupted" and whole == "True" and int(steps) > 2
@@ -134,9 +133,10 @@ def stuck(position, velocity, time):
 '''
 
 
-def test_a_rule_stuck_in_a_loop_is_given_up_after_ctrl_c(tmp_path):
+@pytest.mark.slow
+def test_a_rule_stuck_in_a_loop_is_given_up_after_ctrl_c(tmp_path, child):
     (tmp_path / "stuck.py").write_text(STUCK)
-    child = _child(
+    script = _script(
         """
         from flock3d import Flock, Params, SimulationError, load_rules
         rules, forces = load_rules("stuck.py")
@@ -154,10 +154,11 @@ def test_a_rule_stuck_in_a_loop_is_given_up_after_ctrl_c(tmp_path):
         """,
         tmp_path,
     )
-    sent = _signal_when_ready(child, signal.SIGINT)
-    out, err = child.communicate(timeout=120)
+    process = child(script=script, cwd=tmp_path)
+    sent = _signal_when_ready(process, signal.SIGINT)
+    out, err = process.communicate(timeout=120)
     assert time.perf_counter() - sent < 10.0
-    assert child.returncode == 0, err
+    assert process.returncode == 0, err
     given_up, again = out.splitlines()
     assert re.fullmatch(
         r"given up: step (\d+): the step did not end within 2 s of being interrupted .*", given_up
@@ -167,7 +168,8 @@ def test_a_rule_stuck_in_a_loop_is_given_up_after_ctrl_c(tmp_path):
     assert again.startswith(f"again: step {step}") and "make a new Flock" in again
 
 
-def test_sigterm_ends_a_run_whose_rule_is_stuck_and_keeps_its_frames(tmp_path):
+@pytest.mark.slow
+def test_sigterm_ends_a_run_whose_rule_is_stuck_and_keeps_its_frames(tmp_path, child):
     from flock3d.io import Trajectory
 
     (tmp_path / "stuck.py").write_text(STUCK)
@@ -175,19 +177,17 @@ def test_sigterm_ends_a_run_whose_rule_is_stuck_and_keeps_its_frames(tmp_path):
     warm = flock3d("run", "default", "--steps", "3", "--rules", "stuck.py", cwd=tmp_path)
     assert warm.returncode == 0, warm.stderr
     out = tmp_path / "s.h5"
-    child = subprocess.Popen(
-        [sys.executable, "-m", "flock3d.cli", "run", "default", "--steps", "100000", "--every", "1",
-         "--rules", "stuck.py", "--out", str(out), "--no-progress"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    process = child(
+        "run", "default", "--steps", "100000", "--every", "1", "--rules", "stuck.py", "--out", out,
+        "--no-progress", cwd=tmp_path, env={"PYTHONUNBUFFERED": "1"},
     )  # fmt: skip
-    assert child.stdout.readline().startswith("Default: 500 boids")
+    assert first_line(process).startswith("Default: 500 boids")
     time.sleep(3.0)
-    child.send_signal(signal.SIGTERM)
+    process.send_signal(signal.SIGTERM)
     sent = time.perf_counter()
-    _, err = child.communicate(timeout=120)
+    _, err = process.communicate(timeout=120)
     assert time.perf_counter() - sent < 10.0
-    assert child.returncode == 2, err
+    assert process.returncode == 2, err
     assert "Traceback" not in err
     last = err.strip().splitlines()[-1]
     assert re.fullmatch(r"flock3d run: step \d+: the step did not end within .*stuck in a loop.*", last)

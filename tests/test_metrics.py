@@ -207,6 +207,7 @@ class Frame:
         self.positions, self.velocities, self.step_count, self.time = p, v, step, step * 0.5
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("n,box", [(60, None), (60, (12.0, 12.0, 12.0)), (2500, None)])
 def test_table_equals_brute_force_frame_by_frame(n, box):
     # 60 boids go through the compiled pass over all pairs; 2,500 through the cell grid.

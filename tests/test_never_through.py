@@ -50,6 +50,7 @@ def test_a_fast_boid_stops_before_a_wall_thinner_than_its_step(engine):
     np.testing.assert_allclose(flock.velocities[0], [10.0, 0.0, 0.0], atol=1e-12)  # the boid's own
 
 
+@pytest.mark.slow
 def test_a_flock_of_fast_boids_never_goes_through_a_thin_slab(engine):
     # 0.05 thick, boids moving 0.6 to 1 a step: the old constraint looked only where they landed.
     center, half = (0.0, 0.0, 0.0), (30.0, 0.025, 30.0)
@@ -73,6 +74,7 @@ def _slab_mesh(tmp_path, thickness: float, side: float = 60.0) -> str:
     return str(path)
 
 
+@pytest.mark.slow
 def test_no_boid_enters_or_crosses_a_mesh_plate_thinner_than_its_grid(tmp_path):
     # A 0.1 plate 60 wide: its grid's cell is 0.59, so the sampled distance never goes below 0
     # (the plate vanished from it before); the grid's skin keeps the boids off the plate itself.

@@ -13,6 +13,7 @@ from test_render_pixels import probe
 pytestmark = pytest.mark.gui
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(importlib.util.find_spec("jupyter_rfb") is None, reason="jupyter_rfb is not installed")
 def test_the_notebook_widget_shows_a_playing_flock_with_its_controls(tmp_path):
     data = probe("notebook", tmp_path)
@@ -54,6 +55,7 @@ def test_show_in_plain_python_prints_nothing(tmp_path):
     assert python(code, tmp_path) == ""
 
 
+@pytest.mark.slow
 @needs_rfb
 def test_show_in_a_notebook_displays_one_output_the_viewer(tmp_path):
     code = """

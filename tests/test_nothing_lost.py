@@ -21,17 +21,7 @@ from helpers import assert_one_line_failure, file_size_limit, flock3d, small_rec
 from flock3d.core.atomic import AtomicFile, atomic_write
 from flock3d.io import Trajectory
 
-
-def limited(*args: str, limit: int, cwd=None) -> subprocess.CompletedProcess:
-    """``flock3d ARGS`` in a process whose files may not grow past ``limit`` bytes."""
-    return subprocess.run(
-        [sys.executable, "-m", "flock3d.cli", *map(str, args)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=cwd,
-        preexec_fn=file_size_limit(limit),
-    )
+from conftest import first_line
 
 
 def python_limited(code: str, limit: int, cwd, env: dict | None = None) -> subprocess.CompletedProcess:
@@ -138,13 +128,14 @@ def test_a_scene_saved_over_another_on_a_full_disk_leaves_it_whole(tmp_path):
 RUN = ("run", "default", "--every", "1", "--no-progress")
 
 
+@pytest.mark.slow
 def test_a_recording_that_fills_the_disk_leaves_the_one_there_before_whole(tmp_path):
     path = tmp_path / "rec.h5"
     first = flock3d(*RUN, "--steps", "20", "--out", path, cwd=tmp_path)  # compiled here, not below
     assert first.returncode == 0, first.stderr
     old = path.read_bytes()
     # 500 boids: a block of 87 frames takes about 4 MB with its reserve; the second cannot.
-    out = limited(*RUN, "--steps", "300", "--out", path, limit=6_000_000, cwd=tmp_path)
+    out = flock3d(*RUN, "--steps", "300", "--out", path, file_size=6_000_000, cwd=tmp_path)
     assert_one_line_failure(
         out, f"{path}: no room for more frames (File too large); stopped, dropping the",
         "frames written and keeping the file there before as it was",
@@ -153,9 +144,10 @@ def test_a_recording_that_fills_the_disk_leaves_the_one_there_before_whole(tmp_p
     assert_only(tmp_path, "rec.h5")
 
 
+@pytest.mark.slow
 def test_a_recording_that_fills_the_disk_where_there_was_none_keeps_its_frames(tmp_path):
     path = tmp_path / "rec.h5"
-    out = limited(*RUN, "--steps", "300", "--out", path, limit=6_000_000, cwd=tmp_path)
+    out = flock3d(*RUN, "--steps", "300", "--out", path, file_size=6_000_000, cwd=tmp_path)
     assert_one_line_failure(out, "no room for more frames (File too large); stopped, keeping the")
     kept = int(out.stderr.split("keeping the ")[1].split(" frames")[0].replace(",", ""))
     with Trajectory(path) as traj:
@@ -163,21 +155,18 @@ def test_a_recording_that_fills_the_disk_where_there_was_none_keeps_its_frames(t
     assert_only(tmp_path, "rec.h5")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
-def test_a_run_stopped_by_a_signal_replaces_the_old_recording_with_every_frame(tmp_path, sig):
+def test_a_run_stopped_by_a_signal_replaces_the_old_recording_with_every_frame(tmp_path, sig, child):
     path = tmp_path / "rec.h5"
-    first = flock3d(*RUN, "--steps", "5", "--out", path, cwd=tmp_path)
+    first = flock3d(*RUN, "--steps", "5", "--out", path, cwd=tmp_path)  # compiled: the child loads it
     assert first.returncode == 0, first.stderr
-    child = subprocess.Popen(
-        [sys.executable, "-m", "flock3d.cli", *RUN, "--steps", "1000000", "--out", str(path)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
-    )  # fmt: skip
-    assert child.stdout.readline().startswith("Default: 500 boids")
+    process = child(*RUN, "--steps", "1000000", "--out", path, cwd=tmp_path, env={"PYTHONUNBUFFERED": "1"})
+    assert first_line(process).startswith("Default: 500 boids")
     time.sleep(2.0)
-    child.send_signal(sig)
-    out, err = child.communicate(timeout=120)
-    assert child.returncode == (130 if sig == signal.SIGINT else 143), err
+    process.send_signal(sig)
+    out, err = process.communicate(timeout=120)
+    assert process.returncode == (130 if sig == signal.SIGINT else 143), err
     frames = int(out.split("wrote ")[1].split(" frames")[0].replace(",", ""))
     with Trajectory(path) as traj:
         assert traj.n_frames == frames > 6  # the new run's, every one of them
@@ -191,6 +180,7 @@ def _render_or_skip(*args, cwd) -> None:
     assert out.returncode == 0, out.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.gui
 @pytest.mark.parametrize(
     "name, message",
@@ -203,13 +193,14 @@ def test_a_video_or_image_rendered_over_another_on_a_full_disk_leaves_it_whole(t
     path = tmp_path / name
     _render_or_skip("--out", path, "--frames", "20", cwd=tmp_path)
     old = path.read_bytes()
-    out = limited("render", "default", "--out", path, "--frames", "20", "--start", "1",
-                  "--size", "160x120", "--no-progress", limit=2000, cwd=tmp_path)  # fmt: skip
+    out = flock3d("render", "default", "--out", path, "--frames", "20", "--start", "1",
+                  "--size", "160x120", "--no-progress", file_size=2000, cwd=tmp_path)  # fmt: skip
     assert_one_line_failure(out, f"{path}: {message}")
     assert path.read_bytes() == old
     assert_only(tmp_path, name)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("option, name", [("--csv", "m.csv"), ("--plot", "m.png")])
 def test_a_table_or_plot_written_over_another_on_a_full_disk_leaves_it_whole(tmp_path, option, name):
     recording = small_recording(tmp_path / "rec.h5", count=30, frames=40)
@@ -218,7 +209,7 @@ def test_a_table_or_plot_written_over_another_on_a_full_disk_leaves_it_whole(tmp
     assert first.returncode == 0, first.stderr
     path.write_bytes(b"the old file\n" * 50)  # what a partial new file could never be
     old = path.read_bytes()
-    out = limited("metrics", recording, option, path, "--no-progress", limit=400, cwd=tmp_path)
+    out = flock3d("metrics", recording, option, path, "--no-progress", file_size=400, cwd=tmp_path)
     assert_one_line_failure(out, f"flock3d metrics: {path}: File too large")
     assert path.read_bytes() == old
     assert_only(tmp_path, "rec.h5", name)

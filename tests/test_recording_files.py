@@ -79,6 +79,7 @@ def recording(tmp_path):
     return path, scene
 
 
+@pytest.mark.slow
 def test_a_recording_whose_files_are_gone_opens_with_its_world_as_recorded(recording):
     path, scene = recording
     with Trajectory(path) as traj:
@@ -123,6 +124,7 @@ def test_two_open_recordings_with_different_copies_of_one_gone_file(recording, t
         assert traj.scene.fields[0].cell == scene.fields[0].cell
 
 
+@pytest.mark.slow
 def test_metrics_and_inference_of_a_recording_whose_files_are_gone(recording):
     path, _ = recording
     out = flock3d("metrics", path, "--no-progress")
@@ -132,6 +134,7 @@ def test_metrics_and_inference_of_a_recording_whose_files_are_gone(recording):
     assert out.returncode == 0, out.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.gui
 def test_render_of_a_recording_whose_files_are_gone(recording, tmp_path):
     path, _ = recording
@@ -143,6 +146,7 @@ def test_render_of_a_recording_whose_files_are_gone(recording, tmp_path):
     assert image.shape[:2] == (120, 160) and image.std() > 0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "damage, message",
     [

@@ -38,6 +38,7 @@ def test_frames_are_taken_at_the_simulations_pace(tmp_path):
     assert simulated_time(stdout) == pytest.approx(2.0, abs=1 / 120)
 
 
+@pytest.mark.slow
 def test_a_still_of_a_scene_shows_its_chosen_moment_not_its_spawn(tmp_path):
     # Unset, 5 s in; view.start moves the still, and a video's beginning with it.
     stdout = rendered("default", "--out", tmp_path / "a.png", *SMALL)
@@ -68,6 +69,7 @@ def test_start_simulates_before_drawing(tmp_path):
     assert simulated_time(stdout) == pytest.approx(12.5, abs=1 / 120)
 
 
+@pytest.mark.slow
 def test_a_trajectory_plays_at_its_recorded_pace(tmp_path):
     for every, fps, frames in ((4, 15.0, 30), (60, 30.0, 60)):
         traj = tmp_path / f"every{every}.h5"
@@ -84,6 +86,7 @@ def test_a_trajectory_plays_at_its_recorded_pace(tmp_path):
         assert "showing simulated t = 0.00 to 2.00 s" in stdout
 
 
+@pytest.mark.slow
 def test_the_span_stated_is_the_span_recorded(tmp_path):
     # A minute at 10 frames per simulated second: 601 frames, the last at t = 60.
     traj = small_recording(tmp_path / "minute.h5", count=10, frames=601, every=6)
@@ -107,10 +110,11 @@ def test_a_huge_every_attribute_does_not_change_the_schedule(tmp_path, every):
         f["parameters/flock3d"].attrs["every"] = every
 
     traj = altered_copy(good, tmp_path / "every.h5", huge)
-    stdout = flock3d("render", traj, "--out", tmp_path / "e.mp4", *SMALL, timeout=120).stdout
+    stdout = flock3d("render", traj, "--out", tmp_path / "e.mp4", *SMALL).stdout
     assert "6 frames" in stdout and "at 10 fps, showing simulated t = 0.00 to 0.60 s" in stdout
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "where, value, problem",
     [
@@ -153,7 +157,7 @@ def test_frames_that_cannot_be_drawn_are_one_line_before_anything_is_drawn(tmp_p
 )
 def test_outputs_and_numbers_that_cannot_work_fail_cleanly(tmp_path, out, extra, message):
     result = flock3d("render", "default", "--out", tmp_path / out if not out.startswith("/") else out, *extra,
-                     *SMALL, timeout=120)  # fmt: skip
+                     *SMALL)  # fmt: skip
     assert_clean_failure(result, message)
     assert "wrote" not in result.stdout
     assert result.stderr.strip().splitlines()[-1].startswith(("flock3d render: ", "flock3d render: error:"))
@@ -164,7 +168,7 @@ def test_outputs_and_numbers_that_cannot_work_fail_cleanly(tmp_path, out, extra,
 def test_a_full_disk_fails_cleanly(tmp_path, name):
     out = tmp_path / name
     out.symlink_to("/dev/full")  # every write fails with ENOSPC, as on a full disk
-    result = flock3d("render", "default", "--out", out, "--frames", "3", *SMALL, timeout=120)
+    result = flock3d("render", "default", "--out", out, "--frames", "3", *SMALL)
     assert_clean_failure(result, str(out), "No space left on device")
     assert len(result.stderr.strip().splitlines()) == 1
     assert "wrote" not in result.stdout

@@ -76,6 +76,7 @@ def test_a_periodic_box_is_framed_whole_from_every_side(tmp_path):
         assert ys.max() - ys.min() > 0.5 * h  # filling the view, not lost in it
 
 
+@pytest.mark.slow
 def test_colour_modes_give_different_pictures(tmp_path):
     images = probe("colors", tmp_path)
     means = {}
@@ -170,6 +171,7 @@ def test_a_moving_object_is_drawn_where_its_keyframes_put_it(tmp_path):
         assert abs(xs.mean() - x) < 2 and abs(ys.mean() - y) < 2, (name, xs.mean(), ys.mean(), x, y)
 
 
+@pytest.mark.slow
 def test_trails_follow_the_path_and_fade(tmp_path):
     data = probe("trails", tmp_path)
     (x0, y), (x1, _) = data["path"]  # where the boid was 2 s ago, and where it is
@@ -193,6 +195,7 @@ def wing_angle(image):
     return (np.degrees(np.arctan2(-axis[1], axis[0])) + 90.0) % 180.0 - 90.0
 
 
+@pytest.mark.slow
 def test_a_turning_boid_banks_into_the_turn(tmp_path):
     data = probe("banking", tmp_path)
 
@@ -205,6 +208,7 @@ def test_a_turning_boid_banks_into_the_turn(tmp_path):
     assert wing_angle(data["turning_left"]) == pytest.approx(57, abs=8)
 
 
+@pytest.mark.slow
 def test_in_aerodynamic_flight_the_drawn_roll_is_the_orientation_s(tmp_path):
     data = probe("flown_banking", tmp_path)
     # Rolled 40 degrees by the model (its acceleration pushing the other way, which the viewer's
@@ -222,6 +226,7 @@ def test_a_far_boid_keeps_a_readable_size(tmp_path):
     assert np.hypot(xs.mean() - data["centre"][0], ys.mean() - data["centre"][1]) < 3
 
 
+@pytest.mark.slow
 def test_boids_stand_out_from_the_sky_in_every_colour_mode(tmp_path):
     from flock3d.look.colors import contrast_ratio
 
@@ -256,6 +261,7 @@ def test_far_boids_drawn_as_specks_look_like_the_bird(tmp_path):
     assert np.abs(data["specks"][specks].mean(axis=0) - data["birds"][birds].mean(axis=0)).max() < 20
 
 
+@pytest.mark.slow
 def test_each_species_is_drawn_with_its_own_mesh(tmp_path):
     data = probe("species_meshes", tmp_path)
     middle = int(round(float(data["middle"])))

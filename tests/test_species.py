@@ -127,6 +127,7 @@ AGREEMENT = {
 }  # fmt: skip
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(AGREEMENT))
 def test_fast_equals_reference_with_species(name):
     params = AGREEMENT[name]

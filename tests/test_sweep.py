@@ -2,13 +2,11 @@
 
 import os
 import re
-import subprocess
-import sys
 
 import numpy as np
 import pandas as pd
 import pytest
-from helpers import assert_clean_failure, file_size_limit, flock3d
+from helpers import assert_clean_failure, flock3d
 
 from flock3d import Flock, metrics
 from flock3d.scene import parse_scene, resolve_scene
@@ -98,6 +96,7 @@ def test_over_repeats_summarises_each_combination_once():
     assert over_repeats(table[table["repeat"] == 0], axes)["milling_mean_sd"].isna().all()  # one repeat
 
 
+@pytest.mark.slow
 def test_sweep_table_independent_repeats_and_resume(tmp_path, scheduler):
     out = tmp_path / "results.parquet"
     axes = [parse_axis("zones.orientation_width=0.5,6"), parse_axis("perception.fov=200,360")]
@@ -200,6 +199,7 @@ def test_a_failing_run_is_reported_and_the_finished_ones_kept(tmp_path, monkeypa
     assert list(pd.read_csv(out)["zones.orientation_width"]) == [0.5]
 
 
+@pytest.mark.slow
 def test_sweep_command_on_a_local_cluster(tmp_path):
     out, plot = tmp_path / "r.csv", tmp_path / "phase.png"
     run = flock3d(
@@ -221,7 +221,6 @@ def test_sweep_command_on_a_local_cluster(tmp_path):
         plot,
         "--workers",
         "2",
-        timeout=600,
     )
     assert run.returncode == 0, run.stderr
     assert "computed 4 runs" in run.stdout
@@ -243,7 +242,7 @@ def test_an_out_that_is_not_a_regular_file_is_refused_before_it_is_read(tmp_path
         run_sweep(small_scene(), [parse_axis("zones.orientation_width=1")], 1, STEPS, DISCARD, out)
     if kind != "directory":  # the command refuses a directory itself, with its own line
         result = flock3d("sweep", "couzin/torus", "--param", "zones.orientation_width=1", "--steps", "10",
-                         "--out", out, timeout=120)  # fmt: skip
+                         "--out", out)  # fmt: skip
         assert_clean_failure(result, f"{out}: not a regular file")
         assert len(result.stderr.strip().splitlines()) == 1
 
@@ -257,8 +256,7 @@ def test_a_full_disk_when_the_table_is_written_is_one_line_and_keeps_it(tmp_path
             "--steps", str(STEPS), "--discard", str(DISCARD), "--out", str(out), "--scheduler", scheduler,
             "--no-progress"]  # fmt: skip
     # Files of the command past 100 bytes cannot grow: the table of two runs cannot be written.
-    result = subprocess.run([sys.executable, "-m", "flock3d.cli", *args], capture_output=True, text=True,
-                            timeout=300, preexec_fn=file_size_limit(100))  # fmt: skip
+    result = flock3d(*args, file_size=100)
     assert_clean_failure(
         result, f"{out}: cannot write the results (File too large); the runs written before are kept"
     )
@@ -266,6 +264,7 @@ def test_a_full_disk_when_the_table_is_written_is_one_line_and_keeps_it(tmp_path
     assert out.read_bytes() == before and not (tmp_path / "r.csv.tmp").exists()
 
 
+@pytest.mark.slow
 def test_sweep_bad_input(tmp_path):
     other = tmp_path / "other.csv"
     other.write_text("a,b\n1,2\n")
@@ -307,4 +306,4 @@ def test_sweep_bad_input(tmp_path):
         ([*base, "--param", "flock.count=10:11:3", "--out", tmp_path / "w.csv"], "must be a whole number"),
     ]
     for args, message in cases:
-        assert_clean_failure(flock3d(*args, timeout=120), message)
+        assert_clean_failure(flock3d(*args), message)

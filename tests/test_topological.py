@@ -154,6 +154,7 @@ AGREEMENT = {
 }  # fmt: skip
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(AGREEMENT))
 def test_fast_equals_reference_with_topological_neighbours(name):
     params = AGREEMENT[name]

@@ -48,6 +48,7 @@ def test_round_trip_and_h5md_layout(tmp_path):
             assert got.time == expected.time and got.step_count == expected.step_count
 
 
+@pytest.mark.slow
 def test_streaming_memory_does_not_grow_with_run_length(tmp_path):
     n, frames = 2000, 500  # 80 MB of positions, velocities and orientations: 10x the bound
     scene = Scene(Params(count=n))

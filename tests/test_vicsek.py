@@ -165,6 +165,7 @@ AGREEMENT = {  # density 4 (2D) and 3.2 (3D), as the paper's
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(AGREEMENT))
 def test_fast_equals_reference(name):
     params = AGREEMENT[name]

@@ -85,6 +85,7 @@ def test_debian_package_names(soname, package):
     assert xcb.debian_package(soname) == package
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(shutil.which("dpkg") is None, reason="not a Debian system")
 def test_every_package_named_is_the_one_dpkg_says_ships_the_library(plugin):
     names = xcb.system_libraries(plugin, qt_libraries())

@@ -87,6 +87,7 @@ def test_fast_equals_reference_with_each_kind_of_object_still_and_moving(kind, t
     assert closest >= 0.0
 
 
+@pytest.mark.slow
 def test_fast_equals_reference_in_a_turned_arena_object_with_every_kind_of_update():
     room = Object("box", size=(14.0, 9.0, 12.0), rotation=(25.0, 10.0, 0.0), role="arena")
     pillar = Object("cylinder", radius=1.0, height=9.0, motion=LOOP)
