@@ -74,6 +74,7 @@ from numba.experimental.function_type import _get_wrapper_address  # noqa: E402
 from numba.extending import typeof_impl  # noqa: E402
 
 from flock3d.core.neighbors import build_grid, build_periodic_grid, cell_index  # noqa: E402
+from flock3d.core.packed import slots  # noqa: E402
 from flock3d.core.quaternion import (  # noqa: E402
     forward_of,
     look_rotation_of,
@@ -648,7 +649,15 @@ def turn_heading(qw, qx, qy, qz, ux, uy, uz, fx, fy, fz, s_min, s_max, cos_max, 
 #: The rows of a :func:`turn_rows` batch (a (STAGED, n) array, one column a boid): its
 #: orientation, desired velocity, heading and position, its speed limits and turn limit
 #: (``cos_max, cos_half, sin_half``; for the mesh limit the angle in the first).
-Q_W, U_X, F_X, S_MIN, S_MAX, LIMIT, P_X, STAGED = 0, 4, 7, 10, 11, 12, 15, 18
+Q_W, U_X, F_X, S_MIN, S_MAX, LIMIT, P_X, STAGED = slots(
+    ("orientation", 4),
+    ("desired velocity", 3),
+    ("heading", 3),
+    ("min speed", 1),
+    ("max speed", 1),
+    ("turn limit", 3),
+    ("position", 3),
+)
 
 
 @inlined

@@ -34,6 +34,7 @@ from flock3d.core.fields import is_sequence as _is_sequence
 from flock3d.core.fields import number_problem as _check_number
 from flock3d.core.fields import vector as _vector
 from flock3d.core.kernel import P_X
+from flock3d.core.packed import slots
 from flock3d.core.quaternion import right_of
 from flock3d.core.terms import Term, inlined
 
@@ -511,9 +512,17 @@ def start_samples(center, r0: float, dimensions: int) -> np.ndarray:
 
 # -- the packed form ------------------------------------------------------------------------------
 
-#: Slots of an object's header in the packed array (see :func:`pack_objects`).
-KIND, SIDE, POSITION, ROTATION, SIZES, MOTION, FIELD, BOUND = 0, 1, 2, 5, 9, 13, 14, 15
-HEADER = 16
+#: Slots of an object's header in the packed array (see :func:`pack_objects`), and its length.
+KIND, SIDE, POSITION, ROTATION, SIZES, MOTION, FIELD, BOUND, HEADER = slots(
+    ("kind", 1),
+    ("side", 1),
+    ("position", 3),
+    ("rotation", 4),
+    ("sizes", 4),
+    ("motion", 1),
+    ("field", 1),
+    ("bound", 1),
+)
 
 
 def pack_objects(
