@@ -81,6 +81,7 @@ from flock3d.core.quaternion import (  # noqa: E402
     normalized_of,
     rotate_towards_of,
 )
+from flock3d.core.status import NOT_FINITE, OK, RULE_NOT_FINITE, RULE_RAISED, RULE_SHAPE  # noqa: E402
 
 __all__ = [
     "FAST",
@@ -167,8 +168,8 @@ BOIDS_PER_CHUNK = 256
 #: step that produces it stops with an error (float64 keeps ~1e-4 resolution here).
 MAX_COORDINATE = 1e12
 
-# What a step reports (the first field of a status row).
-OK, NOT_FINITE, RULE_RAISED, RULE_NOT_FINITE, RULE_SHAPE = range(5)
+# What a step reports (the first field of a status row): flock3d.core.status, re-exported for the
+# generated step's template.
 
 
 def cone_threshold(fov_degrees: float) -> float:

@@ -29,6 +29,7 @@ from flock3d.core import noise
 from flock3d.core.assemble import Force, PairRule, read_only_copy
 from flock3d.core.params import TERMS, TERMS_BY_NAME, Params, stage_names
 from flock3d.core.state import FlockState, settle, up_axis
+from flock3d.core.status import NOT_FINITE, RULE_NOT_FINITE, RULE_RAISED, RULE_SHAPE
 from flock3d.core.terms.speed import clamped
 
 __all__ = [
@@ -56,7 +57,7 @@ MAX_COORDINATE = 1e12
 
 
 class StepFailure(Exception):
-    """A step that could not be carried out: ``code`` (as the fast engine's status codes),
+    """A step that could not be carried out: ``code`` (:mod:`flock3d.core.status`),
     the failing ``boid`` and, for a user rule, its index ``term`` (pair rules, then forces)."""
 
     def __init__(self, code: int, boid: int, term: int = -1, cause: BaseException | None = None):
@@ -400,9 +401,6 @@ class ReferenceBoid:
                 self.radius, self.position, self.heading(own), positions, world.params, self.species
             )
         return (boid.flown(u, own) if flying else boid.moved(u, own)).constrained(self, world)
-
-
-RULE_RAISED, RULE_NOT_FINITE, RULE_SHAPE, NOT_FINITE = 2, 3, 4, 1  # as flock3d.core.kernel
 
 
 def _checked_vector(out, k: int) -> np.ndarray:
