@@ -260,24 +260,30 @@ def _add_run(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
         "file (H5MD layout); Ctrl-C or SIGTERM stops the run and keeps every frame written.",
     )
     _scene_argument(p)
+    p.add_argument("--out", metavar="TRAJ.h5", help="record the trajectory to this HDF5 file")
+    _run_arguments(p)
+    return p
+
+
+def _run_arguments(p: argparse.ArgumentParser, scene_only: str = "") -> None:
+    """The options of running a scene and recording it, as `flock3d run` takes them (``scene_only``
+    starts each help where they apply to a scene argument alone, as in `export`)."""
     length = p.add_mutually_exclusive_group()
     length.add_argument(
-        "--steps", type=_step_count, help=f"steps to run (default 600, at most {MAX_STEPS:,})"
+        "--steps", type=_step_count, help=f"{scene_only}steps to run (default 600, at most {MAX_STEPS:,})"
     )
-    length.add_argument("--seconds", type=_positive_float, help="simulated seconds to run")
-    p.add_argument("--out", metavar="TRAJ.h5", help="record the trajectory to this HDF5 file")
+    length.add_argument("--seconds", type=_positive_float, help=f"{scene_only}simulated seconds to run")
     p.add_argument(
         "--every",
         type=_positive_step_count,
         metavar="K",
-        help=f"record every K-th step (default: a frame every {FRAME_INTERVAL:g} s of simulated time, "
-        "i.e. every 6 steps at the default dt of 1/60 s)",
+        help=f"{scene_only}record every K-th step (default: a frame every {FRAME_INTERVAL:g} s of simulated "
+        "time, i.e. every 6 steps at the default dt of 1/60 s)",
     )
-    p.add_argument("--seed", type=_seed, help="seed of the initial state (default: the scene's)")
+    p.add_argument("--seed", type=_seed, help=f"{scene_only}seed of the initial state (default: the scene's)")
     _set_argument(p)
     _rules_argument(p)
-    p.add_argument("--no-progress", action="store_true", help="do not show the progress bar")
-    return p
+    p.add_argument("--no-progress", action="store_true", help="do not show the progress bars")
 
 
 def _set_argument(p: argparse.ArgumentParser) -> None:
@@ -1065,16 +1071,7 @@ def _add_export(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument(
         "--out", required=True, metavar="FILE", help="the file to write; its suffix picks the format"
     )
-    length = p.add_mutually_exclusive_group()
-    length.add_argument("--steps", type=_step_count, help="from a scene: steps to run (default 600)")
-    length.add_argument("--seconds", type=_positive_float, help="from a scene: simulated seconds to run")
-    p.add_argument("--every", type=_positive_step_count, metavar="K",
-                   help=f"from a scene: record every K-th step (default: a frame every {FRAME_INTERVAL:g} "
-                   "s of simulated time)")  # fmt: skip
-    p.add_argument("--seed", type=_seed, help="from a scene: seed of the initial state")
-    _set_argument(p)
-    _rules_argument(p)
-    p.add_argument("--no-progress", action="store_true", help="do not show the progress bars")
+    _run_arguments(p, scene_only="from a scene: ")
     return p
 
 
