@@ -13,7 +13,7 @@ import numpy as np
 from vispy import gloo
 from vispy.scene.visuals import create_visual_node
 
-from flock3d.viewer.visuals import _MatrixVisual
+from flock3d.viewer.visuals import _GroundShade
 
 __all__ = ["CastShadows", "CAST_SHADOW_DARKNESS"]
 
@@ -45,7 +45,7 @@ void main() {
 """
 
 
-class CastShadowsVisual(_MatrixVisual):
+class CastShadowsVisual(_GroundShade):
     """Triangles of shadow lying on the ground (every three vertices one)."""
 
     def __init__(self) -> None:
@@ -55,13 +55,6 @@ class CastShadowsVisual(_MatrixVisual):
         }
         for name, vbo in self._buffers.items():
             self.shared_program[name] = vbo
-        self._draw_mode = "triangles"
-        # Depth is tested, not written (see ShadowsVisual.draw).
-        self.set_gl_state("translucent", depth_test=True, depth_mask=False)
-
-    def draw(self) -> None:
-        super().draw()
-        gloo.get_current_canvas().context.set_depth_mask(True)
 
     def set_triangles(self, points: np.ndarray, normals: np.ndarray) -> None:
         """(3S, 3) the triangles' corners on the ground and the ground's unit normals there."""

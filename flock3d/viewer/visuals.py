@@ -120,6 +120,21 @@ class _MatrixVisual(Visual):
         return None
 
 
+class _GroundShade(_MatrixVisual):
+    """A :class:`_MatrixVisual` darkening what lies under it (shadows on the ground): blended,
+    tested against the depth buffer but not written to it, so that overlapping shades darken each
+    other. Writing is turned back on after drawing, since vispy leaves the mask as a visual sets it."""
+
+    def __init__(self, vcode: str, fcode: str, uniforms: dict) -> None:
+        super().__init__(vcode, fcode, uniforms)
+        self._draw_mode = "triangles"
+        self.set_gl_state("translucent", depth_test=True, depth_mask=False)
+
+    def draw(self) -> None:
+        super().draw()
+        gloo.get_current_canvas().context.set_depth_mask(True)
+
+
 def _write(vbo: gloo.VertexBuffer, values, n: int) -> None:
     """Rows ``values`` (n, k) into ``vbo``: in place when it holds n rows, else a new buffer."""
     values = np.ascontiguousarray(values, np.float32).reshape(n, -1)
@@ -646,7 +661,7 @@ void main() {
 """
 
 
-class ShadowsVisual(_MatrixVisual):
+class ShadowsVisual(_GroundShade):
     """Soft dark discs lying on the ground under the boids, instanced: per shadow only its
     centre, the ground's normal there, its radius and darkness go to the GPU."""
 
@@ -661,14 +676,6 @@ class ShadowsVisual(_MatrixVisual):
         }
         for name, vbo in self._instances.items():
             self.shared_program[name] = vbo
-        self._draw_mode = "triangles"
-        # Depth is tested, not written: overlapping shadows darken each other. Writing is turned
-        # back on after drawing (see draw), since vispy leaves the mask as a visual sets it.
-        self.set_gl_state("translucent", depth_test=True, depth_mask=False)
-
-    def draw(self) -> None:
-        super().draw()
-        gloo.get_current_canvas().context.set_depth_mask(True)
 
     def set_shadows(self, centers, normals, radii, darkness) -> None:
         """(S, 3) centres on the ground and its unit normals there, (S,) radii and darkness."""
