@@ -286,6 +286,19 @@ def _run_arguments(p: argparse.ArgumentParser, scene_only: str = "") -> None:
     p.add_argument("--no-progress", action="store_true", help="do not show the progress bars")
 
 
+def _run_length(args: argparse.Namespace, dt: float) -> tuple[int, int]:
+    """The steps to run and the recording's step interval from the options of
+    :func:`_run_arguments`: ``--steps`` (600 unless told) or ``--seconds`` at ``dt``, and ``--every``
+    or a frame every ``FRAME_INTERVAL`` s."""
+    steps = args.steps if args.steps is not None else 600
+    if args.seconds is not None:
+        try:
+            steps = steps_for(args.seconds, dt)
+        except ValueError as error:
+            raise Flock3dError(f"--seconds: {error}") from None
+    return steps, args.every if args.every is not None else default_every(dt)
+
+
 def _set_argument(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--set",
@@ -373,14 +386,8 @@ def _run_run(args: argparse.Namespace) -> int:
     rules, forces = _rules_from(args)
     scene = _scene_from(args, args.scene, (rules, forces))
     p = scene.params
-    steps = args.steps if args.steps is not None else 600
-    if args.seconds is not None:
-        try:
-            steps = steps_for(args.seconds, p.dt)
-        except ValueError as error:
-            raise Flock3dError(f"--seconds: {error}") from None
+    steps, every = _run_length(args, p.dt)
     out = _output_path(args.out, (".h5", ".hdf5"), "--out") if args.out is not None else None
-    every = args.every if args.every is not None else default_every(p.dt)
 
     flock = Flock.from_scene(scene, rules=rules, forces=forces)
     progress = False if args.no_progress else None  # None: only on a terminal
@@ -1096,13 +1103,7 @@ def _run_export(args: argparse.Namespace) -> int:
     scene = _scene_from(args, args.source, (rules, forces))
     check_size(out, scene.params.count, writer)  # before the run, not after it
     p = scene.params
-    steps = args.steps if args.steps is not None else 600
-    if args.seconds is not None:
-        try:
-            steps = steps_for(args.seconds, p.dt)
-        except ValueError as error:
-            raise Flock3dError(f"--seconds: {error}") from None
-    every = args.every if args.every is not None else default_every(p.dt)
+    steps, every = _run_length(args, p.dt)
     flock = Flock.from_scene(scene, rules=rules, forces=forces)
     print(f"{scene.name}: {len(flock):,} boids, {steps:,} steps of {p.dt:g} s, a frame every {every} steps")
     with stop_on_signals() as stop:
