@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from flock3d import Flock, Params
-from flock3d.core.terms.objects import Motion, Object
+from flock3d.core.objects import Motion, Object
 
 #: Points a move is checked at, end to end: a solid 1/SAMPLES of a move long along it is seen.
 SAMPLES = 1024
@@ -281,7 +281,7 @@ def run(world: World, steps: int, engine: str = "fast", count: int | None = None
     1/MARCH of the move long along it (the engines' stated bound: counted when the run of
     points inside, less a point, reaches it), and those that only ``clipped`` a corner, an
     edge or a tip shallower than that."""
-    from flock3d.core.terms.objects import MARCH  # the bound the engines state
+    from flock3d.core.objects import MARCH  # the bound the engines state
     from flock3d.io.meshes import object_fields
 
     params = world.params if count is None else world.params.replace(count=count)

@@ -39,7 +39,7 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as folder:
         os.environ["FLOCK3D_CACHE_DIR"] = folder
-        from flock3d.core.terms.objects import Object
+        from flock3d.core.objects import Object
         from flock3d.io import meshes
         from flock3d.io.meshes import object_grid, read_mesh
 

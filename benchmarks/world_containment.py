@@ -35,7 +35,7 @@ from pathlib import Path
 import numpy as np
 
 from flock3d import Flock
-from flock3d.core.terms.objects import clearances, pack_objects
+from flock3d.core.objects import clearances, pack_objects
 from flock3d.scene import resolve_scene, shipped_scenes
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # adversarial.py and ab.py beside it

@@ -246,7 +246,7 @@ def mesh_objects(base) -> dict:
 
 def variant_flock(params):
     """A Flock of a :func:`variant_params` row, with its objects' grids where it has meshes."""
-    from flock3d.core.terms.objects import needs_field
+    from flock3d.core.objects import needs_field
     from flock3d.flock import Flock
 
     fields = None

@@ -13,9 +13,9 @@ import sys
 import numpy as np
 
 from flock3d import Params
+from flock3d.core.objects import Object
 from flock3d.core.quaternion import look_rotation
 from flock3d.core.state import FlockState
-from flock3d.core.terms.objects import Object
 from flock3d.scene import Scene, ViewHints
 from flock3d.viewer.offscreen import OffscreenRenderer
 

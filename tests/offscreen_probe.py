@@ -122,8 +122,8 @@ def case_lit_box() -> dict:
     """A box turned 30 degrees about the vertical, standing on the ground, lit by the sun: each
     of its faces' centre and normal in the world, and where those centres are on the picture."""
     from flock3d.core.geometry import euler_quaternion
+    from flock3d.core.objects import Object
     from flock3d.core.quaternion import to_matrices
-    from flock3d.core.terms.objects import Object
     from flock3d.viewer.renderer import sun_direction
 
     box = Object("box", size=(8.0, 8.0, 8.0), rotation=(30.0, 0.0, 0.0), color="#b0b0b0")
@@ -139,7 +139,7 @@ def case_lit_box() -> dict:
 
 def case_shadow() -> dict:
     """The ground with and without a boid flying 8 units above it; where its foot is on the picture."""
-    from flock3d.core.terms.objects import Object
+    from flock3d.core.objects import Object
 
     out = {}
     for name, n in (("with", 1), ("without", 0)):
@@ -153,7 +153,7 @@ def case_shadow() -> dict:
 def case_moving() -> dict:
     """A sphere keyframed from z = -6 (t = 0) to z = 6 (t = 4), drawn at t = 0, 2 and 4 (the
     picture's z runs left to right)."""
-    from flock3d.core.terms.objects import Motion, Object
+    from flock3d.core.objects import Motion, Object
 
     sphere = Object("sphere", radius=2.0, motion=Motion(((0.0, 0.0, -6.0), (0.0, 0.0, 6.0)), (0.0, 4.0)))
     r = world_renderer([sphere], azimuth=0.0, elevation=0.0)

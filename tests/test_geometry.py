@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from flock3d.core import geometry as g
-from flock3d.core.terms.objects import Object, object_sdf, pack_objects
+from flock3d.core.objects import Object, object_sdf, pack_objects
 
 RNG = np.random.default_rng(7)
 
@@ -202,7 +202,7 @@ def motion_record(points, times, loop, rotations=None):
     obj = Object(
         "sphere", radius=1.0, motion={"points": points, "times": times, "loop": loop, "rotations": rotations}
     )
-    from flock3d.core.terms.objects import normalise_object
+    from flock3d.core.objects import normalise_object
 
     data, offsets = pack_objects([normalise_object(obj)])
     return data, int(data[offsets[0] + 13])
@@ -237,7 +237,7 @@ def test_keyframed_rotations_turn_spherically_and_the_distance_follows():
     box = Object(
         "box", size=(2.0, 2.0, 2.0), motion={"points": [[0, 0, 0], [10, 0, 0]], "times": [0.0, 10.0]}
     )
-    from flock3d.core.terms.objects import normalise_object
+    from flock3d.core.objects import normalise_object
 
     data, offsets = pack_objects([normalise_object(box)])
     for t in (0.0, 2.5, 7.0):
@@ -287,7 +287,7 @@ def test_compiled_code_and_python_measure_the_same_distances():
     # The fast engine calls these functions from compiled code, the reference from Python.
     import numba
 
-    from flock3d.core.terms.objects import clearance, normalise_object
+    from flock3d.core.objects import clearance, normalise_object
 
     objects = [normalise_object(o) for o in (
         Object("box", size=(2.0, 3.0, 4.0), rotation=(10.0, 20.0, 30.0), position=(1.0, 2.0, 3.0)),

@@ -18,7 +18,7 @@ import pytest
 trimesh = pytest.importorskip("trimesh")
 pytest.importorskip("igl")
 
-from flock3d.core.terms.objects import Object  # noqa: E402
+from flock3d.core.objects import Object  # noqa: E402
 from flock3d.io import meshes  # noqa: E402
 from flock3d.io.meshes import object_grid, read_mesh  # noqa: E402
 

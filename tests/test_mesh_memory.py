@@ -14,7 +14,7 @@ trimesh = pytest.importorskip("trimesh")
 pytest.importorskip("igl")
 
 from flock3d import Params  # noqa: E402
-from flock3d.core.terms.objects import Object, clearances, pack_objects  # noqa: E402
+from flock3d.core.objects import Object, clearances, pack_objects  # noqa: E402
 from flock3d.io import meshes  # noqa: E402
 from flock3d.io.meshes import MeshError, grid_lattice, object_fields, read_mesh  # noqa: E402
 

@@ -14,8 +14,8 @@ pytest.importorskip("igl")
 
 from flock3d import Params  # noqa: E402
 from flock3d.core import geometry as g  # noqa: E402
+from flock3d.core.objects import Object, clearances, pack_objects  # noqa: E402
 from flock3d.core.state import random_state  # noqa: E402
-from flock3d.core.terms.objects import Object, clearances, pack_objects  # noqa: E402
 from flock3d.io import meshes  # noqa: E402
 from flock3d.io.meshes import MeshError, object_fields, object_grid, read_heights, read_mesh  # noqa: E402
 

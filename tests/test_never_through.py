@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from flock3d import Flock, Params
-from flock3d.core.terms.objects import MARCH, Motion, Object, object_room, pack_objects
+from flock3d.core.objects import MARCH, Motion, Object, object_room, pack_objects
 
 trimesh = pytest.importorskip("trimesh")
 pytest.importorskip("igl")

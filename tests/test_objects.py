@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from flock3d import Params
+from flock3d.core.objects import Motion, Object, clearances, pack_objects
 from flock3d.core.state import random_state, spawn_points
-from flock3d.core.terms.objects import Motion, Object, clearances, pack_objects
 
 
 def problem(**params) -> str:

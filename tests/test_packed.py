@@ -3,8 +3,8 @@
 import pytest
 
 from flock3d.core import kernel
+from flock3d.core.objects import packing as objects
 from flock3d.core.packed import slots
-from flock3d.core.terms import objects
 
 
 def test_offsets_are_running_sums_of_the_widths_and_the_last_is_the_length():

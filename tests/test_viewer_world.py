@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from flock3d import Params
-from flock3d.core.terms.objects import Motion, Object, object_frame, object_sdf, pack_objects
+from flock3d.core.objects import Motion, Object, object_frame, object_sdf, pack_objects
 from flock3d.look.world import Frames, ground_under, grounds_of, object_mesh, ray_distances
 from flock3d.viewer.renderer import world_extent
 from flock3d.viewer.scenery import grid_spacing

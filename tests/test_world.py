@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from flock3d import Flock, Params
+from flock3d.core.objects import Motion, Object, clearances, pack_objects
 from flock3d.core.params import Attractor
-from flock3d.core.terms.objects import Motion, Object, clearances, pack_objects
 from flock3d.scene import SceneError
 
 trimesh = pytest.importorskip("trimesh")

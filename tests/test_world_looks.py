@@ -12,7 +12,7 @@ import sys
 import numpy as np
 import pytest
 
-from flock3d.core.terms.objects import Object
+from flock3d.core.objects import Object
 from flock3d.scene import SceneError, resolve_scene
 
 PROBE = pathlib.Path(__file__).with_name("looks_probe.py")

@@ -5,7 +5,7 @@ import textwrap
 import pytest
 from helpers import flock3d
 
-from flock3d.core.terms.objects import Motion
+from flock3d.core.objects import Motion
 from flock3d.scene import SceneError, load_scene, parse_scene, shipped_scenes
 
 EVERY_SHAPE = """

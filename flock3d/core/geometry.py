@@ -21,7 +21,7 @@ whose ground rises along +Y over the XZ plane.
 sizes before they reach these functions (a box's half sides times the scale per axis, a mesh's
 vertices scaled before its grid is sampled), so a frame is a rigid motion (a rotation and a
 translation) and world distances equal local ones. Scales that would make a closed form
-non-Euclidean are refused where objects are validated (:mod:`flock3d.core.terms.objects`): a sphere
+non-Euclidean are refused where objects are validated (:mod:`flock3d.core.objects`): a sphere
 or a torus takes one scale, a cylinder or a capsule equal x and z scales.
 
 **Rotations.** ``rotation = [yaw, pitch, roll]`` in degrees is the rotation
@@ -91,13 +91,14 @@ KINDS = ("box", "sphere", "cylinder", "capsule", "torus", "plane", "heightfield"
 
 # Callable from Python and from compiled code alike; 'numpy' errors: a division by zero gives
 # inf or NaN as in the kernel, never an exception in a parallel loop.
-_jit = numba.njit(cache=True, nogil=True, error_model="numpy")
+#: Compiled without fastmath: these functions round as the readable code (and the reference engine) do.
+exact = numba.njit(cache=True, nogil=True, error_model="numpy")
 
 
 # -- closed forms, in the shape's own frame ------------------------------------------------------
 
 
-@_jit
+@exact
 def sdf_box(x, y, z, hx, hy, hz):
     """Box of half sides (hx, hy, hz) centred on the origin.
 
@@ -119,7 +120,7 @@ def sdf_box(x, y, z, hx, hy, hz):
     return qz, 0.0, 0.0, sz
 
 
-@_jit
+@exact
 def sdf_sphere(x, y, z, r):
     """Sphere of radius r centred on the origin; at the centre the normal is +Y."""
     n = math.sqrt(x * x + y * y + z * z)
@@ -128,7 +129,7 @@ def sdf_sphere(x, y, z, r):
     return n - r, x / n, y / n, z / n
 
 
-@_jit
+@exact
 def _radial(x, z):
     """|(x, z)| and the unit radial direction in the XZ plane (+X on the axis)."""
     rho = math.sqrt(x * x + z * z)
@@ -137,7 +138,7 @@ def _radial(x, z):
     return rho, x / rho, z / rho
 
 
-@_jit
+@exact
 def sdf_cylinder(x, y, z, r, hh):
     """Solid cylinder of radius r around the Y axis, from y = -hh to y = hh.
 
@@ -156,7 +157,7 @@ def sdf_cylinder(x, y, z, r, hh):
     return b, 0.0, sy, 0.0
 
 
-@_jit
+@exact
 def sdf_capsule(x, y, z, r, hh):
     """Capsule: the points within r of the segment from (0, -hh, 0) to (0, hh, 0).
 
@@ -170,7 +171,7 @@ def sdf_capsule(x, y, z, r, hh):
     return n - r, x / n, dy / n, z / n
 
 
-@_jit
+@exact
 def sdf_torus(x, y, z, ring, tube):
     """Torus around the Y axis: the points within ``tube`` of the circle of radius ``ring`` in
     the XZ plane. On that circle the normal is radial, outwards; on the axis, +X is radial."""
@@ -182,7 +183,7 @@ def sdf_torus(x, y, z, ring, tube):
     return n - tube, ux * qa / n, y / n, uz * qa / n
 
 
-@_jit
+@exact
 def sdf_plane(x, y, z):
     """The half-space y < 0 is solid: the ground under the plane y = 0."""
     return y, 0.0, 1.0, 0.0
@@ -191,7 +192,7 @@ def sdf_plane(x, y, z):
 # -- sampled grids --------------------------------------------------------------------------------
 
 
-@_jit
+@exact
 def grid_sdf_flat(values, base, nx, ny, nz, ox, oy, oz, h, x, y, z):
     """A grid's distance at (x, y, z) and its gradient, from the nodes stored flat.
 
@@ -251,7 +252,7 @@ def grid_sdf_flat(values, base, nx, ny, nz, ox, oy, oz, h, x, y, z):
     return d, gx, gy, gz
 
 
-@_jit
+@exact
 def grid_sdf(values, ox, oy, oz, h, x, y, z):
     """:func:`grid_sdf_flat` for a grid held as one (nx, ny, nz) C-contiguous float64 array."""
     nx, ny, nz = values.shape
@@ -261,7 +262,7 @@ def grid_sdf(values, ox, oy, oz, h, x, y, z):
 # -- heightfields ---------------------------------------------------------------------------------
 
 
-@_jit
+@exact
 def heightfield_height(values, base, nx, nz, x0, z0, dx, dz, x, z):
     """The ground's height h(x, z) and its slopes (dh/dx, dh/dz): bilinear over the nodes
     ``values[base + i * nz + k]`` at (x0 + i dx, z0 + k dz); beyond the edges the edge's
@@ -286,7 +287,7 @@ def heightfield_height(values, base, nx, nz, x0, z0, dx, dz, x, z):
     return height, sx, sz
 
 
-@_jit
+@exact
 def heightfield_sdf(values, base, nx, nz, x0, z0, dx, dz, x, y, z):
     """Signed distance above a heightfield (solid below it) and the ground's unit normal:
     ``(y - h) / sqrt(1 + |grad h|^2)``, exact on planar ground (see the module's notes)."""
@@ -323,7 +324,7 @@ def fractal_heights(seed: int, samples: int = 129, octaves: int = 6) -> np.ndarr
 # -- frames ---------------------------------------------------------------------------------------
 
 
-@_jit
+@exact
 def euler_quaternion(yaw, pitch, roll):
     """The unit quaternion (w, x, y, z) of ``rotation = [yaw, pitch, roll]`` (degrees):
     ``R_y(yaw) R_x(pitch) R_z(roll)``, roll applied first (see the module's notes)."""
@@ -336,7 +337,7 @@ def euler_quaternion(yaw, pitch, roll):
     return normalized_of(w, x, y, z)
 
 
-@_jit
+@exact
 def rotate(qw, qx, qy, qz, x, y, z):
     """The vector (x, y, z) rotated by the unit quaternion q: the sum of q's axes weighted."""
     rx, ry, rz = right_of(qw, qx, qy, qz)
@@ -345,26 +346,26 @@ def rotate(qw, qx, qy, qz, x, y, z):
     return rx * x + ux * y + fx * z, ry * x + uy * y + fy * z, rz * x + uz * y + fz * z
 
 
-@_jit
+@exact
 def rotate_inverse(qw, qx, qy, qz, x, y, z):
     """The vector rotated by the inverse of q (its conjugate)."""
     return rotate(qw, -qx, -qy, -qz, x, y, z)
 
 
-@_jit
+@exact
 def to_local(px, py, pz, qw, qx, qy, qz, x, y, z):
     """A world point in the frame at position p with rotation q: R^T (x - p)."""
     return rotate_inverse(qw, qx, qy, qz, x - px, y - py, z - pz)
 
 
-@_jit
+@exact
 def to_world(px, py, pz, qw, qx, qy, qz, x, y, z):
     """A local point in the world: p + R x."""
     wx, wy, wz = rotate(qw, qx, qy, qz, x, y, z)
     return px + wx, py + wy, pz + wz
 
 
-@_jit
+@exact
 def slerp(aw, ax, ay, az, bw, bx, by, bz, u):
     """Spherical interpolation from a (u = 0) to b (u = 1) along the shorter arc."""
     dot = aw * bw + ax * bx + ay * by + az * bz
@@ -379,7 +380,7 @@ def slerp(aw, ax, ay, az, bw, bx, by, bz, u):
     return normalized_of(wa * aw + wb * bw, wa * ax + wb * bx, wa * ay + wb * by, wa * az + wb * bz)
 
 
-@_jit
+@exact
 def keyframe_frame(data, m, t):
     """Position and rotation at time t of a keyframed motion stored in ``data`` from index m.
 

@@ -40,6 +40,7 @@ from flock3d.core.fields import (
     spec_of,
     vector,
 )
+from flock3d.core.objects import Object, normalise_object
 from flock3d.core.terms import PairTerm
 from flock3d.core.terms import alignment as alignment_term
 from flock3d.core.terms import attractors as attractors_term
@@ -57,7 +58,6 @@ from flock3d.core.terms import speed as speed_term
 from flock3d.core.terms import wander as wander_term
 from flock3d.core.terms import wind as wind_term
 from flock3d.core.terms.attractors import Attractor
-from flock3d.core.terms.objects import Object
 from flock3d.core.terms.obstacles import Obstacle
 from flock3d.core.terms.path import WaypointPath
 
@@ -838,7 +838,7 @@ _NORMALISE: dict[str, Callable[[Any], Any]] = {
     "obstacles": obstacles_term.normalise,
     "path": path_term.normalise,
     "species": _species,
-    "objects": objects_term.normalise_object,
+    "objects": normalise_object,
 }
 
 

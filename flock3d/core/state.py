@@ -8,9 +8,8 @@ from typing import Any
 
 import numpy as np
 
-from flock3d.core import quaternion
+from flock3d.core import objects, quaternion
 from flock3d.core.params import Params
-from flock3d.core.terms import objects
 
 __all__ = [
     "FlockState",
@@ -238,11 +237,11 @@ def spawn_points(
     """(n, 3) initial positions, uniform in the initial ball (disc), outside every obstacle and
     its margin and, with an arena object, inside it by the margin: those that are not are drawn
     again from the same stream. ``fields``: the objects' grids and images
-    (:func:`flock3d.core.terms.objects.pack_objects`).
+    (:func:`flock3d.core.objects.pack_objects`).
 
     When the objects leave so little of the ball free that 1,000 draws of a boid all fall in
     them, the boids still to place start at free points of the fixed draw the check judges
-    the room by (:func:`flock3d.core.terms.objects.covered_start_problems`), chosen at random
+    the room by (:func:`flock3d.core.objects.covered_start_problems`), chosen at random
     and shared only when there are fewer of them than boids: a world the check accepts
     always starts.
 

@@ -1,5 +1,5 @@
 """Meshes and heightfield images of the world's objects: read, checked, and turned into the
-fields the engines read (:func:`flock3d.core.terms.objects.pack_objects`).
+fields the engines read (:func:`flock3d.core.objects.pack_objects`).
 
 A mesh (OBJ, STL, PLY, glTF/GLB, read with trimesh) becomes a grid of signed distances
 sampled once, computed by libigl's ``signed_distance`` (the sign from pseudonormals, exact
@@ -42,8 +42,8 @@ import numpy as np
 
 from flock3d.core.atomic import atomic_write
 from flock3d.core.fields import MAX_MAGNITUDE
+from flock3d.core.objects import Object, SDFGrid, needs_field, scales
 from flock3d.core.params import Params
-from flock3d.core.terms.objects import Object, SDFGrid, needs_field, scales
 from flock3d.errors import Flock3dError
 
 __all__ = [
@@ -774,11 +774,11 @@ def read_heights(path: str | Path) -> np.ndarray:
 
 
 def object_fields(params: Params, resolution: int = GRID_RESOLUTION) -> dict[int, Any]:
-    """What :func:`flock3d.core.terms.objects.pack_objects` needs for the objects read from files: by
+    """What :func:`flock3d.core.objects.pack_objects` needs for the objects read from files: by
     object index, a mesh's :class:`SDFGrid` or a heightfield's heights.
 
     Objects of identical meshes (the same triangles at the same scale) get the same
-    :class:`SDFGrid` object, and :func:`~flock3d.core.terms.objects.pack_objects` packs it once.
+    :class:`SDFGrid` object, and :func:`~flock3d.core.objects.pack_objects` packs it once.
     The distinct grids' size is known from the meshes' bounding boxes, and a world over
     :data:`MAX_GRID_BYTES` is refused before any grid is sampled or read from the cache.
 

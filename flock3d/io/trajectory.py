@@ -441,7 +441,7 @@ class TrajectoryWriter:
 
 def _store_files(group, scene: Scene) -> None:
     """The meshes and heightfield images the scene's objects were read from, in ``group/files``."""
-    from flock3d.core.terms.objects import needs_field
+    from flock3d.core.objects import needs_field, shape_of
 
     objects = [o for o in scene.params.objects if needs_field(o)]
     if not objects:
@@ -451,7 +451,7 @@ def _store_files(group, scene: Scene) -> None:
     files = group.create_group("files")
     stored: set[str] = set()
     for o in objects:
-        path = o.file if o.shape == "mesh" else o.image
+        path = shape_of(o).source(o)
         if path in stored:
             continue
         entry = files.create_group(str(len(stored)))

@@ -4,7 +4,7 @@ Each object of ``Params.objects`` becomes a triangle mesh in its own scaled loca
 (:func:`object_mesh`): primitives tessellated here (a box's faces flat, round shapes smooth),
 a mesh file's triangles as read (:func:`flock3d.io.meshes.read_mesh`), a heightfield's nodes
 as a grid. :class:`Frames` places each object at a simulated time exactly as the engines do
-(:func:`flock3d.core.terms.objects.object_frame`). Planes and heightfields are the ground:
+(:func:`flock3d.core.objects.object_frame`). Planes and heightfields are the ground:
 :func:`ground_under` finds where the vertical through a point meets it (the flock's shadows),
 and :func:`ray_distances` finds where a ray meets triangles (an object picked with the mouse).
 
@@ -22,8 +22,8 @@ from typing import NamedTuple
 import numpy as np
 
 from flock3d.core import geometry
+from flock3d.core.objects import HEIGHTFIELD_SAMPLES, Object, object_frame, pack_objects, scales, shape_of
 from flock3d.core.quaternion import to_matrices
-from flock3d.core.terms.objects import HEIGHTFIELD_SAMPLES, Object, object_frame, pack_objects, scales
 from flock3d.look.colors import hex_color
 
 __all__ = [
@@ -84,7 +84,7 @@ def shape_key(o: Object) -> Object:
 
 def is_ground(o: Object) -> bool:
     """Whether the object is ground the flock flies over (a plane or a heightfield)."""
-    return o.shape in ("plane", "heightfield")
+    return shape_of(o).ground
 
 
 def object_color(o: Object) -> tuple[float, float, float]:
@@ -220,6 +220,11 @@ def _torus(ring: float, tube: float, segments: int) -> ObjectMesh:
     return _revolve(profile, segments)
 
 
+#: How each primitive is drawn, from the sizes it packs (:meth:`~flock3d.core.objects.Shape.packed`),
+#: with ``segments`` around for a round one.
+_DRAWN = {"box": _box, "sphere": _sphere, "cylinder": _cylinder, "capsule": _capsule, "torus": _torus}
+
+
 def _grid(x: np.ndarray, z: np.ndarray, heights: np.ndarray) -> ObjectMesh:
     """Ground over the nodes (x[i], z[k]) at ``heights[i, k]``, normals from the slopes."""
     nx, nz = heights.shape
@@ -256,20 +261,14 @@ def object_mesh(o: Object, extent: float, segments: int = SEGMENTS) -> ObjectMes
     square reaching ``extent`` units each way from its origin (a plane has no edge); a round
     shape with ``segments`` around (a multiple of 4)."""
     sx, sy, sz = scales(o)
-    if o.shape == "box":
-        return _box(0.5 * o.size[0] * sx, 0.5 * o.size[1] * sy, 0.5 * o.size[2] * sz)
-    if o.shape == "sphere":
-        return _sphere(o.radius * sx, segments)
-    if o.shape == "cylinder":
-        return _cylinder(o.radius * sx, 0.5 * o.height * sy, segments)
-    if o.shape == "capsule":
-        return _capsule(o.radius * sx, 0.5 * o.height * sy - o.radius * sx, segments)
-    if o.shape == "torus":
-        return _torus(o.radius * sx, o.tube * sx, segments)
-    if o.shape == "plane":
+    shape = shape_of(o)
+    if o.shape in _DRAWN:  # from the sizes it packs for the engines: the drawn shape is the flown one
+        sizes, _ = shape.packed(o, sx, sy, sz)
+        return _DRAWN[o.shape](*sizes, *((segments,) if shape.round else ()))
+    if shape.edgeless:
         side = np.linspace(-extent, extent, PLANE_CELLS + 1)
         return _grid(side, side, np.zeros((len(side), len(side))))
-    if o.shape == "heightfield":
+    if shape.field == "heights":
         ground = ground_of(o, -1)
         nx, nz = ground.heights.shape
         # Every step-th node (and the far edges): a large image is drawn coarser than it is flown.
@@ -293,7 +292,7 @@ def object_mesh(o: Object, extent: float, segments: int = SEGMENTS) -> ObjectMes
 class Frames:
     """Where each object is at a simulated time: its frame's origin and rotation matrix.
 
-    The frames are the engines' own (:func:`~flock3d.core.terms.objects.object_frame` of the
+    The frames are the engines' own (:func:`~flock3d.core.objects.object_frame` of the
     packed objects): a frame does not depend on the shape, so each object is packed as a unit
     sphere with its position, rotation and motion (a mesh's packed record would need its grid).
 
@@ -351,7 +350,7 @@ class Ground(NamedTuple):
 def ground_of(o: Object, index: int, extent: float = math.inf) -> Ground:
     """Plane or heightfield ``o`` (object ``index``) as the shadows need it; a plane is drawn
     ``extent`` units each way."""
-    if o.shape == "plane":
+    if shape_of(o).edgeless:
         return Ground(index, None, 0.0, 0.0, 1.0, 1.0, extent)
     sx, sy, sz = scales(o)
     heights = object_heights(o) * (o.height * sy)

@@ -17,8 +17,8 @@ from typing import Any
 
 from flock3d.core.atomic import atomic_write
 from flock3d.core.fields import spec_of
+from flock3d.core.objects import covered_start_problems, needs_field, scales
 from flock3d.core.params import MODEL_DEFAULTS, Params, Problem, params_problems, short_repr
-from flock3d.core.terms.objects import covered_start_problems, needs_field, scales
 from flock3d.errors import Flock3dError
 from flock3d.scene.schema import (
     KEYS,
@@ -443,7 +443,7 @@ def _object_file_problems(params: Params) -> tuple[list[str], dict[int, Any] | N
             elif needs_field(o):
                 read_heights(o.image)
         except MeshError as error:
-            problems.append(f"objects[{k}].{'file' if o.shape == 'mesh' else 'image'}: {error}")
+            problems.append(f"objects[{k}].{'file' if o.file else 'image'}: {error}")
     if problems:
         return problems, None
     try:

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, NamedTuple
 
 from flock3d.core.fields import Kind, Part, spec_of
+from flock3d.core.objects import Object, is_color, normalise_object
 from flock3d.core.params import (
     Attractor,
     Obstacle,
@@ -29,7 +30,6 @@ from flock3d.core.params import (
     short_repr,
 )
 from flock3d.core.terms.attractors import normalise as normalise_attractor
-from flock3d.core.terms.objects import Object, is_color, normalise_object
 
 __all__ = [
     "Key",

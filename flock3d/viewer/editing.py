@@ -17,17 +17,15 @@ from typing import NamedTuple
 
 import numpy as np
 
+from flock3d.core.objects import PRIMITIVES, SHAPES, Object, shape_of
 from flock3d.core.params import Params
 from flock3d.core.quaternion import look_rotation
 from flock3d.core.state import up_axis
 from flock3d.core.terms.attractors import Attractor
-from flock3d.core.terms.objects import Object
 from flock3d.viewer.session import Session, World
 
 __all__ = ["WorldEditor", "Selection", "PRIMITIVES", "primitive", "ray_plane", "outside_arena", "UNDO_DEPTH"]
 
-PRIMITIVES = ("box", "sphere", "cylinder", "capsule", "torus")
-"""The shapes the viewer adds."""
 UNDO_DEPTH = 100
 """Edits that can be undone."""
 
@@ -41,28 +39,9 @@ class Selection(NamedTuple):
 
 def primitive(shape: str, size: float) -> Object:
     """A new ``shape`` about ``size`` world units across, standing upright at the origin."""
-    if shape == "box":
-        return Object("box", size=(size, size, size))
-    if shape == "sphere":
-        return Object("sphere", radius=0.5 * size)
-    if shape == "cylinder":
-        return Object("cylinder", radius=0.3 * size, height=size)
-    if shape == "capsule":
-        return Object("capsule", radius=0.25 * size, height=size)
-    if shape == "torus":
-        return Object("torus", radius=0.5 * size, tube=0.12 * size)
-    raise ValueError(f"unknown primitive {shape!r}; choose one of {', '.join(PRIMITIVES)}")
-
-
-def _lift(o: Object, up: np.ndarray) -> float:
-    """How far the origin of upright primitive ``o`` is above its lowest point along ``up``."""
-    if o.shape == "box":
-        return 0.5 * float(np.abs(up) @ o.size)
-    if o.shape in ("cylinder", "capsule"):
-        return 0.5 * o.height if up[1] else o.radius
-    if o.shape == "torus":
-        return o.tube if up[1] else o.radius + o.tube
-    return o.radius
+    if shape not in PRIMITIVES:
+        raise ValueError(f"unknown primitive {shape!r}; choose one of {', '.join(PRIMITIVES)}")
+    return Object(shape, **SHAPES[shape].upright(size))
 
 
 class WorldEditor:
@@ -178,7 +157,7 @@ class WorldEditor:
         ``resting`` (a clicked surface), else centred there; it becomes the selection."""
         up = np.asarray(up_axis(self.session.params), np.float64)
         o = primitive(shape, size)
-        position = np.asarray(point, np.float64) + (_lift(o, up) * up if resting else 0.0)
+        position = np.asarray(point, np.float64) + (shape_of(o).lift(o, up) * up if resting else 0.0)
         world = self.session.world(predators=False)
         self._apply(
             world._replace(objects=(*world.objects, o._replace(position=tuple(map(float, position)))))

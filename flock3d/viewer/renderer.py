@@ -43,6 +43,7 @@ from vispy import scene
 
 from flock3d.core import quaternion
 from flock3d.core.neighbors import count_within
+from flock3d.core.objects import shape_of
 from flock3d.core.params import Params
 from flock3d.core.state import FlockState, up_axis
 from flock3d.core.terms.flight import bank_angles
@@ -508,7 +509,7 @@ class FlockVisuals:
         """The edges of object ``k``'s box in its own frame (a plane's: a square the world's size)."""
         mesh = self.scenery.meshes[k]
         low, high = mesh.vertices.min(axis=0).astype(float), mesh.vertices.max(axis=0).astype(float)
-        if self.params.objects[k].shape == "plane":
+        if shape_of(self.params.objects[k]).edgeless:
             r = self._world[1]
             low, high = np.array([-r, 0.0, -r]), np.array([r, 0.0, r])
         lines = _box_lines(0.5 * (high - low), 0.5 * (high + low), planar=False)

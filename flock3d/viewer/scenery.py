@@ -28,7 +28,7 @@ from collections.abc import Sequence
 import numpy as np
 from vispy import scene
 
-from flock3d.core.terms.objects import Object
+from flock3d.core.objects import Object, shape_of
 from flock3d.look.world import (
     Frames,
     Ground,
@@ -232,7 +232,7 @@ class Scenery:
         light, up = self._uniforms["u_light"], self._uniforms["u_up"]
         for k in indices:
             if k not in self._casting:
-                round_shape = self.objects[k].shape in ("sphere", "cylinder", "capsule", "torus")
+                round_shape = shape_of(self.objects[k]).round
                 self._casting[k] = (
                     object_mesh(self.objects[k], 0.0, CAST_SEGMENTS) if round_shape else self.meshes[k]
                 )

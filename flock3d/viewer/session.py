@@ -30,9 +30,9 @@ import numpy as np
 
 from flock3d.core import assemble
 from flock3d.core.fields import Problem
+from flock3d.core.objects import Object, covered_start_problems, needs_field
 from flock3d.core.params import Params
 from flock3d.core.state import FlockState
-from flock3d.core.terms.objects import Object, covered_start_problems, needs_field
 from flock3d.errors import Flock3dError
 from flock3d.flock import Flock
 from flock3d.look.world import shape_key

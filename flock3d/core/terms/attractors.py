@@ -16,8 +16,8 @@ import numpy as np
 from flock3d.core.fields import Part, Spec, finite_vector, number_problem, record, vector
 from flock3d.core.geometry import keyframe_frame
 from flock3d.core.kernel import image
+from flock3d.core.objects import Motion, motion_block, motion_problems, normalise_motion
 from flock3d.core.terms import Term, inlined
-from flock3d.core.terms.objects import Motion, motion_block, motion_problems, normalise_motion
 
 
 class Attractor(NamedTuple):
@@ -30,7 +30,7 @@ class Attractor(NamedTuple):
     radius: float = math.inf
     """Only boids closer than this feel it."""
     motion: Motion | None = None
-    """Keyframes it moves by (rotations are not used): see :class:`~flock3d.core.terms.objects.Motion`."""
+    """Keyframes it moves by (rotations are not used): see :class:`~flock3d.core.objects.Motion`."""
 
 
 def normalise(value):

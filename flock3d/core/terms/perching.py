@@ -22,9 +22,11 @@ import numpy as np
 from flock3d.core import geometry as g
 from flock3d.core.fields import Problem, Spec
 from flock3d.core.kernel import P_X, Q_W
+from flock3d.core.objects.distance import ground_clearance, object_clearance
+from flock3d.core.objects.keep_out import listed
+from flock3d.core.objects.packing import KIND, packed
 from flock3d.core.terms import Term, inlined
 from flock3d.core.terms import objects as objects_term
-from flock3d.core.terms.objects import KIND, _listed, ground_clearance, object_clearance, packed
 
 HEIGHT = Spec(
     "perching.height", "boids that come within this of the ground (a plane or heightfield object) land "
@@ -42,8 +44,8 @@ GROUNDS = ("plane", "heightfield")
 @inlined
 def ground(world, t, x, y, z):
     """The least height of (x, y, z) above the grounds among the objects of a world record (see
-    :func:`flock3d.core.terms.objects.ground_clearance`, which reads packed data and offsets)."""
-    count, at = _listed(world)
+    :func:`flock3d.core.objects.ground_clearance`, which reads packed data and offsets)."""
+    count, at = listed(world)
     best = np.inf
     for j in range(count):
         o = int(world[at + j])

@@ -1,0 +1,134 @@
+"""The readable twins of the compiled keep-out code, as the reference engine runs them: the same
+segment, projections and search, written object by object."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from flock3d.core import geometry as g
+from flock3d.core.objects.distance import object_clearance, object_frame, object_room
+from flock3d.core.objects.keep_out import ESCAPE_RINGS, MARCH, MAX_PUSHES, SKIN, TRUSTED_NORMAL, push
+from flock3d.core.objects.packing import BOUND, KIND, SIDE
+from flock3d.core.objects.shapes import SHAPES
+
+__all__ = ["keep_out_reference", "away_reference"]
+
+
+def keep_out_reference(position, start, data: np.ndarray, offsets: np.ndarray, t: float, planar: bool):
+    """:func:`keep_out`, readably: the same segment, projections and search, measured object by
+    object with :func:`object_clearance` and :func:`object_room`."""
+    objects = offsets[:-1]
+
+    def norm(v):  # as the compiled code rounds it
+        return math.sqrt(v[0] * v[0] + v[1] * v[1] + v[2] * v[2])
+
+    def convex_arena(o):
+        return data[o + SIDE] < 0.0 and SHAPES[g.KINDS[int(data[o + KIND])]].convex
+
+    def room_at(p, near=None, reach=0.0, inside_convex=False):  # over the objects that may come within reach
+        near = p if near is None else near
+        rooms = [
+            object_room(data, o, t, *p)
+            for o in objects
+            if not (inside_convex and convex_arena(o))
+            and (
+                data[o + SIDE] < 0.0
+                or norm(near - np.array(object_frame(data, o, t)[:3])) <= data[o + BOUND] + reach
+            )
+        ]
+        return min(rooms, default=math.inf)
+
+    def deepest(p):
+        c, n, k = math.inf, np.zeros(3), -1
+        for j, o in enumerate(objects):
+            cj, *nj = object_clearance(data, o, t, *p)
+            if cj < c:
+                c, n, k = cj, np.array(nj), j
+        return c, n, k
+
+    def followed(n):
+        n = np.array(n, dtype=np.float64)
+        if planar:
+            n[2] = 0.0
+        return n, np.dot(n, n) >= TRUSTED_NORMAL * TRUSTED_NORMAL
+
+    def along(a, b, room, free_b):  # march
+        length = norm(b - a)
+        s, p = 0.0, a
+        while True:
+            step = max(room - SKIN, length / MARCH)
+            if s + step >= length:
+                return b if room_at(b, a, length, free_b) > 0.0 else p
+            s += step
+            q = a + s / length * (b - a)
+            room = room_at(q, a, length, free_b)
+            if not room > 0.0:
+                return p
+            p = q
+
+    def projected(p):
+        c, n, k = deepest(p)
+        last, pushes = -1, 0
+        while c <= 0.0 and pushes < MAX_PUSHES:
+            n, trusted = followed(n)
+            if not trusted:
+                break
+            crease, last_c, previous = last >= 0 and last != k, 0.0, np.zeros(3)
+            if crease:
+                last_c, *previous = object_clearance(data, objects[last], t, *p)
+                previous, crease = followed(previous)
+            p = p + np.array(push(c, *n, last_c, *previous, crease))
+            last, pushes = k, pushes + 1
+            c, n, k = deepest(p)
+        return p, c > 0.0 and room_at(p) > 0.0
+
+    def searched(p, radius):  # escape
+        steps = [np.array(d, dtype=np.float64) for d in np.ndindex(3, 3, 3) if d != (1, 1, 1)]
+        steps = [d - 1.0 for d in steps if not (planar and d[2] != 1)]
+        for _ in range(ESCAPE_RINGS):
+            rooms = [(room_at(p + radius / norm(d) * d), i) for i, d in enumerate(steps)]
+            best, i = max(rooms, key=lambda r: (r[0], -r[1]))
+            if best > 0.0:
+                return p + radius / norm(steps[i]) * steps[i]
+            radius *= 2.0
+        return p
+
+    def moved(o, p, length, room, room_p):  # from a free o
+        if room_p > 0.0:
+            return p if room + room_p >= length else along(o, p, room, True)
+        q, freed = projected(p)
+        near = np.dot(q - p, q - p) <= length * length
+        if freed and near and np.array_equal(along(o, q, room, True), q):
+            return q
+        return along(o, p, room, False)
+
+    p, o = np.array(position, dtype=np.float64), np.array(start, dtype=np.float64)
+    move = p - o
+    length = norm(move)
+    room_p = room_at(p, p, length)
+    if room_p > length:
+        return p
+    room = room_at(o, o, length)
+    if room > 0.0:
+        return moved(o, p, length, room, room_p)
+    q, freed = projected(o)
+    if not freed:
+        q = searched(o, max(-room_at(o), SKIN))
+        if not room_at(q) > 0.0:
+            return p
+    return moved(q, q + move, length, room_at(q, q, length), room_at(q + move, q + move, length))
+
+
+def away_reference(n: np.ndarray, f: np.ndarray, boid) -> np.ndarray:
+    """:func:`away`, readably."""
+    if not np.any(n):
+        return np.zeros(3)
+    n = n / np.linalg.norm(n)
+    across = n - np.dot(n, f) * f
+    if np.dot(n, f) >= 0.0:
+        return across
+    if np.dot(across, across) < 1e-12:
+        across = np.asarray(boid.orientation.rotate(np.array([1.0, 0.0, 0.0])))
+    return across / np.linalg.norm(across)
