@@ -1,0 +1,119 @@
+"""What every experiment shares: its :class:`Result`, the registry and the pieces of their runs.
+
+An experiment is a function of ``(quick, seed, progress)`` registered with :func:`experiment`;
+:func:`run_experiment` runs it by name and times it.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from flock3d import metrics
+from flock3d.flock import Flock
+
+
+@dataclass
+class Result:
+    """What an experiment found.
+
+    ``columns``: the table, equal-length arrays by column name (the CSV).
+    ``lines``: the figure, as lines of text: the numbers next to the paper's.
+    ``plot``: draws the figure into a PNG file.
+    """
+
+    columns: dict[str, np.ndarray]
+    lines: list[str]
+    plot: Callable[[Path], None]
+    seconds: float = 0.0
+
+
+@dataclass(frozen=True)
+class Experiment:
+    """A registered experiment: its name on the command line, what it reproduces, how to run it."""
+
+    name: str
+    title: str
+    reference: str
+    run: Callable[[bool, int, bool | None], Result] = field(repr=False)
+
+
+#: The experiments by name, in the order they were registered.
+EXPERIMENTS: dict[str, Experiment] = {}
+
+
+def experiment(name: str, title: str, reference: str):
+    """Register ``run(quick, seed, progress) -> Result`` as the experiment ``name``."""
+
+    def register(run: Callable[[bool, int, bool | None], Result]):
+        EXPERIMENTS[name] = Experiment(name, title, reference, run)
+        return run
+
+    return register
+
+
+def run_experiment(name: str, quick: bool = False, seed: int = 0, progress: bool | None = None) -> Result:
+    """Run the experiment ``name`` (a key of :data:`EXPERIMENTS`); returns its :class:`Result`."""
+    start = time.perf_counter()
+    result = EXPERIMENTS[name].run(quick, seed, progress)
+    result.seconds = time.perf_counter() - start
+    return result
+
+
+def _bar(total: int, what: str, progress: bool | None):
+    from tqdm import tqdm
+
+    return tqdm(
+        total=total,
+        desc=what,
+        unit="step",
+        file=sys.stderr,
+        disable=None if progress is None else not progress,
+    )
+
+
+def _figure(rows: int, height: float):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(rows, 1, figsize=(8, height), constrained_layout=True)
+    return plt, fig, np.atleast_1d(axes)
+
+
+# -- Couzin et al. (2002): collective memory ------------------------------------------------
+
+
+def _order_over(flock: Flock, steps: int, every: int = 10) -> tuple[float, float]:
+    """Mean polarization and milling over the next ``steps`` steps, sampled every ``every``."""
+    pol, mill = [], []
+    for _ in range(max(1, steps // every)):
+        flock.step(every)
+        pol.append(metrics.polarization(flock.velocities))
+        mill.append(metrics.milling(flock.positions, flock.velocities))
+    return float(np.mean(pol)), float(np.mean(mill))
+
+
+#: Boids per cubic unit of the initial ball: the default scene's (500 boids in a ball of radius 15).
+_DENSITY = 500 / (4 / 3 * math.pi * 15.0**3)
+
+
+def polarized_start(n: int, seed: int, spread: float = 0.5) -> tuple[np.ndarray, np.ndarray]:
+    """n boids uniform in a ball at the default scene's density, heading +x with Gaussian scatter.
+
+    Returns (positions, velocities), each (n, 3); speeds uniform in [3, 6] (the default limits).
+    """
+    rng = np.random.default_rng(seed)
+    radius = (3 * n / (4 * math.pi * _DENSITY)) ** (1 / 3)
+    d = rng.normal(size=(n, 3))
+    positions = d / np.linalg.norm(d, axis=1, keepdims=True) * radius * rng.uniform(0, 1, (n, 1)) ** (1 / 3)
+    headings = np.array([1.0, 0.0, 0.0]) + spread * rng.normal(size=(n, 3))
+    headings /= np.linalg.norm(headings, axis=1, keepdims=True)
+    return positions, headings * rng.uniform(3.0, 6.0, (n, 1))
