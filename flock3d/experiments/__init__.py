@@ -12,6 +12,7 @@ the reproduction. A new experiment is a function decorated with :func:`experimen
 - ``ballerini-range``: Ballerini et al. (2008), PNAS 105:1232, topological rather than metric interaction.
 - ``turning-waves``: Attanasi et al. (2014), Nature Physics 10:691, turns travel as waves in the inertial
   spin model.
+- ``marginal-opacity``: Pearce et al. (2014), PNAS 111:10422, how much of the sky a flock hides.
 - ``flock-shape``: Hemelrijk and Hildenbrandt (2011), PLoS ONE 6:e22479, the shape of flocks in aerodynamic
   flight.
 """
@@ -26,6 +27,7 @@ from .vicsek import vicsek_fig2a
 from .ballerini import ballerini_range
 from .turning_waves import turning_waves
 from .flock_shape import flock_shape
+from .pearce import marginal_opacity
 # isort: on
 
 __all__ = [
@@ -37,6 +39,7 @@ __all__ = [
     "couzin_memory",
     "experiment",
     "flock_shape",
+    "marginal_opacity",
     "polarized_start",
     "run_experiment",
     "turning_waves",

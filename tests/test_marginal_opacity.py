@@ -1,0 +1,27 @@
+"""The marginal-opacity experiment (Pearce et al. 2014) on a small instance: flock3d's flocks,
+whose density their local rules fix, hide more of the sky as they grow, and less as they spread."""
+
+import csv
+
+import imageio.v2 as imageio
+import numpy as np
+from helpers import flock3d
+
+
+def test_marginal_opacity_quick_larger_flocks_hide_more_sky_and_sparser_ones_less(tmp_path):
+    out = flock3d("experiment", "marginal-opacity", "--out", tmp_path, "--quick")
+    assert out.returncode == 0, out.stderr
+    assert "Pearce et al. 2014" in out.stdout and "optical depth" in out.stdout
+    rows = list(csv.DictReader((tmp_path / "marginal-opacity.csv").open()))
+    assert imageio.imread(tmp_path / "marginal-opacity.png").shape[0] > 300
+    table = {key: np.array([r[key] for r in rows]) for key in rows[0]}
+    sky, view, n = table["sky"].astype(float), table["view"].astype(float), table["n"].astype(int)
+    assert np.all((sky > 0.0) & (sky < 1.0) & (view > 0.0) & (view < 1.0))
+    for kind in ("metric", "topological"):
+        at = (table["sweep"] == "size") & (table["interaction"] == kind)
+        order = np.argsort(n[at])
+        # The same density and a thicker flock: a longer sightline through it, more birds on it.
+        assert np.all(np.diff(sky[at][order]) > 0.02) and np.all(np.diff(view[at][order]) > 0.01)
+    spread = table["sweep"] == "density"
+    order = np.argsort(table["spread"][spread].astype(float))
+    assert np.all(np.diff(sky[spread][order]) < -0.02)  # the same birds farther apart hide less
