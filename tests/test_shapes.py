@@ -7,7 +7,15 @@ import numpy as np
 import pytest
 
 from flock3d.core import geometry
-from flock3d.core.objects import PRIMITIVES, SHAPES, Object, object_problems, object_sdf, pack_objects, shape_of
+from flock3d.core.objects import (
+    PRIMITIVES,
+    SHAPES,
+    Object,
+    object_problems,
+    object_sdf,
+    pack_objects,
+    shape_of,
+)
 from flock3d.look.world import object_mesh
 
 
@@ -46,7 +54,8 @@ def test_a_shape_refuses_its_own_bad_sizes_in_one_line_each():
     assert object_problems(Object("torus", radius=1.0, tube=2.0)) == [
         ".tube must be < its radius 1, or the ring closes up (got 2)"
     ]
-    assert object_problems(Object("capsule", radius=2.0, height=3.0))[0].startswith(".height must be at least")
+    capsule = Object("capsule", radius=2.0, height=3.0)
+    assert object_problems(capsule)[0].startswith(".height must be at least")
     assert object_problems(Object("heightfield", size=(10.0, 10.0, 1.0), height=1.0, seed=1)) == [
         ".size must be 2 numbers > 0 and at most 1e+09, like [20, 20] (got (10.0, 10.0, 1.0))"
     ]

@@ -130,8 +130,8 @@ def marginal_opacity(quick: bool, seed: int, progress: bool | None) -> Result:
 
         lines.append(
             f"flock3d, {kind}: optical depth -ln(1 - opacity) ~ N^{p:.2f} (fixed density: 1/3); the sky "
-            f"seen from the ground is {100 * STARLINGS[1]:.0f} % hidden at N ~ {at(STARLINGS[1]):,.0f} and 90 % at "
-            f"N ~ {at(0.9):,.0f}"
+            f"seen from the ground is {100 * STARLINGS[1]:.0f} % hidden at N ~ {at(STARLINGS[1]):,.0f} and "
+            f"90 % at N ~ {at(0.9):,.0f}"
         )
     sweep = columns["sweep"] == "density"
     lines.append(
