@@ -586,7 +586,7 @@ def test_the_world_is_edited_with_the_mouse_and_saved(qt_app, tmp_path):
         pump(qt_app, 0.1)
         xdotool("click", 1)
         pump(qt_app, 0.3)
-        assert v.editor.selection == Selection("object", 1)
+        assert v.editing.editor.selection == Selection("object", 1)
         assert "box" in v.world_panel.selected.text()
         # Dragging it slides it over the ground; the camera stays where it is.
         azimuth = v.view.camera.azimuth
@@ -631,7 +631,7 @@ def test_the_world_is_edited_with_the_mouse_and_saved(qt_app, tmp_path):
         item = v.browser.list.item(v.browser.names().index("torus"))
         v.browser.list.itemActivated.emit(item)
         pump(qt_app, 0.3)
-        assert v.session.scene.source == "shipped:torus" and v.editor.undo_stack == []
+        assert v.session.scene.source == "shipped:torus" and v.editing.editor.undo_stack == []
     finally:
         v.close()
         pump(qt_app, 0.2)
@@ -697,20 +697,20 @@ def test_the_window_takes_keys_at_once_and_edits_say_what_they_mean(qt_app, tmp_
         pump(qt_app, 0.5)
         assert v.window.isActiveWindow() and QtWidgets.QApplication.focusWidget() is v.canvas.native
         assert v.status.currentMessage() == START_HINT
-        v.click(None)  # nothing selected: blank, disabled fields
+        v.editing.click(None)  # nothing selected: blank, disabled fields
         panel = v.world_panel
         spins = (*panel.position, panel.scale)
         assert [(s.cleanText(), s.isEnabled()) for s in spins] == [("", False)] * 4
         ground, box = Selection("object", 0), Selection("object", 1)
-        assert not any(text.startswith("Delete") for text, _ in v.context_actions(ground))
-        assert "Delete this object" in [text for text, _ in v.context_actions(box)]
-        v.click(box)
+        assert not any(text.startswith("Delete") for text, _ in v.editing.context_actions(ground))
+        assert "Delete this object" in [text for text, _ in v.editing.context_actions(box)]
+        v.editing.click(box)
         assert panel.scale.cleanText() != "" and panel.scale.isEnabled()
-        assert v.delete_selected()
+        assert v.editing.delete_selected()
         assert panel.scale.cleanText() == "" and not panel.scale.isEnabled()  # not the deleted box's
-        assert v.add("sphere", point=np.array([0.0, 0.0, 0.0]), resting=False)
+        assert v.editing.add("sphere", point=np.array([0.0, 0.0, 0.0]), resting=False)
         assert "outside" not in v.status.currentMessage()
-        assert v.add("sphere", point=np.array([500.0, 0.0, 0.0]), resting=False)
+        assert v.editing.add("sphere", point=np.array([500.0, 0.0, 0.0]), resting=False)
         assert "outside the arena" in v.status.currentMessage()
     finally:
         v.close()
@@ -725,7 +725,7 @@ def test_the_export_button_runs_the_scene_as_edited_and_writes_the_file(qt_app, 
     v.show()
     try:
         pump(qt_app, 0.3)
-        assert v.add("sphere", point=np.array([5.0, 0.0, 0.0]), resting=False)  # edited, then exported
+        assert v.editing.add("sphere", point=np.array([5.0, 0.0, 0.0]), resting=False)  # edited, then exported
 
         def done(process):
             deadline = time.time() + 240

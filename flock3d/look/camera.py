@@ -12,7 +12,15 @@ import numpy as np
 
 from flock3d.core.params import Params
 
-__all__ = ["BOX_SHAPES", "CAMERA_FOV", "arena_bounds", "frame_distance", "view_direction", "world_extent"]
+__all__ = [
+    "BOX_SHAPES",
+    "CAMERA_FOV",
+    "arena_bounds",
+    "flock_extent",
+    "frame_distance",
+    "view_direction",
+    "world_extent",
+]
 
 CAMERA_FOV = 45.0
 """Vertical field of view of every camera, degrees."""
@@ -62,3 +70,11 @@ def arena_bounds(params: Params) -> float:
         half = np.asarray(params.half_extents, np.float64)[: 2 if params.dimensions == 2 else 3]
         return float(np.linalg.norm(half))
     return params.arena_radius
+
+
+def flock_extent(points: np.ndarray, boid_size: float) -> tuple[np.ndarray, float]:
+    """Centre of the flock at ``points`` (N >= 1, 3, finite) and the radius holding 90 % of it, at
+    least 4 boid lengths: what a camera following the flock frames."""
+    centre = points.mean(axis=0)
+    spread = float(np.percentile(np.linalg.norm(points - centre, axis=1), 90))
+    return centre, max(spread, 4.0 * boid_size) if math.isfinite(spread) else 4.0 * boid_size

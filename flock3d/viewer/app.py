@@ -9,8 +9,8 @@ world change parameters between steps.
 :class:`ViewerWindow` composes the viewer's roles and wires them to the panel,
 the keys and the mouse: the renderer (:mod:`~flock3d.viewer.renderer`), the panel
 (:mod:`~flock3d.viewer.panel`), the HUD (:mod:`~flock3d.viewer.hud`), picking and
-the focus view (:mod:`~flock3d.viewer.picking`), editing the world
-(:mod:`~flock3d.viewer.editing`), and screenshots and recordings
+the focus view (:mod:`~flock3d.viewer.picking`), editing the world by mouse and World tab
+(:mod:`~flock3d.viewer.edit_controller`), and screenshots and recordings
 (:mod:`~flock3d.viewer.recording`), which play at the simulation's pace whatever
 frame rate the machine reached.
 """
@@ -30,10 +30,10 @@ import numpy as np
 
 from flock3d.core.compiling import compiling_since
 from flock3d.errors import Flock3dError
+from flock3d.look.camera import flock_extent
 from flock3d.scene import Scene, SceneError, load_scene
-from flock3d.viewer.editing import outside_arena
 from flock3d.viewer.hud import COMPILING_TEXT
-from flock3d.viewer.picking import ray_through, screen_positions, thing_under
+from flock3d.viewer.picking import screen_positions
 
 __all__ = ["ViewerWindow", "run_viewer", "run_event_loop", "check_display", "COMPILING_TEXT"]
 
@@ -45,8 +45,6 @@ the frame rate; its window is anti-aliased by FXAA, one pass over the finished p
 (:mod:`flock3d.viewer.canvas`)."""
 SOFTWARE_RENDERERS = ("llvmpipe", "softpipe", "swrast", "swiftshader")
 WINDOW_SIZE = (1280, 800)
-ADDED_SIZE = 0.2
-"""A primitive added in the viewer is this many world radii across."""
 
 
 def seconds_since_process_start() -> float | None:
@@ -181,7 +179,7 @@ class ViewerWindow:
 
         from flock3d.look.colors import BACKGROUND
         from flock3d.viewer.canvas import Canvas
-        from flock3d.viewer.editing import WorldEditor
+        from flock3d.viewer.edit_controller import EditController
         from flock3d.viewer.hud import Hud, HudMeter
         from flock3d.viewer.panel import (
             ControlPanel,
@@ -190,7 +188,7 @@ class ViewerWindow:
             apply_dark_theme,
             scene_entries,
         )
-        from flock3d.viewer.picking import Clicks, FocusVisuals
+        from flock3d.viewer.picking import FocusVisuals
         from flock3d.viewer.recording import Recorder
         from flock3d.viewer.renderer import FlockVisuals
         from flock3d.viewer.session import Session
@@ -205,7 +203,6 @@ class ViewerWindow:
         self.dialogs = dialogs
         self.threaded = threaded
         self.session = Session(scene, rules=rules, forces=forces)
-        self.editor = WorldEditor(self.session)
         self.focused: int | None = None
         self.camera_kind = "orbit"
         self.snapshot = self.session.snapshot()
@@ -227,8 +224,7 @@ class ViewerWindow:
         self.tabs.addTab(self.panel, "Flock")
         self.tabs.addTab(self.world_panel, "World")
         self.tabs.addTab(self.browser, "Scenes")
-        self._clicked: tuple[np.ndarray, bool] | None = None
-        """Where the user last clicked in the world, and whether on a surface (things added go there)."""
+        self.editing = EditController(self)
 
         self.window = QtWidgets.QMainWindow()
         apply_dark_theme(self.window)
@@ -248,13 +244,10 @@ class ViewerWindow:
                 shortcut = QtGui.QShortcut(QtGui.QKeySequence(key), self.window)
                 shortcut.activated.connect(action)
                 self._shortcuts.append(shortcut)
-        self.canvas.events.mouse_press.connect(self._mouse_press)
-        self.canvas.events.mouse_release.connect(self._mouse_release)
-        self.canvas.events.mouse_move.connect(self._mouse_move)
+        self.editing.connect()
         self.canvas.events.draw.connect(self._drawn)
         self.window.closeEvent = self._close_event  # type: ignore[method-assign]
 
-        self._clicks = Clicks()
         self._exports: list = []
         self._last_tick = time.perf_counter()
         self._meter = HudMeter(time.perf_counter(), self.snapshot)
@@ -284,13 +277,6 @@ class ViewerWindow:
         p.antialias_toggled.connect(self._set_antialias)
         p.quietly(p.antialias, lambda: p.antialias.setChecked(self.canvas.fxaa))
         p.antialias.setVisible(self.samples == 0)  # a multisampled window needs none
-        w = self.world_panel
-        w.position_edited.connect(self._edit_position)
-        w.rotation_edited.connect(self._edit_rotation)
-        w.scale_edited.connect(lambda f: self._edit_selected(lambda s: self.editor.set_scale(s.index, f)))
-        w.add_chosen.connect(lambda what: self.add(what))
-        w.delete_clicked.connect(self.delete_selected)
-        w.undo_clicked.connect(self.undo)
         self.browser.scene_chosen.connect(self.open_scene)
         b = p.buttons
         b["pause"].toggled.connect(self.set_paused)
@@ -336,8 +322,8 @@ class ViewerWindow:
             ("A",): lambda: p.arena.toggle(),
             ("G",): lambda: p.guides.toggle(),
             ("X",): lambda: p.axes.toggle(),
-            ("Delete", "Backspace"): self.delete_selected,
-            ("Ctrl+Z",): self.undo,
+            ("Delete", "Backspace"): self.editing.delete_selected,
+            ("Ctrl+Z",): self.editing.undo,
             ("H", "?"): self.hud.toggle_help,
             ("Ctrl+Q",): self.close,
         }
@@ -372,8 +358,7 @@ class ViewerWindow:
             p.quietly(widget, setter)
         self.visuals.set_color_mode(hints.color_mode)
         self.visuals.axes.visible = hints.show_axes
-        self.editor.selection, self.editor.undo_stack, self._clicked = None, [], None
-        self._show_selected()
+        self.editing.forget()
         self.camera_kind = hints.camera if hints.camera in CAMERA_KINDS else "orbit"
         p.quietly(p.camera, lambda: p.camera.setCurrentText(self.camera_kind))
         self.snapshot = self.session.snapshot()
@@ -520,12 +505,12 @@ class ViewerWindow:
 
     def reset(self) -> None:
         self.session.reset()
-        self._world_changed()
+        self.editing.world_changed()
         self.status.showMessage(f"reset (seed {self.session.seed})", 3000)
 
     def reseed(self) -> None:
         seed = self.session.reseed()
-        self._world_changed()
+        self.editing.world_changed()
         self.status.showMessage(f"reseeded: seed {seed}", 3000)
 
     def set_camera(self, kind: str) -> None:
@@ -544,7 +529,7 @@ class ViewerWindow:
             reach = self.session.params.perception_distance
             radius = 3.0 * reach if math.isfinite(reach) else 10.0 * self.visuals.boid_size
             return state.positions[self.focused], radius
-        return self.visuals.flock_extent(state.positions)
+        return flock_extent(state.positions, self.visuals.boid_size)
 
     def set_focus(self, index: int | None) -> None:
         """Single out boid ``index`` (None: no focus)."""
@@ -600,110 +585,6 @@ class ViewerWindow:
             self._warn("Recording failed", str(error))
             self.panel.buttons["record"].setChecked(False)
 
-    # -- editing the world ----------------------------------------------------------------
-
-    def _edit(self, edit) -> bool:
-        """Run one edit of the world (:class:`~flock3d.viewer.editing.WorldEditor`); one the
-        model refuses is said in the status bar and changes nothing."""
-        try:
-            edit()
-        except ValueError as error:
-            self.status.showMessage(f"not applied: {error}", 8000)
-            self._world_changed()  # the panel shows the world as it still is
-            return False
-        self._world_changed()
-        selection = self.editor.valid(self.editor.selection)
-        if selection is not None and outside_arena(self.session.params, self.editor.position_of(selection)):
-            kind, k = selection
-            self.status.showMessage(f"{kind} {k} is outside the arena: the boids never reach it", 8000)
-        return True
-
-    def _edit_selected(self, edit) -> bool:
-        selection = self.editor.valid(self.editor.selection)
-        return selection is not None and self._edit(lambda: edit(selection))
-
-    def _edit_position(self, axis: int, value: float) -> bool:
-        """The World tab changed one coordinate of the selection's position."""
-
-        def move(selection) -> None:
-            position = np.array(self.editor.position_of(selection))
-            position[axis] = value
-            self.editor.move(selection, position)
-
-        return self._edit_selected(move)
-
-    def _edit_rotation(self, axis: int, degrees: float) -> bool:
-        """The World tab changed one angle of the selected object's rotation."""
-
-        def turn(selection) -> None:
-            rotation = list(self.session.params.objects[selection.index].rotation or (0.0, 0.0, 0.0))
-            rotation[axis] = degrees
-            self.editor.set_rotation(selection.index, rotation)
-
-        return self._edit_selected(turn)
-
-    def _world_changed(self) -> None:
-        """Redraw the world and the panels after an edit (or a new flock)."""
-        params = self.session.params
-        self.editor.selection = self.editor.valid(self.editor.selection)
-        self.visuals.set_params(params)
-        self.panel.show_params(params)
-        self._show_selected()
-        self._push_state()
-
-    def _show_selected(self) -> None:
-        """The World tab's fields: what is selected, where it is, its turn and size."""
-        from flock3d.core.fields import is_real_number
-
-        selection = self.editor.valid(self.editor.selection)
-        if selection is None:
-            self.world_panel.show_selection(None)
-            return
-        kind, k = selection
-        rotation = scale = None
-        if kind == "object":
-            o = self.session.params.objects[k]
-            title = f"{o.shape}: objects[{k}]" + (", moving" if o.motion else "")
-            if o.motion is None or o.motion.rotations is None:
-                rotation = o.rotation or (0.0, 0.0, 0.0)
-            scale = o.scale if is_real_number(o.scale) else o.scale[0]
-        else:
-            title = f"{kind}: {'attractors' if kind == 'attractor' else 'predators'}[{k}]"
-        self.world_panel.show_selection(title, self.editor.position_of(selection), rotation, scale)
-
-    def add(self, what: str, point=None, resting: bool | None = None) -> bool:
-        """Add ``what`` (a primitive's shape, ``attractor`` or ``predator``) at ``point`` (3,),
-        by default where the user last clicked (else the middle of the view); a primitive
-        added on a surface stands on it (``resting``)."""
-        if point is None:
-            point, resting = self._clicked or (self.visuals.framed(self.snapshot.state.positions)[0], False)
-        editor = self.editor
-        if what == "attractor":
-            return self._edit(lambda: editor.add_attractor(point))
-        if what == "predator":
-            return self._edit(lambda: editor.add_predator(point))
-        size = ADDED_SIZE * self.visuals.world_radius
-        return self._edit(lambda: editor.add_object(what, point, size, resting=bool(resting)))
-
-    def delete_selected(self) -> bool:
-        """Remove the selected object, attractor or predator."""
-        return self.editor.selection is not None and self._edit(self.editor.delete)
-
-    def undo(self) -> bool:
-        """Undo the last edit of the world (ending a drag first: the camera orbits again)."""
-        if self.editor.dragging:
-            self._end_drag()
-        done = False
-
-        def undo() -> None:
-            nonlocal done
-            done = self.editor.undo()
-
-        self._edit(undo)
-        if not done:
-            self.status.showMessage("nothing to undo", 3000)
-        return done
-
     def _set_antialias(self, on: bool) -> None:
         self.canvas.fxaa = on
         self.canvas.update()
@@ -737,7 +618,8 @@ class ViewerWindow:
         elif self.focused is not None:
             self.set_focus(None)
         self.visuals.update(state, colors, acceleration=snap.acceleration)
-        self.visuals.show_selection(self.editor.valid(self.editor.selection))
+        editor = self.editing.editor
+        self.visuals.show_selection(editor.valid(editor.selection))
         if self.camera_kind == "follow" and len(state):
             self.view.camera.center = tuple(self._follow_target()[0])
         # Any compile of over a second says so, whatever started it (a scene, a colour mode).
@@ -754,10 +636,10 @@ class ViewerWindow:
         from flock3d.viewer.hud import status_text
 
         s, snap = self.session, self.snapshot
-        if self.editor.selection is not None and not self.world_panel.isAncestorOf(
+        if self.editing.editor.selection is not None and not self.world_panel.isAncestorOf(
             QtWidgets.QApplication.focusWidget()
         ):
-            self._show_selected()  # a predator or a moving object moves on: its fields follow
+            self.editing.show_selected()  # a predator or a moving object moves on: its fields follow
         rates = self._meter.measure(now, snap, s.time_scale)
         self.hud.set_status(
             status_text(
@@ -775,99 +657,6 @@ class ViewerWindow:
         if self.first_frame_seconds is None:
             self.first_frame_seconds = time.perf_counter() - self.started
             self.status.showMessage(START_HINT, 8000)
-
-    # -- mouse ----------------------------------------------------------------------------
-
-    def _mouse_press(self, event) -> None:
-        self._clicks.press(event.pos)
-        selection = self.editor.valid(self.editor.selection)
-        if event.button != 1 or selection is None:
-            return
-        thing, point, _ = self.under(event.pos)
-        if thing == selection:  # pressed on what is selected: drag it, not the camera
-            self.editor.begin_drag(selection, point)
-            self.view.camera.interactive = False
-
-    def _mouse_move(self, event) -> None:
-        from vispy.util import keys
-
-        if not self.editor.dragging or self.visuals.camera_frame is None:
-            return
-        origin, direction = self.ray(event.pos)
-        vertical = keys.CONTROL in event.modifiers
-        into = self.visuals.camera_frame.into
-        if not self._edit(lambda: self.editor.drag_to(origin, direction, into, vertical)):
-            self._end_drag()
-
-    def _end_drag(self) -> None:
-        self.editor.end_drag()
-        self.view.camera.interactive = True
-
-    def _mouse_release(self, event) -> None:
-        if self.editor.dragging:
-            self._end_drag()
-        if not self._clicks.release(event.pos, event.button, buttons=(1, 2)):
-            return
-        thing, point, resting = self.under(event.pos)
-        self._clicked = (point, resting)
-        if event.button == 1:
-            self.click(thing)
-        else:
-            self._context_menu(thing)
-
-    def click(self, thing) -> None:
-        """Select ``thing`` (a :class:`~flock3d.viewer.editing.Selection`), focus on a boid
-        (``("boid", index)``), or with None select nothing."""
-        if thing is not None and thing[0] == "boid":
-            self.set_focus(thing[1])
-            return
-        self.editor.selection = thing
-        self._show_selected()
-        self._push_state()
-
-    def context_actions(self, thing) -> list[tuple[str, object]]:
-        """The right-click menu's entries over ``thing`` (as :meth:`under` finds it): adding
-        each primitive, an attractor or a predator at the point clicked, deleting, undoing."""
-        from flock3d.viewer.editing import PRIMITIVES
-
-        actions = [(f"Add {what} here", lambda what=what: self.add(what)) for what in PRIMITIVES]
-        actions += [("Add attractor here", lambda: self.add("attractor")),
-                    ("Add predator here", lambda: self.add("predator"))]  # fmt: skip
-        if thing is not None and thing[0] != "boid" and not self._is_ground(thing):
-            # The ground is where a right-click adds things: deleting it takes selecting it and Delete.
-            kind, k = thing
-            actions.append((f"Delete this {kind}", lambda: self._edit(lambda: self.editor.delete(thing))))
-        if self.editor.undo_stack:
-            actions.append(("Undo", self.undo))
-        return actions
-
-    def _is_ground(self, thing) -> bool:
-        from flock3d.look.world import is_ground
-
-        objects = self.session.params.objects
-        return thing[0] == "object" and thing[1] < len(objects) and is_ground(objects[thing[1]])
-
-    def _context_menu(self, thing) -> None:
-        from PySide6 import QtGui, QtWidgets
-
-        menu = QtWidgets.QMenu(self.window)
-        for text, action in self.context_actions(thing):
-            menu.addAction(text).triggered.connect(lambda _=False, action=action: action())
-        menu.exec(QtGui.QCursor.pos())
-
-    def ray(self, pos) -> tuple[np.ndarray, np.ndarray]:
-        """The ray through canvas pixel ``pos`` into the world: (origin (3,), unit direction)."""
-        frame = self.visuals.camera_frame
-        eye = None if frame is None else frame.eye
-        return ray_through(self.view.scene.node_transform(self.canvas.scene), pos, eye)
-
-    def under(self, pos) -> tuple[tuple | None, np.ndarray, bool]:
-        """What is drawn under canvas pixel ``pos`` nearest the camera, the world point there and
-        whether it lies on a surface (:func:`~flock3d.viewer.picking.thing_under`)."""
-        state = self.snapshot.state
-        return thing_under(self.ray(pos), pos, self.view.scene.node_transform(self.canvas.scene),
-                           self.visuals.scenery, state, self.session.params,
-                           self.visuals.framed(state.positions))  # fmt: skip
 
     def screen_positions(self) -> np.ndarray:
         """(N, 2) canvas pixel positions of the boids as last drawn (NaN behind the camera)."""

@@ -14,6 +14,7 @@ import numpy as np
 
 from flock3d.core.state import FlockState
 from flock3d.errors import Flock3dError
+from flock3d.look.camera import flock_extent
 from flock3d.scene import Scene
 
 __all__ = [
@@ -134,7 +135,7 @@ class OffscreenRenderer:
         elif self.mode == "axis" and len(state):
             self._look_down_the_axis(state)
         elif self.mode == "follow" and len(state):
-            centre, radius = self.visuals.flock_extent(state.positions)
+            centre, radius = flock_extent(state.positions, self.visuals.boid_size)
             wanted = self._frame_distance(radius)
             # Ease towards the wanted distance so that the camera does not jump.
             d = self._follow_distance

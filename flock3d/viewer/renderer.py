@@ -52,8 +52,8 @@ from flock3d.look.camera import (
     BOX_SHAPES,
     CAMERA_FOV,
     arena_bounds,
+    flock_extent,
     frame_distance,
-    view_direction,
     world_extent,
 )
 from flock3d.look.colors import (
@@ -67,6 +67,7 @@ from flock3d.look.colors import (
 )
 from flock3d.look.sky import sky_look
 from flock3d.scene.schema import COLOR_MODES, ViewHints
+from flock3d.viewer.cameras import CameraFrame, aim, camera_frame, new_camera
 from flock3d.viewer.scenery import Scenery, grid_spacing
 from flock3d.viewer.sun import Sun
 from flock3d.viewer.visuals import Boids, Segments, Sky, Trails
@@ -271,16 +272,6 @@ class FrameData:
     neighbour_counts: np.ndarray | None = None
 
 
-@dataclass
-class CameraFrame:
-    """Where the camera is, in world coordinates: unit vectors and the eye (None: orthographic)."""
-
-    into: np.ndarray
-    up: np.ndarray
-    right: np.ndarray
-    eye: np.ndarray | None
-
-
 class FlockVisuals:
     """Sky, boids, predators, trails, the arena, obstacles, the path, attractors and axes in a ``ViewBox``.
 
@@ -456,36 +447,36 @@ class FlockVisuals:
         positions: np.ndarray | None = None,
         target: tuple[np.ndarray, float] | None = None,
     ) -> scene.cameras.BaseCamera:
-        """A camera of ``kind`` (orbit, arcball, fly; follow and fixed use a turntable), framing
+        """A camera of ``kind`` (:func:`~flock3d.viewer.cameras.new_camera`) in the view, framing
         the arena, or the flock at ``positions`` when the arena is open space; ``follow`` frames
         the flock itself. ``target`` (centre, radius) frames that sphere instead."""
         if kind == "follow" and target is None and positions is not None and len(positions):
-            target = self.flock_extent(positions)
-        if kind == "arcball":
-            camera = scene.cameras.ArcballCamera(fov=CAMERA_FOV)
-        elif kind == "fly":
-            camera = scene.cameras.FlyCamera(fov=CAMERA_FOV)
-            camera.keymap.clear()
-            camera.keymap.update(FLY_KEYS)
-        else:
-            camera = scene.cameras.TurntableCamera(fov=CAMERA_FOV, up="+y")
-        self.view.camera = camera
+            target = flock_extent(positions, self.boid_size)
+        self.view.camera = new_camera(kind)
         self.frame(positions, target)
-        return camera
+        return self.view.camera
 
-    def flock_extent(self, positions: np.ndarray) -> tuple[np.ndarray, float]:
-        """Centre of the flock at ``positions`` (N >= 1, 3) and the radius holding 90% of it
-        (at least a few boid lengths): what a camera following the flock frames."""
-        centre = positions.mean(axis=0)
-        spread = float(np.percentile(np.linalg.norm(positions - centre, axis=1), 90))
-        return centre, max(spread, 4.0 * self.boid_size) if math.isfinite(spread) else 4.0 * self.boid_size
+    def frame(
+        self, positions: np.ndarray | None = None, target: tuple[np.ndarray, float] | None = None
+    ) -> None:
+        """Point the camera at the arena (or the flock, or ``target``: centre, radius) from the
+        scene's hinted angles, framing it whole (:func:`~flock3d.viewer.cameras.aim`)."""
+        h = self.hints
+        if target is None:
+            target, radius = self.framed(positions)
+            distance = h.camera_distance or frame_distance(radius)
+        else:
+            target, radius = target
+            distance = frame_distance(radius)
+        planar = self.params.dimensions == 2
+        aim(self.view.camera, target, distance, h.camera_azimuth, h.camera_elevation, planar)
 
     def framed(self, positions: np.ndarray | None = None) -> tuple[np.ndarray, float]:
         """Centre and radius of what the camera should frame: the arena, or the flock in open space."""
         p = self.params
         if p.arena_shape != "none" or positions is None or len(positions) == 0 or self._has_arena_object():
             return self._world
-        return self.flock_extent(positions)
+        return flock_extent(positions, self.boid_size)
 
     def show_selection(self, selection) -> None:
         """Outline what is selected for editing, where it is drawn now: ``selection`` (kind,
@@ -523,68 +514,10 @@ class FlockVisuals:
     def _has_arena_object(self) -> bool:
         return any(o.role == "arena" for o in self.params.objects)
 
-    def frame(
-        self, positions: np.ndarray | None = None, target: tuple[np.ndarray, float] | None = None
-    ) -> None:
-        """Point the camera at the arena (or the flock, or ``target``: centre, radius) from the
-        scene's hinted angles, framing it whole."""
-        camera = self.view.camera
-        h = self.hints
-        if target is None:
-            target, radius = self.framed(positions)
-            distance = h.camera_distance or frame_distance(radius)
-        else:
-            target, radius = target
-            distance = frame_distance(radius)
-        # A planar flock (in a z = const plane) is watched from above: along -z, with +y up.
-        planar = self.params.dimensions == 2
-        azimuth, elevation = (90.0, 0.0) if planar else (h.camera_azimuth, h.camera_elevation)
-        if isinstance(camera, scene.cameras.TurntableCamera):
-            camera.center, camera.distance = tuple(target), distance
-            camera.azimuth, camera.elevation = azimuth, elevation
-        elif isinstance(camera, scene.cameras.FlyCamera):
-            offset = view_direction(azimuth, elevation, planar)
-            _aim_fly_camera(camera, target + distance * offset, target, planar)
-            camera.scale_factor = distance / 3.0  # speed: units per second
-        else:
-            camera.center = tuple(target)
-            camera.distance = distance
-        camera.view_changed()
-
-    def _camera_frame(self) -> CameraFrame | None:
-        """The camera's directions and eye in the world, whatever its kind.
-
-        Found by mapping canvas points back into the scene, which holds for every camera
-        and needs no knowledge of their conventions.
-        """
-        tr = self.view.scene.node_transform(self.view.canvas.scene)
-        w, h = self.view.canvas.size
-        cx, cy = w / 2, h / 2
-        points = np.array([[cx, cy, 0.0, 1.0], [cx, cy, 0.5, 1.0], [cx, cy - 1, 0.0, 1.0],
-                           [cx + 1, cy, 0.0, 1.0], [0.0, 0.0, 0.0, 1.0], [0.0, 0.0, 0.5, 1.0]])  # fmt: skip
-        mapped = tr.imap(points)
-        with np.errstate(all="ignore"):
-            centre, deeper, up, right, corner, corner_deeper = mapped[:, :3] / mapped[:, 3:4]
-        into, up, right = deeper - centre, up - centre, right - centre
-        norms = [np.linalg.norm(v) for v in (into, up, right)]
-        if min(norms) == 0 or not np.all(np.isfinite(norms)):
-            return None
-        into, up, right = into / norms[0], up / norms[1], right / norms[2]
-        # The eye: where the central ray and a corner ray meet (parallel rays: orthographic).
-        d2 = corner_deeper - corner
-        eye = None
-        if np.all(np.isfinite(d2)) and np.linalg.norm(d2) > 0:
-            d2 = d2 / np.linalg.norm(d2)
-            a = np.c_[into, -d2]
-            if abs(np.dot(into, d2)) < 0.999999:
-                t, _ = np.linalg.lstsq(a, corner - centre, rcond=None)[0]
-                eye = centre + t * into
-        return CameraFrame(into, up, right, eye)
-
     def _aim(self, state: FlockState) -> None:
         """Per frame: light from just above and left of the viewer, fog across what is framed,
         the minimum boid size, and the arena's rim as seen from the camera now."""
-        frame = self._camera_frame()
+        frame = camera_frame(self.view)
         if frame is None:
             return
         moved = self.camera_frame is None or not (
@@ -837,29 +770,3 @@ def _unwrapped(start: np.ndarray, end: np.ndarray, jump: float) -> np.ndarray:
     start = start.copy()
     start[far] = end[far]
     return start
-
-
-#: The fly camera's keys, chosen to leave the viewer's own shortcuts alone:
-#: arrows move forward, back and sideways, page up/down rise and sink,
-#: I/K pitch, J/L turn, Q/E roll; dragging with the mouse looks around.
-FLY_KEYS = {
-    "Up": (+1, 1), "Down": (-1, 1), "Right": (+1, 2), "Left": (-1, 2),
-    "PageUp": (+1, 3), "PageDown": (-1, 3),
-    "I": (+1, 4), "K": (-1, 4), "L": (+1, 5), "J": (-1, 5), "Q": (+1, 6), "E": (-1, 6),
-}  # fmt: skip
-
-
-def _aim_fly_camera(camera, eye: np.ndarray, target: np.ndarray, planar: bool) -> None:
-    """Put a FlyCamera at ``eye`` looking at ``target``, level with the world's up."""
-    from vispy.util.quaternion import Quaternion
-
-    forward = np.asarray(target, np.float64) - eye
-    forward /= np.linalg.norm(forward)
-    world_up = np.array([0.0, 1.0, 0.0])
-    # q turns the camera's axes (right +x, up +y, looking along -z) onto the world's.
-    q = quaternion.look_rotation(-forward[None], up=world_up)[0]
-    camera.center = tuple(eye)
-    camera.rotation1 = Quaternion(q[0], -q[1], -q[2], -q[3])
-    camera.rotation2 = Quaternion()
-    if planar:
-        camera.auto_roll = False

@@ -52,7 +52,14 @@ from flock3d.io.export.common import ExportError
 from flock3d.io.playback import PlaybackError, check_drawable
 from flock3d.io.trajectory import Trajectory
 from flock3d.look.boids import PREDATOR_SCALE
-from flock3d.look.camera import BOX_SHAPES, CAMERA_FOV, frame_distance, view_direction, world_extent
+from flock3d.look.camera import (
+    BOX_SHAPES,
+    CAMERA_FOV,
+    flock_extent,
+    frame_distance,
+    view_direction,
+    world_extent,
+)
 from flock3d.scene.schema import STILL_START, ViewHints
 
 __all__ = [
@@ -216,10 +223,7 @@ def _framing(recording: Trajectory, params, hints: ViewHints) -> tuple[np.ndarra
     points = points[np.all(np.isfinite(points), axis=1)]
     if not len(points):
         return np.zeros(3), 4.0 * hints.boid_size
-    # as FlockVisuals.flock_extent, the 90% of the flock it frames
-    centre = points.mean(axis=0)
-    spread = float(np.percentile(np.linalg.norm(points - centre, axis=1), 90))
-    return centre, max(spread, 4.0 * hints.boid_size)
+    return flock_extent(points, hints.boid_size)
 
 
 def _camera(params, hints: ViewHints, centre: np.ndarray, radius: float) -> dict:

@@ -1,0 +1,117 @@
+"""The viewer's cameras: making one of each kind, aiming it at what is framed, and reading back
+where it is.
+
+What a camera should frame (the arena, the flock) and from which angles is the scene's and the
+renderer's business (:mod:`flock3d.look.camera` holds the numpy-only framing the exports share);
+this module turns that into vispy cameras.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from vispy import scene
+
+from flock3d.core import quaternion
+from flock3d.look.camera import CAMERA_FOV, view_direction
+
+__all__ = ["CameraFrame", "FLY_KEYS", "aim", "camera_frame", "new_camera"]
+
+#: The fly camera's keys, chosen to leave the viewer's own shortcuts alone:
+#: arrows move forward, back and sideways, page up/down rise and sink,
+#: I/K pitch, J/L turn, Q/E roll; dragging with the mouse looks around.
+FLY_KEYS = {
+    "Up": (+1, 1), "Down": (-1, 1), "Right": (+1, 2), "Left": (-1, 2),
+    "PageUp": (+1, 3), "PageDown": (-1, 3),
+    "I": (+1, 4), "K": (-1, 4), "L": (+1, 5), "J": (-1, 5), "Q": (+1, 6), "E": (-1, 6),
+}  # fmt: skip
+
+
+@dataclass
+class CameraFrame:
+    """Where the camera is, in world coordinates: unit vectors and the eye (None: orthographic)."""
+
+    into: np.ndarray
+    up: np.ndarray
+    right: np.ndarray
+    eye: np.ndarray | None
+
+
+def new_camera(kind: str = "orbit") -> scene.cameras.BaseCamera:
+    """A camera of ``kind``: orbit, follow and fixed are turntables (up +y), arcball, or fly
+    (moved by :data:`FLY_KEYS`)."""
+    if kind == "arcball":
+        return scene.cameras.ArcballCamera(fov=CAMERA_FOV)
+    if kind == "fly":
+        camera = scene.cameras.FlyCamera(fov=CAMERA_FOV)
+        camera.keymap.clear()
+        camera.keymap.update(FLY_KEYS)
+        return camera
+    return scene.cameras.TurntableCamera(fov=CAMERA_FOV, up="+y")
+
+
+def aim(camera, target: np.ndarray, distance: float, azimuth: float, elevation: float, planar: bool) -> None:
+    """Point ``camera`` at ``target`` (3,) from ``distance`` away at the turntable's angles
+    (degrees, :func:`~flock3d.look.camera.view_direction`); a planar flock (in a z = const plane)
+    is watched from above: along -z, with +y up."""
+    if planar:
+        azimuth, elevation = 90.0, 0.0
+    if isinstance(camera, scene.cameras.TurntableCamera):
+        camera.center, camera.distance = tuple(target), distance
+        camera.azimuth, camera.elevation = azimuth, elevation
+    elif isinstance(camera, scene.cameras.FlyCamera):
+        offset = view_direction(azimuth, elevation, planar)
+        _aim_fly_camera(camera, target + distance * offset, target, planar)
+        camera.scale_factor = distance / 3.0  # speed: units per second
+    else:
+        camera.center = tuple(target)
+        camera.distance = distance
+    camera.view_changed()
+
+
+def camera_frame(view) -> CameraFrame | None:
+    """The directions and eye of ``view``'s camera in the world, whatever its kind.
+
+    Found by mapping canvas points back into the scene, which holds for every camera
+    and needs no knowledge of their conventions.
+    """
+    tr = view.scene.node_transform(view.canvas.scene)
+    w, h = view.canvas.size
+    cx, cy = w / 2, h / 2
+    points = np.array([[cx, cy, 0.0, 1.0], [cx, cy, 0.5, 1.0], [cx, cy - 1, 0.0, 1.0],
+                       [cx + 1, cy, 0.0, 1.0], [0.0, 0.0, 0.0, 1.0], [0.0, 0.0, 0.5, 1.0]])  # fmt: skip
+    mapped = tr.imap(points)
+    with np.errstate(all="ignore"):
+        centre, deeper, up, right, corner, corner_deeper = mapped[:, :3] / mapped[:, 3:4]
+    into, up, right = deeper - centre, up - centre, right - centre
+    norms = [np.linalg.norm(v) for v in (into, up, right)]
+    if min(norms) == 0 or not np.all(np.isfinite(norms)):
+        return None
+    into, up, right = into / norms[0], up / norms[1], right / norms[2]
+    # The eye: where the central ray and a corner ray meet (parallel rays: orthographic).
+    d2 = corner_deeper - corner
+    eye = None
+    if np.all(np.isfinite(d2)) and np.linalg.norm(d2) > 0:
+        d2 = d2 / np.linalg.norm(d2)
+        a = np.c_[into, -d2]
+        if abs(np.dot(into, d2)) < 0.999999:
+            t, _ = np.linalg.lstsq(a, corner - centre, rcond=None)[0]
+            eye = centre + t * into
+    return CameraFrame(into, up, right, eye)
+
+
+def _aim_fly_camera(camera, eye: np.ndarray, target: np.ndarray, planar: bool) -> None:
+    """Put a FlyCamera at ``eye`` looking at ``target``, level with the world's up."""
+    from vispy.util.quaternion import Quaternion
+
+    forward = np.asarray(target, np.float64) - eye
+    forward /= np.linalg.norm(forward)
+    world_up = np.array([0.0, 1.0, 0.0])
+    # q turns the camera's axes (right +x, up +y, looking along -z) onto the world's.
+    q = quaternion.look_rotation(-forward[None], up=world_up)[0]
+    camera.center = tuple(eye)
+    camera.rotation1 = Quaternion(q[0], -q[1], -q[2], -q[3])
+    camera.rotation2 = Quaternion()
+    if planar:
+        camera.auto_roll = False
