@@ -112,3 +112,28 @@ def test_a_tampered_compile_cache_entry_is_never_used_and_is_compiled_again_in_o
         assert entry.is_file() and module.is_file()
     again = _run(cache, a)  # the last rebuilt entries are sound: read back in silence
     assert again.returncode == 0 and again.stderr == "", again.stderr
+
+
+def test_the_step_cache_key_covers_every_core_module_with_compiled_code():
+    # A generated step compiles in (or links) the numba functions of the core: its cache entry is
+    # valid only with their source, so each module holding any is in the key (_COMPILED_IN).
+    import importlib
+    from pathlib import Path
+
+    from numba.core.registry import CPUDispatcher
+
+    from flock3d.core.step import cache
+
+    folder = Path(cache.__file__).parents[1]
+    covered = {p for pattern in cache._COMPILED_IN for p in folder.glob(pattern)}
+    missing = []
+    for path in sorted(folder.rglob("*.py")):
+        parts = list(path.relative_to(folder).with_suffix("").parts)
+        name = ".".join(["flock3d", "core", *(parts[:-1] if parts[-1] == "__init__" else parts)])
+        module = importlib.import_module(name)
+        compiled = any(
+            isinstance(v, CPUDispatcher) and v.py_func.__module__ == name for v in vars(module).values()
+        )
+        if compiled and path not in covered:
+            missing.append(str(path.relative_to(folder)))
+    assert missing == []

@@ -725,7 +725,8 @@ def test_the_export_button_runs_the_scene_as_edited_and_writes_the_file(qt_app, 
     v.show()
     try:
         pump(qt_app, 0.3)
-        assert v.editing.add("sphere", point=np.array([5.0, 0.0, 0.0]), resting=False)  # edited, then exported
+        # edited, then exported
+        assert v.editing.add("sphere", point=np.array([5.0, 0.0, 0.0]), resting=False)
 
         def done(process):
             deadline = time.time() + 240

@@ -1,0 +1,73 @@
+"""What every piece of the fast engine's runtime shares: its fast-math flags, its two ways of
+compiling (:data:`shared`, :data:`inlined`), the size of a chunk of work and the cone test's threshold."""
+
+from __future__ import annotations
+
+import math
+
+import numba
+
+# No 'nnan'/'ninf': view distances and turn rates may legitimately be inf, and a blown-up
+# state must be seen as NaN to be reported. 'reassoc' lets LLVM vectorise the per-boid
+# sums; each boid's summation order is still fixed, so results do not depend on threads.
+FAST = {"nsz", "arcp", "contract", "afn", "reassoc"}
+
+#: Compiled once, cached, and called (not inlined) by every assembled stepper. Compiled code
+#: calls them; Python calls them through :func:`from_python`. They have no CPython entry
+#: point: building one costs about as much as compiling a small function, and a first run
+#: compiles dozens of them.
+shared = numba.njit(fastmath=FAST, error_model="numpy", cache=True, nogil=True, no_cpython_wrapper=True)
+
+#: Inlined where it is called (at numba's level), so compiled as part of the caller: for the
+#: small functions a SIMD loop calls, and for code that must round as its caller's own code.
+#: A compiled function calls a :data:`shared` one by its symbol: the process that compiled
+#: the caller runs the shared function's own code, and one that loaded the caller from
+#: numba's cache runs the copy linked into it, which LLVM optimised again with the caller.
+#: With fast-math the two may round differently (the batch turn's did, an ulp a step), and
+#: a run that compiled its step drifted apart from one that loaded it.
+inlined = numba.njit(fastmath=FAST, error_model="numpy", cache=True, nogil=True, inline="always")
+
+
+_twins: dict = {}
+
+
+def from_python(fn):
+    """The :data:`shared` function ``fn`` as Python can call it (for tests and tools): the
+    same source compiled a second time, with an entry point and its own cache entry."""
+    twin = _twins.get(fn)
+    if twin is None:
+        py = fn.py_func
+        copy = type(py)(py.__code__, py.__globals__, py.__name__, py.__defaults__, py.__closure__)
+        copy.__qualname__ = f"{py.__qualname__}.from_python"
+        twin = _twins[fn] = numba.njit(fastmath=FAST, error_model="numpy", cache=True, nogil=True)(copy)
+    return twin
+
+
+#: Boids per unit of parallel work: large enough to amortise a candidate buffer,
+#: small enough to balance two to a few dozen threads.
+BOIDS_PER_CHUNK = 256
+
+#: A coordinate or velocity component beyond this is a blown-up state, not a flock: the
+#: step that produces it stops with an error (float64 keeps ~1e-4 resolution here).
+MAX_COORDINATE = 1e12
+
+# What a step reports (the first field of a status row): flock3d.core.status, re-exported for the
+# generated step's template.
+
+
+def cone_threshold(fov_degrees: float) -> float:
+    """The cone test's threshold: cos(fov/2) |cos(fov/2)|, or -inf when nothing is hidden.
+
+    cos(fov/2) is computed as sin((180 - fov)/2), which is exactly 0 at fov = 180, so a
+    boid exactly abreast (angle 90) is seen, as ``angle <= fov/2`` says; cos(pi/2)
+    would give 6e-17 and hide it.
+    """
+    if fov_degrees >= 360.0:
+        return -math.inf
+    c = math.sin(math.radians(180.0 - fov_degrees) / 2.0)
+    return c * abs(c)
+
+
+def threads() -> int:
+    """Number of threads the kernel runs on (set with ``numba.set_num_threads``)."""
+    return numba.get_num_threads()
