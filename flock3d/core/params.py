@@ -686,10 +686,11 @@ SPEC_FIELDS = tuple(f.name for f in dataclasses.fields(Params))[:16]
 """The spec's sixteen parameters, in its order."""
 
 MODEL_DEFAULTS: dict[str, dict[str, Any]] = {
-    model.name: model.defaults for model in MODEL_REGISTRY if model.defaults
+    model.name: model.scene_defaults for model in MODEL_REGISTRY if model.defaults or model.setup
 }
-"""What a flock with ``model = NAME`` starts from, for each model with values of its own (they apply
-however Params is built: see :attr:`flock3d.core.models.Model.defaults`)."""
+"""What a scene with ``model = NAME`` starts from, for each model with values of its own: the model's
+defaults, which apply however Params is built, and its paper's set-up
+(:attr:`flock3d.core.models.Model.defaults`, :attr:`~flock3d.core.models.Model.setup`)."""
 
 
 def _defaults_of(model: Any) -> dict[str, Any]:
@@ -1022,8 +1023,7 @@ def _species_problems(values: dict[str, Any]) -> list[Problem]:
 #: while one of them is wrong, what they decide together is not judged.
 _GRID_FIELDS = frozenset({
     "arena_shape", "arena_radius", "arena_size", "dimensions", "model", "view_distance", "species",
-    "zone_repulsion", "zone_orientation_width", "zone_attraction_width",
-})  # fmt: skip
+}).union(*(model.reach_fields for model in MODEL_REGISTRY))  # fmt: skip
 _STAGE_FIELDS = frozenset({"model", "combine", "rule_order", "arena_shape"}).union(
     *(term.switches if term.decided_by is None else term.decided_by for term in TERMS)
 )

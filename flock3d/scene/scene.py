@@ -17,6 +17,7 @@ from typing import Any
 
 from flock3d.core.atomic import atomic_write
 from flock3d.core.fields import spec_of
+from flock3d.core.models import MODELS_BY_NAME
 from flock3d.core.params import Params, Problem, params_problems, short_repr
 from flock3d.core.terms.objects import covered_start_problems, needs_field, scales
 from flock3d.errors import Flock3dError
@@ -371,6 +372,8 @@ def _build(
         target[key.field] = value
     if param_values.get("objects"):  # files named in a scene are found beside it
         param_values["objects"] = _objects_found_from(param_values["objects"], source)
+    if param_values.get("model") in MODELS_BY_NAME:  # unset keys take the model's and its paper's values
+        param_values = {**MODELS_BY_NAME[param_values["model"]].scene_defaults, **param_values}
     species = param_values.get("species")
     if species and "count" in param_values and param_values["count"] != sum(s.count for s in species):
         problems.append(

@@ -5,9 +5,11 @@
 - its own fields: ``FIELDS``, name -> (default, :class:`~flock3d.core.fields.Spec`), which
   :class:`~flock3d.core.params.Params` declares from here (validation, the scene schema, the
   template, the docs tables and the viewer's panel are derived from them);
-- :attr:`Model.defaults`: the values it starts from, which apply however ``Params`` is built
-  (``Params(model=...)``, a scene file, ``params.replace(model=...)``) to the fields the
-  caller leaves unset;
+- :attr:`Model.defaults`: the values that make a flock this model (no view cone or turn limit
+  where it has none, an arena it accepts), which apply however ``Params`` is built
+  (``Params(model=...)``, a scene file, ``params.replace(model=...)``) to the fields the caller
+  leaves unset, and :attr:`Model.setup`: the paper's set-up (its N, dt, density...), which a
+  scene file with ``model = NAME`` starts from too;
 - :attr:`Model.arenas`, :attr:`Model.carries` (its per-boid state) and its validation
   (:meth:`Model.problems`);
 - :meth:`Model.values` and :meth:`Model.update`: the numbers its fast step reads and the lines
@@ -95,7 +97,11 @@ class Model:
     fields: ClassVar[dict[str, tuple[Any, Spec]]] = {}
     """Its own fields: name -> (default, declaration)."""
     defaults: ClassVar[dict[str, Any]] = {}
-    """The values it starts from where the caller sets none (its own fields' and others')."""
+    """What makes a flock this model, where the caller sets nothing else: applied however Params is
+    built. (The paper's set-up is :attr:`setup`.)"""
+    setup: ClassVar[dict[str, Any]] = {}
+    """The paper's set-up (N, dt, the density, the neighbours...) that a scene file with this model
+    starts from, besides :attr:`defaults`; a Python caller chooses their own."""
     arenas: ClassVar[tuple[str, ...]] = ARENA_SHAPES
     """The arena shapes it accepts."""
     carries: ClassVar[tuple[tuple[str, int, str], ...]] = ()
@@ -109,12 +115,19 @@ class Model:
     """Whether every individual moves at ``Params.speed`` (its initial speed too)."""
     fills_box: ClassVar[bool] = False
     """Whether, without an ``init_radius``, a flock starts spread over its whole box."""
+    reach_fields: ClassVar[tuple[str, ...]] = ()
+    """Its own fields that size its reach (:meth:`reach`), when that is not the view distance."""
     adaptive: ClassVar[bool] = False
     """Whether it accepts the adaptive radius (``perception.adaptive``)."""
     panel: ClassVar[tuple[str, ...]] = ()
     """The fields the viewer's panel shows for it, besides its own (those with a slider)."""
     table: ClassVar[str] = ""
     """The name of its own parameter table in ``docs/model.md`` ("": in the table of the rest)."""
+
+    @property
+    def scene_defaults(self) -> dict[str, Any]:
+        """What a scene file with this model starts from: its defaults and its paper's set-up."""
+        return {"model": self.name, **self.defaults, **self.setup}
 
     @property
     def ident(self) -> str:

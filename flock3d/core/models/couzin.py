@@ -37,19 +37,13 @@ NOISE_SIGMA = Spec(
     symbol="σ", model="couzin", label="Noise σ", slider=(0.0, 1.0),
 )  # fmt: skip
 
-DEFAULTS: dict[str, Any] = {
-    "model": "couzin",
-    "count": 100,
-    "zone_repulsion": 1.0,
-    "fov": 270.0,
-    "max_turn_rate": 40.0,
-    "speed": 3.0,
-    "noise_sigma": 0.05,
-    "dt": 0.1,
-    "init_radius": 5.0,
-    "arena_shape": "none",
-}
-"""The values of Couzin, Krause, James, Ruxton and Franks (2002) a flock with ``model = "couzin"``
+#: What makes a flock this model: open space (the boids' sphere is no arena of the paper's).
+OWN = {"arena_shape": "none"}
+#: The paper's set-up (its values of the boids' fields too: alpha = 270 and theta = 40 deg/s).
+SETUP = {"count": 100, "zone_repulsion": 1.0, "fov": 270.0, "max_turn_rate": 40.0, "speed": 3.0,
+         "noise_sigma": 0.05, "dt": 0.1, "init_radius": 5.0}  # fmt: skip
+DEFAULTS: dict[str, Any] = {"model": "couzin", **SETUP, **OWN}
+"""The values of Couzin, Krause, James, Ruxton and Franks (2002) a scene with ``model = "couzin"``
 starts from: N = 100, r_r = 1, alpha = 270, theta = 40 deg/s, s = 3, sigma = 0.05 rad,
 tau = 0.1 s, in open space, from a random ball (here of radius 5)."""
 
@@ -68,8 +62,9 @@ class Couzin(Model):
         "zone_attraction_width": (14.0, ZONE_ATTRACTION_WIDTH),
         "noise_sigma": (0.05, NOISE_SIGMA),
     }
-    defaults = DEFAULTS
+    defaults, setup = OWN, SETUP
     arenas = ("none", "periodic")
+    reach_fields = _WIDTHS
     panel = ("speed", "fov", "max_turn_rate")
 
     def reach(self, params):

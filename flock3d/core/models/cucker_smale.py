@@ -36,9 +36,8 @@ BETA = Spec(
     "any start)", symbol="β", high=100.0, model="cucker-smale", label="Decay β", slider=(0.0, 2.0),
 )  # fmt: skip
 
-DEFAULTS: dict[str, Any] = {
-    "model": "cucker-smale",
-    "count": 100,
+#: What makes a flock this model, in its pure form.
+OWN = {
     # The paper's model couples every pair (all-to-all); a finite view distance makes it metric.
     "view_distance": math.inf,
     # psi depends on the distance alone: nothing is hidden behind an individual.
@@ -48,10 +47,11 @@ DEFAULTS: dict[str, Any] = {
     "max_turn_rate": math.inf,
     # The theorem is about open space; a periodic box (with a finite view distance) is accepted too.
     "arena_shape": "none",
-    "init_radius": 10.0,
-    "dt": 0.05,
 }
-"""The values a flock with ``model = "cucker-smale"`` starts from: 100 individuals in a ball of
+#: A scene's set-up: a hundred in a ball of radius 10, a step short against 1 / K.
+SETUP = {"count": 100, "init_radius": 10.0, "dt": 0.05}
+DEFAULTS: dict[str, Any] = {"model": "cucker-smale", **OWN, **SETUP}
+"""The values a scene with ``model = "cucker-smale"`` starts from: 100 individuals in a ball of
 radius 10 in open space, all-to-all, no cone, no turn limit, dt = 0.05, and the fields' own
 K = 1 and beta = 0.25 (< 1/2: they align whatever the start)."""
 
@@ -82,7 +82,7 @@ class CuckerSmale(Model):
     title = "Cucker-Smale model"
     module = __name__
     fields = {"cs_coupling": (1.0, COUPLING), "cs_beta": (0.25, BETA)}
-    defaults = DEFAULTS
+    defaults, setup = OWN, SETUP
     arenas = ("none", "periodic")
     sees_headings = False
     constant_speed = False

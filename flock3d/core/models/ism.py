@@ -37,19 +37,13 @@ TEMPERATURE = Spec(
     unit="1/s²", symbol="T", model="ism", label="Temperature T", slider=(0.0, 1.0),
 )  # fmt: skip
 
-DEFAULTS: dict[str, Any] = {
-    "model": "ism",
-    "count": 1000,
-    "arena_shape": "periodic",
-    "arena_radius": 5.0,
-    "speed": 1.0,
-    "neighbours": 6,
-    "view_distance": 2.5,
-    "fov": 360.0,
-    "max_turn_rate": math.inf,
-    "dt": 0.05,
-}
-"""The values a flock with ``model = "ism"`` starts from: 1,000 birds in a periodic cube of side 10
+#: What makes a flock this model: a periodic box, no view cone, no turn limit (the spin turns it).
+OWN = {"arena_shape": "periodic", "fov": 360.0, "max_turn_rate": math.inf}
+#: The papers' set-up: the n_c = 6 nearest, at density 1.
+SETUP = {"count": 1000, "arena_radius": 5.0, "speed": 1.0, "neighbours": 6, "view_distance": 2.5,
+         "dt": 0.05}  # fmt: skip
+DEFAULTS: dict[str, Any] = {"model": "ism", **OWN, **SETUP}
+"""The values a scene with ``model = "ism"`` starts from: 1,000 birds in a periodic cube of side 10
 (density 1, a nearest neighbour about 0.55 away), each coupled to its n_c = 6 nearest (within 2.5),
 v0 = 1, dt = 0.05, no turn limit, and the fields' own defaults chi = 1.25, eta = 0.3, J = 0.8,
 T = 0.02: an ordered flock (polarization about 0.98) whose turns travel as waves."""
@@ -65,7 +59,7 @@ class InertialSpin(Model):
         "ism_coupling": (0.8, COUPLING),
         "ism_temperature": (0.02, TEMPERATURE),
     }
-    defaults = DEFAULTS
+    defaults, setup = OWN, SETUP
     arenas = ("none", "periodic")
     carries = (("spins", 3, "each bird's new spin, kept if it moves"),)
     panel = ("speed", "view_distance", "fov", "max_turn_rate", "arena_radius")

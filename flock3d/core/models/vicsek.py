@@ -35,20 +35,14 @@ POSITION_UPDATE = Spec(
     choices=POSITION_UPDATES, model="vicsek", checked=False,
 )  # fmt: skip
 
-DEFAULTS: dict[str, Any] = {
-    "model": "vicsek",
-    "count": 400,
-    "arena_shape": "periodic",
-    "arena_radius": 5.0,
-    "dimensions": 2,
-    "speed": 0.03,
-    "view_distance": 1.0,
-    "fov": 360.0,
-    "max_turn_rate": math.inf,
-    "noise_eta": 2.0,
-    "dt": 1.0,
-}
-"""The values of Vicsek, Czirók, Ben-Jacob, Cohen and Shochet (1995) a flock with
+#: What makes a flock this model: a periodic box, no view cone, no turn limit (the particle takes
+#: the noisy mean direction at once).
+OWN = {"arena_shape": "periodic", "fov": 360.0, "max_turn_rate": math.inf}
+#: The paper's set-up.
+SETUP = {"count": 400, "arena_radius": 5.0, "dimensions": 2, "speed": 0.03, "view_distance": 1.0,
+         "noise_eta": 2.0, "dt": 1.0}  # fmt: skip
+DEFAULTS: dict[str, Any] = {"model": "vicsek", **OWN, **SETUP}
+"""The values of Vicsek, Czirók, Ben-Jacob, Cohen and Shochet (1995) a scene with
 ``model = "vicsek"`` starts from: N = 400 in a periodic square of side L = 10 (density 4),
 v0 = 0.03, r = 1, Delta t = 1, no turn limit, eta = 2."""
 
@@ -58,7 +52,7 @@ class Vicsek(Model):
     words = "the 1995 self-propelled particles"
     title = "Vicsek model"
     fields = {"noise_eta": (0.0, NOISE_ETA), "position_update": ("new", POSITION_UPDATE)}
-    defaults = DEFAULTS
+    defaults, setup = OWN, SETUP
     arenas = ("periodic",)
     fills_box = True
     adaptive = True
