@@ -19,6 +19,7 @@ from flock3d.core import assemble, reference
 from flock3d.core.assemble import Force, PairRule, read_only_copy
 from flock3d.core.fields import spec_of
 from flock3d.core.kernel import Workspace
+from flock3d.core.models import model_of
 from flock3d.core.params import TERMS_BY_NAME, Params
 from flock3d.core.state import (
     FlockState,
@@ -184,12 +185,9 @@ class Flock:
             while done < n and not self._stop[0]:
                 state.time = t0 + (k0 + done) * dt
                 try:
-                    if self._params.model == "couzin":
-                        new = reference.couzin_step(state, self._params, self.noise_seed)
-                    elif self._params.model == "vicsek":
-                        new = reference.vicsek_step(state, self._params, self.noise_seed)
-                    elif self._params.model == "ism":
-                        new = reference.ism_step(state, self._params, self.noise_seed)
+                    model = model_of(self._params)
+                    if model.update_kind != "terms":
+                        new = model.step(state, self._params, self.noise_seed)
                     else:
                         new = reference.step(
                             state, self._params, self._rules, self._forces, self.noise_seed, self._fields
@@ -555,7 +553,7 @@ def failure_error(flock: Flock, code: int, boid: int, term: int, cause: BaseExce
 def _likely_cause(flock: Flock, i: int) -> str:
     """Which term of boid i is huge or non-finite, and the parameter to lower; else dt."""
     p = flock.params
-    if p.model == "boids":
+    if model_of(p).update_kind == "terms":
         state, kinds = flock.state, p.species_of_boids
         boid = reference.ReferenceBoid(
             flock.positions[i].copy(), flock.velocities[i].copy(), Boid(flock, i).orientation,
@@ -593,7 +591,7 @@ def _likely_cause(flock: Flock, i: int) -> str:
                 f"the likely cause: its {name} acceleration is {size:.3g} units/s^2 ({key} = "
                 f"{getattr(p, field):g}, sim.dt = {p.dt:g}): lower the weight or sim.dt"
             )
-    speed = p.speed if p.model != "boids" else p.max_speed
+    speed = p.speed if model_of(p).constant_speed else p.max_speed
     return (
         f"the likely cause: sim.dt = {p.dt:g} is too large for these weights and speeds "
         f"(a boid may move {speed * p.dt:.3g} units in one step)"

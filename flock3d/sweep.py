@@ -189,7 +189,7 @@ def run_task(
     """Run one task (on a Dask worker): its measurements as a dict.
 
     The overrides are applied to the scene's text as ``--set`` would be, so that
-    a swept ``model = "couzin"`` brings the paper's defaults with it. ``rules`` is the
+    a swept ``model`` brings that model's defaults with it. ``rules`` is the
     path of a rules file (``--rules``), loaded on the worker (so it must see that path).
     """
     import numba

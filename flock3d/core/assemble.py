@@ -63,6 +63,7 @@ from flock3d.core.kernel import (
     driver_is_cached,
     synchronous_driver,
 )
+from flock3d.core.models import MODELS_BY_NAME, model_of
 from flock3d.core.params import TERMS, Params
 from flock3d.core.params import stage_names as params_stage_names
 from flock3d.core.quaternion import turn_limit
@@ -286,12 +287,12 @@ def stage_names(params: Params, rules: Sequence[PairRule] = (), forces: Sequence
 def layout_of(params: Params, rules: Sequence[PairRule] = (), forces: Sequence[Force] = ()) -> Layout:
     """The structure of the step ``params`` (and the user's rules and forces) need."""
     neighbours = "adaptive" if params.adaptive else "metric" if params.neighbours is None else "topological"
-    if params.model != "boids":
+    if model_of(params).update_kind != "terms":
         return Layout(params.model, "synchronous", "sum", (), "heading", params.arena_shape,
                       params.dimensions == 2, "inverse", "difference", (False, False, False),
                       neighbours=neighbours, position_update=params.position_update)  # fmt: skip
     return Layout(
-        model="boids",
+        model=params.model,
         update=params.update,
         combine=params.combine,
         stages=tuple(stage_names(params, rules, forces)),
@@ -318,8 +319,8 @@ def layout_of(params: Params, rules: Sequence[PairRule] = (), forces: Sequence[F
 
 def _reach(params: Params, rules: Sequence[PairRule]) -> float:
     """The farthest any pair term looks (of any species): the cell size of the step's grid."""
-    if params.model == "couzin":
-        return params.zone_radii[2]
+    if model_of(params).update_kind != "terms":
+        return model_of(params).reach(params)
     if params.species:
         return max(_reach(params.of_species(k), rules) for k in range(len(params.species)))
     return max(
@@ -341,18 +342,9 @@ def _values(params: Params, rules: Sequence[PairRule], forces: Sequence[Force]) 
     }
     out["cos_max"], out["cos_half"], out["sin_half"] = turn_limit(omega * p.dt)
     out.update(k=float(p.neighbours or 0), adaptation=p.adaptation)
-    if p.model == "couzin":
-        r_r, r_o, r_a = p.zone_radii
-        out.update(rr2=r_r * r_r, ro2=r_o * r_o, ra2=r_a * r_a, cone=cone_threshold(p.fov),
-                   speed=p.speed, sigma=p.noise_sigma)  # fmt: skip
-        return out
-    if p.model == "vicsek":
-        out.update(view2=p.view_distance**2, cone=cone_threshold(p.fov), speed=p.speed, eta=p.noise_eta)
-        return out
-    if p.model == "ism":
-        out.update(view2=p.view_distance**2, cone=cone_threshold(p.fov), speed=p.speed, chi=p.ism_inertia,
-                   friction=p.ism_friction, coupling=p.ism_coupling,
-                   temperature=p.ism_temperature)  # fmt: skip
+    model = model_of(p)
+    if model.update_kind != "terms":  # the model's own values
+        out.update(model.values(p))
         return out
     out.update(view2=p.view_distance * p.view_distance, cone=cone_threshold(p.fov))
     for term in TERMS:  # every term's, present or not: a species may read what its flock lacks
@@ -472,7 +464,8 @@ class Stepper:
         L = self.layout
         n_chunks = max(1, (len(state) + BOIDS_PER_CHUNK - 1) // BOIDS_PER_CHUNK)
         flags = np.array(
-            [L.periodic, L.wraps, L.planar, L.turn == "mesh", L.model != "boids"], dtype=np.bool_
+            [L.periodic, L.wraps, L.planar, L.turn == "mesh", MODELS_BY_NAME[L.model].sees_headings],
+            dtype=np.bool_,
         )
         # Per-boid state the step carries from step to step rides after the values; boid i reads and
         # writes its own only (a perching timer, an inertial spin model's spin, an adaptive radius).

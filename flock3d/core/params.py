@@ -40,6 +40,12 @@ from flock3d.core.fields import (
     spec_of,
     vector,
 )
+from flock3d.core.models import MODEL_FIELDS, MODELS_BY_NAME, model_of
+from flock3d.core.models import MODELS as MODEL_REGISTRY
+from flock3d.core.models.couzin import DEFAULTS as COUZIN_DEFAULTS
+from flock3d.core.models.ism import DEFAULTS as ISM_DEFAULTS
+from flock3d.core.models.vicsek import DEFAULTS as VICSEK_DEFAULTS
+from flock3d.core.models.vicsek import POSITION_UPDATES
 from flock3d.core.objects import Object, normalise_object
 from flock3d.core.terms import PairTerm
 from flock3d.core.terms import alignment as alignment_term
@@ -146,16 +152,9 @@ the velocity turns freely and only the drawn orientation follows it, turning tow
 look rotation of the velocity by at most the limit (a Unity ``RotateTowards`` on the
 transform); boids then see along their velocity."""
 FALLOFFS = separation_term.FALLOFFS
-MODELS = ("boids", "couzin", "vicsek", "ism")
-"""``boids``: the spec's model and its variants; ``couzin``: the 2002 zone model; ``vicsek``: the
-1995 self-propelled particles (constant speed, alignment with angular noise, periodic box);
-``ism``: the inertial spin model of Attanasi et al. 2014 and Cavagna et al. 2015 (constant speed,
-each bird turned by a spin that its neighbours' velocities torque)."""
+MODELS = tuple(model.name for model in MODEL_REGISTRY)
+"""The models' names, in the registry's order (:mod:`flock3d.core.models`: a module each)."""
 ALIGNMENT_FORMS = alignment_term.FORMS
-POSITION_UPDATES = ("new", "old")
-"""The Vicsek model's move: ``new`` (``x(t+1) = x(t) + v(t+1) dt``, the forward update of
-Chaté et al. 2008 and most later work) or ``old`` (``x(t+1) = x(t) + v(t) dt``, as Vicsek et
-al. 1995 write their Eq. 1)."""
 
 
 SPECIES_FIELDS = (
@@ -198,6 +197,15 @@ class Species(NamedTuple):
 _ZERO3 = (0.0, 0.0, 0.0)
 
 _CHOICE = dict(kind="choice", checked=False)
+
+
+def _either(words: list[str]) -> str:
+    """``a, b or c``."""
+    return ", ".join(words[:-1]) + " or " + words[-1] if len(words) > 1 else "".join(words)
+
+
+#: The models whose individuals move at the constant ``speed``.
+_CONSTANT_SPEED = [model.name for model in MODEL_REGISTRY if model.constant_speed]
 
 
 @dataclass(frozen=True)
@@ -359,13 +367,12 @@ class Params:
         (_ZERO3, _ZERO3, _ZERO3), wind_term.GRADIENT
     )
 
-    # -- the Couzin et al. (2002) zone model: fields only it reads ----------------------
+    # -- the model, and the speed of those at a constant speed ---------------------------
     model: str = declare(
         "boids",
         Spec(
             "model",
-            "boids (the classic model and its variants), couzin (the 2002 zone model), vicsek "
-            "(the 1995 self-propelled particles) or ism (the inertial spin model of 2014)",
+            _either([f"{model.name} ({model.words})" for model in MODEL_REGISTRY]),
             choices=MODELS,
             **_CHOICE,
         ),
@@ -374,52 +381,13 @@ class Params:
         3.0,
         Spec(
             "flock.speed",
-            "constant speed of the couzin, vicsek and ism models",
+            f"constant speed of the {_either(_CONSTANT_SPEED).replace(' or ', ' and ')} models",
             unit="units/s",
             symbol="s",
             low_open=True,
-            model="couzin, vicsek, ism",
-        ),
-    )
-    zone_repulsion: float = declare(
-        1.0,
-        Spec(
-            "zones.repulsion",
-            "radius of the zone of repulsion",
-            unit="units",
-            symbol="r_r",
-            low_open=True,
-            model="couzin",
-        ),
-    )
-    zone_orientation_width: float = declare(
-        2.0,
-        Spec(
-            "zones.orientation_width",
-            "width of the zone of orientation (r_o = r_r + Δr_o)",
-            unit="units",
-            symbol="Δr_o",
-            model="couzin",
-        ),
-    )
-    zone_attraction_width: float = declare(
-        14.0,
-        Spec(
-            "zones.attraction_width",
-            "width of the zone of attraction (r_a = r_o + Δr_a)",
-            unit="units",
-            symbol="Δr_a",
-            model="couzin",
-        ),
-    )
-    noise_sigma: float = declare(
-        0.05,
-        Spec(
-            "noise.sigma",
-            "Gaussian angular noise on the desired direction, standard deviation",
-            unit="radians",
-            symbol="σ",
-            model="couzin",
+            model=", ".join(_CONSTANT_SPEED),
+            label="Speed s",
+            slider=(0.1, 20.0),
         ),
     )
 
@@ -541,20 +509,7 @@ class Params:
         ),
     )
 
-    # -- the Vicsek et al. (1995) model -------------------------------------------------
-    noise_eta: float = declare(
-        0.0,
-        Spec(
-            "noise.eta",
-            "uniform angular noise: in [-eta/2, eta/2] (on the cap within eta/2 in 3D)",
-            unit="radians",
-            symbol="η",
-            high=2.0 * math.pi,
-            model="vicsek",
-        ),
-    )
-
-    # -- terms added since (at the end: Params(...) takes its fields in order) -----------
+    # -- terms added since ---------------------------------------------------------------
     wander: float = declare(0.0, wander_term.WEIGHT)
 
     objects: tuple[Object, ...] = declare((), objects_term.OBJECTS)
@@ -562,42 +517,7 @@ class Params:
     perching_duration: float = declare(5.0, perching_term.DURATION)
     perching_cooldown: float = declare(10.0, perching_term.COOLDOWN)
 
-    # -- issue 27: the Vicsek model's position update ------------------------------------
-    position_update: str = declare(
-        "new",
-        Spec(
-            "vicsek.position_update",
-            "the velocity a particle moves with: new (the one just chosen: Chaté et al. 2008's forward "
-            "update) or old (the one it had: Vicsek et al.'s Eq. 1)",
-            choices=POSITION_UPDATES,
-            model="vicsek",
-            **_CHOICE,
-        ),
-    )
-
-    # -- issue 27: the inertial spin model (Attanasi et al. 2014, Cavagna et al. 2015) --------
-    ism_inertia: float = declare(
-        1.25,
-        Spec("ism.inertia", "generalized moment of inertia chi of the spin: s / chi is the bird's angular "
-             "velocity", symbol="χ", low_open=True, model="ism"),
-    )  # fmt: skip
-    ism_friction: float = declare(
-        0.3,
-        Spec("ism.friction", "friction eta of the spin: alone, it decays as exp(-eta t / chi)", unit="1/s",
-             symbol="η", model="ism", allowed=">= 0, at most ism.inertia / sim.dt"),
-    )  # fmt: skip
-    ism_coupling: float = declare(
-        0.8,
-        Spec("ism.coupling", "coupling J: the torque J v x sum_j v_j / v0^2 of the neighbours' velocities on "
-             "the spin", unit="1/s²", symbol="J", model="ism"),
-    )  # fmt: skip
-    ism_temperature: float = declare(
-        0.02,
-        Spec("ism.temperature", "temperature T of the spin's noise: each component of it has intensity "
-             "2 eta T", unit="1/s²", symbol="T", model="ism"),
-    )  # fmt: skip
-
-    # -- issue 27: aerodynamic flight (Hildenbrandt et al. 2010) and the roost --------------
+    # -- aerodynamic flight (Hildenbrandt et al. 2010) and the roost -----------------------
     flight: str = declare("kinematic", flight_term.MODE)
     flight_cruise_speed: float = declare(5.0, flight_term.CRUISE)
     flight_gravity: float = declare(9.81, flight_term.GRAVITY)
@@ -609,6 +529,12 @@ class Params:
     roost_radius: float = declare(0.0, flight_term.RADIUS)
     roost_weight: float = declare(0.0, flight_term.WEIGHT)
     roost_altitude: float = declare(0.0, flight_term.ALTITUDE)
+
+    # -- each model's own fields, declared in its module (flock3d.core.models) -----------
+    for _name, (_default, _spec) in MODEL_FIELDS.items():
+        __annotations__[_name] = "Any" if _default is None else type(_default).__name__
+        locals()[_name] = declare(_default, _spec)
+    del _name, _default, _spec
 
     def __post_init__(self) -> None:
         # Accept sequences and numpy numbers from TOML or numpy, but store plain tuples,
@@ -649,14 +575,10 @@ class Params:
 
     @property
     def perception_distance(self) -> float:
-        """How far a boid sees: the view distance (the longest of its species'), or r_a (the
-        attraction zone's rim) for the Couzin model. Neighbour lists, focus cones and groups
-        all use it."""
-        if self.model == "couzin":
-            return self.zone_radii[2]
-        return max(
-            [self.view_distance, *(self.of_species(k).view_distance for k in range(len(self.species)))]
-        )
+        """How far a boid sees: the view distance (the longest of its species'), or what its
+        model perceives (r_a, the attraction zone's rim, for the Couzin model). Neighbour
+        lists, focus cones and groups all use it."""
+        return model_of(self).reach(self)
 
     @property
     def species_of_boids(self) -> np.ndarray:
@@ -703,7 +625,14 @@ class Params:
         return tuple(0.5 * s for s in self.arena_size)
 
     def replace(self, **changes: Any) -> Params:
-        """A copy with some fields changed (validated like a new ``Params``)."""
+        """A copy with some fields changed (validated like a new ``Params``). A change of model
+        brings the new model's defaults to the fields that hold the old one's."""
+        old, new = MODELS_BY_NAME.get(self.model), MODELS_BY_NAME.get(changes.get("model", self.model))
+        if old is not new and old is not None and new is not None:
+            was, now = _defaults_of(old), _defaults_of(new)
+            for name in set(old.defaults) | set(new.defaults):
+                if name not in changes and getattr(self, name) == was[name]:
+                    changes[name] = now[name]
         return dataclasses.replace(self, **changes)
 
 
@@ -721,6 +650,9 @@ def _friendly_init(init: Callable) -> Callable:
             close = difflib.get_close_matches(unknown[0], fields, n=1, cutoff=0.6)
             hint = f"; did you mean {close[0]}?" if close else "; see help(flock3d.Params) for the fields"
             raise TypeError(f"Params has no field {unknown[0]!r}{hint}")
+        model = MODELS_BY_NAME.get(kwargs.get("model")) if isinstance(kwargs.get("model"), str) else None
+        if model is not None and not args:  # the model's defaults, where the caller sets none
+            kwargs = {**model.defaults, **kwargs}
         init(self, *args, **kwargs)
 
     return __init__
@@ -753,62 +685,17 @@ def _interaction_matrix(params: Params) -> tuple[tuple[tuple[bool, bool, bool, b
 SPEC_FIELDS = tuple(f.name for f in dataclasses.fields(Params))[:16]
 """The spec's sixteen parameters, in its order."""
 
-COUZIN_DEFAULTS: dict[str, Any] = {
-    "model": "couzin",
-    "count": 100,
-    "zone_repulsion": 1.0,
-    "fov": 270.0,
-    "max_turn_rate": 40.0,
-    "speed": 3.0,
-    "noise_sigma": 0.05,
-    "dt": 0.1,
-    "init_radius": 5.0,
-    "arena_shape": "none",
-}
-"""The values of Couzin, Krause, James, Ruxton and Franks (2002) that a scene with
-``model = "couzin"`` starts from: N = 100, r_r = 1, alpha = 270, theta = 40 deg/s, s = 3,
-sigma = 0.05 rad, tau = 0.1 s, in open space, from a random ball (here of radius 5)."""
-
-VICSEK_DEFAULTS: dict[str, Any] = {
-    "model": "vicsek",
-    "count": 400,
-    "arena_shape": "periodic",
-    "arena_radius": 5.0,
-    "dimensions": 2,
-    "speed": 0.03,
-    "view_distance": 1.0,
-    "fov": 360.0,
-    "max_turn_rate": math.inf,
-    "noise_eta": 2.0,
-    "dt": 1.0,
-}
-"""The values of Vicsek, Czirok, Ben-Jacob, Cohen and Shochet (1995) that a scene with
-``model = "vicsek"`` starts from: N = 400 in a periodic square of side L = 10 (density 4),
-v0 = 0.03, r = 1, Delta t = 1, no turn limit, eta = 2."""
-
-ISM_DEFAULTS: dict[str, Any] = {
-    "model": "ism",
-    "count": 1000,
-    "arena_shape": "periodic",
-    "arena_radius": 5.0,
-    "speed": 1.0,
-    "neighbours": 6,
-    "view_distance": 2.5,
-    "fov": 360.0,
-    "max_turn_rate": math.inf,
-    "dt": 0.05,
-}
-"""The values a scene with ``model = "ism"`` starts from: 1,000 birds in a periodic cube of side 10
-(density 1, a nearest neighbour about 0.55 away), each coupled to its n_c = 6 nearest (within 2.5),
-v0 = 1, dt = 0.05, no turn limit, and the fields' own defaults chi = 1.25, eta = 0.3, J = 0.8,
-T = 0.02: an ordered flock (polarization about 0.98) whose turns travel as waves."""
-
 MODEL_DEFAULTS: dict[str, dict[str, Any]] = {
-    "couzin": COUZIN_DEFAULTS,
-    "vicsek": VICSEK_DEFAULTS,
-    "ism": ISM_DEFAULTS,
+    model.name: model.scene_defaults for model in MODEL_REGISTRY if model.defaults or model.setup
 }
-"""What a scene with ``model = NAME`` starts from, for each model with values of its own."""
+"""What a scene with ``model = NAME`` starts from, for each model with values of its own: the model's
+defaults, which apply however Params is built, and its paper's set-up
+(:attr:`flock3d.core.models.Model.defaults`, :attr:`~flock3d.core.models.Model.setup`)."""
+
+
+def _defaults_of(model: Any) -> dict[str, Any]:
+    """Every field's value in a flock of ``model`` the caller sets nothing of."""
+    return {**{f.name: f.default for f in dataclasses.fields(Params)}, **model.defaults}
 
 
 # -- normalisation of structured values -------------------------------------------------
@@ -910,7 +797,9 @@ def _field_values(values: Params | Mapping[str, Any]) -> dict[str, Any]:
     """Every field's value: a Params' own, or a mapping's with the defaults for those it lacks."""
     if isinstance(values, Params):
         return {f.name: getattr(values, f.name) for f in dataclasses.fields(Params)}
-    return {**{f.name: f.default for f in dataclasses.fields(Params)}, **values}
+    model = values.get("model")
+    own = MODELS_BY_NAME[model].defaults if isinstance(model, str) and model in MODELS_BY_NAME else {}
+    return {**{f.name: f.default for f in dataclasses.fields(Params)}, **own, **values}
 
 
 def _value_problems(values: dict[str, Any]) -> list[Problem]:
@@ -954,37 +843,17 @@ def _value_problems(values: dict[str, Any]) -> list[Problem]:
             )
         )
 
-    if values["model"] == "couzin" and values["arena_shape"] not in ("none", "periodic"):
+    model = MODELS_BY_NAME.get(values["model"])
+    if model is not None and values["arena_shape"] not in model.arenas:
+        shapes = [repr(shape) + (" (open space)" if shape == "none" else "") for shape in model.arenas]
         problems.append(
             Problem(
                 "arena_shape",
-                "must be 'none' (open space) or 'periodic' for the couzin model "
-                f"(got {values['arena_shape']!r})",
+                f"must be {_either(shapes)} for the {model.name} model (got {values['arena_shape']!r})",
             )
         )
-    if values["model"] == "ism" and values["arena_shape"] not in ("none", "periodic"):
-        problems.append(
-            Problem(
-                "arena_shape",
-                "must be 'none' (open space) or 'periodic' for the ism model "
-                f"(got {values['arena_shape']!r})",
-            )
-        )
-    if (
-        values["model"] == "ism" and ok.get("ism_friction") and ok.get("ism_inertia") and ok.get("dt")
-        and values["ism_friction"] * values["dt"] > values["ism_inertia"]
-    ):  # fmt: skip
-        problems.append(
-            Problem(
-                "ism_friction",
-                f"must be at most ism_inertia / dt = {values['ism_inertia'] / values['dt']:g}, or the "
-                f"friction reverses the spin in one step (got {values['ism_friction']!r})",
-            )
-        )
-    if values["model"] == "vicsek" and values["arena_shape"] != "periodic":
-        problems.append(
-            Problem("arena_shape", f"must be 'periodic' for the vicsek model (got {values['arena_shape']!r})")
-        )
+    for other in MODEL_REGISTRY:
+        problems += other.problems(values, ok) if other is model else other.foreign_problems(values)
     problems += _neighbour_problems(values)
     if values["dimensions"] not in (2, 3) or isinstance(values["dimensions"], bool):
         problems.append(Problem("dimensions", f"must be 2 or 3 (got {values['dimensions']!r})"))
@@ -996,7 +865,7 @@ def _value_problems(values: dict[str, Any]) -> list[Problem]:
     ):
         problems += _periodic_reach_problems(values, ok)
 
-    if values["model"] != "boids":
+    if model is not None and model.update_kind != "terms":
         problems += _model_world_problems(values, {p.field for p in problems})
     elif is_sequence(values["species"]) and values["species"]:
         problems += _species_problems(values)
@@ -1029,11 +898,7 @@ def _mode_problems(values: dict[str, Any]) -> list[Problem]:
         problems.append(
             Problem("update", '"per_rule" applies the rules one after another: it needs combine = "chain"')
         )
-    if values["position_update"] == "old" and values["model"] != "vicsek":
-        problems.append(
-            Problem("position_update", f"applies to the vicsek model (got model {values['model']!r})")
-        )
-    if values["model"] != "boids":
+    if model_of(_Values(values)).update_kind != "terms":
         for name, default in (("update", "synchronous"), ("combine", "sum"), ("turn_limit", "heading")):
             if values[name] != default:
                 problems.append(
@@ -1060,12 +925,17 @@ def _neighbour_problems(values: dict[str, Any]) -> list[Problem]:
     elif adaptive:
         if k is None:
             problems.append(Problem("adaptive", "needs neighbours = k: the radius holds the k nearest"))
-        rv = values["view_distance"]
-        if values["model"] != "couzin" and is_real_number(rv) and math.isinf(rv):
+        rv, model = values["view_distance"], model_of(_Values(values))
+        if model.adaptive and is_real_number(rv) and math.isinf(rv):
             problems.append(Problem("adaptive", "needs a finite view_distance: the largest radius"))
-        if values["model"] in ("couzin", "ism"):
+        if not model.adaptive:
+            adapting = [m.name for m in MODEL_REGISTRY if m.adaptive]
             problems.append(
-                Problem("adaptive", f"applies to the boids and vicsek models (got model {values['model']!r})")
+                Problem(
+                    "adaptive",
+                    f"applies to the {_either(adapting).replace(' or ', ' and ')} models (got model "
+                    f"{values['model']!r})",
+                )
             )
         if values["update"] == "per_rule":
             problems.append(Problem("adaptive", 'needs update = "synchronous" or "sequential"'))
@@ -1149,14 +1019,11 @@ def _species_problems(values: dict[str, Any]) -> list[Problem]:
     return problems
 
 
-#: The Couzin model's zone widths: r_a is their sum.
-_ZONE_WIDTHS = ("zone_repulsion", "zone_orientation_width", "zone_attraction_width")
 #: The fields that size a periodic arena's grid, and those that decide which stages a flock has:
 #: while one of them is wrong, what they decide together is not judged.
 _GRID_FIELDS = frozenset({
     "arena_shape", "arena_radius", "arena_size", "dimensions", "model", "view_distance", "species",
-    "zone_repulsion", "zone_orientation_width", "zone_attraction_width",
-})  # fmt: skip
+}).union(*(model.reach_fields for model in MODEL_REGISTRY))  # fmt: skip
 _STAGE_FIELDS = frozenset({"model", "combine", "rule_order", "arena_shape"}).union(
     *(term.switches if term.decided_by is None else term.decided_by for term in TERMS)
 )
@@ -1185,18 +1052,9 @@ def _grid_problems(values: dict[str, Any]) -> list[Problem]:
         f"in a periodic arena whose longest side is {side:g}: its grid's cells are {{}} wide, "
         f"at most {MAX_CELLS_PER_SIDE:,} along a side"
     )
-    if values["model"] == "couzin":
-        r_a = sum(values[name] for name in _ZONE_WIDTHS)
-        if r_a >= least:
-            return []
-        return [
-            Problem(
-                "zone_attraction_width",
-                "must keep r_a (= zone_repulsion + zone_orientation_width + zone_attraction_width) at "
-                f"least {least:g} {where.format('r_a')} (got r_a = {r_a:g}); widen the zones or make the "
-                "arena smaller",
-            )
-        ]
+    own = model_of(_Values(values)).grid_problem(values, least, where)
+    if own is not None:
+        return own
     own = [s.view_distance for s in values["species"] if s.view_distance is not None]
     reach = max([values["view_distance"], *own])
     if reach >= least:
@@ -1291,25 +1149,16 @@ def _periodic_reach_problems(values: dict[str, Any], ok: dict[str, bool]) -> lis
         axes = 2 if values["dimensions"] == 2 else 3
         radius = 0.5 * min(values["arena_size"][:axes])
         why = f"half the arena's shortest side ({radius:g}), so that the nearest image is the one seen"
-    if values["model"] == "couzin":
-        if not all(ok.get(name) for name in _ZONE_WIDTHS):
-            return []
-        r_a = sum(values[name] for name in _ZONE_WIDTHS)
-        if r_a >= radius:
-            return [
-                Problem(
-                    "zone_attraction_width",
-                    "must keep r_a (= zone_repulsion + zone_orientation_width + zone_attraction_width) "
-                    f"< {why} (got r_a = {r_a!r})",
-                )
-            ]
-    elif ok.get("view_distance") and values["view_distance"] >= radius:
+    own = model_of(_Values(values)).periodic_problem(values, ok, radius, why)
+    if own is not None:
+        return own
+    if ok.get("view_distance") and values["view_distance"] >= radius:
         return [Problem("view_distance", f"must be < {why} (got {values['view_distance']!r})")]
     return []
 
 
 def _model_world_problems(values: dict[str, Any], reported: set[str]) -> list[Problem]:
-    """The Couzin and Vicsek models have none of the boids model's world features (the fields that
+    """The models other than boids have none of the boids model's world features (the fields that
     switch a term on) or species: say so, not ignore them."""
     model = values["model"]
     problems = []

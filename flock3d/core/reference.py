@@ -11,7 +11,8 @@ planar flocks, separation falloffs, per-rule radii and cones, the world features
 update orders (synchronous, sequential, per rule), chained rules, the mesh turn
 limit, wall containment, topological neighbours and the adaptive radius, species,
 and the user's rules and forces; with the default parameters all of these reduce to
-the model. It also steps the Couzin, Vicsek and inertial spin models. Turning uses pyquaternion
+the model. The other models' steps are in their modules (:mod:`flock3d.core.models`), built on
+:class:`Agent` and its helpers here. Turning uses pyquaternion
 rather than :mod:`flock3d.core.quaternion`.
 """
 
@@ -25,7 +26,6 @@ from functools import cached_property
 import numpy as np
 from pyquaternion import Quaternion
 
-from flock3d.core import noise
 from flock3d.core.assemble import Force, PairRule, read_only_copy
 from flock3d.core.params import TERMS, TERMS_BY_NAME, Params, stage_names
 from flock3d.core.state import FlockState, settle, up_axis
@@ -34,16 +34,16 @@ from flock3d.core.terms.speed import clamped
 
 __all__ = [
     "step",
-    "couzin_step",
-    "vicsek_step",
-    "ism_step",
+    "agents",
+    "constant_speed_move",
+    "moved_state",
     "visible",
     "neighbours",
     "nearest_of",
     "offsets",
     "ReferenceBoid",
     "ReferencePredator",
-    "CouzinAgent",
+    "Agent",
     "StepFailure",
     "rotate_towards",
     "MAX_COORDINATE",
@@ -165,7 +165,8 @@ def adapted_radius(radius: float, position, heading, positions, params: Params, 
     return radius + params.adaptation * (target - radius)
 
 
-def _unit(v: np.ndarray) -> np.ndarray:
+def unit(v: np.ndarray) -> np.ndarray:
+    """``v`` over its length; the zero vector stays zero."""
     n = np.linalg.norm(v)
     return v / n if n > 0.0 else np.zeros(3)
 
@@ -195,11 +196,11 @@ def _level_frame(heading: np.ndarray, up: np.ndarray) -> tuple[np.ndarray, np.nd
 
 def look_rotation(direction: np.ndarray, up: np.ndarray) -> Quaternion:
     """The rotation taking +Z to ``direction`` with its up axis towards ``up`` (no roll)."""
-    forward = _unit(direction)
+    forward = unit(direction)
     right = np.cross(up, forward)
     if np.linalg.norm(right) <= 1e-9:  # straight up or down: another hint
         right = np.cross(np.array([0.0, 0.0, 1.0]) if abs(up[2]) < 0.9 else UP, forward)
-    right = _unit(right)
+    right = unit(right)
     return Quaternion(matrix=np.column_stack([right, np.cross(forward, right), forward]))
 
 
@@ -243,7 +244,7 @@ class ReferenceBoid:
         if self.looking is not None:
             return self.looking
         if params.turn_limit == "mesh" and np.any(self.velocity):
-            return _unit(self.velocity)
+            return unit(self.velocity)
         return self.forward
 
     def seen(self, world: World, distance: float, fov: float, rule: int = 0):
@@ -464,7 +465,7 @@ class ReferencePredator:
             if params.dimensions == 2:
                 nearest[2] = 0.0
             if np.any(nearest):
-                direction = _unit(nearest)
+                direction = unit(nearest)
         max_angle = math.radians(params.predator_turn_rate) * params.dt
         orientation = turned(self.orientation, direction, max_angle)
         velocity = params.predator_speed * np.asarray(orientation.rotate(FORWARD))
@@ -486,29 +487,10 @@ def tilted(d: np.ndarray, phi: float, psi: float, planar: bool) -> np.ndarray:
     return math.cos(phi) * d + math.sin(phi) * (math.cos(psi) * e1 + math.sin(psi) * e2)
 
 
-def perturbed(direction: np.ndarray, params: Params, seed: int, step_count: int, index: int) -> np.ndarray:
-    """The Couzin model's noise: ``direction`` tilted by a Gaussian angle phi (sd sigma) about an
-    axis perpendicular to it, uniform around it (in its plane for a planar flock). The random
-    numbers come from :mod:`flock3d.core.noise`, shared with the fast kernel."""
-    phi = params.noise_sigma * noise.gaussian(seed, step_count, index, 0)
-    psi = 2.0 * math.pi * noise.uniform(seed, step_count, index, 2)
-    return tilted(direction, phi, psi, params.dimensions == 2)
-
-
-def vicsek_noise(direction: np.ndarray, params: Params, seed: int, step_count: int, index: int) -> np.ndarray:
-    """The Vicsek model's noise of amplitude eta: in a plane, the direction's angle plus a number
-    uniform in [-eta/2, eta/2]; in 3D, a direction uniform on the cap of those within eta/2 of it
-    (cos(phi) uniform in [cos(eta/2), 1], the azimuth uniform)."""
-    eta, u = params.noise_eta, noise.uniform(seed, step_count, index, 0)
-    if params.dimensions == 2:
-        return tilted(direction, eta * (u - 0.5), 0.0, True)
-    phi = math.acos(1.0 - u * (1.0 - math.cos(0.5 * eta)))
-    return tilted(direction, phi, 2.0 * math.pi * noise.uniform(seed, step_count, index, 2), False)
-
-
 @dataclass
-class CouzinAgent:
-    """One individual of Couzin et al. (2002): zones of repulsion, orientation and attraction."""
+class Agent:
+    """One individual of a constant-speed model (:mod:`flock3d.core.models`): where it is and
+    which way it faces."""
 
     position: np.ndarray
     orientation: Quaternion
@@ -518,52 +500,24 @@ class CouzinAgent:
         """The unit heading (an agent's orientation does not change once it is made)."""
         return np.asarray(self.orientation.rotate(FORWARD))
 
-    def desired_direction(self, group: list[CouzinAgent], params: Params) -> np.ndarray:
-        """Repulsion first; else orientation and attraction, averaged when both act."""
-        r_r, r_o, _ = params.zone_radii
-        positions = np.array([a.position for a in group]).reshape(-1, 3)
-        d = offsets(self.position, positions, params)
-        seen = neighbours(self.position, self.heading, positions, params)  # within r_a, in the cone
-        repel, orient, attract = [], [], []
-        for j in np.flatnonzero(seen):
-            distance = np.linalg.norm(d[j])
-            unit = d[j] / distance
-            if distance < r_r:
-                repel.append(unit)
-            elif distance < r_o:
-                orient.append(group[j].heading)
-            else:
-                attract.append(unit)
-        if repel:
-            desired = -np.sum(repel, axis=0)
-        elif orient or attract:
-            d_o = _unit(self.heading + np.sum(orient, axis=0)) if orient else None  # its own heading counts
-            d_a = _unit(np.sum(attract, axis=0)) if attract else None
-            desired = d_o if d_a is None else d_a if d_o is None else 0.5 * (d_o + d_a)
-        else:
-            desired = self.heading  # nobody in sight: keep going
-        if params.dimensions == 2:  # headings carry rounding out of the plane; drop it
-            desired = desired * np.array([1.0, 1.0, 0.0])
-        return _unit(desired) if np.any(desired) else self.heading
 
-    def updated(self, group: list[CouzinAgent], params: Params, seed: int, step_count: int, index: int):
-        desired = perturbed(self.desired_direction(group, params), params, seed, step_count, index)
-        orientation = turned(self.orientation, desired, math.radians(params.max_turn_rate) * params.dt)
-        velocity = params.speed * np.asarray(orientation.rotate(FORWARD))
-        position, velocity = settle(self.position + params.dt * velocity, velocity, params)
-        return CouzinAgent(position, orientation), velocity
+def agents(state: FlockState) -> list[Agent]:
+    """The individuals of ``state``, as agents."""
+    return [Agent(p.copy(), Quaternion(q)) for p, q in zip(state.positions, state.orientations, strict=True)]
 
 
-def couzin_step(state: FlockState, params: Params, seed: int) -> FlockState:
-    """One synchronous update of the Couzin model; ``seed`` keys its noise."""
-    group = [
-        CouzinAgent(p.copy(), Quaternion(q)) for p, q in zip(state.positions, state.orientations, strict=True)
-    ]
-    return _moved_state(state, params, [a.updated(group, params, seed, state.step_count, i)
-                                        for i, a in enumerate(group)])  # fmt: skip
+def constant_speed_move(agent: Agent, desired: np.ndarray, params: Params, old: bool = False) -> tuple:
+    """``agent`` turned towards the unit direction ``desired`` (at most the turn limit) and moved at
+    the constant speed for dt: along its new heading, or with ``old`` along the one it had. Returns
+    (the moved agent, its velocity)."""
+    orientation = turned(agent.orientation, desired, math.radians(params.max_turn_rate) * params.dt)
+    velocity = params.speed * np.asarray(orientation.rotate(FORWARD))
+    moving = params.speed * agent.heading if old else velocity
+    position, velocity = settle(agent.position + params.dt * moving, velocity, params)
+    return Agent(position, orientation), velocity
 
 
-def _moved_state(state: FlockState, params: Params, moved: list, radii: list | None = None) -> FlockState:
+def moved_state(state: FlockState, params: Params, moved: list, radii: list | None = None) -> FlockState:
     """The state after a step of a constant-speed model: (agent, velocity) per individual."""
     n = len(moved)
     new = state.copy()
@@ -573,78 +527,6 @@ def _moved_state(state: FlockState, params: Params, moved: list, radii: list | N
     if radii is not None:
         new.radii = np.array(radii, dtype=np.float64).reshape(n)
     new.time, new.step_count = state.time + params.dt, state.step_count + 1
-    return new
-
-
-def vicsek_step(state: FlockState, params: Params, seed: int) -> FlockState:
-    """One synchronous update of the Vicsek et al. (1995) model; ``seed`` keys its noise.
-
-    Each particle takes the direction of the summed headings of itself and its neighbours
-    (:func:`neighbours`: within r, or its k nearest), tilts it by the noise
-    (:func:`vicsek_noise`), turns to it (at most the turn limit, none by default) and moves at
-    the constant speed v0 for dt: along its new heading, or with ``position_update = "old"``
-    along the one it had.
-    """
-    group = [
-        CouzinAgent(p.copy(), Quaternion(q)) for p, q in zip(state.positions, state.orientations, strict=True)
-    ]
-    positions = state.positions
-    moved, radii = [], []
-    for i, a in enumerate(group):
-        radius = state.radii[i] if params.adaptive else None
-        partners = neighbours(a.position, a.heading, positions, params, radius=radius)
-        total = a.heading + sum((group[j].heading for j in np.flatnonzero(partners)), np.zeros(3))
-        if params.dimensions == 2:  # headings carry rounding out of the plane; drop it
-            total[2] = 0.0
-        direction = _unit(total) if np.any(total) else a.heading
-        desired = vicsek_noise(direction, params, seed, state.step_count, i)
-        orientation = turned(a.orientation, desired, math.radians(params.max_turn_rate) * params.dt)
-        velocity = params.speed * np.asarray(orientation.rotate(FORWARD))
-        # Moved by the velocity just chosen, or (Vicsek et al.'s Eq. 1) by the one it had.
-        moving = velocity if params.position_update == "new" else params.speed * a.heading
-        position, velocity = settle(a.position + params.dt * moving, velocity, params)
-        moved.append((CouzinAgent(position, orientation), velocity))
-        if params.adaptive:
-            radii.append(adapted_radius(state.radii[i], a.position, a.heading, positions, params))
-    return _moved_state(state, params, moved, radii if params.adaptive else None)
-
-
-def ism_step(state: FlockState, params: Params, seed: int) -> FlockState:
-    """One synchronous update of the inertial spin model (Attanasi et al. 2014, Cavagna et al.
-    2015); ``seed`` keys its noise.
-
-    Each bird's spin relaxes by its friction, is torqued towards the velocities of its neighbours
-    (:func:`neighbours`: within r, or its n_c nearest) and kicked by the noise; then the bird's
-    velocity turns about the new spin, at the angular velocity s / chi for dt, and it moves at v0
-    along it (the heading turns to it at most by the turn limit, none by default).
-    """
-    group = [
-        CouzinAgent(p.copy(), Quaternion(q)) for p, q in zip(state.positions, state.orientations, strict=True)
-    ]
-    chi, eta, dt = params.ism_inertia, params.ism_friction, params.dt
-    moved, spins = [], []
-    for i, bird in enumerate(group):
-        v = params.speed * bird.heading
-        partners = np.flatnonzero(neighbours(bird.position, bird.heading, state.positions, params))
-        others = sum((params.speed * group[j].heading for j in partners), np.zeros(3))
-        g = np.array([noise.gaussian(seed, state.step_count, i, stream) for stream in (0, 2, 4)])
-        xi = math.sqrt(2.0 * eta * params.ism_temperature / dt) * g  # white noise, sampled over dt
-        # ds/dt = v x [J sum_j v_j / v0^2 - (eta / v0^2) dv/dt + xi / v0], with dv/dt = s x v / chi:
-        # for s perpendicular to v the friction term is -(eta / chi) s.
-        torque = np.cross(v, params.ism_coupling * others / params.speed**2 + xi / params.speed)
-        spin = state.spins[i] + dt * (torque - (eta / chi) * state.spins[i])
-        if params.dimensions == 2:
-            spin[:2] = 0.0
-        # dv/dt = s x v / chi with the new spin held over the step: a rotation by |s| dt / chi about s.
-        turn = Quaternion(axis=spin, angle=np.linalg.norm(spin) * dt / chi) if np.any(spin) else Quaternion()
-        direction = np.asarray(turn.rotate(bird.heading))
-        orientation = turned(bird.orientation, _unit(direction), math.radians(params.max_turn_rate) * dt)
-        velocity = params.speed * np.asarray(orientation.rotate(FORWARD))
-        position, velocity = settle(bird.position + dt * velocity, velocity, params)
-        moved.append((CouzinAgent(position, orientation), velocity))
-        spins.append(spin)
-    new = _moved_state(state, params, moved)
-    new.spins = np.array(spins, dtype=np.float64).reshape(len(group), 3)
     return new
 
 

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from flock3d.core import objects, quaternion
+from flock3d.core.models import model_of
 from flock3d.core.params import Params
 
 __all__ = [
@@ -67,8 +68,8 @@ class FlockState:
     radii: np.ndarray | None = None
     """(N,) float64: each boid's adaptive radius (``Params.adaptive``; unused otherwise), world units."""
     spins: np.ndarray | None = None
-    """(N, 3) float64: each bird's spin in the inertial spin model (``model = "ism"``; zeros
-    otherwise). s / chi is its angular velocity, rad/s."""
+    """(N, 3) float64: each bird's spin in the inertial spin model (:mod:`flock3d.core.models.ism`;
+    zeros otherwise). s / chi is its angular velocity, rad/s."""
     perches: np.ndarray | None = None
     """(N,) float64: each boid's perching timer (``Params.perching_height``; unused otherwise), in
     seconds: > 0 resting on the ground, that long still; < 0 flying, that long before it may land
@@ -211,7 +212,7 @@ def random_state(
     n = params.count
     positions = spawn_points(params, rng, n, fields)
     directions = _unit_vectors(rng, n, params.dimensions)
-    if params.model != "boids":  # constant speed
+    if model_of(params).constant_speed:
         speeds = np.full(n, params.speed)
     elif params.species:  # each species within its own limits
         kinds = [params.of_species(k) for k in params.species_of_boids]
@@ -302,8 +303,9 @@ def initial_radii(params: Params) -> np.ndarray:
 
 def _uniform_positions(rng: np.random.Generator, n: int, params: Params) -> np.ndarray:
     """(n, 3) points uniform in the initial ball (disc for a planar flock) around c; for the
-    Vicsek model without an ``init_radius``, uniform in its whole periodic box."""
-    if params.model == "vicsek" and params.init_radius is None:
+    model that fills its box (the Vicsek model) without an ``init_radius``, uniform in that whole
+    periodic box."""
+    if model_of(params).fills_box and params.init_radius is None:
         half = np.asarray(params.half_extents)
         if params.dimensions == 2:
             half[2] = 0.0

@@ -17,8 +17,9 @@ from typing import Any
 
 from flock3d.core.atomic import atomic_write
 from flock3d.core.fields import spec_of
+from flock3d.core.models import MODELS_BY_NAME
 from flock3d.core.objects import covered_start_problems, needs_field, scales
-from flock3d.core.params import MODEL_DEFAULTS, Params, Problem, params_problems, short_repr
+from flock3d.core.params import Params, Problem, params_problems, short_repr
 from flock3d.errors import Flock3dError
 from flock3d.scene.schema import (
     KEYS,
@@ -371,8 +372,8 @@ def _build(
         target[key.field] = value
     if param_values.get("objects"):  # files named in a scene are found beside it
         param_values["objects"] = _objects_found_from(param_values["objects"], source)
-    if param_values.get("model") in MODEL_DEFAULTS:  # unspecified keys take the paper's values
-        param_values = {**MODEL_DEFAULTS[param_values["model"]], **param_values}
+    if param_values.get("model") in MODELS_BY_NAME:  # unset keys take the model's and its paper's values
+        param_values = {**MODELS_BY_NAME[param_values["model"]].scene_defaults, **param_values}
     species = param_values.get("species")
     if species and "count" in param_values and param_values["count"] != sum(s.count for s in species):
         problems.append(
@@ -700,16 +701,19 @@ def parameter_table(names: Sequence[str]) -> str:
     return "\n".join(rows) + "\n"
 
 
-#: The sections of a scene file whose keys ``docs/model.md`` tabulates apart from the rest.
-_OWN_TABLES = ("ism", "flight")
+#: The sections of a scene file whose keys ``docs/model.md`` tabulates apart from the rest (besides
+#: the models' own tables, :attr:`flock3d.core.models.Model.table`).
+_OWN_TABLES = ("flight",)
 
 
 def parameter_groups() -> dict[str, tuple[str, ...]]:
     """The groups of Params fields ``docs/model.md`` tabulates: the model's own, each term's
     (by its name), and the rest (the variants and the Couzin and Vicsek models)."""
+    from flock3d.core.models import MODELS
     from flock3d.core.params import SPEC_FIELDS, TERMS
 
     groups = {"model": SPEC_FIELDS, **{term.name: term.fields for term in TERMS if term.fields}}
+    groups.update({model.table: tuple(model.fields) for model in MODELS if model.table})
     for section in _OWN_TABLES:  # a model's section of the scene file, tabulated by itself
         groups[section] = tuple(f.name for f in dataclasses.fields(Params)
                                 if spec_of(f).key.startswith(f"{section}."))  # fmt: skip

@@ -19,6 +19,7 @@ import numpy as np
 from PySide6 import QtCore, QtGui, QtWidgets
 
 from flock3d.core.fields import spec_of
+from flock3d.core.models import MODELS, model_of
 from flock3d.core.params import TERMS, Params
 from flock3d.core.terms import Term
 from flock3d.scene.schema import COLOR_MODES, KEYS_BY_NAME, MESHES, PARAM_KEY_OF_FIELD
@@ -31,7 +32,7 @@ __all__ = [
     "scene_entries",
     "CONTROLS",
     "WORLD_CONTROLS",
-    "ZONE_CONTROLS",
+    "MODEL_CONTROLS",
     "CAMERA_KINDS",
     "applies",
     "control_value",
@@ -168,34 +169,25 @@ WORLD_CONTROLS: list[Control] = [
 #: The term owning each world control's field.
 _TERM_OF = {name: term for term in TERMS for name in term.fields}
 
-#: The Couzin model's own parameters; shown only for a scene with ``model = "couzin"``.
-ZONE_CONTROLS: list[Control] = [
-    Control("zone_repulsion", "Repulsion r_r", 0.05, 10.0, decimals=2),
-    Control("zone_orientation_width", "Orientation Δr_o", 0.0, 20.0, decimals=2),
-    Control("zone_attraction_width", "Attraction Δr_a", 0.0, 30.0, decimals=2),
-    Control("speed", "Speed s", 0.1, 20.0, decimals=2),
-    Control("noise_sigma", "Noise σ", 0.0, 1.0, decimals=3, suffix=" rad"),
-]
 
-#: The Vicsek model's noise; it shares the box of the Couzin model's controls (and its speed).
-VICSEK_CONTROLS: list[Control] = [
-    Control("noise_eta", "Noise η", 0.0, 2.0 * math.pi, decimals=2, suffix=" rad"),
-]
+def _declared_control(name: str) -> Control:
+    """The slider a field's declaration asks for (its Spec's label and slider)."""
+    spec = spec_of(Params.__dataclass_fields__[name])
+    decimals = 3 if spec.slider[1] <= 1.0 else 2
+    return Control(
+        name, spec.label, *spec.slider, decimals=decimals, suffix=" rad" if spec.unit == "radians" else ""
+    )
 
-#: The inertial spin model's own parameters; they share that box too.
-ISM_CONTROLS: list[Control] = [
-    Control("ism_coupling", "Coupling J", 0.0, 20.0, decimals=2),
-    Control("ism_friction", "Friction η", 0.0, 5.0, decimals=3),
-    Control("ism_temperature", "Temperature T", 0.0, 1.0, decimals=3),
-]
 
-_ZONE_FIELDS = frozenset(c.field for c in ZONE_CONTROLS)
+#: The constant speed and the models' own parameters that declare a slider: each shown only for a
+#: scene whose model reads it (:attr:`flock3d.core.models.Model.panel`, and the model's own fields).
+MODEL_CONTROLS: list[Control] = [
+    _declared_control("speed"),
+    *(_declared_control(name) for model in MODELS for name, (_, spec) in model.fields.items() if spec.slider),
+]
+#: The model owning each field of its own.
+_MODEL_OF = {name: model for model in MODELS for name in model.fields}
 _WORLD_FIELDS = frozenset(c.field for c in WORLD_CONTROLS)
-_SHARED_WITH_COUZIN = frozenset({"fov", "max_turn_rate"})
-#: What a Vicsek scene shows: its noise, speed v0, radius r, cone, turn limit and box.
-_VICSEK_FIELDS = frozenset({"noise_eta", "speed", "view_distance", "fov", "max_turn_rate", "arena_radius"})
-_ISM_OWN = frozenset(c.field for c in ISM_CONTROLS)
-_ISM_FIELDS = _ISM_OWN | (_VICSEK_FIELDS - {"noise_eta"})
 
 
 class _SpinBox(QtWidgets.QDoubleSpinBox):
@@ -398,7 +390,7 @@ class ControlPanel(QtWidgets.QScrollArea):
 
         self.world = self._param_group("World", WORLD_CONTROLS)
         column.addWidget(self.world)
-        self.zones = self._param_group("Zones (Couzin model)", ZONE_CONTROLS + VICSEK_CONTROLS + ISM_CONTROLS)
+        self.zones = self._param_group("", MODEL_CONTROLS)
         column.addWidget(self.zones)
 
         view = QtWidgets.QGroupBox("View")
@@ -490,10 +482,10 @@ class ControlPanel(QtWidgets.QScrollArea):
             widget.setEnabled(value is not None)
             if value is not None:
                 widget.set_value(value)
-        self.world.setVisible(world and params.model == "boids")
-        self.zones.setVisible(params.model != "boids")
-        titles = {"couzin": "Zones (Couzin model)", "vicsek": "Vicsek model", "ism": "Inertial spin model"}
-        self.zones.setTitle(titles.get(params.model, ""))
+        model = model_of(params)
+        self.world.setVisible(world and model.update_kind == "terms")
+        self.zones.setVisible(model.update_kind != "terms")
+        self.zones.setTitle(model.title)
         self.count.blockSignals(True)
         self.count.setValue(params.count)
         self.count.blockSignals(False)
@@ -510,15 +502,12 @@ class ControlPanel(QtWidgets.QScrollArea):
 
 def applies(params: Params, field: str) -> bool:
     """Whether the control of ``field`` belongs to the model of ``params``."""
-    if params.model == "couzin":
-        # Open space, or a periodic box: only the box has a size.
-        periodic_size = field == "arena_radius" and params.arena_shape == "periodic"
-        return field in _ZONE_FIELDS or field in _SHARED_WITH_COUZIN or periodic_size
-    if params.model == "vicsek":
-        return field in _VICSEK_FIELDS
-    if params.model == "ism":
-        return field in _ISM_FIELDS
-    return field not in _ZONE_FIELDS and field not in _ISM_OWN and field != "noise_eta"
+    model, owner = model_of(params), _MODEL_OF.get(field)
+    if model.update_kind == "terms":  # the boids model: all but the other models' own
+        return owner is None and field != "speed"
+    if field == "arena_radius" and params.arena_shape == "none":  # open space has no size
+        return False
+    return owner is model or field in model.panel
 
 
 def control_value(params: Params, field: str) -> float | None:

@@ -20,6 +20,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from flock3d.core.kernel import F_X, LIMIT, P_X, Q_W, S_MAX, S_MIN, U_X
+from flock3d.core.models import MODELS_BY_NAME, Model
+from flock3d.core.models import Emit as ModelEmit
 from flock3d.core.params import TERMS, TERMS_BY_NAME
 from flock3d.core.step import template
 from flock3d.core.terms import Emit, PairTerm, Term
@@ -46,10 +48,10 @@ _HOLE = re.compile(r'^(?P<indent>\s*)hole\("(?P<name>\w+)"(?P<values>(?:, "\w+")
 def riders(layout: Any) -> list[tuple[str, int]]:
     """The per-boid state arrays (FlockState's) that ride after the values in pv, in order, with
     how many numbers each boid has in it: each present term's that
-    :attr:`~flock3d.core.terms.Term.carries` one, an inertial spin model's spins, the adaptive radii."""
+    :attr:`~flock3d.core.terms.Term.carries` one, the model's (:attr:`~flock3d.core.models.Model.carries`:
+    an inertial spin model's spins), the adaptive radii."""
     carried = [(term.carries, 1) for term in TERMS if term.carries and term.name in layout.stages]
-    if layout.model == "ism":
-        carried.append(("spins", 3))
+    carried += [(name, width) for name, width, _ in MODELS_BY_NAME[layout.model].carries]
     return carried + ([("radii", 1)] if layout.neighbours == "adaptive" else [])
 
 
@@ -99,11 +101,21 @@ class _Lines(list):
         self.level -= by
 
 
-class _Generator(Emit):
+class _Generator(Emit, ModelEmit):
     """Writes the module of one layout: fills the template's holes, term by term."""
+
+    # the boid's quantities as a model's update names them (ModelEmit)
+    position, heading, velocity, desired = (
+        ("px", "py", "pz"),
+        ("fx", "fy", "fz"),
+        ("vx", "vy", "vz"),
+        ("ux", "uy", "uz"),
+    )
+    noise, planar, components = "seed, step_count, boid", "planar", "C"
 
     def __init__(self, layout: Any, at: dict[str, int] | None, reads: set[str] | None) -> None:
         self.layout = layout
+        self.kind: Model = MODELS_BY_NAME[layout.model]
         self.at = at  # where each value lies in pv (None in the first pass)
         self.used: list[str] = []  # values read, in the order first read
         self.reads: set[str] = set()  # values read by the function being written
@@ -128,6 +140,30 @@ class _Generator(Emit):
         self.worlds.add(term.name)
         return term.name
 
+    # what models ask of the generator (ModelEmit) ---------------------------------------------
+
+    def model(self, model: Model) -> str:
+        alias = f"{model.ident}_model"
+        self.modules[model.module] = alias
+        return alias
+
+    def choose(self, c: _Lines, r2: str, cone: str) -> dict[str, str]:
+        return self._choose(c, r2, cone)
+
+    def carried(self, c: _Lines, name: str) -> tuple[list[str], list[str]]:
+        width = dict(riders(self.layout))[name]
+        c(f"at = {name}_at + {width} * boid" if width > 1 else f"at = {name}_at + boid")
+        return (
+            ["pv[at]", *(f"pv[at + {k}]" for k in range(1, width))],
+            [f"{name}[{k}, slot]" for k in range(width)] if width > 1 else [f"{name}[slot]"],
+        )
+
+    def stage(
+        self, c: _Lines, s_min: str | None, s_max: str | None, position: tuple[str, ...] | None = None
+    ) -> None:
+        c("failed = False")
+        self._stage(c, s_min or "0.0", s_max or "np.inf", position or self.position)
+
     # the module -----------------------------------------------------------------------------
 
     def module(self) -> str:
@@ -135,7 +171,7 @@ class _Generator(Emit):
         L = self.layout
         if L.species:
             self.v("ends")  # each boid's species is found from it
-        if L.update == "synchronous" or L.model != "boids":
+        if L.update == "synchronous" or self.kind.update_kind != "terms":
             functions = [("_chunk", template.chunk, self._chunk_holes())]
         else:
             functions = [("_compiled", template.advance, self._advance_holes())]
@@ -243,10 +279,10 @@ class _Generator(Emit):
             "batch": self._batch("b.shape[1]"),
         }
         boid = _Lines()
-        if L.model == "boids":
+        if self.kind.update_kind == "terms":
             self._boid_update(boid, len(L.rules))
         else:
-            self._zone_update(boid)
+            self.kind.update(self, boid)
         holes["boid"] = list(boid)
         turn = _Lines()
         self._turn_batch(turn, "rows0", "n_rows", "ids")
@@ -263,8 +299,8 @@ class _Generator(Emit):
         lines = []
         if L.neighbours == "adaptive":
             lines.append("radii = np.empty(n_rows)  # each boid's radius for the next step, kept if it moves")
-        if L.model == "ism":  # the birds' spins ride after the values in pv, three a bird
-            lines.append("spins = np.empty((3, n_rows))  # each bird's new spin, kept if it moves")
+        for name, width, why in self.kind.carries:  # the model's per-boid state rides after the values in pv
+            lines.append(f"{name} = np.empty({f'({width}, n_rows)' if width > 1 else 'n_rows'})  # {why}")
         if L.neighbours != "metric":
             lines += [
                 f"n_pick = max(1, min(int({self.v('k')}), {capacity}))",
@@ -501,51 +537,6 @@ class _Generator(Emit):
         # The start-of-step orientation too: what a constraint after the move (perching) restores.
         self._staged(c, [(Q_W, ("qw", "qx", "qy", "qz")), (P_X, ("px", "py", "pz"))])
 
-    def _zone_update(self, c: _Lines) -> None:
-        """A zone model's boid (Couzin, Vicsek; the inertial spin model is :meth:`_spin_update`): the sums of ``C.zone_sums`` over the candidates
-        within its reach, the direction the zones give, tilted by the noise, at constant speed."""
-        v = self.v
-        if self.layout.model == "ism":
-            self._spin_update(c)
-            return
-        if self.layout.model == "couzin":
-            reach2, radii, sums = (
-                "ra2",
-                ("rr2", "ro2", "ra2"),
-                "n_r, rx, ry, rz, n_o, ox, oy, oz, n_a, ax, ay, az",
-            )
-            zones, noise = sums, ("perturbed", "sigma")
-        else:  # Vicsek: the neighbours' headings and its own (the Couzin orientation zone alone)
-            reach2, radii, sums = "view2", (None, "view2", "view2"), "_, _, _, _, n_o, ox, oy, oz, _, _, _, _"
-            zones, noise = "0.0, 0.0, 0.0, 0.0, n_o, ox, oy, oz, 0.0, 0.0, 0.0, 0.0", ("vicsek_noise", "eta")
-        b = self._choose(c, reach2, "cone")
-        radii_text = ", ".join("0.0" if r is None else v(r) for r in radii)
-        c(f"{sums} = C.zone_sums(",
-          f"    {b['x']}, {b['y']}, {b['z']}, {b['vx']}, {b['vy']}, {b['vz']}, {b['m']}, px, py, pz, fx, fy, fz, "
-          f"{radii_text}, {v('cone')})",
-          f"ux, uy, uz = C.zone_direction({zones}, fx, fy, fz, planar)",
-          f"ux, uy, uz = C.{noise[0]}(ux, uy, uz, planar, {v(noise[1])}, seed, step_count, boid)",
-          "failed = False")  # fmt: skip
-        position = ("px", "py", "pz")
-        if self.layout.position_update == "old":  # moved now by the old velocity: the batch moves by 0
-            position = tuple(f"p{a} + {v('dt')} * {v('speed')} * f{a}" for a in "xyz")
-        self._stage(c, v("speed"), v("speed"), position)
-
-    def _spin_update(self, c: _Lines) -> None:
-        """An inertial spin model's bird: the sum of its neighbours' headings (the Vicsek sum) torques
-        its spin (``C.inertial_spin``), which turns it; its new spin waits in the batch's ``spins``."""
-        v = self.v
-        b = self._choose(c, "view2", "cone")
-        c("_, _, _, _, n_o, ox, oy, oz, _, _, _, _ = C.zone_sums(",
-          f"    {b['x']}, {b['y']}, {b['z']}, {b['vx']}, {b['vy']}, {b['vz']}, {b['m']}, px, py, pz, fx, fy, fz, "
-          f"0.0, {v('view2')}, {v('view2')}, {v('cone')})",
-          "at = spins_at + 3 * boid",
-          "spins[0, slot], spins[1, slot], spins[2, slot], ux, uy, uz = C.inertial_spin(",
-          f"    fx, fy, fz, pv[at], pv[at + 1], pv[at + 2], ox, oy, oz, {v('chi')}, {v('friction')}, "
-          f"{v('coupling')}, {v('temperature')}, {v('dt')}, planar, seed, step_count, boid)",
-          "failed = False")  # fmt: skip
-        self._stage(c, v("speed"), v("speed"))
-
     def _stage(
         self, c: _Lines, s_min: str, s_max: str, position: tuple[str, ...] = ("px", "py", "pz")
     ) -> None:
@@ -606,11 +597,13 @@ class _Generator(Emit):
             c(f"for slot in range({n}):",
               "    if not failed_rows[slot]:",
               f"        pv[radius_at + {ids}[{k0} + slot]] = radii[slot]")  # fmt: skip
-        if self.layout.model == "ism":
+        for name, width, _ in self.kind.carries:  # the model's per-boid state, kept if it moved
+            read, written = self.carried(_Lines(), name)
             c(f"for slot in range({n}):",
               "    if not failed_rows[slot]:",
-              f"        at = spins_at + 3 * {ids}[{k0} + slot]",
-              "        pv[at], pv[at + 1], pv[at + 2] = spins[0, slot], spins[1, slot], spins[2, slot]")  # fmt: skip
+              f"        at = {name}_at + {width} * {ids}[{k0} + slot]" if width > 1 else
+              f"        at = {name}_at + {ids}[{k0} + slot]",
+              f"        {', '.join(read)} = {', '.join(written)}")  # fmt: skip
 
     # in-place updates: sequential, per rule ------------------------------------------------------
 
