@@ -12,8 +12,8 @@ the reproduction. A new experiment is a function decorated with :func:`experimen
 - ``ballerini-range``: Ballerini et al. (2008), PNAS 105:1232, topological rather than metric interaction.
 - ``turning-waves``: Attanasi et al. (2014), Nature Physics 10:691, turns travel as waves in the inertial
   spin model.
-- ``flock-shape``: Hemelrijk and Hildenbrandt (2011), PLoS ONE 6:e22479, the shape of flocks in aerodynamic
-  flight.
+- ``flock-shape``: Hemelrijk and Hildenbrandt (2011), PLoS ONE 6:e22479, the shape of flocks flying over a
+  roost, and which mechanism makes them thin vertically.
 """
 
 # Each module registers its experiments on import, in this order: the order of EXPERIMENTS, which the

@@ -64,16 +64,18 @@ def _paired_turn(params: Params, settling: Params, seed: int, settle: int, steps
     """Turn the leaders at one edge into the flock, against the same flock on the same noise.
 
     Two flocks are made alike from ``seed``, fly ``settle`` steps with ``settling`` and then
-    ``steps`` with ``params`` (positions held where they started throughout when ``frozen``). The ``share``
-    of the birds farthest along the side e2 (the heading e1 x up) are the leaders: in the first
-    flock they turn over ``tau`` seconds by ``theta`` towards -e2, into the flock (a smoothstep in
-    time), and then hold their heading; in the second they hold their heading throughout.
+    ``steps`` with ``params`` (when ``frozen``, their positions held where they started throughout).
+    The ``share`` of the birds farthest along the side e2 (the heading e1 x up) are the leaders: in
+    the first flock they turn over ``tau`` seconds by ``theta`` [rad] towards -e2, into the flock
+    (a smoothstep in time), and then hold their heading; in the second they hold their heading
+    throughout.
 
     Returns ``leaders``, ``distances`` (each bird's distance to the nearest leader when the turn
     starts), ``response`` ((steps + 1, N): how far each bird's heading in the plane of the turn
-    has turned, towards the leaders' turn, beyond its heading in the second flock [rad]) and
+    has turned, towards the leaders' turn, beyond its heading in the second flock [rad]),
     ``polarization`` (of the second flock's largest group, the birds linked within the view
-    distance, every 10 steps of the turn) and ``group`` (the mean share of the birds in it).
+    distance, every 10 steps of the turn), ``group`` (the mean share of the birds in it), ``e2``
+    and ``positions`` (where the turn starts).
     """
     pair = [_turning_flock(settling, seed), _turning_flock(settling, seed)]
     start = pair[0].positions.copy()
@@ -336,7 +338,7 @@ def turning_waves(quick: bool, seed: int, progress: bool | None) -> Result:
         reach.set_ylabel(f"paired response after {watch:g} s, degrees")
         reach.legend(fontsize="small")
         fig.suptitle(
-            "Turning waves (Attanasi et al. 2014): the leaders at one edge turn by 90 degrees into the flock"
+            "Turning waves (Attanasi et al. 2014): leaders at one edge turn 90 degrees into the flock"
         )
         save_figure(fig, path)
 
