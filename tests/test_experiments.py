@@ -156,49 +156,84 @@ def test_ballerini_quick_range_stays_at_k_when_topological_and_grows_with_densit
     assert "Ballerini et al. 2008" in out.stdout
 
 
-def test_turning_waves_quick_the_ism_carries_the_turn_linearly_and_alignment_lets_it_fade(tmp_path):
+@pytest.mark.slow
+def test_turning_waves_quick_the_ism_carries_the_turn_at_sqrt_j_and_alignment_lets_it_fade(tmp_path):
     out = flock3d("experiment", "turning-waves", "--out", tmp_path, "--quick")
     assert out.returncode == 0, out.stderr
     table = read_csv(tmp_path / "turning-waves.csv")
     assert imageio.imread(tmp_path / "turning-waves.png").shape[0] > 300
-    row = {model: k for k, model in enumerate(table["model"])}
-    assert set(row) == {"ISM, J = 8", "Vicsek", "boids alignment"}
+    row = {
+        (model, network): k
+        for k, (model, network) in enumerate(zip(table["model"], table["network"], strict=True))
+    }
+    models = {"ISM, J = 2", "ISM, J = 8", "Vicsek", "boids alignment"}
+    assert set(row) == {(m, network) for m in models for network in ("moving", "frozen")}
 
-    def value(model, key):
-        return float(table[key][row[model]])
+    def value(model, network, key):
+        return float(table[key][row[model, network]])
 
-    # The inertial spin model: every bird turns, at a time linear in its distance from the leaders
-    # (a wave: R^2 of the line above 0.9, arrival ~ distance^1), the farthest as much as the nearest.
-    ism = "ISM, J = 8"
-    assert value(ism, "arrived") > 0.95 and value(ism, "far_arrived") > 0.95
-    assert value(ism, "r2") > 0.9 and 0.8 < value(ism, "exponent") < 1.2
-    assert value(ism, "rate_ratio") > 0.7 and value(ism, "polarization") > 0.98
-    # Alignment alone: the turn reaches the birds near the leaders and fades; the line fits worse.
-    for model in ("Vicsek", "boids alignment"):
-        assert value(model, "arrived") < 0.3 and value(model, "far_arrived") < 0.05
-        assert not value(model, "r2") > 0.8 and value(model, "rate_ratio") < 0.6
-    line = next(line for line in out.stdout.splitlines() if line.startswith(ism))
-    assert float(line.split()[7]) == pytest.approx(value(ism, "r2"), abs=0.006)
-    assert "Attanasi et al. 2014" in out.stdout
+    for network in ("moving", "frozen"):
+        # The inertial spin model at J = 8: every bird's paired response reaches 45 degrees, at a time
+        # linear in its distance from the leaders (a wave: R^2 above 0.9, arrival ~ distance^1).
+        ism = ("ISM, J = 8", network)
+        assert value(*ism, "arrived") > 0.95 and value(*ism, "far_arrived") > 0.95
+        assert value(*ism, "r2") > 0.9 and 0.8 < value(*ism, "exponent") < 1.2
+        # The wave speed grows with J: on the frozen network, where it is the propagation alone, as
+        # sqrt(J) (the exponent of c against J between J = 2 and 8); the moving flock adds its motion.
+        exponent = np.log(value(*ism, "speed") / value("ISM, J = 2", network, "speed")) / np.log(4.0)
+        assert 0.4 < exponent < 0.6 if network == "frozen" else 0.3 < exponent < 0.6
+        # The largest group's polarization, in the stationary state: higher at larger J, 1 - P about
+        # as 1 / J.
+        disorder = [1.0 - value(f"ISM, J = {j}", network, "polarization") for j in (2, 8)]
+        assert 2.5 < disorder[0] / disorder[1] < 5.0
+        # The affine spin-wave speed sqrt(K / chi) overestimates the measured one.
+        assert value(*ism, "speed") < 0.9 * value(*ism, "affine_speed")
+        # Alignment alone: the turn reaches the birds near the leaders and fades before the far ones.
+        for model in ("Vicsek", "boids alignment"):
+            assert value(model, network, "arrived") < 0.6 and value(model, network, "far_arrived") < 0.05
+            assert value(model, network, "rate_ratio") < 0.6
+    # The flock moving with its leaders adds to the speed the frozen network carries the turn at.
+    assert value("ISM, J = 8", "frozen", "speed") < value("ISM, J = 8", "moving", "speed")
+    # The printed fit is the table's.
+    fit = next(line for line in out.stdout.splitlines() if line.startswith("flock3d ISM, frozen"))
+    speeds = [value(f"ISM, J = {j}", "frozen", "speed") for j in (2, 8)]
+    assert f"c ~ J^{np.log(speeds[1] / speeds[0]) / np.log(4.0):.2f}" in fit
+    line = next(
+        line for line in out.stdout.splitlines() if line.split()[:5] == ["ISM,", "J", "=", "8", "moving"]
+    )
+    assert float(line.split()[9]) == pytest.approx(value("ISM, J = 8", "moving", "r2"), abs=0.006)
+    assert "Attanasi et al. 2014" in out.stdout and "J^0.5" in out.stdout
 
 
-def test_flock_shape_quick_flocks_in_aerodynamic_flight_are_thinner_vertically(tmp_path):
+@pytest.mark.slow
+def test_flock_shape_quick_the_altitude_spring_makes_the_thin_vertical_axis(tmp_path):
     out = flock3d("experiment", "flock-shape", "--out", tmp_path, "--quick")
     assert out.returncode == 0, out.stderr
     table = read_csv(tmp_path / "flock-shape.csv")
     assert imageio.imread(tmp_path / "flock-shape.png").shape[0] > 300
-    kind, n = np.array(table["interaction"]), np.array(table["n"], int)
+    kind, flight, n = np.array(table["interaction"]), np.array(table["flight"]), np.array(table["n"], int)
+    spring = np.array(table["roost_altitude"], float) > 0  # the altitude spring on
     thickness, width, length = (np.array(table[k], float) for k in ("thickness", "width", "length"))
     vertical = np.array(table["thin_from_vertical"], float)
     assert sorted(set(kind)) == ["metric", "topological"] and set(n) == {100, 300}
     assert np.all((thickness <= width) & (width <= length))  # the principal axes, thinnest first
+    # With the roost's altitude spring, in aerodynamic flight, every flock is thin along gravity:
+    # thickness well below the width, its axis near the vertical.
     for k in ("metric", "topological"):
         for size in (100, 300):
-            at = (kind == k) & (n == size)
-            # Thin, and thin along gravity: thickness well below the width, its axis near the vertical.
+            at = (kind == k) & (n == size) & (flight == "aerodynamic") & spring
             assert np.mean(thickness[at] / width[at]) < 0.75
             assert np.mean(vertical[at]) < 25.0 and np.mean(vertical[at] < 30.0) > 0.8
-    row = next(line for line in out.stdout.splitlines() if line.split()[:2] == ["metric", "300"])
+    # The ablation: with the spring the kinematic flock is thin vertically too; without it the
+    # thinnest axis lies horizontal in either flight.
+    ablation = (kind == "topological") & (n == 300)
+    assert np.mean(vertical[ablation & (flight == "kinematic") & spring]) < 25.0
+    for f in ("aerodynamic", "kinematic"):
+        assert np.mean(vertical[ablation & (flight == f) & ~spring]) > 60.0
+    assert "the roost's altitude spring makes the thin vertical axis" in out.stdout
+    row = next(
+        line for line in out.stdout.splitlines() if line.split()[:4] == ["metric", "aerodynamic", "on", "300"]
+    )
     at = (kind == "metric") & (n == 300)
-    assert float(row.split()[4]) == pytest.approx(np.mean(width[at] / thickness[at]), abs=0.006)
+    assert float(row.split()[6]) == pytest.approx(np.mean(width[at] / thickness[at]), abs=0.006)
     assert "Hemelrijk and Hildenbrandt 2011" in out.stdout

@@ -12,9 +12,9 @@ the reproduction. A new experiment is a function decorated with :func:`experimen
 - ``ballerini-range``: Ballerini et al. (2008), PNAS 105:1232, topological rather than metric interaction.
 - ``turning-waves``: Attanasi et al. (2014), Nature Physics 10:691, turns travel as waves in the inertial
   spin model.
+- ``flock-shape``: Hemelrijk and Hildenbrandt (2011), PLoS ONE 6:e22479, the shape of flocks flying over a
+  roost, and which mechanism makes them thin vertically.
 - ``marginal-opacity``: Pearce et al. (2014), PNAS 111:10422, how much of the sky a flock hides.
-- ``flock-shape``: Hemelrijk and Hildenbrandt (2011), PLoS ONE 6:e22479, the shape of flocks in aerodynamic
-  flight.
 """
 
 # Each module registers its experiments on import, in this order: the order of EXPERIMENTS, which the
