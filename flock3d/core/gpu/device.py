@@ -1,0 +1,49 @@
+"""numba-cuda, imported where it can be: the GPU engine's one door to it.
+
+numba-cuda (the ``numba.cuda`` target, a package of its own since numba 0.61) is an extra,
+``flock3d[gpu]``; without it :data:`cuda` is None and :func:`missing` says so. Under
+``NUMBA_ENABLE_CUDASIM=1`` numba runs the same kernels on the CPU, as Python threads (slow:
+for tests at a few hundred boids).
+"""
+
+from __future__ import annotations
+
+import os
+
+import numba
+import numpy as np
+
+__all__ = ["cuda", "missing", "simulated", "INSTALL"]
+
+#: How a user gets what the GPU engine needs.
+INSTALL = 'pip install "flock3d[gpu]"'
+
+# numba-cuda 0.30 registers an overload of np.row_stack when it is imported, which numpy 2.5
+# removed (np.vstack is what row_stack always was): without it the import fails.
+if not hasattr(np, "row_stack"):
+    np.row_stack = np.vstack
+
+try:
+    from numba import cuda
+except ImportError:  # the plain install: the engine says what is missing (missing())
+    cuda = None
+
+
+def simulated() -> bool:
+    """Whether kernels run in numba's CUDA simulator (``NUMBA_ENABLE_CUDASIM=1``)."""
+    return os.environ.get("NUMBA_ENABLE_CUDASIM", "0") not in ("", "0")
+
+
+def missing() -> str:
+    """What keeps the GPU engine from running here, in words ("" when nothing does)."""
+    if cuda is None:
+        return f"the GPU engine needs numba-cuda, which is not installed ({INSTALL})"
+    if simulated():  # the simulator hands kernels' arrays to flock3d's numba components as Python objects
+        return "" if numba.config.DISABLE_JIT else "numba's CUDA simulator runs the GPU engine with NUMBA_DISABLE_JIT=1 only"
+    try:
+        available = cuda.is_available()
+    except Exception as error:  # noqa: BLE001 - a broken driver or toolkit raises anything
+        return f"the GPU engine cannot reach the CUDA driver ({str(error).splitlines()[0]}; {INSTALL})"
+    if not available:
+        return f"the GPU engine found no CUDA device: it needs an NVIDIA GPU and its driver ({INSTALL})"
+    return ""
