@@ -31,6 +31,7 @@ from flock3d.core.quaternion import turn_limit
 from flock3d.core.state import FlockState, settled_positions
 from flock3d.core.step.cache import load_module
 from flock3d.core.step.cuda_generate import generate
+from flock3d.core.step.generate import offsets
 
 __all__ = ["DeviceFlock", "stepper", "CELLS_PER_BOID"]
 
@@ -148,7 +149,7 @@ class DeviceFlock:
         if n == 0 or n_steps == 0:
             return StepStatus(n_steps if n == 0 else 0)
         pv = stepper.values(params)
-        reach = float(pv[stepper.value_names.index("reach")])
+        reach = float(pv[offsets(L, stepper.value_names)["reach"]])
         cells = self._grid(params, reach)
         box = np.array([*params.arena_center, *params.half_extents], dtype=np.float64)
         args = [cuda.to_device(a) for a in (pv, np.array([L.periodic, L.wraps, L.planar, L.turn == "mesh"]),
@@ -160,11 +161,13 @@ class DeviceFlock:
         kernel, threads = stepper.module.advance, (K.blocks(n), K.TPB)
         hunt = (params.predator_speed, params.dt, *turn_limit(math.radians(params.predator_turn_rate) * params.dt))
         max_cells = float(cells)
+        bounding = min(K.BOUND_THREADS // K.TPB, K.blocks(n))  # blocks that bound the positions
+        partial = self.partial[: bounding * K.TPB]
         for s in range(n_steps):
             rows, out = self.sets[self.current], self.sets[1 - self.current]
             if self.periodic_grid is None:
-                K.bounds_partial[K.BOUND_THREADS // K.TPB, K.TPB](rows.pos, self.partial)
-                K.bounds_grid[1, K.TPB](self.partial, reach, max_cells, self.gf, self.gi)
+                K.bounds_partial[bounding, K.TPB](rows.pos, partial)
+                K.bounds_grid[1, K.TPB](partial, reach, max_cells, self.gf, self.gi)
             if len(self.hunters):  # from the start-of-step positions, before the boids move
                 K.hunting[1, 1](*self.predators, self.hunters, rows.pos, rows.ids, box_d, flags, *hunt)
             K.count_cells[threads](rows.pos, self.gf, self.gi, self.keys, self.counts)
