@@ -172,7 +172,7 @@ class Flock:
         if self._abandoned:
             raise SimulationError(self._abandoned)
         self._stop[0] = False
-        if self._gpu is not None:  # before check_state, which would copy the state back: it checks what it uploads
+        if self._gpu is not None:  # it checks the state it uploads (check_state would copy it back)
             status = self._gpu.step(self._params, n, self.noise_seed, self._rules, self._forces)
             if not status.ok:
                 raise failure_error(self, status.code, status.boid, status.term)

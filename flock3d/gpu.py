@@ -61,7 +61,9 @@ class GpuEngine:
             it), or the flock has something the GPU engine does not run yet (named).
     """
 
-    def __init__(self, params: Params, state: FlockState, rules: Sequence = (), forces: Sequence = ()) -> None:
+    def __init__(
+        self, params: Params, state: FlockState, rules: Sequence = (), forces: Sequence = ()
+    ) -> None:
         why = missing() or refusal(params, rules, forces)
         if why:
             raise GpuError(why)
@@ -80,7 +82,9 @@ class GpuEngine:
             self.device_newer = False
         self.host_newer = True  # the caller may edit what it reads
 
-    def step(self, params: Params, n: int, seed: int, rules: Sequence = (), forces: Sequence = ()) -> StepStatus:
+    def step(
+        self, params: Params, n: int, seed: int, rules: Sequence = (), forces: Sequence = ()
+    ) -> StepStatus:
         """Up to ``n`` steps of ``params.dt`` on the device (the flock's clock advanced by the steps
         done); stops after a step that fails."""
         why = refusal(params, rules, forces)  # params may have changed since the flock was made

@@ -45,7 +45,9 @@ CASES = {
     "open space": Params(**SMALL, arena_shape="none"),
     "wander": Params(**SMALL, wander=10.0),
     "chain": Params(**SMALL, combine="chain"),
-    "falloff, mean forms": Params(**SMALL, separation_falloff="quadratic", alignment_form="mean", empty_mean="zero"),
+    "falloff, mean forms": Params(
+        **SMALL, separation_falloff="quadratic", alignment_form="mean", empty_mean="zero"
+    ),
     "own neighbourhoods": Params(**SMALL, separation_fov=120.0, alignment_distance=3.0, cohesion_fov=200.0),
     "mesh turn limit": Params(**SMALL, turn_limit="mesh"),
     "roost": Params(**SMALL, roost=(1.0, 0.0, 2.0), roost_radius=2.0, roost_weight=5.0, roost_altitude=0.5),
@@ -106,7 +108,9 @@ def run(name: str) -> dict:
         "clock": [gpu.time == ref.time, gpu.step_count == ref.step_count],
         "steps": gpu.step_count,
         "errors": [gpu_error, ref_error],
-        "repeatable": None if again is None else bool(
+        "repeatable": None
+        if again is None
+        else bool(
             np.array_equal(gpu.positions, again.positions)
             and np.array_equal(gpu.velocities, again.velocities)
             and np.array_equal(gpu.orientations, again.orientations)

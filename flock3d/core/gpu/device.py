@@ -21,7 +21,7 @@ INSTALL = 'pip install "flock3d[gpu]"'
 # numba-cuda 0.30 registers an overload of np.row_stack when it is imported, which numpy 2.5
 # removed (np.vstack is what row_stack always was): without it the import fails.
 if not hasattr(np, "row_stack"):
-    np.row_stack = np.vstack
+    np.row_stack = np.vstack  # noqa: NPY201
 
 try:
     from numba import cuda
@@ -38,8 +38,12 @@ def missing() -> str:
     """What keeps the GPU engine from running here, in words ("" when nothing does)."""
     if cuda is None:
         return f"the GPU engine needs numba-cuda, which is not installed ({INSTALL})"
-    if simulated():  # the simulator hands kernels' arrays to flock3d's numba components as Python objects
-        return "" if numba.config.DISABLE_JIT else "numba's CUDA simulator runs the GPU engine with NUMBA_DISABLE_JIT=1 only"
+    if simulated():  # it hands the kernels' arrays to flock3d's numba components as Python objects
+        return (
+            ""
+            if numba.config.DISABLE_JIT
+            else "numba's CUDA simulator runs the GPU engine with NUMBA_DISABLE_JIT=1"
+        )
     try:
         available = cuda.is_available()
     except Exception as error:  # noqa: BLE001 - a broken driver or toolkit raises anything

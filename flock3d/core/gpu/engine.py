@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from flock3d.core.assemble import Layout, StepStatus, Stepper
+from flock3d.core.assemble import Layout, Stepper, StepStatus
 from flock3d.core.gpu import kernels as K
 from flock3d.core.gpu.device import cuda
 from flock3d.core.kernel import OK
@@ -69,8 +69,8 @@ class DeviceFlock:
 
     def __init__(self, n: int) -> None:
         self.n = n
-        self.sets = [_Rows(*(cuda.device_array(shape, dtype) for shape, dtype in (
-            (n, np.int64), ((n, 3), np.float64), ((n, 3), np.float64), ((n, 4), np.float64)))) for _ in range(2)]  # fmt: skip
+        shapes = ((n, np.int64), ((n, 3), np.float64), ((n, 3), np.float64), ((n, 4), np.float64))
+        self.sets = [_Rows(*(cuda.device_array(shape, dtype) for shape, dtype in shapes)) for _ in range(2)]
         self.current = 0  # the set holding the state
         self.cols, self.heads = cuda.device_array((n, 8)), cuda.device_array((3, n))
         self.keys, self.order = cuda.device_array(n, np.int64), cuda.device_array(n, np.int64)
@@ -93,7 +93,9 @@ class DeviceFlock:
         rows.vel.copy_to_device(state.velocities)
         rows.quat.copy_to_device(state.orientations)
         hunters = np.ascontiguousarray(settled_positions(state.predator_positions, params))
-        self.predators = [cuda.to_device(a) for a in (hunters, state.predator_velocities, state.predator_orientations)]
+        self.predators = [
+            cuda.to_device(a) for a in (hunters, state.predator_velocities, state.predator_orientations)
+        ]
         self.hunters = cuda.to_device(hunters)
 
     def download(self, positions: np.ndarray, velocities: np.ndarray, orientations: np.ndarray,
@@ -159,7 +161,11 @@ class DeviceFlock:
             self.status.copy_to_device(np.zeros((n, 3), dtype=np.int64))
         self.first_failed.copy_to_device(np.array([_NONE_FAILED], dtype=np.int64))
         kernel, threads = stepper.module.advance, (K.blocks(n), K.TPB)
-        hunt = (params.predator_speed, params.dt, *turn_limit(math.radians(params.predator_turn_rate) * params.dt))
+        hunt = (
+            params.predator_speed,
+            params.dt,
+            *turn_limit(math.radians(params.predator_turn_rate) * params.dt),
+        )
         max_cells = float(cells)
         bounding = min(K.BOUND_THREADS // K.TPB, K.blocks(n))  # blocks that bound the positions
         partial = self.partial[: bounding * K.TPB]
@@ -188,4 +194,3 @@ class DeviceFlock:
         failed = status[status[:, 0] != OK]
         row = failed[np.argmin(failed[:, 1])]
         return StepStatus(first + 1, int(row[0]), int(row[1]), int(row[2]))
-

@@ -68,7 +68,7 @@ class _CudaGenerator(_Generator):
         source = inspect.getsource(cuda_template)
         imports = source[source.index("import math") : source.index("\n\ndef hole(")]
         lines = [
-            f'"""A flock3d GPU step: {cuda_template.__name__} with its holes filled (generated; do not edit)."""',
+            f'"""A flock3d GPU step: {cuda_template.__name__}, its holes filled (generated; do not edit)."""',
             imports.strip(),
             "from flock3d.core import components as C",
             *(
@@ -77,8 +77,8 @@ class _CudaGenerator(_Generator):
             ),
             "",
             f"UP = {(0.0, 0.0, 1.0) if self.layout.planar else (0.0, 1.0, 0.0)}",
-            "# One thread a boid; numba-cuda compiles the terms' numba components it calls as device functions.",
-            "_kernel = cuda.jit if cuda is not None else (lambda fn: fn)  # the source prints without numba-cuda",
+            "# One thread a boid; numba-cuda compiles the terms' numba components as device functions.",
+            "_kernel = cuda.jit if cuda is not None else (lambda fn: fn)  # it prints without numba-cuda",
             "",
         ]
         return "\n".join(lines) + "\n"
@@ -115,4 +115,3 @@ class _CudaGenerator(_Generator):
         c("j = jj", f"dx = {offset('x', 0)}", f"dy = {offset('y', 1)}", f"dz = {offset('z', 2)}",
           "d2 = dx * dx + dy * dy + dz * dz",
           "dot = fx * dx + fy * dy + fz * dz")  # fmt: skip
-

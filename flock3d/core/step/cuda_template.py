@@ -53,7 +53,7 @@ def advance(cols, heads, ids, quat, pos, vel, start, gf, gi, pv, flags, box, sid
     fx, fy, fz = heads[0, k], heads[1, k], heads[2, k]
     qw, qx, qy, qz = quat[i, 0], quat[i, 1], quat[i, 2], quat[i, 3]
     cx, cy, cz = cell_of(px, py, pz, gf, gi)  # its candidates: the runs around this cell
-    bx, by, bz, bvx, bvy, bvz, bid = cols[:, 0], cols[:, 1], cols[:, 2], cols[:, 3], cols[:, 4], cols[:, 5], cols[:, 6]
+    bx, by, bz, bvx, bvy, bvz, bid = cols[:, 0], cols[:, 1], cols[:, 2], cols[:, 3], cols[:, 4], cols[:, 5], cols[:, 6]  # fmt: skip
     staged = cuda.local.array((STAGED, 1), numba.float64)
     turned = cuda.local.array((7, 1), numba.float64)
     failed_rows = cuda.local.array(1, numba.boolean)
