@@ -63,7 +63,10 @@ def timed(step, steps: int, runs: int) -> float:
     return statistics.median(times)
 
 
-def engine_row(params: Params, engine: str, steps: int, runs: int) -> float:
+def engine_row(params: Params, engine: str, steps: int, runs: int, max_registers: int = 0) -> float:
+    from flock3d.core.gpu import engine as gpu_engine
+
+    gpu_engine.MAX_REGISTERS = max_registers or None  # read when the step's kernel is made
     flock = Flock(params, seed=0, engine=engine)
     flock.step(2)  # compiles (or loads) the step, and the device's first launches
     return timed(flock.step, steps, runs)
@@ -109,6 +112,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--anchor", type=Path, help="a naive kernel's file (gpu_anchor.py) to time beside")
     parser.add_argument("--no-cpu", action="store_true", help="leave out the CPU engine")
     parser.add_argument("--check", type=int, default=2_000, help="boids of the agreement check (0: none)")
+    parser.add_argument("--max-registers", type=int, nargs="+", default=[0, 72], metavar="R",
+                        help="the GPU kernel capped at R registers a thread, a column each (0: no cap; "
+                        "default 0 72)")  # fmt: skip
     parser.add_argument("--tiny", type=int, help="a dry run: every scene at this N, 2 steps, 1 run")
     args = parser.parse_args(argv)
     if args.tiny:
@@ -138,16 +144,20 @@ def main(argv: list[str] | None = None) -> int:
         if not worst < 1e-9:
             print("benchmarks/gpu.py: the engines disagree; no table", file=sys.stderr)
             return 1
-    print(f"\n| scene | N | CPU engine ({cpu_engine}) | GPU engine | naive kernel | GPU / naive |")
-    print("|---|---|---|---|---|---|")
+    caps = [f"GPU engine{f', {r} registers' if r else ''}" for r in args.max_registers]
+    print(
+        f"\n| scene | N | CPU engine ({cpu_engine}) | {' | '.join(caps)} | naive kernel | best GPU / naive |"
+    )
+    print("|---|---|---|" + "---|" * len(caps) + "---|---|")
     for scene, sizes in (("bench", args.sizes), ("circles", args.circles)):
         for n in sizes:
             params = SCENES[scene](n)
             cpu = None if args.no_cpu else engine_row(params, cpu_engine, max(1, args.steps // 5), args.runs)
-            gpu = engine_row(params, "gpu", args.steps, args.runs)
+            gpus = [engine_row(params, "gpu", args.steps, args.runs, r) for r in args.max_registers]
             naive = None if anchor is None else anchor_row(anchor, params, args.steps, args.runs)
-            ratio = "-" if naive is None else f"{naive / gpu:.2f}x"
-            print(f"| {scene} | {n:,} | {cell(cpu)} | {cell(gpu)} | {cell(naive)} | {ratio} |", flush=True)
+            ratio = "-" if naive is None else f"{naive / min(gpus):.2f}x"
+            row = [scene, f"{n:,}", cell(cpu), *map(cell, gpus), cell(naive), ratio]
+            print(f"| {' | '.join(row)} |", flush=True)
     return 0
 
 

@@ -13,7 +13,7 @@ import os
 import numba
 import numpy as np
 
-__all__ = ["cuda", "missing", "simulated", "INSTALL"]
+__all__ = ["cuda", "missing", "simulated", "jit_options", "INSTALL"]
 
 #: How a user gets what the GPU engine needs.
 INSTALL = 'pip install "flock3d[gpu]"'
@@ -51,3 +51,9 @@ def missing() -> str:
     if not available:
         return f"the GPU engine found no CUDA device: it needs an NVIDIA GPU and its driver ({INSTALL})"
     return ""
+
+
+def jit_options(max_registers: int | None) -> dict:
+    """``cuda.jit``'s keywords for a step's kernel: a cap on its registers a thread, if any (more
+    threads resident, each with fewer registers; the simulator takes no cap)."""
+    return {"max_registers": int(max_registers)} if max_registers and not simulated() else {}

@@ -41,16 +41,23 @@ CELLS_PER_BOID = 2
 #: No step of a call failed (the flag's value).
 _NONE_FAILED = np.iinfo(np.int64).max
 
-_steppers: dict[Layout, Stepper] = {}
+#: The registers a thread of a step's kernel may hold (None: as many as the compiler wants). Fewer
+#: let more threads be resident at once, which hides memory latency: the naive kernel of one
+#: thread a boid, capped at 72, ran 1.56x faster on an H200 in float64. Unmeasured for this
+#: kernel yet, so not set: ``benchmarks/gpu.py --max-registers`` measures it.
+MAX_REGISTERS: int | None = None
+
+_steppers: dict[tuple[Layout, int | None], Stepper] = {}
 
 
 def stepper(layout: Layout) -> Stepper:
     """The GPU step of ``layout``: its source, the names of its values, and its module (whose
-    ``advance`` is the kernel), generated and loaded once per process."""
-    if layout not in _steppers:
-        source, names = generate(layout)
-        _steppers[layout] = Stepper(layout, source, names, load_module(source, {}))
-    return _steppers[layout]
+    ``advance`` is the kernel), generated and loaded once per process (and register cap)."""
+    key = (layout, MAX_REGISTERS)
+    if key not in _steppers:
+        source, names = generate(layout, MAX_REGISTERS)
+        _steppers[key] = Stepper(layout, source, names, load_module(source, {}))
+    return _steppers[key]
 
 
 @dataclass
@@ -148,8 +155,8 @@ class DeviceFlock:
         """Up to ``n_steps`` steps of ``stepper``'s kernel, step s of the call at time ``time0 + (clock0
         + s) * dt``; stops after one that fails (a later step of the call moves no boid)."""
         L, n = stepper.layout, self.n
-        if n == 0 or n_steps == 0:
-            return StepStatus(n_steps if n == 0 else 0)
+        if n_steps == 0:
+            return StepStatus(0)
         pv = stepper.values(params)
         reach = float(pv[offsets(L, stepper.value_names)["reach"]])
         cells = self._grid(params, reach)
@@ -161,11 +168,7 @@ class DeviceFlock:
             self.status.copy_to_device(np.zeros((n, 3), dtype=np.int64))
         self.first_failed.copy_to_device(np.array([_NONE_FAILED], dtype=np.int64))
         kernel, threads = stepper.module.advance, (K.blocks(n), K.TPB)
-        hunt = (
-            params.predator_speed,
-            params.dt,
-            *turn_limit(math.radians(params.predator_turn_rate) * params.dt),
-        )
+        turn = turn_limit(math.radians(params.predator_turn_rate) * params.dt)
         max_cells = float(cells)
         bounding = min(K.BOUND_THREADS // K.TPB, K.blocks(n))  # blocks that bound the positions
         partial = self.partial[: bounding * K.TPB]
@@ -175,7 +178,8 @@ class DeviceFlock:
                 K.bounds_partial[bounding, K.TPB](rows.pos, partial)
                 K.bounds_grid[1, K.TPB](partial, reach, max_cells, self.gf, self.gi)
             if len(self.hunters):  # from the start-of-step positions, before the boids move
-                K.hunting[1, 1](*self.predators, self.hunters, rows.pos, rows.ids, box_d, flags, *hunt)
+                K.hunting[1, 1](*self.predators, self.hunters, rows.pos, rows.ids, box_d, flags,
+                                self.first_failed, s, params.predator_speed, params.dt, *turn)  # fmt: skip
             K.count_cells[threads](rows.pos, self.gf, self.gi, self.keys, self.counts)
             self._scan(self.counts, self.start, cells + 1)
             K.scatter[threads](self.keys, self.start, self.counts, self.order)

@@ -186,30 +186,16 @@ def gather(order, ids, pos, vel, quat, ids_to, pos_to, vel_to, quat_to, cols, he
 
 
 @cuda.jit
-def hunting(
-    pred_pos, pred_vel, pred_quat, hunters, pos, ids, box, flags, speed, dt, cos_max, cos_half, sin_half
-):
+def hunting(pred_pos, pred_vel, pred_quat, hunters, pos, ids, box, flags, first_failed, call_step, speed, dt,
+            cos_max, cos_half, sin_half):  # fmt: skip
     """The predators' step (one thread: they are few), from the boids' start-of-step positions
     (rows ``pos``, public indices ``ids``), after keeping where they were in ``hunters``, which
-    the boids flee from (the CPU engine's :func:`flock3d.core.kernel.hunt`)."""
-    if cuda.grid(1) != 0:
+    the boids flee from (the CPU engine's :func:`flock3d.core.kernel.hunt`). Nothing moves after
+    a step of the call that failed, as in the generated step."""
+    if cuda.grid(1) != 0 or first_failed[0] < call_step:
         return
     for k in range(pred_pos.shape[0]):
         hunters[k, 0], hunters[k, 1], hunters[k, 2] = pred_pos[k, 0], pred_pos[k, 1], pred_pos[k, 2]
     periodic, wraps, planar = flags[0], flags[1], flags[2]
-    hunt(
-        pred_pos,
-        pred_vel,
-        pred_quat,
-        pos,
-        ids,
-        box,
-        periodic,
-        wraps,
-        planar,
-        speed,
-        dt,
-        cos_max,
-        cos_half,
-        sin_half,
-    )
+    hunt(pred_pos, pred_vel, pred_quat, pos, ids, box, periodic, wraps, planar, speed, dt, cos_max, cos_half,
+         sin_half)  # fmt: skip

@@ -24,12 +24,15 @@ from flock3d.core.terms import PairTerm
 __all__ = ["generate", "unsupported"]
 
 
-def generate(layout: Any) -> tuple[str, list[str]]:
-    """The source of the GPU step module of ``layout`` and the names of the values it reads, in pv order."""
+def generate(layout: Any, max_registers: int | None = None) -> tuple[str, list[str]]:
+    """The source of the GPU step module of ``layout`` and the names of the values it reads, in pv
+    order; its kernel capped at ``max_registers`` a thread, if given."""
     first = _CudaGenerator(layout, None, None)
     first.module()
     names = list(first.used)
-    return _CudaGenerator(layout, offsets(layout, names), first.reads).module(), names
+    second = _CudaGenerator(layout, offsets(layout, names), first.reads)
+    second.max_registers = max_registers
+    return second.module(), names
 
 
 def unsupported(layout: Any) -> list[str]:
@@ -53,6 +56,8 @@ def unsupported(layout: Any) -> list[str]:
 
 class _CudaGenerator(_Generator):
     """Fills the CUDA template's holes: the CPU generator's lines, the candidates read in runs."""
+
+    max_registers: int | None = None
 
     def module(self) -> str:
         L = self.layout
@@ -78,7 +83,9 @@ class _CudaGenerator(_Generator):
             "",
             f"UP = {(0.0, 0.0, 1.0) if self.layout.planar else (0.0, 1.0, 0.0)}",
             "# One thread a boid; numba-cuda compiles the terms' numba components as device functions.",
-            "_kernel = cuda.jit if cuda is not None else (lambda fn: fn)  # it prints without numba-cuda",
+            f"MAX_REGISTERS = {self.max_registers}  # a thread's registers (None: the compiler's choice)",
+            "# (without numba-cuda the module still loads, for its source to be read)",
+            "_kernel = cuda.jit(**jit_options(MAX_REGISTERS)) if cuda is not None else (lambda fn: fn)",
             "",
         ]
         return "\n".join(lines) + "\n"

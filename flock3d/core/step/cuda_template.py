@@ -21,7 +21,7 @@ import numba
 import numpy as np
 
 from flock3d.core.gpu.cells import RUNS, candidate_run, cell_of
-from flock3d.core.gpu.device import cuda
+from flock3d.core.gpu.device import cuda, jit_options
 from flock3d.core.kernel import OK, STAGED, clamp_speed, image, move_rows, record, turn_rows
 
 
