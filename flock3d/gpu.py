@@ -20,7 +20,6 @@ from typing import Any
 import numpy as np
 
 from flock3d.core.assemble import StepStatus, layout_of
-from flock3d.core.gpu.device import missing
 from flock3d.core.params import Params
 from flock3d.core.state import FlockState, check_state
 from flock3d.errors import GpuError
@@ -64,6 +63,8 @@ class GpuEngine:
     def __init__(
         self, params: Params, state: FlockState, rules: Sequence = (), forces: Sequence = ()
     ) -> None:
+        from flock3d.core.gpu.device import missing  # imports numba-cuda: only for a GPU flock
+
         why = missing() or refusal(params, rules, forces)
         if why:
             raise GpuError(why)
