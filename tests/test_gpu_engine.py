@@ -134,3 +134,16 @@ def test_without_a_device_the_gpu_engine_says_what_is_missing_and_how_to_install
 def test_an_unknown_engine_lists_the_gpu():
     with pytest.raises(ValueError, match="'fast', 'reference' or 'gpu'"):
         Flock(Params(count=10), engine="cuda")
+
+
+@needs_numba_cuda
+@pytest.mark.slow
+def test_every_kernel_compiles_for_a_gpu():
+    # The simulator runs kernels as Python: what numba-cuda cannot type or lower for a device
+    # (np.rint had no lowering) shows only when they are compiled, which needs NVVM, not a GPU.
+    script = [sys.executable, str(HERE / "gpu_ptx.py")]
+    out = subprocess.run(script, capture_output=True, text=True, timeout=900, cwd=HERE, env=process_env())
+    if out.returncode == 3:
+        pytest.skip(out.stdout.strip())
+    assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-2000:]
+    assert out.stdout.count("ok ") == 17

@@ -29,6 +29,34 @@ except ImportError:  # the plain install: the engine says what is missing (missi
     cuda = None
 
 
+def _lower_rint() -> None:
+    """Let kernels call np.rint, as :func:`flock3d.core.kernel.image` (periodic distances) does.
+
+    numba-cuda 0.30 types np.rint in a kernel but has no lowering for it (a KeyError when the
+    kernel compiles): libdevice's rint (half to even, as np.rint on the CPU) is given it here,
+    only where numba-cuda lacks one, so that a version that has its own keeps it.
+    """
+    try:
+        from numba.cuda import libdevice, ufuncs
+
+        def lowered(context, builder, sig, args):
+            single = sig.args[0] == numba.float32
+            return context.compile_internal(
+                builder,
+                (lambda x: libdevice.rintf(x)) if single else (lambda x: libdevice.rint(x)),
+                sig,
+                args,
+            )
+
+        ufuncs.ufunc_db().setdefault(np.rint, {"f->f": lowered, "d->d": lowered})
+    except (ImportError, AttributeError):  # laid out otherwise: a compile error would then name np.rint
+        pass
+
+
+if cuda is not None and os.environ.get("NUMBA_ENABLE_CUDASIM", "0") in ("", "0"):
+    _lower_rint()
+
+
 def simulated() -> bool:
     """Whether kernels run in numba's CUDA simulator (``NUMBA_ENABLE_CUDASIM=1``)."""
     return os.environ.get("NUMBA_ENABLE_CUDASIM", "0") not in ("", "0")
