@@ -284,6 +284,17 @@ def _run_arguments(p: argparse.ArgumentParser, scene_only: str = "") -> None:
     _set_argument(p)
     _rules_argument(p)
     p.add_argument("--no-progress", action="store_true", help="do not show the progress bars")
+    _engine_argument(p)
+
+
+def _engine_argument(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--engine",
+        choices=["fast", "reference", "gpu"],
+        default="fast",
+        help="what steps the flock: fast (the CPU's cores, default), reference (readable and slow) or gpu "
+        '(an NVIDIA GPU: pip install "flock3d[gpu]")',
+    )
 
 
 def _run_length(args: argparse.Namespace, dt: float) -> tuple[int, int]:
@@ -389,7 +400,7 @@ def _run_run(args: argparse.Namespace) -> int:
     steps, every = _run_length(args, p.dt)
     out = _output_path(args.out, (".h5", ".hdf5"), "--out") if args.out is not None else None
 
-    flock = Flock.from_scene(scene, rules=rules, forces=forces)
+    flock = Flock.from_scene(scene, rules=rules, forces=forces, engine=args.engine)
     progress = False if args.no_progress else None  # None: only on a terminal
     print(f"{scene.name}: {len(flock):,} boids, {steps:,} steps of {p.dt:g} s (seed {scene.seed})")
     if rules or forces:
@@ -1104,7 +1115,7 @@ def _run_export(args: argparse.Namespace) -> int:
     check_size(out, scene.params.count, writer)  # before the run, not after it
     p = scene.params
     steps, every = _run_length(args, p.dt)
-    flock = Flock.from_scene(scene, rules=rules, forces=forces)
+    flock = Flock.from_scene(scene, rules=rules, forces=forces, engine=args.engine)
     print(f"{scene.name}: {len(flock):,} boids, {steps:,} steps of {p.dt:g} s, a frame every {every} steps")
     with stop_on_signals() as stop:
         stats = export_flock(flock, out, steps, scene=scene, every=every, progress=progress, stop=stop)
@@ -1130,6 +1141,7 @@ def _add_debug(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     _scene_argument(p)
     _set_argument(p)
     _rules_argument(p)
+    _engine_argument(p)
     return p
 
 
@@ -1139,7 +1151,12 @@ def _run_debug(args: argparse.Namespace) -> int:
     rules, forces = _rules_from(args)
     args.seed = None  # the step does not depend on it
     scene = _scene_from(args, args.scene, (rules, forces))
-    source, names = assemble.generate(assemble.layout_of(scene.params, rules, forces))
+    if args.engine == "gpu":  # the CUDA kernel (flock3d.core.step.cuda_generate)
+        from flock3d.gpu import kernel_source
+
+        source, names = kernel_source(scene.params, rules, forces)
+    else:
+        source, names = assemble.generate(assemble.layout_of(scene.params, rules, forces))
     print(source, end="")
     print(f"\n# pv, the values it reads, in order: {', '.join(names)}")
     return 0

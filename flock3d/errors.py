@@ -11,3 +11,8 @@ class SimulationError(Flock3dError):
     The message names the step, the boid and the likely cause. The flock keeps every
     other boid's result of that step; the failing boid keeps its state from before it.
     """
+
+
+class GpuError(Flock3dError):
+    """The GPU engine cannot run here (no numba-cuda, no driver, no device) or cannot run this
+    flock yet (what it lacks is named)."""

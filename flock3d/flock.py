@@ -32,6 +32,7 @@ from flock3d.core.state import (
     up_axis,
 )
 from flock3d.errors import Flock3dError, SimulationError
+from flock3d.gpu import GpuEngine
 from flock3d.rules import RuleError, check_rules, describe, writes_arguments
 
 if TYPE_CHECKING:
@@ -39,7 +40,7 @@ if TYPE_CHECKING:
 
 __all__ = ["Flock", "Engine", "failure_error", "compile_error"]
 
-Engine = Literal["fast", "reference"]
+Engine = Literal["fast", "reference", "gpu"]
 
 #: A step call expected to take longer than this (seconds) runs where signals can reach it.
 _RESPONSIVE = 0.1
@@ -61,8 +62,9 @@ class Flock:
             its velocity, with no roll.
         orientations: optional (N, 4) unit quaternions (w, x, y, z); velocities
             are then re-aimed along them, keeping their speeds.
-        engine: ``"fast"`` (the parallel numba kernel) or ``"reference"`` (the
-            readable per-boid implementation; slow, for checking).
+        engine: ``"fast"`` (the parallel numba kernel), ``"reference"`` (the
+            readable per-boid implementation; slow, for checking) or ``"gpu"`` (an NVIDIA
+            GPU through numba-cuda, ``flock3d[gpu]``: :mod:`flock3d.gpu` says what it runs).
         fields: the grids and heights of ``params.objects`` read from files, by object
             index (:func:`flock3d.io.meshes.object_fields`; a loaded scene holds them).
 
@@ -98,8 +100,8 @@ class Flock:
         params = Params() if params is None else params
         if not isinstance(params, Params):
             raise TypeError(f"params must be a flock3d.Params, got {type(params).__name__}")
-        if engine not in ("fast", "reference"):
-            raise ValueError(f"engine must be 'fast' or 'reference' (got {engine!r})")
+        if engine not in ("fast", "reference", "gpu"):
+            raise ValueError(f"engine must be 'fast', 'reference' or 'gpu' (got {engine!r})")
         if engine == "fast" and params.update == "synchronous":
             # A first run on this machine: the other core compiles the shared driver while this
             # one builds the flock and compiles its own step.
@@ -138,6 +140,10 @@ class Flock:
         self._rules: tuple[PairRule, ...] = ()
         self._forces: tuple[Force, ...] = ()
         self.set_rules(rules, forces)
+        self._gpu = None
+        if engine == "gpu":  # the state lives on the device between steps (flock3d.gpu)
+            self._gpu = GpuEngine(params, state, self._rules, self._forces)
+            self._state = self._gpu.state
 
     @classmethod
     def from_scene(cls, scene: Scene, seed: int | None = None, **kwargs) -> Flock:
@@ -166,8 +172,13 @@ class Flock:
             raise ValueError(f"n must be >= 0 (got {n})")
         if self._abandoned:
             raise SimulationError(self._abandoned)
-        check_state(self._state, self._params)
         self._stop[0] = False
+        if self._gpu is not None:  # it checks the state it uploads (check_state would copy it back)
+            status = self._gpu.step(self._params, n, self.noise_seed, self._rules, self._forces)
+            if not status.ok:
+                raise failure_error(self, status.code, status.boid, status.term)
+            return
+        check_state(self._state, self._params)
         if self._engine == "fast":
             try:
                 stepper = assemble.stepper_for(self._params, self._rules, self._forces)
@@ -362,7 +373,7 @@ class Flock:
 
     @property
     def engine(self) -> Engine:
-        """Which implementation steps the flock: ``"fast"`` or ``"reference"``."""
+        """Which implementation steps the flock: ``"fast"``, ``"reference"`` or ``"gpu"``."""
         return self._engine
 
     def __len__(self) -> int:

@@ -52,7 +52,7 @@ def test_given_orientations_reaim_velocities():
         (dict(positions=np.zeros((3, 3)), velocities=np.zeros((2, 3))), "velocities has shape"),
         (dict(positions=[[0, 0, np.nan]]), "finite"),
         (dict(positions=np.zeros((1, 3)), orientations=np.zeros((1, 4))), "non-zero"),
-        (dict(engine="gpu"), "engine"),
+        (dict(engine="cuda"), "engine"),
     ],
 )
 def test_bad_arrays_are_rejected(kwargs, message):

@@ -27,6 +27,8 @@ __all__ = [
     "components",
     "nearest_k",
     "MAX_CELLS_PER_BOID",
+    "grid_shape",
+    "periodic_shape",
 ]
 
 #: The grid never has more than this many cells per boid (plus a small floor): a flock
@@ -134,8 +136,16 @@ def build_grid(positions, cell_size):
     """
     n = positions.shape[0]
     lo, hi = _finite_bounds(positions)
-    max_cells = MAX_CELLS_PER_BOID * n + 64
-    ex, ey, ez = hi[0] - lo[0], hi[1] - lo[1], hi[2] - lo[2]
+    size, nx, ny, nz = grid_shape(hi[0] - lo[0], hi[1] - lo[1], hi[2] - lo[2], cell_size,
+                                  MAX_CELLS_PER_BOID * n + 64)  # fmt: skip
+    return _counting_sort(positions, lo[0], lo[1], lo[2], size, nx, ny, nz, size, size)
+
+
+@numba.njit(cache=True, inline="always")
+def grid_shape(ex, ey, ez, cell_size, max_cells):
+    """``(size, nx, ny, nz)``: cubic cells at least ``cell_size`` wide (may be inf: one cell holds
+    everyone) covering a box of extents ``ex, ey, ez``, coarser when more than ``max_cells`` of
+    them would cover it. (Also the GPU engine's, which sizes its grid on the device.)"""
     size = cell_size
     if not math.isfinite(size):
         size = max(ex, ey, ez, 1.0) * 2.0
@@ -145,8 +155,7 @@ def build_grid(positions, cell_size):
         math.floor(ez / size) + 1.0
     ) > max_cells:
         size *= 1.26  # about 2 ** (1/3): halves the cell count per try
-    nx, ny, nz = int(ex / size) + 1, int(ey / size) + 1, int(ez / size) + 1
-    return _counting_sort(positions, lo[0], lo[1], lo[2], size, nx, ny, nz, size, size)
+    return size, int(ex / size) + 1, int(ey / size) + 1, int(ez / size) + 1
 
 
 @numba.njit(cache=True)
@@ -162,11 +171,20 @@ def build_periodic_grid(positions, center, half, cell_size, planar):
     Returns:
         A :class:`CellGrid` whose origin is the box's lower corner.
     """
+    # The same cap as build_grid: coarser cells rather than an unbounded cell array.
+    ox, oy, oz, sx, sy, sz, kx, ky, kz = periodic_shape(
+        center, half, cell_size, planar, MAX_CELLS_PER_BOID * positions.shape[0] + 64
+    )
+    return _counting_sort(positions, ox, oy, oz, sx, kx, ky, kz, sy, sz)
+
+
+@numba.njit(cache=True)
+def periodic_shape(center, half, cell_size, planar, max_cells):
+    """``(ox, oy, oz, sx, sy, sz, kx, ky, kz)``: the origin, cell sides and cells along x, y, z of
+    the grid of :func:`build_periodic_grid` (at most ``max_cells`` cells). (Also the GPU engine's.)"""
     kx = max(1, int(2.0 * half[0] / cell_size))
     ky = max(1, int(2.0 * half[1] / cell_size))
     kz = 1 if planar else max(1, int(2.0 * half[2] / cell_size))
-    # The same cap as build_grid: coarser cells rather than an unbounded cell array.
-    max_cells = MAX_CELLS_PER_BOID * positions.shape[0] + 64
     while kx * ky * kz > max_cells and max(kx, ky, kz) > 1:
         if kx >= ky and kx >= kz:
             kx -= 1
@@ -178,7 +196,7 @@ def build_periodic_grid(positions, center, half, cell_size, planar):
     sz = sx if planar else 2.0 * half[2] / kz
     ox, oy = center[0] - half[0], center[1] - half[1]
     oz = center[2] - half[2] if not planar else center[2] - 0.5 * sz
-    return _counting_sort(positions, ox, oy, oz, sx, kx, ky, kz, sy, sz)
+    return ox, oy, oz, sx, sy, sz, kx, ky, kz
 
 
 # -- queries built on the grid (metrics and analysis; not on the step's hot path) ----------

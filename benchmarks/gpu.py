@@ -1,0 +1,165 @@
+"""The GPU engine against the CPU engine and a naive CUDA kernel, side by side on one machine.
+
+    python benchmarks/gpu.py                         # flock3d bench's scene at 1M, 4M, 16M; circles at 1M
+    python benchmarks/gpu.py --anchor PATH/gpu_anchor.py   # and the naive kernel's figures beside them
+    NUMBA_ENABLE_CUDASIM=1 NUMBA_DISABLE_JIT=1 python benchmarks/gpu.py --tiny 300   # a dry run, no GPU
+
+Scenes: ``flock3d bench``'s (:func:`flock3d.bench.bench_params`: 20 others within r_v = 5 on
+average, fov 270, the default rules) and a circles-like one (FLAME GPU 2's "circles": density
+1, view distance 2, fov 360). Each starts from the same seeded state for every engine.
+
+First a check at small N: the GPU engine against the fast engine after a few steps (they
+agree to 1e-9 or the table is not worth printing). Then for each size: ms a step and steps a
+second of the CPU engine (``engine="fast"``, all cores), of the GPU engine (``engine="gpu"``:
+one ``step(n)`` call, which reads back one flag, so the time includes finishing the steps on
+the device) and, with ``--anchor``, of the naive kernel that file holds (its ``GpuFlock``:
+one thread a boid, CuPy's sort every step, given the same parameters and start), each the
+median of ``--runs`` runs after a warm-up that compiles. Prints a Markdown table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import math
+import statistics
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's flock3d
+
+from flock3d import Flock, Params  # noqa: E402
+from flock3d.bench import bench_params  # noqa: E402
+
+
+def circles_params(n: int) -> Params:
+    """FLAME GPU 2's circles, as near as the model goes: density 1 (a ball of volume n), view
+    distance 2, fov 360, the arena's soft wall beyond the ball."""
+    ball = (3.0 * n / (4.0 * math.pi)) ** (1.0 / 3.0)
+    return Params(count=n, view_distance=2.0, separation_distance=1.0, fov=360.0, init_radius=ball,
+                  arena_radius=ball / Params().confinement_start)  # fmt: skip
+
+
+SCENES = {"bench": bench_params, "circles": circles_params}
+
+
+def synchronize() -> None:
+    from numba import cuda
+
+    cuda.synchronize()
+
+
+def timed(step, steps: int, runs: int) -> float:
+    """Median seconds a step over ``runs`` runs of ``steps`` steps (``step(k)`` runs k of them)."""
+    times = []
+    for _ in range(runs):
+        t = time.perf_counter()
+        step(steps)
+        times.append((time.perf_counter() - t) / steps)
+    return statistics.median(times)
+
+
+def engine_row(params: Params, engine: str, steps: int, runs: int, max_registers: int = 0) -> float:
+    from flock3d.core.gpu import engine as gpu_engine
+
+    gpu_engine.MAX_REGISTERS = max_registers or None  # read when the step's kernel is made
+    flock = Flock(params, seed=0, engine=engine)
+    flock.step(2)  # compiles (or loads) the step, and the device's first launches
+    return timed(flock.step, steps, runs)
+
+
+def anchor_row(anchor, params: Params, steps: int, runs: int) -> float:
+    start = Flock(params, seed=0, engine="reference").state  # the same start, not stepped
+    flock = anchor.GpuFlock(params, start.positions, start.velocities, start.orientations, np.float64)
+
+    def step(k: int) -> None:
+        flock.step(k)
+        synchronize()
+
+    step(2)
+    return timed(step, steps, runs)
+
+
+def check(n: int, cpu: str, steps: int = 3) -> float:
+    """The largest difference between the GPU and the ``cpu`` engine after ``steps`` steps of the
+    bench scene at ``n`` boids."""
+    params = bench_params(n)
+    gpu, fast = Flock(params, seed=1, engine="gpu"), Flock(params, seed=1, engine=cpu)
+    gpu.step(steps)
+    fast.step(steps)
+    return float(
+        max(np.abs(gpu.positions - fast.positions).max(), np.abs(gpu.velocities - fast.velocities).max())
+    )
+
+
+def cell(seconds: float | None) -> str:
+    return "-" if seconds is None else f"{seconds * 1e3:.3f} ms ({1.0 / seconds:,.1f}/s)"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[1_000_000, 4_000_000, 16_000_000],
+                        help="boids of the bench scene (default 1M 4M 16M)")  # fmt: skip
+    parser.add_argument(
+        "--circles", type=int, nargs="*", default=[1_000_000], help="boids of circles (default 1M)"
+    )
+    parser.add_argument("--steps", type=int, default=50, help="steps a timed run (default 50; CPU: a fifth)")
+    parser.add_argument("--runs", type=int, default=3, help="timed runs, median reported (default 3)")
+    parser.add_argument("--anchor", type=Path, help="a naive kernel's file (gpu_anchor.py) to time beside")
+    parser.add_argument("--no-cpu", action="store_true", help="leave out the CPU engine")
+    parser.add_argument("--check", type=int, default=2_000, help="boids of the agreement check (0: none)")
+    parser.add_argument("--max-registers", type=int, nargs="+", default=[0, 72], metavar="R",
+                        help="the GPU kernel capped at R registers a thread, a column each (0: no cap; "
+                        "default 0 72)")  # fmt: skip
+    parser.add_argument("--tiny", type=int, help="a dry run: every scene at this N, 2 steps, 1 run")
+    args = parser.parse_args(argv)
+    if args.tiny:
+        args.sizes, args.circles, args.steps, args.runs = [args.tiny], [args.tiny], 2, 1
+        args.check = min(args.check, args.tiny)
+
+    from flock3d.core.gpu.device import cuda, missing, simulated
+
+    # The simulator runs numba's code as Python (NUMBA_DISABLE_JIT): the CPU's is then the reference's.
+    cpu_engine = "reference" if simulated() else "fast"
+    if simulated():  # Python warns of what compiled code computes and drops (a boid's 1 / 0 to itself)
+        warnings.simplefilter("ignore", RuntimeWarning)
+    why = missing()
+    if why:
+        print(f"benchmarks/gpu.py: {why}", file=sys.stderr)
+        return 2
+    device = "numba's CUDA simulator (times mean nothing)" if simulated() else cuda.get_current_device().name
+    print(f"device: {device if isinstance(device, str) else device.decode()}")
+    anchor = None
+    if args.anchor:
+        spec = importlib.util.spec_from_file_location("gpu_anchor", args.anchor)
+        anchor = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(anchor)
+    if args.check:
+        worst = check(args.check, cpu_engine)
+        print(f"check: GPU - {cpu_engine} engine, bench scene, {args.check:,} boids, 3 steps: {worst:.2e}")
+        if not worst < 1e-9:
+            print("benchmarks/gpu.py: the engines disagree; no table", file=sys.stderr)
+            return 1
+    caps = [f"GPU engine{f', {r} registers' if r else ''}" for r in args.max_registers]
+    print(
+        f"\n| scene | N | CPU engine ({cpu_engine}) | {' | '.join(caps)} | naive kernel | best GPU / naive |"
+    )
+    print("|---|---|---|" + "---|" * len(caps) + "---|---|")
+    for scene, sizes in (("bench", args.sizes), ("circles", args.circles)):
+        for n in sizes:
+            params = SCENES[scene](n)
+            cpu = None if args.no_cpu else engine_row(params, cpu_engine, max(1, args.steps // 5), args.runs)
+            gpus = [engine_row(params, "gpu", args.steps, args.runs, r) for r in args.max_registers]
+            naive = None if anchor is None else anchor_row(anchor, params, args.steps, args.runs)
+            ratio = "-" if naive is None else f"{naive / min(gpus):.2f}x"
+            row = [scene, f"{n:,}", cell(cpu), *map(cell, gpus), cell(naive), ratio]
+            print(f"| {' | '.join(row)} |", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

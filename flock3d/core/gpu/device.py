@@ -1,0 +1,87 @@
+"""numba-cuda, imported where it can be: the GPU engine's one door to it.
+
+numba-cuda (the ``numba.cuda`` target, a package of its own since numba 0.61) is an extra,
+``flock3d[gpu]``; without it :data:`cuda` is None and :func:`missing` says so. Under
+``NUMBA_ENABLE_CUDASIM=1`` numba runs the same kernels on the CPU, as Python threads (slow:
+for tests at a few hundred boids).
+"""
+
+from __future__ import annotations
+
+import os
+
+import numba
+import numpy as np
+
+__all__ = ["cuda", "missing", "simulated", "jit_options", "INSTALL"]
+
+#: How a user gets what the GPU engine needs.
+INSTALL = 'pip install "flock3d[gpu]"'
+
+# numba-cuda 0.30 registers an overload of np.row_stack when it is imported, which numpy 2.5
+# removed (np.vstack is what row_stack always was): without it the import fails.
+if not hasattr(np, "row_stack"):
+    np.row_stack = np.vstack  # noqa: NPY201
+
+try:
+    from numba import cuda
+except ImportError:  # the plain install: the engine says what is missing (missing())
+    cuda = None
+
+
+def _lower_rint() -> None:
+    """Let kernels call np.rint, as :func:`flock3d.core.kernel.image` (periodic distances) does.
+
+    numba-cuda 0.30 types np.rint in a kernel but has no lowering for it (a KeyError when the
+    kernel compiles): libdevice's rint (half to even, as np.rint on the CPU) is given it here,
+    only where numba-cuda lacks one, so that a version that has its own keeps it.
+    """
+    try:
+        from numba.cuda import libdevice, ufuncs
+
+        def lowered(context, builder, sig, args):
+            single = sig.args[0] == numba.float32
+            return context.compile_internal(
+                builder,
+                (lambda x: libdevice.rintf(x)) if single else (lambda x: libdevice.rint(x)),
+                sig,
+                args,
+            )
+
+        ufuncs.ufunc_db().setdefault(np.rint, {"f->f": lowered, "d->d": lowered})
+    except (ImportError, AttributeError):  # laid out otherwise: a compile error would then name np.rint
+        pass
+
+
+if cuda is not None and os.environ.get("NUMBA_ENABLE_CUDASIM", "0") in ("", "0"):
+    _lower_rint()
+
+
+def simulated() -> bool:
+    """Whether kernels run in numba's CUDA simulator (``NUMBA_ENABLE_CUDASIM=1``)."""
+    return os.environ.get("NUMBA_ENABLE_CUDASIM", "0") not in ("", "0")
+
+
+def missing() -> str:
+    """What keeps the GPU engine from running here, in words ("" when nothing does)."""
+    if cuda is None:
+        return f"the GPU engine needs numba-cuda, which is not installed ({INSTALL})"
+    if simulated():  # it hands the kernels' arrays to flock3d's numba components as Python objects
+        return (
+            ""
+            if numba.config.DISABLE_JIT
+            else "numba's CUDA simulator runs the GPU engine with NUMBA_DISABLE_JIT=1"
+        )
+    try:
+        available = cuda.is_available()
+    except Exception as error:  # noqa: BLE001 - a broken driver or toolkit raises anything
+        return f"the GPU engine cannot reach the CUDA driver ({str(error).splitlines()[0]}; {INSTALL})"
+    if not available:
+        return f"the GPU engine found no CUDA device: it needs an NVIDIA GPU and its driver ({INSTALL})"
+    return ""
+
+
+def jit_options(max_registers: int | None) -> dict:
+    """``cuda.jit``'s keywords for a step's kernel: a cap on its registers a thread, if any (more
+    threads resident, each with fewer registers; the simulator takes no cap)."""
+    return {"max_registers": int(max_registers)} if max_registers and not simulated() else {}

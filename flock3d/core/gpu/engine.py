@@ -1,0 +1,200 @@
+"""The GPU engine's driver: a flock's state on the device, and ``n`` steps of it.
+
+A step, as launched (no host round trip between steps; the call reads back one flag)::
+
+    grid <- the bounding box of the positions, cells at least `reach` wide (a periodic box: fixed)
+    count the boids of each cell, scan the counts, scatter the boids, sort each cell by index
+    gather the start-of-step state in that order (positions, velocities, indices, headings)
+    one thread a boid: the generated kernel (flock3d.core.step.cuda_template) writes its new state
+
+Between steps the state stays in the last step's cell order, in two sets of arrays used in
+turn (the gather reads one and writes the other), as the CPU engine keeps it; ``ids`` holds
+each row's public index, and :meth:`DeviceFlock.download` puts the rows back in public order.
+Importing this module needs numba-cuda (:mod:`flock3d.core.gpu.device`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from flock3d.core.assemble import Layout, Stepper, StepStatus
+from flock3d.core.gpu import kernels as K
+from flock3d.core.gpu.device import cuda
+from flock3d.core.kernel import OK
+from flock3d.core.neighbors import periodic_shape
+from flock3d.core.params import Params
+from flock3d.core.quaternion import turn_limit
+from flock3d.core.state import FlockState, settled_positions
+from flock3d.core.step.cache import load_module
+from flock3d.core.step.cuda_generate import generate
+from flock3d.core.step.generate import offsets
+
+__all__ = ["DeviceFlock", "stepper", "CELLS_PER_BOID"]
+
+#: The grid's cells are coarsened to at most this many a boid (plus 64) when the flock spreads
+#: out: the counts and their scan are that long every step.
+CELLS_PER_BOID = 2
+#: No step of a call failed (the flag's value).
+_NONE_FAILED = np.iinfo(np.int64).max
+
+#: The registers a thread of a step's kernel may hold (None: as many as the compiler wants). Fewer
+#: let more threads be resident at once, which hides memory latency: the naive kernel of one
+#: thread a boid, capped at 72, ran 1.56x faster on an H200 in float64. Unmeasured for this
+#: kernel yet, so not set: ``benchmarks/gpu.py --max-registers`` measures it.
+MAX_REGISTERS: int | None = None
+
+_steppers: dict[tuple[Layout, int | None], Stepper] = {}
+
+
+def stepper(layout: Layout) -> Stepper:
+    """The GPU step of ``layout``: its source, the names of its values, and its module (whose
+    ``advance`` is the kernel), generated and loaded once per process (and register cap)."""
+    key = (layout, MAX_REGISTERS)
+    if key not in _steppers:
+        source, names = generate(layout, MAX_REGISTERS)
+        _steppers[key] = Stepper(layout, source, names, load_module(source, {}))
+    return _steppers[key]
+
+
+@dataclass
+class _Rows:
+    """One set of the state's device arrays, rows in some cell order: ids (the public index of
+    each row), positions, velocities, orientations."""
+
+    ids: Any
+    pos: Any
+    vel: Any
+    quat: Any
+
+
+class DeviceFlock:
+    """The device arrays of a flock of ``n`` boids, and its steps."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+        shapes = ((n, np.int64), ((n, 3), np.float64), ((n, 3), np.float64), ((n, 4), np.float64))
+        self.sets = [_Rows(*(cuda.device_array(shape, dtype) for shape, dtype in shapes)) for _ in range(2)]
+        self.current = 0  # the set holding the state
+        self.cols, self.heads = cuda.device_array((n, 8)), cuda.device_array((3, n))
+        self.keys, self.order = cuda.device_array(n, np.int64), cuda.device_array(n, np.int64)
+        self.status = cuda.to_device(np.zeros((n, 3), dtype=np.int64))
+        self.status_written = False
+        self.first_failed = cuda.device_array(1, np.int64)
+        self.partial = cuda.device_array((K.BOUND_THREADS, 6))
+        self.gf, self.gi = cuda.device_array(6), cuda.device_array(3, np.int64)
+        self.cells = 0  # the counts' capacity; (re)allocated by _grid
+        self.periodic_grid: tuple | None = None
+
+    # -- the state in and out --------------------------------------------------------------
+
+    def upload(self, state: FlockState, params: Params) -> None:
+        """Take ``state``'s arrays, the boids' and the predators' (public order; positions settled
+        into the arena first)."""
+        rows = self.sets[self.current]
+        rows.ids.copy_to_device(np.arange(self.n, dtype=np.int64))
+        rows.pos.copy_to_device(np.ascontiguousarray(settled_positions(state.positions, params)))
+        rows.vel.copy_to_device(state.velocities)
+        rows.quat.copy_to_device(state.orientations)
+        hunters = np.ascontiguousarray(settled_positions(state.predator_positions, params))
+        self.predators = [
+            cuda.to_device(a) for a in (hunters, state.predator_velocities, state.predator_orientations)
+        ]
+        self.hunters = cuda.to_device(hunters)
+
+    def download(self, positions: np.ndarray, velocities: np.ndarray, orientations: np.ndarray,
+                 *predators: np.ndarray) -> None:  # fmt: skip
+        """Write the state into these (N, 3), (N, 3), (N, 4) arrays and the predators' (M, 3), (M, 3),
+        (M, 4), in place, in public order."""
+        rows = self.sets[self.current]
+        ids = rows.ids.copy_to_host()
+        positions[ids], velocities[ids], orientations[ids] = (
+            rows.pos.copy_to_host(), rows.vel.copy_to_host(), rows.quat.copy_to_host())  # fmt: skip
+        for host, device in zip(predators, self.predators, strict=True):
+            host[...] = device.copy_to_host()
+
+    # -- steps -----------------------------------------------------------------------------
+
+    def _grid(self, params: Params, reach: float) -> int:
+        """Fix what the grid needs before a call: a periodic box's cells (they tile the box, as the
+        CPU engine's), or the cell capacity of a grid sized on the device. Returns the capacity."""
+        cells = CELLS_PER_BOID * self.n + 64
+        self.periodic_grid = None
+        if params.arena_shape == "periodic":  # cells that tile the box, as the CPU engine's
+            box = np.array([*params.arena_center, *params.half_extents])
+            *gf, kx, ky, kz = periodic_shape(box[:3], box[3:], reach, params.dimensions == 2, cells)
+            self.gf.copy_to_device(np.array(gf))
+            self.gi.copy_to_device(np.array([kx, ky, kz], dtype=np.int64))
+            self.periodic_grid = (kx, ky, kz)
+            cells = max(cells, kx * ky * kz)
+        if cells != self.cells:
+            self.counts = cuda.to_device(np.zeros(cells + 1, dtype=np.int64))
+            self.start = cuda.device_array(cells + 1, np.int64)
+            self.levels = []  # the scan's block totals and their scan, level by level
+            m = cells + 1
+            while m > 1:
+                m = (m + K.SPAN - 1) // K.SPAN
+                self.levels.append((cuda.device_array(m, np.int64), cuda.device_array(m, np.int64)))
+            self.cells = cells
+        return cells
+
+    def _scan(self, values: Any, out: Any, n: int, level: int = 0) -> None:
+        """out[:n] <- the exclusive scan of values[:n]."""
+        n_blocks = (n + K.SPAN - 1) // K.SPAN
+        sums, offsets = self.levels[level]
+        K.scan_blocks[n_blocks, K.TPB](values, out, sums, n)
+        if n_blocks > 1:
+            self._scan(sums, offsets, n_blocks, level + 1)
+            K.add_offsets[K.blocks(n), K.TPB](out, offsets, n)
+
+    def advance(self, stepper: Stepper, params: Params, n_steps: int, time0: float, clock0: int, step0: int,
+                seed: int) -> StepStatus:  # fmt: skip
+        """Up to ``n_steps`` steps of ``stepper``'s kernel, step s of the call at time ``time0 + (clock0
+        + s) * dt``; stops after one that fails (a later step of the call moves no boid)."""
+        L, n = stepper.layout, self.n
+        if n_steps == 0:
+            return StepStatus(0)
+        pv = stepper.values(params)
+        reach = float(pv[offsets(L, stepper.value_names)["reach"]])
+        cells = self._grid(params, reach)
+        box = np.array([*params.arena_center, *params.half_extents], dtype=np.float64)
+        args = [cuda.to_device(a) for a in (pv, np.array([L.periodic, L.wraps, L.planar, L.turn == "mesh"]),
+                                            box, 2.0 * box[3:])]  # fmt: skip
+        flags, box_d = args[1], args[2]
+        if self.status_written:
+            self.status.copy_to_device(np.zeros((n, 3), dtype=np.int64))
+        self.first_failed.copy_to_device(np.array([_NONE_FAILED], dtype=np.int64))
+        kernel, threads = stepper.module.advance, (K.blocks(n), K.TPB)
+        turn = turn_limit(math.radians(params.predator_turn_rate) * params.dt)
+        max_cells = float(cells)
+        bounding = min(K.BOUND_THREADS // K.TPB, K.blocks(n))  # blocks that bound the positions
+        partial = self.partial[: bounding * K.TPB]
+        for s in range(n_steps):
+            rows, out = self.sets[self.current], self.sets[1 - self.current]
+            if self.periodic_grid is None:
+                K.bounds_partial[bounding, K.TPB](rows.pos, partial)
+                K.bounds_grid[1, K.TPB](partial, reach, max_cells, self.gf, self.gi)
+            if len(self.hunters):  # from the start-of-step positions, before the boids move
+                K.hunting[1, 1](*self.predators, self.hunters, rows.pos, rows.ids, box_d, flags,
+                                self.first_failed, s, params.predator_speed, params.dt, *turn)  # fmt: skip
+            K.count_cells[threads](rows.pos, self.gf, self.gi, self.keys, self.counts)
+            self._scan(self.counts, self.start, cells + 1)
+            K.scatter[threads](self.keys, self.start, self.counts, self.order)
+            K.sort_cells[K.blocks(cells), K.TPB](self.start, self.order, rows.ids, cells)
+            K.gather[threads](self.order, rows.ids, rows.pos, rows.vel, rows.quat, out.ids, out.pos, out.vel,
+                              out.quat, self.cols, self.heads, L.turn == "mesh")  # fmt: skip
+            kernel[threads](self.cols, self.heads, out.ids, out.quat, out.pos, out.vel, self.start, self.gf,
+                            self.gi, *args, self.hunters, self.status, self.first_failed, s,
+                            time0 + (clock0 + s) * params.dt, seed, step0 + s)  # fmt: skip
+            self.current = 1 - self.current
+        first = int(self.first_failed.copy_to_host()[0])  # the call's one read back
+        if first == _NONE_FAILED:
+            return StepStatus(n_steps)
+        self.status_written = True
+        status = self.status.copy_to_host()
+        failed = status[status[:, 0] != OK]
+        row = failed[np.argmin(failed[:, 1])]
+        return StepStatus(first + 1, int(row[0]), int(row[1]), int(row[2]))

@@ -1,0 +1,201 @@
+"""The GPU step's fixed kernels: the grid, the sort by cell and the gather (numba-cuda).
+
+Every step sorts the boids by (cell, public index), the order the CPU engine keeps, so that
+each boid sums its neighbours in the same order every run: a counting sort whose counts are
+atomic integer additions (exact, so deterministic), an exclusive scan of the counts, a
+scatter (atomic slots, so in no fixed order within a cell) and an insertion sort of each
+cell's few boids by index that fixes it. No floating-point sum is atomic.
+
+Importing this module needs numba-cuda (:mod:`flock3d.core.gpu.device`).
+"""
+
+from __future__ import annotations
+
+import math
+
+from numba import float64, int64
+
+from flock3d.core.gpu.cells import cell_key, cell_of
+from flock3d.core.gpu.device import cuda
+from flock3d.core.kernel import heading, hunt
+from flock3d.core.neighbors import grid_shape
+
+__all__ = ["TPB", "blocks", "BOUND_THREADS", "bounds_partial", "bounds_grid", "count_cells", "scan_blocks",
+           "add_offsets", "SPAN", "scatter", "sort_cells", "gather", "hunting"]  # fmt: skip
+
+#: Threads a block.
+TPB = 128
+#: Threads that each bound a stride of the positions (bounds_partial), reduced by one block.
+BOUND_THREADS = 64 * TPB
+#: Entries a thread of scan_blocks adds up serially, and entries a block scans.
+ITEMS = 8
+SPAN = TPB * ITEMS
+
+
+def blocks(n: int) -> int:
+    """Blocks of TPB threads for n items (at least one)."""
+    return max(1, (n + TPB - 1) // TPB)
+
+
+@cuda.jit
+def bounds_partial(pos, partial):
+    """Thread g's corners of the bounding box of positions g, g + G, g + 2G.. (G threads):
+    partial[g] = lo x, y, z, hi x, y, z (non-finite coordinates left out, as the CPU grid does)."""
+    g = cuda.grid(1)
+    stride = cuda.gridsize(1)
+    lx = ly = lz = math.inf
+    hx = hy = hz = -math.inf
+    for i in range(g, pos.shape[0], stride):
+        x, y, z = pos[i, 0], pos[i, 1], pos[i, 2]
+        if math.isfinite(x):
+            lx, hx = min(lx, x), max(hx, x)
+        if math.isfinite(y):
+            ly, hy = min(ly, y), max(hy, y)
+        if math.isfinite(z):
+            lz, hz = min(lz, z), max(hz, z)
+    partial[g, 0], partial[g, 1], partial[g, 2] = lx, ly, lz
+    partial[g, 3], partial[g, 4], partial[g, 5] = hx, hy, hz
+
+
+@cuda.jit
+def bounds_grid(partial, reach, max_cells, gf, gi):
+    """One block: the bounding box of ``partial``'s corners, and the grid covering it with
+    cells at least ``reach`` wide (``grid_shape``, as the CPU engine sizes its own): origin and
+    sides into gf, cells along each axis into gi."""
+    corners = cuda.shared.array((6, TPB), float64)
+    t = cuda.threadIdx.x
+    for a in range(6):
+        corners[a, t] = math.inf if a < 3 else -math.inf
+    for g in range(t, partial.shape[0], TPB):
+        for a in range(3):
+            corners[a, t] = min(corners[a, t], partial[g, a])
+            corners[a + 3, t] = max(corners[a + 3, t], partial[g, a + 3])
+    cuda.syncthreads()
+    if t == 0:
+        for u in range(1, TPB):
+            for a in range(3):
+                corners[a, 0] = min(corners[a, 0], corners[a, u])
+                corners[a + 3, 0] = max(corners[a + 3, 0], corners[a + 3, u])
+        for a in range(3):
+            if corners[a, 0] > corners[a + 3, 0]:  # no finite coordinate
+                corners[a, 0] = corners[a + 3, 0] = 0.0
+        size, nx, ny, nz = grid_shape(corners[3, 0] - corners[0, 0], corners[4, 0] - corners[1, 0],
+                                      corners[5, 0] - corners[2, 0], reach, max_cells)  # fmt: skip
+        gf[0], gf[1], gf[2] = corners[0, 0], corners[1, 0], corners[2, 0]
+        gf[3], gf[4], gf[5] = size, size, size
+        gi[0], gi[1], gi[2] = nx, ny, nz
+
+
+@cuda.jit
+def count_cells(pos, gf, gi, keys, counts):
+    """keys[i] <- the cell of boid row i; counts[cell] += 1 (atomic integer additions)."""
+    i = cuda.grid(1)
+    if i < pos.shape[0]:
+        cx, cy, cz = cell_of(pos[i, 0], pos[i, 1], pos[i, 2], gf, gi)
+        key = cell_key(cx, cy, cz, gi)
+        keys[i] = key
+        cuda.atomic.add(counts, key, 1)
+
+
+@cuda.jit
+def scan_blocks(values, out, sums, n):
+    """Block b's part of an exclusive scan of ``values[:n]`` into ``out``: entries b * SPAN ..
+    (b + 1) * SPAN - 1, each the sum of the block's entries before it; the block's total into
+    ``sums[b]`` (its offset is added by :func:`add_offsets`). ``out`` is not ``values``."""
+    partial = cuda.shared.array(TPB, int64)
+    t = cuda.threadIdx.x
+    base = cuda.blockIdx.x * SPAN + t * ITEMS
+    own = 0
+    for a in range(ITEMS):
+        if base + a < n:
+            own += values[base + a]
+    partial[t] = own
+    cuda.syncthreads()
+    d = 1
+    while d < TPB:  # Hillis and Steele: an inclusive scan of the threads' sums
+        x = partial[t - d] if t >= d else 0
+        cuda.syncthreads()
+        partial[t] += x
+        cuda.syncthreads()
+        d *= 2
+    running = partial[t] - own
+    for a in range(ITEMS):
+        if base + a < n:
+            out[base + a] = running
+            running += values[base + a]
+    if t == TPB - 1:
+        sums[cuda.blockIdx.x] = partial[t]
+
+
+@cuda.jit
+def add_offsets(out, offsets, n):
+    """out[c] += offsets[c // SPAN]: each block's scan moved by the scan of the blocks' totals."""
+    c = cuda.grid(1)
+    if c < n:
+        out[c] += offsets[c // SPAN]
+
+
+@cuda.jit
+def scatter(keys, start, counts, order):
+    """order[slot] <- row i, a slot of its cell's (atomic: in no fixed order within the cell).
+    Takes the counts back down to zero, ready for the next step's count_cells."""
+    i = cuda.grid(1)
+    if i < keys.shape[0]:
+        key = keys[i]
+        order[start[key] + cuda.atomic.sub(counts, key, 1) - 1] = i
+
+
+@cuda.jit
+def sort_cells(start, order, ids, n_cells):
+    """Each cell's slots of ``order`` sorted by the boids' public index ``ids`` (insertion sort:
+    a cell holds a few boids), which fixes the order scatter left to chance."""
+    c = cuda.grid(1)
+    if c >= n_cells:
+        return
+    lo, hi = start[c], start[c + 1]
+    for a in range(lo + 1, hi):
+        row = order[a]
+        key = ids[row]
+        b = a - 1
+        while b >= lo and ids[order[b]] > key:
+            order[b + 1] = order[b]
+            b -= 1
+        order[b + 1] = row
+
+
+@cuda.jit
+def gather(order, ids, pos, vel, quat, ids_to, pos_to, vel_to, quat_to, cols, heads, from_velocity):
+    """Row k of the sorted state <- row order[k]: into the arrays the step writes (a boid whose
+    step fails keeps this), and its start-of-step position, velocity and index into ``cols``
+    (N, 8), its heading into ``heads`` (3, N), which every boid's step reads."""
+    k = cuda.grid(1)
+    if k >= order.shape[0]:
+        return
+    i = order[k]
+    px, py, pz = pos[i, 0], pos[i, 1], pos[i, 2]
+    vx, vy, vz = vel[i, 0], vel[i, 1], vel[i, 2]
+    qw, qx, qy, qz = quat[i, 0], quat[i, 1], quat[i, 2], quat[i, 3]
+    ids_to[k] = ids[i]
+    pos_to[k, 0], pos_to[k, 1], pos_to[k, 2] = px, py, pz
+    vel_to[k, 0], vel_to[k, 1], vel_to[k, 2] = vx, vy, vz
+    quat_to[k, 0], quat_to[k, 1], quat_to[k, 2], quat_to[k, 3] = qw, qx, qy, qz
+    cols[k, 0], cols[k, 1], cols[k, 2], cols[k, 3], cols[k, 4], cols[k, 5] = px, py, pz, vx, vy, vz
+    cols[k, 6] = ids[i]
+    hx, hy, hz = heading(qw, qx, qy, qz, vx, vy, vz, from_velocity)
+    heads[0, k], heads[1, k], heads[2, k] = hx, hy, hz
+
+
+@cuda.jit
+def hunting(pred_pos, pred_vel, pred_quat, hunters, pos, ids, box, flags, first_failed, call_step, speed, dt,
+            cos_max, cos_half, sin_half):  # fmt: skip
+    """The predators' step (one thread: they are few), from the boids' start-of-step positions
+    (rows ``pos``, public indices ``ids``), after keeping where they were in ``hunters``, which
+    the boids flee from (the CPU engine's :func:`flock3d.core.kernel.hunt`). Nothing moves after
+    a step of the call that failed, as in the generated step."""
+    if cuda.grid(1) != 0 or first_failed[0] < call_step:
+        return
+    for k in range(pred_pos.shape[0]):
+        hunters[k, 0], hunters[k, 1], hunters[k, 2] = pred_pos[k, 0], pred_pos[k, 1], pred_pos[k, 2]
+    periodic, wraps, planar = flags[0], flags[1], flags[2]
+    hunt(pred_pos, pred_vel, pred_quat, pos, ids, box, periodic, wraps, planar, speed, dt, cos_max, cos_half,
+         sin_half)  # fmt: skip

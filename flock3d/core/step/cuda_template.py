@@ -1,0 +1,64 @@
+"""The skeleton of a GPU step: one CUDA thread a boid, with named holes.
+
+:mod:`flock3d.core.step.cuda_generate` copies :func:`advance` into a layout's module and
+fills each ``hole(NAME)`` line as :mod:`flock3d.core.step.generate` fills the CPU template's
+(the same term lines: each term's numba components compile as CUDA device functions), then
+compiles it as a kernel (``flock3d debug step SCENE --engine gpu`` prints the whole module).
+The grid, the sort by cell and the gather before it are :mod:`flock3d.core.gpu.kernels`.
+
+The holes are the CPU template's: ``values`` (the numbers read from ``pv``), ``species``,
+``boid`` (the desired velocity staged, its pair loop running over the candidate runs of
+:func:`flock3d.core.gpu.cells.candidate_run`) and ``turn`` (the turn, the move and its check,
+:func:`flock3d.core.kernel.turn_rows` and ``move_rows`` on a batch of one). The module's
+imports below are copied into every generated module.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+
+from flock3d.core.gpu.cells import RUNS, candidate_run, cell_of
+from flock3d.core.gpu.device import cuda, jit_options
+from flock3d.core.kernel import OK, STAGED, clamp_speed, image, move_rows, record, turn_rows
+
+
+def hole(name: str, *values: str) -> None:
+    """A place the generator fills (never called: a template function is never run as it is)."""
+    raise RuntimeError(f"the template's hole {name!r} was not filled")
+
+
+def advance(cols, heads, ids, quat, pos, vel, start, gf, gi, pv, flags, box, sides, hunters, status, first_failed,
+            call_step, now, seed, step_count):  # fmt: skip
+    """Step ``call_step`` of a call for the boid of thread k: row k of the state sorted by (cell, index).
+
+    It reads the start-of-step state every boid reads (``cols`` (N, 8): positions, velocities
+    and indices; ``heads`` (3, N): headings) and its own row of ``quat``, and writes its new
+    state to row k of ``pos``, ``vel`` and ``quat`` (a boid whose step fails keeps the row the
+    gather wrote). ``hunters``: the predators' start-of-step positions. A failure is recorded in its row of ``status`` (N, 3), and the first step of
+    the call that failed in ``first_failed`` (1,), an atomic minimum of integers; a step after
+    it moves no boid.
+    """
+    k = cuda.grid(1)
+    if k >= ids.shape[0] or first_failed[0] < call_step:
+        return
+    hole("values", "reach")
+    periodic, wraps, planar, mesh = flags[0], flags[1], flags[2], flags[3]
+    i, t, slot = k, k, 0  # its row, its row of status, its column in a batch of one
+    boid = ids[k]
+    px, py, pz = cols[k, 0], cols[k, 1], cols[k, 2]
+    vx, vy, vz = cols[k, 3], cols[k, 4], cols[k, 5]
+    fx, fy, fz = heads[0, k], heads[1, k], heads[2, k]
+    qw, qx, qy, qz = quat[i, 0], quat[i, 1], quat[i, 2], quat[i, 3]
+    cx, cy, cz = cell_of(px, py, pz, gf, gi)  # its candidates: the runs around this cell
+    bx, by, bz, bvx, bvy, bvz, bid = cols[:, 0], cols[:, 1], cols[:, 2], cols[:, 3], cols[:, 4], cols[:, 5], cols[:, 6]  # fmt: skip
+    staged = cuda.local.array((STAGED, 1), numba.float64)
+    turned = cuda.local.array((7, 1), numba.float64)
+    failed_rows = cuda.local.array(1, numba.boolean)
+    hole("species")  # with species: the boid's species, and its own values
+    hole("boid")  # the boid's desired velocity, staged
+    hole("turn")  # it turns, moves, settles and is written
+    if failed_rows[0]:
+        cuda.atomic.min(first_failed, 0, call_step)

@@ -1,0 +1,150 @@
+"""``engine="gpu"``: a flock stepped on an NVIDIA GPU (numba-cuda), its state kept on the device.
+
+:class:`GpuEngine` is what a :class:`~flock3d.Flock` made with ``engine="gpu"`` steps with. The
+state lives on the device between steps; ``step(n)`` reads back one flag. The flock's public
+arrays (``positions``, ``velocities``, ``orientations``, the predators') are copied back when
+they are read after a step, and what was read (and may have been edited) is copied to the
+device again before the next: so read them through the flock, not through a reference kept
+from before a step.
+
+It runs the boids model's synchronous update with metric neighbours, every term that needs no
+world data, species and every arena, in float64; it refuses the rest in one line
+(:class:`~flock3d.errors.GpuError`), and says what is missing where it cannot run at all.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from flock3d.core.assemble import StepStatus, layout_of
+from flock3d.core.params import Params
+from flock3d.core.state import FlockState, check_state
+from flock3d.errors import GpuError
+
+__all__ = ["GpuEngine", "refusal", "kernel_source"]
+
+_SYNCED = ("positions", "velocities", "orientations", "predator_positions", "predator_velocities",
+           "predator_orientations")  # fmt: skip
+
+
+def refusal(params: Params, rules: Sequence = (), forces: Sequence = ()) -> str:
+    """Why the GPU engine does not run a flock of ``params`` (with ``rules``, ``forces``) yet, in one
+    line ("" when it does)."""
+    from flock3d.core.step.cuda_generate import unsupported
+
+    lacking = unsupported(layout_of(params, rules, forces))
+    if not lacking:
+        return ""
+    return f"the GPU engine does not run {', '.join(lacking)} yet (engine 'fast' does)"
+
+
+def kernel_source(params: Params, rules: Sequence = (), forces: Sequence = ()) -> tuple[str, list[str]]:
+    """The generated GPU step of a flock of ``params`` and the names of the values it reads (what
+    ``flock3d debug step --engine gpu`` prints). Needs no numba-cuda."""
+    from flock3d.core.step.cuda_generate import generate
+
+    why = refusal(params, rules, forces)
+    if why:
+        raise GpuError(why)
+    return generate(layout_of(params, rules, forces))
+
+
+class GpuEngine:
+    """The device state of one flock, and its steps.
+
+    Raises:
+        GpuError: numba-cuda, the driver or a device is missing (the message says how to install
+            it), or the flock has something the GPU engine does not run yet (named).
+    """
+
+    def __init__(
+        self, params: Params, state: FlockState, rules: Sequence = (), forces: Sequence = ()
+    ) -> None:
+        from flock3d.core.gpu.device import missing  # imports numba-cuda: only for a GPU flock
+
+        why = missing() or refusal(params, rules, forces)
+        if why:
+            raise GpuError(why)
+        from flock3d.core.gpu.engine import DeviceFlock
+
+        self.device = DeviceFlock(len(state))
+        self.device_newer = False  # the device holds steps the host arrays lack
+        self.host_newer = True  # the host arrays were read (maybe edited) since the last upload
+        self.state = DeviceState.of(state, self)
+
+    def pull(self) -> None:
+        """Copy the device's state into the host arrays, if it is newer."""
+        if self.device_newer:
+            arrays = self.state.__dict__
+            self.device.download(*(arrays[name] for name in _SYNCED))
+            self.device_newer = False
+        self.host_newer = True  # the caller may edit what it reads
+
+    def step(
+        self, params: Params, n: int, seed: int, rules: Sequence = (), forces: Sequence = ()
+    ) -> StepStatus:
+        """Up to ``n`` steps of ``params.dt`` on the device (the flock's clock advanced by the steps
+        done); stops after a step that fails."""
+        why = refusal(params, rules, forces)  # params may have changed since the flock was made
+        if why:
+            raise GpuError(why)
+        from flock3d.core.gpu.engine import stepper
+
+        state = self.state
+        if self.host_newer:
+            check_state(state, params)
+            self.device.upload(state, params)
+            self.host_newer = False
+        time0, clock0 = state.clock(params.dt)
+        status = self.device.advance(stepper(layout_of(params)), params, int(n), time0, clock0,
+                                     int(state.step_count), int(seed))  # fmt: skip
+        self.device_newer = self.device_newer or status.steps > 0
+        state.advance_clock(status.steps, params.dt)
+        return status
+
+
+def _synced(name: str) -> property:
+    """A state array that is copied back from the device when read after a step."""
+
+    def get(self: DeviceState) -> np.ndarray:
+        engine = self.__dict__.get("_engine")
+        if engine is not None:
+            engine.pull()
+        return self.__dict__[name]
+
+    def put(self: DeviceState, value: np.ndarray) -> None:
+        engine = self.__dict__.get("_engine")
+        if engine is not None:
+            engine.pull()  # the others' latest state first: the whole state goes up again
+        self.__dict__[name] = value
+
+    return property(get, put, doc=f"(synced with the device) {name}")
+
+
+class DeviceState(FlockState):
+    """A :class:`FlockState` whose boid arrays the GPU engine keeps on the device between steps."""
+
+    positions = _synced("positions")
+    velocities = _synced("velocities")
+    orientations = _synced("orientations")
+    predator_positions = _synced("predator_positions")
+    predator_velocities = _synced("predator_velocities")
+    predator_orientations = _synced("predator_orientations")
+
+    @classmethod
+    def of(cls, state: FlockState, engine: Any) -> DeviceState:
+        """``state``'s arrays (the same objects), synced with ``engine``'s device state."""
+        out = cls.__new__(cls)
+        out.__dict__.update(state.__dict__)
+        out.__dict__["_engine"] = engine
+        return out
+
+    def __len__(self) -> int:  # no copy back for a count
+        return self.__dict__["positions"].shape[0]
+
+    @property
+    def n_predators(self) -> int:
+        return self.__dict__["predator_positions"].shape[0]

@@ -1,0 +1,82 @@
+"""Compile every GPU kernel to PTX (sm_90) without a GPU: what numba-cuda's typing and NVVM say
+of them, which the CUDA simulator (Python) cannot tell.
+
+Needs NVVM and NVRTC (flock3d[gpu]'s CUDA wheels), not a device; exits with status 3 where they
+are missing. Run as a script, in a process of its own (numba-cuda as it is, no simulator):
+
+    python tests/gpu_ptx.py      # one line a kernel: ok, or FAIL and why
+"""
+
+from __future__ import annotations
+
+import sys
+
+import numba.cuda.dispatcher
+from numba import cuda
+from numba import types as T
+
+from flock3d import Params
+from flock3d.core.assemble import layout_of
+from flock3d.core.gpu import engine, kernels
+from flock3d.core.params import Species
+
+CC = (9, 0)
+F1, F2, I1, I2, B1 = T.float64[::1], T.float64[:, ::1], T.int64[::1], T.int64[:, ::1], T.boolean[::1]
+f8, i8 = T.float64, T.int64
+#: The fixed kernels' argument types, as the engine launches them.
+FIXED = {
+    "bounds_partial": (F2, F2),
+    "bounds_grid": (F2, f8, f8, F1, I1),
+    "count_cells": (F2, F1, I1, I1, I1),
+    "scan_blocks": (I1, I1, I1, i8),
+    "add_offsets": (I1, I1, i8),
+    "scatter": (I1, I1, I1, I1),
+    "sort_cells": (I1, I1, I1, i8),
+    "gather": (I1, I1, F2, F2, F2, I1, F2, F2, F2, F2, F2, T.boolean),
+    "hunting": (F2, F2, F2, F2, F2, I1, F1, B1, I1, i8, f8, f8, f8, f8, f8),
+}
+#: The generated step's argument types (flock3d.core.step.cuda_template.advance).
+STEP = (F2, F2, I1, F2, F2, F2, I1, F1, I1, F1, B1, F1, F1, F2, I2, I1, i8, f8, i8, i8)
+#: Layouts whose generated step is compiled: each arena, term and option the GPU engine runs.
+SCENES = {
+    "sphere, wander, containment": Params(count=50, wander=5.0, containment=40.0),
+    "box": Params(count=50, arena_shape="box", containment=40.0),
+    "periodic": Params(count=50, arena_shape="periodic", arena_radius=8.0),
+    "periodic 2D": Params(count=50, arena_shape="periodic", arena_radius=8.0, dimensions=2),
+    "open, predators": Params(count=50, arena_shape="none", predator_count=2),
+    "chain": Params(count=50, combine="chain"),
+    "mesh turn limit, roost": Params(count=50, turn_limit="mesh", roost_weight=2.0),
+    "species": Params(species=[Species("a", 10), Species("b", 10, fov=120.0, sees=("b",))]),
+}
+
+
+class _Device:
+    compute_capability = CC
+
+
+def main() -> int:
+    # A device function asks the current device for its compute capability: there is none here.
+    numba.cuda.dispatcher.get_current_device = _Device
+    try:
+        cuda.compile_ptx(kernels.add_offsets.py_func, FIXED["add_offsets"], cc=CC)
+    except Exception as error:  # noqa: BLE001 - no NVVM or NVRTC: nothing to compile with
+        print(f"no CUDA compiler: {type(error).__name__}: {str(error).splitlines()[0]}")
+        return 3
+    failed = 0
+    jobs = [(name, getattr(kernels, name).py_func, sig) for name, sig in FIXED.items()]
+    jobs += [
+        (f"step: {name}", engine.stepper(layout_of(p)).module.advance.py_func, STEP)
+        for name, p in SCENES.items()
+    ]
+    for name, fn, sig in jobs:
+        try:
+            cuda.compile_ptx(fn, sig, cc=CC)
+            print(f"ok {name}", flush=True)
+        except Exception as error:  # noqa: BLE001 - each kernel's own verdict
+            failed += 1
+            print(f"FAIL {name}: {type(error).__name__}: {str(error)[:2000]}", flush=True)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

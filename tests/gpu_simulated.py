@@ -1,0 +1,127 @@
+"""The GPU engine's scenes against the reference engine, run under numba's CUDA simulator.
+
+Run as a script, in a process of its own, because the simulator must be chosen before numba is
+imported (``NUMBA_ENABLE_CUDASIM=1``) and runs flock3d's numba components as Python
+(``NUMBA_DISABLE_JIT=1``), neither of which the test processes may have. For each case it
+names it prints one JSON line: the largest differences from the reference engine after its
+steps, whether a second GPU run was bit for bit the same, and the seconds it took.
+
+    NUMBA_ENABLE_CUDASIM=1 NUMBA_DISABLE_JIT=1 python tests/gpu_simulated.py defaults box ...
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+import warnings
+
+import numpy as np
+
+from flock3d import Flock, Params
+from flock3d.core.params import Species
+
+SMALL = dict(count=60, arena_radius=6.0)
+#: The fast engine's agreement scenes (tests/test_kernel.py's AGREEMENT_CASES), as they are.
+AGREEMENT = {
+    "defaults": Params(**SMALL),
+    "narrow fov, slow turns": Params(**SMALL, fov=60.0, max_turn_rate=30.0),
+    "360 fov, unlimited turns": Params(**SMALL, fov=360.0, max_turn_rate=float("inf")),
+    "min_speed 0, strong rules": Params(**SMALL, min_speed=0.0, separation=80.0, alignment=9.0, cohesion=4.0),
+    "global perception": Params(**SMALL, view_distance=float("inf"), separation_distance=2.0),
+    "offset arena, tight confinement": Params(
+        **SMALL, arena_center=(5.0, -3.0, 2.0), confinement=40.0, confinement_start=0.3
+    ),
+}
+#: Each arena, term and option the GPU engine runs, at a density where boids see several others.
+CASES = {
+    **AGREEMENT,
+    "box, containment": Params(**SMALL, arena_shape="box", containment=40.0),
+    "sphere, containment": Params(**SMALL, containment=40.0, confinement_start=0.5),
+    "periodic": Params(count=120, arena_radius=8.0, arena_shape="periodic"),
+    "periodic, 2 cells a side": Params(count=60, arena_radius=3.0, view_distance=2.5, arena_shape="periodic"),
+    "periodic 2D": Params(count=60, arena_radius=6.0, arena_shape="periodic", dimensions=2),
+    "wrap": Params(count=60, arena_radius=5.0, arena_shape="wrap"),
+    "open space": Params(**SMALL, arena_shape="none"),
+    "wander": Params(**SMALL, wander=10.0),
+    "chain": Params(**SMALL, combine="chain"),
+    "falloff, mean forms": Params(
+        **SMALL, separation_falloff="quadratic", alignment_form="mean", empty_mean="zero"
+    ),
+    "own neighbourhoods": Params(**SMALL, separation_fov=120.0, alignment_distance=3.0, cohesion_fov=200.0),
+    "mesh turn limit": Params(**SMALL, turn_limit="mesh"),
+    "roost": Params(**SMALL, roost=(1.0, 0.0, 2.0), roost_radius=2.0, roost_weight=5.0, roost_altitude=0.5),
+    "predators": Params(**SMALL, predator_count=2),
+    "species": Params(
+        arena_radius=6.0,
+        species=[
+            Species("a", 30, separation=60.0, max_speed=5.0, sees=("a",)),
+            Species("b", 30, alignment=8.0, fov=180.0, coheres=("a", "b")),
+        ],
+    ),
+}
+STEPS = 3
+#: The cases whose GPU run is run twice, to be compared bit for bit.
+REPEATED = ("defaults", "periodic", "species")
+#: Cases of what a caller does between steps, each run by both engines (see :func:`scripted`).
+SCRIPTED = ("edited between steps", "blow-up")
+
+
+def scripted(name: str, engine: str) -> tuple[Flock, str]:
+    """A flock of ``engine`` taken through case ``name``, and the error its last step raised ("")."""
+    flock = Flock(CASES["defaults"], seed=7, engine=engine)
+    try:
+        if name == "edited between steps":  # what a caller writes into the public arrays is stepped
+            flock.step(1)
+            flock.positions[3] += 0.5
+            flock.velocities[5] *= 0.5
+            flock.step(2)
+        else:  # a boid set to a non-finite place: its step fails, the others move
+            flock.step(1)
+            flock.positions[4] = np.nan
+            flock.step(2)
+    except Exception as error:  # noqa: BLE001 - the message is what is compared
+        return flock, f"{type(error).__name__}: {error}"
+    return flock, ""
+
+
+def run(name: str) -> dict:
+    """Case ``name``: the GPU engine's run (twice for REPEATED) and the reference engine's."""
+    start = time.perf_counter()
+    if name in SCRIPTED:
+        (gpu, gpu_error), (ref, ref_error) = scripted(name, "gpu"), scripted(name, "reference")
+        again = None
+    else:
+        gpu, ref = Flock(CASES[name], seed=7, engine="gpu"), Flock(CASES[name], seed=7, engine="reference")
+        again = Flock(CASES[name], seed=7, engine="gpu") if name in REPEATED else None
+        for flock in (gpu, ref, again) if again is not None else (gpu, ref):
+            flock.step(STEPS)
+        gpu_error = ref_error = ""
+    dots = np.abs(np.sum(gpu.orientations * ref.orientations, axis=1))
+    return {
+        "case": name,
+        "positions": float(np.nan_to_num(np.abs(gpu.positions - ref.positions)).max(initial=0.0)),
+        "same non-finite": bool(np.array_equal(np.isfinite(gpu.positions), np.isfinite(ref.positions))),
+        "velocities": float(np.abs(gpu.velocities - ref.velocities).max(initial=0.0)),
+        "orientations": float(np.abs(dots - 1.0).max(initial=0.0)),
+        "predators": float(np.abs(gpu.predator_positions - ref.predator_positions).max(initial=0.0)),
+        "clock": [gpu.time == ref.time, gpu.step_count == ref.step_count],
+        "steps": gpu.step_count,
+        "errors": [gpu_error, ref_error],
+        "repeatable": None
+        if again is None
+        else bool(
+            np.array_equal(gpu.positions, again.positions)
+            and np.array_equal(gpu.velocities, again.velocities)
+            and np.array_equal(gpu.orientations, again.orientations)
+        ),  # fmt: skip
+        "seconds": time.perf_counter() - start,
+    }
+
+
+if __name__ == "__main__":
+    # The branch-free pair loop divides by a boid's zero distance to itself and drops the result:
+    # compiled code says nothing, Python warns.
+    warnings.simplefilter("ignore", RuntimeWarning)
+    for case in sys.argv[1:]:
+        print(json.dumps(run(case)), flush=True)

@@ -1,0 +1,149 @@
+"""The GPU engine (engine="gpu"): equal to the reference engine under numba's CUDA simulator,
+the same bit for bit run after run, and one line for what it cannot run (here: no device).
+
+The simulator must be chosen before numba is imported, and it hands the kernels' arrays to
+flock3d's numba components as Python objects, which compiled code cannot take: so the cases run
+in a process of their own with NUMBA_ENABLE_CUDASIM=1 and NUMBA_DISABLE_JIT=1
+(``gpu_simulated.py``), one process for the quick cases together; the test processes keep
+their compiled engines. At 60 to 120 boids and 3 steps a case takes 1 to 4 s there.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from gpu_simulated import CASES, REPEATED, SCRIPTED
+from helpers import assert_clean_failure, flock3d, process_env
+
+from flock3d import Flock, Params
+from flock3d.core.gpu.device import missing
+from flock3d.core.params import Attractor, Object, Species
+from flock3d.errors import GpuError
+from flock3d.gpu import kernel_source, refusal
+
+HERE = Path(__file__).parent
+needs_numba_cuda = pytest.mark.skipif(
+    importlib.util.find_spec("numba_cuda") is None, reason="numba-cuda is not installed (flock3d[gpu])"
+)
+#: The cases run together in the quick suite; the rest are marked slow.
+QUICK = ("defaults", "box, containment", "periodic", "periodic, 2 cells a side", "periodic 2D", "wander",
+         "chain", "species", "predators", *SCRIPTED)  # fmt: skip
+
+
+def simulated(*cases: str) -> dict[str, dict]:
+    """Each case's row of ``gpu_simulated.py``, run under the CUDA simulator."""
+    out = subprocess.run(
+        [sys.executable, str(HERE / "gpu_simulated.py"), *cases],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=HERE,
+        env=process_env({"NUMBA_ENABLE_CUDASIM": "1", "NUMBA_DISABLE_JIT": "1"}),
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    return {row["case"]: row for row in map(json.loads, out.stdout.splitlines())}
+
+
+@pytest.fixture(scope="module")
+def quick() -> dict[str, dict]:
+    return simulated(*QUICK)
+
+
+@needs_numba_cuda
+@pytest.mark.parametrize(
+    "case", [c if c in QUICK else pytest.param(c, marks=pytest.mark.slow) for c in [*CASES, *SCRIPTED]]
+)
+def test_the_gpu_engine_equals_the_reference_engine(case, request):
+    row = request.getfixturevalue("quick")[case] if case in QUICK else simulated(case)[case]
+    assert row["positions"] < 1e-9 and row["velocities"] < 1e-9, row
+    assert row["orientations"] < 1e-9 and row["predators"] < 1e-9, row  # as rotations (q and -q are one)
+    assert row["clock"] == [True, True], row
+    assert row.get("same non-finite", True), row
+    gpu_error, ref_error = row["errors"]
+    assert gpu_error == ref_error  # a failed step: the same message, the same state after it
+    if case == "blow-up":
+        assert gpu_error.startswith("SimulationError: step 2, boid 4: its position was already non-finite")
+        assert row["steps"] == 2  # the call stopped after the step that failed
+    else:
+        assert row["steps"] == 3
+
+
+@needs_numba_cuda
+@pytest.mark.parametrize("case", REPEATED)
+def test_a_gpu_run_is_the_same_bit_for_bit_run_after_run(case, quick):
+    # Each boid sums its neighbours in the order of (cell, index): the sort's atomic slots are
+    # put back in that order, and no floating-point sum is atomic.
+    assert quick[case]["repeatable"] is True
+
+
+@pytest.mark.parametrize(
+    "params, named",
+    [
+        (Params(count=20, model="couzin", arena_shape="none"), "the couzin model"),
+        (Params(count=20, update="sequential"), "update = 'sequential'"),
+        (Params(count=20, neighbours=7), "topological neighbours"),
+        (Params(count=20, attractors=[Attractor((0, 0, 0), 1.0)]), "attractors"),
+        (
+            Params(count=20, arena_shape="none", objects=[Object("plane", position=(0.0, -6.0, 0.0))]),
+            "objects",
+        ),
+        (Params(count=20, flight="aerodynamic"), "aerodynamic flight"),
+    ],
+)
+def test_what_the_gpu_engine_does_not_run_yet_is_named_in_one_line(params, named):
+    line = refusal(params)
+    assert named in line and line.endswith("yet (engine 'fast' does)") and "\n" not in line
+    with pytest.raises(GpuError, match="does not run"):
+        kernel_source(params)
+
+
+def test_every_boids_term_without_world_data_runs_on_the_gpu():
+    params = Params(count=20, wander=5.0, containment=10.0, combine="chain", predator_count=1,
+                    roost_weight=1.0, species=[Species("a", 10), Species("b", 10, fov=120.0)])  # fmt: skip
+    assert refusal(params) == ""
+    source, names = kernel_source(params)
+    terms = ("separation", "alignment", "cohesion", "confinement", "containment", "wander", "flee", "roost")
+    assert all(f"{term}_term." in source for term in terms)
+    assert "clamp_speed(" in source and "candidate_run(" in source and "reach" in names
+
+
+def test_debug_step_prints_the_gpu_kernel_and_refuses_in_one_line():
+    out = flock3d("debug", "step", "default", "--engine", "gpu")
+    assert out.returncode == 0, out.stderr
+    assert "@_kernel\ndef advance(" in out.stdout and "cuda.grid(1)" in out.stdout
+    assert "separation_term.inverse(" in out.stdout and "# pv, the values it reads" in out.stdout
+    refused = flock3d("debug", "step", "default", "--engine", "gpu", "--set", "sim.update=sequential")
+    assert_clean_failure(refused, "the GPU engine does not run update = 'sequential' yet")
+    assert len(refused.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.skipif(missing() == "", reason="a CUDA device is at hand")
+def test_without_a_device_the_gpu_engine_says_what_is_missing_and_how_to_install():
+    out = flock3d("run", "default", "--engine", "gpu", "--steps", "2")
+    assert_clean_failure(out, 'pip install "flock3d[gpu]"')
+    assert len(out.stderr.strip().splitlines()) == 1 and "GPU" in out.stderr
+    with pytest.raises(GpuError, match="flock3d\\[gpu\\]"):
+        Flock(Params(count=10), engine="gpu")
+
+
+def test_an_unknown_engine_lists_the_gpu():
+    with pytest.raises(ValueError, match="'fast', 'reference' or 'gpu'"):
+        Flock(Params(count=10), engine="cuda")
+
+
+@needs_numba_cuda
+@pytest.mark.slow
+def test_every_kernel_compiles_for_a_gpu():
+    # The simulator runs kernels as Python: what numba-cuda cannot type or lower for a device
+    # (np.rint had no lowering) shows only when they are compiled, which needs NVVM, not a GPU.
+    script = [sys.executable, str(HERE / "gpu_ptx.py")]
+    out = subprocess.run(script, capture_output=True, text=True, timeout=900, cwd=HERE, env=process_env())
+    if out.returncode == 3:
+        pytest.skip(out.stdout.strip())
+    assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-2000:]
+    assert out.stdout.count("ok ") == 17
