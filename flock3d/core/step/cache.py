@@ -94,7 +94,7 @@ _core_digest: str | None = None
 #: The core's modules whose compiled functions a generated step calls or inlines (with every
 #: term module): numba's cache of a step is only valid with the code it compiled in.
 _COMPILED_IN = ("kernel/*.py", "components.py", "neighbors.py", "noise.py", "quaternion.py", "geometry.py",
-                "terms/*.py", "objects/*.py", "models/*.py")  # fmt: skip
+                "terms/*.py", "objects/*.py", "models/*.py", "gpu/*.py")  # fmt: skip
 
 
 def _core_fingerprint() -> str:
