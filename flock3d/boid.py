@@ -8,7 +8,7 @@ import numpy as np
 from pyquaternion import Quaternion
 
 from flock3d.core import quaternion
-from flock3d.core.reference import neighbours, visible
+from flock3d.core.space import neighbours, visible
 from flock3d.core.state import settled_positions, up_axis
 
 if TYPE_CHECKING:
@@ -112,7 +112,7 @@ class Boid:
     def neighbours(self) -> list[Boid]:
         """The boids this one interacts with now, in index order: those it sees (spec step 1)
         of the species it sees, within its adaptive radius, and with topological neighbours
-        only the k nearest (:func:`flock3d.core.reference.neighbours`)."""
+        only the k nearest (:func:`flock3d.core.space.neighbours`)."""
         params = self._flock.params
         radius = self._flock.state.radii[self._index] if params.adaptive else None
         seen = neighbours(self.position, self.forward, self._flock.positions, params, self.species, radius)

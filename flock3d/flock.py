@@ -16,7 +16,6 @@ import numpy as np
 
 from flock3d.boid import Boid
 from flock3d.core import assemble, reference
-from flock3d.core.assemble import Force, PairRule, read_only_copy
 from flock3d.core.fields import spec_of
 from flock3d.core.kernel import Workspace
 from flock3d.core.models import model_of
@@ -31,6 +30,7 @@ from flock3d.core.state import (
     state_from_arrays,
     up_axis,
 )
+from flock3d.core.user_rules import Force, PairRule, read_only_copy
 from flock3d.errors import Flock3dError, SimulationError
 from flock3d.gpu import GpuEngine
 from flock3d.rules import RuleError, check_rules, describe, writes_arguments

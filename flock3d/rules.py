@@ -42,7 +42,7 @@ from typing import Any
 
 import numpy as np
 
-from flock3d.core.assemble import Force, PairRule, describe, read_only_copy
+from flock3d.core.user_rules import Force, PairRule, describe, read_only_copy
 from flock3d.errors import Flock3dError
 
 __all__ = ["force", "pair_rule", "load_rules", "describe", "check_rules", "RuleError", "Force", "PairRule"]

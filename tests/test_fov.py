@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from flock3d import Params
-from flock3d.core.reference import visible
+from flock3d.core.space import visible
 
 from conftest import free_params, hand_flock
 

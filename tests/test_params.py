@@ -214,8 +214,9 @@ def test_a_path_reach_must_not_cover_the_next_waypoint():
 
 
 def test_used_stages_are_the_stages_a_step_assembles_and_rules_join_them_in_place():
-    from flock3d.core.assemble import Force, PairRule, stage_names
+    from flock3d.core.assemble import stage_names
     from flock3d.core.params import STAGES, Attractor, used_stages
+    from flock3d.core.user_rules import Force, PairRule
 
     assert used_stages(Params()) == ["separation", "alignment", "cohesion", "confinement"]
     assert used_stages(Params(arena_shape="periodic", combine="chain")) == [

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from flock3d import Flock, Params
-from flock3d.core import reference
+from flock3d.core import space
 
 from conftest import acceleration, free_params, hand_flock
 
@@ -52,7 +52,7 @@ def test_topological_neighbours_are_the_k_nearest_seen_on_random_flocks(engine, 
         expected = np.mean(positions[chosen] - positions[i], axis=0) if chosen else np.zeros(3)
         np.testing.assert_allclose(a[i], expected, atol=1e-9, err_msg=f"boid {i}")
         # The oracle's own function agrees with the brute force.
-        got = reference.neighbours(positions[i], headings[i], positions, params)
+        got = space.neighbours(positions[i], headings[i], positions, params)
         assert sorted(np.flatnonzero(got)) == chosen
 
 

@@ -10,7 +10,7 @@ import pytest
 from flock3d import Flock, Params, metrics
 from flock3d.core import quaternion
 from flock3d.core.params import Attractor, Obstacle, WaypointPath
-from flock3d.core.reference import visible
+from flock3d.core.space import visible
 
 from conftest import acceleration, free_params, hand_flock
 

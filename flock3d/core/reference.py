@@ -26,21 +26,18 @@ from functools import cached_property
 import numpy as np
 from pyquaternion import Quaternion
 
-from flock3d.core.assemble import Force, PairRule, read_only_copy
 from flock3d.core.params import TERMS, TERMS_BY_NAME, Params, stage_names
+from flock3d.core.space import adapted_radius, neighbours, offsets, unit, visible
 from flock3d.core.state import FlockState, settle, up_axis
 from flock3d.core.status import NOT_FINITE, RULE_NOT_FINITE, RULE_RAISED, RULE_SHAPE
 from flock3d.core.terms.speed import clamped
+from flock3d.core.user_rules import Force, PairRule, read_only_copy
 
 __all__ = [
     "step",
     "agents",
     "constant_speed_move",
     "moved_state",
-    "visible",
-    "neighbours",
-    "nearest_of",
-    "offsets",
     "ReferenceBoid",
     "ReferencePredator",
     "Agent",
@@ -63,112 +60,6 @@ class StepFailure(Exception):
     def __init__(self, code: int, boid: int, term: int = -1, cause: BaseException | None = None):
         super().__init__(f"step failed (code {code}) at boid {boid}, term {term}")
         self.code, self.boid, self.term, self.cause = code, boid, term, cause
-
-
-def offsets(position: np.ndarray, others: np.ndarray, params: Params) -> np.ndarray:
-    """(M, 3) offsets from ``position`` to ``others``; in a periodic arena, to their nearest images."""
-    d = np.asarray(others, dtype=np.float64).reshape(-1, 3) - position
-    if params.arena_shape == "periodic":
-        sides = 2.0 * np.asarray(params.half_extents)
-        axes = slice(0, 2) if params.dimensions == 2 else slice(0, 3)
-        d[:, axes] -= sides[axes] * np.round(d[:, axes] / sides[axes])
-    return d
-
-
-def visible(
-    position: np.ndarray,
-    heading: np.ndarray,
-    others: np.ndarray,
-    params: Params,
-    distance: float | None = None,
-    fov: float | None = None,
-) -> np.ndarray:
-    """Which of ``others`` a boid at ``position`` facing ``heading`` sees (step 1 of the model).
-
-    Args:
-        position: (3,) the looking boid's position.
-        heading: (3,) its unit heading.
-        others: (M, 3) positions of the candidates.
-        params: supplies the perception distance and field of view (and the arena,
-            for the minimum image of a periodic one).
-        distance, fov: a rule's own radius and cone instead of the view's.
-
-    Returns:
-        (M,) bool: ``0 < d < distance`` and the angle between ``heading`` and
-        the offset is at most ``fov / 2``. A coincident boid (d = 0), the
-        looking boid itself included, is never seen.
-    """
-    distance = params.perception_distance if distance is None else distance
-    fov = params.fov if fov is None else fov
-    d = offsets(position, others, params)
-    distances = np.linalg.norm(d, axis=1)
-    in_range = (distances > 0.0) & (distances < distance)
-    if fov >= 360.0:
-        return in_range
-    with np.errstate(invalid="ignore", divide="ignore"):
-        cosines = d @ heading / distances
-    angles = np.degrees(np.arccos(np.clip(cosines, -1.0, 1.0)))
-    return in_range & (angles <= fov / 2.0)
-
-
-def nearest_of(seen: np.ndarray, distances: np.ndarray, k: int | None) -> np.ndarray:
-    """(M,) bool: the k nearest of the boids ``seen`` (all of them when k is None); at equal
-    distances the lower index comes first."""
-    if k is None:
-        return seen
-    candidates = np.flatnonzero(seen)
-    nearest = candidates[np.lexsort((candidates, distances[candidates]))[:k]]
-    keep = np.zeros_like(seen)
-    keep[nearest] = True
-    return keep
-
-
-def neighbours(
-    position: np.ndarray,
-    heading: np.ndarray,
-    positions: np.ndarray,
-    params: Params,
-    species: int = 0,
-    radius: float | None = None,
-) -> np.ndarray:
-    """Which of a flock's boids a boid interacts with: step 1 with the options of perception.
-
-    Args:
-        position, heading: (3,) the boid's position and unit heading.
-        positions: (N, 3) the whole flock (the boid itself included: it is never its own neighbour).
-        params: the flock's parameters.
-        species: the boid's species (``Params.species``), 0 without species.
-        radius: its adaptive radius (``Params.adaptive``) instead of its view distance.
-
-    Returns:
-        (N,) bool: the boids it sees (within its species' view distance, or ``radius``, and
-        cone; for the Couzin model within r_a) of the species it sees, and with
-        ``params.neighbours = k`` only the k nearest of those, the lower index first at
-        equal distances.
-    """
-    seen = visible(position, heading, positions, params.of_species(species), radius)
-    if params.species:
-        kinds = params.species_of_boids
-        seen &= np.array([params.interacts(species, b)[0] for b in range(len(params.species))])[kinds]
-    distances = np.linalg.norm(offsets(position, positions, params), axis=1)
-    return nearest_of(seen, distances, params.neighbours)
-
-
-def adapted_radius(radius: float, position, heading, positions, params: Params, species: int = 0) -> float:
-    """An adaptive radius after one step: nudged by ``params.adaptation`` of the gap towards the
-    distance of the k-th nearest boid seen within the view distance (the view distance when
-    fewer than k are seen there): StarDisplay's radius that holds k neighbours."""
-    seen = neighbours(position, heading, positions, params, species)
-    distances = np.linalg.norm(offsets(position, positions, params), axis=1)[seen]
-    own = params.of_species(species).view_distance
-    target = float(np.max(distances)) if len(distances) == params.neighbours else own
-    return radius + params.adaptation * (target - radius)
-
-
-def unit(v: np.ndarray) -> np.ndarray:
-    """``v`` over its length; the zero vector stays zero."""
-    n = np.linalg.norm(v)
-    return v / n if n > 0.0 else np.zeros(3)
 
 
 def turned(orientation: Quaternion, direction: np.ndarray, max_angle: float) -> Quaternion:

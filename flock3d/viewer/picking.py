@@ -158,7 +158,7 @@ def seen_by(state: FlockState, params: Params, index: int) -> np.ndarray:
     """The boids boid ``index`` interacts with, as the step decides (its view distance or
     adaptive radius, its cone, its species' choice, the k nearest with topological
     neighbours): sorted indices, (K,) int."""
-    from flock3d.core.reference import neighbours
+    from flock3d.core.space import neighbours
 
     forward = quaternion.forward(state.orientations[index : index + 1])[0]
     radius = state.radii[index] if params.adaptive else None

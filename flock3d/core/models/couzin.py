@@ -19,6 +19,7 @@ from flock3d.core import noise
 from flock3d.core.fields import Problem, Spec
 from flock3d.core.kernel import cone_threshold
 from flock3d.core.models import Model, columns
+from flock3d.core.space import neighbours, offsets, unit
 
 ZONE_REPULSION = Spec(
     "zones.repulsion", "radius of the zone of repulsion", unit="units", symbol="r_r", low_open=True,
@@ -115,7 +116,6 @@ class Couzin(Model):
 
 def desired_direction(agent: Any, group: list, params: Any) -> np.ndarray:
     """Repulsion first; else orientation and attraction, averaged when both act (the reference's)."""
-    from flock3d.core.reference import neighbours, offsets, unit
 
     r_r, r_o, _ = params.zone_radii
     positions = np.array([a.position for a in group]).reshape(-1, 3)

@@ -26,6 +26,7 @@ import numpy as np
 from flock3d.core.fields import Problem, Spec
 from flock3d.core.kernel import cone_threshold, inlined
 from flock3d.core.models import Model, columns
+from flock3d.core.space import neighbours, offsets
 
 COUPLING = Spec(
     "cucker_smale.coupling", "coupling strength K of the communication rate psi(r) = K / (1 + r^2)^beta",
@@ -107,7 +108,7 @@ class CuckerSmale(Model):
     def step(self, state, params, seed):
         from pyquaternion import Quaternion
 
-        from flock3d.core.reference import FORWARD, Agent, moved_state, neighbours, offsets, turned
+        from flock3d.core.reference import FORWARD, Agent, moved_state, turned
         from flock3d.core.state import settle
 
         n, positions, velocities = len(state.positions), state.positions, state.velocities

@@ -18,6 +18,7 @@ from flock3d.core import noise
 from flock3d.core.fields import Problem, Spec
 from flock3d.core.kernel import cone_threshold
 from flock3d.core.models import Model, columns
+from flock3d.core.space import neighbours, unit
 
 INERTIA = Spec(
     "ism.inertia", "generalized moment of inertia chi of the spin: s / chi is the bird's angular velocity",
@@ -88,7 +89,7 @@ class InertialSpin(Model):
         it (the heading turns to it at most by the turn limit, none by default)."""
         from pyquaternion import Quaternion
 
-        from flock3d.core.reference import agents, constant_speed_move, moved_state, neighbours, unit
+        from flock3d.core.reference import agents, constant_speed_move, moved_state
 
         group = agents(state)
         chi, eta, dt = params.ism_inertia, params.ism_friction, params.dt

@@ -18,6 +18,7 @@ from flock3d.core import noise
 from flock3d.core.fields import Problem, Spec
 from flock3d.core.kernel import cone_threshold
 from flock3d.core.models import Model, columns
+from flock3d.core.space import adapted_radius, neighbours, unit
 
 POSITION_UPDATES = ("new", "old")
 """The model's move: ``new`` (``x(t+1) = x(t) + v(t+1) dt``, the forward update of Chaté et al.
@@ -81,14 +82,7 @@ class Vicsek(Model):
         (within r, or its k nearest), tilts it by the noise (:func:`noisy`), turns to it (at most
         the turn limit, none by default) and moves at v0 for dt: along its new heading, or with
         ``position_update = "old"`` along the one it had."""
-        from flock3d.core.reference import (
-            adapted_radius,
-            agents,
-            constant_speed_move,
-            moved_state,
-            neighbours,
-            unit,
-        )
+        from flock3d.core.reference import agents, constant_speed_move, moved_state
 
         group, positions = agents(state), state.positions
         moved, radii = [], []

@@ -17,6 +17,7 @@ from flock3d.core.fields import Part, Spec, finite_vector, number_problem, recor
 from flock3d.core.geometry import keyframe_frame
 from flock3d.core.kernel import image
 from flock3d.core.objects import Motion, motion_block, motion_problems, normalise_motion
+from flock3d.core.space import offsets
 from flock3d.core.terms import Term, inlined
 
 
@@ -105,7 +106,6 @@ def attraction(px, py, pz, vx, vy, vz, attractors, max_speed, box, periodic, pla
 
 def seek_reference(boid, target: np.ndarray, weight: float, velocity: np.ndarray, params) -> np.ndarray:
     """Reynolds' seek, readably: steer the velocity towards max_speed straight at ``target``."""
-    from flock3d.core.reference import offsets
 
     offset = offsets(boid.position, target[None], params)[0]
     if not np.any(offset):
@@ -143,7 +143,6 @@ class Attractors(Term):
                 f"{g.v('s_max')}, box, periodic, planar)"]  # fmt: skip
 
     def reference(self, boid, world, velocity, params):
-        from flock3d.core.reference import offsets
 
         total = np.zeros(3)
         for a in params.attractors:

@@ -15,6 +15,7 @@ import numpy as np
 from flock3d.core.fields import Spec
 from flock3d.core.kernel import image
 from flock3d.core.quaternion import turn_limit
+from flock3d.core.space import offsets, visible
 from flock3d.core.terms import Term, inlined
 
 COUNT = Spec("predators.count", "predators chasing the nearest boid", kind="integer", checked=False,
@@ -72,7 +73,6 @@ class Flee(Term):
                 f"{v('flee')}, {v('cone')}, box, periodic, planar)"]  # fmt: skip
 
     def reference(self, boid, world, velocity, params):
-        from flock3d.core.reference import offsets, visible
 
         if not world.predators:
             return np.zeros(3)

@@ -24,6 +24,7 @@ from flock3d.core.fields import (
 )
 from flock3d.core.kernel import image
 from flock3d.core.quaternion import right_of
+from flock3d.core.space import offsets
 from flock3d.core.terms import Term, inlined
 from flock3d.core.terms.attractors import ring
 
@@ -125,7 +126,6 @@ class Obstacles(Term):
                 "planar)"]  # fmt: skip
 
     def reference(self, boid, world, velocity, params):
-        from flock3d.core.reference import offsets
 
         total = np.zeros(3)
         f = boid.heading(params)

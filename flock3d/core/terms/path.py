@@ -23,6 +23,7 @@ from flock3d.core.fields import (
     vector,
 )
 from flock3d.core.kernel import image
+from flock3d.core.space import offsets
 from flock3d.core.terms import Term, inlined
 from flock3d.core.terms.attractors import ring, seek, seek_reference
 
@@ -96,7 +97,6 @@ class Path(Term):
                 "waypoints[i] = wp"]  # fmt: skip
 
     def reference(self, boid, world, velocity, params):
-        from flock3d.core.reference import offsets
 
         points = np.asarray(params.path.points)
         k = boid.waypoint % len(points)
