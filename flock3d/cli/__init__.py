@@ -12,7 +12,7 @@ import argparse
 import sys
 from collections.abc import Callable, Sequence
 
-from flock3d import __version__
+from flock3d._version import __version__
 from flock3d.cli import bench, experiment, infer, metrics, render, run, scenes, sweep
 from flock3d.cli.errors import EXIT_BAD_INPUT, Parser, reported
 from flock3d.core import compiling
