@@ -126,7 +126,8 @@ LAYERS: list[tuple[str, ...]] = [
     ("errors", "_version"),  # what every layer above the core names: the errors, the version
     ("io.meshes", "io.worlds"),  # the world's files: meshes, heightfield images, distance grids
     ("look",),  # how a flock and its world look, numpy only
-    ("flock", "boid", "rules", "runner", "metrics", "inference", "experiments", "plots"),  # the library
+    # the library and the science
+    ("flock", "boid", "rules", "runner", "metrics", "inference", "opacity", "experiments", "plots"),
     ("scene", "io"),  # scene files; trajectories, videos, tables, exports
     ("sweep", "bench"),  # tools that run scenes
     ("viewer",),  # the only package importing vispy/Qt

@@ -17,7 +17,7 @@ from flock3d.metrics.values import array3, finite_mean, measurable, whole_number
 MAX_NEIGHBOURS = 1_000
 
 
-def _directions(dimensions: int, count: int) -> np.ndarray:
+def even_directions(dimensions: int, count: int) -> np.ndarray:
     """(count, 3) unit vectors spread evenly over the sphere (Fibonacci) or the circle."""
     k = np.arange(count) + 0.5
     if dimensions == 2:
@@ -37,7 +37,7 @@ def hull_depth(p: np.ndarray, dimensions: int) -> np.ndarray:
     of a slab's or a box's faces: ``min_k max_j (p_j - p_i) . n_k``.
     """
     axes = principal(p[None])[2][0] if len(p) else np.eye(3)
-    normals = np.concatenate([_directions(dimensions, 64 if dimensions == 2 else 256), axes, -axes])
+    normals = np.concatenate([even_directions(dimensions, 64 if dimensions == 2 else 256), axes, -axes])
     if dimensions == 2:
         normals = normals[np.abs(normals[:, 2]) < 0.5]
     support = np.full(len(normals), -np.inf)
