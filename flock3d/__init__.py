@@ -13,6 +13,7 @@ rules and forces (:func:`pair_rule`, :func:`force`) run in the same compiled ste
 """
 
 from flock3d import metrics
+from flock3d._version import __version__
 from flock3d.boid import Boid
 from flock3d.core import compiling
 from flock3d.core.params import Params
@@ -21,8 +22,6 @@ from flock3d.errors import Flock3dError, SimulationError
 from flock3d.flock import Flock
 from flock3d.rules import RuleError, force, load_rules, pair_rule
 from flock3d.scene import Scene, load_scene
-
-__version__ = "0.1.0"
 
 compiling.watch()  # a compile of seconds says so, from Python as from the command line
 

@@ -90,6 +90,8 @@ import numpy as np
 from flock3d import metrics
 from flock3d.core.neighbors import _find  # the union-find of neighbors.components
 from flock3d.core.params import short_repr
+from flock3d.metrics.periodic import minimum_image, nearest_k, period_of
+from flock3d.metrics.values import array3, measurable, whole_number
 
 __all__ = [
     "MaxentFit",
@@ -338,7 +340,7 @@ def _ranges(n_c_range, n: int) -> np.ndarray:
             raise ValueError(f"a maximum-entropy fit needs at least 3 boids (got {n})")
         return np.arange(1, min(N_C_MAX, n - 1) + 1)
     values = list(n_c_range) if isinstance(n_c_range, Iterable) else [n_c_range]
-    checked = [metrics._whole_number("n_c_range values", value, 1, max(1, n - 1)) for value in values]
+    checked = [whole_number("n_c_range values", value, 1, max(1, n - 1)) for value in values]
     if not checked or any(b <= a for a, b in zip(checked, checked[1:], strict=False)):
         raise ValueError(
             f"n_c_range must be increasing whole numbers from 1 to N - 1 = {n - 1} (got {short_repr(values)})"
@@ -348,7 +350,7 @@ def _ranges(n_c_range, n: int) -> np.ndarray:
 
 def _directions(positions, velocities) -> tuple[np.ndarray, np.ndarray, int]:
     """Positions (N, 3), unit directions (N, 3) and the dimension of space (2 for a planar flock)."""
-    p, v = metrics._array3(positions), metrics._array3(velocities)
+    p, v = array3(positions), array3(velocities)
     if len(p) != len(v):
         raise ValueError(f"positions and velocities must hold the same boids: {len(p)} and {len(v)} rows")
     if len(p) > MAX_BOIDS:
@@ -356,7 +358,7 @@ def _directions(positions, velocities) -> tuple[np.ndarray, np.ndarray, int]:
             f"a maximum-entropy fit takes at most {MAX_BOIDS:,} boids a snapshot (got {len(p):,}): "
             "fit a part of the flock"
         )
-    if not (metrics._measurable(p) and metrics._measurable(v)):
+    if not (measurable(p) and measurable(v)):
         raise ValueError("positions and velocities must be finite (and at most 1e150 in size)")
     speeds = np.linalg.norm(v, axis=1)
     if np.any(speeds == 0.0):
@@ -406,7 +408,7 @@ def _pair_sums(p: np.ndarray, box, r_max: float, bins: int, values: np.ndarray) 
     columns = np.arange(n)
     for start in range(0, n, 256):
         rows = np.arange(start, min(start + 256, n))
-        dist = np.linalg.norm(metrics._minimum_image(p[None, :, :] - p[rows, None, :], box), axis=2)
+        dist = np.linalg.norm(minimum_image(p[None, :, :] - p[rows, None, :], box), axis=2)
         keep = (columns[None, :] > rows[:, None]) & (dist < r_max)
         d = dist[keep]
         b = np.minimum((d * (bins / r_max)).astype(np.int64), bins - 1)
@@ -428,7 +430,7 @@ def _fit_snapshot(p: np.ndarray, s: np.ndarray, dims: int, ranges, box, r_max: f
     """Fit one snapshot: positions p (N, 3) and unit directions s (N, 3) in ``dims`` dimensions."""
     n, transverse = len(p), dims - 1
     sphere = 2.0 * math.pi if transverse == 1 else 4.0 * math.pi  # area of the directions' sphere
-    idx, _ = metrics._nearest_k(p, int(ranges[-1]), box)
+    idx, _ = nearest_k(p, int(ranges[-1]), box)
     aligned = np.einsum("id,ikd->ik", s, s[idx])  # s_i . s_j for the K nearest j of each i
     pieces = _pieces(idx)
     order = _band_order(idx)
@@ -525,8 +527,8 @@ def maxent_frames(
 
 def _fit(snapshots: list, n_c_range, period, bins: int, progress=None) -> MaxentFit:
     """Fit each (positions, velocities) snapshot and combine the fits (see :func:`maxent_frames`)."""
-    bins = metrics._whole_number("bins", bins, 1, metrics.MAX_BINS)
-    box = metrics._period(period)
+    bins = whole_number("bins", bins, 1, metrics.MAX_BINS)
+    box = period_of(period)
     snapshots = [_directions(p, v) for p, v in snapshots]
     if not snapshots:
         raise ValueError("a maximum-entropy fit needs at least one frame (got none)")

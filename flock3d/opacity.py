@@ -25,7 +25,7 @@ import numba
 import numpy as np
 
 from flock3d.core.neighbors import axis_span, build_grid
-from flock3d.metrics import _directions
+from flock3d.metrics.anisotropy import even_directions
 
 __all__ = ["sky_opacity", "view_opacity"]
 
@@ -162,7 +162,7 @@ def view_opacity(
         if not np.all(np.isfinite(eyes)):
             raise ValueError("points must be finite to measure opacity")
         own = np.full(len(eyes), -1)
-    return _blocked(eyes, own, p, radius, _directions(dims, samples))
+    return _blocked(eyes, own, p, radius, even_directions(dims, samples))
 
 
 @numba.njit(cache=True, parallel=True)

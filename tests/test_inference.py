@@ -16,13 +16,14 @@ import flock3d as f3d
 from flock3d import inference, metrics
 from flock3d.core.quaternion import forward
 from flock3d.io import Trajectory, TrajectoryWriter
+from flock3d.metrics.periodic import nearest_k
 from flock3d.scene import Scene
 
 
 def laplacian(positions, n_c, box=None):
     """Lambda of the symmetrized graph of each point's n_c nearest, written out plainly."""
     n = len(positions)
-    idx, _ = metrics._nearest_k(positions, n_c, box)
+    idx, _ = nearest_k(positions, n_c, box)
     m = np.zeros((n, n))
     for i in range(n):
         for j in idx[i]:

@@ -1,4 +1,5 @@
-"""The core needs no display and imports no graphics; imports flow one way."""
+"""The core needs no display and imports no graphics; imports flow one way, through the layers
+README.md states."""
 
 import ast
 import pathlib
@@ -115,3 +116,143 @@ def test_a_command_needing_a_missing_extra_says_which_in_one_line(tmp_path):
         assert out.returncode == 2 and "Traceback" not in out.stderr, (args, out.stderr)
         assert out.stderr.strip().splitlines() == [out.stderr.strip()] and message in out.stderr, out.stderr
     assert not (tmp_path / "s.parquet").exists() and not (tmp_path / "m.png").exists()
+
+
+#: The layers of flock3d, lowest first, as README.md ("Layers") states them: a module imports
+#: from its own layer and the ones before it. A name is a module or a package of flock3d and
+#: stands for everything under it; the longest name that matches a module places it.
+LAYERS: list[tuple[str, ...]] = [
+    ("core",),  # numpy/numba only
+    ("errors", "_version"),  # what every layer above the core names: the errors, the version
+    ("io.meshes", "io.worlds"),  # the world's files: meshes, heightfield images, distance grids
+    ("look",),  # how a flock and its world look, numpy only
+    # the library and the science
+    ("flock", "boid", "rules", "runner", "metrics", "inference", "opacity", "experiments", "plots"),
+    ("scene", "io"),  # scene files; trajectories, videos, tables, exports
+    ("sweep", "bench"),  # tools that run scenes
+    ("viewer",),  # the only package importing vispy/Qt
+    ("cli",),  # the flock3d command
+]
+
+#: Imports inside a function that reach above their module's layer, each for one call that
+#: needs it, with the reason. Any other such import fails :func:`test_imports_flow_one_way`.
+LAZY_UPWARD = {
+    ("flock", "io.export"): "Flock.export writes a live flock through the exporters",
+    ("flock", "viewer.offscreen"): "Flock._repr_png_ draws the flock in a notebook",
+}
+
+
+ROOT_IMPORTED = "flock3d/__init__.py, which imports most of flock3d"
+
+
+def layer_of(module: str) -> int | None:
+    """The index in :data:`LAYERS` of ``module`` (a dotted name under flock3d), None for the
+    package's root (its facade, which imports from every layer)."""
+    name = module.removeprefix("flock3d").removeprefix(".")
+    best = None
+    for index, names in enumerate(LAYERS):
+        for layer_name in names:
+            if (name == layer_name or name.startswith(layer_name + ".")) and (
+                best is None or len(layer_name) > len(best[1])
+            ):
+                best = (index, layer_name)
+    if best is None and name:
+        raise AssertionError(f"flock3d.{name} is in no layer: add it to LAYERS and to README.md")
+    return None if best is None else best[0]
+
+
+def imports_by_place(path: pathlib.Path) -> list[tuple[str, str]]:
+    """(imported module, where) for every flock3d import of ``path``: where is "module" (run on
+    import, class bodies included), "function" (run when called) or "typing" (under
+    ``if TYPE_CHECKING``, never run). ``from flock3d import name`` is the submodule ``name`` when
+    there is one, else the root package itself."""
+    found = []
+
+    def names_of(node) -> list[str]:
+        if isinstance(node, ast.Import):
+            return [alias.name for alias in node.names]
+        if node.module == "flock3d":
+            return [f"flock3d.{a.name}" if (PACKAGE / a.name).exists() or (PACKAGE / f"{a.name}.py").exists()
+                    else "flock3d" for a in node.names]  # fmt: skip
+        return [node.module] if node.module and node.level == 0 else []
+
+    def visit(nodes, where: str) -> None:
+        for node in nodes:
+            if isinstance(node, ast.Import | ast.ImportFrom):
+                found.extend((name, where) for name in names_of(node) if name.split(".")[0] == "flock3d")
+            elif isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+                visit(node.body, "typing")
+                visit(node.orelse, where)
+            elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+                visit(ast.iter_child_nodes(node), "function")
+            else:
+                visit(ast.iter_child_nodes(node), where)
+
+    visit(ast.parse(path.read_text()).body, "module")
+    return found
+
+
+def module_name(path: pathlib.Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def layer_violations() -> list[str]:
+    """One line per import of a module of :data:`PACKAGE` that breaks :data:`LAYERS`."""
+    wrong = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        module = module_name(path)
+        if module == "flock3d":
+            continue  # the facade: `import flock3d` gives the library's names from every layer
+        own = layer_of(module)
+        for name, where in imports_by_place(path):
+            if where == "typing":
+                continue
+            if name == "flock3d":
+                wrong.append(f"{module} imports the package root ({ROOT_IMPORTED})")
+                continue
+            target = layer_of(name)
+            if target <= own:
+                continue
+            short = (module.removeprefix("flock3d."), name.removeprefix("flock3d."))
+            if where == "function" and short in LAZY_UPWARD:
+                continue
+            wrong.append(f"{module} ({where}) imports {name}, a layer above it")
+    return wrong
+
+
+def test_imports_flow_one_way():
+    assert layer_violations() == []
+
+
+def test_nothing_below_the_viewer_imports_it_when_imported():
+    viewer = layer_of("flock3d.viewer")
+    for path in PACKAGE.rglob("*.py"):
+        module = module_name(path)
+        if module == "flock3d" or layer_of(module) >= viewer:
+            continue
+        for name, where in imports_by_place(path):
+            at_import = where == "module"
+            assert not (at_import and layer_of(name) == viewer), f"{module} imports {name} at module level"
+
+
+def test_the_layer_check_catches_an_import_of_the_root_and_of_a_layer_above(tmp_path, monkeypatch):
+    # The check must be able to fail: a module of io naming the package root for its version,
+    # or metrics importing the scene package, are what it exists to catch.
+    io = tmp_path / "flock3d" / "io"
+    io.mkdir(parents=True)
+    (io / "probe.py").write_text("from flock3d import __version__\nfrom flock3d import metrics\n")
+    (tmp_path / "flock3d" / "metrics.py").write_text("from flock3d.scene import Scene\n")
+    monkeypatch.setattr(sys.modules[__name__], "PACKAGE", tmp_path / "flock3d")
+    assert layer_violations() == [
+        f"flock3d.io.probe imports the package root ({ROOT_IMPORTED})",
+        "flock3d.metrics (module) imports flock3d.scene, a layer above it",
+    ]
+
+
+def test_the_readme_states_the_layers_the_test_checks():
+    readme = (PACKAGE.parent / "README.md").read_text()
+    section = readme[readme.index("## Layers") :]
+    for names in LAYERS:
+        line = ", ".join(names)
+        assert line in section, f"README.md's Layers section does not list: {line}"

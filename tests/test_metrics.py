@@ -9,6 +9,8 @@ import pytest
 
 from flock3d import Flock, Params, metrics
 from flock3d.core import neighbors
+from flock3d.metrics.anisotropy import hull_depth
+from flock3d.metrics.periodic import nearest_k
 
 
 def brute_force_nn(p):
@@ -141,7 +143,7 @@ def test_k_nearest_through_the_faces_of_a_periodic_box():
     rng = np.random.default_rng(12)
     box = np.array([5.0, 7.0, 6.0])
     p = rng.uniform(0, 1, (150, 3)) * box
-    idx, dist = metrics._nearest_k(p, 10, box)
+    idx, dist = nearest_k(p, 10, box)
     d = minimum_image_distances(p, box)
     np.fill_diagonal(d, np.inf)
     expected = np.array([np.lexsort((np.arange(len(p)), row))[:10] for row in d])
@@ -526,7 +528,7 @@ def test_anisotropy_of_a_hand_built_flock():
 
 def test_depth_is_the_distance_to_the_border_of_a_ball():
     p = uniform_ellipsoid(20_000, np.array([10.0, 10.0, 10.0]), 3)
-    depth = metrics._depth(p, 3)
+    depth = hull_depth(p, 3)
     np.testing.assert_allclose(depth, 10.0 - np.linalg.norm(p, axis=1), atol=0.35)
 
 

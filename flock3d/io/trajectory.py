@@ -73,7 +73,7 @@ from pathlib import Path
 
 import numpy as np
 
-from flock3d import __version__
+from flock3d._version import __version__
 from flock3d.core.atomic import AtomicFile
 from flock3d.core.params import short_repr
 from flock3d.core.state import FlockState

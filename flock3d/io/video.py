@@ -1,4 +1,5 @@
-"""Writing videos (MP4, H.264) from rendered frames, with the ffmpeg that imageio-ffmpeg bundles.
+"""Writing videos (MP4, H.264) from rendered frames, with the ffmpeg that imageio-ffmpeg bundles,
+and still images (PNG).
 
 The file is written with its index (the ``moov`` atom) at the front ("fast start"),
 so that a player or a browser can start playing before it has the whole file.
@@ -14,15 +15,17 @@ from __future__ import annotations
 
 import signal
 import subprocess
+import sys
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
 
 import numpy as np
 
-from flock3d.core.atomic import AtomicFile
+from flock3d.core.atomic import AtomicFile, atomic_write
 from flock3d.errors import Flock3dError
 
-__all__ = ["VideoWriter"]
+__all__ = ["VideoWriter", "write_image", "write_video"]
 
 
 class VideoWriter:
@@ -130,3 +133,49 @@ class VideoWriter:
                 self._process.wait()
                 self._process = None
             self._file.discard()
+
+
+def write_video(
+    path: str | Path,
+    images: Iterable[np.ndarray],
+    fps: float,
+    *,
+    total: int | None = None,
+    progress: bool | None = None,
+) -> int:
+    """Write ``images``, (H, W, 3) uint8 frames, as an MP4 file played at ``fps`` [frames/s].
+
+    Args:
+        total: the number of images, for the progress bar.
+        progress: a progress bar on stderr (None: only on a terminal).
+
+    Returns:
+        The frames written.
+
+    Raises:
+        Flock3dError: the file could not be written; the file that was there is kept.
+    """
+    from tqdm import tqdm
+
+    bar = tqdm(total=total, unit="frame", file=sys.stderr, disable=None if progress is None else not progress)
+    with bar, VideoWriter(path, fps=fps) as video:
+        for image in images:
+            video.append(image)
+            bar.update()
+    return video.frames
+
+
+def write_image(path: str | Path, image: np.ndarray) -> None:
+    """Write ``image``, (H, W, 3) uint8, as a PNG file.
+
+    Raises:
+        Flock3dError: the file could not be written; the file that was there is kept.
+    """
+    import imageio.v3 as iio
+
+    png = iio.imwrite("<bytes>", image, extension=".png")
+    try:  # encoded in memory first: a full disk fails here, leaving an older image whole
+        with atomic_write(path, "wb") as handle:
+            handle.write(png)
+    except OSError as error:
+        raise Flock3dError(f"{path}: cannot write the image ({error.strerror or error})") from None

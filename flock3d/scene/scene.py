@@ -18,7 +18,7 @@ from typing import Any
 from flock3d.core.atomic import atomic_write
 from flock3d.core.fields import spec_of
 from flock3d.core.models import MODELS_BY_NAME
-from flock3d.core.objects import covered_start_problems, needs_field, scales
+from flock3d.core.objects import covered_start_problems, needs_field
 from flock3d.core.params import Params, Problem, params_problems, short_repr
 from flock3d.errors import Flock3dError
 from flock3d.scene.schema import (
@@ -434,23 +434,11 @@ def _object_file_problems(params: Params) -> tuple[list[str], dict[int, Any] | N
     sampled, or read from the cache, to tell); and the fields they became."""
     if not any(needs_field(o) for o in params.objects):
         return [], None
-    from flock3d.io.meshes import MeshError, object_fields, read_heights, read_mesh
+    from flock3d.io.worlds import read_world
 
-    problems = []
-    for k, o in enumerate(params.objects):
-        try:
-            if o.shape == "mesh":
-                read_mesh(o.file, o.role, scales(o))
-            elif needs_field(o):
-                read_heights(o.image)
-        except MeshError as error:
-            problems.append(f"objects[{k}].{'file' if o.file else 'image'}: {error}")
+    problems, fields = read_world(params)
     if problems:
         return problems, None
-    try:
-        fields = object_fields(params)
-    except MeshError as error:
-        return [str(error)], None
     values = {f.name: getattr(params, f.name) for f in dataclasses.fields(params)}
     return [_key_problem(Problem(*p)) for p in covered_start_problems(values, fields)], fields
 

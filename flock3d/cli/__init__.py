@@ -1,0 +1,69 @@
+"""The ``flock3d`` command.
+
+Each subcommand is a pair of functions in the module of its family: one adds its arguments,
+one runs it by calling the library. Expected failures (bad input, missing files) raise
+:class:`flock3d.errors.Flock3dError` and end as one line on stderr with exit status 2, never
+a traceback (:mod:`flock3d.cli.errors`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Sequence
+
+from flock3d._version import __version__
+from flock3d.cli import bench, experiment, infer, metrics, render, run, scenes, sweep
+from flock3d.cli.errors import EXIT_BAD_INPUT, Parser, reported
+from flock3d.core import compiling
+from flock3d.core.compiling import COMPILING, COMPILING_MEASUREMENTS
+
+__all__ = ["COMMANDS", "COMPILING", "COMPILING_MEASUREMENTS", "EXIT_BAD_INPUT", "build_parser", "main"]
+
+#: Each command's (add its parser, run it), in the order ``flock3d --help`` lists them.
+COMMANDS: dict[str, tuple[Callable, Callable[[argparse.Namespace], int]]] = {
+    "view": (render.add_view, render.run_view),
+    "scenes": (scenes.add_scenes, scenes.run_scenes),
+    "check": (scenes.add_check, scenes.run_check),
+    "run": (run.add_run, run.run_run),
+    "metrics": (metrics.add_metrics, metrics.run_metrics),
+    "render": (render.add_render, render.run_render),
+    "export": (run.add_export, run.run_export),
+    "sweep": (sweep.add_sweep, sweep.run_sweep_command),
+    "experiment": (experiment.add_experiment, experiment.run_experiment_command),
+    "infer": (infer.add_infer, infer.run_infer),
+    "bench": (bench.add_bench, bench.run_bench),
+    "debug": (scenes.add_debug, scenes.run_debug),
+}
+
+#: The commands whose first compile is the measurements', not the step's.
+MEASURING = ("metrics", "infer")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = Parser(
+        prog="flock3d",
+        description="3D flocking: watch, record, render and measure boids.",
+    )
+    parser.add_argument("--version", action="version", version=f"flock3d {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+    for add, run_command in COMMANDS.values():
+        add(sub).set_defaults(run=run_command)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``flock3d`` console script; returns the exit status."""
+    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if not argv:  # a first try: show what there is to do
+        parser.print_help()
+        return 0
+    args = parser.parse_args(argv)
+
+    def run_command() -> int:
+        with compiling.notices(COMPILING_MEASUREMENTS if args.command in MEASURING else COMPILING):
+            return args.run(args)
+
+    return reported(args.command, run_command)

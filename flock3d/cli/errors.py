@@ -1,0 +1,52 @@
+"""How a command ends when it fails: one line on stderr and exit status 2, never a traceback.
+
+Expected failures (bad input, missing files) raise :class:`flock3d.errors.Flock3dError`; an
+output that cannot be written raises :class:`OSError`. Both end here as ``flock3d COMMAND:
+what went wrong``; Ctrl-C ends with status 130, as a shell reports SIGINT.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+
+from flock3d.errors import Flock3dError
+
+#: The exit status of a command refused for its input (or its output's folder, disk, permissions).
+EXIT_BAD_INPUT = 2
+
+#: The exit status of a command stopped by Ctrl-C (128 + SIGINT).
+EXIT_INTERRUPTED = 130
+
+
+class Parser(argparse.ArgumentParser):
+    """An argument parser whose usage errors are one line, like every other error."""
+
+    def error(self, message: str):
+        self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def reported(command: str, run: Callable[[], int]) -> int:
+    """``run()``'s exit status, or :data:`EXIT_BAD_INPUT` after one line naming ``command`` when
+    it fails as expected (:class:`Flock3dError`, :class:`OSError`, :class:`MemoryError`)."""
+    try:
+        return run()
+    except Flock3dError as error:
+        print(f"flock3d {command}: {error}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except OSError as error:  # an output that cannot be written: a full disk, no permission
+        where = f"{error.filename}: " if error.filename else ""
+        print(f"flock3d {command}: {where}{error.strerror or error}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except MemoryError:
+        print(f"flock3d {command}: out of memory (fewer boids?)", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except KeyboardInterrupt:
+        print(f"flock3d {command}: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+
+
+def signal_status(signal_name: str) -> int:
+    """The exit status of a run a signal stopped: 128 + the signal's number, as a shell reports it."""
+    return EXIT_INTERRUPTED if signal_name == "SIGINT" else 143

@@ -1,0 +1,117 @@
+"""What the options name, resolved and checked before any work: the scene, the rules file,
+the files to write and the extras a command needs."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+from pathlib import Path
+
+from flock3d.errors import Flock3dError
+
+#: The extras of ``pip install flock3d[...]`` and the modules each brings, by import name.
+EXTRAS: dict[str, tuple[str, ...]] = {
+    "viewer": ("vispy", "OpenGL", "PySide6", "imageio", "imageio_ffmpeg"),
+    "plot": ("matplotlib",),
+    "sweep": ("dask", "distributed", "pandas", "pyarrow"),
+}
+
+
+def require(extra: str, modules: Sequence[str] | None = None, option: str = "") -> None:
+    """Stop with one line naming the extra to install when a module the command needs is missing.
+
+    Checked before importing anything of the viewer or Dask, whose imports would fail
+    with a traceback. ``modules``: the ones needed, if not all of the extra's;
+    ``option``: the option that needs them, if not the command itself.
+    """
+    import importlib.util
+
+    missing = [m for m in modules or EXTRAS[extra] if importlib.util.find_spec(m) is None]
+    if missing:
+        raise Flock3dError(
+            f"{option + ' ' if option else ''}needs the {extra} extra (missing {', '.join(missing)}): "
+            f"python -m pip install 'flock3d[{extra}]'"
+        )
+
+
+def rules_from(args: argparse.Namespace) -> tuple[tuple, tuple]:
+    """The (rules, forces) of the --rules file, or none."""
+    if getattr(args, "rules", None) is None:
+        return (), ()
+    from flock3d.rules import load_rules
+
+    return load_rules(args.rules)
+
+
+def rule_names(rules, forces) -> list[str]:
+    return [r.name for r in rules] + [f.name for f in forces]
+
+
+def rules_line(rules, forces) -> str:
+    names = rule_names(rules, forces)
+    return f"rules: {', '.join(names)}" if names else ""
+
+
+def check_rules(rules, forces) -> None:
+    """Refuse broken rules here, in one line, as a run would before its first step."""
+    if rules or forces:
+        from flock3d.rules import check_rules
+
+        check_rules(rules, forces)
+
+
+def scene_from(args: argparse.Namespace, name: str | None, rules: tuple[tuple, tuple] | None = None):
+    """The scene named on the command line, with its --set overrides and --seed applied.
+
+    ``rules``: the (rules, forces) it will run with (:func:`rules_from`), so that its
+    rules.order is checked against their names here, in one line, rather than when the
+    flock is made.
+    """
+    from flock3d.scene import resolve_scene
+
+    names = None if rules is None else rule_names(*rules)
+    scene = resolve_scene(name, overrides=args.set, rule_names=names)
+    return scene if args.seed is None else scene.replace(seed=args.seed)
+
+
+def outputs(args: argparse.Namespace, **suffixes: str) -> dict[str, Path | None]:
+    """The files options ``--NAME=SUFFIX...`` write, checked before any work (None: not asked
+    for); a plot needs the plot extra."""
+    given = {name: getattr(args, name) for name in suffixes}
+    paths = {
+        name: None if path is None else output_path(path, (suffixes[name],), f"--{name}")
+        for name, path in given.items()
+    }
+    if paths.get("plot") is not None:
+        require("plot", option="--plot")
+    return paths
+
+
+def output_path(path: str, suffixes: tuple[str, ...], what: str) -> Path:
+    """Check an output path before any work is done: right suffix, existing folder."""
+    if not path.strip():
+        raise Flock3dError(f"{what} needs a file name")
+    out = Path(path)
+    if out.suffix.lower() not in suffixes:
+        raise Flock3dError(f"{path}: {what} must end in {' or '.join(suffixes)}")
+    if not out.parent.is_dir():
+        raise Flock3dError(f"{path}: folder {out.parent} does not exist")
+    if out.is_dir():
+        raise Flock3dError(f"{path}: is a directory")
+    return out
+
+
+def recorded_scene(traj, command: str):
+    """The scene of a flock3d recording; one line naming the command that reads other files when
+    ``traj`` is an H5MD file from another program."""
+    if traj.scene is None:
+        raise Flock3dError(
+            f"{traj.path}: an H5MD file from another program (no flock3d scene): {command} reads "
+            "flock3d recordings; `flock3d infer maxent` reads this one"
+        )
+    return traj.scene
+
+
+def is_recording(source: str) -> bool:
+    """Whether a SOURCE argument names a recorded trajectory (.h5, .hdf5) rather than a scene."""
+    return Path(source).suffix.lower() in (".h5", ".hdf5")

@@ -1,0 +1,149 @@
+"""The options several commands share: their value types and their declarations.
+
+A type turns one option's text into its value or raises :class:`argparse.ArgumentTypeError`,
+which the parser reports as a one-line usage error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from collections.abc import Callable
+
+from flock3d.errors import Flock3dError
+from flock3d.runner import FRAME_INTERVAL, MAX_STEPS, default_every, steps_for
+
+
+def whole_number(text: str, minimum: int) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text[:30]!r}") from None
+    if value < minimum:
+        raise argparse.ArgumentTypeError(f"must be >= {minimum}, got {value}")
+    return value
+
+
+def step_count(text: str, minimum: int = 0) -> int:
+    value = whole_number(text, minimum)
+    if value > MAX_STEPS:
+        raise argparse.ArgumentTypeError(f"must be at most {MAX_STEPS:,} steps, got {text[:30]}")
+    return value
+
+
+def positive_step_count(text: str) -> int:
+    return step_count(text, 1)
+
+
+def positive_int(text: str) -> int:
+    return whole_number(text, 1)
+
+
+def non_negative_int(text: str) -> int:
+    return whole_number(text, 0)
+
+
+def seed(text: str) -> int:
+    value = whole_number(text, 0)
+    if value >= 2**63:
+        raise argparse.ArgumentTypeError(f"seed must be from 0 to 2**63 - 1, got {text[:30]}")
+    return value
+
+
+def positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"must be a finite number > 0, got {text}")
+    return value
+
+
+def metrics_bound(name: str) -> Callable[[str], int]:
+    """A whole number from 1 to the bound ``name`` of :mod:`flock3d.metrics` (imported when
+    parsing, not to slow every command's start with numba)."""
+
+    def parse(text: str) -> int:
+        from flock3d import metrics
+
+        value, high = positive_int(text), getattr(metrics, name)
+        if value > high:
+            raise argparse.ArgumentTypeError(f"must be at most {high:,}, got {value:,}")
+        return value
+
+    return parse
+
+
+def scene_argument(p: argparse.ArgumentParser, nargs: str | None = None) -> None:
+    p.add_argument(
+        "scene",
+        metavar="SCENE",
+        nargs=nargs,
+        help="a scene file (.toml) or the name of a shipped scene (see `flock3d scenes`)",
+    )
+
+
+def run_arguments(p: argparse.ArgumentParser, scene_only: str = "") -> None:
+    """The options of running a scene and recording it, as `flock3d run` takes them (``scene_only``
+    starts each help where they apply to a scene argument alone, as in `export`)."""
+    length = p.add_mutually_exclusive_group()
+    length.add_argument(
+        "--steps", type=step_count, help=f"{scene_only}steps to run (default 600, at most {MAX_STEPS:,})"
+    )
+    length.add_argument("--seconds", type=positive_float, help=f"{scene_only}simulated seconds to run")
+    p.add_argument(
+        "--every",
+        type=positive_step_count,
+        metavar="K",
+        help=f"{scene_only}record every K-th step (default: a frame every {FRAME_INTERVAL:g} s of simulated "
+        "time, i.e. every 6 steps at the default dt of 1/60 s)",
+    )
+    p.add_argument("--seed", type=seed, help=f"{scene_only}seed of the initial state (default: the scene's)")
+    set_argument(p)
+    rules_argument(p)
+    p.add_argument("--no-progress", action="store_true", help="do not show the progress bars")
+    engine_argument(p)
+
+
+def engine_argument(p: argparse.ArgumentParser) -> None:
+    """``--engine``: which engine steps the flock (``Flock``'s ``engine``)."""
+    p.add_argument(
+        "--engine",
+        choices=["fast", "reference", "gpu"],
+        default="fast",
+        help="what steps the flock: fast (the CPU's cores, default), reference (readable and slow) or gpu "
+        '(an NVIDIA GPU: pip install "flock3d[gpu]")',
+    )
+
+
+def run_length(args: argparse.Namespace, dt: float) -> tuple[int, int]:
+    """The steps to run and the recording's step interval from the options of
+    :func:`run_arguments`: ``--steps`` (600 unless told) or ``--seconds`` at ``dt``, and ``--every``
+    or a frame every ``FRAME_INTERVAL`` s."""
+    steps = args.steps if args.steps is not None else 600
+    if args.seconds is not None:
+        try:
+            steps = steps_for(args.seconds, dt)
+        except ValueError as error:
+            raise Flock3dError(f"--seconds: {error}") from None
+    return steps, args.every if args.every is not None else default_every(dt)
+
+
+def set_argument(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a scene key, e.g. --set perception.fov=120 (repeatable; validated like the file)",
+    )
+
+
+def rules_argument(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--rules",
+        metavar="FILE.py",
+        help="your own rules and forces: every @flock3d.pair_rule and @flock3d.force this Python file "
+        "defines is compiled into the step (see docs/rules.md)",
+    )

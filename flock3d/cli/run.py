@@ -1,0 +1,118 @@
+"""``flock3d run`` (a scene headless, optionally recorded) and ``flock3d export`` (a recording,
+or a scene run first, to USD, glTF or HTML)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from flock3d.cli.errors import signal_status
+from flock3d.cli.inputs import is_recording, output_path, rules_from, rules_line, scene_from
+from flock3d.cli.options import run_arguments, run_length, scene_argument
+from flock3d.errors import Flock3dError
+
+
+def add_run(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    p = sub.add_parser(
+        "run",
+        help="run a scene headless, optionally recording the trajectory",
+        description="Run a scene without a window. With --out, frames are streamed to an HDF5 "
+        "file (H5MD layout); Ctrl-C or SIGTERM stops the run and keeps every frame written.",
+    )
+    scene_argument(p)
+    p.add_argument("--out", metavar="TRAJ.h5", help="record the trajectory to this HDF5 file")
+    run_arguments(p)
+    return p
+
+
+def run_run(args: argparse.Namespace) -> int:
+    from flock3d import metrics
+    from flock3d.flock import Flock
+    from flock3d.io import TrajectoryWriter
+    from flock3d.runner import run, stop_on_signals
+
+    rules, forces = rules_from(args)
+    scene = scene_from(args, args.scene, (rules, forces))
+    p = scene.params
+    steps, every = run_length(args, p.dt)
+    out = output_path(args.out, (".h5", ".hdf5"), "--out") if args.out is not None else None
+
+    flock = Flock.from_scene(scene, rules=rules, forces=forces, engine=args.engine)
+    progress = False if args.no_progress else None  # None: only on a terminal
+    print(f"{scene.name}: {len(flock):,} boids, {steps:,} steps of {p.dt:g} s (seed {scene.seed})")
+    if rules or forces:
+        print(rules_line(rules, forces))
+    with stop_on_signals() as stop:
+        if out is None:
+            stats = run(flock, steps, progress=progress, stop=stop)
+        else:
+            with TrajectoryWriter(out, len(flock), scene, every, flock.state.n_predators) as writer:
+                stats = run(flock, steps, writer=writer, every=every, progress=progress, stop=stop)
+
+    nn = metrics.nearest_neighbour_stats(flock.positions)
+    print(
+        f"ran {stats.steps:,} steps ({flock.time:.2f} s simulated) in {stats.seconds:.2f} s: "
+        f"{stats.steps_per_second:,.0f} steps/s"
+    )
+    print(
+        f"final: polarization {metrics.polarization(flock.velocities):.3f}, "
+        f"milling {metrics.milling(flock.positions, flock.velocities):.3f}, "
+        f"nearest-neighbour distance {nn.mean:.3f} (min {nn.min:.3f})"
+    )
+    if out is not None:
+        print(f"wrote {stats.frames:,} frames to {out} (one every {every} steps)")
+    if stats.interrupted:
+        print(f"flock3d run: stopped by {stats.interrupted} after {stats.steps:,} steps", file=sys.stderr)
+        return signal_status(stats.interrupted)
+    return 0
+
+
+def add_export(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    p = sub.add_parser(
+        "export",
+        help="export a recording (or a scene, run first) to USD, glTF or HTML",
+        description="Write a recorded flock as a file Blender, Houdini, Unity or a browser opens: "
+        ".usd/.usda/.usdc (a point instancer, any number of boids), .glb/.gltf (a node per boid, "
+        "at most 5,000) or .html. A scene is run first (as `flock3d run`) into a temporary "
+        "recording, removed afterwards. Needs the export extra.",
+    )
+    p.add_argument("source", metavar="TRAJ.h5|SCENE", help="a recording (`flock3d run --out`) or a scene")
+    p.add_argument(
+        "--out", required=True, metavar="FILE", help="the file to write; its suffix picks the format"
+    )
+    run_arguments(p, scene_only="from a scene: ")
+    return p
+
+
+def run_export(args: argparse.Namespace) -> int:
+    from flock3d.io.export import check_size, export, export_flock, writer_for
+
+    out = Path(args.out)
+    writer = writer_for(out)  # an unknown suffix or a missing extra, before any work
+    progress = False if args.no_progress else None
+    if is_recording(args.source):
+        given = [f"--{name}" for name in ("steps", "seconds", "every", "seed", "rules")
+                 if getattr(args, name) is not None] + (["--set"] if args.set else [])  # fmt: skip
+        if given:
+            raise Flock3dError(f"{', '.join(given)} apply to scenes, not to recorded trajectories")
+        export(args.source, out, progress=progress)
+        print(f"wrote {out} ({out.stat().st_size / 1e6:.1f} MB)")
+        return 0
+    from flock3d.flock import Flock
+    from flock3d.runner import stop_on_signals
+
+    rules, forces = rules_from(args)
+    scene = scene_from(args, args.source, (rules, forces))
+    check_size(out, scene.params.count, writer)  # before the run, not after it
+    p = scene.params
+    steps, every = run_length(args, p.dt)
+    flock = Flock.from_scene(scene, rules=rules, forces=forces, engine=args.engine)
+    print(f"{scene.name}: {len(flock):,} boids, {steps:,} steps of {p.dt:g} s, a frame every {every} steps")
+    with stop_on_signals() as stop:
+        stats = export_flock(flock, out, steps, scene=scene, every=every, progress=progress, stop=stop)
+    if stats.interrupted:
+        print(f"flock3d export: stopped by {stats.interrupted}; nothing written", file=sys.stderr)
+        return signal_status(stats.interrupted)
+    print(f"wrote {out} ({out.stat().st_size / 1e6:.1f} MB, {stats.frames:,} frames)")
+    return 0

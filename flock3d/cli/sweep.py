@@ -1,0 +1,87 @@
+"""``flock3d sweep``: scene parameters swept over many runs on Dask."""
+
+from __future__ import annotations
+
+import argparse
+
+from flock3d.cli.inputs import check_rules, output_path, require, rules_from, rules_line, scene_from
+from flock3d.cli.options import (
+    non_negative_int,
+    positive_int,
+    positive_step_count,
+    rules_argument,
+    scene_argument,
+    seed,
+    set_argument,
+)
+from flock3d.errors import Flock3dError
+from flock3d.runner import MAX_STEPS
+
+
+def add_sweep(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    p = sub.add_parser(
+        "sweep",
+        help="sweep scene parameters over many runs on Dask (a local cluster or a scheduler)",
+        description="Run every combination of the swept values, --repeats times each with its own seed, "
+        "as tasks on Dask, and write one row per run. Re-running with the same --out skips finished runs.",
+    )
+    scene_argument(p)
+    p.add_argument(
+        "--param",
+        action="append",
+        required=True,
+        metavar="KEY=VALUES",
+        help="a swept key: start:stop:count (both ends included) or v1,v2,... "
+        "e.g. zones.orientation_width=0:15:16 (repeatable)",
+    )
+    p.add_argument("--repeats", type=positive_int, default=1, help="runs per combination (default 1)")
+    p.add_argument(
+        "--steps", type=positive_step_count, required=True, help=f"steps per run (at most {MAX_STEPS:,})"
+    )
+    p.add_argument("--discard", type=non_negative_int, default=0, help="first steps left out of the means")
+    p.add_argument("--out", required=True, metavar="RESULTS.parquet|.csv", help="the results table")
+    p.add_argument("--plot", metavar="OUT.png", help="heatmaps over two parameters, or lines over one")
+    p.add_argument(
+        "--scheduler", metavar="ADDRESS", help="a dask.distributed scheduler, e.g. tcp://host:8786"
+    )
+    p.add_argument("--workers", type=positive_int, help="workers of the local cluster (default: all cores)")
+    p.add_argument("--seed", type=seed, help="base seed the runs' seeds derive from (default: the scene's)")
+    set_argument(p)
+    rules_argument(p)
+    p.add_argument("--no-progress", action="store_true", help="do not show the progress bar")
+    return p
+
+
+def run_sweep_command(args: argparse.Namespace) -> int:
+    from flock3d.sweep import over_repeats, parse_axis, plot_sweep, run_sweep, sweep_size
+
+    out = output_path(args.out, (".parquet", ".csv"), "--out")
+    plot = output_path(args.plot, (".png",), "--plot") if args.plot is not None else None
+    parquet = out.suffix.lower() == ".parquet"
+    require("sweep", None if parquet else ("dask", "distributed", "pandas"))  # pyarrow: Parquet
+    if plot is not None:
+        require("plot", option="--plot")
+    rules, forces = rules_from(args)  # refused here, before any worker starts, when broken
+    scene = scene_from(args, args.scene, (rules, forces))
+    axes = [parse_axis(spec) for spec in args.param]
+    if len({a.key for a in axes}) != len(axes):
+        raise Flock3dError("each --param key may be swept once")
+    if plot is not None and len(axes) > 2:
+        raise Flock3dError(f"--plot draws one or two swept parameters (this sweep has {len(axes)})")
+    n_runs = sweep_size(axes, args.repeats)
+    check_rules(rules, forces)
+    print(f"{scene.name}: {n_runs:,} runs of {args.steps:,} steps ({', '.join(a.key for a in axes)})")
+    if rules or forces:
+        print(rules_line(rules, forces))
+    table, stats = run_sweep(
+        scene, axes, args.repeats, args.steps, args.discard, out,
+        scheduler=args.scheduler, workers=args.workers, progress=False if args.no_progress else None,
+        overrides=args.set, rules=args.rules,
+    )  # fmt: skip
+    print(f"computed {stats.computed:,} runs in {stats.seconds:.1f} s, {stats.skipped:,} already in {out}")
+    means = over_repeats(table, axes)[[*(a.key for a in axes), "polarization_mean", "milling_mean"]]
+    print(means.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
+    if plot is not None:
+        plot_sweep(table, axes, plot, title=scene.name)
+        print(f"wrote {plot}")
+    return 0

@@ -1,0 +1,42 @@
+"""Order parameters: polarization (all flying one way) and milling (all circling one centre)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from flock3d.metrics.values import unit_rows
+
+
+def polarization(velocities: np.ndarray) -> float:
+    """Polarization P = |sum_i v_i / |v_i|| / N: 1 when all boids fly parallel, ~0 when disordered.
+
+    Args:
+        velocities: (N, 3). A boid at rest counts in N but adds no direction.
+
+    Returns:
+        P in [0, 1]; NaN for an empty flock.
+    """
+    u = unit_rows(velocities)
+    if len(u) == 0:
+        return float("nan")
+    return float(np.linalg.norm(u.sum(axis=0)) / len(u))
+
+
+def milling(positions: np.ndarray, velocities: np.ndarray) -> float:
+    """Milling M = |sum_i (r_i/|r_i|) x (v_i/|v_i|)| / N with r_i from the flock's centroid.
+
+    The normalised angular momentum: 1 for a perfect rotating torus (mill),
+    ~0 for a polarized or disordered flock.
+
+    Args:
+        positions: (N, 3).
+        velocities: (N, 3).
+
+    Returns:
+        M in [0, 1]; NaN for an empty flock.
+    """
+    p = np.asarray(positions, dtype=np.float64).reshape(-1, 3)
+    if len(p) == 0:
+        return float("nan")
+    r = unit_rows(p - p.mean(axis=0))
+    return float(np.linalg.norm(np.cross(r, unit_rows(velocities)).sum(axis=0)) / len(p))

@@ -1,0 +1,134 @@
+"""Spacing and groups: nearest-neighbour distances, the mean distance between two boids,
+the groups linked within a distance and the order within each."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from flock3d.core import neighbors
+from flock3d.metrics.periodic import minimum_image, nearest_k, period_of, with_images
+from flock3d.metrics.values import array3, unit_rows, whole_number
+
+#: Pairs the per-frame table visits exactly; beyond it the mean pair distance is
+#: estimated from that many seeded random pairs (see :func:`mean_pair_distance`).
+MAX_PAIRS = 2_000_000
+
+
+def nearest_neighbour_distances(positions: np.ndarray, period=None) -> np.ndarray:
+    """(N,) distance from each boid to its nearest other boid (inf when N < 2).
+
+    Args:
+        positions: (N, 3), world units.
+        period: (3,) box sides for the minimum image (see :func:`periodic_box`), or None.
+    """
+    p = array3(positions)
+    box = period_of(period)
+    if box is None:
+        return neighbors.nearest_distances(p)
+    return nearest_k(p, 1, box)[1][:, 0]
+
+
+class NearestNeighbourStats(NamedTuple):
+    """Summary of nearest-neighbour distances (world units); NaN when N < 2."""
+
+    mean: float
+    std: float
+    min: float
+    median: float
+    max: float
+
+
+def nearest_neighbour_stats(positions: np.ndarray, period=None) -> NearestNeighbourStats:
+    """Mean, standard deviation, min, median and max of the nearest-neighbour distances."""
+    d = nearest_neighbour_distances(positions, period)
+    if len(d) < 2:
+        return NearestNeighbourStats(*([float("nan")] * 5))
+    return NearestNeighbourStats(
+        float(d.mean()), float(d.std()), float(d.min()), float(np.median(d)), float(d.max())
+    )
+
+
+def mean_pair_distance(
+    positions: np.ndarray, max_pairs: int = MAX_PAIRS, seed: int = 0, period=None
+) -> float:
+    """Mean distance between two distinct boids (NaN when N < 2).
+
+    Exact up to ``max_pairs`` pairs; beyond that, estimated from that many
+    random pairs drawn with ``seed`` (so the result is reproducible).
+    """
+    max_pairs = whole_number("max_pairs", max_pairs, 1)
+    p = np.asarray(positions, dtype=np.float64).reshape(-1, 3)
+    n = len(p)
+    if n < 2:
+        return float("nan")
+    if n * (n - 1) // 2 <= max_pairs:
+        i, j = np.triu_indices(n, k=1)
+    else:
+        rng = np.random.default_rng(seed)
+        i = rng.integers(0, n, max_pairs)
+        j = (i + rng.integers(1, n, max_pairs)) % n  # never equal to i
+    return float(np.linalg.norm(minimum_image(p[i] - p[j], period_of(period)), axis=1).mean())
+
+
+def _merge_labels(labels: np.ndarray, owner: np.ndarray, n: int) -> tuple[int, np.ndarray]:
+    """Join the components of image copies with their boids' components; number by lowest boid."""
+    root = np.arange(labels.max() + 1 if len(labels) else 0)
+    a, b = labels[owner[n:]], labels[n:]
+    while True:  # label propagation with pointer jumping: a handful of rounds
+        low = np.minimum(root[a], root[b])
+        new = root.copy()
+        np.minimum.at(new, a, low)
+        np.minimum.at(new, b, low)
+        new = new[new]
+        if np.array_equal(new, root):
+            break
+        root = new
+    merged = root[labels[:n]]
+    _, first, inverse = np.unique(merged, return_index=True, return_inverse=True)
+    rank = np.empty(len(first), dtype=np.int64)
+    rank[np.argsort(first)] = np.arange(len(first))
+    return len(first), rank[inverse]
+
+
+def groups(positions: np.ndarray, distance: float, period=None) -> tuple[int, np.ndarray]:
+    """Groups: connected components of the graph linking boids within ``distance`` of each other.
+
+    Args:
+        positions: (N, 3), world units.
+        distance: link distance (> 0, may be inf).
+        period: (3,) box sides for the minimum image, or None.
+
+    Returns:
+        ``(count, labels)`` with labels (N,) int64 in [0, count), numbered in
+        order of each group's lowest boid index.
+    """
+    p = array3(positions)
+    if len(p) == 0:
+        return 0, np.zeros(0, dtype=np.int64)
+    if not np.isfinite(distance):
+        return 1, np.zeros(len(p), dtype=np.int64)
+    box = period_of(period)
+    if box is None:
+        count, labels = neighbors.components(p, float(distance))
+        return int(count), labels
+    copies, owner = with_images(p, box, float(distance))
+    _, labels = neighbors.components(copies, float(distance))
+    return _merge_labels(labels, owner, len(p))
+
+
+def group_polarization(positions: np.ndarray, velocities: np.ndarray, distance: float, period=None) -> float:
+    """Local order: the polarization of each group (see :func:`groups`), weighted by its size.
+
+    Equals ``sum_g |sum_{i in g} v_i/|v_i|| / N``. Unlike :func:`polarization` it
+    stays near 1 when several well-ordered flocks fly in different directions.
+    NaN for an empty flock.
+    """
+    u = unit_rows(velocities)
+    if len(u) == 0:
+        return float("nan")
+    count, labels = groups(positions, distance, period)
+    sums = np.zeros((count, 3))
+    np.add.at(sums, labels, u)
+    return float(np.linalg.norm(sums, axis=1).sum() / len(u))
