@@ -127,7 +127,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("io.meshes", "io.worlds"),  # the world's files: meshes, heightfield images, distance grids
     ("look",),  # how a flock and its world look, numpy only
     # the library and the science
-    ("flock", "boid", "rules", "runner", "metrics", "inference", "opacity", "experiments", "plots"),
+    ("flock", "gpu", "boid", "rules", "runner", "metrics", "inference", "opacity", "experiments", "plots"),
     ("scene", "io"),  # scene files; trajectories, videos, tables, exports
     ("sweep", "bench"),  # tools that run scenes
     ("viewer",),  # the only package importing vispy/Qt
