@@ -28,7 +28,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from flock3d.core import assemble
+from flock3d.core import assemble, elsewhere
 from flock3d.core.fields import Problem
 from flock3d.core.params import Params
 from flock3d.core.state import FlockState
@@ -427,24 +427,46 @@ class Session:
             tuple(id(f.fn) for f in flock.forces),
         )
 
-    def _warm_up(self) -> None:
-        """Compile the kernel on a throwaway copy, without holding the lock.
+    def _warm_up(self) -> bool:
+        """Compile the kernel on a throwaway copy, without holding the lock, in a child process.
 
         The first step of a layout compiles it (tens of seconds on a fresh install: a scene
         opened, a term switched on); done here, the window stays responsive and its edits (an
         open, a reset) are not held up meanwhile. Stepping under the lock then finds it compiled.
+        A compile holds the GIL for most of its seconds, which held the window's event loop up to
+        0.4 s a turn: this process only loads the step from the cache, and a child compiles
+        what the cache lacks (:mod:`flock3d.core.elsewhere`); the user's own rules, which a child
+        cannot be handed, compile here. Returns False when the flock changed layout (a scene
+        opened) or the session stopped before the child was done.
+
+        Raises:
+            CompileFailed: the child failed or was killed (one line, shown by the viewer).
         """
         with self.lock:
             flock, state = self.flock, self.flock.state
             layout = self._layout()
+            arrays = (state.positions.copy(), state.velocities.copy(), state.orientations.copy())
+            job = (flock.params, flock.seed, *arrays, flock.fields)
             twin = Flock(
-                flock.params, flock.seed, positions=state.positions.copy(),
-                velocities=state.velocities.copy(), orientations=state.orientations.copy(),
-                rules=flock.rules, forces=flock.forces, fields=flock.fields,
+                flock.params, flock.seed, positions=arrays[0].copy(), velocities=arrays[1].copy(),
+                orientations=arrays[2].copy(), rules=flock.rules, forces=flock.forces, fields=flock.fields,
             )  # fmt: skip
-        twin.step(1)
+        if flock.rules or flock.forces or flock.engine != "fast":
+            twin.step(1)
+        elif not elsewhere.load_or_compile(
+            lambda: twin.step(1), f"{__name__}:_step_once", job, cancelled=lambda: self._moved_on(layout)
+        ):
+            return False
         self._warmed.add(layout)
         self._first_step_done.set()
+        return True
+
+    def _moved_on(self, layout: Any) -> bool:
+        """Whether a compile of ``layout`` is no longer wanted: the session stopped or moved on."""
+        if self._stop.is_set():
+            return True
+        with self.lock:
+            return self._layout() != layout
 
     def _work(self) -> None:
         import numba
@@ -458,8 +480,9 @@ class Session:
                 with self.lock:
                     layout = self._layout()
                 if layout not in self._warmed:
-                    self._warm_up()
+                    self._warm_up()  # when it moved on, the next turn warms the new layout up
                     last = time.perf_counter()  # the compile's seconds are not owed as steps
+                    continue
                 now = time.perf_counter()
                 with self.lock:
                     self.clock.budget = self.WORKER_BATCH_SECONDS
@@ -481,3 +504,9 @@ class Session:
         except BaseException as error:  # shown by the viewer; the window stays open
             self.error = error
             self._first_step_done.set()
+
+
+def _step_once(params: Params, seed, positions, velocities, orientations, fields) -> None:
+    """A child's compile of a flock's step (:meth:`Session._warm_up`): one step of its twin."""
+    Flock(params, seed, positions=positions, velocities=velocities, orientations=orientations,
+          fields=fields).step(1)  # fmt: skip
