@@ -74,6 +74,17 @@ class _Compiles:
 
 
 @pytest.fixture
+def fresh_steps(own_cache, monkeypatch):
+    """No step compiled yet, in this process (another test may have stepped the same layout) or
+    in the step cache."""
+    from flock3d.core import assemble
+
+    monkeypatch.setattr(assemble, "_steppers", {})
+    for name in [name for name in sys.modules if name.startswith("flock3d_step_")]:
+        monkeypatch.delitem(sys.modules, name)
+
+
+@pytest.fixture
 def compiles():
     watching = _Compiles()
     yield watching.done
@@ -153,7 +164,7 @@ def test_a_killed_child_says_so_and_a_cancelled_one_is_ended(jitted):
         elsewhere.compile_in_child(f"{jitted.__name__}:hang", timeout=0.5)
 
 
-def test_a_session_whose_child_fails_stops_with_one_line(own_cache, monkeypatch):
+def test_a_session_whose_child_fails_stops_with_one_line(fresh_steps, monkeypatch):
     from flock3d.scene import resolve_scene
     from flock3d.viewer import session as session_module
     from flock3d.viewer.hud import notice_text
@@ -175,7 +186,7 @@ def test_a_session_whose_child_fails_stops_with_one_line(own_cache, monkeypatch)
 
 
 @pytest.mark.slow
-def test_a_session_steps_a_new_layout_compiled_by_a_child(own_cache, compiles):
+def test_a_session_steps_a_new_layout_compiled_by_a_child(fresh_steps, compiles):
     from flock3d.scene import resolve_scene
     from flock3d.viewer.session import Session
 
