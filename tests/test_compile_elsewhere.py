@@ -201,3 +201,50 @@ def test_a_session_steps_a_new_layout_compiled_by_a_child(fresh_steps, compiles)
     finally:
         session.stop()
     assert compiles == []  # its step (a new one: an empty step cache) compiled in a child
+
+
+def _first_steps(session, seconds: float = 300) -> None:
+    deadline = time.monotonic() + seconds
+    while session.snapshot().step_count < 3 and session.error is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert session.error is None and session.snapshot().step_count >= 3
+
+
+@pytest.mark.slow
+def test_the_background_compile_of_shipped_scenes_ends_with_the_session(fresh_steps):
+    from flock3d.scene import resolve_scene
+    from flock3d.viewer.session import Session, shipped_mark
+
+    session = Session(resolve_scene("default", overrides=["flock.count=50"]))
+    session.start()
+    session.precompile_shipped(after=0.0, names=("worlds/canyon",))
+    try:
+        _first_steps(session)
+        deadline = time.monotonic() + 60
+        while not elsewhere._children and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert elsewhere._children  # compiling the canyon's step, at the lowest priority
+    finally:
+        session.stop()
+    assert not elsewhere._children and not shipped_mark(("worlds/canyon",)).exists()
+
+
+@pytest.mark.slow
+def test_a_shipped_scene_compiled_in_the_background_opens_without_a_compile(fresh_steps, monkeypatch):
+    from flock3d.scene import resolve_scene
+    from flock3d.viewer.session import Session, shipped_mark
+
+    names = ("couzin/torus",)
+    session = Session(resolve_scene("default", overrides=["flock.count=50"]))
+    session.start()
+    session.precompile_shipped(after=0.0, names=names)
+    try:
+        deadline = time.monotonic() + 300
+        while not shipped_mark(names).exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert shipped_mark(names).exists()
+        monkeypatch.setattr(elsewhere, "compile_in_child", lambda *a, **k: pytest.fail("compiled on opening"))
+        session.load(resolve_scene("couzin/torus"))
+        _first_steps(session, 30)
+    finally:
+        session.stop()

@@ -92,9 +92,12 @@ def compile_in_child(
     line: str = compiling.COMPILING,
     cancelled: Callable[[], bool] = lambda: False,
     timeout: float = TIMEOUT,
+    announce: bool = True,
+    niceness: int = NICENESS,
 ) -> bool:
     """Call ``target(*args)`` (``"module:name"``, the arguments picklable) in a child process and
-    wait for it; what it compiles lands in numba's cache (and flock3d's step cache).
+    wait for it; what it compiles lands in numba's cache (and flock3d's step cache). With
+    ``announce``, its compile is shown as this process's (``line``); a child at ``niceness``.
 
     Returns:
         True when the child ended well; False when ``cancelled()`` became true first, or
@@ -110,7 +113,7 @@ def compile_in_child(
         job.write_bytes(pickle.dumps((target, args), protocol=pickle.HIGHEST_PROTOCOL))
         with open(Path(folder) / "stderr", "w+b") as errors:
             child = subprocess.Popen(
-                [sys.executable, "-P", "-m", "flock3d.core.elsewhere", str(job), str(NICENESS)],
+                [sys.executable, "-P", "-m", "flock3d.core.elsewhere", str(job), str(niceness)],
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=errors, env=_environment(),
             )  # fmt: skip
             with _children_lock:
@@ -119,7 +122,7 @@ def compile_in_child(
 
             def relay() -> None:  # the child's word that it compiles: the wait is shown here
                 for said in child.stdout:
-                    if said.strip() == SAID and not announced.is_set():
+                    if announce and said.strip() == SAID and not announced.is_set():
                         announced.set()
                         compiling.child_started(line)
 
