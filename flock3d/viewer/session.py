@@ -426,6 +426,9 @@ class Session:
         if thread is None:
             return
         self._stop.set()
+        # The window closes: its children end (the neighbour counts' too; a session still running
+        # elsewhere in this process starts its own again).
+        elsewhere.cancel_all()
         thread.join(timeout)
         if self._precompiler is not None:
             self._precompiler.join(timeout)  # its child is killed within a poll
