@@ -43,10 +43,11 @@ TIMEOUT = 600.0
 POLL = 0.05
 #: What the child says on stdout when its first compile starts.
 SAID = b"compiling"
-#: The child's niceness: on 2 cores its compile otherwise took the CPU the window draws with
-#: (software OpenGL rasterises on the CPU), and frames took up to 0.3 s at load 9; a nice child
-#: compiles on what the window leaves, at full speed when the window is idle.
-NICENESS = 10
+#: The child's niceness. On 2 cores a child at 0 took the CPU the window draws with (software
+#: OpenGL rasterises on the CPU): frames up to 0.18 s at load 5; at 10 the window's own frames
+#: starved the compile (a scene's open 2.5 times as long); at 5, frames up to 0.12 s and the open
+#: 1.5 times as long (benchmarks/NOTES.md).
+NICENESS = 5
 
 
 class CompileFailed(RuntimeError):
