@@ -3,12 +3,19 @@ or, for one checkout, how long every shipped scene takes to open cold and warm.
 
     python benchmarks/cold_start.py OLD_CHECKOUT NEW_CHECKOUT [--rounds 3]
     python benchmarks/cold_start.py --scenes CHECKOUT [NAME ...]
+    python benchmarks/cold_start.py --after-background CHECKOUT [NAME ...]
 
 With ``--scenes``, one empty cache (numba's and flock3d's) serves a process per scene in turn,
 as a user opening one shipped scene after another on a fresh install: the first row pays for the
 compiled parts every scene shares, each later row for its own step (nothing when a scene before
 it had the same layout). A second pass opens each again from the warm cache. Prints a table:
 scene, seconds to open (load the scene, build the flock, take its first step) cold and warm.
+
+With ``--after-background``, one process from empty caches, as the viewer does it: the default
+scene's session starts (its first step compiled by a child), the other scenes' steps compile in
+a background child (:meth:`~flock3d.viewer.session.Session.precompile_shipped`, at once here
+rather than after a minute), and then each scene is opened in that session in turn: seconds from
+``Session.load`` to its first step. Prints those and the background compile's wall time.
 
 Each checkout is a folder holding a ``flock3d`` package (a git worktree of the commit to
 compare). Each measurement is a fresh process with an empty step cache (its own
@@ -57,6 +64,54 @@ print(json.dumps({{"open": time.perf_counter() - t0}}))
 """
 
 
+AFTER_BACKGROUND = """
+import json, sys, time
+sys.path.insert(0, {root!r})
+import flock3d
+assert flock3d.__file__.startswith({root!r}), flock3d.__file__
+from flock3d.scene import resolve_scene, shipped_scenes
+from flock3d.viewer.session import Session, shipped_mark
+names = tuple({names!r}) or tuple(shipped_scenes())
+t0 = time.perf_counter()
+session = Session(resolve_scene("default"))
+session.start()
+while not session.first_step_done:
+    time.sleep(0.05)
+first = time.perf_counter() - t0
+session.precompile_shipped(after=0.0, names=names)
+while not shipped_mark(names).exists():
+    time.sleep(0.2)
+background = time.perf_counter() - t0 - first
+opened = {{}}
+for name in names:
+    scene = resolve_scene(name)
+    t = time.perf_counter()
+    session.load(scene)
+    generation = session.snapshot().generation
+    while not (session.snapshot().generation == generation and session.snapshot().step_count > 0):
+        assert session.error is None, session.error
+        time.sleep(0.01)
+    opened[name] = time.perf_counter() - t
+session.stop()
+print(json.dumps({{"first": first, "background": background, "open": opened}}))
+"""
+
+
+def after_background(root: Path, names: list[str]) -> None:
+    """Print each scene's seconds to open in a viewer's session once the background compile is done."""
+    with tempfile.TemporaryDirectory() as cache, tempfile.TemporaryDirectory() as numba_cache:
+        env = {**os.environ, "FLOCK3D_CACHE_DIR": cache, "NUMBA_CACHE_DIR": numba_cache}
+        code = AFTER_BACKGROUND.format(root=str(root.resolve()), names=names)
+        result = run_fresh(code, str(root), env)
+    first, background = result["first"], result["background"]
+    print(f"default scene's first step {first:.1f} s; background compile {background:.1f} s")
+    print(f"{'scene':36} {'open s':>7}")
+    for name, seconds in result["open"].items():
+        print(f"{name:36} {seconds:7.2f}")
+    print(f"{'(largest; median)':36} {max(result['open'].values()):7.2f}   "
+          f"({statistics.median(result['open'].values()):.2f})")  # fmt: skip
+
+
 def scene_table(root: Path, names: list[str]) -> None:
     """Print each scene's seconds to open from a cache warmed only by the scenes before it, then warm."""
     root = root.resolve()
@@ -94,7 +149,13 @@ def main() -> None:
     parser.add_argument("new", nargs="*", help="a checkout (with --scenes: scene names; default all)")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--scenes", action="store_true", help="every shipped scene's open, cold and warm")
+    parser.add_argument(
+        "--after-background", action="store_true", help="every shipped scene's open in a viewer's session"
+    )
     args = parser.parse_args()
+    if args.after_background:
+        after_background(args.old, args.new)
+        return
     if args.scenes:
         scene_table(args.old, args.new)
         return

@@ -224,7 +224,7 @@ def test_a_step_cache_entry_rewritten_on_a_full_disk_leaves_the_old_entry(tmp_pa
         import hashlib
         from flock3d.core.step import cache
         source = "VALUE = 1\\n" * 200  # 2,000 bytes: the write goes past the limit
-        key = hashlib.sha256((source + cache._core_fingerprint()).encode()).hexdigest()[:24]
+        key = hashlib.sha256((source + cache.core_fingerprint()).encode()).hexdigest()[:24]
         path = cache.cache_dir() / f"flock3d_step_{key}.py"
         path.write_text("VALUE = 0\\n")
         try:

@@ -14,6 +14,11 @@ Invariants: one line a *burst* (from the first compile that starts while none ru
 thread, to the last that ends; bursts within :data:`QUIET` s of one that spoke say
 nothing), or one line a :func:`notices` block, however many functions a burst compiles;
 loading a compiled function from the cache is not a compile and says nothing.
+
+Within :func:`forbidden`, a thread compiles nothing: where numba would start a compile there, it
+raises :class:`CompileNeeded` instead (a window's threads load from the cache and leave the
+compile to a child process, :mod:`flock3d.core.elsewhere`). A child's compile counts as one here,
+for its line and for :func:`compiling_since`, through :func:`child_started` and :func:`child_ended`.
 """
 
 from __future__ import annotations
@@ -25,7 +30,17 @@ import threading
 import time
 from collections.abc import Iterator
 
-__all__ = ["COMPILING", "COMPILING_MEASUREMENTS", "compiling_since", "notices", "watch"]
+__all__ = [
+    "COMPILING",
+    "COMPILING_MEASUREMENTS",
+    "CompileNeeded",
+    "child_ended",
+    "child_started",
+    "compiling_since",
+    "forbidden",
+    "notices",
+    "watch",
+]
 
 #: Said when the simulation's step compiles: the first run of a scene on a machine.
 COMPILING = "flock3d: compiling the simulation (first run only)..."
@@ -68,7 +83,7 @@ class _Watch:
         self.said_at: float | None = None  # when the last burst outside a notices() block said it
         self.block: list[str | bool] | None = None  # [label, said] of the innermost notices()
 
-    def start(self) -> None:
+    def start(self, line: str = COMPILING) -> None:
         with self.lock:
             self.depth += 1
             if self.depth == 1:
@@ -82,7 +97,6 @@ class _Watch:
             elif self.said_in_burst or (self.said_at is not None and self.since - self.said_at < QUIET):
                 return  # one wait (a flock's build, then its step) says one line
             else:
-                line = COMPILING
                 self.said_at = self.since
             self.said_in_burst = True
         log.info(line)
@@ -98,6 +112,27 @@ _watch = _Watch()
 _installed = False
 
 
+class CompileNeeded(BaseException):
+    """Raised where numba would start a compile in a thread within :func:`forbidden`.
+
+    A BaseException, as KeyboardInterrupt is: it passes the ``except Exception`` of the code that
+    asked for the compiled function (which would otherwise report it as that code's own failure).
+    """
+
+    def __init__(self, what: str) -> None:
+        super().__init__(f"{what} is not compiled (numba's cache lacks it)")
+        self.what = what
+
+
+_thread = threading.local()  # forbidden: whether this thread may compile; aborted: its events' ids
+
+
+def _aborted() -> set[int]:
+    if not hasattr(_thread, "aborted"):
+        _thread.aborted = set()
+    return _thread.aborted
+
+
 def watch() -> None:
     """Listen to numba's compiles (once a process; every engine calls it before it compiles)."""
     global _installed
@@ -107,9 +142,17 @@ def watch() -> None:
 
     class _Listener(event.Listener):
         def on_start(self, e) -> None:
+            if getattr(_thread, "forbidden", False):
+                _aborted().add(id(e.data))  # its end event comes too, and is not a compile's
+                dispatcher = (e.data or {}).get("dispatcher")
+                name = getattr(getattr(dispatcher, "py_func", None), "__qualname__", "a numba function")
+                raise CompileNeeded(name)
             _watch.start()
 
         def on_end(self, e) -> None:
+            if id(e.data) in _aborted():
+                _aborted().discard(id(e.data))
+                return
             _watch.end()
 
     with _watch.lock:
@@ -130,6 +173,31 @@ def notices(line: str = COMPILING) -> Iterator[None]:
     finally:
         with _watch.lock:
             _watch.block = outer
+
+
+@contextlib.contextmanager
+def forbidden() -> Iterator[None]:
+    """Within the block, this thread compiles nothing: a function numba's cache lacks raises
+    :class:`CompileNeeded` where its compile would start (before anything of it is built, so the
+    function can be asked for again later); loading one from the cache goes on as usual."""
+    watch()
+    before = getattr(_thread, "forbidden", False)
+    _thread.forbidden = True
+    try:
+        yield
+    finally:
+        _thread.forbidden = before
+
+
+def child_started(line: str = COMPILING) -> None:
+    """A child process started compiling for this one: it counts as a compile here (its line,
+    once a burst, and :func:`compiling_since`) until :func:`child_ended`."""
+    _watch.start(line)
+
+
+def child_ended() -> None:
+    """The child that :func:`child_started` announced ended."""
+    _watch.end()
 
 
 def compiling_since() -> float | None:

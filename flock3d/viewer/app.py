@@ -257,6 +257,7 @@ class ViewerWindow:
         self.timer.start(FRAME_INTERVAL_MS)
         if threaded:
             self.session.start()
+            self.session.precompile_shipped()  # the other shipped scenes, compiled in the background
 
     # -- wiring ---------------------------------------------------------------------------
 

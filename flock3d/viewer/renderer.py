@@ -33,6 +33,7 @@ the one their orientations carry.
 from __future__ import annotations
 
 import itertools
+import logging
 import math
 import threading
 from dataclasses import dataclass
@@ -41,7 +42,7 @@ from typing import NamedTuple
 import numpy as np
 from vispy import scene
 
-from flock3d.core import quaternion
+from flock3d.core import compiling, elsewhere, quaternion
 from flock3d.core.neighbors import count_within
 from flock3d.core.objects import shape_of
 from flock3d.core.params import Params
@@ -247,19 +248,35 @@ def _flap(name: str) -> float:
     return WING_BEAT if name == "bird" else 0.0
 
 
-#: numba functions the window calls, by name: the thread compiling (or loading) each.
+_log = logging.getLogger("flock3d")
+
+#: numba functions the window calls, by name: the thread loading each (compiled by a child).
 _compiles: dict[str, threading.Thread] = {}
 
 
 def compiled_elsewhere(function, *example) -> bool:
-    """Whether the numba ``function`` is ready to call on the UI thread; if not, it is compiled
-    (or loaded from the disk cache) on a thread of its own from ``example`` arguments, and this
-    says False until that is done. A compile on the UI thread froze the window for seconds."""
+    """Whether the numba ``function`` is ready to call on the UI thread; if not, a thread of its
+    own loads it from numba's cache from ``example`` arguments, after a child process compiled it
+    there where the cache lacks it (:mod:`flock3d.core.elsewhere`), and this says False until that
+    is done. A compile on the UI thread froze the window for seconds; one on another thread of its
+    process, holding the GIL, held the window's turns up to 0.4 s."""
     if function.signatures:
         return True
-    name = function.py_func.__qualname__
+    py_func = function.py_func
+    name = py_func.__qualname__
     if name not in _compiles:
-        _compiles[name] = threading.Thread(target=function, args=example, name=f"compile {name}", daemon=True)
+        target = f"{py_func.__module__}:{name}"
+
+        def load() -> None:
+            try:
+                if not elsewhere.load_or_compile(
+                    lambda: function(*example), target, example, line=compiling.COMPILING_MEASUREMENTS
+                ):
+                    del _compiles[name]  # cancelled (a window closed): a later frame starts again
+            except elsewhere.CompileFailed as error:
+                _log.warning("flock3d: %s", error)  # the mode stays uniform; the window goes on
+
+        _compiles[name] = threading.Thread(target=load, name=f"compile {name}", daemon=True)
         _compiles[name].start()
     return False
 

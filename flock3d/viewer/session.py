@@ -20,25 +20,37 @@ the time, slowing down instead of starving the window.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import logging
+import os
 import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, NamedTuple
 
 import numpy as np
 
-from flock3d.core import assemble
+from flock3d.core import assemble, elsewhere
+from flock3d.core.atomic import atomic_write
 from flock3d.core.fields import Problem
 from flock3d.core.objects import Object, covered_start_problems, needs_field
 from flock3d.core.params import Params
 from flock3d.core.state import FlockState
+from flock3d.core.step.cache import cache_dir, core_fingerprint
 from flock3d.errors import Flock3dError
 from flock3d.flock import Flock
 from flock3d.look.world import shape_key
 from flock3d.scene import Scene
 
 __all__ = ["FixedStepClock", "Session", "Snapshot", "World"]
+
+_log = logging.getLogger("flock3d")
+
+#: Seconds a window's flock steps before the other shipped scenes' steps compile in the background:
+#: the first minute's CPU is the scene's own.
+PRECOMPILE_AFTER = 60.0
 
 
 @dataclass
@@ -176,6 +188,7 @@ class Session:
         self._stop = threading.Event()
         self._first_step_done = threading.Event()
         self._warmed: set = set()  # the layouts compiled (_warm_up) outside the lock
+        self._precompiler: threading.Thread | None = None
         self.error: BaseException | None = None
         """An exception that stopped the worker (shown by the viewer), or None."""
         self._fields: Mapping[int, Any] | None = self.flock.fields
@@ -413,7 +426,13 @@ class Session:
         if thread is None:
             return
         self._stop.set()
+        # The window closes: its children end (the neighbour counts' too; a session still running
+        # elsewhere in this process starts its own again).
+        elsewhere.cancel_all()
         thread.join(timeout)
+        if self._precompiler is not None:
+            self._precompiler.join(timeout)  # its child is killed within a poll
+            self._precompiler = None
         self._thread = None
         self._snapshot = None
 
@@ -427,24 +446,74 @@ class Session:
             tuple(id(f.fn) for f in flock.forces),
         )
 
-    def _warm_up(self) -> None:
-        """Compile the kernel on a throwaway copy, without holding the lock.
+    def precompile_shipped(self, after: float = PRECOMPILE_AFTER, names: tuple[str, ...] | None = None):
+        """Once the flock has stepped for ``after`` s, compile the steps of the shipped scenes
+        (or those ``names``) in a child process at the lowest priority, so that opening one later
+        loads its step instead of compiling it (10-30 s each on a fresh install, 2 cores).
+
+        Nothing runs where the cache holds them all (a mark in the step cache says so), with
+        ``FLOCK3D_NO_WARM_UP`` set, or after :meth:`stop`, which ends the child.
+        """
+        if self._precompiler is not None or os.environ.get("FLOCK3D_NO_WARM_UP"):
+            return
+        self._precompiler = threading.Thread(
+            target=self._precompile, args=(after, names), name="flock3d-precompile", daemon=True
+        )
+        self._precompiler.start()
+
+    def _precompile(self, after: float, names: tuple[str, ...] | None) -> None:
+        while not self._first_step_done.is_set():
+            if self._stop.wait(0.1):
+                return
+        if self._stop.wait(after) or self.error is not None or shipped_mark(names).exists():
+            return
+        try:
+            job = f"{__name__}:_compile_shipped"
+            stopped = self._stop.is_set
+            elsewhere.compile_in_child(job, (names,), cancelled=stopped, announce=False, niceness=19)
+        except elsewhere.CompileFailed as error:  # the scenes then compile when opened, as before
+            _log.debug("flock3d: %s", error)
+
+    def _warm_up(self) -> bool:
+        """Compile the kernel on a throwaway copy, without holding the lock, in a child process.
 
         The first step of a layout compiles it (tens of seconds on a fresh install: a scene
         opened, a term switched on); done here, the window stays responsive and its edits (an
         open, a reset) are not held up meanwhile. Stepping under the lock then finds it compiled.
+        A compile holds the GIL for most of its seconds, which held the window's event loop up to
+        0.4 s a turn: this process only loads the step from the cache, and a child compiles
+        what the cache lacks (:mod:`flock3d.core.elsewhere`); the user's own rules, which a child
+        cannot be handed, compile here. Returns False when the flock changed layout (a scene
+        opened) or the session stopped before the child was done.
+
+        Raises:
+            CompileFailed: the child failed or was killed (one line, shown by the viewer).
         """
         with self.lock:
             flock, state = self.flock, self.flock.state
             layout = self._layout()
+            arrays = (state.positions.copy(), state.velocities.copy(), state.orientations.copy())
+            job = (flock.params, flock.seed, *arrays, flock.fields)
             twin = Flock(
-                flock.params, flock.seed, positions=state.positions.copy(),
-                velocities=state.velocities.copy(), orientations=state.orientations.copy(),
-                rules=flock.rules, forces=flock.forces, fields=flock.fields,
+                flock.params, flock.seed, positions=arrays[0].copy(), velocities=arrays[1].copy(),
+                orientations=arrays[2].copy(), rules=flock.rules, forces=flock.forces, fields=flock.fields,
             )  # fmt: skip
-        twin.step(1)
+        if flock.rules or flock.forces or flock.engine != "fast":
+            twin.step(1)
+        elif not elsewhere.load_or_compile(
+            lambda: twin.step(1), f"{__name__}:_step_once", job, cancelled=lambda: self._moved_on(layout)
+        ):
+            return False
         self._warmed.add(layout)
         self._first_step_done.set()
+        return True
+
+    def _moved_on(self, layout: Any) -> bool:
+        """Whether a compile of ``layout`` is no longer wanted: the session stopped or moved on."""
+        if self._stop.is_set():
+            return True
+        with self.lock:
+            return self._layout() != layout
 
     def _work(self) -> None:
         import numba
@@ -458,8 +527,9 @@ class Session:
                 with self.lock:
                     layout = self._layout()
                 if layout not in self._warmed:
-                    self._warm_up()
+                    self._warm_up()  # when it moved on, the next turn warms the new layout up
                     last = time.perf_counter()  # the compile's seconds are not owed as steps
+                    continue
                 now = time.perf_counter()
                 with self.lock:
                     self.clock.budget = self.WORKER_BATCH_SECONDS
@@ -481,3 +551,31 @@ class Session:
         except BaseException as error:  # shown by the viewer; the window stays open
             self.error = error
             self._first_step_done.set()
+
+
+def _step_once(params: Params, seed, positions, velocities, orientations, fields) -> None:
+    """A child's compile of a flock's step (:meth:`Session._warm_up`): one step of its twin."""
+    Flock(params, seed, positions=positions, velocities=velocities, orientations=orientations,
+          fields=fields).step(1)  # fmt: skip
+
+
+def shipped_mark(names: tuple[str, ...] | None = None) -> Path:
+    """The file whose presence says that the shipped scenes' steps (or those ``names``') are compiled
+    in the cache, for this flock3d's compiled code."""
+    key = hashlib.sha256(repr((core_fingerprint(), names)).encode()).hexdigest()[:16]
+    return cache_dir() / f"shipped-{key}.done"
+
+
+def _compile_shipped(names: tuple[str, ...] | None) -> None:
+    """A child's job (:meth:`Session.precompile_shipped`): step each scene once, compiling the
+    steps the cache lacks; then mark them done. A scene that cannot be opened here (an extra not
+    installed) is left to compile when it is opened."""
+    from flock3d.scene import resolve_scene, shipped_scenes
+
+    for name in shipped_scenes() if names is None else names:
+        try:
+            Flock.from_scene(resolve_scene(name)).step(1)
+        except Exception as error:  # noqa: BLE001 - one scene's problem is said when it is opened
+            _log.debug("flock3d: could not compile %s: %s", name, error)
+    with atomic_write(shipped_mark(names)) as handle:
+        handle.write("")

@@ -1,0 +1,257 @@
+"""Compiling in a child process, so that a window's process loads compiled code and never compiles.
+
+numba's compile is Python for most of its seconds and holds the GIL: a compile on any thread of
+a window's process kept its event loop waiting up to 0.4 s between turns (a quiet machine, 2
+cores). So a window's threads ask for compiled code within :func:`flock3d.core.compiling.forbidden`,
+which loads it from numba's disk cache (milliseconds, no compile) and raises
+:class:`~flock3d.core.compiling.CompileNeeded` where the cache lacks it; :func:`load_or_compile`
+then has a child process, this module run as ``python -m flock3d.core.elsewhere JOB``, call the
+same code, which compiles it into the cache, and loads it again.
+
+The child calls ``target(*args)`` from a pickled job file (``target`` is ``"module:name"``). It
+says ``compiling`` on stdout when its first compile starts, and the parent shows the wait as its
+own (:func:`~flock3d.core.compiling.child_started`: the stderr line, a window's notice). It ends
+with its parent (its stdin closes), and on a failure with one line on stderr and status 1, which
+the parent raises as a one-line :class:`CompileFailed`. A child the parent no longer wants
+(``cancelled``), or one that runs past its timeout, is killed and waited for: none is left behind.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import os
+import pickle
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from flock3d.core import compiling
+
+__all__ = ["CompileFailed", "compile_in_child", "load_or_compile", "cancel_all"]
+
+_log = logging.getLogger("flock3d")
+
+#: Seconds a child may compile: the largest layout takes about a minute on 2 busy cores.
+TIMEOUT = 600.0
+#: Seconds between looks at whether the child ended or is still wanted.
+POLL = 0.05
+#: What the child says on stdout when its first compile starts.
+SAID = b"compiling"
+#: The child's niceness. On 2 cores a child at 0 took the CPU the window draws with (software
+#: OpenGL rasterises on the CPU): frames up to 0.18 s at load 5; at 10 the window's own frames
+#: starved the compile (a scene's open 2.5 times as long); at 5, frames up to 0.12 s and the open
+#: 1.5 times as long (benchmarks/NOTES.md).
+NICENESS = 5
+
+
+class CompileFailed(RuntimeError):
+    """A child process could not compile (it failed, was killed or ran past its timeout): one line."""
+
+
+_children: set[subprocess.Popen] = set()  # running, so that cancel_all() can end them
+_children_lock = threading.Lock()
+_cancelled_all = threading.Event()
+
+
+def cancel_all() -> None:
+    """End every child compiling for this process (a window closing); their callers return as
+    cancelled."""
+    _cancelled_all.set()
+    with _children_lock:
+        running = list(_children)
+    for child in running:
+        _kill(child)
+
+
+def _kill(child: subprocess.Popen) -> None:
+    try:
+        child.kill()
+    except OSError:
+        pass
+    child.wait()
+
+
+def _environment() -> dict[str, str]:
+    """The child's: the same flock3d as this process's, first on the path (with ``-P``, the
+    current directory, where another checkout may lie, is not); the shared driver compiled by
+    the child itself, not by a grandchild that a kill would leave running."""
+    here = str(Path(__file__).resolve().parents[2])
+    path = os.pathsep.join(p for p in (here, os.environ.get("PYTHONPATH")) if p)
+    return {**os.environ, "FLOCK3D_NO_WARM_UP": "1", "PYTHONPATH": path}
+
+
+def compile_in_child(
+    target: str,
+    args: tuple = (),
+    *,
+    line: str = compiling.COMPILING,
+    cancelled: Callable[[], bool] = lambda: False,
+    timeout: float = TIMEOUT,
+    announce: bool = True,
+    niceness: int = NICENESS,
+) -> bool:
+    """Call ``target(*args)`` (``"module:name"``, the arguments picklable) in a child process and
+    wait for it; what it compiles lands in numba's cache (and flock3d's step cache). With
+    ``announce``, its compile is shown as this process's (``line``); a child at ``niceness``.
+
+    Returns:
+        True when the child ended well; False when ``cancelled()`` became true first, or
+        :func:`cancel_all` ended it (the child is killed).
+
+    Raises:
+        CompileFailed: the child failed, was killed or ran past ``timeout`` [s]; one line.
+    """
+    if _cancelled_all.is_set():
+        _cancelled_all.clear()  # a new window: children are wanted again
+    with tempfile.TemporaryDirectory(prefix="flock3d-compile-") as folder:
+        job = Path(folder) / "job.pickle"
+        job.write_bytes(pickle.dumps((target, args), protocol=pickle.HIGHEST_PROTOCOL))
+        with open(Path(folder) / "stderr", "w+b") as errors:
+            child = subprocess.Popen(
+                [sys.executable, "-P", "-m", "flock3d.core.elsewhere", str(job), str(niceness)],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=errors, env=_environment(),
+            )  # fmt: skip
+            with _children_lock:
+                _children.add(child)
+            announced = threading.Event()
+
+            def relay() -> None:  # the child's word that it compiles: the wait is shown here
+                for said in child.stdout:
+                    if announce and said.strip() == SAID and not announced.is_set():
+                        announced.set()
+                        compiling.child_started(line)
+
+            reader = threading.Thread(target=relay, name="flock3d-compile-relay", daemon=True)
+            reader.start()
+            deadline = time.monotonic() + timeout
+            code: int | None = None
+            try:
+                while code is None:
+                    try:
+                        code = child.wait(POLL)
+                    except subprocess.TimeoutExpired:
+                        if cancelled() or _cancelled_all.is_set():
+                            return False
+                        if time.monotonic() > deadline:
+                            raise CompileFailed(
+                                f"compiling {target} in a child process took over {timeout:g} s; "
+                                "it was stopped"
+                            ) from None
+            finally:
+                if child.poll() is None:
+                    _kill(child)
+                with _children_lock:
+                    _children.discard(child)
+                child.stdin.close()
+                reader.join()  # the child's stdout ends with it
+                child.stdout.close()
+                if announced.is_set():
+                    compiling.child_ended()
+            if code == 0:
+                return True
+            if _cancelled_all.is_set():
+                return False
+            errors.seek(0)
+            said = errors.read().decode(errors="replace").strip().splitlines()
+    if code < 0:
+        how = f"it was killed (signal {-code})"
+    else:
+        how = said[-1].strip() if said else f"status {code}"
+    raise CompileFailed(f"compiling {target} in a child process failed: {how}")
+
+
+def load_or_compile(
+    load: Callable[[], object],
+    target: str,
+    args: tuple = (),
+    *,
+    line: str = compiling.COMPILING,
+    cancelled: Callable[[], bool] = lambda: False,
+) -> bool:
+    """Run ``load()`` with no compile in this process: what it would compile is compiled first by
+    a child calling ``target(*args)``, which should compile the same (see :func:`compile_in_child`).
+
+    Returns True once ``load()`` ran, False when the child was cancelled first. Where the child's
+    compile did not reach the cache (one that cannot be written), ``load()`` compiles here after all.
+
+    Raises:
+        CompileFailed: the child failed; one line.
+    """
+    with compiling.forbidden():
+        try:
+            load()
+            return True
+        except compiling.CompileNeeded:
+            pass  # nothing of it was compiled here: it can be asked for again
+    if not compile_in_child(target, args, line=line, cancelled=cancelled):
+        return False
+    with compiling.forbidden():
+        try:
+            load()
+            return True
+        except compiling.CompileNeeded as needed:
+            _log.debug(
+                "flock3d: %s compiled in a child did not reach numba's cache; compiling it here", needed.what
+            )
+    load()
+    return True
+
+
+# -- the child ----------------------------------------------------------------------------------
+
+
+def _end_with_parent() -> None:
+    """Exit when stdin closes: the parent ended, or no longer waits."""
+    sys.stdin.buffer.read()
+    os._exit(3)
+
+
+def _resolve(target: str) -> Callable[..., Any]:
+    module, _, name = target.partition(":")
+    found: Any = importlib.import_module(module)
+    for part in name.split("."):
+        found = getattr(found, part)
+    return found
+
+
+def _child(job: str, niceness: int) -> int:
+    threading.Thread(target=_end_with_parent, daemon=True).start()
+    if hasattr(os, "nice"):
+        os.nice(niceness)
+    logging.getLogger("flock3d.compiling").setLevel(logging.WARNING)  # the parent says it
+    from numba.core import event
+
+    class _Tell(event.Listener):
+        said = False
+
+        def on_start(self, e) -> None:
+            if not self.said:
+                self.said = True
+                sys.stdout.buffer.write(SAID + b"\n")
+                sys.stdout.flush()
+
+        def on_end(self, e) -> None:
+            pass
+
+    event.register("numba:compile", _Tell())
+    try:
+        target, args = pickle.loads(Path(job).read_bytes())
+        _resolve(target)(*args)
+    except BaseException as error:  # noqa: BLE001 - said in one line, for the parent to raise
+        text = " ".join(str(error).split()) or type(error).__name__
+        print(f"{type(error).__name__}: {text[:300]}", file=sys.stderr, flush=True)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    status = _child(sys.argv[1], int(sys.argv[2]))
+    sys.stdout.flush()
+    # Not sys.exit: at shutdown the thread blocked reading stdin would abort the interpreter.
+    os._exit(status)

@@ -1,0 +1,250 @@
+"""A window's process compiles nothing: what numba's cache lacks is compiled by a child process,
+and the process loads it; a child that fails, is killed or is no longer wanted ends with one
+line, never a hang, and leaves no process behind."""
+
+from __future__ import annotations
+
+import sys
+import textwrap
+import threading
+import time
+
+import numba
+import pytest
+
+from flock3d.core import compiling, elsewhere
+from flock3d.core.compiling import COMPILING
+
+MODULE = """
+import time
+
+import numba
+
+
+@numba.njit(cache=True)
+def twice(x):
+    return 2.0 * x
+
+
+def broken(x):
+    raise ValueError("no such thing:\\n  a second line")
+
+
+def hang():
+    time.sleep(600)
+"""
+
+
+@pytest.fixture
+def jitted(tmp_path, monkeypatch):
+    """A module of numba functions cached beside it, importable here and in a child (by the path)."""
+    name = f"flock3d_elsewhere_probe_{tmp_path.name.replace('-', '_')}"
+    (tmp_path / f"{name}.py").write_text(textwrap.dedent(MODULE))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))
+    module = __import__(name)
+    yield module
+    sys.modules.pop(name, None)
+
+
+class _Compiles:
+    """numba's compiles that ran to their end in this process (aborted ones are not compiles)."""
+
+    def __init__(self) -> None:
+        from numba.core import event
+
+        self.done: list[str] = []
+        outer = self
+
+        class Listener(event.Listener):
+            def on_start(self, e) -> None:
+                pass
+
+            def on_end(self, e) -> None:
+                if e._exc_details is None:
+                    outer.done.append(e.data["dispatcher"].py_func.__qualname__)
+
+        self.listener = Listener()
+        event.register("numba:compile", self.listener)
+
+    def close(self) -> None:
+        from numba.core import event
+
+        event.unregister("numba:compile", self.listener)
+
+
+@pytest.fixture
+def fresh_steps(own_cache, monkeypatch):
+    """No step compiled yet, in this process (another test may have stepped the same layout) or
+    in the step cache."""
+    from flock3d.core import assemble
+
+    monkeypatch.setattr(assemble, "_steppers", {})
+    for name in [name for name in sys.modules if name.startswith("flock3d_step_")]:
+        monkeypatch.delitem(sys.modules, name)
+
+
+@pytest.fixture
+def compiles():
+    watching = _Compiles()
+    yield watching.done
+    watching.close()
+
+
+def test_what_the_cache_lacks_is_compiled_by_a_child_and_only_loaded_here(
+    jitted, compiles, monkeypatch, capsys
+):
+    monkeypatch.setattr(compiling._watch, "said_at", None)  # as if no compile had spoken lately
+    seen: list[float] = []
+    done = threading.Event()
+
+    def look() -> None:  # as a window asks each frame
+        while not done.is_set():
+            since = compiling.compiling_since()
+            if since is not None:
+                seen.append(since)
+            time.sleep(0.01)
+
+    looking = threading.Thread(target=look)
+    looking.start()
+    try:
+        assert elsewhere.load_or_compile(lambda: jitted.twice(1.0), f"{jitted.__name__}:twice", (1.0,))
+    finally:
+        done.set()
+        looking.join()
+    assert jitted.twice(1.5) == 3.0
+    assert compiles == []  # the child compiled, this process loaded
+    assert sum(jitted.twice.stats.cache_hits.values()) == 1  # (its miss: the aborted first try)
+    assert seen and compiling.compiling_since() is None  # the child's wait was shown, and is over
+    assert capsys.readouterr().err.splitlines() == [COMPILING]
+
+
+def test_a_cached_function_starts_no_child(jitted, compiles, monkeypatch):
+    jitted.twice(1.0)  # compiled here (and cached)
+    compiles.clear()
+    started = []
+    monkeypatch.setattr(elsewhere, "compile_in_child", lambda *a, **k: started.append(a))
+    twin = numba.njit(cache=True)(jitted.twice.py_func)  # a new dispatcher: loads
+    assert elsewhere.load_or_compile(lambda: twin(2.0), "unused:name") and started == [] and compiles == []
+
+
+def test_a_forbidden_compile_is_not_a_compile_and_can_be_asked_for_again(jitted, compiles):
+    with compiling.forbidden(), pytest.raises(compiling.CompileNeeded, match="twice"):
+        jitted.twice(1.0)
+    assert compiles == [] and compiling.compiling_since() is None
+    assert jitted.twice(1.0) == 2.0 and compiles == ["twice"]  # outside the block it compiles
+
+
+def test_a_failed_child_says_one_line(jitted):
+    with pytest.raises(elsewhere.CompileFailed) as failed:
+        elsewhere.compile_in_child(f"{jitted.__name__}:broken", (1.0,))
+    message = str(failed.value)
+    assert "\n" not in message and "ValueError: no such thing: a second line" in message, message
+
+
+def test_a_killed_child_says_so_and_a_cancelled_one_is_ended(jitted):
+    def kill_when_started():
+        deadline = time.monotonic() + 60
+        while not elsewhere._children and time.monotonic() < deadline:
+            time.sleep(0.02)
+        for child in list(elsewhere._children):
+            child.kill()
+
+    threading.Thread(target=kill_when_started, daemon=True).start()
+    with pytest.raises(
+        elsewhere.CompileFailed, match=r"hang in a child process failed: it was killed \(signal 9\)$"
+    ):
+        elsewhere.compile_in_child(f"{jitted.__name__}:hang")
+    began = time.monotonic()
+    assert not elsewhere.compile_in_child(
+        f"{jitted.__name__}:hang", cancelled=lambda: time.monotonic() > began + 1
+    )
+    assert time.monotonic() - began < 30 and not elsewhere._children
+    with pytest.raises(elsewhere.CompileFailed, match="took over 0.5 s; it was stopped"):
+        elsewhere.compile_in_child(f"{jitted.__name__}:hang", timeout=0.5)
+
+
+def test_a_session_whose_child_fails_stops_with_one_line(fresh_steps, monkeypatch):
+    from flock3d.scene import resolve_scene
+    from flock3d.viewer import session as session_module
+    from flock3d.viewer.hud import notice_text
+
+    # The child cannot find the step's compile (an empty step cache: the step is not compiled).
+    monkeypatch.setattr(session_module, "__name__", "flock3d_no_such_module")
+    session = session_module.Session(resolve_scene("default", overrides=["flock.count=50"]))
+    session.start()
+    try:
+        deadline = time.monotonic() + 120
+        while not session.first_step_done and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert isinstance(session.error, elsewhere.CompileFailed)
+        text = notice_text(session.error, False)
+        assert "\n" not in text and "No module named 'flock3d_no_such_module'" in text, text
+    finally:
+        session.stop()
+    assert not elsewhere._children
+
+
+@pytest.mark.slow
+def test_a_session_steps_a_new_layout_compiled_by_a_child(fresh_steps, compiles):
+    from flock3d.scene import resolve_scene
+    from flock3d.viewer.session import Session
+
+    session = Session(resolve_scene("default", overrides=["flock.count=50"]))
+    compiles.clear()  # building the flock (here, on the caller's thread) may compile its helpers
+    session.start()
+    try:
+        deadline = time.monotonic() + 300
+        while session.snapshot().step_count < 10 and session.error is None and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert session.error is None and session.snapshot().step_count >= 10
+    finally:
+        session.stop()
+    assert compiles == []  # its step (a new one: an empty step cache) compiled in a child
+
+
+def _first_steps(session, seconds: float = 300) -> None:
+    deadline = time.monotonic() + seconds
+    while session.snapshot().step_count < 3 and session.error is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert session.error is None and session.snapshot().step_count >= 3
+
+
+@pytest.mark.slow
+def test_the_background_compile_of_shipped_scenes_ends_with_the_session(fresh_steps):
+    from flock3d.scene import resolve_scene
+    from flock3d.viewer.session import Session, shipped_mark
+
+    session = Session(resolve_scene("default", overrides=["flock.count=50"]))
+    session.start()
+    session.precompile_shipped(after=0.0, names=("worlds/canyon",))
+    try:
+        _first_steps(session)
+        deadline = time.monotonic() + 60
+        while not elsewhere._children and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert elsewhere._children  # compiling the canyon's step, at the lowest priority
+    finally:
+        session.stop()
+    assert not elsewhere._children and not shipped_mark(("worlds/canyon",)).exists()
+
+
+@pytest.mark.slow
+def test_a_shipped_scene_compiled_in_the_background_opens_without_a_compile(fresh_steps, monkeypatch):
+    from flock3d.scene import resolve_scene
+    from flock3d.viewer.session import Session, shipped_mark
+
+    names = ("couzin/torus",)
+    session = Session(resolve_scene("default", overrides=["flock.count=50"]))
+    session.start()
+    session.precompile_shipped(after=0.0, names=names)
+    try:
+        deadline = time.monotonic() + 300
+        while not shipped_mark(names).exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert shipped_mark(names).exists()
+        monkeypatch.setattr(elsewhere, "compile_in_child", lambda *a, **k: pytest.fail("compiled on opening"))
+        session.load(resolve_scene("couzin/torus"))
+        _first_steps(session, 30)
+    finally:
+        session.stop()
