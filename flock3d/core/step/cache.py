@@ -112,7 +112,6 @@ def core_fingerprint() -> str:
     return _core_digest
 
 
-_core_fingerprint = core_fingerprint  # the name tests/test_nothing_lost.py reads
 
 
 def cache_dir() -> Path:
