@@ -20,6 +20,7 @@ import numpy as np
 
 from flock3d import metrics
 from flock3d.core import quaternion
+from flock3d.core.models import model_of
 from flock3d.core.params import VICSEK_DEFAULTS, Params
 from flock3d.flock import Flock
 from flock3d.plots import save_figure
@@ -41,6 +42,12 @@ def _turning_flock(params: Params, seed: int) -> Flock:
     positions = rng.uniform(-0.5, 0.5, (n, 3)) * _TURNING_BOX * (n / 960) ** (1 / 3)
     velocities = np.tile([params.speed, 0.0, 0.0], (n, 1))
     return Flock(params, positions=positions, velocities=velocities, seed=seed)
+
+
+def _has_spins(params: Params) -> bool:
+    """Whether the flock's model carries spins (the inertial spin model): its leaders are given
+    their turn's spin, and its wave speed is compared with the spin-wave theory's."""
+    return any(name == "spins" for name, *_ in model_of(params).carries)
 
 
 def _affine_speed(positions: np.ndarray, radius: float, direction: np.ndarray, coupling: float,
@@ -101,7 +108,7 @@ def _paired_turn(params: Params, settling: Params, seed: int, settle: int, steps
     for f, flock in enumerate(pair):
         angle[f, 0] = np.arctan2(flock.velocities @ e2, flock.velocities @ e1)
     polarization, shares = [], []
-    dt, spin = params.dt, params.model == "ism"
+    dt, spin = params.dt, _has_spins(params)
     for k in range(steps):
         u = min(1.0, (k + 1) * dt / tau)
         for f, (flock, turn) in enumerate(zip(pair, (-theta, 0.0), strict=True)):
@@ -238,7 +245,7 @@ def turning_waves(quick: bool, seed: int, progress: bool | None) -> Result:
                     distances, response = turn["distances"][others], turn["response"][:, others]
                     found = _arrivals(distances, response, theta, dt)
                     coupling, affine = np.nan, np.nan
-                    if params.model == "ism":
+                    if _has_spins(params):
                         coupling = params.ism_coupling
                         affine = _affine_speed(
                             turn["positions"], radius, turn["e2"], coupling, params.ism_inertia

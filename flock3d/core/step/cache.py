@@ -112,8 +112,6 @@ def core_fingerprint() -> str:
     return _core_digest
 
 
-
-
 def cache_dir() -> Path:
     """Where assembled steps are written (and numba caches their compiled code).
 
