@@ -188,6 +188,15 @@ def test_screenshot_key_writes_a_png(qt_app, viewer, tmp_path):
     assert foreground_mask(image).sum() > 100
 
 
+def test_a_screenshot_that_cannot_be_written_says_so_in_one_line(qt_app, viewer, tmp_path):
+    target = tmp_path / "missing" / "x.png"  # its folder does not exist
+    assert viewer.screenshot(target) == target
+    pump(qt_app, 0.1)
+    message = viewer.status.currentMessage()
+    assert message.startswith(f"{target}: cannot write the image (") and "\n" not in message
+    assert not target.parent.exists()
+
+
 def test_the_window_is_anti_aliased_by_fxaa_in_software_opengl(qt_app, viewer):
     from flock3d.viewer.recording import frame_image
 

@@ -546,8 +546,8 @@ class ViewerWindow:
         path = Path(path) if path else self.recorder.path_for(self.session.scene.name, ".png")
         try:
             self.recorder.screenshot(path)
-        except OSError as error:
-            self._warn("Screenshot not saved", f"{path}: {error.strerror or error}")
+        except Flock3dError as error:
+            self._warn("Screenshot not saved", str(error))
             return path
         self.status.showMessage(f"saved screenshot {path}", 5000)
         return path

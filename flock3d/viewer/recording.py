@@ -15,8 +15,6 @@ from pathlib import Path
 
 import numpy as np
 
-from flock3d.core.atomic import atomic_write
-
 __all__ = ["Recorder", "VideoClock", "output_path", "slug", "frame_image", "VIDEO_FPS"]
 
 VIDEO_FPS = 30.0
@@ -114,17 +112,15 @@ class Recorder:
         return output_path(self.output_dir, scene_name, suffix)
 
     def screenshot(self, path: str | Path) -> Path:
-        """Save the 3D view as a PNG at ``path``; returns it.
+        """Save the 3D view as a PNG at ``path`` (:func:`flock3d.io.video.write_image`); returns it.
 
         Raises:
-            OSError: the file cannot be written.
+            Flock3dError: the file cannot be written (one line; a file that was there is kept).
         """
-        import imageio.v3 as iio
+        from flock3d.io.video import write_image
 
         path = Path(path)
-        png = iio.imwrite("<bytes>", frame_image(self.canvas), extension=path.suffix or ".png")
-        with atomic_write(path, "wb") as handle:  # encoded first: a failed write leaves an older file whole
-            handle.write(png)
+        write_image(path, frame_image(self.canvas))
         return path
 
     def start(self, scene_name: str, t0: float) -> Path:
