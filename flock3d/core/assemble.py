@@ -45,12 +45,12 @@ import sys
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import Any
 
 import numba
 import numpy as np
 
+from flock3d.core import elsewhere
 from flock3d.core.kernel import (
     BOIDS_PER_CHUNK,
     OK,
@@ -412,14 +412,10 @@ def warm_up_in_background(params: Params) -> None:
     if _warm_up is not None or os.environ.get("FLOCK3D_NO_WARM_UP") or driver_is_cached(*options):
         return
     code = f"from flock3d.core.kernel import synchronous_driver; synchronous_driver{options}"
-    # The same flock3d as this process's: first on the path, and no current directory before
-    # it (-P), where another checkout may lie.
-    here = str(Path(__file__).resolve().parents[2])
-    path = os.pathsep.join(p for p in (here, os.environ.get("PYTHONPATH")) if p)
     try:
         _warm_up = subprocess.Popen(
             [sys.executable, "-P", "-c", code], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL, env={**os.environ, "FLOCK3D_NO_WARM_UP": "1", "PYTHONPATH": path},
+            stderr=subprocess.DEVNULL, env=elsewhere.child_environment(),
         )  # fmt: skip
     except OSError:
         _warm_up = None

@@ -77,10 +77,11 @@ def _kill(child: subprocess.Popen) -> None:
     child.wait()
 
 
-def _environment() -> dict[str, str]:
-    """The child's: the same flock3d as this process's, first on the path (with ``-P``, the
-    current directory, where another checkout may lie, is not); the shared driver compiled by
-    the child itself, not by a grandchild that a kill would leave running."""
+def child_environment() -> dict[str, str]:
+    """A compiling child's environment (run with ``python -P``): the same flock3d as this
+    process's, first on the path (with ``-P``, the current directory, where another checkout may
+    lie, is not); the shared driver compiled by the child itself, not by a grandchild that a kill
+    would leave running."""
     here = str(Path(__file__).resolve().parents[2])
     path = os.pathsep.join(p for p in (here, os.environ.get("PYTHONPATH")) if p)
     return {**os.environ, "FLOCK3D_NO_WARM_UP": "1", "PYTHONPATH": path}
@@ -115,7 +116,7 @@ def compile_in_child(
         with open(Path(folder) / "stderr", "w+b") as errors:
             child = subprocess.Popen(
                 [sys.executable, "-P", "-m", "flock3d.core.elsewhere", str(job), str(niceness)],
-                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=errors, env=_environment(),
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=errors, env=child_environment(),
             )  # fmt: skip
             with _children_lock:
                 _children.add(child)
