@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, NamedTuple
 
 __all__ = [
+    "is_whole_number",
     "Kind",
     "Part",
     "Spec",
@@ -123,6 +124,11 @@ class Problem(NamedTuple):
 
     def __str__(self) -> str:
         return f"{self.field}{'' if self.message.startswith(('[', '.')) else ' '}{self.message}"
+
+
+def is_whole_number(value: object) -> bool:
+    """An integer of any integral type, booleans excepted (``True`` is no count)."""
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
 
 
 def is_real_number(value: object) -> bool:

@@ -17,7 +17,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
-import numbers
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
@@ -34,6 +33,7 @@ from flock3d.core.fields import (
     finite_vector,
     is_real_number,
     is_sequence,
+    is_whole_number,
     number_problem,
     record,
     short_repr,
@@ -546,7 +546,7 @@ class Params:
                 set_(field.name, vector(value))
             elif kind == "matrix3" and is_sequence(value) and len(value) == 3 and all(map(vector, value)):
                 set_(field.name, tuple(vector(row) for row in value))
-            elif kind == "integer" and isinstance(value, numbers.Integral) and not isinstance(value, bool):
+            elif kind == "integer" and is_whole_number(value):
                 set_(field.name, int(value))
             elif kind == "names" and is_sequence(value):
                 set_(field.name, tuple(value))
@@ -710,7 +710,7 @@ def _names(value: Any) -> Any:
 def _species(value: Any) -> Any:
     def normalise(s: Species) -> Species:
         changes = {rule: _names(getattr(s, rule)) for rule in SPECIES_RULES if getattr(s, rule) is not None}
-        if isinstance(s.count, numbers.Integral) and not isinstance(s.count, bool):
+        if is_whole_number(s.count):
             changes["count"] = int(s.count)
         return s._replace(**changes)
 
@@ -727,10 +727,6 @@ _NORMALISE: dict[str, Callable[[Any], Any]] = {
     "species": _species,
     "objects": normalise_object,
 }
-
-
-def _whole(value: Any) -> bool:
-    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
 
 
 # -- validation ------------------------------------------------------------------------
@@ -828,7 +824,7 @@ def _value_problems(values: dict[str, Any]) -> list[Problem]:
         count = values[name]
         if name == "count" and _counted_by_species(values["species"]):
             continue  # the species' total, checked with them
-        if not isinstance(count, numbers.Integral) or isinstance(count, bool) or not 0 <= count <= top:
+        if not is_whole_number(count) or not 0 <= count <= top:
             problems.append(
                 Problem(name, f"must be a whole number from 0 to {top:,} (got {short_repr(count)})")
             )
@@ -913,7 +909,7 @@ def _neighbour_problems(values: dict[str, Any]) -> list[Problem]:
     """Topological neighbours and the adaptive radius: a whole k, and what the radius needs."""
     problems = []
     k = values["neighbours"]
-    if k is not None and not (_whole(k) and 1 <= k <= MAX_BOIDS):
+    if k is not None and not (is_whole_number(k) and 1 <= k <= MAX_BOIDS):
         problems.append(
             Problem(
                 "neighbours", f"must be unset or a whole number from 1 to {MAX_BOIDS:,} (got {short_repr(k)})"
@@ -947,7 +943,7 @@ def _counted_by_species(species: Any) -> bool:
     return (
         is_sequence(species)
         and len(species) > 0
-        and all(isinstance(s, Species) and _whole(s.count) for s in species)
+        and all(isinstance(s, Species) and is_whole_number(s.count) for s in species)
     )
 
 
@@ -981,7 +977,7 @@ def _species_problems(values: dict[str, Any]) -> list[Problem]:
             )
         elif names.count(s.name) > 1:
             problems.append(Problem("species", f"{where}.name {s.name!r} is used by another species"))
-        if not (_whole(s.count) and 0 <= s.count <= MAX_BOIDS):
+        if not (is_whole_number(s.count) and 0 <= s.count <= MAX_BOIDS):
             problems.append(
                 Problem(
                     "species",

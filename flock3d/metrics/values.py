@@ -3,10 +3,9 @@ unit directions, and means over frames that leave undefined frames out."""
 
 from __future__ import annotations
 
-import numbers
-
 import numpy as np
 
+from flock3d.core.fields import is_whole_number
 from flock3d.core.params import short_repr
 
 #: The largest size of a coordinate or velocity component that is measured. Measurements
@@ -26,9 +25,7 @@ def measurable(a: np.ndarray, axis=None):
 
 def whole_number(name: str, value, low: int, high: int | None = None) -> int:
     """``value`` as an int; ValueError naming ``name`` unless a whole number in [low, high]."""
-    if not (isinstance(value, numbers.Integral) and not isinstance(value, bool)) or not (
-        low <= value and (high is None or value <= high)
-    ):
+    if not is_whole_number(value) or not (low <= value and (high is None or value <= high)):
         within = f"from {low:,} to {high:,}" if high is not None else f">= {low:,}"
         raise ValueError(f"{name} must be a whole number {within} (got {short_repr(value)})")
     return int(value)

@@ -3,13 +3,12 @@ values (``Params.objects`` items), and the normalising that makes them so."""
 
 from __future__ import annotations
 
-import numbers
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 import numpy as np
 
-from flock3d.core.fields import is_real_number
+from flock3d.core.fields import is_real_number, is_whole_number
 from flock3d.core.fields import is_sequence as _is_sequence
 from flock3d.core.fields import vector as _vector
 
@@ -121,7 +120,7 @@ def normalise_object(value: Any) -> Any:
             changes[name] = float(getattr(value, name))
     if is_real_number(value.scale):
         changes["scale"] = float(value.scale)
-    if isinstance(value.seed, numbers.Integral) and not isinstance(value.seed, bool):
+    if is_whole_number(value.seed):
         changes["seed"] = int(value.seed)
     changes["motion"] = normalise_motion(value.motion)
     return value._replace(**changes)

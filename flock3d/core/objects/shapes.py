@@ -12,13 +12,12 @@ its lowest point. Its signed distance is compiled code and dispatches on :attr:`
 from __future__ import annotations
 
 import math
-import numbers
 from typing import Any, ClassVar
 
 import numpy as np
 
 from flock3d.core import geometry as g
-from flock3d.core.fields import short_repr
+from flock3d.core.fields import is_whole_number, short_repr
 
 __all__ = ["Shape", "SHAPES", "SIZE_KEYS", "SHAPE_KEYS", "KEY_TEXTS", "PRIMITIVES", "shape_of"]
 
@@ -222,8 +221,7 @@ class Heightfield(Shape):
                 ".image or .seed is required for a heightfield, not both: a greyscale PNG or a seed "
                 "for fractal terrain"
             ]
-        whole = isinstance(o.seed, numbers.Integral) and not isinstance(o.seed, bool)
-        if o.seed is not None and not (whole and 0 <= o.seed < 2**63):
+        if o.seed is not None and not (is_whole_number(o.seed) and 0 <= o.seed < 2**63):
             return [f".seed must be a whole number from 0 to 2**63 - 1 (got {short_repr(o.seed)})"]
         if o.image is not None and not (isinstance(o.image, str) and o.image):
             return [f".image must be the name of a PNG file (got {short_repr(o.image)})"]
