@@ -5,8 +5,9 @@ field's metadata): the scene key that sets it, what it means, its unit and symbo
 values it may take. From it come the range check that validation applies to the value,
 the scene schema's entry, the line of ``flock3d scenes --template`` and the row of the
 parameter tables in ``docs/model.md``. A term's fields are declared in its module
-(:mod:`flock3d.core.terms`), the model's own in :mod:`flock3d.core.params`; checks that
-relate several values (a minimum below a maximum) stay code, next to the fields they read.
+(:mod:`flock3d.core.terms`), the model's own in :mod:`flock3d.core.declarations`; checks that
+relate several values (a minimum below a maximum) stay code: a term's in its module, the rest
+in :mod:`flock3d.core.validation`.
 """
 
 from __future__ import annotations

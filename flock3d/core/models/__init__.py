@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 
 __all__ = ["Model", "Emit", "MODELS", "MODELS_BY_NAME", "model_of", "columns", "MODEL_FIELDS", "ARENA_SHAPES"]
 
-#: Every arena shape (``Params.arena_shape``); see :data:`flock3d.core.params.ARENA_SHAPES`.
+#: Every arena shape (``Params.arena_shape``); see :data:`flock3d.core.declarations.ARENA_SHAPES`.
 ARENA_SHAPES = ("sphere", "box", "periodic", "wrap", "none")
 
 

@@ -16,8 +16,8 @@ A term is a rule or a force of the model (``docs/model.md``). Its module holds:
   lines the generator writes after a boid's move, and :meth:`Term.constrained`, their readable
   twin in the reference engine.
 
-The ordered registry of the terms is :data:`flock3d.core.params.TERMS`, beside the fields:
-adding a term is its module, its fields' lines and its place there. Order matters: terms
+The ordered registry of the terms is :data:`flock3d.core.stages.TERMS`: adding a term is its
+module, its fields' lines in ``Params`` and its place there. Order matters: terms
 are summed (or chained) in it, and the reference engine follows it too.
 
 Conventions of the numba components: ``(px, py, pz)``, ``(vx, vy, vz)`` and
