@@ -45,7 +45,7 @@ def test_the_parameter_tables_of_the_model_doc_are_the_declarations():
     import os
     import re
 
-    from flock3d.scene.scene import parameter_groups, parameter_table
+    from flock3d.scene.describe import parameter_groups, parameter_table
 
     text = MODEL_DOC.read_text()
     groups = parameter_groups()

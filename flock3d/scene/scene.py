@@ -1,11 +1,13 @@
-"""Scenes: loading, validating and writing scene files."""
+"""Scenes: the Scene record, reading and validating scene files, and the shipped library.
+
+A scene is written out by :mod:`flock3d.scene.writing` and told to people (the arena in words,
+the template) by :mod:`flock3d.scene.describe`; ``describe_arena`` and ``toml_value`` are
+importable from here too."""
 
 from __future__ import annotations
 
 import dataclasses
 import difflib
-import json
-import math
 import os
 import re
 import tomllib
@@ -16,25 +18,21 @@ from pathlib import Path
 from typing import Any
 
 from flock3d.core.atomic import atomic_write
-from flock3d.core.fields import spec_of
 from flock3d.core.models import MODELS_BY_NAME
 from flock3d.core.objects import covered_start_problems, needs_field
 from flock3d.core.params import Params, Problem, params_problems, short_repr
 from flock3d.errors import Flock3dError
+from flock3d.scene.describe import describe_arena
 from flock3d.scene.schema import (
-    KEYS,
     KEYS_BY_NAME,
     PARAM_KEY_OF_FIELD,
     SECTIONS,
-    STRUCTURED,
-    TOP_LEVEL_PARAMS,
     ViewHints,
     check_kind,
     convert_structured,
-    look_parts,
     species_looks,
-    structured_to_toml,
 )
+from flock3d.scene.writing import scene_data, scene_toml, toml_value
 
 __all__ = [
     "Scene",
@@ -88,21 +86,7 @@ class Scene:
     def to_toml(self, folder: str | Path | None = None) -> str:
         """The scene as a complete TOML scene file (every key written out); the objects' files
         named from ``folder`` when given (where the file will be), else as they are held."""
-        values = _values_of(self)
-        if folder is not None:
-            values["objects"] = tuple(_named_from(o, Path(folder)) for o in values["objects"])
-        lines = [f"name = {toml_value(self.name)}", f"description = {toml_value(self.description)}"]
-        lines.append(f"seed = {self.seed}")
-        lines += [f"{name} = {toml_value(values[name])}" for name in TOP_LEVEL_PARAMS]
-        for section in SECTIONS:
-            lines += ["", f"[{section}]"]
-            for key in KEYS:
-                if key.name.startswith(section + ".") and values.get(key.name) is not None:
-                    lines.append(f"{key.name.split('.', 1)[1]} = {toml_value(values[key.name])}")
-        for name in STRUCTURED:  # tables come last: TOML puts every key after them inside them
-            looks = self.view.species if name == "species" else ()
-            lines += structured_to_toml(KEYS_BY_NAME[name], values[name], toml_value, looks)
-        return "\n".join(lines) + "\n"
+        return scene_toml(self, folder)
 
     def save(self, path: str | Path) -> Path:
         """Write :meth:`to_toml` to ``path``; returns the path.
@@ -119,7 +103,7 @@ class Scene:
     def with_overrides(self, assignments: Iterable[str], rule_names: Sequence[str] | None = None) -> Scene:
         """This scene with ``key=value`` assignments applied (values in TOML syntax), validated
         (``rule_names`` as for :func:`load_scene`)."""
-        data = _data_of(self)
+        data = scene_data(self)
         problems = apply_assignments(data, assignments)
         return _build(data, self.source or self.name, self.source, self.text, problems, rule_names)
 
@@ -443,19 +427,6 @@ def _object_file_problems(params: Params) -> tuple[list[str], dict[int, Any] | N
     return [_key_problem(Problem(*p)) for p in covered_start_problems(values, fields)], fields
 
 
-def _named_from(o: Any, folder: Path) -> Any:
-    """The object with its files named relative to ``folder``, as a scene file there names them."""
-    changes = {}
-    for name in ("file", "image"):
-        value = getattr(o, name)
-        if isinstance(value, str) and os.path.isabs(value):
-            try:
-                changes[name] = os.path.relpath(value, folder)
-            except ValueError:  # another drive: only the full name reaches it
-                pass
-    return o._replace(**changes)
-
-
 def _key_problem(p: Problem) -> str:
     """A problem of Params as a scene's problem: its fields written as their keys."""
     # A species' problems name the keys of its table, which are the fields' own names.
@@ -463,92 +434,6 @@ def _key_problem(p: Problem) -> str:
         p.message if p.field == "species" else _FIELD_WORD.sub(lambda m: PARAM_KEY_OF_FIELD[m[1]], p.message)
     )
     return str(Problem(PARAM_KEY_OF_FIELD[p.field], message))
-
-
-# -- writing --------------------------------------------------------------------------
-
-
-def _values_of(scene: Scene) -> dict[str, Any]:
-    values: dict[str, Any] = {"name": scene.name, "description": scene.description, "seed": scene.seed}
-    for key in KEYS:
-        if key.target == "params":
-            values[key.name] = getattr(scene.params, key.field)
-        elif key.target == "view":
-            values[key.name] = getattr(scene.view, key.field)
-    return values
-
-
-def _data_of(scene: Scene) -> dict[str, Any]:
-    """The scene as nested TOML-like data (what :func:`tomllib.loads` would give)."""
-    data: dict[str, Any] = {}
-    for name, value in _values_of(scene).items():
-        if value is None:
-            continue
-        if name == "species":
-            tables = _plain(value)
-            for table, look in zip(tables, scene.view.species, strict=False):
-                table.update(look_parts(look))
-            data[name] = tables
-            continue
-        section, _, leaf = name.rpartition(".")
-        table = data.setdefault(section, {}) if section else data
-        table[leaf] = _plain(value)
-    return data
-
-
-def _plain(value: Any) -> Any:
-    """A Params value as TOML would give it back: lists and tables, no tuples."""
-    if hasattr(value, "_asdict"):  # an Attractor, Obstacle, WaypointPath or Species (unset fields left out)
-        return {k: _plain(v) for k, v in value._asdict().items() if v is not None}
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    return value
-
-
-def toml_value(value: Any) -> str:
-    """A Python value written as a TOML value (numbers, strings, booleans, nested arrays)."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float):
-        if math.isnan(value):
-            return "nan"
-        if math.isinf(value):
-            return "inf" if value > 0 else "-inf"
-        return repr(value)
-    if isinstance(value, str):
-        return json.dumps(value, ensure_ascii=False)  # JSON strings are valid TOML basic strings
-    if hasattr(value, "_asdict"):  # a record inside a table (an object's motion): an inline table
-        items = [f"{k} = {toml_value(v)}" for k, v in value._asdict().items() if v is not None]
-        return "{ " + ", ".join(items) + " }"
-    if isinstance(value, (list, tuple)):
-        return "[" + ", ".join(toml_value(v) for v in value) + "]"
-    raise TypeError(f"cannot write {value!r} as TOML")
-
-
-def describe_arena(params: Params) -> str:
-    """The arena in a few words, as ``flock3d scenes`` and ``check`` show it: ``sphere R=30``,
-    ``box, side 60``, ``periodic square, side 50``, ``open space``, ``a mesh arena``; and its
-    objects, ``with 3 objects``."""
-    arena = next((o.shape for o in params.objects if o.role == "arena"), None)
-    count = len(params.objects) - (arena is not None)
-    objects = f", with {count} object{'s' if count != 1 else ''}" if count else ""
-    if params.arena_shape == "none":
-        return (f"a {arena} arena" if arena else "open space") + objects
-    return _describe_walls(params) + objects
-
-
-def _describe_walls(params: Params) -> str:
-    planar = params.dimensions == 2
-    if params.arena_shape == "sphere":
-        return f"{'circle' if planar else 'sphere'} R={params.arena_radius:g}"
-    sides = [2.0 * h for h in params.half_extents[: 2 if planar else 3]]
-    cube = len(set(sides)) == 1
-    kind = ("square" if cube else "rectangle") if planar else ("box" if cube else "cuboid")
-    prefix = {"periodic": "periodic ", "wrap": "wrap-around "}.get(params.arena_shape, "")
-    size = f"side {sides[0]:g}" if cube else " x ".join(f"{s:g}" for s in sides)
-    return f"{prefix}{kind}, {size}"
 
 
 # -- the shipped library ----------------------------------------------------------------
@@ -626,85 +511,3 @@ def resolve_scene(
 def default_scene() -> Scene:
     """The embedded default scene (works from an installed wheel)."""
     return resolve_scene(None)
-
-
-def template() -> str:
-    """A scene file listing every key with its default and what it means, derived from the
-    declarations (``flock3d scenes --template``): keys whose default is unset, and the
-    structured tables (none by default), commented out with an example."""
-    defaults: dict[str, Any] = {"name": "Template", "description": "Every key with its default.", "seed": 0}
-    for key in KEYS:
-        target = {"params": Params(), "view": ViewHints()}.get(key.target)
-        if target is not None:
-            defaults[key.name] = getattr(target, key.field)
-    specs = {f.name: spec_of(f) for f in dataclasses.fields(Params)}
-    lines = [
-        "# Every scene key with its default (flock3d scenes --template). A scene file needs only the",
-        "# keys it changes; `flock3d check FILE` explains any mistake; docs/model.md describes the model.",
-    ]
-    sections: dict[str, list[str]] = {}
-    tables: list[str] = []
-    for key in KEYS:
-        value = defaults[key.name]
-        section, _, leaf = key.name.rpartition(".")
-        if key.kind in ("items", "table"):
-            tables += ["#", f"# {'[[' + key.name + ']]' if key.kind == 'items' else '[' + key.name + ']'}"
-                       f"  {key.doc}"]  # fmt: skip
-            tables += [f"# {part.name} = ...{'  (required)' if part.required else ''}" for part in key.parts]
-            continue
-        spec = specs.get(key.field) if key.target == "params" else None
-        comment = key.doc
-        if value is None:
-            example = spec.example if spec is not None and spec.example is not None else "..."
-            text = f"# {leaf} = {example if isinstance(example, str) else toml_value(example)}"
-        else:
-            text = f"{leaf} = {toml_value(_plain(value))}"
-        sections.setdefault(section, []).append(f"{text:<31} # {comment}")
-    lines += ["", *sections.pop("")]
-    for section, entries in sections.items():
-        lines += ["", f"[{section}]", *entries]
-    lines += ["", "# Structured values: none by default. Tables come last in a TOML file."]
-    lines += tables[1:]
-    return "\n".join(lines) + "\n"
-
-
-def parameter_table(names: Sequence[str]) -> str:
-    """The Markdown table of the Params fields ``names`` (symbol, scene key, field, meaning, unit,
-    default, allowed values), derived from their declarations, as ``docs/model.md`` shows it."""
-    fields = {f.name: f for f in dataclasses.fields(Params)}
-    rows = ["| symbol | scene key | `Params` field | meaning | unit | default | allowed |", "|---" * 7 + "|"]
-    for name in names:
-        spec, default = spec_of(fields[name]), fields[name].default
-        if default is None:
-            shown = f"unset: {spec.unset}"
-        elif isinstance(default, float):
-            shown = f"{default:g}"
-        elif isinstance(default, (tuple, list)) and default and not isinstance(default[0], (tuple, list)):
-            shown = "(" + ", ".join(f"{v:g}" for v in default) + ")"
-        else:
-            shown = toml_value(_plain(default)).replace("|", "\\|")
-        allowed = spec.allowed_text().replace(">=", "≥").replace("<=", "≤")
-        cells = [spec.symbol, f"`{spec.key}`", f"`{name}`", spec.doc.replace("|", "/"), spec.unit or "–"]
-        rows.append("| " + " | ".join([*cells, shown, allowed]) + " |")
-    return "\n".join(rows) + "\n"
-
-
-#: The sections of a scene file whose keys ``docs/model.md`` tabulates apart from the rest (besides
-#: the models' own tables, :attr:`flock3d.core.models.Model.table`).
-_OWN_TABLES = ("flight",)
-
-
-def parameter_groups() -> dict[str, tuple[str, ...]]:
-    """The groups of Params fields ``docs/model.md`` tabulates: the model's own, each term's
-    (by its name), and the rest (the variants and the Couzin and Vicsek models)."""
-    from flock3d.core.models import MODELS
-    from flock3d.core.params import SPEC_FIELDS, TERMS
-
-    groups = {"model": SPEC_FIELDS, **{term.name: term.fields for term in TERMS if term.fields}}
-    groups.update({model.table: tuple(model.fields) for model in MODELS if model.table})
-    for section in _OWN_TABLES:  # a model's section of the scene file, tabulated by itself
-        groups[section] = tuple(f.name for f in dataclasses.fields(Params)
-                                if spec_of(f).key.startswith(f"{section}."))  # fmt: skip
-    owned = {name for names in groups.values() for name in names}
-    groups["other"] = tuple(f.name for f in dataclasses.fields(Params) if f.name not in owned)
-    return groups
