@@ -63,18 +63,48 @@ def timed(step, steps: int, runs: int) -> float:
     return statistics.median(times)
 
 
-def engine_row(params: Params, engine: str, steps: int, runs: int, max_registers: int = 0) -> float:
-    from flock3d.core.gpu import engine as gpu_engine
+_starts: dict[Params, dict[str, np.ndarray]] = {}
 
-    gpu_engine.MAX_REGISTERS = max_registers or None  # read when the step's kernel is made
-    flock = Flock(params, seed=0, engine=engine)
+
+def start_of(params: Params) -> dict[str, np.ndarray]:
+    """Copies of the seeded start of a flock of ``params``, drawn once (16M boids take seconds):
+    every engine starts from it."""
+    if params not in _starts:
+        _starts.clear()  # one size at a time: 16M boids' arrays are 1.2 GB
+        state = Flock(params, seed=0, engine="reference").state
+        names = ("positions", "velocities", "orientations")
+        _starts[params] = {name: getattr(state, name).copy() for name in names}
+    return {name: array.copy() for name, array in _starts[params].items()}
+
+
+def shape_of(text: str):
+    """A GPU step's shape from its name: ``fused`` or ``split``, ``+guard`` for the reach guard,
+    ``/R`` for a cap of R registers a thread (``split+guard/72``)."""
+    from flock3d.core.step.cuda_generate import Shape
+
+    kind, _, cap = text.partition("/")
+    parts = kind.split("+")
+    if parts[0] not in ("fused", "split") or set(parts[1:]) - {"guard"}:
+        raise argparse.ArgumentTypeError(f"{text!r}: a shape is fused or split, then +guard, then /R")
+    return Shape(max_registers=int(cap) if cap else None, split=parts[0] == "split", guard="guard" in parts)
+
+
+def engine_row(params: Params, engine: str, steps: int, runs: int, shape=None) -> float:
+    from flock3d.core.step.cuda_generate import DEFAULT_SHAPE
+
+    if engine == "gpu":
+        from flock3d.core.gpu import engine as gpu_engine
+
+        gpu_engine.SHAPE = shape or DEFAULT_SHAPE  # read when the step's kernel is made
+    flock = Flock(params, seed=0, engine=engine, **start_of(params))
     flock.step(2)  # compiles (or loads) the step, and the device's first launches
     return timed(flock.step, steps, runs)
 
 
 def anchor_row(anchor, params: Params, steps: int, runs: int) -> float:
-    start = Flock(params, seed=0, engine="reference").state  # the same start, not stepped
-    flock = anchor.GpuFlock(params, start.positions, start.velocities, start.orientations, np.float64)
+    start = start_of(params)
+    arrays = (start["positions"], start["velocities"], start["orientations"])
+    flock = anchor.GpuFlock(params, *arrays, np.float64)
 
     def step(k: int) -> None:
         flock.step(k)
@@ -84,16 +114,22 @@ def anchor_row(anchor, params: Params, steps: int, runs: int) -> float:
     return timed(step, steps, runs)
 
 
-def check(n: int, cpu: str, steps: int = 3) -> float:
-    """The largest difference between the GPU and the ``cpu`` engine after ``steps`` steps of the
-    bench scene at ``n`` boids."""
+def check(n: int, cpu: str, shapes: list, steps: int = 3) -> float:
+    """The largest difference between the GPU engine, in each of ``shapes``, and the ``cpu``
+    engine after ``steps`` steps of the bench scene at ``n`` boids."""
+    from flock3d.core.gpu import engine as gpu_engine
+
     params = bench_params(n)
-    gpu, fast = Flock(params, seed=1, engine="gpu"), Flock(params, seed=1, engine=cpu)
-    gpu.step(steps)
+    fast = Flock(params, seed=1, engine=cpu)
     fast.step(steps)
-    return float(
-        max(np.abs(gpu.positions - fast.positions).max(), np.abs(gpu.velocities - fast.velocities).max())
-    )
+    worst = 0.0
+    for shape in shapes:
+        gpu_engine.SHAPE = shape
+        gpu = Flock(params, seed=1, engine="gpu")
+        gpu.step(steps)
+        worst = max(worst, np.abs(gpu.positions - fast.positions).max(),
+                    np.abs(gpu.velocities - fast.velocities).max())  # fmt: skip
+    return float(worst)
 
 
 def cell(seconds: float | None) -> str:
@@ -112,9 +148,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--anchor", type=Path, help="a naive kernel's file (gpu_anchor.py) to time beside")
     parser.add_argument("--no-cpu", action="store_true", help="leave out the CPU engine")
     parser.add_argument("--check", type=int, default=2_000, help="boids of the agreement check (0: none)")
-    parser.add_argument("--max-registers", type=int, nargs="+", default=[0, 72], metavar="R",
-                        help="the GPU kernel capped at R registers a thread, a column each (0: no cap; "
-                        "default 0 72)")  # fmt: skip
+    parser.add_argument("--shapes", type=shape_of, nargs="+", default=None, metavar="SHAPE",
+                        help="GPU steps cut and compiled so, a column each: fused or split, +guard, "
+                        "/R for a cap of R registers (default: fused, uncapped, and the engine's "
+                        "own)")  # fmt: skip
     parser.add_argument("--tiny", type=int, help="a dry run: every scene at this N, 2 steps, 1 run")
     args = parser.parse_args(argv)
     if args.tiny:
@@ -138,13 +175,20 @@ def main(argv: list[str] | None = None) -> int:
         spec = importlib.util.spec_from_file_location("gpu_anchor", args.anchor)
         anchor = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(anchor)
+    from flock3d.core.step.cuda_generate import DEFAULT_SHAPE
+
+    shapes = args.shapes or [shape_of("fused"), DEFAULT_SHAPE]
     if args.check:
-        worst = check(args.check, cpu_engine)
-        print(f"check: GPU - {cpu_engine} engine, bench scene, {args.check:,} boids, 3 steps: {worst:.2e}")
+        worst = check(args.check, cpu_engine, shapes)
+        names = ", ".join(map(str, shapes))
+        print(
+            f"check: GPU ({names}) - {cpu_engine} engine, bench scene, {args.check:,} boids, 3 steps: "
+            f"{worst:.2e}"
+        )
         if not worst < 1e-9:
             print("benchmarks/gpu.py: the engines disagree; no table", file=sys.stderr)
             return 1
-    caps = [f"GPU engine{f', {r} registers' if r else ''}" for r in args.max_registers]
+    caps = [f"GPU {shape}" for shape in shapes]
     print(
         f"\n| scene | N | CPU engine ({cpu_engine}) | {' | '.join(caps)} | naive kernel | best GPU / naive |"
     )
@@ -152,9 +196,9 @@ def main(argv: list[str] | None = None) -> int:
     for scene, sizes in (("bench", args.sizes), ("circles", args.circles)):
         for n in sizes:
             params = SCENES[scene](n)
-            cpu = None if args.no_cpu else engine_row(params, cpu_engine, max(1, args.steps // 5), args.runs)
-            gpus = [engine_row(params, "gpu", args.steps, args.runs, r) for r in args.max_registers]
+            gpus = [engine_row(params, "gpu", args.steps, args.runs, shape) for shape in shapes]
             naive = None if anchor is None else anchor_row(anchor, params, args.steps, args.runs)
+            cpu = None if args.no_cpu else engine_row(params, cpu_engine, max(1, args.steps // 5), args.runs)
             ratio = "-" if naive is None else f"{naive / min(gpus):.2f}x"
             row = [scene, f"{n:,}", cell(cpu), *map(cell, gpus), cell(naive), ratio]
             print(f"| {' | '.join(row)} |", flush=True)

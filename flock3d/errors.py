@@ -13,6 +13,10 @@ class SimulationError(Flock3dError):
     """
 
 
+class EngineError(Flock3dError):
+    """An engine asked to run what it does not (float32 precision on a CPU engine)."""
+
+
 class GpuError(Flock3dError):
     """The GPU engine cannot run here (no numba-cuda, no driver, no device) or cannot run this
     flock yet (what it lacks is named)."""

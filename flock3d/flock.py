@@ -31,7 +31,7 @@ from flock3d.core.state import (
     up_axis,
 )
 from flock3d.core.user_rules import Force, PairRule, read_only_copy
-from flock3d.errors import Flock3dError, SimulationError
+from flock3d.errors import EngineError, Flock3dError, SimulationError
 from flock3d.gpu import GpuEngine
 from flock3d.rules import RuleError, check_rules, describe, writes_arguments
 
@@ -46,6 +46,15 @@ Engine = Literal["fast", "reference", "gpu"]
 _RESPONSIVE = 0.1
 #: Seconds an interrupted step may take to end (or ten steps' time, if longer) before it is given up.
 _GRACE = 2.0
+
+
+def _check_precision(params: Params, engine: str) -> None:
+    """Refuse float32 on a CPU engine: they compute and keep float64 only (no silent fallback)."""
+    if params.precision != "float64" and engine != "gpu":
+        raise EngineError(
+            f"sim.precision = {params.precision!r} runs on the GPU engine (engine 'gpu'); "
+            f"engine {engine!r} keeps float64"
+        )
 
 
 class Flock:
@@ -102,6 +111,7 @@ class Flock:
             raise TypeError(f"params must be a flock3d.Params, got {type(params).__name__}")
         if engine not in ("fast", "reference", "gpu"):
             raise ValueError(f"engine must be 'fast', 'reference' or 'gpu' (got {engine!r})")
+        _check_precision(params, engine)
         if engine == "fast" and params.update == "synchronous":
             # A first run on this machine: the other core compiles the shared driver while this
             # one builds the flock and compiles its own step.
@@ -178,6 +188,7 @@ class Flock:
             if not status.ok:
                 raise failure_error(self, status.code, status.boid, status.term)
             return
+        _check_precision(self._params, self._engine)
         check_state(self._state, self._params)
         if self._engine == "fast":
             try:

@@ -8,7 +8,8 @@ device again before the next: so read them through the flock, not through a refe
 from before a step.
 
 It runs the boids model's synchronous update with metric neighbours, every term that needs no
-world data, species and every arena, in float64; it refuses the rest in one line
+world data, species and every arena, in float64 or float32 (``sim.precision``); it refuses the
+rest in one line
 (:class:`~flock3d.errors.GpuError`), and says what is missing where it cannot run at all.
 """
 
@@ -33,12 +34,14 @@ _SYNCED = ("positions", "velocities", "orientations", "predator_positions", "pre
 def refusal(params: Params, rules: Sequence = (), forces: Sequence = ()) -> str:
     """Why the GPU engine does not run a flock of ``params`` (with ``rules``, ``forces``) yet, in one
     line ("" when it does)."""
-    from flock3d.core.step.cuda_generate import unsupported
+    from flock3d.core.step.cuda_generate import MAX_FLOAT32_BOIDS, unsupported
 
     lacking = unsupported(layout_of(params, rules, forces))
-    if not lacking:
-        return ""
-    return f"the GPU engine does not run {', '.join(lacking)} yet (engine 'fast' does)"
+    if lacking:
+        return f"the GPU engine does not run {', '.join(lacking)} yet (engine 'fast' does)"
+    if params.precision == "float32" and params.count > MAX_FLOAT32_BOIDS:
+        return f"a float32 flock holds at most {MAX_FLOAT32_BOIDS:,} boids (got {params.count:,})"
+    return ""
 
 
 def kernel_source(params: Params, rules: Sequence = (), forces: Sequence = ()) -> tuple[str, list[str]]:
@@ -70,7 +73,7 @@ class GpuEngine:
             raise GpuError(why)
         from flock3d.core.gpu.engine import DeviceFlock
 
-        self.device = DeviceFlock(len(state))
+        self.device = DeviceFlock(len(state), np.dtype(params.precision).type)
         self.device_newer = False  # the device holds steps the host arrays lack
         self.host_newer = True  # the host arrays were read (maybe edited) since the last upload
         self.state = DeviceState.of(state, self)
@@ -91,9 +94,13 @@ class GpuEngine:
         why = refusal(params, rules, forces)  # params may have changed since the flock was made
         if why:
             raise GpuError(why)
-        from flock3d.core.gpu.engine import stepper
+        from flock3d.core.gpu.engine import DeviceFlock, stepper
 
         state = self.state
+        if np.dtype(params.precision) != self.device.dtype:  # the device's arrays in the new precision
+            self.pull()
+            self.device = DeviceFlock(len(state), np.dtype(params.precision).type)
+            self.host_newer = True
         if self.host_newer:
             check_state(state, params)
             self.device.upload(state, params)

@@ -19,24 +19,43 @@ from flock3d import Params
 from flock3d.core.assemble import layout_of
 from flock3d.core.gpu import engine, kernels
 from flock3d.core.params import Species
+from flock3d.core.step.cuda_generate import DEFAULT_SHAPE, Shape
 
 CC = (9, 0)
 F1, F2, I1, I2, B1 = T.float64[::1], T.float64[:, ::1], T.int64[::1], T.int64[:, ::1], T.boolean[::1]
 f8, i8 = T.float64, T.int64
-#: The fixed kernels' argument types, as the engine launches them.
-FIXED = {
-    "bounds_partial": (F2, F2),
-    "bounds_grid": (F2, f8, f8, F1, I1),
-    "count_cells": (F2, F1, I1, I1, I1),
-    "scan_blocks": (I1, I1, I1, i8),
-    "add_offsets": (I1, I1, i8),
-    "scatter": (I1, I1, I1, I1),
-    "sort_cells": (I1, I1, I1, i8),
-    "gather": (I1, I1, F2, F2, F2, I1, F2, F2, F2, F2, F2, T.boolean),
-    "hunting": (F2, F2, F2, F2, F2, I1, F1, B1, I1, i8, f8, f8, f8, f8, f8),
-}
-#: The generated step's argument types (flock3d.core.step.cuda_template.advance).
-STEP = (F2, F2, I1, F2, F2, F2, I1, F1, I1, F1, B1, F1, F1, F2, I2, I1, i8, f8, i8, i8)
+
+
+def fixed(S: T.Array) -> dict[str, tuple]:
+    """The fixed kernels' argument types, as the engine launches them, the state's arrays ``S``
+    (2D, float64 or float32: sim.precision)."""
+    return {
+        "bounds_partial": (S, F2),
+        "bounds_grid": (F2, f8, f8, F1, I1),
+        "count_cells": (S, F1, I1, I1, I1),
+        "scan_blocks": (I1, I1, I1, i8),
+        "add_offsets": (I1, I1, i8),
+        "scatter": (I1, I1, I1, I1),
+        "sort_cells": (I1, I1, I1, i8),
+        "gather": (I1, I1, S, S, S, I1, S, S, S, S, S, T.boolean),
+        "hunting": (F2, F2, F2, F2, S, I1, F1, B1, I1, i8, f8, f8, f8, f8, f8),
+    }
+
+
+def step(S: T.Array) -> tuple:
+    """The generated step's argument types (flock3d.core.step.cuda_template.advance)."""
+    return (S, S, I1, S, S, S, I1, F1, I1, F1, B1, F1, F1, F2, I2, I1, i8, f8, i8, i8, F2, B1)
+
+
+def settle(S: T.Array) -> tuple:
+    """A split step's second kernel's (flock3d.core.step.cuda_template.settle)."""
+    return (F2, B1, I1, S, S, S, F1, B1, F1, I2, I1, i8)
+
+
+#: The state's precisions: float64, and float32 (each kernel compiles again for it).
+PRECISIONS = {"float64": F2, "float32": T.float32[:, ::1]}
+#: The step's shapes compiled: the engine's, and every option of the others in one.
+SHAPES = (DEFAULT_SHAPE, Shape(max_registers=64, split=True, guard=True))
 #: Layouts whose generated step is compiled: each arena, term and option the GPU engine runs.
 SCENES = {
     "sphere, wander, containment": Params(count=50, wander=5.0, containment=40.0),
@@ -58,16 +77,27 @@ def main() -> int:
     # A device function asks the current device for its compute capability: there is none here.
     numba.cuda.dispatcher.get_current_device = _Device
     try:
-        cuda.compile_ptx(kernels.add_offsets.py_func, FIXED["add_offsets"], cc=CC)
+        cuda.compile_ptx(kernels.add_offsets.py_func, fixed(F2)["add_offsets"], cc=CC)
     except Exception as error:  # noqa: BLE001 - no NVVM or NVRTC: nothing to compile with
         print(f"no CUDA compiler: {type(error).__name__}: {str(error).splitlines()[0]}")
         return 3
     failed = 0
-    jobs = [(name, getattr(kernels, name).py_func, sig) for name, sig in FIXED.items()]
-    jobs += [
-        (f"step: {name}", engine.stepper(layout_of(p)).module.advance.py_func, STEP)
-        for name, p in SCENES.items()
+    jobs = [
+        (f"{name} ({precision})", getattr(kernels, name).py_func, sig)
+        for precision, S in PRECISIONS.items()
+        for name, sig in fixed(S).items()
+        if precision == "float64" or S in sig
     ]
+    for shape in SHAPES:
+        engine.SHAPE = shape
+        for name, p in SCENES.items():
+            module = engine.stepper(layout_of(p)).module
+            for precision, S in PRECISIONS.items():
+                if precision == "float32" and shape != DEFAULT_SHAPE:
+                    continue  # one shape is enough to show the float32 step types
+                jobs.append((f"step ({shape}, {precision}): {name}", module.advance.py_func, step(S)))
+                if shape.split:
+                    jobs.append((f"settle ({shape}, {precision}): {name}", module.settle.py_func, settle(S)))
     for name, fn, sig in jobs:
         try:
             cuda.compile_ptx(fn, sig, cc=CC)

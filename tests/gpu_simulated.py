@@ -119,7 +119,61 @@ def run(name: str) -> dict:
     }
 
 
+#: float32 against float64 (``--float32``): the defaults, dense enough that each boid sees several.
+FLOAT32 = Params(count=60, arena_radius=6.0)
+FLOAT32_STEPS = 30
+
+
+def float32_run(seed: int) -> dict:
+    """A float32 and a float64 GPU run of FLOAT32 from ``seed``, step by step: what every step of
+    the float32 run keeps (its state's type, speeds, turns, the arena) and both runs' statistics
+    (polarization, mean nearest-neighbour distance) every 10 steps."""
+    from flock3d import metrics
+    from flock3d.core.quaternion import forward
+
+    runs = {precision: Flock(FLOAT32.replace(precision=precision), seed=seed, engine="gpu")
+            for precision in ("float32", "float64")}  # fmt: skip
+    p, f32 = FLOAT32, runs["float32"]
+    worst_speed_over = worst_speed_under = worst_turn_over = farthest = 0.0
+    stats: dict[str, list] = {precision: [] for precision in runs}
+    max_turn = np.radians(p.max_turn_rate) * p.dt
+    for step in range(1, FLOAT32_STEPS + 1):
+        before = forward(f32.orientations)
+        for flock in runs.values():
+            flock.step(1)
+        speeds = np.linalg.norm(f32.velocities, axis=1)
+        worst_speed_over = max(worst_speed_over, float((speeds / p.max_speed - 1.0).max()))
+        worst_speed_under = max(worst_speed_under, float((1.0 - speeds / p.min_speed).max()))
+        after = forward(f32.orientations)
+        turned = np.arctan2(np.linalg.norm(np.cross(before, after), axis=1), np.sum(before * after, axis=1))
+        worst_turn_over = max(worst_turn_over, float((turned - max_turn).max()))
+        farthest = max(farthest, float(np.linalg.norm(f32.positions - p.arena_center, axis=1).max()))
+        if step % 10 == 0:
+            for precision, flock in runs.items():
+                nn = metrics.nearest_neighbour_stats(flock.positions)
+                stats[precision].append([metrics.polarization(flock.velocities), nn.mean])
+    exact = all(
+        np.array_equal(a, a.astype(np.float32))
+        for a in (f32.positions, f32.velocities, f32.orientations)
+    )  # fmt: skip
+    return {
+        "seed": seed,
+        "float32 values": exact,
+        "speed over max (relative)": worst_speed_over,
+        "speed under min (relative)": worst_speed_under,
+        "turn over the limit (rad)": worst_turn_over,
+        "farthest from the centre": farthest,
+        "arena radius": p.arena_radius,
+        "stats": stats,
+    }
+
+
 if __name__ == "__main__":
+    if sys.argv[1:2] == ["--float32"]:
+        warnings.simplefilter("ignore", RuntimeWarning)
+        for seed in sys.argv[2:]:
+            print(json.dumps(float32_run(int(seed))), flush=True)
+        sys.exit(0)
     # The branch-free pair loop divides by a boid's zero distance to itself and drops the result:
     # compiled code says nothing, Python warns.
     warnings.simplefilter("ignore", RuntimeWarning)

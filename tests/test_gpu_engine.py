@@ -16,6 +16,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 from gpu_simulated import CASES, REPEATED, SCRIPTED
 from helpers import assert_clean_failure, flock3d, process_env
@@ -23,7 +24,7 @@ from helpers import assert_clean_failure, flock3d, process_env
 from flock3d import Flock, Params
 from flock3d.core.gpu.device import missing
 from flock3d.core.params import Attractor, Object, Species
-from flock3d.errors import GpuError
+from flock3d.errors import EngineError, GpuError
 from flock3d.gpu import kernel_source, refusal
 
 HERE = Path(__file__).parent
@@ -146,4 +147,47 @@ def test_every_kernel_compiles_for_a_gpu():
     if out.returncode == 3:
         pytest.skip(out.stdout.strip())
     assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-2000:]
-    assert out.stdout.count("ok ") == 17
+    # the fixed kernels (4 again in float32); each scene's step, in float64 and float32, in both shapes
+    assert out.stdout.count("ok ") == 9 + 4 + 8 * (2 + 4)
+
+
+@needs_numba_cuda
+@pytest.mark.slow
+def test_a_float32_flock_keeps_the_invariants_and_the_statistics_of_float64():
+    out = subprocess.run(
+        [sys.executable, str(HERE / "gpu_simulated.py"), "--float32", "1", "2"],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        cwd=HERE,
+        env=process_env({"NUMBA_ENABLE_CUDASIM": "1", "NUMBA_DISABLE_JIT": "1"}),
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    rows = [json.loads(line) for line in out.stdout.splitlines()]
+    for row in rows:
+        assert row["float32 values"], row  # kept in float32, not float64 written as float32
+        # every step within the speed limits and the turn limit, to float32's rounding
+        assert row["speed over max (relative)"] < 1e-6 and row["speed under min (relative)"] < 1e-6, row
+        assert row["turn over the limit (rad)"] < 1e-6, row
+        assert row["farthest from the centre"] < row["arena radius"], row
+    # Polarization and nearest-neighbour distance over time: float32 against float64 differs by
+    # far less than one seed's run differs from another's (the statistics' own noise).
+    stats = [{k: np.array(v) for k, v in row["stats"].items()} for row in rows]
+    between_precisions = np.max([np.abs(s["float32"] - s["float64"]).max(axis=0) for s in stats], axis=0)
+    between_seeds = np.abs(stats[0]["float64"] - stats[1]["float64"]).max(axis=0)
+    assert np.all(between_precisions < 0.01 * between_seeds), (between_precisions, between_seeds)
+
+
+def test_float32_is_the_gpu_engines_and_a_cpu_engine_says_so_in_one_line():
+    with pytest.raises(EngineError, match="runs on the GPU engine"):
+        Flock(Params(count=10, precision="float32"), engine="fast")
+    flock = Flock(Params(count=10), engine="reference")
+    flock.params = flock.params.replace(precision="float32")
+    with pytest.raises(EngineError, match="engine 'reference' keeps float64"):
+        flock.step()
+    out = flock3d("run", "default", "--steps", "2", "--set", "sim.precision=float32")
+    assert_clean_failure(out, "sim.precision = 'float32' runs on the GPU engine")
+    assert len(out.stderr.strip().splitlines()) == 1
+    # indices ride in float32 with the positions: exact up to 2**24 boids
+    assert "at most 16,777,216 boids" in refusal(Params(count=2**24 + 1, precision="float32"))
+    assert refusal(Params(count=2**24, precision="float32")) == ""

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 __all__ = [
     "ARENA_SHAPES",
     "UPDATES",
+    "PRECISIONS",
     "COMBINES",
     "EMPTY_MEANS",
     "TURN_LIMITS",
@@ -53,6 +54,9 @@ UPDATES = ("synchronous", "sequential", "per_rule")
 of the step: the model's), ``sequential`` (one boid after another in index order, in
 place, each seeing the new state of the boids before it), ``per_rule`` (each rule is
 applied to every boid in index order, in place, before the next rule; then all move)."""
+PRECISIONS = ("float64", "float32")
+"""What the state is kept in between steps: ``float64`` on every engine, or ``float32`` on
+the GPU engine (half the memory and the reads; each step rounded to float32)."""
 COMBINES = ("sum", "chain")
 """How the rules make a new velocity: ``sum`` (u = v + dt * sum of accelerations: the
 model's) or ``chain`` (each rule, in ``rule_order``, changes the velocity the previous one
@@ -195,6 +199,13 @@ UPDATE = Spec(
     "synchronous (all from the start-of-step state), sequential (boid after boid, in "
     "place) or per_rule (rule after rule, in place)",
     choices=UPDATES,
+    **_CHOICE,
+)
+PRECISION = Spec(
+    "sim.precision",
+    "float64, or float32 on the GPU engine (engine gpu): the state kept and read in float32, "
+    "half the memory and faster, each step rounded to float32",
+    choices=PRECISIONS,
     **_CHOICE,
 )
 COMBINE = Spec(

@@ -34,6 +34,7 @@ from flock3d.core.declarations import (
     EMPTY_MEANS,
     FALLOFFS,
     MODELS,
+    PRECISIONS,
     TURN_LIMITS,
     UPDATES,
 )
@@ -103,6 +104,7 @@ __all__ = [
     "FALLOFFS",
     "MODELS",
     "UPDATES",
+    "PRECISIONS",
     "COMBINES",
     "ALIGNMENT_FORMS",
     "EMPTY_MEANS",
@@ -200,6 +202,7 @@ class Params:
     arena_size: tuple[float, float, float] | None = declare(None, own.ARENA_SIZE)
     containment: float = declare(0.0, containment_term.WEIGHT)
     update: str = declare("synchronous", own.UPDATE)
+    precision: str = declare("float64", own.PRECISION)
     combine: str = declare("sum", own.COMBINE)
     rule_order: tuple[str, ...] = declare((), own.RULE_ORDER)
     alignment_form: str = declare("difference", alignment_term.FORM)

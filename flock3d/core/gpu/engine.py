@@ -6,6 +6,7 @@ A step, as launched (no host round trip between steps; the call reads back one f
     count the boids of each cell, scan the counts, scatter the boids, sort each cell by index
     gather the start-of-step state in that order (positions, velocities, indices, headings)
     one thread a boid: the generated kernel (flock3d.core.step.cuda_template) writes its new state
+    (split: one kernel stages each boid's desired velocity, a second turns and moves it)
 
 Between steps the state stays in the last step's cell order, in two sets of arrays used in
 turn (the gather reads one and writes the other), as the CPU engine keeps it; ``ids`` holds
@@ -24,16 +25,16 @@ import numpy as np
 from flock3d.core.assemble import Layout, Stepper, StepStatus
 from flock3d.core.gpu import kernels as K
 from flock3d.core.gpu.device import cuda
-from flock3d.core.kernel import OK
+from flock3d.core.kernel import OK, STAGED
 from flock3d.core.neighbors import periodic_shape
 from flock3d.core.params import Params
 from flock3d.core.quaternion import turn_limit
 from flock3d.core.state import FlockState, settled_positions
 from flock3d.core.step.cache import load_module
-from flock3d.core.step.cuda_generate import generate
+from flock3d.core.step.cuda_generate import DEFAULT_SHAPE, Shape, generate
 from flock3d.core.step.generate import offsets
 
-__all__ = ["DeviceFlock", "stepper", "CELLS_PER_BOID"]
+__all__ = ["DeviceFlock", "stepper", "SHAPE", "CELLS_PER_BOID"]
 
 #: The grid's cells are coarsened to at most this many a boid (plus 64) when the flock spreads
 #: out: the counts and their scan are that long every step.
@@ -41,21 +42,19 @@ CELLS_PER_BOID = 2
 #: No step of a call failed (the flag's value).
 _NONE_FAILED = np.iinfo(np.int64).max
 
-#: The registers a thread of a step's kernel may hold (None: as many as the compiler wants). Fewer
-#: let more threads be resident at once, which hides memory latency: the naive kernel of one
-#: thread a boid, capped at 72, ran 1.56x faster on an H200 in float64. Unmeasured for this
-#: kernel yet, so not set: ``benchmarks/gpu.py --max-registers`` measures it.
-MAX_REGISTERS: int | None = None
+#: How each step's kernels are cut and compiled (benchmarks/gpu.py sets it to compare shapes).
+SHAPE: Shape = DEFAULT_SHAPE
 
-_steppers: dict[tuple[Layout, int | None], Stepper] = {}
+_steppers: dict[tuple[Layout, Shape], Stepper] = {}
 
 
 def stepper(layout: Layout) -> Stepper:
     """The GPU step of ``layout``: its source, the names of its values, and its module (whose
-    ``advance`` is the kernel), generated and loaded once per process (and register cap)."""
-    key = (layout, MAX_REGISTERS)
+    ``advance`` is the kernel, and ``settle`` the second of a split step), generated and loaded
+    once per process (and shape)."""
+    key = (layout, SHAPE)
     if key not in _steppers:
-        source, names = generate(layout, MAX_REGISTERS)
+        source, names = generate(layout, SHAPE)
         _steppers[key] = Stepper(layout, source, names, load_module(source, {}))
     return _steppers[key]
 
@@ -72,15 +71,23 @@ class _Rows:
 
 
 class DeviceFlock:
-    """The device arrays of a flock of ``n`` boids, and its steps."""
+    """The device arrays of a flock of ``n`` boids, and its steps.
 
-    def __init__(self, n: int) -> None:
-        self.n = n
-        shapes = ((n, np.int64), ((n, 3), np.float64), ((n, 3), np.float64), ((n, 4), np.float64))
-        self.sets = [_Rows(*(cuda.device_array(shape, dtype) for shape, dtype in shapes)) for _ in range(2)]
+    ``dtype`` is what the state is kept in between steps and what every boid reads of the others
+    (positions, velocities, orientations, headings): float64, or float32 (half the memory and
+    the reads; each step computes in float64 where its values meet a float64 one, and rounds
+    what it writes to float32).
+    """
+
+    def __init__(self, n: int, dtype: type = np.float64) -> None:
+        self.n, self.dtype = n, np.dtype(dtype)
+        shapes = ((n, np.int64), ((n, 3), dtype), ((n, 3), dtype), ((n, 4), dtype))
+        self.sets = [_Rows(*(cuda.device_array(shape, dt) for shape, dt in shapes)) for _ in range(2)]
         self.current = 0  # the set holding the state
-        self.cols, self.heads = cuda.device_array((n, 8)), cuda.device_array((3, n))
+        self.cols, self.heads = cuda.device_array((n, 8), dtype), cuda.device_array((3, n), dtype)
         self.keys, self.order = cuda.device_array(n, np.int64), cuda.device_array(n, np.int64)
+        # where a split step's first kernel stages each boid for its second (see stepper)
+        self.staged, self.failed = cuda.device_array((STAGED, n)), cuda.device_array(n, np.bool_)
         self.status = cuda.to_device(np.zeros((n, 3), dtype=np.int64))
         self.status_written = False
         self.first_failed = cuda.device_array(1, np.int64)
@@ -96,9 +103,9 @@ class DeviceFlock:
         into the arena first)."""
         rows = self.sets[self.current]
         rows.ids.copy_to_device(np.arange(self.n, dtype=np.int64))
-        rows.pos.copy_to_device(np.ascontiguousarray(settled_positions(state.positions, params)))
-        rows.vel.copy_to_device(state.velocities)
-        rows.quat.copy_to_device(state.orientations)
+        rows.pos.copy_to_device(np.ascontiguousarray(settled_positions(state.positions, params), self.dtype))
+        rows.vel.copy_to_device(np.ascontiguousarray(state.velocities, self.dtype))
+        rows.quat.copy_to_device(np.ascontiguousarray(state.orientations, self.dtype))
         hunters = np.ascontiguousarray(settled_positions(state.predator_positions, params))
         self.predators = [
             cuda.to_device(a) for a in (hunters, state.predator_velocities, state.predator_orientations)
@@ -163,11 +170,12 @@ class DeviceFlock:
         box = np.array([*params.arena_center, *params.half_extents], dtype=np.float64)
         args = [cuda.to_device(a) for a in (pv, np.array([L.periodic, L.wraps, L.planar, L.turn == "mesh"]),
                                             box, 2.0 * box[3:])]  # fmt: skip
-        flags, box_d = args[1], args[2]
+        pv_d, flags, box_d = args[0], args[1], args[2]
         if self.status_written:
             self.status.copy_to_device(np.zeros((n, 3), dtype=np.int64))
         self.first_failed.copy_to_device(np.array([_NONE_FAILED], dtype=np.int64))
         kernel, threads = stepper.module.advance, (K.blocks(n), K.TPB)
+        settle = getattr(stepper.module, "settle", None)  # a split step's second kernel
         turn = turn_limit(math.radians(params.predator_turn_rate) * params.dt)
         max_cells = float(cells)
         bounding = min(K.BOUND_THREADS // K.TPB, K.blocks(n))  # blocks that bound the positions
@@ -188,7 +196,11 @@ class DeviceFlock:
                               out.quat, self.cols, self.heads, L.turn == "mesh")  # fmt: skip
             kernel[threads](self.cols, self.heads, out.ids, out.quat, out.pos, out.vel, self.start, self.gf,
                             self.gi, *args, self.hunters, self.status, self.first_failed, s,
-                            time0 + (clock0 + s) * params.dt, seed, step0 + s)  # fmt: skip
+                            time0 + (clock0 + s) * params.dt, seed, step0 + s, self.staged,
+                            self.failed)  # fmt: skip
+            if settle is not None:
+                settle[threads](self.staged, self.failed, out.ids, out.quat, out.pos, out.vel, pv_d, flags,
+                                box_d, self.status, self.first_failed, s)  # fmt: skip
             self.current = 1 - self.current
         first = int(self.first_failed.copy_to_host()[0])  # the call's one read back
         if first == _NONE_FAILED:

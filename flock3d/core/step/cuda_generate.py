@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from flock3d.core.params import TERMS
@@ -21,18 +22,51 @@ from flock3d.core.step import cuda_template
 from flock3d.core.step.generate import _CANDIDATES, _Generator, _Lines, offsets
 from flock3d.core.terms import PairTerm
 
-__all__ = ["generate", "unsupported"]
+__all__ = ["Shape", "DEFAULT_SHAPE", "MAX_FLOAT32_BOIDS", "generate", "unsupported"]
 
 
-def generate(layout: Any, max_registers: int | None = None) -> tuple[str, list[str]]:
-    """The source of the GPU step module of ``layout`` and the names of the values it reads, in pv
-    order; its kernel capped at ``max_registers`` a thread, if given."""
-    first = _CudaGenerator(layout, None, None)
+@dataclass(frozen=True)
+class Shape:
+    """How a layout's GPU step is cut into kernels and compiled; what it computes is the same.
+
+    Attributes:
+        max_registers: the registers a thread of the pair loop's kernel may hold (None: as many
+            as the compiler wants). Fewer let more threads be resident at once, which hides
+            memory latency.
+        split: two kernels a step, ``advance`` (the pair loop and the desired velocity) then
+            ``settle`` (the turn and the move), rather than one.
+        guard: a candidate farther than the step's reach is skipped before the terms' lines (it
+            adds nothing to any sum: every term's neighbourhood lies within the reach), where
+            the CPU's branch-free loop computes it and masks it out.
+    """
+
+    max_registers: int | None = None
+    split: bool = False
+    guard: bool = False
+
+    def __str__(self) -> str:
+        parts = ["split" if self.split else "fused", *(["guard"] if self.guard else [])]
+        return "+".join(parts) + (f"/{self.max_registers}" if self.max_registers else "")
+
+
+#: The GPU engine's shape. The register cap, measured on an H200 (benchmarks/gpu.py, bench scene
+#: at 1M boids, float64, one kernel a step, 142 registers a thread uncapped): 1.84 ms a step
+#: uncapped, 1.52 at 64, 1.35 at 72, 1.46 at 96 (benchmarks/NOTES.md).
+DEFAULT_SHAPE = Shape(max_registers=72)
+
+
+#: The most boids a float32 flock holds: what every boid reads of the others carries their
+#: indices as floats (flock3d.core.gpu.kernels.gather), exact in float32 up to 2**24.
+MAX_FLOAT32_BOIDS = 2**24
+
+
+def generate(layout: Any, shape: Shape = DEFAULT_SHAPE) -> tuple[str, list[str]]:
+    """The source of the GPU step module of ``layout``, cut as ``shape`` says, and the names of
+    the values it reads, in pv order."""
+    first = _CudaGenerator(layout, None, None, shape)
     first.module()
     names = list(first.used)
-    second = _CudaGenerator(layout, offsets(layout, names), first.reads)
-    second.max_registers = max_registers
-    return second.module(), names
+    return _CudaGenerator(layout, offsets(layout, names), first.reads, shape).module(), names
 
 
 def unsupported(layout: Any) -> list[str]:
@@ -57,7 +91,9 @@ def unsupported(layout: Any) -> list[str]:
 class _CudaGenerator(_Generator):
     """Fills the CUDA template's holes: the CPU generator's lines, the candidates read in runs."""
 
-    max_registers: int | None = None
+    def __init__(self, layout: Any, at: dict[str, int] | None, reads: set[str] | None, shape: Shape) -> None:
+        super().__init__(layout, at, reads)
+        self.shape = shape
 
     def module(self) -> str:
         L = self.layout
@@ -66,8 +102,20 @@ class _CudaGenerator(_Generator):
         boid, turn = _Lines(), _Lines()
         self._boid_update(boid, 0)
         self._turn_batch(turn, "k", "1", "ids")
-        holes = {"boid": list(boid), "turn": list(turn), "species": self._species_lines()}
-        return self._header() + "\n@_kernel\n" + self._fill(cuda_template.advance, holes)
+        batch = (
+            ["staged, failed_rows = staged_all[:, k : k + 1], failed_all[k : k + 1]"]
+            if self.shape.split
+            else [
+                "staged = cuda.local.array((STAGED, 1), numba.float64)",
+                "failed_rows = cuda.local.array(1, numba.boolean)",
+            ]  # fmt: skip
+        ) + ["turned = cuda.local.array((7, 1), numba.float64)"]
+        holes = {"boid": list(boid), "turn": [] if self.shape.split else list(turn),
+                 "species": self._species_lines(), "batch": batch}  # fmt: skip
+        source = self._header() + "\n@_kernel\n" + self._fill(cuda_template.advance, holes)
+        if self.shape.split:  # the turn and the move, uncapped: its own registers, not the pair loop's
+            source += "\n\n@_settle\n" + self._fill(cuda_template.settle, {"turn": list(turn)})
+        return source
 
     def _header(self) -> str:
         source = inspect.getsource(cuda_template)
@@ -83,9 +131,10 @@ class _CudaGenerator(_Generator):
             "",
             f"UP = {(0.0, 0.0, 1.0) if self.layout.planar else (0.0, 1.0, 0.0)}",
             "# One thread a boid; numba-cuda compiles the terms' numba components as device functions.",
-            f"MAX_REGISTERS = {self.max_registers}  # a thread's registers (None: the compiler's choice)",
+            f"MAX_REGISTERS = {self.shape.max_registers}  # the pair loop's registers (None: the compiler's)",
             "# (without numba-cuda the module still loads, for its source to be read)",
             "_kernel = cuda.jit(**jit_options(MAX_REGISTERS)) if cuda is not None else (lambda fn: fn)",
+            "_settle = cuda.jit if cuda is not None else (lambda fn: fn)",
             "",
         ]
         return "\n".join(lines) + "\n"
@@ -105,10 +154,15 @@ class _CudaGenerator(_Generator):
         while end < len(inner) and inner[end].startswith("    "):
             end += 1
         c(*inner[:loop])
+        if self.shape.guard:
+            c(f"reach2 = {self.v('reach')} * {self.v('reach')}")
         c("for run in range(RUNS):", "    lo, hi = candidate_run(run, cx, cy, cz, gi, start, periodic)")
         c.indent()
         c("for jj in range(lo, hi):", *inner[loop + 1 : end])
         c.dedent()
+        # Read again what the loop does not use, rather than hold it in registers through it.
+        c("vx, vy, vz = cols[k, 3], cols[k, 4], cols[k, 5]",
+          "qw, qx, qy, qz = quat[i, 0], quat[i, 1], quat[i, 2], quat[i, 3]")  # fmt: skip
         c(*inner[end:])
 
     def _offset_to_candidate(self, c: _Lines, b: dict[str, str], rel: bool = True) -> None:
@@ -120,5 +174,7 @@ class _CudaGenerator(_Generator):
             return f"image({d}, sides[{side}], True)" if wrapped else d
 
         c("j = jj", f"dx = {offset('x', 0)}", f"dy = {offset('y', 1)}", f"dz = {offset('z', 2)}",
-          "d2 = dx * dx + dy * dy + dz * dz",
-          "dot = fx * dx + fy * dy + fz * dz")  # fmt: skip
+          "d2 = dx * dx + dy * dy + dz * dz")  # fmt: skip
+        if self.shape.guard and not rel:  # the built-in pair loop (a NaN distance goes on, as on the CPU)
+            c("if d2 >= reach2:", "    continue")
+        c("dot = fx * dx + fy * dy + fz * dz")

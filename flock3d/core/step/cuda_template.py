@@ -9,8 +9,13 @@ The grid, the sort by cell and the gather before it are :mod:`flock3d.core.gpu.k
 The holes are the CPU template's: ``values`` (the numbers read from ``pv``), ``species``,
 ``boid`` (the desired velocity staged, its pair loop running over the candidate runs of
 :func:`flock3d.core.gpu.cells.candidate_run`) and ``turn`` (the turn, the move and its check,
-:func:`flock3d.core.kernel.turn_rows` and ``move_rows`` on a batch of one). The module's
-imports below are copied into every generated module.
+:func:`flock3d.core.kernel.turn_rows` and ``move_rows`` on a batch of one), and ``batch``:
+where that batch of one lies. A step is one kernel (:func:`advance` whole: the batch in the
+thread's local memory) or two (split: :func:`advance` stages the boid in its column of
+``staged_all``, and :func:`settle` turns and moves it), as the CPU engine stages a chunk's
+boids before it turns them. Split, the pair loop's kernel holds fewer registers a thread
+(more threads resident), and each kernel may be capped on its own. The module's imports below
+are copied into every generated module.
 """
 
 from __future__ import annotations
@@ -31,7 +36,7 @@ def hole(name: str, *values: str) -> None:
 
 
 def advance(cols, heads, ids, quat, pos, vel, start, gf, gi, pv, flags, box, sides, hunters, status, first_failed,
-            call_step, now, seed, step_count):  # fmt: skip
+            call_step, now, seed, step_count, staged_all, failed_all):  # fmt: skip
     """Step ``call_step`` of a call for the boid of thread k: row k of the state sorted by (cell, index).
 
     It reads the start-of-step state every boid reads (``cols`` (N, 8): positions, velocities
@@ -39,7 +44,8 @@ def advance(cols, heads, ids, quat, pos, vel, start, gf, gi, pv, flags, box, sid
     state to row k of ``pos``, ``vel`` and ``quat`` (a boid whose step fails keeps the row the
     gather wrote). ``hunters``: the predators' start-of-step positions. A failure is recorded in its row of ``status`` (N, 3), and the first step of
     the call that failed in ``first_failed`` (1,), an atomic minimum of integers; a step after
-    it moves no boid.
+    it moves no boid. ``staged_all`` (STAGED, N) and ``failed_all`` (N,): where a split step
+    stages each boid for :func:`settle` (unused by a whole one).
     """
     k = cuda.grid(1)
     if k >= ids.shape[0] or first_failed[0] < call_step:
@@ -54,11 +60,25 @@ def advance(cols, heads, ids, quat, pos, vel, start, gf, gi, pv, flags, box, sid
     qw, qx, qy, qz = quat[i, 0], quat[i, 1], quat[i, 2], quat[i, 3]
     cx, cy, cz = cell_of(px, py, pz, gf, gi)  # its candidates: the runs around this cell
     bx, by, bz, bvx, bvy, bvz, bid = cols[:, 0], cols[:, 1], cols[:, 2], cols[:, 3], cols[:, 4], cols[:, 5], cols[:, 6]  # fmt: skip
-    staged = cuda.local.array((STAGED, 1), numba.float64)
-    turned = cuda.local.array((7, 1), numba.float64)
-    failed_rows = cuda.local.array(1, numba.boolean)
+    hole("batch")  # staged, turned, failed_rows: the boid's batch of one
     hole("species")  # with species: the boid's species, and its own values
     hole("boid")  # the boid's desired velocity, staged
-    hole("turn")  # it turns, moves, settles and is written
+    hole("turn")  # it turns, moves, settles and is written (a split step: in settle)
+    if failed_rows[0]:
+        cuda.atomic.min(first_failed, 0, call_step)
+
+
+def settle(staged_all, failed_all, ids, quat, pos, vel, pv, flags, box, status, first_failed, call_step):
+    """A split step's second kernel: the boid of thread k, staged by :func:`advance` in column k of
+    ``staged_all``, turns, moves, settles and is written to row k of ``quat``, ``vel``, ``pos``."""
+    k = cuda.grid(1)
+    if k >= ids.shape[0] or first_failed[0] < call_step:
+        return
+    hole("values")
+    periodic, wraps, planar, mesh = flags[0], flags[1], flags[2], flags[3]
+    t = k  # its row of status
+    staged, failed_rows = staged_all[:, k : k + 1], failed_all[k : k + 1]
+    turned = cuda.local.array((7, 1), numba.float64)
+    hole("turn")
     if failed_rows[0]:
         cuda.atomic.min(first_failed, 0, call_step)
