@@ -118,7 +118,7 @@ class ViewerCamera:
         self.canvas = Canvas(size=size, show=False)
         self.view = self.canvas.central_widget.add_view(border_width=0)
         self.visuals = FlockVisuals(self.view, scene.view, scene.params)
-        # As ViewerWindow._apply_scene and set_camera choose and frame it (no boid in focus).
+        # As SceneController.apply and ViewerWindow.set_camera choose and frame it (no boid in focus).
         self.kind = scene.view.camera if scene.view.camera in CAMERA_KINDS else "orbit"
         self.visuals.make_camera(self.kind, positions)
 
@@ -126,7 +126,7 @@ class ViewerCamera:
         """Move the camera as the window does each frame, then (share of the boids inside the
         canvas, (N,) on-screen body lengths in pixels)."""
         camera = self.view.camera
-        if self.kind == "follow":  # ViewerWindow._push_state: the centre goes with the flock
+        if self.kind == "follow":  # FrameLoop.push_state: the centre goes with the flock
             camera.center = tuple(self.visuals.flock_extent(positions)[0])
         tr = self.view.scene.node_transform(self.canvas.scene)
         eye = tr.imap(np.array([[*(self.size / 2), 0.0, 1.0], [*(self.size / 2), 0.5, 1.0]]))

@@ -14,43 +14,32 @@ a new count) take the same lock, so they land between steps. The numba kernels
 release the GIL while they run, so stepping and drawing overlap. The worker
 steps on all cores but one, which is left to drawing: on two cores 10,000 boids
 keep real time on one core; a flock too large for real time steps at most half
-the time, slowing down instead of starving the window.
+the time, slowing down instead of starving the window. The worker thread and the compiles
+behind it are :mod:`flock3d.viewer.worker`'s.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import hashlib
-import logging
-import os
 import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, NamedTuple
 
 import numpy as np
 
-from flock3d.core import assemble, elsewhere
-from flock3d.core.atomic import atomic_write
 from flock3d.core.fields import Problem
 from flock3d.core.objects import Object, covered_start_problems, needs_field
 from flock3d.core.params import Params
 from flock3d.core.state import FlockState
-from flock3d.core.step.cache import cache_dir, core_fingerprint
 from flock3d.errors import Flock3dError
 from flock3d.flock import Flock
 from flock3d.look.world import shape_key
 from flock3d.scene import Scene
+from flock3d.viewer.worker import PRECOMPILE_AFTER, Worker, shipped_mark
 
-__all__ = ["FixedStepClock", "Session", "Snapshot", "World"]
-
-_log = logging.getLogger("flock3d")
-
-#: Seconds a window's flock steps before the other shipped scenes' steps compile in the background:
-#: the first minute's CPU is the scene's own.
-PRECOMPILE_AFTER = 60.0
+__all__ = ["FixedStepClock", "Session", "Snapshot", "World", "shipped_mark"]
 
 
 @dataclass
@@ -159,6 +148,54 @@ class World(NamedTuple):
     __hash__ = None  # type: ignore[assignment]
 
 
+def edited(p: Params, field: str, value) -> Params:
+    """``p`` with one field changed and the others kept valid: lowering the view distance below
+    the separation distance lowers that too, and raising min_speed above max_speed raises
+    max_speed (and the reverse); ``attractor_weight`` sets every attractor's weight and
+    ``path_weight`` the path's. Raises ValueError for an invalid value."""
+    if field == "attractor_weight":  # one weight for every attractor
+        changes = {"attractors": tuple(a._replace(weight=value) for a in p.attractors)}
+    elif field == "path_weight":
+        changes = {"path": p.path._replace(weight=value) if p.path else None}
+    else:
+        changes = {field: value}
+    if field == "view_distance" and value < p.separation_distance:
+        changes["separation_distance"] = value
+    elif field == "separation_distance" and value > p.view_distance:
+        changes["view_distance"] = value
+    elif field == "min_speed" and value > p.max_speed:
+        changes["max_speed"] = value
+    elif field == "max_speed" and value < p.min_speed:
+        changes["min_speed"] = value
+    return p.replace(**changes)
+
+
+class MeshFields:
+    """The distance fields of the objects read from files (meshes, heightfields), by their shape
+    (:func:`~flock3d.look.world.shape_key`): an object moved, turned or renumbered by an edit keeps
+    its field; a rescaled one is read again."""
+
+    def __init__(self) -> None:
+        self._field_of: dict[Object, Any] = {}
+
+    def remember(self, objects, fields: Mapping[int, Any] | None) -> None:
+        """Keep ``fields`` (by place in ``objects``) for their objects' shapes."""
+        for k, field in (fields or {}).items():
+            self._field_of[shape_key(objects[k])] = field
+
+    def fields_for(self, params: Params) -> dict[int, Any] | None:
+        """The fields of the objects of ``params`` read from files, by their places in
+        ``params.objects``: those known already, else read; None where none needs one."""
+        objects = params.objects
+        if not any(needs_field(o) for o in objects):
+            return None
+        if any(needs_field(o) and shape_key(o) not in self._field_of for o in objects):
+            from flock3d.io.meshes import object_fields  # the world extra, as loading the scene needed
+
+            self.remember(objects, object_fields(params))
+        return {k: self._field_of[shape_key(o)] for k, o in enumerate(objects) if needs_field(o)}
+
+
 class Session:
     """A scene being watched: the flock, pausing, stepping, and live parameter edits.
 
@@ -168,9 +205,6 @@ class Session:
     thread. :meth:`start` moves stepping to a worker thread (the viewer's way);
     :meth:`snapshot` then returns the latest published copy of the flock.
     """
-
-    #: Seconds of stepping per batch on the worker: how long an edit may wait for the lock.
-    WORKER_BATCH_SECONDS = 0.04
 
     def __init__(self, scene: Scene, flock: Flock | None = None, rules=(), forces=()) -> None:
         self.scene = scene
@@ -184,16 +218,13 @@ class Session:
         self._generation = 0
         self._acceleration = np.zeros_like(self.flock.velocities)
         self._snapshot: Snapshot | None = None
-        self._thread: threading.Thread | None = None
-        self._stop = threading.Event()
         self._first_step_done = threading.Event()
-        self._warmed: set = set()  # the layouts compiled (_warm_up) outside the lock
-        self._precompiler: threading.Thread | None = None
+        self._worker = Worker(self)
         self.error: BaseException | None = None
         """An exception that stopped the worker (shown by the viewer), or None."""
         self._fields: Mapping[int, Any] | None = self.flock.fields
-        self._field_of: dict[Object, Any] = {}
-        self._remember_fields(self.params.objects, self._fields)
+        self._meshes = MeshFields()
+        self._meshes.remember(self.params.objects, self._fields)
 
     @property
     def params(self) -> Params:
@@ -217,22 +248,7 @@ class Session:
         if field == "count":
             return self.respawn(int(value))
         with self.lock:
-            p = self.params
-            if field == "attractor_weight":  # one weight for every attractor
-                changes = {"attractors": tuple(a._replace(weight=value) for a in p.attractors)}
-            elif field == "path_weight":
-                changes = {"path": p.path._replace(weight=value) if p.path else None}
-            else:
-                changes = {field: value}
-            if field == "view_distance" and value < p.separation_distance:
-                changes["separation_distance"] = value
-            elif field == "separation_distance" and value > p.view_distance:
-                changes["view_distance"] = value
-            elif field == "min_speed" and value > p.max_speed:
-                changes["max_speed"] = value
-            elif field == "max_speed" and value < p.min_speed:
-                changes["min_speed"] = value
-            self.flock.params = p.replace(**changes)
+            self.flock.params = edited(self.params, field, value)
             self._publish()
             return self.flock.params
 
@@ -255,7 +271,7 @@ class Session:
             self.scene = scene
             self.seed = scene.seed
             self._fields = scene.fields
-            self._remember_fields(scene.params.objects, scene.fields)
+            self._meshes.remember(scene.params.objects, scene.fields)
             self._replace_flock(self._new_flock(scene.params, scene.seed))
 
     # -- the world's edits ------------------------------------------------------------------
@@ -283,7 +299,7 @@ class Session:
                 objects=world.objects, attractors=world.attractors, predator_count=count
             )
             try:
-                fields = self._fields_for(params)
+                fields = self._meshes.fields_for(params)
             except Flock3dError as error:  # a rescaled mesh whose grid cannot be sampled
                 raise ValueError(str(error)) from None
             if fields:  # Params judged the primitives alone; with meshes' grids it could not
@@ -375,7 +391,7 @@ class Session:
 
     def _publish(self) -> None:
         """Make the current state the latest snapshot (call with the lock held)."""
-        if self._thread is None:
+        if self._worker.thread is None:
             self._snapshot = None  # built on demand: no copy needed on the caller's own thread
             return
         self._snapshot = self._make_snapshot(copy=True)
@@ -398,184 +414,39 @@ class Session:
         if snap is not None:
             return snap
         with self.lock:
-            if self._thread is None:
+            if self._worker.thread is None:
                 return self._make_snapshot(copy=False)
             self._snapshot = self._make_snapshot(copy=True)
             return self._snapshot
 
-    # -- the worker thread ----------------------------------------------------------------
+    # -- the worker thread (:class:`~flock3d.viewer.worker.Worker`) ------------------------
 
     @property
     def running(self) -> bool:
         """Whether a worker thread is stepping the flock."""
-        return self._thread is not None and self._thread.is_alive()
+        return self._worker.running
 
     def start(self) -> None:
         """Step the flock on a worker thread from now on (real time, at ``time_scale``)."""
-        if self._thread is not None:
-            return
-        self._stop.clear()
-        self._thread = threading.Thread(target=self._work, name="flock3d-simulation", daemon=True)
-        with self.lock:
-            self._publish()
-        self._thread.start()
+        self._worker.start()
 
     def stop(self, timeout: float = 10.0) -> None:
         """Stop the worker thread (after the batch of steps it is running)."""
-        thread = self._thread
-        if thread is None:
-            return
-        self._stop.set()
-        # The window closes: its children end (the neighbour counts' too; a session still running
-        # elsewhere in this process starts its own again).
-        elsewhere.cancel_all()
-        thread.join(timeout)
-        if self._precompiler is not None:
-            self._precompiler.join(timeout)  # its child is killed within a poll
-            self._precompiler = None
-        self._thread = None
-        self._snapshot = None
-
-    def _layout(self) -> Any:
-        """What the running flock's step is compiled for (its layout, rules and forces)."""
-        flock = self.flock
-        return (
-            flock.engine,
-            assemble.layout_of(flock.params, flock.rules, flock.forces),
-            tuple(id(r.fn) for r in flock.rules),
-            tuple(id(f.fn) for f in flock.forces),
-        )
+        if self._worker.stop(timeout):
+            self._snapshot = None
 
     def precompile_shipped(self, after: float = PRECOMPILE_AFTER, names: tuple[str, ...] | None = None):
-        """Once the flock has stepped for ``after`` s, compile the steps of the shipped scenes
-        (or those ``names``) in a child process at the lowest priority, so that opening one later
-        loads its step instead of compiling it (10-30 s each on a fresh install, 2 cores).
-
-        Nothing runs where the cache holds them all (a mark in the step cache says so), with
-        ``FLOCK3D_NO_WARM_UP`` set, or after :meth:`stop`, which ends the child.
-        """
-        if self._precompiler is not None or os.environ.get("FLOCK3D_NO_WARM_UP"):
-            return
-        self._precompiler = threading.Thread(
-            target=self._precompile, args=(after, names), name="flock3d-precompile", daemon=True
-        )
-        self._precompiler.start()
-
-    def _precompile(self, after: float, names: tuple[str, ...] | None) -> None:
-        while not self._first_step_done.is_set():
-            if self._stop.wait(0.1):
-                return
-        if self._stop.wait(after) or self.error is not None or shipped_mark(names).exists():
-            return
-        try:
-            job = f"{__name__}:_compile_shipped"
-            stopped = self._stop.is_set
-            elsewhere.compile_in_child(job, (names,), cancelled=stopped, announce=False, niceness=19)
-        except elsewhere.CompileFailed as error:  # the scenes then compile when opened, as before
-            _log.debug("flock3d: %s", error)
+        """Compile the shipped scenes' steps in the background
+        (:meth:`~flock3d.viewer.worker.Worker.precompile_shipped`)."""
+        self._worker.precompile_shipped(after, names)
 
     def _warm_up(self) -> bool:
-        """Compile the kernel on a throwaway copy, without holding the lock, in a child process.
-
-        The first step of a layout compiles it (tens of seconds on a fresh install: a scene
-        opened, a term switched on); done here, the window stays responsive and its edits (an
-        open, a reset) are not held up meanwhile. Stepping under the lock then finds it compiled.
-        A compile holds the GIL for most of its seconds, which held the window's event loop up to
-        0.4 s a turn: this process only loads the step from the cache, and a child compiles
-        what the cache lacks (:mod:`flock3d.core.elsewhere`); the user's own rules, which a child
-        cannot be handed, compile here. Returns False when the flock changed layout (a scene
-        opened) or the session stopped before the child was done.
-
-        Raises:
-            CompileFailed: the child failed or was killed (one line, shown by the viewer).
-        """
-        with self.lock:
-            flock, state = self.flock, self.flock.state
-            layout = self._layout()
-            arrays = (state.positions.copy(), state.velocities.copy(), state.orientations.copy())
-            job = (flock.params, flock.seed, *arrays, flock.fields)
-            twin = Flock(
-                flock.params, flock.seed, positions=arrays[0].copy(), velocities=arrays[1].copy(),
-                orientations=arrays[2].copy(), rules=flock.rules, forces=flock.forces, fields=flock.fields,
-            )  # fmt: skip
-        if flock.rules or flock.forces or flock.engine != "fast":
-            twin.step(1)
-        elif not elsewhere.load_or_compile(
-            lambda: twin.step(1), f"{__name__}:_step_once", job, cancelled=lambda: self._moved_on(layout)
-        ):
-            return False
-        self._warmed.add(layout)
-        self._first_step_done.set()
-        return True
-
-    def _moved_on(self, layout: Any) -> bool:
-        """Whether a compile of ``layout`` is no longer wanted: the session stopped or moved on."""
-        if self._stop.is_set():
-            return True
-        with self.lock:
-            return self._layout() != layout
-
-    def _work(self) -> None:
-        import numba
-
-        try:
-            # All cores but one: the one left draws (software OpenGL rasterises on the CPU,
-            # and the window's own work is Python). The setting holds for this thread only.
-            numba.set_num_threads(max(1, numba.get_num_threads() - 1))
-            last = time.perf_counter()
-            while not self._stop.is_set():
-                with self.lock:
-                    layout = self._layout()
-                if layout not in self._warmed:
-                    self._warm_up()  # when it moved on, the next turn warms the new layout up
-                    last = time.perf_counter()  # the compile's seconds are not owed as steps
-                    continue
-                now = time.perf_counter()
-                with self.lock:
-                    self.clock.budget = self.WORKER_BATCH_SECONDS
-                    steps = self.advance(now - last)
-                    wait = (
-                        0.02
-                        if self.paused
-                        else self.clock.seconds_to_next_step(self.params.dt, self.time_scale)
-                    )
-                last = now
-                if steps and self.clock.behind:
-                    # Cannot keep real time: step no more than half the time, so that a flock
-                    # too large for the machine slows down rather than freezing the window.
-                    self._stop.wait(time.perf_counter() - now)
-                elif steps == 0:
-                    # Nothing was due: sleep until the next step is (short naps, so that
-                    # pausing, a new time scale or stop() are seen at once).
-                    self._stop.wait(min(max(wait, 0.0005), 0.02))
-        except BaseException as error:  # shown by the viewer; the window stays open
-            self.error = error
-            self._first_step_done.set()
+        """Compile the flock's step for its layout before stepping it, in a child process that
+        steps a copy (:meth:`~flock3d.viewer.worker.Worker.warm_up`); the worker calls this."""
+        return self._worker.warm_up(f"{__name__}:_step_once")
 
 
 def _step_once(params: Params, seed, positions, velocities, orientations, fields) -> None:
     """A child's compile of a flock's step (:meth:`Session._warm_up`): one step of its twin."""
     Flock(params, seed, positions=positions, velocities=velocities, orientations=orientations,
           fields=fields).step(1)  # fmt: skip
-
-
-def shipped_mark(names: tuple[str, ...] | None = None) -> Path:
-    """The file whose presence says that the shipped scenes' steps (or those ``names``') are compiled
-    in the cache, for this flock3d's compiled code."""
-    key = hashlib.sha256(repr((core_fingerprint(), names)).encode()).hexdigest()[:16]
-    return cache_dir() / f"shipped-{key}.done"
-
-
-def _compile_shipped(names: tuple[str, ...] | None) -> None:
-    """A child's job (:meth:`Session.precompile_shipped`): step each scene once, compiling the
-    steps the cache lacks; then mark them done. A scene that cannot be opened here (an extra not
-    installed) is left to compile when it is opened."""
-    from flock3d.scene import resolve_scene, shipped_scenes
-
-    for name in shipped_scenes() if names is None else names:
-        try:
-            Flock.from_scene(resolve_scene(name)).step(1)
-        except Exception as error:  # noqa: BLE001 - one scene's problem is said when it is opened
-            _log.debug("flock3d: could not compile %s: %s", name, error)
-    with atomic_write(shipped_mark(names)) as handle:
-        handle.write("")

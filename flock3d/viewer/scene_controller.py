@@ -1,0 +1,177 @@
+"""What opening, saving and exporting a scene does in a :class:`~flock3d.viewer.app.ViewerWindow`:
+a scene opened (from a file, the Scenes tab or at the start) is applied to the drawing, the
+panel and the camera; the scene as it is now is saved, or run in a process of its own and exported.
+Each says in the status bar how it went; a bad file keeps the current scene."""
+
+from __future__ import annotations
+
+import dataclasses
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+from flock3d.scene import Scene, SceneError, load_scene
+
+__all__ = ["SceneController", "EXPORT_SECONDS"]
+
+#: Simulated seconds the Export button offers.
+EXPORT_SECONDS = 20.0
+
+
+class SceneController:
+    """Opens, applies, saves and exports a window's scene.
+
+    Args:
+        window: the :class:`~flock3d.viewer.app.ViewerWindow` whose session, drawing and panel it works with.
+    """
+
+    def __init__(self, window) -> None:
+        self.w = window
+        self._exports: list = []  # the export processes running, kept alive while they run
+
+    def apply(self, scene: Scene) -> None:
+        """Show ``scene`` (the session runs it already): its view hints on the drawing and the
+        panel, its parameters on the panel, its camera framing its arena, its name as the title."""
+        from flock3d.viewer.panel import CAMERA_KINDS
+
+        w = self.w
+        hints, visuals = scene.view, w.visuals
+        visuals.hints = hints
+        visuals.boid_size = hints.boid_size
+        visuals.set_params(scene.params, show_arena=hints.show_arena)
+        visuals.set_mesh(hints.mesh)
+        visuals.set_trails(hints.trails)
+        visuals.show_vectors = hints.show_vectors
+        visuals.set_look(hints)
+        w.set_focus(None)
+        p = w.panel
+        p.show_params(scene.params)
+        p.time_scale.set_value(w.session.time_scale)
+        for widget, setter in (
+            (p.color_mode, lambda: p.color_mode.setCurrentText(hints.color_mode)),
+            (p.mesh, lambda: p.mesh.setCurrentText(hints.mesh)),
+            (p.arena, lambda: p.arena.setChecked(hints.show_arena)),
+            (p.axes, lambda: p.axes.setChecked(hints.show_axes)),
+            (p.guides, lambda: p.guides.setChecked(hints.show_guides)),
+            (p.focus, lambda: p.focus.setChecked(False)),
+            (p.trails, lambda: p.trails.setValue(hints.trails)),
+            (p.vectors, lambda: p.vectors.setChecked(hints.show_vectors)),
+        ):
+            p.quietly(widget, setter)
+        visuals.set_color_mode(hints.color_mode)
+        visuals.axes.visible = hints.show_axes
+        w.editing.forget()
+        w.camera_kind = hints.camera if hints.camera in CAMERA_KINDS else "orbit"
+        p.quietly(p.camera, lambda: p.camera.setCurrentText(w.camera_kind))
+        w.snapshot = w.session.snapshot()
+        w.set_camera(w.camera_kind)  # re-frames the camera for the new arena
+        w.window.setWindowTitle(f"flock3d — {scene.name}")
+
+    def open_scene(self, path: str | Path) -> bool:
+        """Switch to the scene in ``path`` (or a shipped scene's name); on a bad file, say why
+        and keep the current one."""
+        try:
+            scene = load_scene(path)
+        except SceneError as error:
+            self.w.warn("Cannot open scene", "\n".join(error.problems))
+            return False
+        self.w.session.load(scene)
+        self.apply(scene)
+        self.w.status.showMessage(f"opened {path}", 5000)
+        return True
+
+    def save_scene(self, path: str | Path) -> Path:
+        """Write the current parameters and seed as a scene file."""
+        w = self.w
+        visuals = w.visuals
+        view = dataclasses.replace(
+            w.session.scene.view,
+            mesh=w.panel.mesh.currentText(),
+            color_mode=visuals.color_mode,
+            show_arena=bool(visuals.show_arena),
+            show_guides=bool(visuals.show_guides),
+            show_axes=bool(visuals.axes.visible),
+            trails=float(visuals.trail_seconds),
+            show_vectors=bool(visuals.show_vectors),
+        )
+        scene = w.session.current_scene().replace(view=view)
+        try:
+            saved = scene.save(path)
+        except OSError as error:  # a full disk, no permission: the scene file there is kept as it was
+            w.warn("Scene not saved", f"{path}: {error.strerror or error}")
+            return Path(path)
+        w.status.showMessage(f"saved {saved}", 5000)
+        return saved
+
+    def _suggested(self, suffix: str) -> str:
+        """A file in the output folder named after the scene, for a dialog to offer."""
+        from flock3d.viewer.recording import slug
+
+        return str(self.w.output_dir / f"{slug(self.w.session.scene.name)}{suffix}")
+
+    def open_dialog(self) -> None:
+        from PySide6 import QtWidgets
+
+        path, _ = QtWidgets.QFileDialog.getOpenFileName(
+            self.w.window, "Open scene", str(self.w.output_dir), "Scenes (*.toml)"
+        )
+        if path:
+            self.open_scene(path)
+
+    def save_dialog(self) -> None:
+        from PySide6 import QtWidgets
+
+        path, _ = QtWidgets.QFileDialog.getSaveFileName(
+            self.w.window, "Save scene", self._suggested(".toml"), "Scenes (*.toml)"
+        )
+        if path:
+            self.save_scene(path)
+
+    def export_dialog(self) -> None:
+        from PySide6 import QtWidgets
+
+        path, _ = QtWidgets.QFileDialog.getSaveFileName(
+            self.w.window, "Export the flock", self._suggested(".html"),
+            "Web page (*.html);;USD (*.usdc *.usd *.usda);;glTF (*.glb *.gltf)",
+        )  # fmt: skip
+        if path:
+            seconds, ok = QtWidgets.QInputDialog.getDouble(
+                self.w.window, "Export the flock", "Simulated seconds:", EXPORT_SECONDS, 0.1, 3600.0, 1
+            )
+            if ok:
+                self.export(path, seconds)
+
+    def export(self, path: str | Path, seconds: float = 20.0):
+        """Run the scene as it is now (parameters, world, seed) for ``seconds`` in a process of
+        its own and export the flock to ``path`` (``flock3d export``: its suffix picks USD, glTF or
+        HTML); the window keeps running, and the status bar says how it went. Returns the
+        ``QProcess``."""
+        from PySide6 import QtCore
+
+        w = self.w
+        if w.session.flock.rules or w.session.flock.forces:
+            w.warn("Cannot export here", "a flock with your own rules exports from the command "
+                   "line: flock3d export SCENE --rules FILE --out FILE")  # fmt: skip
+            return None
+        folder = Path(tempfile.mkdtemp(prefix="flock3d-export-"))
+        scene = w.session.current_scene().save(folder / "scene.toml")
+        process = QtCore.QProcess(w.window)
+        process.setProgram(sys.executable)
+        process.setArguments(["-m", "flock3d.cli", "export", str(scene), "--seconds", f"{seconds:g}",
+                              "--out", str(path), "--no-progress"])  # fmt: skip
+
+        def finished(code: int, _status) -> None:
+            shutil.rmtree(folder, ignore_errors=True)
+            if code == 0:
+                w.status.showMessage(f"exported {path}", 8000)
+            else:
+                lines = bytes(process.readAllStandardError().data()).decode(errors="replace").splitlines()
+                said = [line for line in lines if line.startswith("flock3d export:")] or lines[-1:]
+                w.warn("Export failed", said[0] if said else f"flock3d export ended with {code}")
+
+        process.finished.connect(finished)
+        process.start()
+        w.status.showMessage(f"exporting {seconds:g} s of the flock to {path}…")
+        self._exports.append(process)
+        return process
