@@ -124,7 +124,16 @@ def test_a_command_needing_a_missing_extra_says_which_in_one_line(tmp_path):
 LAYERS: list[tuple[str, ...]] = [
     ("core",),  # numpy/numba only
     ("errors", "_version"),  # what every layer above the core names: the errors, the version
-    ("io.meshes", "io.worlds"),  # the world's files: meshes, heightfield images, distance grids
+    # the world's files: meshes, heightfield images, distance grids
+    (
+        "io.meshes",
+        "io.mesh_files",
+        "io.sdf_grid",
+        "io.grid_cache",
+        "io.recorded_files",
+        "io.world_extra",
+        "io.worlds",
+    ),
     ("look",),  # how a flock and its world look, numpy only
     # the library and the science
     ("flock", "gpu", "boid", "rules", "runner", "metrics", "inference", "opacity", "experiments", "plots"),

@@ -69,6 +69,7 @@ import numpy as np
 
 from flock3d.core.state import FlockState
 from flock3d.io.h5md import BLOCK_BYTES, ELEMENTS, PREDATORS, DiskFullError, RecordingError, block_frames
+from flock3d.io.recorded_files import recorded_files_first
 from flock3d.io.trajectory_checks import StoredFile, check_layout
 from flock3d.io.trajectory_writer import TrajectoryWriter
 
@@ -127,12 +128,10 @@ class Trajectory:
             else:
                 reason = "damaged or unreadable HDF5 file"
             raise RecordingError(f"{self.path}: {reason}") from None
-        from flock3d.io import meshes
-
         # The copies of gone files the recording holds are served while it is open, and no longer.
         self._serving = contextlib.ExitStack()
         try:
-            with meshes.recorded_files_first(self):
+            with recorded_files_first(self):
                 layout = check_layout(StoredFile(self._file, self.path), group, self, self._serving)
         except RecordingError:
             self.close()
