@@ -118,21 +118,26 @@ def test_a_command_needing_a_missing_extra_says_which_in_one_line(tmp_path):
     assert not (tmp_path / "s.parquet").exists() and not (tmp_path / "m.png").exists()
 
 
+# fmt: off
 #: The layers of flock3d, lowest first, as README.md ("Layers") states them: a module imports
 #: from its own layer and the ones before it. A name is a module or a package of flock3d and
 #: stands for everything under it; the longest name that matches a module places it.
 LAYERS: list[tuple[str, ...]] = [
     ("core",),  # numpy/numba only
     ("errors", "_version"),  # what every layer above the core names: the errors, the version
-    ("io.meshes", "io.worlds"),  # the world's files: meshes, heightfield images, distance grids
+    # the world's files: meshes, heightfield images, distance grids
+    ("io.meshes", "io.mesh_files", "io.sdf_grid", "io.grid_cache", "io.recorded_files", "io.world_extra",
+     "io.worlds"),
     ("look",),  # how a flock and its world look, numpy only
     # the library and the science
-    ("flock", "gpu", "boid", "rules", "runner", "metrics", "inference", "opacity", "experiments", "plots"),
+    ("flock", "stepping", "step_errors", "gpu", "boid", "rules", "runner", "metrics", "inference", "opacity",
+     "experiments", "plots"),
     ("scene", "io"),  # scene files; trajectories, videos, tables, exports
     ("sweep", "bench"),  # tools that run scenes
     ("viewer",),  # the only package importing vispy/Qt
     ("cli",),  # the flock3d command
 ]
+# fmt: on
 
 #: Imports inside a function that reach above their module's layer, each for one call that
 #: needs it, with the reason. Any other such import fails :func:`test_imports_flow_one_way`.
