@@ -27,6 +27,7 @@ import sys
 import time
 import warnings
 from pathlib import Path
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -77,6 +78,16 @@ def start_of(params: Params) -> dict[str, np.ndarray]:
     return {name: array.copy() for name, array in _starts[params].items()}
 
 
+class Column(NamedTuple):
+    """A GPU engine's column: the shape of its step, and the state's precision."""
+
+    shape: Any
+    precision: str = "float64"
+
+    def __str__(self) -> str:
+        return f"{self.shape}" + ("" if self.precision == "float64" else f" {self.precision}")
+
+
 def shape_of(text: str):
     """A GPU step's shape from its name: ``fused`` or ``split``, ``+guard`` for the reach guard,
     ``/R`` for a cap of R registers a thread (``split+guard/72``)."""
@@ -89,14 +100,22 @@ def shape_of(text: str):
     return Shape(max_registers=int(cap) if cap else None, split=parts[0] == "split", guard="guard" in parts)
 
 
-def engine_row(params: Params, engine: str, steps: int, runs: int, shape=None) -> float:
-    from flock3d.core.step.cuda_generate import DEFAULT_SHAPE
+def column_of(text: str) -> Column:
+    """A column from its name: a shape (:func:`shape_of`), then ``@float32`` for that precision."""
+    shape, _, precision = text.partition("@")
+    if precision not in ("", "float64", "float32"):
+        raise argparse.ArgumentTypeError(f"{text!r}: the precision is float64 or float32")
+    return Column(shape_of(shape), precision or "float64")
 
-    if engine == "gpu":
+
+def engine_row(params: Params, engine: str, steps: int, runs: int, column: Column | None = None) -> float:
+    start = start_of(params)
+    if column is not None:
         from flock3d.core.gpu import engine as gpu_engine
 
-        gpu_engine.SHAPE = shape or DEFAULT_SHAPE  # read when the step's kernel is made
-    flock = Flock(params, seed=0, engine=engine, **start_of(params))
+        gpu_engine.SHAPE = column.shape  # read when the step's kernel is made
+        params = params.replace(precision=column.precision)
+    flock = Flock(params, seed=0, engine=engine, **start)
     flock.step(2)  # compiles (or loads) the step, and the device's first launches
     return timed(flock.step, steps, runs)
 
@@ -114,22 +133,22 @@ def anchor_row(anchor, params: Params, steps: int, runs: int) -> float:
     return timed(step, steps, runs)
 
 
-def check(n: int, cpu: str, shapes: list, steps: int = 3) -> float:
-    """The largest difference between the GPU engine, in each of ``shapes``, and the ``cpu``
-    engine after ``steps`` steps of the bench scene at ``n`` boids."""
+def check(n: int, cpu: str, columns: list[Column], steps: int = 3) -> dict[str, float]:
+    """The largest difference between the GPU engine and the ``cpu`` engine after ``steps`` steps
+    of the bench scene at ``n`` boids, by precision, over ``columns``."""
     from flock3d.core.gpu import engine as gpu_engine
 
     params = bench_params(n)
     fast = Flock(params, seed=1, engine=cpu)
     fast.step(steps)
-    worst = 0.0
-    for shape in shapes:
-        gpu_engine.SHAPE = shape
-        gpu = Flock(params, seed=1, engine="gpu")
+    worst = dict.fromkeys((column.precision for column in columns), 0.0)
+    for column in columns:
+        gpu_engine.SHAPE = column.shape
+        gpu = Flock(params.replace(precision=column.precision), seed=1, engine="gpu")
         gpu.step(steps)
-        worst = max(worst, np.abs(gpu.positions - fast.positions).max(),
-                    np.abs(gpu.velocities - fast.velocities).max())  # fmt: skip
-    return float(worst)
+        worst[column.precision] = max(worst[column.precision], np.abs(gpu.positions - fast.positions).max(),
+                                      np.abs(gpu.velocities - fast.velocities).max())  # fmt: skip
+    return worst
 
 
 def cell(seconds: float | None) -> str:
@@ -148,10 +167,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--anchor", type=Path, help="a naive kernel's file (gpu_anchor.py) to time beside")
     parser.add_argument("--no-cpu", action="store_true", help="leave out the CPU engine")
     parser.add_argument("--check", type=int, default=2_000, help="boids of the agreement check (0: none)")
-    parser.add_argument("--shapes", type=shape_of, nargs="+", default=None, metavar="SHAPE",
+    parser.add_argument("--shapes", type=column_of, nargs="+", default=None, metavar="SHAPE",
                         help="GPU steps cut and compiled so, a column each: fused or split, +guard, "
-                        "/R for a cap of R registers (default: fused, uncapped, and the engine's "
-                        "own)")  # fmt: skip
+                        "/R for a cap of R registers, @float32 for that precision (default: fused, "
+                        "uncapped, and the engine's own)")  # fmt: skip
     parser.add_argument("--tiny", type=int, help="a dry run: every scene at this N, 2 steps, 1 run")
     args = parser.parse_args(argv)
     if args.tiny:
@@ -177,18 +196,19 @@ def main(argv: list[str] | None = None) -> int:
         spec.loader.exec_module(anchor)
     from flock3d.core.step.cuda_generate import DEFAULT_SHAPE
 
-    shapes = args.shapes or [shape_of("fused"), DEFAULT_SHAPE]
+    columns = args.shapes or [column_of("fused"), Column(DEFAULT_SHAPE)]
     if args.check:
-        worst = check(args.check, cpu_engine, shapes)
-        names = ", ".join(map(str, shapes))
+        worst = check(args.check, cpu_engine, columns)
+        names = ", ".join(map(str, columns))
         print(
             f"check: GPU ({names}) - {cpu_engine} engine, bench scene, {args.check:,} boids, 3 steps: "
-            f"{worst:.2e}"
+            + ", ".join(f"{value:.2e} ({precision})" for precision, value in worst.items())
         )
-        if not worst < 1e-9:
+        # float32 rounds each step's state: 3 steps stay within 1e-4 of float64 where nothing is broken
+        if not worst.get("float64", 0.0) < 1e-9 or not worst.get("float32", 0.0) < 1e-4:
             print("benchmarks/gpu.py: the engines disagree; no table", file=sys.stderr)
             return 1
-    caps = [f"GPU {shape}" for shape in shapes]
+    caps = [f"GPU {column}" for column in columns]
     print(
         f"\n| scene | N | CPU engine ({cpu_engine}) | {' | '.join(caps)} | naive kernel | best GPU / naive |"
     )
@@ -196,7 +216,7 @@ def main(argv: list[str] | None = None) -> int:
     for scene, sizes in (("bench", args.sizes), ("circles", args.circles)):
         for n in sizes:
             params = SCENES[scene](n)
-            gpus = [engine_row(params, "gpu", args.steps, args.runs, shape) for shape in shapes]
+            gpus = [engine_row(params, "gpu", args.steps, args.runs, column) for column in columns]
             naive = None if anchor is None else anchor_row(anchor, params, args.steps, args.runs)
             cpu = None if args.no_cpu else engine_row(params, cpu_engine, max(1, args.steps // 5), args.runs)
             ratio = "-" if naive is None else f"{naive / min(gpus):.2f}x"
