@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -191,3 +192,52 @@ def test_float32_is_the_gpu_engines_and_a_cpu_engine_says_so_in_one_line():
     # indices ride in float32 with the positions: exact up to 2**24 boids
     assert "at most 16,777,216 boids" in refusal(Params(count=2**24 + 1, precision="float32"))
     assert refusal(Params(count=2**24, precision="float32")) == ""
+
+
+BENCHMARKS = HERE.parent / "benchmarks"
+
+
+@needs_numba_cuda
+@pytest.mark.slow
+def test_the_gpu_benchmark_checks_each_column_and_prints_its_table():
+    shapes = ["fused", "split+guard/72", "fused/72@float32"]
+    out = subprocess.run(
+        [sys.executable, str(BENCHMARKS / "gpu.py"), "--tiny", "60", "--shapes", *shapes],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        cwd=HERE,
+        env=process_env({"NUMBA_ENABLE_CUDASIM": "1", "NUMBA_DISABLE_JIT": "1"}),
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    check = next(line for line in out.stdout.splitlines() if line.startswith("check:"))
+    f64, f32 = (float(value) for value in re.findall(r"([0-9.e+-]+) \(float(?:64|32)\)", check))
+    assert f64 < 1e-9 and 0 < f32 < 1e-4, check  # float32 differs, by its rounding only
+    rows = [
+        line for line in out.stdout.splitlines() if line.startswith("| bench") or line.startswith("| circles")
+    ]
+    header = next(line for line in out.stdout.splitlines() if line.startswith("| scene"))
+    assert "GPU split+guard/72 |" in header and "GPU fused/72 float32 |" in header
+    assert len(rows) == 2 and all(row.count(" ms (") == 4 for row in rows), rows  # the CPU and 3 GPU cells
+
+
+@needs_numba_cuda
+@pytest.mark.slow
+def test_a_register_cap_holds_each_step_kernel_to_it():
+    out = subprocess.run(
+        [sys.executable, str(BENCHMARKS / "gpu_registers.py"), "fused", "fused/64", "split/64"],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        cwd=HERE,
+        env=process_env(),
+    )
+    if out.returncode == 2 and "no ptxas" in out.stderr:
+        pytest.skip(out.stderr.strip())
+    assert out.returncode == 0, out.stderr[-3000:]
+    used = {
+        line.split(":")[0]: int(re.search(r"Used (\d+) registers", line)[1])
+        for line in out.stdout.splitlines()
+    }
+    assert used["fused/64 (float64) advance"] <= 64 < used["fused (float64) advance"], used
+    assert used["split/64 (float64) advance"] <= 64 and used["split/64 (float64) settle"] <= 255, used
