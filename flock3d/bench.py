@@ -141,17 +141,26 @@ def cold_start_seconds(n: int, variant: str | None = None) -> float:
     return float(out.stdout.strip().splitlines()[-1]) - launched
 
 
-def run(large: bool = False, steps: int = 20, min_seconds: float = 2.0, out=sys.stdout) -> list[dict]:
-    """Run the benchmark table and print it; returns the rows."""
+def run(
+    large: bool = False, steps: int = 20, min_seconds: float = 2.0, out=sys.stdout, engine: str = "fast"
+) -> list[dict]:
+    """Run the benchmark table of ``engine`` ("fast" or "gpu") and print it; returns the rows."""
     import numba
 
     sizes = [1_000, 10_000, 100_000] + ([1_000_000] if large else [])
-    layer_env = os.environ.get("NUMBA_THREADING_LAYER", "default")
-    print(
-        f"flock3d bench: numba {numba.__version__}, float64, threads {numba.get_num_threads()} "
-        f"(layer {layer_env}, OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY', 'PASSIVE')})",
-        file=out,
-    )
+    if engine == "gpu":
+        from flock3d.core.gpu.device import cuda
+
+        name = cuda.get_current_device().name
+        name = name.decode() if isinstance(name, bytes) else name
+        print(f"flock3d bench: the GPU engine on {name}, float64", file=out)
+    else:
+        layer_env = os.environ.get("NUMBA_THREADING_LAYER", "default")
+        print(
+            f"flock3d bench: numba {numba.__version__}, float64, threads {numba.get_num_threads()} "
+            f"(layer {layer_env}, OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY', 'PASSIVE')})",
+            file=out,
+        )
     print(
         f"density: ~{NEIGHBOURS} boids within view distance {VIEW_DISTANCE:g} (uniform ball, default rules); "
         f"the same {steps} steps from the same start, median of repeated runs; each size in a fresh process",
@@ -161,8 +170,9 @@ def run(large: bool = False, steps: int = 20, min_seconds: float = 2.0, out=sys.
     print("{:>10} {:>10} {:>10} {:>10} {:>22} {:>10} {:>8} {:>8}".format(*columns), file=out)
     rows = []
     for n in sizes:
-        row = _measure_in_subprocess(n, steps, min_seconds)
-        row["cold_start_s"] = cold_start_seconds(n)
+        row = _measure_in_subprocess(n, steps, min_seconds, engine)
+        # a cold start is the CPU step's compile from empty caches; the GPU's kernel compiles every run
+        row["cold_start_s"] = cold_start_seconds(n) if engine == "fast" else row["start_to_first_step_s"]
         rows.append(row)
         print(
             f"{n:>10,} {row['steps_per_s']:>10,.1f} {row['ms_per_step']:>10.3f} {row['ms_per_call']:>10.3f} "
@@ -176,7 +186,8 @@ def run(large: bool = False, steps: int = 20, min_seconds: float = 2.0, out=sys.
     speedup = rows[0]["steps_per_s"] / ref["steps_per_s"]
     print(
         f"reference (readable per-boid Python) at N=1,000: {ref['steps_per_s']:.2f} steps/s "
-        f"({ref['ms_per_step']:.0f} ms/step); the fast kernel is {speedup:,.0f}x faster",
+        f"({ref['ms_per_step']:.0f} ms/step); the {'GPU engine' if engine == 'gpu' else 'fast kernel'} "
+        f"is {speedup:,.0f}x faster",
         file=out,
     )
     print(

@@ -25,7 +25,7 @@ from flock3d.core.params import Params
 from flock3d.core.state import FlockState, check_state
 from flock3d.errors import GpuError
 
-__all__ = ["GpuEngine", "refusal", "kernel_source"]
+__all__ = ["GpuEngine", "check_device", "check_runs", "refusal", "kernel_source"]
 
 _SYNCED = ("positions", "velocities", "orientations", "predator_positions", "predator_velocities",
            "predator_orientations")  # fmt: skip
@@ -55,6 +55,25 @@ def kernel_source(params: Params, rules: Sequence = (), forces: Sequence = ()) -
     return generate(layout_of(params, rules, forces))
 
 
+def check_device() -> None:
+    """Raise :class:`GpuError` (one line: what is missing and how to install it) unless the GPU
+    engine can run here: numba-cuda, a driver and a device."""
+    from flock3d.core.gpu.device import missing  # imports numba-cuda: only for a GPU flock
+
+    why = missing()
+    if why:
+        raise GpuError(why)
+
+
+def check_runs(params: Params, rules: Sequence = (), forces: Sequence = ()) -> None:
+    """Raise :class:`GpuError` (one line: what is missing and how to install it, or what of the
+    flock the GPU engine does not run yet) unless a flock of ``params`` can step on the GPU here."""
+    check_device()
+    why = refusal(params, rules, forces)
+    if why:
+        raise GpuError(why)
+
+
 class GpuEngine:
     """The device state of one flock, and its steps.
 
@@ -66,11 +85,7 @@ class GpuEngine:
     def __init__(
         self, params: Params, state: FlockState, rules: Sequence = (), forces: Sequence = ()
     ) -> None:
-        from flock3d.core.gpu.device import missing  # imports numba-cuda: only for a GPU flock
-
-        why = missing() or refusal(params, rules, forces)
-        if why:
-            raise GpuError(why)
+        check_runs(params, rules, forces)
         from flock3d.core.gpu.engine import DeviceFlock
 
         self.device = DeviceFlock(len(state), np.dtype(params.precision).type)

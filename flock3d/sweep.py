@@ -184,13 +184,20 @@ def _worker_rules(path: str) -> tuple:
 
 
 def run_task(
-    scene_toml: str, overrides: list[str], seed: int, steps: int, discard: int, rules: str | None = None
+    scene_toml: str,
+    overrides: list[str],
+    seed: int,
+    steps: int,
+    discard: int,
+    rules: str | None = None,
+    engine: str = "fast",
 ) -> dict:
     """Run one task (on a Dask worker): its measurements as a dict.
 
     The overrides are applied to the scene's text as ``--set`` would be, so that
     a swept ``model`` brings that model's defaults with it. ``rules`` is the
-    path of a rules file (``--rules``), loaded on the worker (so it must see that path).
+    path of a rules file (``--rules``), loaded on the worker (so it must see that path);
+    ``engine`` steps the flock (``Flock``'s).
     """
     import numba
 
@@ -200,7 +207,7 @@ def run_task(
     numba.set_num_threads(1)  # one task per core: the cluster parallelises, not the kernel
     scene = parse_scene(scene_toml, overrides=overrides)
     user_rules, forces = _worker_rules(rules) if rules else ((), ())
-    flock = Flock.from_scene(scene, seed=seed, rules=user_rules, forces=forces)
+    flock = Flock.from_scene(scene, seed=seed, rules=user_rules, forces=forces, engine=engine)
     start = time.perf_counter()
     flock.step(discard)
     pol, mill = [], []
@@ -312,12 +319,15 @@ def run_sweep(
     progress: bool | None = None,
     overrides: Sequence[str] = (),
     rules: str | Path | None = None,
+    engine: str = "fast",
 ):
     """Run the sweep; returns ``(table, stats)`` (a pandas DataFrame and what was computed).
 
     Each run is the scene's own text with ``overrides`` (the ``--set`` values that
     made ``scene``) and then the run's swept values applied, exactly as ``flock3d
-    run --set`` would build it; its seed comes from :func:`task_seed`.
+    run --set`` would build it; its seed comes from :func:`task_seed`. ``engine`` steps
+    each run; with "gpu" a local cluster has one worker (the runs share the GPU) unless
+    ``workers`` says otherwise.
     """
     from tqdm import tqdm
 
@@ -328,15 +338,23 @@ def run_sweep(
     tasks = make_tasks(scene, axes, repeats)
     for values in dict.fromkeys(t.values for t in tasks):  # validate every combination first
         try:
-            parse_scene(text, scene.source or scene.name, [*overrides, *_overrides(axes, values)])
+            run = parse_scene(text, scene.source or scene.name, [*overrides, *_overrides(axes, values)])
         except SceneError as error:
             raise SweepError(f"the sweep's values do not make a valid scene: {error.problems[0]}") from None
+        if engine == "gpu":  # what the GPU engine does not run yet, before any worker starts
+            from flock3d.gpu import refusal
+
+            why = refusal(run.params)
+            if why:
+                raise SweepError(f"{', '.join(_overrides(axes, values))}: {why}")
 
     columns = [a.key for a in axes]
     fingerprint = params_hash(scene)
     if rules is not None:  # other rules make other runs: a resumed table must share them
         rules = str(Path(rules).resolve())
         fingerprint += "+" + hashlib.sha256(Path(rules).read_bytes()).hexdigest()[:8]
+    if engine != "fast":  # another engine's runs differ by rounding: a resumed table must share it
+        fingerprint += f"+{engine}"
     settings = {"steps": steps, "discard": discard, "params_hash": fingerprint}
     rows = _resumable_rows(out, columns, tasks, settings) if out.exists() else []
     done = {(tuple(row[c] for c in columns), int(row["repeat"])) for row in rows}
@@ -344,6 +362,8 @@ def run_sweep(
 
     start = time.perf_counter()
     if pending:
+        if engine == "gpu" and scheduler is None and workers is None:
+            workers = 1
         with _client(scheduler, workers) as client:
             from dask.distributed import as_completed
 
@@ -356,6 +376,7 @@ def run_sweep(
                     steps,
                     discard,
                     rules,
+                    engine,
                     pure=False,
                 ): t
                 for t in pending

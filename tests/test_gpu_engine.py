@@ -241,3 +241,74 @@ def test_a_register_cap_holds_each_step_kernel_to_it():
     }
     assert used["fused/64 (float64) advance"] <= 64 < used["fused (float64) advance"], used
     assert used["split/64 (float64) advance"] <= 64 and used["split/64 (float64) settle"] <= 255, used
+
+
+@pytest.mark.skipif(missing() == "", reason="a CUDA device is at hand")
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["view", "default"],
+        ["render", "default", "--out", "{tmp}/frame.png"],
+        ["bench"],
+        ["sweep", "default", "--param", "perception.fov=90,180", "--steps", "3", "--out", "{tmp}/sweep.csv"],
+        ["experiment", "vicsek-fig2a", "--quick", "--out", "{tmp}/vicsek"],
+    ],
+    ids=lambda command: command[0],
+)
+def test_every_command_that_steps_a_flock_takes_engine_gpu_and_says_in_one_line_what_is_missing(
+    command, tmp_path
+):
+    out = flock3d(*(arg.format(tmp=tmp_path) for arg in command), "--engine", "gpu")
+    assert_clean_failure(out, 'pip install "flock3d[gpu]"')
+    assert len(out.stderr.strip().splitlines()) == 1
+    assert list(tmp_path.iterdir()) == []  # refused before anything was written
+
+
+def simulated_command(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    """``flock3d ARGS`` in a process of its own under the CUDA simulator."""
+    return subprocess.run(
+        [sys.executable, "-m", "flock3d.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=cwd,
+        env=process_env({"NUMBA_ENABLE_CUDASIM": "1", "NUMBA_DISABLE_JIT": "1"}),
+    )
+
+
+@needs_numba_cuda
+@pytest.mark.slow
+def test_a_frame_rendered_with_the_gpu_engine_is_the_fast_engines_frame(tmp_path):
+    import imageio.v3 as iio
+
+    frame = ["--set", "flock.count=60", "--start", "0.1", "--size", "320x200"]
+    gpu = simulated_command("render", "default", *frame, "--out", "gpu.png", "--engine", "gpu", cwd=tmp_path)
+    assert gpu.returncode == 0, gpu.stderr[-2000:]
+    fast = flock3d("render", "default", *frame, "--out", tmp_path / "fast.png")
+    assert fast.returncode == 0, fast.stderr
+    a, b = (iio.imread(tmp_path / name).astype(float) for name in ("gpu.png", "fast.png"))
+    assert a.shape == b.shape == (200, 320, 3) and a.std() > 5  # a picture, not a blank
+    assert np.abs(a - b).mean() < 0.05  # the same boids in the same places, to rounding
+
+
+@needs_numba_cuda
+def test_an_experiment_the_gpu_engine_cannot_run_says_so_in_one_line(tmp_path):
+    out = simulated_command(
+        "experiment", "vicsek-fig2a", "--quick", "--out", "v", "--engine", "gpu", cwd=tmp_path
+    )
+    assert out.returncode == 2 and "Traceback" not in out.stderr, out.stderr[-2000:]
+    assert out.stderr.strip().endswith(
+        "the GPU engine does not run the vicsek model yet (engine 'fast' does)"
+    )
+
+
+def test_a_viewers_session_keeps_its_engine_across_scenes_and_respawns():
+    from flock3d.scene import resolve_scene
+    from flock3d.viewer.session import Session
+
+    session = Session(resolve_scene("small-arena"), engine="reference")
+    assert session.flock.engine == "reference"
+    session.load(resolve_scene("default", overrides=["flock.count=30"]))
+    assert session.flock.engine == "reference" and len(session.flock) == 30
+    session.respawn(12)
+    assert session.flock.engine == "reference" and len(session.flock) == 12

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from flock3d.cli.inputs import require
-from flock3d.cli.options import positive_float, positive_int
+from flock3d.cli.options import check_engine, positive_float, positive_int
 from flock3d.errors import Flock3dError
 
 
@@ -42,6 +42,13 @@ def add_bench(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
         help="with --profile: simulated seconds before the second profile (default 60)",
     )
     p.add_argument("--steps", type=positive_int, default=20, help="steps per timed run (default 20)")
+    p.add_argument(
+        "--engine",
+        choices=["fast", "gpu"],
+        default="fast",
+        help="the steps/s table of this engine: fast (the CPU's cores, default) or gpu (an NVIDIA GPU: pip "
+        'install "flock3d[gpu]")',
+    )
     p.add_argument("--threads", type=positive_int, help="numba threads (default: all cores)")
     return p
 
@@ -62,6 +69,13 @@ def run_bench(args: argparse.Namespace) -> int:
         numba.set_num_threads(args.threads)
     from flock3d import bench
 
+    if args.engine == "gpu":
+        if args.viewer or args.variants or args.profile:
+            raise Flock3dError(
+                "--engine gpu measures the steps/s table; --viewer, --variants and --profile measure the "
+                "fast engine"
+            )
+        check_engine("gpu", bench.bench_params(1_000))
     if args.viewer:
         require("viewer", option="--viewer")
         from flock3d.viewer.app import check_display
@@ -73,5 +87,5 @@ def run_bench(args: argparse.Namespace) -> int:
     elif args.profile:
         bench.profile(after=args.after)
     else:
-        bench.run(large=args.large, steps=args.steps)
+        bench.run(large=args.large, steps=args.steps, engine=args.engine)
     return 0

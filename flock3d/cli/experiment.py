@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 
 from flock3d.cli.inputs import require
-from flock3d.cli.options import seed
+from flock3d.cli.options import engine_argument, seed
 from flock3d.errors import Flock3dError
 
 
@@ -27,6 +27,7 @@ def add_experiment(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--quick", action="store_true", help="a small instance that runs in seconds")
     p.add_argument("--seed", type=seed, default=0, help="base seed of the runs (default 0)")
     p.add_argument("--no-progress", action="store_true", help="do not show the progress bar")
+    engine_argument(p)
     return p
 
 
@@ -35,6 +36,10 @@ def run_experiment_command(args: argparse.Namespace) -> int:
     from flock3d.io import write_csv
 
     require("plot")  # each experiment draws its figure
+    if args.engine == "gpu":  # before the folder is made; what of an experiment it runs, at its first flock
+        from flock3d.gpu import check_device
+
+        check_device()
     out = Path(args.out)
     if out.exists() and not out.is_dir():
         raise Flock3dError(f"{args.out}: exists and is not a folder")
@@ -44,7 +49,7 @@ def run_experiment_command(args: argparse.Namespace) -> int:
     e = EXPERIMENTS[args.name]
     print(f"{e.name}: {e.title}\n  reproducing {e.reference}" + (" (quick)" if args.quick else ""))
     result = run_experiment(args.name, quick=args.quick, seed=args.seed,
-                            progress=False if args.no_progress else None)  # fmt: skip
+                            progress=False if args.no_progress else None, engine=args.engine)  # fmt: skip
     print("\n".join(result.lines))
     table, image = out / f"{e.name}.csv", out / f"{e.name}.png"
     write_csv(table, result.columns)

@@ -106,15 +106,24 @@ def run_arguments(p: argparse.ArgumentParser, scene_only: str = "") -> None:
     engine_argument(p)
 
 
-def engine_argument(p: argparse.ArgumentParser) -> None:
+def engine_argument(p: argparse.ArgumentParser, scene_only: str = "") -> None:
     """``--engine``: which engine steps the flock (``Flock``'s ``engine``)."""
     p.add_argument(
         "--engine",
         choices=["fast", "reference", "gpu"],
         default="fast",
-        help="what steps the flock: fast (the CPU's cores, default), reference (readable and slow) or gpu "
-        '(an NVIDIA GPU: pip install "flock3d[gpu]")',
+        help=f"{scene_only}what steps the flock: fast (the CPU's cores, default), reference (readable and "
+        'slow) or gpu (an NVIDIA GPU: pip install "flock3d[gpu]")',
     )
+
+
+def check_engine(engine: str, params, rules=(), forces=()) -> None:
+    """Refuse, in one line and before any work, a flock ``engine`` cannot step: the GPU engine's
+    missing driver, device or numba-cuda, or what of the flock it does not run yet."""
+    if engine == "gpu":
+        from flock3d.gpu import check_runs
+
+        check_runs(params, rules, forces)
 
 
 def run_length(args: argparse.Namespace, dt: float) -> tuple[int, int]:

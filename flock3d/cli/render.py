@@ -18,6 +18,8 @@ from flock3d.cli.inputs import (
     scene_from,
 )
 from flock3d.cli.options import (
+    check_engine,
+    engine_argument,
     positive_float,
     positive_int,
     rules_argument,
@@ -39,6 +41,7 @@ def add_view(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--seed", type=seed, help="seed of the initial state (default: the scene's)")
     set_argument(p)
     rules_argument(p)
+    engine_argument(p)
     return p
 
 
@@ -49,8 +52,9 @@ def run_view(args: argparse.Namespace) -> int:
     rules, forces = rules_from(args)
     scene = scene_from(args, args.scene, (rules, forces))
     check_rules(rules, forces)  # refused here, in one line, rather than in the window
+    check_engine(args.engine, scene.params, rules, forces)
     check_display()
-    return run_viewer(scene, rules, forces)
+    return run_viewer(scene, rules, forces, args.engine)
 
 
 def video_size(text: str) -> tuple[int, int]:
@@ -148,6 +152,7 @@ def add_render(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--seed", type=seed, help="seed, when rendering a scene")
     set_argument(p)
     rules_argument(p)
+    engine_argument(p, scene_only="when rendering a scene: ")
     p.add_argument("--no-progress", action="store_true", help="do not show the progress bar")
     return p
 
@@ -171,8 +176,10 @@ def run_render(args: argparse.Namespace) -> int:
     require("viewer", ("vispy", "OpenGL", "imageio", "imageio_ffmpeg"))  # not Qt: offscreen
     with contextlib.ExitStack() as stack:
         if is_recording(args.source):
-            if args.set or args.seed is not None or args.rules:
-                raise Flock3dError("--set, --seed and --rules apply to scenes, not to recorded trajectories")
+            if args.set or args.seed is not None or args.rules or args.engine != "fast":
+                raise Flock3dError(
+                    "--set, --seed, --rules and --engine apply to scenes, not to recorded trajectories"
+                )
             traj = stack.enter_context(Trajectory(args.source))
             if traj.n_frames == 0:
                 raise Flock3dError(f"{args.source}: the trajectory has no frames")
@@ -186,12 +193,15 @@ def run_render(args: argparse.Namespace) -> int:
             rules, forces = rules_from(args)
             scene = scene_from(args, args.source, (rules, forces))
             check_scene(scene)
+            check_engine(args.engine, scene.params, rules, forces)
             start = args.start if args.start is not None else scene.view.start
             if start is None:
                 start = STILL_START if is_png else 0.0
             plan = simulated_playback(scene.params.dt, args.fps, start, args.frames, still=is_png,
                                       max_steps=MAX_RENDER_STEPS)  # fmt: skip
-            frames = simulated_frames(Flock.from_scene(scene, rules=rules, forces=forces), plan)
+            frames = simulated_frames(
+                Flock.from_scene(scene, rules=rules, forces=forces, engine=args.engine), plan
+            )
         return render_frames(args, out, is_png, scene, frames, plan)
 
 

@@ -9,10 +9,9 @@ import numpy as np
 
 from flock3d import metrics
 from flock3d.core.params import Params
-from flock3d.flock import Flock
 from flock3d.plots import save_figure
 
-from .common import Result, _bar, _figure, experiment, polarized_start
+from .common import Result, _bar, _figure, experiment, new_flock, polarized_start
 
 
 def _box_anisotropy(params: Params, seeds: list[int], settle: int, frames: int, gap: int, ranks: int, bar):
@@ -29,7 +28,7 @@ def _box_anisotropy(params: Params, seeds: list[int], settle: int, frames: int, 
     for run_seed in seeds:
         _, velocities = polarized_start(params.count, run_seed)
         positions = np.random.default_rng(run_seed).uniform(-side / 2, side / 2, (params.count, 3))
-        flock = Flock(params, positions=positions, velocities=velocities)
+        flock = new_flock(params, positions=positions, velocities=velocities)
         flock.step(settle)
         bar.update(settle)
         for _ in range(frames):

@@ -8,10 +8,9 @@ import numpy as np
 
 from flock3d import metrics
 from flock3d.core.params import Params
-from flock3d.flock import Flock
 from flock3d.plots import save_figure
 
-from .common import Result, _bar, _figure, experiment, polarized_start
+from .common import Result, _bar, _figure, experiment, new_flock, polarized_start
 
 
 @experiment(
@@ -42,7 +41,7 @@ def cavagna_correlations(quick: bool, seed: int, progress: bool | None) -> Resul
     with _bar(len(sizes) * (settle + snapshots * gap), "cavagna-correlations", progress) as bar:
         for n in sizes:
             positions, velocities = polarized_start(n, seed * 1000 + n)
-            flock = Flock(params.replace(count=n), positions=positions, velocities=velocities)
+            flock = new_flock(params.replace(count=n), positions=positions, velocities=velocities)
             flock.step(settle)
             bar.update(settle)
             for _ in range(snapshots):

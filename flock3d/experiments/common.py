@@ -10,6 +10,7 @@ import math
 import sys
 import time
 from collections.abc import Callable
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -58,10 +59,27 @@ def experiment(name: str, title: str, reference: str):
     return register
 
 
-def run_experiment(name: str, quick: bool = False, seed: int = 0, progress: bool | None = None) -> Result:
-    """Run the experiment ``name`` (a key of :data:`EXPERIMENTS`); returns its :class:`Result`."""
+#: The engine that steps the flocks of the experiment running (run_experiment's ``engine``).
+_ENGINE: ContextVar[str] = ContextVar("flock3d_experiment_engine", default="fast")
+
+
+def new_flock(params, **kwargs) -> Flock:
+    """A flock of the running experiment, stepped by the engine it was asked for (a GPU that
+    does not run the experiment's model says so in one line, :class:`~flock3d.errors.GpuError`)."""
+    return Flock(params, engine=_ENGINE.get(), **kwargs)
+
+
+def run_experiment(
+    name: str, quick: bool = False, seed: int = 0, progress: bool | None = None, engine: str = "fast"
+) -> Result:
+    """Run the experiment ``name`` (a key of :data:`EXPERIMENTS`), its flocks stepped by ``engine``;
+    returns its :class:`Result`."""
     start = time.perf_counter()
-    result = EXPERIMENTS[name].run(quick, seed, progress)
+    token = _ENGINE.set(engine)
+    try:
+        result = EXPERIMENTS[name].run(quick, seed, progress)
+    finally:
+        _ENGINE.reset(token)
     result.seconds = time.perf_counter() - start
     return result
 

@@ -7,10 +7,9 @@ from pathlib import Path
 import numpy as np
 
 from flock3d.core.params import COUZIN_DEFAULTS, Params
-from flock3d.flock import Flock
 from flock3d.plots import save_figure
 
-from .common import Result, _bar, _figure, _order_over, experiment
+from .common import Result, _bar, _figure, _order_over, experiment, new_flock
 
 
 @experiment(
@@ -38,7 +37,7 @@ def couzin_memory(quick: bool, seed: int, progress: bool | None) -> Result:
     rows = {k: [] for k in ("branch", "delta_r_o", "repeat", "polarization", "milling")}
     with _bar(repeats * len(sweep) * (settle + measure), "couzin-memory", progress) as bar:
         for repeat in range(repeats):
-            flock = Flock(base, seed=seed * 1000 + repeat)
+            flock = new_flock(base, seed=seed * 1000 + repeat)
             flock.step(settle)  # a swarm forms from the random ball
             for branch, width in sweep:
                 flock.params = flock.params.replace(zone_orientation_width=float(width))

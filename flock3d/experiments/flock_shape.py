@@ -9,10 +9,9 @@ import numpy as np
 
 from flock3d import metrics
 from flock3d.core.params import Params
-from flock3d.flock import Flock
 from flock3d.plots import save_figure
 
-from .common import Result, _bar, _figure, experiment, polarized_start
+from .common import Result, _bar, _figure, experiment, new_flock, polarized_start
 
 
 def _level_start(n: int, seed: int, speed: float) -> tuple[np.ndarray, np.ndarray]:
@@ -84,7 +83,7 @@ def flock_shape(quick: bool, seed: int, progress: bool | None) -> Result:
             params = kinds[kind].replace(count=n, flight=flight, roost_altitude=spring if on else 0.0)
             for run_seed in seeds:
                 positions, velocities = _level_start(n, run_seed * 1000 + n, base.flight_cruise_speed)
-                flock = Flock(params, positions=positions, velocities=velocities)
+                flock = new_flock(params, positions=positions, velocities=velocities)
                 flock.step(settle * per_second)
                 bar.update(settle * per_second)
                 for _ in range(measure):

@@ -13,7 +13,7 @@ from flock3d.flock import Flock
 from flock3d.opacity import sky_opacity, view_opacity
 from flock3d.plots import save_figure
 
-from .common import Result, _bar, _figure, experiment, polarized_start
+from .common import Result, _bar, _figure, experiment, new_flock, polarized_start
 
 #: A bird's silhouette as a disc of this radius, in units of the flock's mean nearest-neighbour
 #: distance r1: a starling seen from below hides about 0.035 m^2 (a 0.4 m wingspan by a 0.2 m
@@ -84,7 +84,7 @@ def marginal_opacity(quick: bool, seed: int, progress: bool | None) -> Result:
         for kind, extra in kinds.items():
             for n in sizes:
                 p, v = polarized_start(n, seed * 1000 + n)
-                flock = Flock(Params(count=n, arena_shape="none", **extra), positions=p, velocities=v)
+                flock = new_flock(Params(count=n, arena_shape="none", **extra), positions=p, velocities=v)
                 flock.step(settle)
                 bar.update(settle)
                 measured = _measured(flock, link, None)
@@ -97,7 +97,7 @@ def marginal_opacity(quick: bool, seed: int, progress: bool | None) -> Result:
             params = Params(count=density_n, arena_shape="none")
             params = params.replace(separation_distance=spread * params.separation_distance)
             p, v = polarized_start(density_n, seed * 1000 + 7)
-            flock = Flock(params, positions=p * spread, velocities=v)
+            flock = new_flock(params, positions=p * spread, velocities=v)
             flock.step(settle)
             bar.update(settle)
             measured = _measured(flock, spread * link, default_body)

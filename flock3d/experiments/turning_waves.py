@@ -25,7 +25,7 @@ from flock3d.core.params import VICSEK_DEFAULTS, Params
 from flock3d.flock import Flock
 from flock3d.plots import save_figure
 
-from .common import Result, _bar, _figure, experiment
+from .common import Result, _bar, _figure, experiment, new_flock
 
 #: The flock of turning-waves: length (along the heading), thickness (vertical) and width (across,
 #: where the turn travels) of a box holding 960 birds at density 1; scaled as the cube root of N.
@@ -41,7 +41,7 @@ def _turning_flock(params: Params, seed: int) -> Flock:
     rng = np.random.default_rng(seed)
     positions = rng.uniform(-0.5, 0.5, (n, 3)) * _TURNING_BOX * (n / 960) ** (1 / 3)
     velocities = np.tile([params.speed, 0.0, 0.0], (n, 1))
-    return Flock(params, positions=positions, velocities=velocities, seed=seed)
+    return new_flock(params, positions=positions, velocities=velocities, seed=seed)
 
 
 def _has_spins(params: Params) -> bool:

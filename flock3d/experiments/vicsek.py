@@ -8,10 +8,9 @@ from pathlib import Path
 import numpy as np
 
 from flock3d.core.params import VICSEK_DEFAULTS, Params
-from flock3d.flock import Flock
 from flock3d.plots import save_figure
 
-from .common import Result, _bar, _figure, _order_over, experiment
+from .common import Result, _bar, _figure, _order_over, experiment, new_flock
 
 
 @experiment(
@@ -54,7 +53,7 @@ def vicsek_fig2a(quick: bool, seed: int, progress: bool | None) -> Result:
                     params = base.replace(count=n, arena_radius=side / 2, noise_eta=float(eta),
                                           position_update=update)  # fmt: skip
                     for repeat in range(repeats[n]):
-                        flock = Flock(params, seed=seed * 1000 + repeat)
+                        flock = new_flock(params, seed=seed * 1000 + repeat)
                         flock.step(wait)
                         v_a, _ = _order_over(flock, measure)
                         for key, value in zip(rows, (update, n, side, eta, repeat, v_a), strict=True):

@@ -168,6 +168,7 @@ class ViewerWindow:
         samples: int | None = None,
         rules=(),
         forces=(),
+        engine: str = "fast",
     ) -> None:
         from PySide6 import QtCore, QtWidgets
 
@@ -200,7 +201,7 @@ class ViewerWindow:
         self.output_dir = Path(output_dir)
         self.dialogs = dialogs
         self.threaded = threaded
-        self.session = Session(scene, rules=rules, forces=forces)
+        self.session = Session(scene, rules=rules, forces=forces, engine=engine)
         self.focused: int | None = None
         self.camera_kind = "orbit"
         self.snapshot = self.session.snapshot()
@@ -403,8 +404,9 @@ def run_event_loop(seconds: float) -> None:
     loop.exec()
 
 
-def run_viewer(scene: Scene, rules=(), forces=()) -> int:
-    """Open the viewer on ``scene`` (with your ``rules`` and ``forces``) until its window closes."""
+def run_viewer(scene: Scene, rules=(), forces=(), engine: str = "fast") -> int:
+    """Open the viewer on ``scene`` (with your ``rules`` and ``forces``, its flock stepped by
+    ``engine``) until its window closes."""
     check_display()
     _use_qt()
     from vispy import app
@@ -414,7 +416,7 @@ def run_viewer(scene: Scene, rules=(), forces=()) -> int:
         application.create()
     except Exception as error:
         raise Flock3dError(f"cannot open a window: {error}") from None
-    viewer = ViewerWindow(scene, output_dir=Path.cwd(), rules=rules, forces=forces)
+    viewer = ViewerWindow(scene, output_dir=Path.cwd(), rules=rules, forces=forces, engine=engine)
     viewer.show()
     application.run()
     return 0

@@ -206,10 +206,14 @@ class Session:
     :meth:`snapshot` then returns the latest published copy of the flock.
     """
 
-    def __init__(self, scene: Scene, flock: Flock | None = None, rules=(), forces=()) -> None:
+    def __init__(
+        self, scene: Scene, flock: Flock | None = None, rules=(), forces=(), engine: str = "fast"
+    ) -> None:
         self.scene = scene
         self.seed = scene.seed
-        self.flock = Flock.from_scene(scene, rules=rules, forces=forces) if flock is None else flock
+        self.flock = (
+            Flock.from_scene(scene, rules=rules, forces=forces, engine=engine) if flock is None else flock
+        )
         self.paused = False
         self.time_scale = 1.0
         self.clock = FixedStepClock()
@@ -261,9 +265,12 @@ class Session:
             self._publish()
 
     def _new_flock(self, params: Params, seed: int) -> Flock:
-        """A new flock with these parameters, keeping the user's rules and forces (--rules) and
-        the fields of the objects read from files."""
-        return Flock(params, seed, rules=self.flock.rules, forces=self.flock.forces, fields=self._fields)
+        """A new flock with these parameters, keeping the user's rules and forces (--rules), the
+        fields of the objects read from files and the engine."""
+        flock = self.flock
+        return Flock(
+            params, seed, rules=flock.rules, forces=flock.forces, fields=self._fields, engine=flock.engine
+        )
 
     def load(self, scene: Scene) -> None:
         """Start watching another scene."""

@@ -119,6 +119,7 @@ class Worker:
             twin = Flock(
                 flock.params, flock.seed, positions=arrays[0].copy(), velocities=arrays[1].copy(),
                 orientations=arrays[2].copy(), rules=flock.rules, forces=flock.forces, fields=flock.fields,
+                engine=flock.engine,
             )  # fmt: skip
         if flock.rules or flock.forces or flock.engine != "fast":
             twin.step(1)
