@@ -112,9 +112,13 @@ class Flock:
             self._state = self._gpu.state
 
     @classmethod
-    def from_scene(cls, scene: Scene, seed: int | None = None, **kwargs) -> Flock:
-        """A flock made from a scene: its params and its seed (unless ``seed`` is given)."""
-        return cls(scene.params, scene.seed if seed is None else seed, **{"fields": scene.fields, **kwargs})
+    def from_scene(
+        cls, scene: Scene, seed: int | None = None, engine: Engine | None = None, **kwargs
+    ) -> Flock:
+        """A flock made from a scene: its params, its seed (unless ``seed`` is given) and its engine
+        (``sim.engine``, unless ``engine`` is given)."""
+        seed = scene.seed if seed is None else seed
+        return cls(scene.params, seed, engine=engine or scene.engine, **{"fields": scene.fields, **kwargs})
 
     # -- stepping ---------------------------------------------------------------------
 

@@ -312,3 +312,22 @@ def test_a_viewers_session_keeps_its_engine_across_scenes_and_respawns():
     assert session.flock.engine == "reference" and len(session.flock) == 30
     session.respawn(12)
     assert session.flock.engine == "reference" and len(session.flock) == 12
+
+
+def test_a_scene_names_its_engine_and_a_command_overrides_it(tmp_path):
+    from flock3d.scene import load_scene
+
+    path = tmp_path / "ref.toml"
+    path.write_text('[flock]\ncount = 20\n[sim]\nengine = "reference"\n')
+    scene = load_scene(path)
+    assert scene.engine == "reference" and Flock.from_scene(scene).engine == "reference"
+    assert Flock.from_scene(scene, engine="fast").engine == "fast"
+    assert load_scene(path).replace(engine="fast") == scene  # how a world runs is not what it is
+    assert 'engine = "reference"' in scene.to_toml()
+    path.write_text('[sim]\nengine = "cuda"\n')
+    out = flock3d("check", path)
+    assert_clean_failure(out, "sim.engine must be one of 'fast', 'reference', 'gpu' (got 'cuda')")
+    if missing():  # no device: the scene's gpu is refused in one line, --engine fast runs it
+        path.write_text('[flock]\ncount = 20\n[sim]\nengine = "gpu"\n')
+        assert_clean_failure(flock3d("run", path, "--steps", "2"), 'pip install "flock3d[gpu]"')
+        assert flock3d("run", path, "--steps", "2", "--engine", "fast").returncode == 0

@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 
 from flock3d.cli.inputs import require
-from flock3d.cli.options import engine_argument, seed
+from flock3d.cli.options import engine_argument, engine_of, seed
 from flock3d.errors import Flock3dError
 
 
@@ -36,7 +36,7 @@ def run_experiment_command(args: argparse.Namespace) -> int:
     from flock3d.io import write_csv
 
     require("plot")  # each experiment draws its figure
-    if args.engine == "gpu":  # before the folder is made; what of an experiment it runs, at its first flock
+    if engine_of(args) == "gpu":  # before the folder is made; what it runs is known at its first flock
         from flock3d.gpu import check_device
 
         check_device()
@@ -49,7 +49,7 @@ def run_experiment_command(args: argparse.Namespace) -> int:
     e = EXPERIMENTS[args.name]
     print(f"{e.name}: {e.title}\n  reproducing {e.reference}" + (" (quick)" if args.quick else ""))
     result = run_experiment(args.name, quick=args.quick, seed=args.seed,
-                            progress=False if args.no_progress else None, engine=args.engine)  # fmt: skip
+                            progress=False if args.no_progress else None, engine=engine_of(args))  # fmt: skip
     print("\n".join(result.lines))
     table, image = out / f"{e.name}.csv", out / f"{e.name}.png"
     write_csv(table, result.columns)

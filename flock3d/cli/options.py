@@ -107,14 +107,19 @@ def run_arguments(p: argparse.ArgumentParser, scene_only: str = "") -> None:
 
 
 def engine_argument(p: argparse.ArgumentParser, scene_only: str = "") -> None:
-    """``--engine``: which engine steps the flock (``Flock``'s ``engine``)."""
+    """``--engine``: which engine steps the flock (``Flock``'s ``engine``); None when not given, so
+    that a scene's own ``sim.engine`` applies (:func:`engine_of`)."""
     p.add_argument(
         "--engine",
         choices=["fast", "reference", "gpu"],
-        default="fast",
-        help=f"{scene_only}what steps the flock: fast (the CPU's cores, default), reference (readable and "
-        'slow) or gpu (an NVIDIA GPU: pip install "flock3d[gpu]")',
+        help=f"{scene_only}what steps the flock: fast (the CPU's cores), reference (readable and slow) or "
+        'gpu (an NVIDIA GPU: pip install "flock3d[gpu]"); default: the scene\'s sim.engine, else fast',
     )
+
+
+def engine_of(args: argparse.Namespace, scene=None) -> str:
+    """The engine a command steps with: ``--engine``, else the scene's ``sim.engine``, else fast."""
+    return args.engine or (scene.engine if scene is not None else "fast")
 
 
 def check_engine(engine: str, params, rules=(), forces=()) -> None:

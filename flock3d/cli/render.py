@@ -20,6 +20,7 @@ from flock3d.cli.inputs import (
 from flock3d.cli.options import (
     check_engine,
     engine_argument,
+    engine_of,
     positive_float,
     positive_int,
     rules_argument,
@@ -52,7 +53,7 @@ def run_view(args: argparse.Namespace) -> int:
     rules, forces = rules_from(args)
     scene = scene_from(args, args.scene, (rules, forces))
     check_rules(rules, forces)  # refused here, in one line, rather than in the window
-    check_engine(args.engine, scene.params, rules, forces)
+    check_engine(engine_of(args, scene), scene.params, rules, forces)
     check_display()
     return run_viewer(scene, rules, forces, args.engine)
 
@@ -176,7 +177,7 @@ def run_render(args: argparse.Namespace) -> int:
     require("viewer", ("vispy", "OpenGL", "imageio", "imageio_ffmpeg"))  # not Qt: offscreen
     with contextlib.ExitStack() as stack:
         if is_recording(args.source):
-            if args.set or args.seed is not None or args.rules or args.engine != "fast":
+            if args.set or args.seed is not None or args.rules or args.engine:
                 raise Flock3dError(
                     "--set, --seed, --rules and --engine apply to scenes, not to recorded trajectories"
                 )
@@ -193,7 +194,7 @@ def run_render(args: argparse.Namespace) -> int:
             rules, forces = rules_from(args)
             scene = scene_from(args, args.source, (rules, forces))
             check_scene(scene)
-            check_engine(args.engine, scene.params, rules, forces)
+            check_engine(engine_of(args, scene), scene.params, rules, forces)
             start = args.start if args.start is not None else scene.view.start
             if start is None:
                 start = STILL_START if is_png else 0.0

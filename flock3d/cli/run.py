@@ -92,7 +92,7 @@ def run_export(args: argparse.Namespace) -> int:
     writer = writer_for(out)  # an unknown suffix or a missing extra, before any work
     progress = False if args.no_progress else None
     if is_recording(args.source):
-        given = [f"--{name}" for name in ("steps", "seconds", "every", "seed", "rules")
+        given = [f"--{name}" for name in ("steps", "seconds", "every", "seed", "rules", "engine")
                  if getattr(args, name) is not None] + (["--set"] if args.set else [])  # fmt: skip
         if given:
             raise Flock3dError(f"{', '.join(given)} apply to scenes, not to recorded trajectories")

@@ -8,6 +8,7 @@ from flock3d.cli.inputs import check_rules, output_path, require, rules_from, ru
 from flock3d.cli.options import (
     check_engine,
     engine_argument,
+    engine_of,
     non_negative_int,
     positive_int,
     positive_step_count,
@@ -73,14 +74,14 @@ def run_sweep_command(args: argparse.Namespace) -> int:
         raise Flock3dError(f"--plot draws one or two swept parameters (this sweep has {len(axes)})")
     n_runs = sweep_size(axes, args.repeats)
     check_rules(rules, forces)
-    check_engine(args.engine, scene.params, rules, forces)
+    check_engine(engine_of(args, scene), scene.params, rules, forces)
     print(f"{scene.name}: {n_runs:,} runs of {args.steps:,} steps ({', '.join(a.key for a in axes)})")
     if rules or forces:
         print(rules_line(rules, forces))
     table, stats = run_sweep(
         scene, axes, args.repeats, args.steps, args.discard, out,
         scheduler=args.scheduler, workers=args.workers, progress=False if args.no_progress else None,
-        overrides=args.set, rules=args.rules, engine=args.engine,
+        overrides=args.set, rules=args.rules, engine=engine_of(args, scene),
     )  # fmt: skip
     print(f"computed {stats.computed:,} runs in {stats.seconds:.1f} s, {stats.skipped:,} already in {out}")
     means = over_repeats(table, axes)[[*(a.key for a in axes), "polarization_mean", "milling_mean"]]

@@ -45,11 +45,12 @@ def template() -> str:
     """A scene file listing every key with its default and what it means, derived from the
     declarations (``flock3d scenes --template``): keys whose default is unset, and the
     structured tables (none by default), commented out with an example."""
+    from flock3d.scene.scene import Scene  # which imports this module
+
     defaults: dict[str, Any] = {"name": "Template", "description": "Every key with its default.", "seed": 0}
     for key in KEYS:
-        target = {"params": Params(), "view": ViewHints()}.get(key.target)
-        if target is not None:
-            defaults[key.name] = getattr(target, key.field)
+        target = {"params": Params(), "view": ViewHints(), "scene": Scene()}[key.target]
+        defaults.setdefault(key.name, getattr(target, key.field))
     specs = {f.name: spec_of(f) for f in dataclasses.fields(Params)}
     lines = [
         "# Every scene key with its default (flock3d scenes --template). A scene file needs only the",

@@ -79,6 +79,9 @@ class Scene:
     """Where the scene came from: a file path, ``shipped:<name>`` or None."""
     text: str | None = field(default=None, compare=False)
     """The TOML text it was read from, if any."""
+    engine: str = field(default="fast", compare=False)
+    """What steps its flock (``sim.engine``): how it is run, not what it is, so it takes no part
+    in equality."""
     fields: Mapping[int, Any] | None = field(default=None, compare=False, repr=False)
     """What its objects read from files became when it was loaded (meshes' grids, heightfields'
     heights), by object index: :func:`flock3d.io.meshes.object_fields`."""

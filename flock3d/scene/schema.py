@@ -31,7 +31,11 @@ from flock3d.core.params import (
 )
 from flock3d.core.terms.attractors import normalise as normalise_attractor
 
+#: The engines a scene may ask for (sim.engine; Flock's ``engine``).
+ENGINES = ("fast", "reference", "gpu")
+
 __all__ = [
+    "ENGINES",
     "Key",
     "Part",
     "KEYS",
@@ -152,6 +156,7 @@ KEYS: list[Key] = [
     Key("description", "scene", "description", "string", "One line saying what the scene shows."),
     Key("seed", "scene", "seed", "integer", "Seed of the random initial state (>= 0)."),
     *(_key_of(field) for field in dataclasses.fields(Params)),
+    Key("sim.engine", "scene", "engine", "choice", "What steps the flock: fast (the CPU's cores), reference (readable and slow) or gpu (an NVIDIA GPU); a command's --engine overrides it.", ENGINES),
     Key("view.camera", "view", "camera", "choice", "Camera kind.", CAMERAS),
     Key("view.camera_distance", "view", "camera_distance", "number", "Camera distance from the arena centre; unset: frame the arena."),
     Key("view.camera_azimuth", "view", "camera_azimuth", "number", "Camera azimuth, degrees."),

@@ -69,6 +69,8 @@ def scene_values(scene: Scene) -> dict[str, Any]:
             values[key.name] = getattr(scene.params, key.field)
         elif key.target == "view":
             values[key.name] = getattr(scene.view, key.field)
+        else:
+            values[key.name] = getattr(scene, key.field)
     return values
 
 

@@ -168,7 +168,7 @@ class ViewerWindow:
         samples: int | None = None,
         rules=(),
         forces=(),
-        engine: str = "fast",
+        engine: str | None = None,
     ) -> None:
         from PySide6 import QtCore, QtWidgets
 
@@ -404,9 +404,9 @@ def run_event_loop(seconds: float) -> None:
     loop.exec()
 
 
-def run_viewer(scene: Scene, rules=(), forces=(), engine: str = "fast") -> int:
-    """Open the viewer on ``scene`` (with your ``rules`` and ``forces``, its flock stepped by
-    ``engine``) until its window closes."""
+def run_viewer(scene: Scene, rules=(), forces=(), engine: str | None = None) -> int:
+    """Open the viewer on ``scene`` (with your ``rules`` and ``forces``, its flocks stepped by
+    ``engine``, else each scene's ``sim.engine``) until its window closes."""
     check_display()
     _use_qt()
     from vispy import app

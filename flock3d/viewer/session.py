@@ -200,6 +200,7 @@ class Session:
     """A scene being watched: the flock, pausing, stepping, and live parameter edits.
 
     ``flock`` (default: a new one from the scene) is the flock to watch, e.g. the caller's own.
+    ``engine`` steps every flock the session makes (None: each scene's own ``sim.engine``).
 
     Used directly, nothing runs by itself: :meth:`advance` steps on the caller's
     thread. :meth:`start` moves stepping to a worker thread (the viewer's way);
@@ -207,10 +208,11 @@ class Session:
     """
 
     def __init__(
-        self, scene: Scene, flock: Flock | None = None, rules=(), forces=(), engine: str = "fast"
+        self, scene: Scene, flock: Flock | None = None, rules=(), forces=(), engine: str | None = None
     ) -> None:
         self.scene = scene
         self.seed = scene.seed
+        self.engine = engine
         self.flock = (
             Flock.from_scene(scene, rules=rules, forces=forces, engine=engine) if flock is None else flock
         )
@@ -265,12 +267,10 @@ class Session:
             self._publish()
 
     def _new_flock(self, params: Params, seed: int) -> Flock:
-        """A new flock with these parameters, keeping the user's rules and forces (--rules), the
-        fields of the objects read from files and the engine."""
-        flock = self.flock
-        return Flock(
-            params, seed, rules=flock.rules, forces=flock.forces, fields=self._fields, engine=flock.engine
-        )
+        """A new flock with these parameters, keeping the user's rules and forces (--rules) and the
+        fields of the objects read from files, stepped by the session's engine or the scene's."""
+        flock, engine = self.flock, self.engine or self.scene.engine
+        return Flock(params, seed, rules=flock.rules, forces=flock.forces, fields=self._fields, engine=engine)
 
     def load(self, scene: Scene) -> None:
         """Start watching another scene."""
