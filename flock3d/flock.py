@@ -144,7 +144,7 @@ class Flock:
             raise SimulationError(self._abandoned)
         self._stop[0] = False
         if self._gpu is not None:  # it checks the state it uploads (check_state would copy it back)
-            status = self._gpu.step(self._params, n, self.noise_seed, self._rules, self._forces)
+            status = self._gpu.step(self._params, n, self.noise_seed, self._rules, self._forces, self._fields)
             if not status.ok:
                 raise failure_error(self, status.code, status.boid, status.term)
             return

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from flock3d.core.assemble import StepStatus, layout_of
+from flock3d.core.assemble import StepStatus, layout_of, world_data
 from flock3d.core.params import Params
 from flock3d.core.state import FlockState, check_state
 from flock3d.errors import GpuError
@@ -102,10 +102,17 @@ class GpuEngine:
         self.host_newer = True  # the caller may edit what it reads
 
     def step(
-        self, params: Params, n: int, seed: int, rules: Sequence = (), forces: Sequence = ()
+        self,
+        params: Params,
+        n: int,
+        seed: int,
+        rules: Sequence = (),
+        forces: Sequence = (),
+        fields: Any = None,
     ) -> StepStatus:
         """Up to ``n`` steps of ``params.dt`` on the device (the flock's clock advanced by the steps
-        done); stops after a step that fails."""
+        done), in a world of ``params``' objects and ``fields`` (their grids read from files); stops
+        after a step that fails."""
         why = refusal(params, rules, forces)  # params may have changed since the flock was made
         if why:
             raise GpuError(why)
@@ -121,8 +128,9 @@ class GpuEngine:
             self.device.upload(state, params)
             self.host_newer = False
         time0, clock0 = state.clock(params.dt)
+        world = world_data(params, fields)
         status = self.device.advance(stepper(layout_of(params)), params, int(n), time0, clock0,
-                                     int(state.step_count), int(seed))  # fmt: skip
+                                     int(state.step_count), int(seed), world)  # fmt: skip
         self.device_newer = self.device_newer or status.steps > 0
         state.advance_clock(status.steps, params.dt)
         return status

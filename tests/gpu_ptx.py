@@ -18,7 +18,7 @@ from numba import types as T
 from flock3d import Params
 from flock3d.core.assemble import layout_of
 from flock3d.core.gpu import engine, kernels
-from flock3d.core.params import Species
+from flock3d.core.params import Object, Obstacle, Species
 from flock3d.core.step.cuda_generate import DEFAULT_SHAPE, Shape
 
 CC = (9, 0)
@@ -44,12 +44,12 @@ def fixed(S: T.Array) -> dict[str, tuple]:
 
 def step(S: T.Array) -> tuple:
     """The generated step's argument types (flock3d.core.step.cuda_template.advance)."""
-    return (S, S, I1, S, S, S, I1, F1, I1, F1, B1, F1, F1, F2, I2, I1, i8, f8, i8, i8, F2, B1)
+    return (S, S, I1, S, S, S, I1, F1, I1, F1, B1, F1, F1, F1, I1, F2, I2, I1, i8, f8, i8, i8, F2, B1)
 
 
 def settle(S: T.Array) -> tuple:
     """A split step's second kernel's (flock3d.core.step.cuda_template.settle)."""
-    return (F2, B1, I1, S, S, S, F1, B1, F1, I2, I1, i8)
+    return (F2, B1, I1, S, S, S, F1, B1, F1, F1, I1, I2, I1, i8, f8)
 
 
 #: The state's precisions: float64, and float32 (each kernel compiles again for it).
@@ -67,6 +67,15 @@ SCENES = {
     "chain": Params(count=50, combine="chain"),
     "mesh turn limit, roost": Params(count=50, turn_limit="mesh", roost_weight=2.0),
     "species": Params(species=[Species("a", 10), Species("b", 10, fov=120.0, sees=("b",))]),
+    "obstacles, wind, objects": Params(
+        count=50,
+        obstacles=[Obstacle((3.0, 0.0, 0.0), 1.0)],
+        wind=(1.5, 0.0, 0.0),
+        objects=[
+            Object("box", position=(0.0, -4.0, 0.0), size=(1.0, 2.0, 1.0)),
+            Object("torus", position=(0.0, 4.0, 0.0), radius=1.5, tube=0.3),
+        ],  # fmt: skip
+    ),
 }
 
 

@@ -60,6 +60,13 @@ CASES = {
         ],
     ),
 }
+#: Shipped scenes whose worlds the GPU engine runs, at 60 boids: (scene, its overrides).
+SCENE_CASES = {
+    "obstacles": ("features/obstacles", []),
+    "wind": ("features/wind", []),
+    "forest (primitives, keep-out)": ("worlds/forest", []),
+    "cave (a mesh's grid, a capsule)": ("worlds/cave", ["attractors = []"]),
+}
 STEPS = 3
 #: The cases whose GPU run is run twice, to be compared bit for bit.
 REPEATED = ("defaults", "periodic", "species")
@@ -85,10 +92,24 @@ def scripted(name: str, engine: str) -> tuple[Flock, str]:
     return flock, ""
 
 
+def scene_flock(name: str, engine: str) -> Flock:
+    """A flock of scene case ``name`` (:data:`SCENE_CASES`), of 60 boids, stepped by ``engine``."""
+    from flock3d.scene import resolve_scene
+
+    source, overrides = SCENE_CASES[name]
+    scene = resolve_scene(source, overrides=[*overrides, "flock.count = 60"])
+    return Flock.from_scene(scene, seed=7, engine=engine)
+
+
 def run(name: str) -> dict:
     """Case ``name``: the GPU engine's run (twice for REPEATED) and the reference engine's."""
     start = time.perf_counter()
-    if name in SCRIPTED:
+    if name in SCENE_CASES:
+        gpu, ref, again = scene_flock(name, "gpu"), scene_flock(name, "reference"), None
+        gpu.step(STEPS)
+        ref.step(STEPS)
+        gpu_error = ref_error = ""
+    elif name in SCRIPTED:
         (gpu, gpu_error), (ref, ref_error) = scripted(name, "gpu"), scripted(name, "reference")
         again = None
     else:

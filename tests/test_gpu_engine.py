@@ -19,14 +19,15 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from gpu_simulated import CASES, REPEATED, SCRIPTED
+from gpu_simulated import CASES, REPEATED, SCENE_CASES, SCRIPTED
 from helpers import assert_clean_failure, flock3d, process_env
 
 from flock3d import Flock, Params
 from flock3d.core.gpu.device import missing
-from flock3d.core.params import Attractor, Object, Species
+from flock3d.core.params import Attractor, Species
 from flock3d.errors import EngineError, GpuError
 from flock3d.gpu import kernel_source, refusal
+from flock3d.scene import resolve_scene
 
 HERE = Path(__file__).parent
 needs_numba_cuda = pytest.mark.skipif(
@@ -34,7 +35,7 @@ needs_numba_cuda = pytest.mark.skipif(
 )
 #: The cases run together in the quick suite; the rest are marked slow.
 QUICK = ("defaults", "box, containment", "periodic", "periodic, 2 cells a side", "periodic 2D", "wander",
-         "chain", "species", "predators", *SCRIPTED)  # fmt: skip
+         "chain", "species", "predators", "forest (primitives, keep-out)", *SCRIPTED)  # fmt: skip
 
 
 def simulated(*cases: str) -> dict[str, dict]:
@@ -58,7 +59,8 @@ def quick() -> dict[str, dict]:
 
 @needs_numba_cuda
 @pytest.mark.parametrize(
-    "case", [c if c in QUICK else pytest.param(c, marks=pytest.mark.slow) for c in [*CASES, *SCRIPTED]]
+    "case",
+    [c if c in QUICK else pytest.param(c, marks=pytest.mark.slow) for c in [*CASES, *SCENE_CASES, *SCRIPTED]],
 )
 def test_the_gpu_engine_equals_the_reference_engine(case, request):
     row = request.getfixturevalue("quick")[case] if case in QUICK else simulated(case)[case]
@@ -90,10 +92,7 @@ def test_a_gpu_run_is_the_same_bit_for_bit_run_after_run(case, quick):
         (Params(count=20, update="sequential"), "update = 'sequential'"),
         (Params(count=20, neighbours=7), "topological neighbours"),
         (Params(count=20, attractors=[Attractor((0, 0, 0), 1.0)]), "attractors"),
-        (
-            Params(count=20, arena_shape="none", objects=[Object("plane", position=(0.0, -6.0, 0.0))]),
-            "objects",
-        ),
+        (resolve_scene("worlds/valley").params, "path, perching"),
         (Params(count=20, flight="aerodynamic"), "aerodynamic flight"),
     ],
 )
@@ -149,7 +148,7 @@ def test_every_kernel_compiles_for_a_gpu():
         pytest.skip(out.stdout.strip())
     assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-2000:]
     # the fixed kernels (4 again in float32); each scene's step in float64 and float32; three split
-    assert out.stdout.count("ok ") == 9 + 4 + 8 * 2 + 3 * 2
+    assert out.stdout.count("ok ") == 9 + 4 + 9 * 2 + 3 * 2
 
 
 @needs_numba_cuda

@@ -148,6 +148,17 @@ class DeviceFlock:
             self.cells = cells
         return cells
 
+    def _world(self, world: tuple[np.ndarray, np.ndarray]) -> tuple[Any, Any]:
+        """The device's copy of ``world`` (data, offsets), made again only when it changed: the
+        packed world of a (params, fields) pair is one array, kept (assemble.world_data)."""
+        data, at = world
+        key = (id(data), data.size, at.tobytes())
+        if getattr(self, "_world_key", None) != key:
+            # an empty world still needs an array to pass: one entry no feature reads
+            self._world_d = (cuda.to_device(data if data.size else np.zeros(1)), cuda.to_device(at))
+            self._world_key = key
+        return self._world_d
+
     def _scan(self, values: Any, out: Any, n: int, level: int = 0) -> None:
         """out[:n] <- the exclusive scan of values[:n]."""
         n_blocks = (n + K.SPAN - 1) // K.SPAN
@@ -158,9 +169,11 @@ class DeviceFlock:
             K.add_offsets[K.blocks(n), K.TPB](out, offsets, n)
 
     def advance(self, stepper: Stepper, params: Params, n_steps: int, time0: float, clock0: int, step0: int,
-                seed: int) -> StepStatus:  # fmt: skip
+                seed: int, world: tuple[np.ndarray, np.ndarray]) -> StepStatus:  # fmt: skip
         """Up to ``n_steps`` steps of ``stepper``'s kernel, step s of the call at time ``time0 + (clock0
-        + s) * dt``; stops after one that fails (a later step of the call moves no boid)."""
+        + s) * dt``, in ``world`` (:func:`flock3d.core.assemble.world_data`: the objects' packed data
+        and where each feature's lies); stops after one that fails (a later step of the call moves
+        no boid)."""
         L, n = stepper.layout, self.n
         if n_steps == 0:
             return StepStatus(0)
@@ -171,6 +184,7 @@ class DeviceFlock:
         args = [cuda.to_device(a) for a in (pv, np.array([L.periodic, L.wraps, L.planar, L.turn == "mesh"]),
                                             box, 2.0 * box[3:])]  # fmt: skip
         pv_d, flags, box_d = args[0], args[1], args[2]
+        world_d = self._world(world)
         if self.status_written:
             self.status.copy_to_device(np.zeros((n, 3), dtype=np.int64))
         self.first_failed.copy_to_device(np.array([_NONE_FAILED], dtype=np.int64))
@@ -194,13 +208,13 @@ class DeviceFlock:
             K.sort_cells[K.blocks(cells), K.TPB](self.start, self.order, rows.ids, cells)
             K.gather[threads](self.order, rows.ids, rows.pos, rows.vel, rows.quat, out.ids, out.pos, out.vel,
                               out.quat, self.cols, self.heads, L.turn == "mesh")  # fmt: skip
+            now = time0 + (clock0 + s) * params.dt
             kernel[threads](self.cols, self.heads, out.ids, out.quat, out.pos, out.vel, self.start, self.gf,
-                            self.gi, *args, self.hunters, self.status, self.first_failed, s,
-                            time0 + (clock0 + s) * params.dt, seed, step0 + s, self.staged,
-                            self.failed)  # fmt: skip
+                            self.gi, *args, *world_d, self.hunters, self.status, self.first_failed, s, now,
+                            seed, step0 + s, self.staged, self.failed)  # fmt: skip
             if settle is not None:
                 settle[threads](self.staged, self.failed, out.ids, out.quat, out.pos, out.vel, pv_d, flags,
-                                box_d, self.status, self.first_failed, s)  # fmt: skip
+                                box_d, *world_d, self.status, self.first_failed, s, now)  # fmt: skip
             self.current = 1 - self.current
         first = int(self.first_failed.copy_to_host()[0])  # the call's one read back
         if first == _NONE_FAILED:

@@ -55,6 +55,11 @@ class Shape:
 DEFAULT_SHAPE = Shape(max_registers=72)
 
 
+#: Terms the GPU step does not run yet: the path keeps each boid's waypoint (per-boid state), and
+#: the attractors are placed at each step's time into an array made then (allocation, which a
+#: kernel cannot do).
+_NOT_YET = ("path", "attractors")
+
 #: The most boids a float32 flock holds: what every boid reads of the others carries their
 #: indices as floats (flock3d.core.gpu.kernels.gather), exact in float32 up to 2**24.
 MAX_FLOAT32_BOIDS = 2**24
@@ -82,8 +87,8 @@ def unsupported(layout: Any) -> list[str]:
         out.append("your own rules and forces")
     if L.flight != "kinematic":
         out.append(f"{L.flight} flight")
-    for term in TERMS:  # world data, per-boid state and constraints after the move: not on the device yet
-        if term.name in L.stages and (term.world_width or term.carries or term.constrains):
+    for term in TERMS:  # per-boid state, and world data placed anew each step: not on the device yet
+        if term.name in L.stages and (term.carries or term.name in _NOT_YET):
             out.append(f"{term.name}")
     return out
 
@@ -111,10 +116,12 @@ class _CudaGenerator(_Generator):
             ]  # fmt: skip
         ) + ["turned = cuda.local.array((7, 1), numba.float64)"]
         holes = {"boid": list(boid), "turn": [] if self.shape.split else list(turn),
-                 "species": self._species_lines(), "batch": batch}  # fmt: skip
+                 "species": self._species_lines(), "batch": batch, "world": self._world_lines()}  # fmt: skip
         source = self._header() + "\n@_kernel\n" + self._fill(cuda_template.advance, holes)
         if self.shape.split:  # the turn and the move, uncapped: its own registers, not the pair loop's
-            source += "\n\n@_settle\n" + self._fill(cuda_template.settle, {"turn": list(turn)})
+            source += "\n\n@_settle\n" + self._fill(
+                cuda_template.settle, {"turn": list(turn), "world": self._world_lines()}
+            )
         return source
 
     def _header(self) -> str:

@@ -35,8 +35,8 @@ def hole(name: str, *values: str) -> None:
     raise RuntimeError(f"the template's hole {name!r} was not filled")
 
 
-def advance(cols, heads, ids, quat, pos, vel, start, gf, gi, pv, flags, box, sides, hunters, status, first_failed,
-            call_step, now, seed, step_count, staged_all, failed_all):  # fmt: skip
+def advance(cols, heads, ids, quat, pos, vel, start, gf, gi, pv, flags, box, sides, world, world_at, hunters, status,
+            first_failed, call_step, now, seed, step_count, staged_all, failed_all):  # fmt: skip
     """Step ``call_step`` of a call for the boid of thread k: row k of the state sorted by (cell, index).
 
     It reads the start-of-step state every boid reads (``cols`` (N, 8): positions, velocities
@@ -52,6 +52,7 @@ def advance(cols, heads, ids, quat, pos, vel, start, gf, gi, pv, flags, box, sid
         return
     hole("values", "reach")
     periodic, wraps, planar, mesh = flags[0], flags[1], flags[2], flags[3]
+    hole("world")  # the world features' data, each a view of ``world`` (rows, or a flat record)
     i, t, slot = k, k, 0  # its row, its row of status, its column in a batch of one
     boid = ids[k]
     px, py, pz = cols[k, 0], cols[k, 1], cols[k, 2]
@@ -68,7 +69,8 @@ def advance(cols, heads, ids, quat, pos, vel, start, gf, gi, pv, flags, box, sid
         cuda.atomic.min(first_failed, 0, call_step)
 
 
-def settle(staged_all, failed_all, ids, quat, pos, vel, pv, flags, box, status, first_failed, call_step):
+def settle(staged_all, failed_all, ids, quat, pos, vel, pv, flags, box, world, world_at, status, first_failed,
+           call_step, now):  # fmt: skip
     """A split step's second kernel: the boid of thread k, staged by :func:`advance` in column k of
     ``staged_all``, turns, moves, settles and is written to row k of ``quat``, ``vel``, ``pos``."""
     k = cuda.grid(1)
@@ -76,6 +78,7 @@ def settle(staged_all, failed_all, ids, quat, pos, vel, pv, flags, box, status, 
         return
     hole("values")
     periodic, wraps, planar, mesh = flags[0], flags[1], flags[2], flags[3]
+    hole("world")
     t = k  # its row of status
     staged, failed_rows = staged_all[:, k : k + 1], failed_all[k : k + 1]
     turned = cuda.local.array((7, 1), numba.float64)
