@@ -23,9 +23,11 @@ from flock3d.flock import Flock
 class Result:
     """What an experiment found.
 
-    ``columns``: the table, equal-length arrays by column name (the CSV).
-    ``lines``: the figure, as lines of text: the numbers next to the paper's.
-    ``plot``: draws the figure into a PNG file.
+    Attributes:
+        columns: the table, equal-length arrays by column name (the CSV).
+        lines: the figure, as lines of text: the numbers next to the paper's.
+        plot: draws the figure into the PNG file at the path it is given.
+        seconds: how long the run took [s] (wall clock, set by :func:`run_experiment`).
     """
 
     columns: dict[str, np.ndarray]
@@ -36,7 +38,14 @@ class Result:
 
 @dataclass(frozen=True)
 class Experiment:
-    """A registered experiment: its name on the command line, what it reproduces, how to run it."""
+    """A registered experiment: its name on the command line, what it reproduces, how to run it.
+
+    Attributes:
+        name: its name on the command line (``flock3d experiment NAME``).
+        title: what it shows, in a line.
+        reference: the paper it reproduces.
+        run: the function ``run(quick, seed, progress) -> Result``.
+    """
 
     name: str
     title: str
@@ -49,7 +58,16 @@ EXPERIMENTS: dict[str, Experiment] = {}
 
 
 def experiment(name: str, title: str, reference: str):
-    """Register ``run(quick, seed, progress) -> Result`` as the experiment ``name``."""
+    """Register ``run(quick, seed, progress) -> Result`` as the experiment ``name``.
+
+    Args:
+        name: its name on the command line, the key of :data:`EXPERIMENTS`.
+        title: what it shows, in a line.
+        reference: the paper it reproduces.
+
+    Returns:
+        The decorator: it registers its function and returns it unchanged.
+    """
 
     def register(run: Callable[[bool, int, bool | None], Result]):
         EXPERIMENTS[name] = Experiment(name, title, reference, run)
@@ -59,7 +77,20 @@ def experiment(name: str, title: str, reference: str):
 
 
 def run_experiment(name: str, quick: bool = False, seed: int = 0, progress: bool | None = None) -> Result:
-    """Run the experiment ``name`` (a key of :data:`EXPERIMENTS`); returns its :class:`Result`."""
+    """Run the experiment ``name`` and time it.
+
+    Args:
+        name: a key of :data:`EXPERIMENTS`.
+        quick: run the small instance rather than the full reproduction.
+        seed: the seed every run's seed is made from.
+        progress: show a progress bar on stderr (None: only on a terminal).
+
+    Returns:
+        Its :class:`Result`, ``seconds`` set to the run's wall-clock time.
+
+    Raises:
+        KeyError: no experiment is named ``name``.
+    """
     start = time.perf_counter()
     result = EXPERIMENTS[name].run(quick, seed, progress)
     result.seconds = time.perf_counter() - start
@@ -108,7 +139,15 @@ _DENSITY = 500 / (4 / 3 * math.pi * 15.0**3)
 def polarized_start(n: int, seed: int, spread: float = 0.5) -> tuple[np.ndarray, np.ndarray]:
     """n boids uniform in a ball at the default scene's density, heading +x with Gaussian scatter.
 
-    Returns (positions, velocities), each (n, 3); speeds uniform in [3, 6] (the default limits).
+    Args:
+        n: the number of boids.
+        seed: seed of ``numpy.random.default_rng`` for the draw.
+        spread: the standard deviation of the Gaussian scatter added to the unit +x heading
+            (each component) before it is normalised.
+
+    Returns:
+        ``(positions, velocities)``: (n, 3) positions [units] and (n, 3) velocities [units/s],
+        speeds uniform in [3, 6] (the default limits).
     """
     rng = np.random.default_rng(seed)
     radius = (3 * n / (4 * math.pi * _DENSITY)) ** (1 / 3)
