@@ -29,6 +29,10 @@ class Boid:
     forward``. Writing into the arrays themselves (``boid.velocity[0] = 1``,
     ``flock.velocities[...] = ...``) changes the velocity alone; the next step
     then turns the boid from its current orientation.
+
+    Args:
+        flock: the flock it belongs to.
+        index: its row in the flock's arrays.
     """
 
     __slots__ = ("_flock", "_index")
@@ -44,11 +48,12 @@ class Boid:
 
     @property
     def flock(self) -> Flock:
+        """The flock it belongs to."""
         return self._flock
 
     @property
     def position(self) -> np.ndarray:
-        """(3,) position, world units (a live view)."""
+        """(3,) position [units] (a live view)."""
         return self._flock.positions[self._index]
 
     @position.setter
@@ -60,7 +65,7 @@ class Boid:
 
     @property
     def velocity(self) -> np.ndarray:
-        """(3,) velocity, units/s (a live view)."""
+        """(3,) velocity [units/s] (a live view)."""
         return self._flock.velocities[self._index]
 
     @velocity.setter
@@ -95,7 +100,7 @@ class Boid:
 
     @property
     def speed(self) -> float:
-        """|velocity|, units/s."""
+        """|velocity| [units/s]."""
         return float(np.linalg.norm(self.velocity))
 
     @property
@@ -104,15 +109,28 @@ class Boid:
         return int(self._flock.species[self._index])
 
     def can_see(self, other: Boid) -> bool:
-        """Whether ``other`` is inside this boid's field of view and perception distance
-        (its species' view distance; r_a for the Couzin model)."""
+        """Whether ``other`` is inside this boid's field of view and perception distance.
+
+        The perception distance is its species' view distance (r_a for the Couzin model).
+
+        Args:
+            other: a boid of the same flock.
+
+        Returns:
+            True when this boid sees ``other``.
+        """
         own = self._flock.params.of_species(self.species)
         return bool(visible(self.position, self.forward, other.position[None], own)[0])
 
     def neighbours(self) -> list[Boid]:
-        """The boids this one interacts with now, in index order: those it sees (spec step 1)
-        of the species it sees, within its adaptive radius, and with topological neighbours
-        only the k nearest (:func:`flock3d.core.space.neighbours`)."""
+        """The boids this one interacts with now, in index order.
+
+        Those it sees (spec step 1) of the species it sees, within its adaptive radius, and
+        with topological neighbours only the k nearest (:func:`flock3d.core.space.neighbours`).
+
+        Returns:
+            The neighbours, as :class:`Boid` objects.
+        """
         params = self._flock.params
         radius = self._flock.state.radii[self._index] if params.adaptive else None
         seen = neighbours(self.position, self.forward, self._flock.positions, params, self.species, radius)

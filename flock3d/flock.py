@@ -42,23 +42,6 @@ Engine = Literal["fast", "reference", "gpu"]
 class Flock:
     """A flock of boids in a spherical arena.
 
-    Args:
-        params: model parameters; ``params.count`` boids are made unless
-            ``positions`` is given.
-        seed: seed of ``numpy.random.default_rng`` for the spec's random
-            initial state (positions in a ball, random headings and speeds).
-        positions: optional (N, 3) starting positions; N then overrides
-            ``params.count``.
-        velocities: optional (N, 3) starting velocities; each boid faces along
-            its velocity, with no roll.
-        orientations: optional (N, 4) unit quaternions (w, x, y, z); velocities
-            are then re-aimed along them, keeping their speeds.
-        engine: ``"fast"`` (the parallel numba kernel), ``"reference"`` (the
-            readable per-boid implementation; slow, for checking) or ``"gpu"`` (an NVIDIA
-            GPU through numba-cuda, ``flock3d[gpu]``: :mod:`flock3d.gpu` says what it runs).
-        fields: the grids and heights of ``params.objects`` read from files, by object
-            index (:func:`flock3d.io.meshes.object_fields`; a loaded scene holds them).
-
     Whatever is not given is drawn as the spec says, so ``positions`` alone
     gives random headings and speeds from ``seed``.
 
@@ -67,6 +50,33 @@ class Flock:
     into them. Copy them to keep a snapshot. The fast engine keeps its working arrays
     (192 bytes a boid) from one :meth:`step` to the next, so a step call does not
     allocate them again.
+
+    Args:
+        params: model parameters (None: the defaults); ``params.count`` boids are made
+            unless ``positions`` is given.
+        seed: seed of ``numpy.random.default_rng`` for the spec's random
+            initial state (positions in a ball, random headings and speeds).
+        positions: optional (N, 3) starting positions [units]; N then overrides
+            ``params.count``.
+        velocities: optional (N, 3) starting velocities [units/s]; each boid faces along
+            its velocity, with no roll.
+        orientations: optional (N, 4) unit quaternions (w, x, y, z); velocities
+            are then re-aimed along them, keeping their speeds.
+        engine: ``"fast"`` (the parallel numba kernel), ``"reference"`` (the
+            readable per-boid implementation; slow, for checking) or ``"gpu"`` (an NVIDIA
+            GPU through numba-cuda, ``flock3d[gpu]``: :mod:`flock3d.gpu` says what it runs).
+        rules: your pair rules (:func:`flock3d.pair_rule`), compiled into the step.
+        forces: your per-boid forces (:func:`flock3d.force`), compiled into the step.
+        fields: the grids and heights of ``params.objects`` read from files, by object
+            index (:func:`flock3d.io.meshes.object_fields`; a loaded scene holds them).
+
+    Raises:
+        TypeError: ``params`` is not a :class:`Params`.
+        ValueError: an unknown engine, arrays of mismatched shapes or of a count the species
+            do not hold, or a ``rules.order`` that names a stage the flock does not run.
+        flock3d.errors.EngineError: float32 precision on a CPU engine.
+        flock3d.errors.GpuError: the GPU engine cannot run here, or cannot run this flock.
+        RuleError: a rule or force refused as :meth:`set_rules` says.
 
     Examples:
         >>> flock = Flock(Params(count=300), seed=1)
@@ -115,8 +125,17 @@ class Flock:
     def from_scene(
         cls, scene: Scene, seed: int | None = None, engine: Engine | None = None, **kwargs
     ) -> Flock:
-        """A flock made from a scene: its params, its seed (unless ``seed`` is given) and its engine
-        (``sim.engine``, unless ``engine`` is given)."""
+        """A flock made from a scene: its params, its seed, its engine and its objects' fields.
+
+        Args:
+            scene: the scene (:func:`flock3d.load_scene`).
+            seed: seed of the initial state; None: the scene's.
+            engine: what steps the flock; None: the scene's ``sim.engine``.
+            **kwargs: the other arguments of :class:`Flock` (``rules``, ``forces``, ...).
+
+        Returns:
+            The new :class:`Flock`.
+        """
         seed = scene.seed if seed is None else seed
         return cls(scene.params, seed, engine=engine or scene.engine, **{"fields": scene.fields, **kwargs})
 
@@ -129,13 +148,17 @@ class Flock:
         after the step under way, with the state whole at the last step done (see
         :meth:`interrupt`).
 
+        Args:
+            n: the number of steps (>= 0).
+
         Raises:
             SimulationError: a step produced a non-finite or absurdly large state, or one
                 of your rules failed; the message names the step, the boid and the likely
                 cause. Every other boid keeps that step's result; the failing boid keeps
                 its state from before it.
             RuleError: one of your rules cannot be compiled.
-            ValueError: one of the state's arrays was replaced by one of the wrong shape or type.
+            ValueError: ``n`` is negative, or one of the state's arrays was replaced by one of the
+                wrong shape or type.
         """
         n = int(n)
         if n < 0:
@@ -156,9 +179,10 @@ class Flock:
             reference_steps(self, n)
 
     def interrupt(self) -> None:
-        """Ask a :meth:`step` call under way (in another thread, or a signal handler) to end after
-        its current step; it then returns with fewer steps done. Safe to call from a signal
-        handler.
+        """Ask a :meth:`step` call under way to end after its current step.
+
+        The call may come from another thread or a signal handler (it is safe there); the
+        :meth:`step` call then returns with fewer steps done.
 
         A step that does not end within a grace period (a rule stuck in a loop) is abandoned:
         :meth:`step` raises :class:`SimulationError`, and the flock cannot step again.
@@ -181,8 +205,15 @@ class Flock:
     def set_rules(self, rules: Sequence[PairRule] = (), forces: Sequence[Force] = ()) -> None:
         """Replace your rules and forces (between steps; their weights may be re-tuned live).
 
-        Each is called once in plain Python on sample arguments first: one that raises or
-        does not return 3 finite numbers is refused with a :class:`RuleError` naming it.
+        Args:
+            rules: the pair rules (:func:`flock3d.pair_rule`).
+            forces: the per-boid forces (:func:`flock3d.force`).
+
+        Raises:
+            RuleError: more than :data:`flock3d.rules.MAX_RULES` together, or a rule or force
+                that, called once in plain Python on read-only sample arguments, raises, writes
+                into its arguments or does not return 3 finite numbers; the message names it.
+            ValueError: ``params.rule_order`` names a stage that does not exist.
         """
         rules, forces = tuple(rules), tuple(forces)
         check_rules(rules, forces)
@@ -193,7 +224,12 @@ class Flock:
 
     @property
     def params(self) -> Params:
-        """The model parameters. Assign new ones between steps to re-tune the live flock."""
+        """The model parameters; assign new ones between steps to re-tune the live flock.
+
+        Raises:
+            TypeError: the value assigned is not a :class:`Params`.
+            ValueError: the value assigned has another ``count`` (a new Flock changes it).
+        """
         return self._params
 
     @params.setter
@@ -205,8 +241,11 @@ class Flock:
 
     @property
     def fields(self) -> Mapping[int, Any] | None:
-        """The grids and heights of the objects read from files, by object index. Assign new
-        ones with params whose objects moved in the list (or were rescaled), between steps."""
+        """The grids and heights of the objects read from files, by object index.
+
+        Assign new ones, between steps, with params whose objects moved in the list (or were
+        rescaled).
+        """
         return self._fields
 
     @fields.setter
@@ -220,12 +259,12 @@ class Flock:
 
     @property
     def positions(self) -> np.ndarray:
-        """(N, 3) float64 positions, world units (live array)."""
+        """(N, 3) float64 positions [units] (live array)."""
         return self._state.positions
 
     @property
     def velocities(self) -> np.ndarray:
-        """(N, 3) float64 velocities, units/s (live array)."""
+        """(N, 3) float64 velocities [units/s] (live array)."""
         return self._state.velocities
 
     @property
@@ -235,7 +274,7 @@ class Flock:
 
     @property
     def time(self) -> float:
-        """Simulated seconds since the start."""
+        """Simulated time since the start [s]."""
         return self._state.time
 
     @property
@@ -250,7 +289,7 @@ class Flock:
 
     @property
     def predator_positions(self) -> np.ndarray:
-        """(M, 3) float64 positions of the predators (live array)."""
+        """(M, 3) float64 positions of the predators [units] (live array)."""
         return self._state.predator_positions
 
     @property
@@ -281,18 +320,18 @@ class Flock:
         scene: Scene | None = None,
         progress: bool | None = None,
     ) -> Path:
-        """Fly the flock on and write its flight to ``path`` for another program: ``.usd``,
-        ``.usda`` or ``.usdc`` (Blender, Houdini), ``.glb`` or ``.gltf`` (game engines, at most
-        5,000 boids), ``.html`` (:mod:`flock3d.io.export`; needs the export extra).
+        """Fly the flock on and write its flight to ``path`` for another program.
 
-        The flock moves on as :meth:`step` moves it; the frames go through a temporary
+        The formats: ``.usd``, ``.usda`` or ``.usdc`` (Blender, Houdini), ``.glb`` or ``.gltf``
+        (game engines, at most 5,000 boids), ``.html`` (:mod:`flock3d.io.export`; needs the
+        export extra). The flock moves on as :meth:`step` moves it; the frames go through a temporary
         recording beside ``path``, removed afterwards.
 
         Args:
             path: the file to write; its suffix picks the format.
-            seconds: simulated seconds to fly [s] (ignored when ``steps`` is given).
+            seconds: simulated time to fly [s] (ignored when ``steps`` is given).
             steps: steps to fly instead.
-            every: steps between frames (default: one frame per 0.1 s of simulated time).
+            every: steps between frames (None: one frame per 0.1 s of simulated time).
             scene: the scene the flock came from, for its look (boid shapes, colours, camera);
                 None: the flock's parameters with the default look.
             progress: show progress bars on stderr (None: only on a terminal).

@@ -55,9 +55,17 @@ class RuleError(Flock3dError):
 def force(fn: Callable | None = None, *, weight: float = 1.0, name: str | None = None):
     """Make ``fn(position, velocity, time) -> acceleration`` a per-boid force.
 
-    Use as ``@flock3d.force`` or ``@flock3d.force(weight=2.0)``. ``weight`` multiplies
-    what ``fn`` returns; ``name`` (default: the function's) names it in ``rules.order``
-    and in messages. Pass the result to ``Flock(params, forces=[...])``.
+    Use as ``@flock3d.force`` or ``@flock3d.force(weight=2.0)``. Pass the result to
+    ``Flock(params, forces=[...])``.
+
+    Args:
+        fn: the function: (3,) position [units], (3,) velocity [units/s] and time [s] to
+            3 numbers; None when used as ``@flock3d.force(...)``.
+        weight: multiplies what ``fn`` returns, giving the acceleration [units/s^2].
+        name: names it in ``rules.order`` and in messages (None: the function's name).
+
+    Returns:
+        The :class:`Force`; without ``fn``, a decorator that makes one.
 
     Raises:
         TypeError: ``fn`` does not take (position, velocity, time) (further arguments
@@ -82,13 +90,26 @@ def pair_rule(
 ):
     """Make ``fn(p_i, v_i, p_j, v_j) -> contribution`` a neighbour rule.
 
-    The step sums ``fn`` over the neighbours j that boid i sees within ``radius`` (None:
-    the view distance, following it when it is re-tuned) and the cone ``fov`` (degrees;
-    None: the view's), divides by their number when ``average``, and multiplies by
-    ``weight``: the rule's acceleration. A boid that sees none gets no acceleration. In a
-    periodic arena p_j is the neighbour's image nearest to boid i.
+    The step sums ``fn`` over the neighbours j that boid i sees within ``radius`` and the
+    cone ``fov``, divides by their number when ``average``, and multiplies by ``weight``:
+    the rule's acceleration. A boid that sees none gets no acceleration. In a periodic arena
+    p_j is the neighbour's image nearest to boid i.
 
     Use as ``@flock3d.pair_rule`` or ``@flock3d.pair_rule(radius=3.0, weight=2.0)``.
+
+    Args:
+        fn: the function: positions [units] and velocities [units/s] of boid i and of
+            neighbour j, each (3,), to 3 numbers; None when used as
+            ``@flock3d.pair_rule(...)``.
+        radius: how far the rule reaches [units]; None: the view distance, following it
+            when it is re-tuned.
+        fov: the rule's cone, full angle [degrees]; None: the view's.
+        average: divide the sum by the number of neighbours (True) or keep the sum.
+        weight: multiplies the sum (or average), giving the acceleration [units/s^2].
+        name: names it in ``rules.order`` and in messages (None: the function's name).
+
+    Returns:
+        The :class:`PairRule`; without ``fn``, a decorator that makes one.
 
     Raises:
         TypeError: ``fn`` does not take (p_i, v_i, p_j, v_j) (further arguments need
@@ -210,8 +231,17 @@ def _short(value: Any) -> str:
 def load_rules(path: str | Path) -> tuple[tuple[PairRule, ...], tuple[Force, ...]]:
     """The pair rules and forces a Python file defines at module level, in definition order.
 
-    This runs the file (it is your code). Raises :class:`RuleError` with one line when it
-    is missing, fails to run, or defines no rule or force.
+    This runs the file (it is your code).
+
+    Args:
+        path: the Python (``.py``) file.
+
+    Returns:
+        ``(rules, forces)``: the :class:`PairRule` and :class:`Force` objects it defines.
+
+    Raises:
+        RuleError: in one line, when the file is missing, is not a ``.py`` file, fails to
+            run, or defines no rule or force, or two of the same name.
     """
     path = Path(path)
     if not path.is_file():

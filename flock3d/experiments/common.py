@@ -24,9 +24,11 @@ from flock3d.flock import Flock
 class Result:
     """What an experiment found.
 
-    ``columns``: the table, equal-length arrays by column name (the CSV).
-    ``lines``: the figure, as lines of text: the numbers next to the paper's.
-    ``plot``: draws the figure into a PNG file.
+    Attributes:
+        columns: the table, equal-length arrays by column name (the CSV).
+        lines: the figure, as lines of text: the numbers next to the paper's.
+        plot: draws the figure into the PNG file at the path it is given.
+        seconds: how long the run took [s] (wall clock, set by :func:`run_experiment`).
     """
 
     columns: dict[str, np.ndarray]
@@ -37,7 +39,14 @@ class Result:
 
 @dataclass(frozen=True)
 class Experiment:
-    """A registered experiment: its name on the command line, what it reproduces, how to run it."""
+    """A registered experiment: its name on the command line, what it reproduces, how to run it.
+
+    Attributes:
+        name: its name on the command line (``flock3d experiment NAME``).
+        title: what it shows, in a line.
+        reference: the paper it reproduces.
+        run: the function ``run(quick, seed, progress) -> Result``.
+    """
 
     name: str
     title: str
@@ -50,7 +59,16 @@ EXPERIMENTS: dict[str, Experiment] = {}
 
 
 def experiment(name: str, title: str, reference: str):
-    """Register ``run(quick, seed, progress) -> Result`` as the experiment ``name``."""
+    """Register ``run(quick, seed, progress) -> Result`` as the experiment ``name``.
+
+    Args:
+        name: its name on the command line, the key of :data:`EXPERIMENTS`.
+        title: what it shows, in a line.
+        reference: the paper it reproduces.
+
+    Returns:
+        The decorator: it registers its function and returns it unchanged.
+    """
 
     def register(run: Callable[[bool, int, bool | None], Result]):
         EXPERIMENTS[name] = Experiment(name, title, reference, run)
@@ -64,16 +82,37 @@ _ENGINE: ContextVar[str] = ContextVar("flock3d_experiment_engine", default="fast
 
 
 def new_flock(params, **kwargs) -> Flock:
-    """A flock of the running experiment, stepped by the engine it was asked for (a GPU that
-    does not run the experiment's model says so in one line, :class:`~flock3d.errors.GpuError`)."""
+    """A flock of the running experiment, stepped by the engine it was asked for.
+
+    Args:
+        params: the flock's parameters.
+        **kwargs: the rest of :class:`~flock3d.Flock`'s arguments.
+
+    Returns:
+        The flock; a GPU that does not run the experiment's model says so in one line
+        (:class:`~flock3d.errors.GpuError`).
+    """
     return Flock(params, engine=_ENGINE.get(), **kwargs)
 
 
 def run_experiment(
     name: str, quick: bool = False, seed: int = 0, progress: bool | None = None, engine: str = "fast"
 ) -> Result:
-    """Run the experiment ``name`` (a key of :data:`EXPERIMENTS`), its flocks stepped by ``engine``;
-    returns its :class:`Result`."""
+    """Run the experiment ``name`` and time it.
+
+    Args:
+        name: a key of :data:`EXPERIMENTS`.
+        quick: run the small instance rather than the full reproduction.
+        seed: the seed every run's seed is made from.
+        progress: show a progress bar on stderr (None: only on a terminal).
+        engine: what steps its flocks (``Flock``'s ``engine``).
+
+    Returns:
+        Its :class:`Result`, ``seconds`` set to the run's wall-clock time.
+
+    Raises:
+        KeyError: no experiment is named ``name``.
+    """
     start = time.perf_counter()
     token = _ENGINE.set(engine)
     try:
@@ -126,7 +165,15 @@ _DENSITY = 500 / (4 / 3 * math.pi * 15.0**3)
 def polarized_start(n: int, seed: int, spread: float = 0.5) -> tuple[np.ndarray, np.ndarray]:
     """n boids uniform in a ball at the default scene's density, heading +x with Gaussian scatter.
 
-    Returns (positions, velocities), each (n, 3); speeds uniform in [3, 6] (the default limits).
+    Args:
+        n: the number of boids.
+        seed: seed of ``numpy.random.default_rng`` for the draw.
+        spread: the standard deviation of the Gaussian scatter added to the unit +x heading
+            (each component) before it is normalised.
+
+    Returns:
+        ``(positions, velocities)``: (n, 3) positions [units] and (n, 3) velocities [units/s],
+        speeds uniform in [3, 6] (the default limits).
     """
     rng = np.random.default_rng(seed)
     radius = (3 * n / (4 * math.pi * _DENSITY)) ** (1 / 3)

@@ -43,8 +43,9 @@ def _shape_of(positions: np.ndarray, velocities: np.ndarray, link: float) -> tup
     "Behav. Ecol. 21:1349-1359",
 )
 def flock_shape(quick: bool, seed: int, progress: bool | None) -> Result:
-    """The principal axes of flocks flying over a roost, for two sizes, topological and metric, and
-    the ablation that says what makes them thin vertically.
+    """The principal axes of flocks flying over a roost, and what makes them thin vertically.
+
+    Flocks of two sizes, with topological and with metric interaction, and an ablation.
 
     The boids model with its default rules in open space, in aerodynamic flight (cruise speed 5,
     speeds 2 to 10, the flight's defaults: g = 9.81, lift/drag 3.3, banks up to 60 degrees at
@@ -60,6 +61,15 @@ def flock_shape(quick: bool, seed: int, progress: bool | None) -> Result:
     aerodynamic or kinematic flight (the kinematic flight of the boids model, steps 7 to 10 of
     docs/model.md, with the same speed limits): a mechanism makes the thin vertical axis if the
     flocks with it are thin vertically and those without it are not.
+
+    Args:
+        quick: run the small instance (seconds; the one the tests run) rather than the full
+            reproduction.
+        seed: the seed every run's seed is made from.
+        progress: show a progress bar on stderr (None: only on a terminal).
+
+    Returns:
+        The :class:`Result`: its table, the figure's lines beside the paper's, and its plot.
     """
     if quick:
         sizes, seeds, settle, measure = [100, 300], [seed], 20, 20

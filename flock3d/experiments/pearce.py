@@ -52,8 +52,9 @@ def _measured(flock: Flock, link: float, body: float | None) -> dict[str, float]
     "Pearce, Miller, Rowlands and Turner (2014), PNAS 111:10422-10426",
 )
 def marginal_opacity(quick: bool, seed: int, progress: bool | None) -> Result:
-    """The opacity of flock3d's flocks against their size N, with metric and with topological
-    interaction, and against their density at one size.
+    """The opacity of flock3d's flocks against their size N and against their density at one size.
+
+    The size sweep is made with metric and with topological interaction.
 
     Each flock starts polarized (:func:`polarized_start`) in open space (no arena: nothing but the
     birds' own rules sets the density) and settles; then its largest group is measured
@@ -69,6 +70,15 @@ def marginal_opacity(quick: bool, seed: int, progress: bool | None) -> Result:
     of the sky are read from the fit. Pearce et al. found real flocks marginally opaque at every
     size they photographed and showed that a rule that responds to the projection of the flock a
     bird sees keeps them so; flock3d does not implement that rule yet.
+
+    Args:
+        quick: run the small instance (seconds; the one the tests run) rather than the full
+            reproduction.
+        seed: the seed every run's seed is made from.
+        progress: show a progress bar on stderr (None: only on a terminal).
+
+    Returns:
+        The :class:`Result`: its table, the figure's lines beside the paper's, and its plot.
     """
     if quick:
         sizes, settle, spreads = [100, 400], 400, [1.0, 1.5]

@@ -182,7 +182,7 @@ def _power_law(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
     "(2014), Nature Physics 10:691-696; Cavagna et al. (2015), J. Stat. Phys. 158:601-627",
 )
 def turning_waves(quick: bool, seed: int, progress: bool | None) -> Result:
-    """The birds at one edge of a flock turn into it; when does each other bird follow?
+    """How soon each bird of a flock follows when the birds at one edge turn into it.
 
     1,000 birds in a box 8 x 5 x 24 at density 1 (length along the heading, thickness, width),
     all heading one way at v0 = 0.2, interacting with those within r = 1.2 (about 7 neighbours;
@@ -202,6 +202,15 @@ def turning_waves(quick: bool, seed: int, progress: bool | None) -> Result:
     The same turn is given to the Vicsek model (3D, eta = 0.3, in a periodic box four times the
     flock's width) and to boids that only align (k_a = 5 /s, no separation or cohesion). For each
     run, :func:`_arrivals` measures the arrival times against the distance to the nearest leader.
+
+    Args:
+        quick: run the small instance (seconds; the one the tests run) rather than the full
+            reproduction.
+        seed: the seed every run's seed is made from.
+        progress: show a progress bar on stderr (None: only on a terminal).
+
+    Returns:
+        The :class:`Result`: its table, the figure's lines beside the paper's, and its plot.
     """
     if quick:
         couplings, seeds, watch = [2.0, 8.0], [seed], 25.0

@@ -19,8 +19,9 @@ from .common import Result, _bar, _figure, _order_over, experiment, new_flock
     "Vicsek, Czirok, Ben-Jacob, Cohen and Shochet (1995), Phys. Rev. Lett. 75:1226-1229, Fig. 2a",
 )
 def vicsek_fig2a(quick: bool, seed: int, progress: bool | None) -> Result:
-    """v_a = |sum v_i| / (N v0) against eta at density 4 for N = 40, 100, 400 and 4,000, with the
-    particles moved by their new velocity and by their old one.
+    """The order v_a against the noise eta at density 4, the particles moved by their new or old velocity.
+
+    v_a = |sum v_i| / (N v0), for N = 40, 100, 400 and 4,000.
 
     The paper's model and values (``model = "vicsek"``: a periodic square of side L = sqrt(N / 4),
     v0 = 0.03, r = 1, Delta t = 1, noise uniform in [-eta/2, eta/2]). Each run starts from
@@ -33,6 +34,15 @@ def vicsek_fig2a(quick: bool, seed: int, progress: bool | None) -> Result:
     Every run is made twice from the same start and noise: with ``vicsek.position_update =
     "new"`` (x(t+1) = x(t) + v(t+1): flock3d's default, Chaté et al. 2008's forward update)
     and ``"old"`` (x(t+1) = x(t) + v(t), as the paper writes its Eq. 1).
+
+    Args:
+        quick: run the small instance (seconds; the one the tests run) rather than the full
+            reproduction.
+        seed: the seed every run's seed is made from.
+        progress: show a progress bar on stderr (None: only on a terminal).
+
+    Returns:
+        The :class:`Result`: its table, the figure's lines beside the paper's, and its plot.
     """
     if quick:
         sizes, etas, repeats = [40, 400], np.array([0.5, 2.5, 4.5]), {40: 3, 400: 1}

@@ -52,10 +52,12 @@ def hull_depth(p: np.ndarray, dimensions: int) -> np.ndarray:
 class Anisotropy(NamedTuple):
     """The anisotropy factor of the n-th nearest neighbour, n = 1 ... K (see :func:`neighbour_anisotropy`).
 
-    ``n`` (K,) neighbour ranks, ``gamma`` (K,) the anisotropy factor (NaN where no
-    boid qualified), ``boids`` (K,) how many boids entered each gamma,
-    ``isotropic`` the value for an isotropic neighbourhood (1/3, or 1/2 for a
-    planar flock), ``n_c`` the topological range (:func:`topological_range`).
+    Attributes:
+        n: (K,) neighbour ranks.
+        gamma: (K,) the anisotropy factor (NaN where no boid qualified).
+        boids: (K,) how many boids entered each gamma.
+        isotropic: the value for an isotropic neighbourhood (1/3, or 1/2 for a planar flock).
+        n_c: the topological range (:func:`topological_range`).
     """
 
     n: np.ndarray
@@ -74,6 +76,11 @@ def topological_range(gamma: np.ndarray, isotropic: float = 1.0 / 3.0, tolerance
     along the motion) or from below (neighbours crowding along it), and n_c is
     interpolated linearly between the ranks either side. A single frame's gamma is
     noisy: average gamma over frames first.
+
+    Args:
+        gamma: (K,) the anisotropy factor of ranks 1 to K.
+        isotropic: gamma of an isotropic neighbourhood: 1/3, or 1/2 for a planar flock.
+        tolerance: how close to ``isotropic`` counts as reached.
 
     Returns:
         n_c, or NaN when gamma never gets that close, or is already there at n = 1.
@@ -112,14 +119,14 @@ def neighbour_anisotropy(
     interacting with a fixed number of neighbours, whatever their distance.
 
     Args:
-        positions: (N, 3) world units.
-        velocities: (N, 3) units/s.
+        positions: (N, 3) positions [units].
+        velocities: (N, 3) velocities [units/s].
         neighbours: K, the largest rank, 1 to :data:`MAX_NEIGHBOURS`.
         interior: count a boid at rank n only when its n-th neighbour is closer than
             the border of the flock (its convex hull), as Ballerini et al. did to keep
             the border's one-sided neighbourhoods out (Hanisch's correction). In a
             periodic box there is no border and every boid counts.
-        period: (3,) box sides for the minimum image, or None.
+        period: (3,) box sides for the minimum image [units], or None.
         tolerance: passed to :func:`topological_range` for ``n_c``.
 
     Returns:
@@ -165,11 +172,21 @@ def anisotropy_table(
 ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
     """:func:`neighbour_anisotropy` of every frame.
 
+    Args:
+        frames: states with ``positions``, ``velocities``, ``time`` and ``step_count``
+            (a :class:`flock3d.FlockState`, a live flock), consumed lazily.
+        neighbours: K, the largest rank, 1 to :data:`MAX_NEIGHBOURS`.
+        period: (3,) box sides for the minimum image [units], or None.
+        tolerance: passed to :func:`topological_range` for each frame's ``n_c``.
+
     Returns:
         ``(ranges, curves)``: ``ranges`` has one row per frame (``step``, ``time``,
         ``n_c``); ``curves`` one row per frame and rank (``step``, ``time``, ``n``,
         ``gamma``, ``boids``). Average gamma over frames before reading n_c off it
         (:func:`topological_range`): one frame's n_c is noisy.
+
+    Raises:
+        ValueError: ``neighbours`` is not a whole number from 1 to :data:`MAX_NEIGHBOURS`.
     """
     ranges = {k: [] for k in ("step", "time", "n_c")}
     curves = {k: [] for k in ("step", "time", "n", "gamma", "boids")}

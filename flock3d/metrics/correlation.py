@@ -77,13 +77,20 @@ def _without_rotation_and_dilation(p: np.ndarray, f: np.ndarray) -> np.ndarray:
 class Correlation(NamedTuple):
     """The connected correlation functions of one frame (see :func:`velocity_correlation`).
 
-    Per distance bin (B bins of equal width from 0 to ``r_max``): ``r`` (B,) the
-    mean distance of the pairs in the bin (NaN if none), ``pairs`` (B,) how many
-    pairs were counted, and C(r) (B,) of the ``velocity``, ``orientation`` and
-    ``speed`` fluctuations (NaN in an empty bin). ``xi_velocity``,
-    ``xi_orientation``, ``xi_speed``: their correlation lengths (first zeros, world
-    units). ``size``: the flock's linear size L (NaN in a periodic box).
-    ``centres``: boids whose pairs were counted (N when exact).
+    The curves have one value per distance bin: B bins of equal width from 0 to ``r_max``.
+
+    Attributes:
+        r: (B,) the mean distance of the pairs in each bin [units] (NaN if none).
+        pairs: (B,) how many pairs were counted in each bin.
+        velocity: (B,) C(r) of the velocity fluctuations (NaN in an empty bin).
+        orientation: (B,) C(r) of the direction fluctuations (NaN in an empty bin).
+        speed: (B,) C(r) of the speed fluctuations (NaN in an empty bin).
+        xi_velocity: the correlation length of ``velocity``, its first zero [units].
+        xi_orientation: the correlation length of ``orientation`` [units].
+        xi_speed: the correlation length of ``speed`` [units].
+        size: the flock's linear size L [units] (NaN in a periodic box).
+        r_max: the largest distance binned [units].
+        centres: the boids whose pairs were counted (N when exact).
     """
 
     r: np.ndarray
@@ -103,11 +110,11 @@ def correlation_length(r: np.ndarray, c: np.ndarray) -> float:
     """xi: the first zero of C(r), by linear interpolation from C(0) = 1.
 
     Args:
-        r: (B,) bin distances, increasing (NaN bins are skipped).
+        r: (B,) bin distances, increasing [units] (NaN bins are skipped).
         c: (B,) the correlation function at r.
 
     Returns:
-        The smallest r where C crosses zero, NaN if it stays positive (or C is NaN).
+        The smallest r where C crosses zero [units], NaN if it stays positive (or C is NaN).
     """
     r0, c0 = 0.0, 1.0
     for rk, ck in zip(np.asarray(r, float), np.asarray(c, float), strict=True):
@@ -145,17 +152,17 @@ def velocity_correlation(
     correlations.
 
     Args:
-        positions: (N, 3) world units.
-        velocities: (N, 3) units/s.
+        positions: (N, 3) positions [units].
+        velocities: (N, 3) velocities [units/s].
         bins: distance bins of equal width, 1 to :data:`MAX_BINS`.
-        r_max: largest distance binned; default the flock's size L (half the smallest
+        r_max: largest distance binned [units]; None: the flock's size L (half the smallest
             periodic side in a periodic box).
         max_pairs: up to this many pairs every pair counts once (exact). Beyond it,
             about ``max_pairs // (N - 1)`` centres, every k-th boid in the order of the
             cells of a grid (so spread evenly through the flock), are paired with every
             other boid: an estimate of each bin's mean over pairs (c_0 and the means
             are always exact). 100,000 boids then take about 1 s on two cores.
-        period: (3,) box sides for the minimum image, or None.
+        period: (3,) box sides for the minimum image [units], or None.
         remove_modes: first subtract from the velocity and orientation fluctuations
             the flock's best-fit rotation and uniform dilation about its centroid
             (least squares), so that a turning, contracting or expanding flock's
@@ -169,7 +176,8 @@ def velocity_correlation(
         no fluctuation at all (c_0 = 0, e.g. the speed at constant speed) is NaN.
 
     Raises:
-        ValueError: ``bins`` or ``max_pairs`` is not a whole number in its range.
+        ValueError: ``bins`` or ``max_pairs`` is not a whole number in its range, or
+            ``remove_modes`` in a periodic box.
     """
     bins = whole_number("bins", bins, 1, MAX_BINS)
     max_pairs = whole_number("max_pairs", max_pairs, 1)
@@ -224,12 +232,22 @@ def correlation_table(
 ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
     """:func:`velocity_correlation` of every frame.
 
+    Args:
+        frames: states with ``positions``, ``velocities``, ``time`` and ``step_count``
+            (a :class:`flock3d.FlockState`, a live flock), consumed lazily.
+        bins: distance bins of equal width, 1 to :data:`MAX_BINS`.
+        period: (3,) box sides for the minimum image [units], or None.
+        max_pairs: as for :func:`velocity_correlation`.
+
     Returns:
         ``(lengths, curves)``: ``lengths`` has one row per frame (``step``, ``time``,
         ``size`` L, ``xi_velocity``, ``xi_orientation``, ``xi_speed``); ``curves`` one
         row per frame and bin (``step``, ``time``, ``bin``, ``r``, ``pairs``,
         ``velocity``, ``orientation``, ``speed``). Each frame is binned from 0 to its
         own L (half the box in a periodic one).
+
+    Raises:
+        ValueError: ``bins`` or ``max_pairs`` is not a whole number in its range.
     """
     lengths = {k: [] for k in ("step", "time", "size", "xi_velocity", "xi_orientation", "xi_speed")}
     curves = {k: [] for k in ("step", "time", "bin", "r", "pairs", "velocity", "orientation", "speed")}

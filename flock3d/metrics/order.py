@@ -11,7 +11,7 @@ def polarization(velocities: np.ndarray) -> float:
     """Polarization P = |sum_i v_i / |v_i|| / N: 1 when all boids fly parallel, ~0 when disordered.
 
     Args:
-        velocities: (N, 3). A boid at rest counts in N but adds no direction.
+        velocities: (N, 3) velocities [units/s]; a boid at rest counts in N but adds no direction.
 
     Returns:
         P in [0, 1]; NaN for an empty flock.
@@ -29,8 +29,8 @@ def milling(positions: np.ndarray, velocities: np.ndarray) -> float:
     ~0 for a polarized or disordered flock.
 
     Args:
-        positions: (N, 3).
-        velocities: (N, 3).
+        positions: (N, 3) positions [units].
+        velocities: (N, 3) velocities [units/s].
 
     Returns:
         M in [0, 1]; NaN for an empty flock.

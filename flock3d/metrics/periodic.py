@@ -10,10 +10,13 @@ from flock3d.core import neighbors
 
 
 def periodic_box(params) -> np.ndarray | None:
-    """The ``period`` argument for a flock with these :class:`flock3d.Params`.
+    """The ``period`` argument of the measurements for a flock with these parameters.
+
+    Args:
+        params: the flock's :class:`flock3d.Params`.
 
     Returns:
-        (3,) float64 side of the box per axis (2R; 0 for z in a planar flock, which
+        (3,) float64 side of the box per axis [units] (2R; 0 for z in a planar flock, which
         does not wrap), or None when the arena is not periodic.
     """
     if params.arena_shape != "periodic":

@@ -41,9 +41,15 @@ def _diameter(p):
 
 
 def flock_size(positions: np.ndarray) -> float:
-    """L: the largest distance between two boids (world units), the flock's linear size
-    of Cavagna et al. (2010). 0 for N = 1, NaN for an empty flock or positions that cannot
-    be measured (NaN, infinite or beyond :data:`MAX_MEASURED`)."""
+    """L: the largest distance between two boids, the flock's linear size of Cavagna et al. (2010).
+
+    Args:
+        positions: (N, 3) positions [units].
+
+    Returns:
+        L [units]; 0 for N = 1, NaN for an empty flock or positions that cannot be measured
+        (NaN, infinite or beyond :data:`MAX_MEASURED`).
+    """
     p = array3(positions)
     if len(p) == 0 or not measurable(p):
         return float("nan")
@@ -53,11 +59,12 @@ def flock_size(positions: np.ndarray) -> float:
 class Shape(NamedTuple):
     """A flock's principal axes, thinnest first (thickness, width, length).
 
-    ``extents``: (3,) size along each axis (largest minus smallest projection),
-    world units. ``semi_axes``: (3,) semi-axes of the uniform solid ellipsoid with
-    the same second moments (sqrt(5 lambda) for the covariance eigenvalues lambda).
-    ``axes``: (3, 3) unit axes as rows, in the same order (each sign arbitrary).
-    ``centroid``: (3,).
+    Attributes:
+        extents: (3,) size along each axis (largest minus smallest projection) [units].
+        semi_axes: (3,) semi-axes of the uniform solid ellipsoid with the same second
+            moments (sqrt(5 lambda) for the covariance eigenvalues lambda) [units].
+        axes: (3, 3) unit axes as rows, in the same order (each sign arbitrary).
+        centroid: (3,) the mean position [units].
     """
 
     extents: np.ndarray
@@ -82,8 +89,14 @@ def principal_axes(positions: np.ndarray) -> Shape:
     """Shape of the flock by the principal axes of its positions (thickness : width : length).
 
     Ballerini et al. (2008) describe starling flocks this way: thin along one axis,
-    wider along the next, longest along the third. NaN for an empty flock, or positions
-    that cannot be measured (NaN, infinite or beyond :data:`MAX_MEASURED`).
+    wider along the next, longest along the third.
+
+    Args:
+        positions: (N, 3) positions [units].
+
+    Returns:
+        A :class:`Shape`; NaN throughout for an empty flock, or positions that cannot be
+        measured (NaN, infinite or beyond :data:`MAX_MEASURED`).
     """
     p = np.asarray(positions, dtype=np.float64).reshape(-1, 3)
     if len(p) == 0 or not measurable(p):

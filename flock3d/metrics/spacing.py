@@ -17,11 +17,14 @@ MAX_PAIRS = 2_000_000
 
 
 def nearest_neighbour_distances(positions: np.ndarray, period=None) -> np.ndarray:
-    """(N,) distance from each boid to its nearest other boid (inf when N < 2).
+    """The distance from each boid to its nearest other boid.
 
     Args:
-        positions: (N, 3), world units.
-        period: (3,) box sides for the minimum image (see :func:`periodic_box`), or None.
+        positions: (N, 3) positions [units].
+        period: (3,) box sides for the minimum image [units] (see :func:`periodic_box`), or None.
+
+    Returns:
+        (N,) float64 distances [units]; inf when N < 2.
     """
     p = array3(positions)
     box = period_of(period)
@@ -31,7 +34,15 @@ def nearest_neighbour_distances(positions: np.ndarray, period=None) -> np.ndarra
 
 
 class NearestNeighbourStats(NamedTuple):
-    """Summary of nearest-neighbour distances (world units); NaN when N < 2."""
+    """Summary of the nearest-neighbour distances, each NaN when N < 2.
+
+    Attributes:
+        mean: the mean distance [units].
+        std: their standard deviation [units].
+        min: the smallest [units].
+        median: the median [units].
+        max: the largest [units].
+    """
 
     mean: float
     std: float
@@ -41,7 +52,15 @@ class NearestNeighbourStats(NamedTuple):
 
 
 def nearest_neighbour_stats(positions: np.ndarray, period=None) -> NearestNeighbourStats:
-    """Mean, standard deviation, min, median and max of the nearest-neighbour distances."""
+    """Mean, standard deviation, min, median and max of the nearest-neighbour distances.
+
+    Args:
+        positions: (N, 3) positions [units].
+        period: (3,) box sides for the minimum image [units], or None.
+
+    Returns:
+        A :class:`NearestNeighbourStats`.
+    """
     d = nearest_neighbour_distances(positions, period)
     if len(d) < 2:
         return NearestNeighbourStats(*([float("nan")] * 5))
@@ -53,10 +72,20 @@ def nearest_neighbour_stats(positions: np.ndarray, period=None) -> NearestNeighb
 def mean_pair_distance(
     positions: np.ndarray, max_pairs: int = MAX_PAIRS, seed: int = 0, period=None
 ) -> float:
-    """Mean distance between two distinct boids (NaN when N < 2).
+    """Mean distance between two distinct boids.
 
-    Exact up to ``max_pairs`` pairs; beyond that, estimated from that many
-    random pairs drawn with ``seed`` (so the result is reproducible).
+    Args:
+        positions: (N, 3) positions [units].
+        max_pairs: up to this many pairs the mean is exact; beyond it, estimated from this
+            many random pairs.
+        seed: seed of the random pairs (so that an estimate is reproducible).
+        period: (3,) box sides for the minimum image [units], or None.
+
+    Returns:
+        The mean distance [units]; NaN when N < 2.
+
+    Raises:
+        ValueError: ``max_pairs`` is not a whole number >= 1.
     """
     max_pairs = whole_number("max_pairs", max_pairs, 1)
     p = np.asarray(positions, dtype=np.float64).reshape(-1, 3)
@@ -96,9 +125,9 @@ def groups(positions: np.ndarray, distance: float, period=None) -> tuple[int, np
     """Groups: connected components of the graph linking boids within ``distance`` of each other.
 
     Args:
-        positions: (N, 3), world units.
-        distance: link distance (> 0, may be inf).
-        period: (3,) box sides for the minimum image, or None.
+        positions: (N, 3) positions [units].
+        distance: link distance [units] (> 0, may be inf).
+        period: (3,) box sides for the minimum image [units], or None.
 
     Returns:
         ``(count, labels)`` with labels (N,) int64 in [0, count), numbered in
@@ -123,7 +152,15 @@ def group_polarization(positions: np.ndarray, velocities: np.ndarray, distance: 
 
     Equals ``sum_g |sum_{i in g} v_i/|v_i|| / N``. Unlike :func:`polarization` it
     stays near 1 when several well-ordered flocks fly in different directions.
-    NaN for an empty flock.
+
+    Args:
+        positions: (N, 3) positions [units].
+        velocities: (N, 3) velocities [units/s].
+        distance: link distance of the groups [units].
+        period: (3,) box sides for the minimum image [units], or None.
+
+    Returns:
+        The group polarization in [0, 1]; NaN for an empty flock.
     """
     u = unit_rows(velocities)
     if len(u) == 0:

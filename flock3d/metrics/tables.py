@@ -196,10 +196,15 @@ def summary(
 ) -> dict[str, float]:
     """The standard per-frame measurements (:data:`COLUMNS`), as one flat dictionary.
 
-    ``group_distance`` links boids into groups; use ``Params.perception_distance``.
-    ``period``: (3,) box sides for the minimum image (:func:`periodic_box`), or None.
-    A frame holding a NaN or infinite value, or one beyond :data:`MAX_MEASURED` in size,
-    measures NaN throughout.
+    Args:
+        positions: (N, 3) positions [units].
+        velocities: (N, 3) velocities [units/s].
+        group_distance: link distance of the groups [units]; use ``Params.perception_distance``.
+        period: (3,) box sides for the minimum image [units] (:func:`periodic_box`), or None.
+
+    Returns:
+        The measurements by column name. A frame holding a NaN or infinite value, or one
+        beyond :data:`MAX_MEASURED` in size, measures NaN throughout.
     """
     p, v = array3(positions), array3(velocities)
     row = _measure(p[None], v[None], group_distance, period_of(period))[0][0]
@@ -212,13 +217,18 @@ def species_summary(
     """:func:`summary` of each species of a mixed flock on its own, in species order.
 
     Args:
-        positions, velocities: (N, 3) the whole flock.
+        positions: (N, 3) positions of the whole flock [units].
+        velocities: (N, 3) velocities of the whole flock [units/s].
         species: (N,) int, each boid's species (``Flock.species``).
-        group_distance, period: as for :func:`summary`.
+        group_distance: link distance of the groups [units], as for :func:`summary`.
+        period: (3,) box sides for the minimum image [units], or None.
 
     Returns:
         One dictionary per species 0 .. max(species), of :data:`COLUMNS`: the polarization of
         one species, its groups, its nearest-neighbour distances among its own kind.
+
+    Raises:
+        ValueError: ``species`` does not give one species per boid.
     """
     p, v = array3(positions), array3(velocities)
     kinds = np.asarray(species).ravel()
@@ -255,8 +265,15 @@ def table(frames: Iterable, group_distance: float, period=None) -> dict[str, np.
         frames: states with ``positions``, ``velocities``, ``time`` and
             ``step_count`` (a :class:`flock3d.FlockState`, a live flock), all of
             the same number of boids. They are consumed lazily.
-        group_distance: link distance of the groups.
-        period: (3,) box sides for the minimum image, or None.
+        group_distance: link distance of the groups [units].
+        period: (3,) box sides for the minimum image [units], or None.
+
+    Returns:
+        The columns by name, one row per frame: ``step`` (int64), ``time`` [s] and
+        :data:`COLUMNS` (float64).
+
+    Raises:
+        ValueError: the frames do not all hold the same number of boids.
     """
     box = period_of(period)
     steps, times, rows, measured = [], [], [], []

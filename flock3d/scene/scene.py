@@ -67,7 +67,20 @@ class Scene:
     """A world to simulate: model parameters, a seed and viewing hints.
 
     Two scenes are equal when they describe the same world; where they were
-    read from (``source``, ``text``) does not count.
+    read from (``source``, ``text``) and what runs them (``engine``) do not count.
+
+    Attributes:
+        params: the model parameters.
+        name: the scene's name.
+        description: one line saying what the scene shows.
+        seed: seed of the flock's random initial state.
+        view: how the viewer and ``flock3d render`` show it (:class:`ViewHints`).
+        source: where the scene came from: a file path, ``shipped:<name>`` or None.
+        text: the TOML text it was read from, if any.
+        engine: what steps its flock (``sim.engine``): how it is run, not what it is, so it takes
+            no part in equality, as ``source`` and ``text`` do not.
+        fields: what its objects read from files became when it was loaded (meshes' grids,
+            heightfields' heights), by object index: :func:`flock3d.io.meshes.object_fields`.
     """
 
     params: Params = field(default_factory=Params)
@@ -76,23 +89,30 @@ class Scene:
     seed: int = 0
     view: ViewHints = field(default_factory=ViewHints)
     source: str | None = field(default=None, compare=False)
-    """Where the scene came from: a file path, ``shipped:<name>`` or None."""
     text: str | None = field(default=None, compare=False)
-    """The TOML text it was read from, if any."""
     engine: str = field(default="fast", compare=False)
-    """What steps its flock (``sim.engine``): how it is run, not what it is, so it takes no part
-    in equality."""
     fields: Mapping[int, Any] | None = field(default=None, compare=False, repr=False)
-    """What its objects read from files became when it was loaded (meshes' grids, heightfields'
-    heights), by object index: :func:`flock3d.io.meshes.object_fields`."""
 
     def to_toml(self, folder: str | Path | None = None) -> str:
-        """The scene as a complete TOML scene file (every key written out); the objects' files
-        named from ``folder`` when given (where the file will be), else as they are held."""
+        """The scene as a complete TOML scene file, every key written out.
+
+        Args:
+            folder: the folder the file will be in, from which the objects' files are named;
+                None: they are named as they are held.
+
+        Returns:
+            The TOML text.
+        """
         return scene_toml(self, folder)
 
     def save(self, path: str | Path) -> Path:
-        """Write :meth:`to_toml` to ``path``; returns the path.
+        """Write :meth:`to_toml` to ``path``.
+
+        Args:
+            path: the scene file to write.
+
+        Returns:
+            ``path``, as a :class:`~pathlib.Path`.
 
         Raises:
             OSError: the file cannot be written; a scene already at ``path`` is left as it was.
@@ -104,13 +124,31 @@ class Scene:
         return path
 
     def with_overrides(self, assignments: Iterable[str], rule_names: Sequence[str] | None = None) -> Scene:
-        """This scene with ``key=value`` assignments applied (values in TOML syntax), validated
-        (``rule_names`` as for :func:`load_scene`)."""
+        """This scene with ``key=value`` assignments applied and validated.
+
+        Args:
+            assignments: ``key=value`` strings, each value one TOML value.
+            rule_names: the names of your rules and forces, as for :func:`load_scene`.
+
+        Returns:
+            The new scene.
+
+        Raises:
+            SceneError: listing every problem found, each naming the key.
+        """
         data = scene_data(self)
         problems = apply_assignments(data, assignments)
         return _build(data, self.source or self.name, self.source, self.text, problems, rule_names)
 
     def replace(self, **changes: Any) -> Scene:
+        """A copy with some fields changed (as :func:`dataclasses.replace`; not validated).
+
+        Args:
+            **changes: new values by field name.
+
+        Returns:
+            The new scene.
+        """
         return dataclasses.replace(self, **changes)
 
 
@@ -142,6 +180,9 @@ def load_scene(
             with, which ``rules.order`` may name too. None (the default) when they
             are not known yet: then a name that is no built-in stage may be one of
             them, and is checked when the flock is made with them.
+
+    Returns:
+        The validated :class:`Scene`.
 
     Raises:
         SceneError: listing every problem found (syntax, unknown keys with the

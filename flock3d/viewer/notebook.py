@@ -191,17 +191,16 @@ def show(source="default", *, seed: int | None = None, size: tuple[int, int] = (
         source: a :class:`~flock3d.Flock` (the viewer steps it, in the background: pause
             before reading its arrays), a :class:`~flock3d.Scene`, or a scene's name or path.
         seed: seed for a scene (default: the scene's).
-        size: canvas size in pixels (width, height).
+        size: canvas size (width, height) [pixels].
         play: start playing (True) or paused.
 
     Returns:
         A :class:`NotebookViewer`; as the last expression of a cell it displays itself.
         Drag to orbit, scroll to zoom; ``.close()`` stops it.
 
-    Example::
-
-        import flock3d
-        flock3d.show("torus")
+    Examples:
+        >>> import flock3d
+        >>> flock3d.show("torus")  # doctest: +SKIP
     """
     scene, flock = _scene_and_flock(source, seed)
     return NotebookViewer(scene, flock, size=size, play=play)
