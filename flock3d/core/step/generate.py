@@ -21,6 +21,7 @@ the in-place updates). :mod:`~flock3d.core.step.values` says where each value li
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 # The parts' names stay importable from here (``X as X``: re-exported), as the GPU generator
@@ -40,11 +41,18 @@ __all__ = ["generate", "WORLD_TERMS", "SPECIES_VALUES", "MATRICES", "value_slots
 
 def generate(layout: Any) -> tuple[str, list[str]]:
     """The source of the step module of ``layout`` and the names of the values it reads, in pv order."""
-    first = _Generator(layout, None, None)
+    return written(layout, lambda at, reads: _Generator(layout, at, reads))
+
+
+def written(
+    layout: Any, make: Callable[[dict[str, int] | None, set[str] | None], _Generator]
+) -> tuple[str, list[str]]:
+    """The module the generator ``make(at, reads)`` writes for ``layout``, in its two passes, and
+    the names of the values it reads, in pv order."""
+    first = make(None, None)
     first.module()
     names = list(first.used)
-    second = _Generator(layout, offsets(layout, names), first.reads)
-    return second.module(), names
+    return make(offsets(layout, names), first.reads).module(), names
 
 
 class _Generator(_Module, _Pairs, _BoidUpdate, _Moves):

@@ -191,18 +191,8 @@ class _Module(Emit, ModelEmit):
 
     def _chunk_holes(self) -> dict[str, list[str]]:
         L = self.layout
-        n_cols = 7 if L.indexed else 6
-        runs = ["rbx", "rby", "rbz", "rbvx", "rbvy", "rbvz", "rbid"][:n_cols]
-        columns = [_CANDIDATES[k] for k in ("x", "y", "z", "vx", "vy", "vz", "id")[:n_cols]]
-        holes = {
-            "buffer": [
-                f"b, xoff = candidate_buffer(c_lo, c_hi, grid, {n_cols}, periodic, crowded)",
-                f"buf = ({', '.join(f'b[{k}]' for k in range(n_cols))})",
-                f"{', '.join(runs)} = buf",
-            ],
-            "cell": [f"{', '.join(columns)} = {', '.join(f'{r}[run0:]' for r in runs)}"],
-            "batch": self._batch("b.shape[1]"),
-        }
+        holes = self._candidate_holes()
+        holes["batch"] = self._batch("b.shape[1]")
         boid = _Lines()
         if self.kind.update_kind == "terms":
             self._boid_update(boid, len(L.rules))
@@ -216,6 +206,20 @@ class _Module(Emit, ModelEmit):
         holes["world"] = self._world_lines()
         holes["now"] = self._now_lines()
         return holes
+
+    def _candidate_holes(self) -> dict[str, list[str]]:
+        """The chunk's candidate buffer (``buffer``) and each cell's candidates in it (``cell``)."""
+        n_cols = 7 if self.layout.indexed else 6
+        runs = ["rbx", "rby", "rbz", "rbvx", "rbvy", "rbvz", "rbid"][:n_cols]
+        columns = [_CANDIDATES[k] for k in ("x", "y", "z", "vx", "vy", "vz", "id")[:n_cols]]
+        return {
+            "buffer": [
+                f"b, xoff = candidate_buffer(c_lo, c_hi, grid, {n_cols}, periodic, crowded)",
+                f"buf = ({', '.join(f'b[{k}]' for k in range(n_cols))})",
+                f"{', '.join(runs)} = buf",
+            ],
+            "cell": [f"{', '.join(columns)} = {', '.join(f'{r}[run0:]' for r in runs)}"],
+        }
 
     def _batch(self, capacity: str) -> list[str]:
         """Per chunk (or call): the adaptive radii of the batch, and the arrays the k nearest are
