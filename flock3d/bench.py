@@ -354,11 +354,14 @@ def profile(n: int = 100_000, after: float = 60.0, repeats: int = 7, out=sys.std
     seconds of simulated time; prints it and returns one dict per moment.
 
     The whole step is timed through ``Flock.step(5)`` (a fifth of it); each phase is then
-    re-run alone on the same state, stored in cell order as the step keeps it, by the same
-    runtime functions the step calls (``flock3d.core.kernel``): the cell grid, gathering
-    the state in cell order, gathering each cell's candidates, and the turn and move of
-    every boid. The pair loop is the step's time less those phases. Medians of ``repeats``
-    runs.
+    re-run alone on the same state, stored in cell order as the step keeps it: the cell grid,
+    and the driver's own phases run by its own loop over chunks
+    (:func:`flock3d.core.kernel.phase_runner`): gathering the state in cell order, and the
+    walk of the step's template over its row segments with each cell's candidates filled as
+    the step fills them and nothing done per boid (:mod:`flock3d.core.step.walk`), which also
+    counts what it walks. The turn and move of every boid are timed by the runtime functions
+    the step calls (``turn_rows``, ``move_rows``). The pair loop is the step's time less those
+    phases. Medians of ``repeats`` runs.
     """
     from flock3d.flock import Flock
 
@@ -381,10 +384,81 @@ def profile(n: int = 100_000, after: float = 60.0, repeats: int = 7, out=sys.std
     return rows
 
 
+class _Phases:
+    """One step's phases, run alone as the synchronous driver runs them, on a flock's state."""
+
+    def __init__(self, flock) -> None:
+        from flock3d.core import assemble
+        from flock3d.core.step.cache import load_module
+        from flock3d.core.step.values import offsets
+        from flock3d.core.step.walk import walk
+
+        params, n = flock.params, len(flock.state)
+        self.layout = layout = assemble.layout_of(params)
+        self.walks = {}  # count -> the walk's chunk, as the driver takes it
+        for count in (False, True):
+            source, names = walk(layout, count)
+            module = load_module(source, {})
+            self.walks[count] = kernel.chunk_pointer(module.chunk)
+        pv = assemble.Stepper(layout, source, names, module).values(params)
+        self.reach = float(pv[offsets(layout, names)["reach"]])
+        self.n, self.n_chunks = n, max(1, (n + kernel.BOIDS_PER_CHUNK - 1) // kernel.BOIDS_PER_CHUNK)
+        self.box = np.array([*params.arena_center, *params.half_extents])
+        world, world_at = assemble.world_data(params, flock.fields)
+        self.status = np.zeros((self.n_chunks, 3), dtype=np.int64)
+        hunters = np.empty((0, 3))
+        self.inputs = (
+            pv,
+            layout.flags(),
+            self.box,
+            2.0 * self.box[3:],
+            world,
+            world_at,
+            hunters,
+            self.status,
+        )
+        self.gathered = (np.empty((n, kernel.COLUMNS)), np.empty((3, n)))
+        self.run = kernel.phase_runner()
+
+    def rows(self) -> tuple[np.ndarray, ...]:
+        """A set of state arrays for the flock: ids, positions, velocities, orientations, waypoints."""
+        n = self.n
+        return (np.empty(n, dtype=np.int64), np.empty((n, 3)), np.empty((n, 3)), np.empty((n, 4)),
+                np.empty(n, dtype=np.int64))  # fmt: skip
+
+    def grid(self, pos: np.ndarray):
+        """The cell grid of positions ``pos`` (N, 3), and the driver's (bounds, grid floats, grid
+        ints, order, cell_start) of it, as a step builds them."""
+        from flock3d.core.neighbors import build_grid, build_periodic_grid
+
+        if self.layout.periodic:
+            cells = build_periodic_grid(pos, self.box[:3], self.box[3:], self.reach, self.layout.planar)
+        else:
+            cells = build_grid(pos, self.reach)
+        gf = np.array([cells.origin_x, cells.origin_y, cells.origin_z, cells.cell_size, cells.cell_size_y,
+                       cells.cell_size_z])  # fmt: skip
+        crowded = kernel.from_python(kernel.crowded)(cells.cell_start)
+        gi = np.array([cells.nx, cells.ny, cells.nz, 1 if crowded else 0], dtype=np.int64)
+        bounds = kernel.from_python(kernel.chunk_cells)(cells.cell_start, self.n, self.n_chunks)
+        return cells, (bounds, gf, gi, cells.order, cells.cell_start)
+
+    def gather(self, grid, rows, rows_to) -> None:
+        """The step's gather: ``rows`` into cell order in ``rows_to`` and the gathered columns
+        (the phase calls no chunk: the walk's stands for the step's)."""
+        self.run(kernel.GATHER, self.n_chunks, self.walks[False], grid, self.gathered, rows, rows_to,
+                 self.inputs, 0.0, 0, 0)  # fmt: skip
+
+    def walk(self, grid, rows, rows_to, count: bool) -> np.ndarray:
+        """The step's walk over the cells of ``grid``; returns the counts of :mod:`flock3d.core.step.walk`
+        summed over the chunks (with ``count``; zeros otherwise)."""
+        self.status[:] = 0
+        self.run(kernel.ADVANCE, self.n_chunks, self.walks[count], grid, self.gathered, rows, rows_to,
+                 self.inputs, 0.0, 0, 0)  # fmt: skip
+        return self.status.sum(axis=0)
+
+
 def _profile_state(flock, repeats: int) -> dict:
     """Phase times (ms) and candidate counts of one step from ``flock``'s current state."""
-    from flock3d.core.neighbors import build_grid
-
     state, params = flock.state, flock.params
     start = state.copy()
     n = len(state)
@@ -405,36 +479,25 @@ def _profile_state(flock, repeats: int) -> dict:
 
     step_ms = timed(some_steps) / steps
     flock.state.assign(start)
-    reach = params.view_distance
-    n_chunks = max(1, (n + kernel.BOIDS_PER_CHUNK - 1) // kernel.BOIDS_PER_CHUNK)
-    cols, heads = np.empty((n, kernel.COLUMNS)), np.empty((3, n))
-
-    def rows():
-        return (np.empty(n, dtype=np.int64), np.empty((n, 3)), np.empty((n, 3)), np.empty((n, 4)),
-                np.empty(n, dtype=np.int64))  # fmt: skip
-
+    phases = _Phases(flock)
     # Between steps the step keeps the boids stored in cell order: put them so once, then
     # time each phase on rows stored as they are in the middle of a run.
-    grid = build_grid(state.positions, reach)
-    bounds = kernel.from_python(kernel.chunk_cells)(grid.cell_start, n, n_chunks)
-    ids, pos, vel, quat, wp = stored = rows()
-    _gather_pass(bounds, grid, np.arange(n), state.positions, state.velocities, state.orientations,
-                 state.waypoints, stored, cols, heads)  # fmt: skip
-    grid_ms = timed(build_grid, pos, reach)
-    grid = build_grid(pos, reach)
-    bounds = kernel.from_python(kernel.chunk_cells)(grid.cell_start, n, n_chunks)
-    gathered = rows()
-    gather_ms = timed(_gather_pass, bounds, grid, ids, pos, vel, quat, wp, gathered, cols, heads)
-    counts = np.zeros((n_chunks, 3), dtype=np.int64)
-    candidates_ms = timed(_candidates_pass, grid, cols, bounds, reach * reach, counts, False)
-    _candidates_pass(grid, cols, bounds, reach * reach, counts, True)
-    box = np.array([*params.arena_center, *params.half_extents])
+    public = (np.arange(n), state.positions, state.velocities, state.orientations, state.waypoints)
+    stored = phases.rows()
+    phases.gather(phases.grid(state.positions)[1], public, stored)
+    grid_ms = timed(phases.grid, stored[1])
+    cells, grid = phases.grid(stored[1])
+    gathered = phases.rows()
+    gather_ms = timed(phases.gather, grid, stored, gathered)
+    candidates_ms = timed(phases.walk, grid, stored, gathered, False)
+    counts = phases.walk(grid, stored, gathered, True)
+    cols, heads = phases.gathered
     turn = np.array([params.dt, params.min_speed, params.max_speed,
                      *kernel_turn_limit(params)])  # fmt: skip
     _, pos, vel, quat, _ = gathered
     moved = (pos.copy(), vel.copy(), quat.copy())
-    turn_ms = timed(_turn_pass, pos, vel, quat, heads, turn, box, moved, n_chunks)
-    seen = _seen_pairs(pos, heads, grid, cols, reach, kernel.cone_threshold(params.fov))
+    turn_ms = timed(_turn_pass, pos, vel, quat, heads, turn, phases.box, moved, phases.n_chunks)
+    seen = _seen_pairs(pos, heads, cells, cols, phases.reach, kernel.cone_threshold(params.fov))
     within = neighbours_within_view(pos) * n
     pair_ms = max(step_ms - grid_ms - gather_ms - candidates_ms - turn_ms, 0.0)
     threads = kernel.threads()
@@ -448,9 +511,9 @@ def _profile_state(flock, repeats: int) -> dict:
         "candidates_ms": candidates_ms,
         "pair_ms": pair_ms,
         "turn_ms": turn_ms,
-        "scanned_per_boid": counts[:, 0].sum() / n,
-        "candidates_per_boid": counts[:, 1].sum() / n,
-        "copied_per_boid": counts[:, 2].sum() / n,
+        "scanned_per_boid": counts[0] / n,
+        "candidates_per_boid": counts[1] / n,
+        "copied_per_boid": counts[2] / n,
         "within_per_boid": within / n,
         "seen_per_boid": seen / n,
         "pairs_per_ns_core": within / (step_ms * 1e6 * threads),
@@ -488,49 +551,6 @@ def _print_profile(row: dict, out) -> None:
 
 
 # Not cached: they compile in the kernel's functions, and numba would not see those change.
-@numba.njit(parallel=True)
-def _gather_pass(bounds, grid, ids, pos, vel, quat, wp, to, cols, heads):
-    """The step's gather: the state (rows ``ids``..) into cell order in ``to``, ``cols`` and ``heads``."""
-    for t in numba.prange(bounds.shape[0] - 1):
-        kernel.gather(np.int64(t), bounds, grid.cell_start, grid.order, ids, pos, vel, quat, wp, to[0], to[1],
-                      to[2], to[3], to[4], cols, heads, False, False)  # fmt: skip
-
-
-@numba.njit(parallel=True)
-def _candidates_pass(grid, cols, bounds, reach2, counts, count):
-    """Every row segment's candidate buffer, as a step fills them. With ``count``, counts
-    (chunks, 3) gets, summed over each chunk's boids: the boids in the 27 cells around,
-    the candidates of the pair loop, and (over its row segments) the entries copied."""
-    n_chunks = bounds.shape[0] - 1
-    start, nx, ny = grid.cell_start, grid.nx, grid.ny
-    sides = np.ones(3)
-    for t in numba.prange(n_chunks):
-        b, xoff = kernel.candidate_buffer(bounds[t], bounds[t + 1], grid, 6, False, False)
-        buf = (b[0], b[1], b[2], b[3], b[4], b[5])
-        scanned = kept = copied = 0
-        c_next, c_hi = bounds[t], bounds[t + 1]
-        while c_next < c_hi:
-            r = c_next // nx
-            first, last = c_next, min(c_hi, (r + 1) * nx) - 1
-            c_next = last + 1
-            while first <= last and start[first + 1] == start[first]:
-                first += 1
-            while last >= first and start[last + 1] == start[last]:
-                last -= 1
-            if first > last:
-                continue
-            xa, xb = kernel.row_span(first - r * nx, last - r * nx, nx, False)
-            copied += kernel.fill_row(r % ny, r // ny, xa, xb, grid, cols, reach2, buf, xoff, False, sides)
-            if not count:
-                continue
-            for c in range(first, last + 1):
-                k = start[c + 1] - start[c]
-                x = c - r * nx
-                kept += k * (xoff[min(x + 1, xb) - xa + 1] - xoff[max(x - 1, xa) - xa])
-                scanned += k * kernel.count_candidates(c, grid, False) if k else 0
-        counts[t, 0], counts[t, 1], counts[t, 2] = scanned, kept, copied
-
-
 @numba.njit(parallel=True, fastmath=kernel.FAST)
 def _turn_pass(pos, vel, quat, heads, turn, box, moved, n_chunks):
     """Every boid's turn towards a desired velocity, move and settle, as a step's chunks do

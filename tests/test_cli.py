@@ -105,6 +105,30 @@ def test_bench_profile_splits_a_step_into_its_phases():
     assert text.count("pair loop (the rest)") == 2 and "pairs within view distance per ns per core" in text
 
 
+@pytest.mark.parametrize("species", [False, True])
+def test_bench_profile_walks_the_steps_own_template(species):
+    # The profile's walk (flock3d.core.step.walk) is the step's chunk less what it does per boid:
+    # every line of it but its counts and its values' unpacking is the step's, in the step's order,
+    # so a change to the template's walk or to the candidate holes reaches the profile.
+    from flock3d.core import assemble
+    from flock3d.core.params import Params, Species
+    from flock3d.core.step.walk import walk
+
+    params = Params(species=[Species("a", 10), Species("b", 10)]) if species else Params()
+    layout = assemble.layout_of(params)
+    step = assemble.generate(layout)[0].splitlines()
+    walked, names = walk(layout, count=True)
+    assert names == ["reach"]
+    counting = ("in_c = ", "status[t, ", "from flock3d.core.kernel import count_candidates")
+    lines = [line for line in walked.splitlines() if not line.strip().startswith(("v_", *counting))]
+    at = 0
+    for line in lines:
+        assert line in step[at:], f"the walk's line {line!r} is not the step's"
+        at = step.index(line, at) + 1
+    assert sum(line.strip().startswith("status[t, ") for line in walked.splitlines()) == 3
+    assert "status[t, " not in walk(layout)[0]  # timed without its counts
+
+
 def test_bench_profile_is_on_the_command_line(monkeypatch):
     calls = []
     monkeypatch.setattr(bench, "profile", lambda **kwargs: calls.append(kwargs))

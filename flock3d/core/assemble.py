@@ -134,6 +134,19 @@ class Layout:
     def wraps(self) -> bool:
         return self.shape in ("periodic", "wrap")
 
+    def flags(self) -> np.ndarray:
+        """The step's flags (kernel.PERIODIC, WRAPS, PLANAR, MESH, COUZIN), (5,) bool."""
+        return np.array(
+            [
+                self.periodic,
+                self.wraps,
+                self.planar,
+                self.turn == "mesh",
+                MODELS_BY_NAME[self.model].sees_headings,
+            ],
+            dtype=np.bool_,
+        )
+
 
 def stage_names(params: Params, rules: Sequence[PairRule] = (), forces: Sequence[Force] = ()) -> list[str]:
     """The stages a flock with ``rules`` and ``forces`` runs, in order (:func:`params.stage_names`)."""
@@ -319,10 +332,7 @@ class Stepper:
         box = np.array([*params.arena_center, *params.half_extents], dtype=np.float64)
         L = self.layout
         n_chunks = max(1, (len(state) + BOIDS_PER_CHUNK - 1) // BOIDS_PER_CHUNK)
-        flags = np.array(
-            [L.periodic, L.wraps, L.planar, L.turn == "mesh", MODELS_BY_NAME[L.model].sees_headings],
-            dtype=np.bool_,
-        )
+        flags = L.flags()
         # Per-boid state the step carries from step to step rides after the values; boid i reads and
         # writes its own only (a perching timer, an inertial spin model's spin, an adaptive radius).
         carried = [getattr(state, name) for name, _ in riders(L)]

@@ -136,6 +136,7 @@ from flock3d.core.kernel.driver import (
     chunk_pointer,
     driver_is_cached,
     driver_options,
+    phase_runner,
     synchronous_driver,
 )
 from flock3d.core.status import NOT_FINITE, OK, RULE_NOT_FINITE, RULE_RAISED, RULE_SHAPE
@@ -206,4 +207,5 @@ __all__ = [
     "driver_options",
     "synchronous_driver",
     "driver_is_cached",
+    "phase_runner",
 ]

@@ -313,6 +313,23 @@ def synchronous_driver(periodic: bool = False, predators: bool = False):
     return _drivers[key]
 
 
+def phase_runner():
+    """The driver's loop over chunks as Python can call it: ``run(phase, n_chunks, chunk, grid,
+    gathered, rows, rows_to, inputs, now, seed, step)`` runs one phase of a step alone (see
+    :func:`_run_chunks`), as the driver runs it; ``flock3d bench --profile`` times each.
+
+    Compiled on first use and not cached: a second compile of the function the driver calls
+    through its pointer, which numba's cache would file under the same name.
+    """
+    if not _phase_runner:
+        run = numba.njit(fastmath=FAST, error_model="numpy", nogil=True, parallel=True)(_run_chunks)
+        _phase_runner.append(run)
+    return _phase_runner[0]
+
+
+_phase_runner: list = []
+
+
 def driver_is_cached(periodic: bool = False, predators: bool = False) -> bool:
     """Whether numba's cache holds the driver :func:`synchronous_driver` would compile."""
     try:

@@ -19,7 +19,7 @@ from typing import Any
 
 from flock3d.core.params import TERMS
 from flock3d.core.step import cuda_template
-from flock3d.core.step.generate import _CANDIDATES, _Generator, _Lines, offsets
+from flock3d.core.step.generate import _CANDIDATES, _Generator, _Lines, written
 from flock3d.core.terms import PairTerm
 
 __all__ = ["Shape", "DEFAULT_SHAPE", "MAX_FLOAT32_BOIDS", "generate", "unsupported"]
@@ -68,10 +68,7 @@ MAX_FLOAT32_BOIDS = 2**24
 def generate(layout: Any, shape: Shape = DEFAULT_SHAPE) -> tuple[str, list[str]]:
     """The source of the GPU step module of ``layout``, cut as ``shape`` says, and the names of
     the values it reads, in pv order."""
-    first = _CudaGenerator(layout, None, None, shape)
-    first.module()
-    names = list(first.used)
-    return _CudaGenerator(layout, offsets(layout, names), first.reads, shape).module(), names
+    return written(layout, lambda at, reads: _CudaGenerator(layout, at, reads, shape))
 
 
 def unsupported(layout: Any) -> list[str]:

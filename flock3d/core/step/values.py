@@ -1,0 +1,57 @@
+"""The values a layout's step reads: where each lies in ``pv``, the flat array of numbers a step
+is called with, and the per-boid state that rides after them.
+
+The generator (:mod:`flock3d.core.step.generate`) learns which values a step reads as it writes
+it; the stepper (:mod:`flock3d.core.assemble`) packs them in that order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from flock3d.core.models import MODELS_BY_NAME
+from flock3d.core.params import TERMS
+from flock3d.core.terms import PairTerm, Term
+
+__all__ = ["WORLD_TERMS", "SPECIES_VALUES", "MATRICES", "riders", "value_slots", "offsets"]
+
+#: The terms with world data, in the registry's order: the k-th holds entries ``world_at[k] ..
+#: world_at[k + 1]`` of the packed, flat world array (none when the flock lacks it).
+WORLD_TERMS: tuple[Term, ...] = tuple(term for term in TERMS if term.world_width)
+
+#: Values each species has its own of (one slot per species in pv); the rest are the flock's.
+SPECIES_VALUES = frozenset(
+    {"view2", "cone", "s_min", "s_max", "max_angle", "cos_max", "cos_half", "sin_half"}
+).union(*(term.species_values for term in TERMS))
+#: The interaction matrix of the species, one (S * S,) array per rule (> 0: acts): sees, and the
+#: matrix of each pair term.
+MATRICES = ("sees_m", *(term.matrix for term in TERMS if isinstance(term, PairTerm)))
+
+
+def riders(layout: Any) -> list[tuple[str, int]]:
+    """The per-boid state arrays (FlockState's) that ride after the values in pv, in order, with
+    how many numbers each boid has in it: each present term's that
+    :attr:`~flock3d.core.terms.Term.carries` one, the model's (:attr:`~flock3d.core.models.Model.carries`:
+    an inertial spin model's spins), the adaptive radii."""
+    carried = [(term.carries, 1) for term in TERMS if term.carries and term.name in layout.stages]
+    carried += [(name, width) for name, width, _ in MODELS_BY_NAME[layout.model].carries]
+    return carried + ([("radii", 1)] if layout.neighbours == "adaptive" else [])
+
+
+def value_slots(layout: Any, name: str) -> int:
+    """How many numbers value ``name`` takes in pv: one, one per species, or an array's length."""
+    if name == "ends":
+        return max(layout.species - 1, 0)
+    if name in MATRICES:
+        return layout.species * layout.species
+    return layout.species if layout.species and name in SPECIES_VALUES else 1
+
+
+def offsets(layout: Any, names: Sequence[str]) -> dict[str, int]:
+    """Where each value starts in pv."""
+    out, at = {}, 0
+    for name in names:
+        out[name] = at
+        at += value_slots(layout, name)
+    return out
