@@ -50,8 +50,8 @@ def riders(layout: Any) -> list[tuple[str, int]]:
     how many numbers each boid has in it: each present term's that
     :attr:`~flock3d.core.terms.Term.carries` one, the model's (:attr:`~flock3d.core.models.Model.carries`:
     an inertial spin model's spins), the adaptive radii."""
-    carried = [(term.carries, 1) for term in TERMS if term.carries and term.name in layout.stages]
-    carried += [(name, width) for name, width, _ in MODELS_BY_NAME[layout.model].carries]
+    carried = [(c.name, c.width) for term in TERMS if term.name in layout.stages for c in term.carries]
+    carried += [(c.name, c.width) for c in MODELS_BY_NAME[layout.model].carries]
     return carried + ([("radii", 1)] if layout.neighbours == "adaptive" else [])
 
 
@@ -299,7 +299,8 @@ class _Generator(Emit, ModelEmit):
         lines = []
         if L.neighbours == "adaptive":
             lines.append("radii = np.empty(n_rows)  # each boid's radius for the next step, kept if it moves")
-        for name, width, why in self.kind.carries:  # the model's per-boid state rides after the values in pv
+        for own in self.kind.carries:  # the model's per-boid state rides after the values in pv
+            name, width, why = own.name, own.width, own.note
             lines.append(f"{name} = np.empty({f'({width}, n_rows)' if width > 1 else 'n_rows'})  # {why}")
         if L.neighbours != "metric":
             lines += [
@@ -597,7 +598,8 @@ class _Generator(Emit, ModelEmit):
             c(f"for slot in range({n}):",
               "    if not failed_rows[slot]:",
               f"        pv[radius_at + {ids}[{k0} + slot]] = radii[slot]")  # fmt: skip
-        for name, width, _ in self.kind.carries:  # the model's per-boid state, kept if it moved
+        for own in self.kind.carries:  # the model's per-boid state, kept if it moved
+            name, width = own.name, own.width
             read, written = self.carried(_Lines(), name)
             c(f"for slot in range({n}):",
               "    if not failed_rows[slot]:",
