@@ -53,7 +53,7 @@ def carried_of(
     (:attr:`~flock3d.core.terms.Term.carries`), in that order.
 
     Raises:
-        ValueError: two declarations of one name, or one named like an array of every state.
+        ValueError: two declarations of one name, or one named like an attribute of FlockState.
     """
     out = [c for owner in (*terms, *models) for c in owner.carries] + list(perception)
     names = [c.name for c in out]
@@ -111,9 +111,8 @@ class FlockState:
             raise ValueError(
                 f"state.carried names {unknown[0]!r}, which no term, model or perception declares"
             )
-        self.carried = {
-            name: self.carried.get(name, c.zeros(len(self.positions))) for name, c in declared.items()
-        }
+        given, n = self.carried, len(self.positions)
+        self.carried = {name: given[name] if name in given else c.zeros(n) for name, c in declared.items()}
 
     def __getattr__(self, name: str) -> Any:
         # Only called when normal lookup fails: a declared per-boid array (``state.radii``).
