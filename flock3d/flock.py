@@ -17,9 +17,9 @@ from flock3d.core.params import Params
 from flock3d.core.state import (
     FlockState,
     check_state,
-    initial_radii,
     nearest_waypoints,
     random_state,
+    restart_carried,
     settled_positions,
     state_from_arrays,
     up_axis,
@@ -450,7 +450,7 @@ def _initial_state(
     state.predator_positions = settled_positions(drawn.predator_positions, params)
     state.predator_velocities = drawn.predator_velocities
     state.predator_orientations = drawn.predator_orientations
-    state.radii = drawn.radii
+    state.carried.update(drawn.carried)  # what the terms' per-boid state starts at
     return params, state
 
 
@@ -467,8 +467,7 @@ def _retune(state: FlockState, old: Params, params: Params, seed: int | None) ->
         state.waypoints = nearest_waypoints(state.positions, params)
     if params.predator_count != state.n_predators:
         _set_predators(state, params, seed)
-    if params.adaptive and not (old.adaptive and old.species == params.species):
-        state.radii[...] = initial_radii(params)  # radii start at the view distance
+    restart_carried(state, old, params)  # e.g. adaptive radii start at the view distance
 
 
 def _set_predators(state: FlockState, params: Params, seed: int | None) -> None:

@@ -63,15 +63,19 @@ def _likely_cause(flock: Flock, i: int) -> str:
         state, kinds = flock.state, p.species_of_boids
         boid = reference.ReferenceBoid(
             flock.positions[i].copy(), flock.velocities[i].copy(), Boid(flock, i).orientation,
-            species=int(kinds[i]), radius=float(state.radii[i]),
+            species=int(kinds[i]), carried=reference.carried_entries(state, i),
         )  # fmt: skip
         world = reference.World(
             [
                 reference.ReferenceBoid(
-                    q.copy(), v.copy(), reference.Quaternion(o), species=int(k), radius=float(r)
+                    q.copy(),
+                    v.copy(),
+                    reference.Quaternion(o),
+                    species=int(k),
+                    carried=reference.carried_entries(state, j),
                 )
-                for q, v, o, k, r in zip(
-                    state.positions, state.velocities, state.orientations, kinds, state.radii, strict=True
+                for j, (q, v, o, k) in enumerate(
+                    zip(state.positions, state.velocities, state.orientations, kinds, strict=True)
                 )
             ],  # fmt: skip
             [],

@@ -20,14 +20,15 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import cached_property
+from typing import Any
 
 import numpy as np
 from pyquaternion import Quaternion
 
 from flock3d.core.params import TERMS, TERMS_BY_NAME, Params, stage_names
-from flock3d.core.space import adapted_radius, neighbours, offsets, unit, visible
+from flock3d.core.space import RADII, adapted_radius, neighbours, offsets, unit, visible
 from flock3d.core.state import FlockState, settle, up_axis
 from flock3d.core.status import NOT_FINITE, RULE_NOT_FINITE, RULE_RAISED, RULE_SHAPE
 from flock3d.core.terms.speed import clamped
@@ -118,12 +119,21 @@ class ReferenceBoid:
     looking: np.ndarray | None = None
     """Where it looked at the start of the step, once its velocity changes mid-step (per rule)."""
     species: int = 0
-    radius: float = 0.0
-    """Its adaptive radius (``Params.adaptive``)."""
     index: int = 0
     """Its place in the flock (what keys its counter-based noise)."""
-    perch: float = 0.0
-    """Its perching timer (``FlockState.perches``)."""
+    carried: dict[str, Any] = field(default_factory=dict)
+    """Its entries of the per-boid state the flock carries (``FlockState.carried``), by name: a
+    float, or a (width,) array. A term reads its own (``boid.carried["perches"]``) and returns a
+    boid :meth:`carrying` the new one."""
+
+    @property
+    def radius(self) -> float:
+        """Its adaptive radius (``Params.adaptive``)."""
+        return self.carried.get(RADII.name, 0.0)
+
+    def carrying(self, name: str, value: Any) -> ReferenceBoid:
+        """This boid with ``value`` as its entry of the per-boid state ``name``."""
+        return replace(self, carried={**self.carried, name: value})
 
     @cached_property
     def forward(self) -> np.ndarray:
@@ -289,9 +299,9 @@ class ReferenceBoid:
         u = boid.steering(world) if flying else boid.desired_velocity(world)
         if world.params.adaptive:
             positions = np.array([b.position for b in world.flock]).reshape(-1, 3)
-            boid.radius = adapted_radius(
+            boid = boid.carrying(RADII.name, adapted_radius(
                 self.radius, self.position, self.heading(own), positions, world.params, self.species
-            )
+            ))  # fmt: skip
         return (boid.flown(u, own) if flying else boid.moved(u, own)).constrained(self, world)
 
 
@@ -408,6 +418,12 @@ def constant_speed_move(agent: Agent, desired: np.ndarray, params: Params, old: 
     return Agent(position, orientation), velocity
 
 
+def carried_entries(state: FlockState, i: int) -> dict[str, Any]:
+    """Boid ``i``'s entries of the per-boid state ``state`` carries, by name: a float from an
+    (N,) array, a (width,) copy from an (N, width) one (:attr:`ReferenceBoid.carried`)."""
+    return {name: float(a[i]) if a.ndim == 1 else a[i].copy() for name, a in state.carried.items()}
+
+
 def moved_state(state: FlockState, params: Params, moved: list, radii: list | None = None) -> FlockState:
     """The state after a step of a constant-speed model: (agent, velocity) per individual."""
     n = len(moved)
@@ -436,11 +452,11 @@ def step(
     new state is not sound (the other boids' results are in ``failure.state``).
     """
     flock = [
-        ReferenceBoid(p.copy(), v.copy(), Quaternion(q), int(k), species=int(s), radius=float(r), index=i,
-                      perch=float(h))
-        for i, (p, v, q, k, s, r, h) in enumerate(zip(
+        ReferenceBoid(p.copy(), v.copy(), Quaternion(q), int(k), species=int(s), index=i,
+                      carried=carried_entries(state, i))
+        for i, (p, v, q, k, s) in enumerate(zip(
             state.positions, state.velocities, state.orientations, state.waypoints,
-            params.species_of_boids, state.radii, state.perches, strict=True,
+            params.species_of_boids, strict=True,
         ))
     ]  # fmt: skip
     predators = [
@@ -494,9 +510,9 @@ def step(
         np.array([p.position for p in hunted]).reshape(m, 3),
         np.array([p.velocity for p in hunted]).reshape(m, 3),
         np.array([p.orientation.elements for p in hunted]).reshape(m, 4),
-        np.array([b.radius for b in moved], dtype=np.float64).reshape(n),
-        perches=np.array([b.perch for b in moved], dtype=np.float64).reshape(n),
-    )
+        {name: np.array([b.carried[name] for b in moved], dtype=np.float64).reshape(a.shape)
+         for name, a in state.carried.items()},
+    )  # fmt: skip
     if failed:
         i, failure = min(failed, key=lambda item: item[0])
         failure.boid, failure.state = i, new

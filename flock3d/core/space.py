@@ -1,6 +1,7 @@
 """The geometry of seeing that the terms, the models and the reference engine share: offsets to
 other boids (the nearest image in a periodic arena), what a boid sees (distance and cone), its k
-nearest, its neighbours with every option of perception, and its adaptive radius.
+nearest, its neighbours with every option of perception, and its adaptive radius (the per-boid
+state :data:`RADII` declares).
 
 Readable numpy, one boid at a time: the reference engine's definitions, which the terms' and
 models' reference methods use too. The fast engine computes the same with its own compiled
@@ -14,10 +15,21 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from flock3d.core.carried import Carried
+
 if TYPE_CHECKING:
     from flock3d.core.params import Params
 
-__all__ = ["offsets", "visible", "nearest_of", "neighbours", "adapted_radius", "unit"]
+__all__ = [
+    "offsets",
+    "visible",
+    "nearest_of",
+    "neighbours",
+    "adapted_radius",
+    "initial_radii",
+    "RADII",
+    "unit",
+]
 
 
 def offsets(position: np.ndarray, others: np.ndarray, params: Params) -> np.ndarray:
@@ -118,6 +130,31 @@ def adapted_radius(radius: float, position, heading, positions, params: Params, 
     own = params.of_species(species).view_distance
     target = float(np.max(distances)) if len(distances) == params.neighbours else own
     return radius + params.adaptation * (target - radius)
+
+
+def initial_radii(params: Params) -> np.ndarray:
+    """(count,) the adaptive radii a flock starts with: each boid's view distance (its species')."""
+    if not params.species:
+        return np.full(params.count, float(params.view_distance))
+    return np.array([params.of_species(k).view_distance for k in range(len(params.species))])[
+        params.species_of_boids
+    ]
+
+
+def _radii_restart(old: Params, new: Params) -> bool:
+    """A retuned flock's radii start again at the view distances when it takes up the adaptive
+    radius, or changes its species with it (whose view distances they start at)."""
+    return new.adaptive and not (old.adaptive and old.species == new.species)
+
+
+RADII = Carried(
+    "radii",
+    1,
+    "each boid's adaptive radius (``Params.adaptive``; unused otherwise), world units",
+    initial=initial_radii,
+    restart=_radii_restart,
+)
+"""The adaptive radius, per boid: the perception's state, which the fast step carries last in pv."""
 
 
 def unit(v: np.ndarray) -> np.ndarray:

@@ -2,18 +2,25 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 import numpy as np
 
 from flock3d.core import objects, quaternion
-from flock3d.core.models import model_of
+from flock3d.core.carried import Carried
+from flock3d.core.models import MODELS, model_of
 from flock3d.core.params import Params
+from flock3d.core.space import RADII, initial_radii
+from flock3d.core.stages import TERMS
+from flock3d.core.terms import Term
 
 __all__ = [
     "FlockState",
+    "CARRIED",
+    "carried_of",
+    "restart_carried",
     "random_state",
     "spawn_points",
     "state_from_arrays",
@@ -39,9 +46,33 @@ def _empty(width: int) -> np.ndarray:
     return np.zeros((0, width))
 
 
+def carried_of(
+    terms: Iterable[Term], models: Iterable[Any], perception: Iterable[Carried] = ()
+) -> tuple[Carried, ...]:
+    """The per-boid arrays the ``terms``, ``models`` and ``perception`` declare
+    (:attr:`~flock3d.core.terms.Term.carries`), in that order.
+
+    Raises:
+        ValueError: two declarations of one name, or one named like an attribute of FlockState.
+    """
+    out = [c for owner in (*terms, *models) for c in owner.carries] + list(perception)
+    names = [c.name for c in out]
+    taken = {f.name for f in fields(FlockState)} | set(dir(FlockState))
+    for c in out:
+        if names.count(c.name) > 1 or c.name in taken:
+            raise ValueError(
+                f"the per-boid state {c.name!r} is declared twice, or names a FlockState attribute"
+            )
+    return tuple(out)
+
+
 @dataclass
 class FlockState:
     """Everything that changes as a flock moves.
+
+    Besides the arrays below, ``carried`` holds one array per declaration in :data:`CARRIED`:
+    the per-boid state a term, a model or the perception keeps (``state.radii``, ``state.spins``,
+    ``state.perches``...), each also an attribute of the state, described by its declaration.
 
     Invariant (spec): ``velocities[i] == |velocities[i]| * forward(orientations[i])``,
     and the same for the predators.
@@ -65,27 +96,40 @@ class FlockState:
     """(M, 3) float64."""
     predator_orientations: np.ndarray = field(default_factory=lambda: _empty(4))
     """(M, 4) float64 unit quaternions."""
-    radii: np.ndarray | None = None
-    """(N,) float64: each boid's adaptive radius (``Params.adaptive``; unused otherwise), world units."""
-    spins: np.ndarray | None = None
-    """(N, 3) float64: each bird's spin in the inertial spin model (:mod:`flock3d.core.models.ism`;
-    zeros otherwise). s / chi is its angular velocity, rad/s."""
-    perches: np.ndarray | None = None
-    """(N,) float64: each boid's perching timer (``Params.perching_height``; unused otherwise), in
-    seconds: > 0 resting on the ground, that long still; < 0 flying, that long before it may land
-    again; 0 flying, free to land."""
+    carried: dict[str, np.ndarray] = field(default_factory=dict)
+    """Name -> (N,) or (N, width) float64: the per-boid state each declaration of :data:`CARRIED`
+    names (zeros where not given)."""
     clock_origin: tuple[float, int, float] | None = field(default=None, repr=False, compare=False)
     """(time, step count, dt) that the clock counts whole steps from (see :meth:`clock`)."""
 
     def __post_init__(self) -> None:
         if self.waypoints is None:
             self.waypoints = np.zeros(len(self.positions), dtype=np.int64)
-        if self.radii is None:
-            self.radii = np.zeros(len(self.positions))
-        if self.spins is None:
-            self.spins = np.zeros((len(self.positions), 3))
-        if self.perches is None:
-            self.perches = np.zeros(len(self.positions))
+        declared = {c.name: c for c in CARRIED}
+        unknown = sorted(set(self.carried) - set(declared))
+        if unknown:
+            raise ValueError(
+                f"state.carried names {unknown[0]!r}, which no term, model or perception declares"
+            )
+        given, n = self.carried, len(self.positions)
+        self.carried = {name: given[name] if name in given else c.zeros(n) for name, c in declared.items()}
+
+    def __getattr__(self, name: str) -> Any:
+        # Only called when normal lookup fails: a declared per-boid array (``state.radii``).
+        carried = self.__dict__.get("carried")
+        if carried is not None and name in carried:
+            return carried[name]
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        carried = self.__dict__.get("carried")
+        if carried is not None and name in carried:
+            carried[name] = value
+        else:
+            object.__setattr__(self, name, value)
+
+    def __dir__(self) -> list[str]:
+        return sorted({*super().__dir__(), *self.__dict__.get("carried", ())})
 
     def __len__(self) -> int:
         return self.positions.shape[0]
@@ -122,7 +166,7 @@ class FlockState:
 
         The boid and predator counts must match.
         """
-        for name, *_ in _ARRAYS:
+        for name, *_ in _arrays():
             getattr(self, name)[...] = getattr(other, name)
         self.time, self.step_count, self.clock_origin = other.time, other.step_count, other.clock_origin
 
@@ -138,26 +182,40 @@ class FlockState:
             self.predator_positions.copy(),
             self.predator_velocities.copy(),
             self.predator_orientations.copy(),
-            self.radii.copy(),
-            self.spins.copy(),
-            self.perches.copy(),
+            {name: a.copy() for name, a in self.carried.items()},
             self.clock_origin,
         )
 
 
-#: The arrays of a state the engines read, with their dtype and row width (None: one value a row).
-_ARRAYS = (
-    ("positions", np.float64, 3, False),
-    ("velocities", np.float64, 3, False),
-    ("orientations", np.float64, 4, False),
-    ("waypoints", np.int64, None, False),
-    ("radii", np.float64, None, False),
-    ("spins", np.float64, 3, False),
-    ("perches", np.float64, None, False),
-    ("predator_positions", np.float64, 3, True),
-    ("predator_velocities", np.float64, 3, True),
-    ("predator_orientations", np.float64, 4, True),
-)
+#: The arrays every state has, with their dtype and row width (None: one value a row), and
+#: whether a predator has a row of it (else a boid).
+_OWN = {
+    "positions": (np.float64, 3, False),
+    "velocities": (np.float64, 3, False),
+    "orientations": (np.float64, 4, False),
+    "waypoints": (np.int64, None, False),
+    "predator_positions": (np.float64, 3, True),
+    "predator_velocities": (np.float64, 3, True),
+    "predator_orientations": (np.float64, 4, True),
+}
+
+CARRIED: tuple[Carried, ...] = carried_of(TERMS, MODELS, (RADII,))
+"""Every per-boid array a term, a model or the perception declares it keeps, in the registries'
+order: the arrays of :attr:`FlockState.carried`."""
+
+
+def _arrays() -> list[tuple[str, Any, int | None, bool]]:
+    """The arrays of a state the engines read: (name, dtype, row width or None, of the predators)."""
+    own = [(name, dtype, width, predator) for name, (dtype, width, predator) in _OWN.items()]
+    return own + [(c.name, np.float64, None if c.width == 1 else c.width, False) for c in CARRIED]
+
+
+def restart_carried(state: FlockState, old: Params, params: Params) -> None:
+    """Start again, in place, the per-boid arrays whose declaration restarts them when a flock is
+    retuned from ``old`` to ``params`` (:attr:`~flock3d.core.carried.Carried.restart`)."""
+    for c in CARRIED:
+        if c.restart is not None and c.restart(old, params):
+            state.carried[c.name][...] = c.start(params)
 
 
 def check_state(state: FlockState, params: Params) -> None:
@@ -169,7 +227,7 @@ def check_state(state: FlockState, params: Params) -> None:
     the path. Only shapes and the waypoints' range are checked (O(1), or O(N) integers with a
     path); non-finite values are the kernel's to find, as it checks every boid's new state.
     """
-    for name, dtype, width, predator in _ARRAYS:
+    for name, dtype, width, predator in _arrays():
         rows = params.predator_count if predator else params.count
         wanted = (rows,) if width is None else (rows, width)
         a = getattr(state, name)
@@ -222,7 +280,8 @@ def random_state(
     up = up_axis(params)
     state = FlockState(positions, directions * speeds[:, None], quaternion.look_rotation(directions, up))
     state.waypoints = nearest_waypoints(positions, params)
-    state.radii = initial_radii(params)
+    for c in CARRIED:
+        state.carried[c.name] = c.start(params)
     m = params.predator_count
     if m:
         state.predator_positions = _uniform_positions(rng, m, params)
@@ -290,15 +349,6 @@ def _blocked_by(params: Params, fields: Mapping[int, Any] | None) -> Callable[[n
         return inside
 
     return blocked
-
-
-def initial_radii(params: Params) -> np.ndarray:
-    """(count,) the adaptive radii a flock starts with: each boid's view distance (its species')."""
-    if not params.species:
-        return np.full(params.count, float(params.view_distance))
-    return np.array([params.of_species(k).view_distance for k in range(len(params.species))])[
-        params.species_of_boids
-    ]
 
 
 def _uniform_positions(rng: np.random.Generator, n: int, params: Params) -> np.ndarray:

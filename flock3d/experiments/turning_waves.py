@@ -47,7 +47,7 @@ def _turning_flock(params: Params, seed: int) -> Flock:
 def _has_spins(params: Params) -> bool:
     """Whether the flock's model carries spins (the inertial spin model): its leaders are given
     their turn's spin, and its wave speed is compared with the spin-wave theory's."""
-    return any(name == "spins" for name, *_ in model_of(params).carries)
+    return any(c.name == "spins" for c in model_of(params).carries)
 
 
 def _affine_speed(positions: np.ndarray, radius: float, direction: np.ndarray, coupling: float,

@@ -26,6 +26,7 @@ from __future__ import annotations
 from importlib import import_module
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from flock3d.core.carried import Carried
 from flock3d.core.fields import Problem, Spec
 
 if TYPE_CHECKING:
@@ -104,9 +105,10 @@ class Model:
     starts from, besides :attr:`defaults`; a Python caller chooses their own."""
     arenas: ClassVar[tuple[str, ...]] = ARENA_SHAPES
     """The arena shapes it accepts."""
-    carries: ClassVar[tuple[tuple[str, int, str], ...]] = ()
-    """Its per-boid state: (FlockState array, numbers a boid, what the batch keeps), which the fast
-    step carries in pv after the values."""
+    carries: ClassVar[tuple[Carried, ...]] = ()
+    """Its per-boid state, declared here only (:class:`~flock3d.core.carried.Carried`, whose
+    ``note`` says what the batch keeps): each becomes a :class:`~flock3d.core.state.FlockState`
+    array, which the fast step carries in pv after the values."""
     update_kind: ClassVar[str] = "own"
     """``terms``: a boid's update is the sum (or chain) of the terms; ``own``: :meth:`update`."""
     sees_headings: ClassVar[bool] = True

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from flock3d.core import noise
+from flock3d.core.carried import Carried
 from flock3d.core.fields import Problem, Spec
 from flock3d.core.kernel import cone_threshold
 from flock3d.core.models import Model, columns
@@ -37,6 +38,12 @@ TEMPERATURE = Spec(
     "ism.temperature", "temperature T of the spin's noise: each component of it has intensity 2 eta T",
     unit="1/s²", symbol="T", model="ism", label="Temperature T", slider=(0.0, 1.0),
 )  # fmt: skip
+
+SPINS = Carried(
+    "spins", 3, "each bird's spin (zeros in other models): s / chi is its angular velocity, rad/s",
+    note="each bird's new spin, kept if it moves",
+)  # fmt: skip
+"""The spin of each bird, the model's per-boid state."""
 
 #: What makes a flock this model: a periodic box, no view cone, no turn limit (the spin turns it).
 OWN = {"arena_shape": "periodic", "fov": 360.0, "max_turn_rate": math.inf}
@@ -62,7 +69,7 @@ class InertialSpin(Model):
     }
     defaults, setup = OWN, SETUP
     arenas = ("none", "periodic")
-    carries = (("spins", 3, "each bird's new spin, kept if it moves"),)
+    carries = (SPINS,)
     panel = ("speed", "view_distance", "fov", "max_turn_rate", "arena_radius")
     table = "ism"
 

@@ -228,7 +228,8 @@ class _Module(Emit, ModelEmit):
         lines = []
         if L.neighbours == "adaptive":
             lines.append("radii = np.empty(n_rows)  # each boid's radius for the next step, kept if it moves")
-        for name, width, why in self.kind.carries:  # the model's per-boid state rides after the values in pv
+        for own in self.kind.carries:  # the model's per-boid state rides after the values in pv
+            name, width, why = own.name, own.width, own.note
             lines.append(f"{name} = np.empty({f'({width}, n_rows)' if width > 1 else 'n_rows'})  # {why}")
         if L.neighbours != "metric":
             lines += [

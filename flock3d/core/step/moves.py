@@ -46,7 +46,8 @@ class _Moves:
             c(f"for slot in range({n}):",
               "    if not failed_rows[slot]:",
               f"        pv[radius_at + {ids}[{k0} + slot]] = radii[slot]")  # fmt: skip
-        for name, width, _ in self.kind.carries:  # the model's per-boid state, kept if it moved
+        for own in self.kind.carries:  # the model's per-boid state, kept if it moved
+            name, width = own.name, own.width
             read, written = self.carried(_Lines(), name)
             c(f"for slot in range({n}):",
               "    if not failed_rows[slot]:",

@@ -34,8 +34,8 @@ def riders(layout: Any) -> list[tuple[str, int]]:
     how many numbers each boid has in it: each present term's that
     :attr:`~flock3d.core.terms.Term.carries` one, the model's (:attr:`~flock3d.core.models.Model.carries`:
     an inertial spin model's spins), the adaptive radii."""
-    carried = [(term.carries, 1) for term in TERMS if term.carries and term.name in layout.stages]
-    carried += [(name, width) for name, width, _ in MODELS_BY_NAME[layout.model].carries]
+    carried = [(c.name, c.width) for term in TERMS if term.name in layout.stages for c in term.carries]
+    carried += [(c.name, c.width) for c in MODELS_BY_NAME[layout.model].carries]
     return carried + ([("radii", 1)] if layout.neighbours == "adaptive" else [])
 
 

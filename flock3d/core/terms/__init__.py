@@ -9,6 +9,8 @@ A term is a rule or a force of the model (``docs/model.md``). Its module holds:
 - :meth:`Term.values`: the numbers it reads, packed into the step's value vector ``pv``,
   and :meth:`Term.world`: its rows of world data (attractors, obstacles...), packed into
   the step's world array;
+- :attr:`Term.carries`: the per-boid state it keeps from step to step, if any (declared in its
+  module; the state's arrays are derived from it);
 - its numba component(s): small functions the generated step inlines;
 - :meth:`Term.line`: the line(s) the generator writes to call them;
 - :meth:`Term.reference`: the readable per-boid computation the reference engine runs;
@@ -32,6 +34,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
+from flock3d.core.carried import Carried
 from flock3d.core.fields import Problem
 
 # The components' decorator: compiled as part of the generated step that calls them, so
@@ -96,10 +99,11 @@ class Term:
     constrains: ClassVar[bool] = False
     """Whether it acts after the move too (:meth:`constraint`, :meth:`constrained`); the terms that
     do act there in the registry's order, whatever the chain's order."""
-    carries: ClassVar[str] = ""
-    """The :class:`~flock3d.core.state.FlockState` array of one float a boid that it keeps (its
-    per-boid state), or "". The fast step reads and writes it in pv, after the values: boid i
-    at ``pv[<carries>_at + i]``, its own entry only."""
+    carries: ClassVar[tuple[Carried, ...]] = ()
+    """Its per-boid state, declared here only (:class:`~flock3d.core.carried.Carried`): each
+    becomes a :class:`~flock3d.core.state.FlockState` array, and the reference boid's entry
+    ``boid.carried[name]``. The fast step reads and writes it in pv, after the values: boid i's
+    entries at ``pv[<name>_at + width * i]`` onwards, its own only."""
 
     def present(self, params: Params) -> bool:
         """Whether a flock with ``params`` uses this term."""

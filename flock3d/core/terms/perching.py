@@ -7,10 +7,10 @@ boid that ends a step within ``perching.height`` of a ground (an object of shape
 flies on (the others still see it). Then it takes off, flying again from the next step, and may
 not land again for ``perching.cooldown`` seconds.
 
-Each boid's timer is state (``FlockState.perches``, seconds: > 0 resting, that long still; < 0
-flying, that long before it may land; 0 flying, free to land), which the fast step carries after
-its values (:attr:`~flock3d.core.terms.Term.carries`). The term adds no acceleration: it acts
-after the move (:meth:`Perching.constraint`), before the objects keep the boid out of them.
+Each boid's timer is state (:data:`PERCHES`, ``FlockState.perches``), which the fast step
+carries after its values (:attr:`~flock3d.core.terms.Term.carries`). The term adds no
+acceleration: it acts after the move (:meth:`Perching.constraint`), before the objects keep the
+boid out of them.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from dataclasses import replace
 import numpy as np
 
 from flock3d.core import geometry as g
+from flock3d.core.carried import Carried
 from flock3d.core.fields import Problem, Spec
 from flock3d.core.kernel import P_X, Q_W
 from flock3d.core.objects.distance import ground_clearance, object_clearance
@@ -36,6 +37,13 @@ DURATION = Spec("perching.duration", "how long a boid rests on the ground once i
                 low_open=True)  # fmt: skip
 COOLDOWN = Spec("perching.cooldown", "how long after taking off a boid flies before it may land again",
                 unit="s", low_open=True)  # fmt: skip
+
+PERCHES = Carried(
+    "perches", 1, "each boid's perching timer (``Params.perching_height``; unused otherwise), in seconds: "
+    "> 0 resting on the ground, that long still; < 0 flying, that long before it may land again; "
+    "0 flying, free to land",
+)  # fmt: skip
+"""The perching timer, per boid: the term's state."""
 
 #: Kinds of object that are ground to land on.
 GROUNDS = ("plane", "heightfield")
@@ -76,7 +84,7 @@ class Perching(Term):
     switches = ("perching_height",)
     needs = "it needs perching.height > 0"
     constrains = True
-    carries = "perches"
+    carries = (PERCHES,)
 
     def present(self, params):
         return params.perching_height > 0.0
@@ -106,17 +114,17 @@ class Perching(Term):
         ]  # fmt: skip
 
     def constrained(self, boid, before, world, params):
-        dt, still = params.dt, np.zeros(3)
-        if before.perch > 0.0:  # resting: it stays as it was
-            timer = before.perch - dt
+        dt, still, timer = params.dt, np.zeros(3), before.carried[PERCHES.name]
+        if timer > 0.0:  # resting: it stays as it was
+            timer -= dt
             timer = -params.perching_cooldown if timer <= 0.0 else timer
             return replace(boid, position=before.position.copy(), velocity=still,
-                           orientation=before.orientation, perch=timer)  # fmt: skip
-        if before.perch < 0.0:
-            return replace(boid, perch=min(before.perch + dt, 0.0))
+                           orientation=before.orientation).carrying(PERCHES.name, timer)  # fmt: skip
+        if timer < 0.0:
+            return boid.carrying(PERCHES.name, min(timer + dt, 0.0))
         data, offsets = packed(params.objects, world.fields)
         if ground_clearance(data, offsets, world.time + dt, *boid.position) < params.perching_height:
-            return replace(boid, velocity=still, perch=params.perching_duration)
+            return replace(boid, velocity=still).carrying(PERCHES.name, params.perching_duration)
         return boid
 
     def problems(self, values, reported):
