@@ -1,9 +1,10 @@
 """Signed distances of the world's objects: closed forms, sampled grids, frames and motion.
 
 Every function here is compiled by numba and callable both from compiled code (the fast
-engine's terms) and from Python (the reference engine, the spawner, the tests): the two
-engines evaluate the very same code, so they agree on every distance to the last bit the
-compiler allows. Arguments are plain scalars and float64 arrays; results are tuples.
+engine's terms) and from Python (the spawner, the checks, the tests). The reference engine
+measures with readable twins written from the definitions below
+(:mod:`flock3d.core.objects.oracle`), so that the engines' agreement checks these functions.
+Arguments are plain scalars and float64 arrays; results are tuples.
 
 **Signed distance.** ``d < 0`` inside the solid, ``d > 0`` outside, ``|d|`` the Euclidean
 distance to the surface. Each function returns ``(d, gx, gy, gz)``: the distance and the

@@ -16,7 +16,8 @@ flat world record, the offsets and the count after the data
 
 Modules, by job: :mod:`.records` (the records), :mod:`.shapes` (what each shape is, one table),
 :mod:`.checks`, :mod:`.packing`, :mod:`.distance` (compiled distances), :mod:`.keep_out` (the
-compiled steer and constraint) and :mod:`.readable` (their twins in the reference engine). The
+compiled steer and constraint), :mod:`.oracle` (the distances as the reference engine measures
+them, written from each shape's definition) and :mod:`.readable` (the keep-out's twin there). The
 term that puts them in the step is :mod:`flock3d.core.terms.objects`.
 """
 

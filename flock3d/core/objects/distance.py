@@ -1,5 +1,6 @@
 """Distances of packed objects: each object's frame at a time, its signed distance and the room a
-point has from it, compiled (the engines and the checks call the same functions)."""
+point has from it, compiled (the fast engine and the checks call them; the reference engine
+measures with :mod:`.oracle`'s readable twins)."""
 
 from __future__ import annotations
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 import threading
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -16,7 +16,8 @@ from flock3d.core.objects.shapes import shape_of
 from flock3d.core.packed import slots
 
 __all__ = ["KIND", "SIDE", "POSITION", "ROTATION", "SIZES", "MOTION", "FIELD", "BOUND", "HEADER",
-           "pack_objects", "motion_block", "packed", "grid_skin"]  # fmt: skip
+           "pack_objects", "motion_block", "packed", "grid_skin", "grid_bound", "object_field", "terrain",
+           "Terrain"]  # fmt: skip
 
 
 #: Slots of an object's header in the packed array (see :func:`pack_objects`), and its length.
@@ -129,30 +130,63 @@ def motion_block(m: Motion) -> np.ndarray:
 
 
 def _field_block(k: int, o: Object, fields: Mapping[int, Any], sx, sy, sz) -> tuple[np.ndarray, float]:
+    field = object_field(k, o, fields)
+    if shape_of(o).field == "grid":
+        grid: SDFGrid = field
+        head = np.array([*grid.values.shape, *grid.origin, grid.cell], dtype=np.float64)
+        values = np.ascontiguousarray(grid.values, dtype=np.float64).reshape(-1)
+        return np.concatenate([head, values]), grid_bound(grid)
+    t = terrain(o, field, sx, sy, sz)
+    head = np.array([*t.heights.shape, t.x0, t.z0, t.dx, t.dz])
+    return np.concatenate([head, t.heights.reshape(-1), [t.steepest]]), math.inf
+
+
+def object_field(k: int, o: Object, fields: Mapping[int, Any]) -> Any:
+    """Object k's sampled field: a mesh's :class:`SDFGrid` or a heightfield's (nx, nz) heights in
+    [0, 1] (from ``fields``, or generated from its seed).
+
+    Raises:
+        ValueError: when an object read from a file has no field given.
+    """
     shape = shape_of(o)
     if shape.field == "heights" and o.seed is not None:
-        heights = g.fractal_heights(o.seed, HEIGHTFIELD_SAMPLES)
-    elif k in fields:
-        heights = fields[k]
-    else:
-        what = "its mesh's distance grid" if shape.field == "grid" else "its image's heights"
-        raise ValueError(
-            f"objects[{k}] ({o.shape}) needs {what}: build the fields with "
-            "flock3d.io.meshes.object_fields(params)"
-        )
-    if shape.field == "grid":
-        grid: SDFGrid = heights
-        nx, ny, nz = grid.values.shape
-        head = np.array([nx, ny, nz, *grid.origin, grid.cell], dtype=np.float64)
-        # The least B with every node's value at least |node| - B: then the interpolant, a convex
-        # combination of nodes, and its extension beyond the box are at least |x| - B too (|x| - B
-        # is convex), so B bounds the grid's shape as a bounding ball does a primitive's. Nodes
-        # hold exact distances or convex combinations of them, so B is about the mesh's own radius.
-        axes = [grid.origin[a] + grid.cell * np.arange(n) for a, n in enumerate((nx, ny, nz))]
-        x, y, z = axes[0][:, None, None], axes[1][None, :, None], axes[2][None, None, :]
-        # The clearance is the interpolant less the grid's skin (:func:`object_clearance`).
-        bound = float(np.max(np.sqrt(x * x + y * y + z * z) - grid.values)) + grid_skin(grid.cell)
-        return np.concatenate([head, np.ascontiguousarray(grid.values, dtype=np.float64).reshape(-1)]), bound
+        return g.fractal_heights(o.seed, HEIGHTFIELD_SAMPLES)
+    if k in fields:
+        return fields[k]
+    what = "its mesh's distance grid" if shape.field == "grid" else "its image's heights"
+    raise ValueError(
+        f"objects[{k}] ({o.shape}) needs {what}: build the fields with "
+        "flock3d.io.meshes.object_fields(params)"
+    )
+
+
+def grid_bound(grid: SDFGrid) -> float:
+    """The bound B of a mesh's grid (header slot BOUND): the least B with every node's value at
+    least |node| - B, plus the grid's skin.
+
+    Then the interpolant, a convex combination of nodes, and its extension beyond the box are at
+    least |x| - B too (|x| - B is convex), so B bounds the grid's shape as a bounding ball does a
+    primitive's. Nodes hold exact distances or convex combinations of them, so B is about the
+    mesh's own radius; the clearance is the interpolant less the skin (:func:`grid_skin`)."""
+    axes = [grid.origin[a] + grid.cell * np.arange(n) for a, n in enumerate(grid.values.shape)]
+    x, y, z = axes[0][:, None, None], axes[1][None, :, None], axes[2][None, None, :]
+    return float(np.max(np.sqrt(x * x + y * y + z * z) - grid.values)) + grid_skin(grid.cell)
+
+
+class Terrain(NamedTuple):
+    """A heightfield's ground in its local frame, scaled: ``heights[i, k]`` (world units) over
+    the nodes (x0 + i dx, z0 + k dz), and its steepest slope."""
+
+    heights: np.ndarray
+    x0: float
+    z0: float
+    dx: float
+    dz: float
+    steepest: float
+
+
+def terrain(o: Object, heights: np.ndarray, sx: float, sy: float, sz: float) -> Terrain:
+    """A heightfield's :class:`Terrain` from its (nx, nz) heights in [0, 1] and its scale."""
     heights = np.asarray(heights, dtype=np.float64) * (o.height * sy)
     nx, nz = heights.shape
     width, depth = o.size[0] * sx, o.size[1] * sz
@@ -161,8 +195,7 @@ def _field_block(k: int, o: Object, fields: Mapping[int, Any], sx, sy, sz) -> tu
     # together): y - h(x, z) changes by at most sqrt(1 + slope^2) per unit moved (:func:`object_room`).
     sx_max = float(np.max(np.abs(np.diff(heights, axis=0)))) / dx
     sz_max = float(np.max(np.abs(np.diff(heights, axis=1)))) / dz
-    head = np.array([nx, nz, -0.5 * width, -0.5 * depth, dx, dz])
-    return np.concatenate([head, heights.reshape(-1), [math.hypot(sx_max, sz_max)]]), math.inf
+    return Terrain(heights, -0.5 * width, -0.5 * depth, dx, dz, math.hypot(sx_max, sz_max))
 
 
 def grid_skin(cell: float) -> float:

@@ -1,51 +1,58 @@
 """The readable twins of the compiled keep-out code, as the reference engine runs them: the same
-segment, projections and search, written object by object."""
+segment, projections and search, written object by object, measured by :mod:`.oracle`'s
+readable distances (never the compiled ones)."""
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import numpy as np
 
-from flock3d.core import geometry as g
-from flock3d.core.objects.distance import object_clearance, object_frame, object_room
-from flock3d.core.objects.keep_out import ESCAPE_RINGS, MARCH, MAX_PUSHES, SKIN, TRUSTED_NORMAL, push
-from flock3d.core.objects.packing import BOUND, KIND, SIDE
-from flock3d.core.objects.shapes import SHAPES
+from flock3d.core.objects.keep_out import ESCAPE_RINGS, MARCH, MAX_PUSHES, SKIN, TRUSTED_NORMAL
+from flock3d.core.objects.oracle import Body
 
-__all__ = ["keep_out_reference", "away_reference"]
+__all__ = ["keep_out_reference", "away_reference", "push_reference"]
 
 
-def keep_out_reference(position, start, data: np.ndarray, offsets: np.ndarray, t: float, planar: bool):
-    """:func:`keep_out`, readably: the same segment, projections and search, measured object by
-    object with :func:`object_clearance` and :func:`object_room`."""
-    objects = offsets[:-1]
+def push_reference(c: float, n: np.ndarray, last_c: float, last_n: np.ndarray, crease: bool) -> np.ndarray:
+    """:func:`push`, readably: the Newton step along n to clearance SKIN; in a crease (the point
+    left the object of normal last_n, at clearance last_c, into the one of normal n), the least
+    step that reaches SKIN from both to first order, where the normals are at least 6 degrees
+    apart (the system's determinant at least 1% of its largest): the combination a last_n + b n
+    with last_n . step = SKIN - last_c and n . step = SKIN - c."""
+    if crease:
+        gram = np.array([[last_n @ last_n, last_n @ n], [last_n @ n, n @ n]])
+        det = gram[0, 0] * gram[1, 1] - gram[0, 1] ** 2
+        if det > 0.01 * gram[0, 0] * gram[1, 1]:
+            a, b = np.linalg.solve(gram, [SKIN - last_c, SKIN - c])
+            return a * last_n + b * n
+    return (SKIN - c) / (n @ n) * n
+
+
+def keep_out_reference(position, start, bodies: Sequence[Body], t: float, planar: bool):
+    """:func:`keep_out`, readably: the same segment, projections and search, measured body by
+    body with :meth:`Body.clearance` and :meth:`Body.room`."""
 
     def norm(v):  # as the compiled code rounds it
         return math.sqrt(v[0] * v[0] + v[1] * v[1] + v[2] * v[2])
 
-    def convex_arena(o):
-        return data[o + SIDE] < 0.0 and SHAPES[g.KINDS[int(data[o + KIND])]].convex
-
     def room_at(p, near=None, reach=0.0, inside_convex=False):  # over the objects that may come within reach
         near = p if near is None else near
         rooms = [
-            object_room(data, o, t, *p)
-            for o in objects
-            if not (inside_convex and convex_arena(o))
-            and (
-                data[o + SIDE] < 0.0
-                or norm(near - np.array(object_frame(data, o, t)[:3])) <= data[o + BOUND] + reach
-            )
+            b.room(t, p)
+            for b in bodies
+            if not (inside_convex and b.side < 0.0 and b.convex)
+            and (b.side < 0.0 or norm(near - b.frame(t)[0]) <= b.bound + reach)
         ]
         return min(rooms, default=math.inf)
 
     def deepest(p):
         c, n, k = math.inf, np.zeros(3), -1
-        for j, o in enumerate(objects):
-            cj, *nj = object_clearance(data, o, t, *p)
+        for j, b in enumerate(bodies):
+            cj, nj = b.clearance(t, p)
             if cj < c:
-                c, n, k = cj, np.array(nj), j
+                c, n, k = cj, nj, j
         return c, n, k
 
     def followed(n):
@@ -77,9 +84,9 @@ def keep_out_reference(position, start, data: np.ndarray, offsets: np.ndarray, t
                 break
             crease, last_c, previous = last >= 0 and last != k, 0.0, np.zeros(3)
             if crease:
-                last_c, *previous = object_clearance(data, objects[last], t, *p)
+                last_c, previous = bodies[last].clearance(t, p)
                 previous, crease = followed(previous)
-            p = p + np.array(push(c, *n, last_c, *previous, crease))
+            p = p + push_reference(c, n, last_c, previous, crease)
             last, pushes = k, pushes + 1
             c, n, k = deepest(p)
         return p, c > 0.0 and room_at(p) > 0.0

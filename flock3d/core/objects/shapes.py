@@ -6,7 +6,8 @@ being positive, how its sizes scale, what it packs for the engines (its scaled s
 whether it is ground, closed or convex, where its distances come from when they come from a file,
 and, for a primitive the viewer adds, its upright proportions and how far its origin sits above
 its lowest point. Its signed distance is compiled code and dispatches on :attr:`Shape.kind`
-(:mod:`flock3d.core.geometry`'s codes, :func:`flock3d.core.objects.distance.object_sdf`).
+(:mod:`flock3d.core.geometry`'s codes, :func:`flock3d.core.objects.distance.object_sdf`); the
+reference engine's readable twin dispatches on its name (:data:`flock3d.core.objects.oracle.SDFS`).
 """
 
 from __future__ import annotations

@@ -16,8 +16,8 @@ import numpy as np
 from flock3d.core.fields import Part, Problem, Spec
 from flock3d.core.kernel import P_X
 from flock3d.core.objects.checks import covered_start_problems, objects_problems
-from flock3d.core.objects.distance import object_clearance
 from flock3d.core.objects.keep_out import avoidance, keep_out
+from flock3d.core.objects.oracle import bodies
 from flock3d.core.objects.packing import packed
 from flock3d.core.objects.readable import away_reference, keep_out_reference
 from flock3d.core.objects.records import ROLES, Object
@@ -41,8 +41,10 @@ class Objects(Term):
     arena's containment does), and after each move a boid that entered one is put back on its
     surface (:func:`keep_out`): no boid is ever inside an obstacle or outside the arena object.
     The constraint moves the position only: the velocity and orientation keep the turn and speed
-    limits, and the steer turns the boid away at the next step. Both engines measure with the
-    same compiled functions (:func:`object_clearance`), on the same grids."""
+    limits, and the steer turns the boid away at the next step. The fast engine measures with the
+    compiled functions (:func:`~flock3d.core.objects.object_clearance`), the reference engine with
+    their readable twins written from each shape's definition (:mod:`flock3d.core.objects.oracle`),
+    on the same grids."""
 
     name = "objects"
     module = __name__
@@ -88,25 +90,27 @@ class Objects(Term):
         return [f"mx, my, mz = {g.term(self)}.keep_out(mx, my, mz, {start}, {g.world(self)}, later, planar)"]
 
     def reference(self, boid, world, velocity, params):
-        data, offsets = packed(params.objects, world.fields)
         f = boid.heading(params)
         ahead = boid.position + np.linalg.norm(velocity) / math.radians(params.max_turn_rate) * f
         margin, total = params.avoidance_margin, np.zeros(3)
-        for k in range(len(offsets) - 1):
-            c, *n = object_clearance(data, offsets[k], world.time, *boid.position)
-            c_ahead, *n_ahead = object_clearance(data, offsets[k], world.time, *ahead)
+        for body in bodies(params.objects, world.fields):
+            c, n = body.clearance(world.time, boid.position)
+            c_ahead, n_ahead = body.clearance(world.time, ahead)
             if c_ahead < c:
                 c, n = c_ahead, n_ahead
             if c < margin:
                 urgency = 1.0 if c <= 0.0 else (margin - c) / margin
-                total += params.avoidance * urgency * away_reference(np.array(n), f, boid)
+                total += params.avoidance * urgency * away_reference(n, f, boid)
         return total
 
     def constrained(self, boid, before, world, params):
-        data, offsets = packed(params.objects, world.fields)
         later = world.time + params.dt
         position = keep_out_reference(
-            boid.position, before.position, data, offsets, later, params.dimensions == 2
+            boid.position,
+            before.position,
+            bodies(params.objects, world.fields),
+            later,
+            params.dimensions == 2,
         )
         return replace(boid, position=position)
 

@@ -23,9 +23,10 @@ from flock3d.core import geometry as g
 from flock3d.core.carried import Carried
 from flock3d.core.fields import Problem, Spec
 from flock3d.core.kernel import P_X, Q_W
-from flock3d.core.objects.distance import ground_clearance, object_clearance
+from flock3d.core.objects.distance import object_clearance
 from flock3d.core.objects.keep_out import listed
-from flock3d.core.objects.packing import KIND, packed
+from flock3d.core.objects.oracle import bodies
+from flock3d.core.objects.packing import KIND
 from flock3d.core.terms import Term, inlined
 from flock3d.core.terms import objects as objects_term
 
@@ -122,8 +123,9 @@ class Perching(Term):
                            orientation=before.orientation).carrying(PERCHES.name, timer)  # fmt: skip
         if timer < 0.0:
             return boid.carrying(PERCHES.name, min(timer + dt, 0.0))
-        data, offsets = packed(params.objects, world.fields)
-        if ground_clearance(data, offsets, world.time + dt, *boid.position) < params.perching_height:
+        later, objects = world.time + dt, bodies(params.objects, world.fields)
+        heights = [b.clearance(later, boid.position)[0] for b in objects if b.shape in GROUNDS]
+        if min(heights, default=np.inf) < params.perching_height:
             return replace(boid, velocity=still).carrying(PERCHES.name, params.perching_duration)
         return boid
 
