@@ -161,7 +161,15 @@ def grid_distance(grid: SDFGrid, p: np.ndarray) -> tuple[float, np.ndarray]:
     """A grid's distance at p (its frame) and its gradient: the trilinear interpolant of the 8
     nodes around p and its exact derivative inside the grid's box; beyond it, the value at the
     box's nearest point c plus |p - c|, whose gradient is the unit offset along the axes where p
-    is beyond the box."""
+    is beyond the box.
+
+    Args:
+        grid: distances [world units] at the nodes ``origin + (i, j, k) cell`` (each side >= 2).
+        p: (3,) a point of the grid's frame [world units].
+
+    Returns:
+        (d, gradient (3,)): the distance [world units] and its gradient [1].
+    """
     values, h = grid.values, grid.cell
     cells = np.array(values.shape) - 1
     at = np.clip((p - np.asarray(grid.origin)) / h, 0.0, cells)  # in cells, within the box
@@ -187,7 +195,12 @@ def grid_distance(grid: SDFGrid, p: np.ndarray) -> tuple[float, np.ndarray]:
 
 def ground_height(ground: Terrain, x: float, z: float) -> tuple[float, float, float]:
     """A heightfield's height at (x, z) (its frame) and its slopes (dh/dx, dh/dz): bilinear over
-    the nodes; beyond an edge the edge's height continues (slope 0 across it)."""
+    the nodes; beyond an edge the edge's height continues (slope 0 across it).
+
+    Args:
+        ground: the heights [world units] over the nodes (x0 + i dx, z0 + k dz).
+        x, z: a point of the heightfield's frame [world units].
+    """
     heights = ground.heights
     cells = np.array(heights.shape) - 1
     u = np.array([(x - ground.x0) / ground.dx, (z - ground.z0) / ground.dz])
@@ -260,12 +273,8 @@ class Body:
         """The signed distance of the world point p (3,) at time t, and the outward normal in the
         world (for a mesh, its grid's gradient)."""
         origin, rotation = self.placed(t)
-        d, n = self.local_sdf(rotation.T @ (p - origin))
+        d, n = local_distance(self, rotation.T @ (p - origin))
         return d, rotation @ n
-
-    def local_sdf(self, p: np.ndarray) -> tuple[float, np.ndarray]:
-        """:meth:`sdf` of a point in its own frame."""
-        return local_distance(self, p)
 
     @property
     def skin(self) -> float:
