@@ -27,8 +27,8 @@ from flock3d.errors import GpuError
 
 __all__ = ["GpuEngine", "check_device", "check_runs", "refusal", "kernel_source"]
 
-_SYNCED = ("positions", "velocities", "orientations", "predator_positions", "predator_velocities",
-           "predator_orientations")  # fmt: skip
+_SYNCED = ("positions", "velocities", "orientations", "waypoints", "predator_positions",
+           "predator_velocities", "predator_orientations")  # fmt: skip
 
 
 def refusal(params: Params, rules: Sequence = (), forces: Sequence = ()) -> str:
@@ -160,6 +160,7 @@ class DeviceState(FlockState):
     positions = _synced("positions")
     velocities = _synced("velocities")
     orientations = _synced("orientations")
+    waypoints = _synced("waypoints")
     predator_positions = _synced("predator_positions")
     predator_velocities = _synced("predator_velocities")
     predator_orientations = _synced("predator_orientations")

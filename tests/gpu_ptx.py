@@ -37,14 +37,14 @@ def fixed(S: T.Array) -> dict[str, tuple]:
         "add_offsets": (I1, I1, i8),
         "scatter": (I1, I1, I1, I1),
         "sort_cells": (I1, I1, I1, i8),
-        "gather": (I1, I1, S, S, S, I1, S, S, S, S, S, T.boolean),
+        "gather": (I1, I1, S, S, S, I1, I1, S, S, S, I1, S, S, T.boolean),
         "hunting": (F2, F2, F2, F2, S, I1, F1, B1, I1, i8, f8, f8, f8, f8, f8),
     }
 
 
 def step(S: T.Array) -> tuple:
     """The generated step's argument types (flock3d.core.step.cuda_template.advance)."""
-    return (S, S, I1, S, S, S, I1, F1, I1, F1, B1, F1, F1, F1, I1, F2, I2, I1, i8, f8, i8, i8, F2, B1)
+    return (S, S, I1, S, S, S, I1, I1, F1, I1, F1, B1, F1, F1, F1, I1, F2, I2, I1, i8, f8, i8, i8, F2, B1)
 
 
 def settle(S: T.Array) -> tuple:

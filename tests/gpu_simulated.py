@@ -64,6 +64,8 @@ CASES = {
 SCENE_CASES = {
     "obstacles": ("features/obstacles", []),
     "wind": ("features/wind", []),
+    "path": ("features/path", []),
+    "city (a path, boxes)": ("worlds/city", []),
     "forest (primitives, keep-out)": ("worlds/forest", []),
     "cave (a mesh's grid, a capsule)": ("worlds/cave", ["attractors = []"]),
 }
@@ -126,6 +128,7 @@ def run(name: str) -> dict:
         "velocities": float(np.abs(gpu.velocities - ref.velocities).max(initial=0.0)),
         "orientations": float(np.abs(dots - 1.0).max(initial=0.0)),
         "predators": float(np.abs(gpu.predator_positions - ref.predator_positions).max(initial=0.0)),
+        "same waypoints": bool(np.array_equal(gpu.state.waypoints, ref.state.waypoints)),
         "clock": [gpu.time == ref.time, gpu.step_count == ref.step_count],
         "steps": gpu.step_count,
         "errors": [gpu_error, ref_error],

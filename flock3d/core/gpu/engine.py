@@ -62,12 +62,13 @@ def stepper(layout: Layout) -> Stepper:
 @dataclass
 class _Rows:
     """One set of the state's device arrays, rows in some cell order: ids (the public index of
-    each row), positions, velocities, orientations."""
+    each row), positions, velocities, orientations, and the waypoint each boid seeks."""
 
     ids: Any
     pos: Any
     vel: Any
     quat: Any
+    wp: Any
 
 
 class DeviceFlock:
@@ -81,7 +82,7 @@ class DeviceFlock:
 
     def __init__(self, n: int, dtype: type = np.float64) -> None:
         self.n, self.dtype = n, np.dtype(dtype)
-        shapes = ((n, np.int64), ((n, 3), dtype), ((n, 3), dtype), ((n, 4), dtype))
+        shapes = ((n, np.int64), ((n, 3), dtype), ((n, 3), dtype), ((n, 4), dtype), (n, np.int64))
         self.sets = [_Rows(*(cuda.device_array(shape, dt) for shape, dt in shapes)) for _ in range(2)]
         self.current = 0  # the set holding the state
         self.cols, self.heads = cuda.device_array((n, 8), dtype), cuda.device_array((3, n), dtype)
@@ -106,6 +107,7 @@ class DeviceFlock:
         rows.pos.copy_to_device(np.ascontiguousarray(settled_positions(state.positions, params), self.dtype))
         rows.vel.copy_to_device(np.ascontiguousarray(state.velocities, self.dtype))
         rows.quat.copy_to_device(np.ascontiguousarray(state.orientations, self.dtype))
+        rows.wp.copy_to_device(np.ascontiguousarray(state.waypoints, np.int64))
         hunters = np.ascontiguousarray(settled_positions(state.predator_positions, params))
         self.predators = [
             cuda.to_device(a) for a in (hunters, state.predator_velocities, state.predator_orientations)
@@ -113,13 +115,14 @@ class DeviceFlock:
         self.hunters = cuda.to_device(hunters)
 
     def download(self, positions: np.ndarray, velocities: np.ndarray, orientations: np.ndarray,
-                 *predators: np.ndarray) -> None:  # fmt: skip
-        """Write the state into these (N, 3), (N, 3), (N, 4) arrays and the predators' (M, 3), (M, 3),
-        (M, 4), in place, in public order."""
+                 waypoints: np.ndarray, *predators: np.ndarray) -> None:  # fmt: skip
+        """Write the state into these (N, 3), (N, 3), (N, 4), (N,) arrays and the predators' (M, 3),
+        (M, 3), (M, 4), in place, in public order."""
         rows = self.sets[self.current]
         ids = rows.ids.copy_to_host()
         positions[ids], velocities[ids], orientations[ids] = (
             rows.pos.copy_to_host(), rows.vel.copy_to_host(), rows.quat.copy_to_host())  # fmt: skip
+        waypoints[ids] = rows.wp.copy_to_host()
         for host, device in zip(predators, self.predators, strict=True):
             host[...] = device.copy_to_host()
 
@@ -206,12 +209,12 @@ class DeviceFlock:
             self._scan(self.counts, self.start, cells + 1)
             K.scatter[threads](self.keys, self.start, self.counts, self.order)
             K.sort_cells[K.blocks(cells), K.TPB](self.start, self.order, rows.ids, cells)
-            K.gather[threads](self.order, rows.ids, rows.pos, rows.vel, rows.quat, out.ids, out.pos, out.vel,
-                              out.quat, self.cols, self.heads, L.turn == "mesh")  # fmt: skip
+            K.gather[threads](self.order, rows.ids, rows.pos, rows.vel, rows.quat, rows.wp, out.ids, out.pos,
+                              out.vel, out.quat, out.wp, self.cols, self.heads, L.turn == "mesh")  # fmt: skip
             now = time0 + (clock0 + s) * params.dt
-            kernel[threads](self.cols, self.heads, out.ids, out.quat, out.pos, out.vel, self.start, self.gf,
-                            self.gi, *args, *world_d, self.hunters, self.status, self.first_failed, s, now,
-                            seed, step0 + s, self.staged, self.failed)  # fmt: skip
+            kernel[threads](self.cols, self.heads, out.ids, out.quat, out.pos, out.vel, out.wp, self.start,
+                            self.gf, self.gi, *args, *world_d, self.hunters, self.status, self.first_failed,
+                            s, now, seed, step0 + s, self.staged, self.failed)  # fmt: skip
             if settle is not None:
                 settle[threads](self.staged, self.failed, out.ids, out.quat, out.pos, out.vel, pv_d, flags,
                                 box_d, *world_d, self.status, self.first_failed, s, now)  # fmt: skip

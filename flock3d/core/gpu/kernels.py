@@ -164,9 +164,12 @@ def sort_cells(start, order, ids, n_cells):
 
 
 @cuda.jit
-def gather(order, ids, pos, vel, quat, ids_to, pos_to, vel_to, quat_to, cols, heads, from_velocity):
+def gather(
+    order, ids, pos, vel, quat, wp, ids_to, pos_to, vel_to, quat_to, wp_to, cols, heads, from_velocity
+):
     """Row k of the sorted state <- row order[k]: into the arrays the step writes (a boid whose
-    step fails keeps this), and its start-of-step position, velocity and index into ``cols``
+    step fails keeps this; ``wp``: the waypoint it seeks), and its start-of-step position, velocity
+    and index into ``cols``
     (N, 8), its heading into ``heads`` (3, N), which every boid's step reads."""
     k = cuda.grid(1)
     if k >= order.shape[0]:
@@ -175,7 +178,7 @@ def gather(order, ids, pos, vel, quat, ids_to, pos_to, vel_to, quat_to, cols, he
     px, py, pz = pos[i, 0], pos[i, 1], pos[i, 2]
     vx, vy, vz = vel[i, 0], vel[i, 1], vel[i, 2]
     qw, qx, qy, qz = quat[i, 0], quat[i, 1], quat[i, 2], quat[i, 3]
-    ids_to[k] = ids[i]
+    ids_to[k], wp_to[k] = ids[i], wp[i]
     pos_to[k, 0], pos_to[k, 1], pos_to[k, 2] = px, py, pz
     vel_to[k, 0], vel_to[k, 1], vel_to[k, 2] = vx, vy, vz
     quat_to[k, 0], quat_to[k, 1], quat_to[k, 2], quat_to[k, 3] = qw, qx, qy, qz

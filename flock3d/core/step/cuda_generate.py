@@ -55,10 +55,9 @@ class Shape:
 DEFAULT_SHAPE = Shape(max_registers=72)
 
 
-#: Terms the GPU step does not run yet: the path keeps each boid's waypoint (per-boid state), and
-#: the attractors are placed at each step's time into an array made then (allocation, which a
-#: kernel cannot do).
-_NOT_YET = ("path", "attractors")
+#: Terms the GPU step does not run yet: the attractors are placed at each step's time into an
+#: array made then (allocation, which a kernel cannot do).
+_NOT_YET = ("attractors",)
 
 #: The most boids a float32 flock holds: what every boid reads of the others carries their
 #: indices as floats (flock3d.core.gpu.kernels.gather), exact in float32 up to 2**24.

@@ -35,8 +35,8 @@ def hole(name: str, *values: str) -> None:
     raise RuntimeError(f"the template's hole {name!r} was not filled")
 
 
-def advance(cols, heads, ids, quat, pos, vel, start, gf, gi, pv, flags, box, sides, world, world_at, hunters, status,
-            first_failed, call_step, now, seed, step_count, staged_all, failed_all):  # fmt: skip
+def advance(cols, heads, ids, quat, pos, vel, waypoints, start, gf, gi, pv, flags, box, sides, world, world_at,
+            hunters, status, first_failed, call_step, now, seed, step_count, staged_all, failed_all):  # fmt: skip
     """Step ``call_step`` of a call for the boid of thread k: row k of the state sorted by (cell, index).
 
     It reads the start-of-step state every boid reads (``cols`` (N, 8): positions, velocities
