@@ -55,15 +55,20 @@ def _fields(cls: type) -> list[str]:
 
 
 def _members(cls: type) -> list[tuple[str, object]]:
-    """The public methods and properties ``cls`` itself defines (not those it inherits)."""
+    """The public methods and properties of ``cls``, its own and those it inherits from flock3d's
+    classes (Flock's views of its state, say), each under ``cls``'s name."""
     if cls in DECLARED_FIELDS:
         return []  # their class docstring and their fields' declarations are checked
-    found = []
-    for name, member in vars(cls).items():
-        if name.startswith("_"):
+    found, seen = [], set()
+    for owner in cls.__mro__:
+        if not owner.__module__.startswith("flock3d"):
             continue
-        if isinstance(member, property | classmethod | staticmethod) or inspect.isfunction(member):
-            found.append((f"{cls.__qualname__}.{name}", member))
+        for name, member in vars(owner).items():
+            if name.startswith("_") or name in seen:
+                continue
+            seen.add(name)
+            if isinstance(member, property | classmethod | staticmethod) or inspect.isfunction(member):
+                found.append((f"{cls.__qualname__}.{name}", member))
     return found
 
 

@@ -130,8 +130,8 @@ LAYERS: list[tuple[str, ...]] = [
      "io.worlds"),
     ("look",),  # how a flock and its world look, numpy only
     # the library and the science
-    ("flock", "stepping", "step_errors", "gpu", "boid", "rules", "runner", "metrics", "inference", "opacity",
-     "experiments", "plots"),
+    ("flock", "flock_views", "stepping", "step_errors", "gpu", "boid", "rules", "runner", "metrics",
+     "inference", "opacity", "experiments", "plots"),
     ("scene", "io"),  # scene files; trajectories, videos, tables, exports
     ("sweep", "bench"),  # tools that run scenes
     ("viewer",),  # the only package importing vispy/Qt
@@ -143,7 +143,7 @@ LAYERS: list[tuple[str, ...]] = [
 #: needs it, with the reason. Any other such import fails :func:`test_imports_flow_one_way`.
 LAZY_UPWARD = {
     ("flock", "io.export"): "Flock.export writes a live flock through the exporters",
-    ("flock", "viewer.offscreen"): "Flock._repr_png_ draws the flock in a notebook",
+    ("flock_views", "viewer.offscreen"): "Flock._repr_png_ draws the flock in a notebook",
 }
 
 
