@@ -342,7 +342,9 @@ def test_predators_are_recorded_and_rendered(tmp_path):
         assert np.all(np.isfinite(t.frame(-1).predator_positions))
     png = tmp_path / "hunt.png"
     out = flock3d("render", traj, "--out", png, "--size", "320x240", "--set", "x=1")
-    assert_clean_failure(out, "--set, --seed and --rules apply to scenes")
+    assert_clean_failure(out, "--set applies to scenes, not to recorded trajectories")
+    out = flock3d("render", traj, "--out", png, "--size", "320x240", "--seed", "3", "--engine", "gpu")
+    assert_clean_failure(out, "--seed, --engine apply to scenes, not to recorded trajectories")
     assert flock3d("render", traj, "--out", png, "--size", "320x240").returncode == 0
     image = imageio.imread(png)
     red = (image[..., 0] > 150) & (image[..., 1] < 90) & (image[..., 2] < 90)

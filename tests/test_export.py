@@ -244,7 +244,10 @@ def test_bad_input_is_one_line_exit_2_and_no_file(recording, tmp_path, capsys, m
     cases = {
         "suffix": (["export", recording, "--out", tmp_path / "x.obj"], "cannot export to '.obj'"),
         "folder": (["export", recording, "--out", tmp_path / "none" / "x.usdc"], "does not exist"),
-        "options": (["export", recording, "--out", tmp_path / "x.usdc", "--seconds", "3"], "apply to scenes"),
+        "options": (
+            ["export", recording, "--out", tmp_path / "x.usdc", "--seconds", "3"],
+            "--seconds applies to scenes",
+        ),
         "missing": (["export", tmp_path / "gone.h5", "--out", tmp_path / "x.usdc"], "no such file"),
     }
     damaged = tmp_path / "damaged.h5"

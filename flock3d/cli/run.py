@@ -95,7 +95,8 @@ def run_export(args: argparse.Namespace) -> int:
         given = [f"--{name}" for name in ("steps", "seconds", "every", "seed", "rules", "engine")
                  if getattr(args, name) is not None] + (["--set"] if args.set else [])  # fmt: skip
         if given:
-            raise Flock3dError(f"{', '.join(given)} apply to scenes, not to recorded trajectories")
+            verb = "applies" if len(given) == 1 else "apply"
+            raise Flock3dError(f"{', '.join(given)} {verb} to scenes, not to recorded trajectories")
         export(args.source, out, progress=progress)
         print(f"wrote {out} ({out.stat().st_size / 1e6:.1f} MB)")
         return 0
