@@ -144,14 +144,14 @@ def run(name: str) -> dict:
 
 
 #: float32 against float64 (``--float32``): the defaults, dense enough that each boid sees several.
-FLOAT32 = Params(count=60, arena_radius=6.0)
-FLOAT32_STEPS = 30
+FLOAT32 = Params(count=40, arena_radius=5.0)
+FLOAT32_STEPS = 20
 
 
 def float32_run(seed: int) -> dict:
     """A float32 and a float64 GPU run of FLOAT32 from ``seed``, step by step: what every step of
     the float32 run keeps (its state's type, speeds, turns, the arena) and both runs' statistics
-    (polarization, mean nearest-neighbour distance) every 10 steps."""
+    (polarization, mean nearest-neighbour distance) every 5 steps."""
     from flock3d import metrics
     from flock3d.core.quaternion import forward
 
@@ -172,7 +172,7 @@ def float32_run(seed: int) -> dict:
         turned = np.arctan2(np.linalg.norm(np.cross(before, after), axis=1), np.sum(before * after, axis=1))
         worst_turn_over = max(worst_turn_over, float((turned - max_turn).max()))
         farthest = max(farthest, float(np.linalg.norm(f32.positions - p.arena_center, axis=1).max()))
-        if step % 10 == 0:
+        if step % 5 == 0:
             for precision, flock in runs.items():
                 nn = metrics.nearest_neighbour_stats(flock.positions)
                 stats[precision].append([metrics.polarization(flock.velocities), nn.mean])

@@ -147,8 +147,8 @@ def test_every_kernel_compiles_for_a_gpu():
     if out.returncode == 3:
         pytest.skip(out.stdout.strip())
     assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-2000:]
-    # the fixed kernels (4 again in float32); each scene's step in float64 and float32; three split
-    assert out.stdout.count("ok ") == 9 + 4 + 9 * 2 + 3 * 2
+    # the fixed kernels (4 again in float32); each scene's step, three again in float32 and split
+    assert out.stdout.count("ok ") == 9 + 4 + 9 + 3 + 3 * 2
 
 
 @needs_numba_cuda
