@@ -77,15 +77,6 @@ def ballerini_range(quick: bool, seed: int, progress: bool | None) -> Result:
     8.2, 15.3 and 33.5 within r. Past n_c gamma does not settle at 1/3: the next neighbours sit
     ahead and behind (gamma near 0) and farther ones beside again, the layers of a
     polarized box.
-
-    Args:
-        quick: run the small instance (seconds; the one the tests run) rather than the full
-            reproduction.
-        seed: the seed every run's seed is made from.
-        progress: show a progress bar on stderr (None: only on a terminal).
-
-    Returns:
-        The :class:`Result`: its table, the figure's lines beside the paper's, and its plot.
     """
     k, radius, candidates = 6, 2.0, 3.5
     if quick:

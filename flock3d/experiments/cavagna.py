@@ -28,15 +28,6 @@ def cavagna_correlations(quick: bool, seed: int, progress: bool | None) -> Resul
     is measured: L (largest distance between two members), the first zeros xi of the
     correlation functions of velocity, direction and speed fluctuations, and xi with
     the group's overall rotation and dilation removed first.
-
-    Args:
-        quick: run the small instance (seconds; the one the tests run) rather than the full
-            reproduction.
-        seed: the seed every run's seed is made from.
-        progress: show a progress bar on stderr (None: only on a terminal).
-
-    Returns:
-        The :class:`Result`: its table, the figure's lines beside the paper's, and its plot.
     """
     if quick:
         sizes, settle, snapshots, gap = [300, 1000], 600, 2, 60

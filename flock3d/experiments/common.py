@@ -6,6 +6,7 @@ An experiment is a function of ``(quick, seed, progress)`` registered with :func
 
 from __future__ import annotations
 
+import inspect
 import math
 import sys
 import time
@@ -58,6 +59,20 @@ class Experiment:
 EXPERIMENTS: dict[str, Experiment] = {}
 
 
+#: What every experiment's run takes and gives: appended to its docstring by :func:`experiment`,
+#: so that each states it and none writes it again.
+RUN_SECTIONS = """
+Args:
+    quick: run the small instance (seconds; the one the tests run) rather than the full
+        reproduction.
+    seed: the seed every run's seed is made from.
+    progress: show a progress bar on stderr (None: only on a terminal).
+
+Returns:
+    The :class:`Result`: its table, the figure's lines beside the paper's, and its plot.
+"""
+
+
 def experiment(name: str, title: str, reference: str):
     """Register ``run(quick, seed, progress) -> Result`` as the experiment ``name``.
 
@@ -67,11 +82,13 @@ def experiment(name: str, title: str, reference: str):
         reference: the paper it reproduces.
 
     Returns:
-        The decorator: it registers its function and returns it unchanged.
+        The decorator: it registers its function and returns it, :data:`RUN_SECTIONS` appended
+        to its docstring.
     """
 
     def register(run: Callable[[bool, int, bool | None], Result]):
         EXPERIMENTS[name] = Experiment(name, title, reference, run)
+        run.__doc__ = inspect.cleandoc(run.__doc__ or "") + "\n" + RUN_SECTIONS
         return run
 
     return register

@@ -27,15 +27,6 @@ def couzin_memory(quick: bool, seed: int, progress: bool | None) -> Result:
     The increasing branch ends in a parallel group, from which the decreasing one
     starts. Collective memory is the stretch of Delta r_o where the two branches
     differ: a mill on the way up, a parallel group on the way down.
-
-    Args:
-        quick: run the small instance (seconds; the one the tests run) rather than the full
-            reproduction.
-        seed: the seed every run's seed is made from.
-        progress: show a progress bar on stderr (None: only on a terminal).
-
-    Returns:
-        The :class:`Result`: its table, the figure's lines beside the paper's, and its plot.
     """
     if quick:
         values, repeats, settle, measure = np.arange(0.0, 6.1, 1.0), 2, 200, 200

@@ -61,15 +61,6 @@ def flock_shape(quick: bool, seed: int, progress: bool | None) -> Result:
     aerodynamic or kinematic flight (the kinematic flight of the boids model, steps 7 to 10 of
     docs/model.md, with the same speed limits): a mechanism makes the thin vertical axis if the
     flocks with it are thin vertically and those without it are not.
-
-    Args:
-        quick: run the small instance (seconds; the one the tests run) rather than the full
-            reproduction.
-        seed: the seed every run's seed is made from.
-        progress: show a progress bar on stderr (None: only on a terminal).
-
-    Returns:
-        The :class:`Result`: its table, the figure's lines beside the paper's, and its plot.
     """
     if quick:
         sizes, seeds, settle, measure = [100, 300], [seed], 20, 20

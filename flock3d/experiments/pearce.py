@@ -70,15 +70,6 @@ def marginal_opacity(quick: bool, seed: int, progress: bool | None) -> Result:
     of the sky are read from the fit. Pearce et al. found real flocks marginally opaque at every
     size they photographed and showed that a rule that responds to the projection of the flock a
     bird sees keeps them so; flock3d does not implement that rule yet.
-
-    Args:
-        quick: run the small instance (seconds; the one the tests run) rather than the full
-            reproduction.
-        seed: the seed every run's seed is made from.
-        progress: show a progress bar on stderr (None: only on a terminal).
-
-    Returns:
-        The :class:`Result`: its table, the figure's lines beside the paper's, and its plot.
     """
     if quick:
         sizes, settle, spreads = [100, 400], 400, [1.0, 1.5]

@@ -202,15 +202,6 @@ def turning_waves(quick: bool, seed: int, progress: bool | None) -> Result:
     The same turn is given to the Vicsek model (3D, eta = 0.3, in a periodic box four times the
     flock's width) and to boids that only align (k_a = 5 /s, no separation or cohesion). For each
     run, :func:`_arrivals` measures the arrival times against the distance to the nearest leader.
-
-    Args:
-        quick: run the small instance (seconds; the one the tests run) rather than the full
-            reproduction.
-        seed: the seed every run's seed is made from.
-        progress: show a progress bar on stderr (None: only on a terminal).
-
-    Returns:
-        The :class:`Result`: its table, the figure's lines beside the paper's, and its plot.
     """
     if quick:
         couplings, seeds, watch = [2.0, 8.0], [seed], 25.0

@@ -34,15 +34,6 @@ def vicsek_fig2a(quick: bool, seed: int, progress: bool | None) -> Result:
     Every run is made twice from the same start and noise: with ``vicsek.position_update =
     "new"`` (x(t+1) = x(t) + v(t+1): flock3d's default, Chaté et al. 2008's forward update)
     and ``"old"`` (x(t+1) = x(t) + v(t), as the paper writes its Eq. 1).
-
-    Args:
-        quick: run the small instance (seconds; the one the tests run) rather than the full
-            reproduction.
-        seed: the seed every run's seed is made from.
-        progress: show a progress bar on stderr (None: only on a terminal).
-
-    Returns:
-        The :class:`Result`: its table, the figure's lines beside the paper's, and its plot.
     """
     if quick:
         sizes, etas, repeats = [40, 400], np.array([0.5, 2.5, 4.5]), {40: 3, 400: 1}
