@@ -38,16 +38,17 @@ QUICK = ("defaults", "box, containment", "periodic", "periodic, 2 cells a side",
          "chain", "species", "predators", "forest (primitives, keep-out)", *SCRIPTED)  # fmt: skip
 
 
+def python(*args: str, simulator: bool = True, cwd: Path = HERE) -> subprocess.CompletedProcess:
+    """``python ARGS`` in a process of its own, under the CUDA simulator unless told (it must be
+    chosen before numba is imported)."""
+    simulate = {"NUMBA_ENABLE_CUDASIM": "1", "NUMBA_DISABLE_JIT": "1"} if simulator else {}
+    return subprocess.run([sys.executable, *args], capture_output=True, text=True, timeout=900, cwd=cwd,
+                          env=process_env(simulate))  # fmt: skip
+
+
 def simulated(*cases: str) -> dict[str, dict]:
     """Each case's row of ``gpu_simulated.py``, run under the CUDA simulator."""
-    out = subprocess.run(
-        [sys.executable, str(HERE / "gpu_simulated.py"), *cases],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        cwd=HERE,
-        env=process_env({"NUMBA_ENABLE_CUDASIM": "1", "NUMBA_DISABLE_JIT": "1"}),
-    )
+    out = python(str(HERE / "gpu_simulated.py"), *cases)
     assert out.returncode == 0, out.stderr[-3000:]
     return {row["case"]: row for row in map(json.loads, out.stdout.splitlines())}
 
@@ -142,8 +143,7 @@ def test_an_unknown_engine_lists_the_gpu():
 def test_every_kernel_compiles_for_a_gpu():
     # The simulator runs kernels as Python: what numba-cuda cannot type or lower for a device
     # (np.rint had no lowering) shows only when they are compiled, which needs NVVM, not a GPU.
-    script = [sys.executable, str(HERE / "gpu_ptx.py")]
-    out = subprocess.run(script, capture_output=True, text=True, timeout=900, cwd=HERE, env=process_env())
+    out = python(str(HERE / "gpu_ptx.py"), simulator=False)
     if out.returncode == 3:
         pytest.skip(out.stdout.strip())
     assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-2000:]
@@ -154,14 +154,7 @@ def test_every_kernel_compiles_for_a_gpu():
 @needs_numba_cuda
 @pytest.mark.slow
 def test_a_float32_flock_keeps_the_invariants_and_the_statistics_of_float64():
-    out = subprocess.run(
-        [sys.executable, str(HERE / "gpu_simulated.py"), "--float32", "1", "2"],
-        capture_output=True,
-        text=True,
-        timeout=900,
-        cwd=HERE,
-        env=process_env({"NUMBA_ENABLE_CUDASIM": "1", "NUMBA_DISABLE_JIT": "1"}),
-    )
+    out = python(str(HERE / "gpu_simulated.py"), "--float32", "1", "2")
     assert out.returncode == 0, out.stderr[-3000:]
     rows = [json.loads(line) for line in out.stdout.splitlines()]
     for row in rows:
@@ -200,14 +193,7 @@ BENCHMARKS = HERE.parent / "benchmarks"
 @pytest.mark.slow
 def test_the_gpu_benchmark_checks_each_column_and_prints_its_table():
     shapes = ["fused", "split+guard/72", "fused/72@float32"]
-    out = subprocess.run(
-        [sys.executable, str(BENCHMARKS / "gpu.py"), "--tiny", "60", "--shapes", *shapes],
-        capture_output=True,
-        text=True,
-        timeout=900,
-        cwd=HERE,
-        env=process_env({"NUMBA_ENABLE_CUDASIM": "1", "NUMBA_DISABLE_JIT": "1"}),
-    )
+    out = python(str(BENCHMARKS / "gpu.py"), "--tiny", "60", "--shapes", *shapes)
     assert out.returncode == 0, out.stderr[-3000:]
     check = next(line for line in out.stdout.splitlines() if line.startswith("check:"))
     f64, f32 = (float(value) for value in re.findall(r"([0-9.e+-]+) \(float(?:64|32)\)", check))
@@ -223,14 +209,7 @@ def test_the_gpu_benchmark_checks_each_column_and_prints_its_table():
 @needs_numba_cuda
 @pytest.mark.slow
 def test_a_register_cap_holds_each_step_kernel_to_it():
-    out = subprocess.run(
-        [sys.executable, str(BENCHMARKS / "gpu_registers.py"), "fused", "fused/64", "split/64"],
-        capture_output=True,
-        text=True,
-        timeout=900,
-        cwd=HERE,
-        env=process_env(),
-    )
+    out = python(str(BENCHMARKS / "gpu_registers.py"), "fused", "fused/64", "split/64", simulator=False)
     if out.returncode == 2 and "no ptxas" in out.stderr:
         pytest.skip(out.stderr.strip())
     assert out.returncode == 0, out.stderr[-3000:]
@@ -265,14 +244,7 @@ def test_every_command_that_steps_a_flock_takes_engine_gpu_and_says_in_one_line_
 
 def simulated_command(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     """``flock3d ARGS`` in a process of its own under the CUDA simulator."""
-    return subprocess.run(
-        [sys.executable, "-m", "flock3d.cli", *args],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        cwd=cwd,
-        env=process_env({"NUMBA_ENABLE_CUDASIM": "1", "NUMBA_DISABLE_JIT": "1"}),
-    )
+    return python("-m", "flock3d.cli", *args, cwd=cwd)
 
 
 @needs_numba_cuda
