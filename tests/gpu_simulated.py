@@ -19,7 +19,7 @@ import warnings
 import numpy as np
 
 from flock3d import Flock, Params
-from flock3d.core.params import Species
+from flock3d.core.params import Object, Species
 
 SMALL = dict(count=60, arena_radius=6.0)
 #: The fast engine's agreement scenes (tests/test_kernel.py's AGREEMENT_CASES), as they are.
@@ -73,14 +73,20 @@ STEPS = 3
 #: The cases whose GPU run is run twice, to be compared bit for bit.
 REPEATED = ("defaults", "periodic", "species")
 #: Cases of what a caller does between steps, each run by both engines (see :func:`scripted`).
-SCRIPTED = ("edited between steps", "blow-up")
+SCRIPTED = ("edited between steps", "blow-up", "an object moved between steps")
 
 
 def scripted(name: str, engine: str) -> tuple[Flock, str]:
     """A flock of ``engine`` taken through case ``name``, and the error its last step raised ("")."""
     flock = Flock(CASES["defaults"], seed=7, engine=engine)
     try:
-        if name == "edited between steps":  # what a caller writes into the public arrays is stepped
+        if name == "an object moved between steps":  # the device's world follows the params' objects
+            box = Object("box", position=(4.5, 0.0, 0.0), size=(1.0, 4.0, 4.0))
+            flock.params = flock.params.replace(objects=[box])
+            flock.step(1)
+            flock.params = flock.params.replace(objects=[box._replace(position=(0.0, 0.0, 0.0))])
+            flock.step(2)
+        elif name == "edited between steps":  # what a caller writes into the public arrays is stepped
             flock.step(1)
             flock.positions[3] += 0.5
             flock.velocities[5] *= 0.5

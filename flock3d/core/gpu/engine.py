@@ -95,6 +95,8 @@ class DeviceFlock:
         self.partial = cuda.device_array((K.BOUND_THREADS, 6))
         self.gf, self.gi = cuda.device_array(6), cuda.device_array(3, np.int64)
         self.cells = 0  # the counts' capacity; (re)allocated by _grid
+        self._world_host: tuple[np.ndarray, np.ndarray] | None = None  # the world on the device (_world)
+        self._world_d: tuple[Any, Any] = ()
         self.periodic_grid: tuple | None = None
 
     # -- the state in and out --------------------------------------------------------------
@@ -152,14 +154,18 @@ class DeviceFlock:
         return cells
 
     def _world(self, world: tuple[np.ndarray, np.ndarray]) -> tuple[Any, Any]:
-        """The device's copy of ``world`` (data, offsets), made again only when it changed: the
-        packed world of a (params, fields) pair is one array, kept (assemble.world_data)."""
-        data, at = world
-        key = (id(data), data.size, at.tobytes())
-        if getattr(self, "_world_key", None) != key:
-            # an empty world still needs an array to pass: one entry no feature reads
+        """The device's copy of ``world`` (data, offsets), made again whenever it is another array:
+        the packed world of a (params, fields) pair is one array (assemble.world_data), and an
+        edited world (an object moved) is a new one. The host arrays copied are held, so that
+        an identity test cannot match a new array at a freed one's address."""
+        if (
+            self._world_host is None
+            or world[0] is not self._world_host[0]
+            or world[1] is not self._world_host[1]
+        ):
+            data, at = world  # an empty world still needs an array to pass: one entry no feature reads
             self._world_d = (cuda.to_device(data if data.size else np.zeros(1)), cuda.to_device(at))
-            self._world_key = key
+            self._world_host = world
         return self._world_d
 
     def _scan(self, values: Any, out: Any, n: int, level: int = 0) -> None:
