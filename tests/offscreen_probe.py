@@ -328,7 +328,11 @@ def case_notebook() -> dict:
     viewer = flock3d.show("default", size=(320, 240))
     try:
         first = viewer.frame()
-        time.sleep(1.0)  # the worker thread steps the flock meanwhile
+        # The worker thread steps the flock meanwhile, once its step is compiled (a child's compile:
+        # seconds on a loaded machine), so wait for its steps rather than for a fixed time.
+        deadline = time.monotonic() + 240.0
+        while viewer.session.snapshot().step_count <= 30 and time.monotonic() < deadline:
+            time.sleep(0.1)
         playing = viewer.frame()
         stepped = viewer.session.snapshot().step_count
         viewer.controls["play"].value = False  # the play/pause button
