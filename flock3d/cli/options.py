@@ -117,6 +117,15 @@ def engine_argument(p: argparse.ArgumentParser, scene_only: str = "") -> None:
     )
 
 
+def refuse_scene_options(args: argparse.Namespace, names: tuple[str, ...]) -> None:
+    """Refuse, in one line naming them in ``names``' order, the options among ``names`` that were
+    given (not None, not an empty list) when the source is a recording: they make a scene's run."""
+    given = [f"--{name}" for name in names if getattr(args, name) not in (None, [])]
+    if given:
+        verb = "applies" if len(given) == 1 else "apply"
+        raise Flock3dError(f"{', '.join(given)} {verb} to scenes, not to recorded trajectories")
+
+
 def engine_of(args: argparse.Namespace, scene=None) -> str:
     """The engine a command steps with: ``--engine``, else the scene's ``sim.engine``, else fast."""
     return args.engine or (scene.engine if scene is not None else "fast")

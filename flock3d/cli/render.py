@@ -23,6 +23,7 @@ from flock3d.cli.options import (
     engine_of,
     positive_float,
     positive_int,
+    refuse_scene_options,
     rules_argument,
     scene_argument,
     seed,
@@ -177,11 +178,7 @@ def run_render(args: argparse.Namespace) -> int:
     require("viewer", ("vispy", "OpenGL", "imageio", "imageio_ffmpeg"))  # not Qt: offscreen
     with contextlib.ExitStack() as stack:
         if is_recording(args.source):
-            given = [f"--{name}" for name in ("seed", "rules", "engine") if getattr(args, name) is not None]
-            if args.set or given:  # the options given, named as `flock3d export` names them
-                given = (["--set"] if args.set else []) + given
-                verb = "applies" if len(given) == 1 else "apply"
-                raise Flock3dError(f"{', '.join(given)} {verb} to scenes, not to recorded trajectories")
+            refuse_scene_options(args, ("set", "seed", "rules", "engine"))
             traj = stack.enter_context(Trajectory(args.source))
             if traj.n_frames == 0:
                 raise Flock3dError(f"{args.source}: the trajectory has no frames")

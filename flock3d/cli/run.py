@@ -9,8 +9,7 @@ from pathlib import Path
 
 from flock3d.cli.errors import signal_status
 from flock3d.cli.inputs import is_recording, output_path, rules_from, rules_line, scene_from
-from flock3d.cli.options import run_arguments, run_length, scene_argument
-from flock3d.errors import Flock3dError
+from flock3d.cli.options import refuse_scene_options, run_arguments, run_length, scene_argument
 
 
 def add_run(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -92,11 +91,7 @@ def run_export(args: argparse.Namespace) -> int:
     writer = writer_for(out)  # an unknown suffix or a missing extra, before any work
     progress = False if args.no_progress else None
     if is_recording(args.source):
-        given = [f"--{name}" for name in ("steps", "seconds", "every", "seed", "rules", "engine")
-                 if getattr(args, name) is not None] + (["--set"] if args.set else [])  # fmt: skip
-        if given:
-            verb = "applies" if len(given) == 1 else "apply"
-            raise Flock3dError(f"{', '.join(given)} {verb} to scenes, not to recorded trajectories")
+        refuse_scene_options(args, ("steps", "seconds", "every", "seed", "rules", "engine", "set"))
         export(args.source, out, progress=progress)
         print(f"wrote {out} ({out.stat().st_size / 1e6:.1f} MB)")
         return 0
