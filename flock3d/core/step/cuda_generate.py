@@ -20,7 +20,7 @@ from typing import Any
 from flock3d.core.params import TERMS
 from flock3d.core.step import cuda_template
 from flock3d.core.step.generate import _CANDIDATES, _Generator, _Lines, written
-from flock3d.core.terms import PairTerm
+from flock3d.core.terms import PairTerm, Term
 
 __all__ = ["Shape", "DEFAULT_SHAPE", "MAX_FLOAT32_BOIDS", "generate", "unsupported"]
 
@@ -55,10 +55,6 @@ class Shape:
 DEFAULT_SHAPE = Shape(max_registers=72)
 
 
-#: Terms the GPU step does not run yet: the attractors are placed at each step's time into an
-#: array made then (allocation, which a kernel cannot do).
-_NOT_YET = ("attractors",)
-
 #: The most boids a float32 flock holds: what every boid reads of the others carries their
 #: indices as floats (flock3d.core.gpu.kernels.gather), exact in float32 up to 2**24.
 MAX_FLOAT32_BOIDS = 2**24
@@ -83,8 +79,10 @@ def unsupported(layout: Any) -> list[str]:
         out.append("your own rules and forces")
     if L.flight != "kinematic":
         out.append(f"{L.flight} flight")
-    for term in TERMS:  # per-boid state, and world data placed anew each step: not on the device yet
-        if term.name in L.stages and (term.carries or term.name in _NOT_YET):
+    # Not on the device yet: a term's per-boid state, and world data a term places at each step's
+    # time (Term.at_time) into an array made then, which a kernel cannot allocate.
+    for term in TERMS:
+        if term.name in L.stages and (term.carries or type(term).at_time is not Term.at_time):
             out.append(f"{term.name}")
     return out
 
