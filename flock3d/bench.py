@@ -201,7 +201,8 @@ def run(
 
 def variant_params(n: int) -> dict:
     """The fixed-density scene of :func:`bench_params` with each option of the model turned on."""
-    from flock3d.core.params import TERMS, VICSEK_DEFAULTS, Params, Species
+    from flock3d.core.models.vicsek import DEFAULTS as VICSEK_DEFAULTS
+    from flock3d.core.params import TERMS, Params, Species
 
     base = bench_params(n)
     ball = base.initial_radius

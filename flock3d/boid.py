@@ -8,8 +8,7 @@ import numpy as np
 from pyquaternion import Quaternion
 
 from flock3d.core import quaternion
-from flock3d.core.space import neighbours, visible
-from flock3d.core.state import settled_positions, up_axis
+from flock3d.core.space import neighbours, settled_positions, up_axis, visible
 
 if TYPE_CHECKING:
     from flock3d.flock import Flock

@@ -13,15 +13,14 @@ import numpy as np
 from flock3d.core import assemble
 from flock3d.core.kernel import Workspace
 from flock3d.core.params import Params
+from flock3d.core.space import settled_positions, up_axis
 from flock3d.core.state import (
     FlockState,
     check_state,
     nearest_waypoints,
     random_state,
     restart_carried,
-    settled_positions,
     state_from_arrays,
-    up_axis,
 )
 from flock3d.core.user_rules import Force, PairRule
 from flock3d.errors import EngineError, SimulationError

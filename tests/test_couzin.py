@@ -8,7 +8,7 @@ import pytest
 
 from flock3d import Flock, Params, metrics
 from flock3d.core import quaternion
-from flock3d.core.params import COUZIN_DEFAULTS
+from flock3d.core.models.couzin import DEFAULTS as COUZIN_DEFAULTS
 from flock3d.scene import resolve_scene
 
 from conftest import angle_between

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from flock3d import Flock, Params
-from flock3d.core.params import ISM_DEFAULTS
+from flock3d.core.models.ism import DEFAULTS as ISM_DEFAULTS
 from flock3d.scene import SceneError, parse_scene
 
 

@@ -166,7 +166,7 @@ def test_sequences_and_numpy_scalars_are_normalised():
 
 
 def test_a_periodic_couzin_arena_must_be_wider_than_the_zone_of_attraction():
-    from flock3d.core.params import COUZIN_DEFAULTS
+    from flock3d.core.models.couzin import DEFAULTS as COUZIN_DEFAULTS
 
     couzin = {**COUZIN_DEFAULTS, "arena_shape": "periodic", "arena_radius": 12.0}
     with pytest.raises(ValueError, match=r"zone_attraction_width must keep r_a .* \(got r_a = 17.0\)"):
@@ -188,7 +188,7 @@ def test_a_periodic_couzin_arena_must_be_wider_than_the_zone_of_attraction():
     ],
 )
 def test_the_couzin_model_refuses_the_boids_world_features(field, value):
-    from flock3d.core.params import COUZIN_DEFAULTS
+    from flock3d.core.models.couzin import DEFAULTS as COUZIN_DEFAULTS
 
     with pytest.raises(
         ValueError, match=f"^{field} is a feature of the boids model; the couzin model has none"
@@ -283,7 +283,9 @@ def test_rule_order_names_that_may_be_your_rules_are_checked_when_the_rules_are_
 
 
 def test_a_periodic_arena_holds_at_most_a_million_cells_a_side():
-    from flock3d.core.params import COUZIN_DEFAULTS, MAX_CELLS_PER_SIDE, VICSEK_DEFAULTS, Species
+    from flock3d.core.models.couzin import DEFAULTS as COUZIN_DEFAULTS
+    from flock3d.core.models.vicsek import DEFAULTS as VICSEK_DEFAULTS
+    from flock3d.core.params import MAX_CELLS_PER_SIDE, Species
 
     assert MAX_CELLS_PER_SIDE == 1_000_000
     periodic = {"arena_shape": "periodic", "separation_distance": 1e-3}

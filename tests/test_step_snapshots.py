@@ -21,10 +21,10 @@ import pytest
 
 import flock3d
 from flock3d.core import assemble
+from flock3d.core.models.ism import DEFAULTS as ISM_DEFAULTS
+from flock3d.core.models.vicsek import DEFAULTS as VICSEK_DEFAULTS
 from flock3d.core.params import (
-    ISM_DEFAULTS,
     TERMS,
-    VICSEK_DEFAULTS,
     Attractor,
     Object,
     Obstacle,

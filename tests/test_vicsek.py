@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from flock3d import Flock, Params, metrics
-from flock3d.core.params import VICSEK_DEFAULTS
+from flock3d.core.models.vicsek import DEFAULTS as VICSEK_DEFAULTS
 from flock3d.scene import SceneError, parse_scene, resolve_scene, shipped_scenes
 
 

@@ -180,7 +180,7 @@ def test_files_are_named_after_the_scene_and_the_time(tmp_path):
 
 def test_each_model_s_controls_apply_to_it_alone():
     pytest.importorskip("PySide6")
-    from flock3d.core.params import ISM_DEFAULTS
+    from flock3d.core.models.ism import DEFAULTS as ISM_DEFAULTS
     from flock3d.viewer.panel import applies
 
     ism, boids = Params(**ISM_DEFAULTS), Params()

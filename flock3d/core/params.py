@@ -51,10 +51,6 @@ from flock3d.core.fields import (
 )
 from flock3d.core.models import MODEL_FIELDS, MODELS_BY_NAME, model_of
 from flock3d.core.models import MODELS as MODEL_REGISTRY
-from flock3d.core.models.couzin import DEFAULTS as COUZIN_DEFAULTS
-from flock3d.core.models.ism import DEFAULTS as ISM_DEFAULTS
-from flock3d.core.models.vicsek import DEFAULTS as VICSEK_DEFAULTS
-from flock3d.core.models.vicsek import POSITION_UPDATES
 from flock3d.core.objects import Object, normalise_object
 from flock3d.core.species import (
     SPECIES_FIELDS,
@@ -109,16 +105,12 @@ __all__ = [
     "ALIGNMENT_FORMS",
     "EMPTY_MEANS",
     "TURN_LIMITS",
-    "POSITION_UPDATES",
     "TERMS",
     "STAGES",
     "used_stages",
     "stage_names",
     "rule_order_problems",
     "MAX_MAGNITUDE",
-    "COUZIN_DEFAULTS",
-    "VICSEK_DEFAULTS",
-    "ISM_DEFAULTS",
     "MODEL_DEFAULTS",
     "SPEC_FIELDS",
     "is_real_number",

@@ -29,6 +29,10 @@ __all__ = [
     "initial_radii",
     "RADII",
     "unit",
+    "UP_OF_PLANE",
+    "up_axis",
+    "settle",
+    "settled_positions",
 ]
 
 
@@ -161,3 +165,39 @@ def unit(v: np.ndarray) -> np.ndarray:
     """``v`` over its length; the zero vector stays zero."""
     n = np.linalg.norm(v)
     return v / n if n > 0.0 else np.zeros(3)
+
+
+UP_OF_PLANE = (0.0, 0.0, 1.0)
+"""The up axis of boids in a planar flock (which lives in a z = const plane)."""
+
+
+def up_axis(params: Params) -> tuple[float, float, float]:
+    """The world axis a boid's up points to when it faces along its velocity with no roll."""
+    return UP_OF_PLANE if params.dimensions == 2 else (0.0, 1.0, 0.0)
+
+
+def settle(positions: np.ndarray, velocities: np.ndarray, params: Params) -> tuple[np.ndarray, np.ndarray]:
+    """Where boids may be: a planar flock in its plane, a wrapping arena's boids inside its box.
+
+    Takes (..., 3) positions and velocities and returns settled copies: in a planar
+    flock z = c_z and v_z = 0; in a periodic or wrap arena each wrapped coordinate is
+    brought into ``[c - h, c + h)`` (h: the half side). The reference applies it after
+    every move (the fast kernel's ``settle`` is its twin), and a flock to positions it
+    is given.
+    """
+    p = np.array(positions, dtype=np.float64)
+    v = np.array(velocities, dtype=np.float64)
+    c = np.asarray(params.arena_center)
+    if params.dimensions == 2:
+        p[..., 2], v[..., 2] = c[2], 0.0
+    if params.arena_shape in ("periodic", "wrap"):
+        axes = slice(0, 2) if params.dimensions == 2 else slice(0, 3)
+        half = np.asarray(params.half_extents)[axes]
+        low = c[axes] - half
+        p[..., axes] = low + np.mod(p[..., axes] - low, 2.0 * half)
+    return p, v
+
+
+def settled_positions(positions: np.ndarray, params: Params) -> np.ndarray:
+    """:func:`settle` for positions alone: in the plane of a planar flock, inside a wrapping box."""
+    return settle(positions, np.zeros_like(positions, dtype=np.float64), params)[0]

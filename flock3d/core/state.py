@@ -4,17 +4,19 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, fields
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from flock3d.core import objects, quaternion
 from flock3d.core.carried import Carried
 from flock3d.core.models import MODELS, model_of
-from flock3d.core.params import Params
-from flock3d.core.space import RADII, initial_radii
+from flock3d.core.space import RADII, initial_radii, up_axis
 from flock3d.core.stages import TERMS
 from flock3d.core.terms import Term
+
+if TYPE_CHECKING:
+    from flock3d.core.params import Params
 
 __all__ = [
     "FlockState",
@@ -26,20 +28,8 @@ __all__ = [
     "state_from_arrays",
     "nearest_waypoints",
     "initial_radii",
-    "settle",
-    "settled_positions",
     "check_state",
-    "up_axis",
-    "UP_OF_PLANE",
 ]
-
-UP_OF_PLANE = (0.0, 0.0, 1.0)
-"""The up axis of boids in a planar flock (which lives in a z = const plane)."""
-
-
-def up_axis(params: Params) -> tuple[float, float, float]:
-    """The world axis a boid's up points to when it faces along its velocity with no roll."""
-    return UP_OF_PLANE if params.dimensions == 2 else (0.0, 1.0, 0.0)
 
 
 def _empty(width: int) -> np.ndarray:
@@ -418,33 +408,6 @@ def state_from_arrays(
         q = q / norms[:, None]
         v = quaternion.forward(q) * np.linalg.norm(v, axis=1)[:, None]
     return FlockState(p, v, q)
-
-
-def settle(positions: np.ndarray, velocities: np.ndarray, params: Params) -> tuple[np.ndarray, np.ndarray]:
-    """Where boids may be: a planar flock in its plane, a wrapping arena's boids inside its box.
-
-    Takes (..., 3) positions and velocities and returns settled copies: in a planar
-    flock z = c_z and v_z = 0; in a periodic or wrap arena each wrapped coordinate is
-    brought into ``[c - h, c + h)`` (h: the half side). The reference applies it after
-    every move (the fast kernel's ``settle`` is its twin), and a flock to positions it
-    is given.
-    """
-    p = np.array(positions, dtype=np.float64)
-    v = np.array(velocities, dtype=np.float64)
-    c = np.asarray(params.arena_center)
-    if params.dimensions == 2:
-        p[..., 2], v[..., 2] = c[2], 0.0
-    if params.arena_shape in ("periodic", "wrap"):
-        axes = slice(0, 2) if params.dimensions == 2 else slice(0, 3)
-        half = np.asarray(params.half_extents)[axes]
-        low = c[axes] - half
-        p[..., axes] = low + np.mod(p[..., axes] - low, 2.0 * half)
-    return p, v
-
-
-def settled_positions(positions: np.ndarray, params: Params) -> np.ndarray:
-    """:func:`settle` for positions alone: in the plane of a planar flock, inside a wrapping box."""
-    return settle(positions, np.zeros_like(positions, dtype=np.float64), params)[0]
 
 
 def _checked(a: np.ndarray, width: int, name: str) -> np.ndarray:

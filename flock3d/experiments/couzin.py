@@ -6,7 +6,8 @@ from pathlib import Path
 
 import numpy as np
 
-from flock3d.core.params import COUZIN_DEFAULTS, Params
+from flock3d.core.models.couzin import DEFAULTS as COUZIN_DEFAULTS
+from flock3d.core.params import Params
 from flock3d.plots import save_figure
 
 from .common import Result, _bar, _figure, _order_over, experiment, new_flock

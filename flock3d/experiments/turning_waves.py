@@ -21,7 +21,8 @@ import numpy as np
 from flock3d import metrics
 from flock3d.core import quaternion
 from flock3d.core.models import model_of
-from flock3d.core.params import VICSEK_DEFAULTS, Params
+from flock3d.core.models.vicsek import DEFAULTS as VICSEK_DEFAULTS
+from flock3d.core.params import Params
 from flock3d.flock import Flock
 from flock3d.plots import save_figure
 

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import numpy as np
 
-from flock3d.core.params import VICSEK_DEFAULTS, Params
+from flock3d.core.models.vicsek import DEFAULTS as VICSEK_DEFAULTS
+from flock3d.core.params import Params
 from flock3d.plots import save_figure
 
 from .common import Result, _bar, _figure, _order_over, experiment, new_flock

@@ -14,7 +14,7 @@ import math
 import numpy as np
 
 from flock3d.core.params import Params
-from flock3d.core.state import up_axis
+from flock3d.core.space import up_axis
 from flock3d.core.terms.flight import bank_angles
 
 __all__ = ["BoidMotion", "flap", "GRAVITY", "MAX_BANK", "BANK_SECONDS", "WING_BEATS_PER_SECOND", "WING_BEAT"]

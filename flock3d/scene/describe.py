@@ -11,6 +11,7 @@ from typing import Any
 from flock3d.core.fields import spec_of
 from flock3d.core.models import MODELS
 from flock3d.core.params import SPEC_FIELDS, TERMS, Params
+from flock3d.scene.scene import Scene
 from flock3d.scene.schema import KEYS, ViewHints
 from flock3d.scene.writing import plain, toml_value
 
@@ -45,8 +46,6 @@ def template() -> str:
     """A scene file listing every key with its default and what it means, derived from the
     declarations (``flock3d scenes --template``): keys whose default is unset, and the
     structured tables (none by default), commented out with an example."""
-    from flock3d.scene.scene import Scene  # which imports this module
-
     defaults: dict[str, Any] = {"name": "Template", "description": "Every key with its default.", "seed": 0}
     for key in KEYS:
         target = {"params": Params(), "view": ViewHints(), "scene": Scene()}[key.target]

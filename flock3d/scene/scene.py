@@ -1,7 +1,7 @@
 """Scenes: the Scene record, reading and validating scene files, and the shipped library.
 
 A scene is written out by :mod:`flock3d.scene.writing` and told to people (the arena in words,
-the template) by :mod:`flock3d.scene.describe`; ``describe_arena`` and ``toml_value`` are
+the template) by :mod:`flock3d.scene.describe`; ``toml_value`` is
 importable from here too."""
 
 from __future__ import annotations
@@ -22,7 +22,6 @@ from flock3d.core.models import MODELS_BY_NAME
 from flock3d.core.objects import covered_start_problems, needs_field
 from flock3d.core.params import Params, Problem, params_problems, short_repr
 from flock3d.errors import Flock3dError
-from flock3d.scene.describe import describe_arena
 from flock3d.scene.schema import (
     KEYS_BY_NAME,
     PARAM_KEY_OF_FIELD,
@@ -43,7 +42,6 @@ __all__ = [
     "shipped_scenes",
     "resolve_scene",
     "default_scene",
-    "describe_arena",
     "toml_value",
     "unknown_key_message",
 ]

@@ -20,7 +20,7 @@ import numpy as np
 from flock3d.core.objects import PRIMITIVES, SHAPES, Object, shape_of
 from flock3d.core.params import Params
 from flock3d.core.quaternion import look_rotation
-from flock3d.core.state import up_axis
+from flock3d.core.space import up_axis
 from flock3d.core.terms.attractors import Attractor
 from flock3d.viewer.session import Session, World
 

@@ -125,7 +125,7 @@ def thing_under(ray, pos, transform, scenery, state: FlockState, params: Params,
     :data:`PICK_RADIUS_PX` of ``pos`` on the screen. Over nothing, the point is where the
     ray meets the level plane through the middle of the view (``framed``: its centre and
     radius), or, when that is far off or behind, the ray's point nearest that centre."""
-    from flock3d.core.state import up_axis
+    from flock3d.core.space import up_axis
     from flock3d.viewer.editing import Selection, ray_plane
 
     origin, direction = ray

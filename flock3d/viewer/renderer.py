@@ -38,7 +38,8 @@ from vispy import scene
 from flock3d.core import compiling, elsewhere, quaternion
 from flock3d.core.neighbors import count_within
 from flock3d.core.params import Params
-from flock3d.core.state import FlockState, up_axis
+from flock3d.core.space import up_axis
+from flock3d.core.state import FlockState
 from flock3d.look.boids import PREDATOR_SCALE
 from flock3d.look.camera import (
     BOX_SHAPES,

@@ -29,7 +29,8 @@ from flock3d.core.kernel import OK, STAGED
 from flock3d.core.neighbors import periodic_shape
 from flock3d.core.params import Params
 from flock3d.core.quaternion import turn_limit
-from flock3d.core.state import FlockState, settled_positions
+from flock3d.core.space import settled_positions
+from flock3d.core.state import FlockState
 from flock3d.core.step.cache import load_module
 from flock3d.core.step.cuda_generate import DEFAULT_SHAPE, Shape, generate
 from flock3d.core.step.generate import offsets

@@ -4,7 +4,8 @@ Each boid's desired velocity is its velocity plus dt times the sum of the accele
 the terms a flock has (:mod:`flock3d.core.terms`), or each term in turn on the velocity the
 previous one left (a chain); it turns towards it at most by the turn limit and moves at its
 speed clamped to [s_min, s_max]. The generator writes those lines itself
-(:mod:`flock3d.core.step.generate`), as does the reference engine (:func:`flock3d.core.reference.step`).
+(:mod:`flock3d.core.step.generate`), as does the reference engine (:func:`flock3d.core.reference.step`),
+which steps every model whose update is its terms.
 """
 
 from __future__ import annotations
@@ -25,11 +26,6 @@ class Boids(Model):
         return max(
             [params.view_distance, *(params.of_species(k).view_distance for k in range(len(params.species)))]
         )
-
-    def step(self, state, params, seed):
-        from flock3d.core.reference import step
-
-        return step(state, params, seed=seed)
 
 
 MODEL = Boids()

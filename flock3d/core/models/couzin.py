@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from flock3d.core import noise
+from flock3d.core.agents import agents, constant_speed_move, moved_state, tilted
 from flock3d.core.fields import Problem, Spec
 from flock3d.core.kernel import cone_threshold
 from flock3d.core.models import Model, columns
@@ -87,8 +88,6 @@ class Couzin(Model):
         g.stage(c, v("speed"), v("speed"))
 
     def step(self, state, params, seed):
-        from flock3d.core.reference import agents, moved_state
-
         group = agents(state)
         return moved_state(state, params, [updated(a, group, params, seed, state.step_count, i)
                                            for i, a in enumerate(group)])  # fmt: skip
@@ -147,8 +146,6 @@ def perturbed(direction: np.ndarray, params: Any, seed: int, step_count: int, in
     """The model's noise: ``direction`` tilted by a Gaussian angle phi (sd sigma) about an axis
     perpendicular to it, uniform around it (in its plane for a planar flock). The random numbers
     come from :mod:`flock3d.core.noise`, shared with the fast step."""
-    from flock3d.core.reference import tilted
-
     phi = params.noise_sigma * noise.gaussian(seed, step_count, index, 0)
     psi = 2.0 * math.pi * noise.uniform(seed, step_count, index, 2)
     return tilted(direction, phi, psi, params.dimensions == 2)
@@ -156,8 +153,6 @@ def perturbed(direction: np.ndarray, params: Any, seed: int, step_count: int, in
 
 def updated(agent: Any, group: list, params: Any, seed: int, step_count: int, index: int) -> tuple:
     """The agent after one step, and its velocity."""
-    from flock3d.core.reference import constant_speed_move
-
     desired = perturbed(desired_direction(agent, group, params), params, seed, step_count, index)
     return constant_speed_move(agent, desired, params)
 

@@ -22,11 +22,13 @@ from typing import Any
 
 import numba
 import numpy as np
+from pyquaternion import Quaternion
 
+from flock3d.core.agents import FORWARD, Agent, moved_state, turned
 from flock3d.core.fields import Problem, Spec
 from flock3d.core.kernel import cone_threshold, inlined
 from flock3d.core.models import Model, columns
-from flock3d.core.space import neighbours, offsets
+from flock3d.core.space import neighbours, offsets, settle
 
 COUPLING = Spec(
     "cucker_smale.coupling", "coupling strength K of the communication rate psi(r) = K / (1 + r^2)^beta",
@@ -106,11 +108,6 @@ class CuckerSmale(Model):
         g.stage(c, None, None)  # no speed limit
 
     def step(self, state, params, seed):
-        from pyquaternion import Quaternion
-
-        from flock3d.core.reference import FORWARD, Agent, moved_state, turned
-        from flock3d.core.state import settle
-
         n, positions, velocities = len(state.positions), state.positions, state.velocities
         moved = []
         for i in range(n):

@@ -13,8 +13,10 @@ import math
 from typing import Any
 
 import numpy as np
+from pyquaternion import Quaternion
 
 from flock3d.core import noise
+from flock3d.core.agents import agents, constant_speed_move, moved_state
 from flock3d.core.carried import Carried
 from flock3d.core.fields import Problem, Spec
 from flock3d.core.kernel import cone_threshold
@@ -94,10 +96,6 @@ class InertialSpin(Model):
         neighbours (within r, or its n_c nearest) and kicked by the noise; then the bird's velocity
         turns about the new spin, at the angular velocity s / chi for dt, and it moves at v0 along
         it (the heading turns to it at most by the turn limit, none by default)."""
-        from pyquaternion import Quaternion
-
-        from flock3d.core.reference import agents, constant_speed_move, moved_state
-
         group = agents(state)
         chi, eta, dt = params.ism_inertia, params.ism_friction, params.dt
         moved, spins = [], []

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from flock3d.core import noise
+from flock3d.core.agents import agents, constant_speed_move, moved_state, tilted
 from flock3d.core.fields import Problem, Spec
 from flock3d.core.kernel import cone_threshold
 from flock3d.core.models import Model, columns
@@ -82,8 +83,6 @@ class Vicsek(Model):
         (within r, or its k nearest), tilts it by the noise (:func:`noisy`), turns to it (at most
         the turn limit, none by default) and moves at v0 for dt: along its new heading, or with
         ``position_update = "old"`` along the one it had."""
-        from flock3d.core.reference import agents, constant_speed_move, moved_state
-
         group, positions = agents(state), state.positions
         moved, radii = [], []
         for i, a in enumerate(group):
@@ -111,8 +110,6 @@ def noisy(direction: np.ndarray, params: Any, seed: int, step_count: int, index:
     """The noise of amplitude eta: in a plane, the direction's angle plus a number uniform in
     [-eta/2, eta/2]; in 3D, a direction uniform on the cap of those within eta/2 of it (cos(phi)
     uniform in [cos(eta/2), 1], the azimuth uniform)."""
-    from flock3d.core.reference import tilted
-
     eta, u = params.noise_eta, noise.uniform(seed, step_count, index, 0)
     if params.dimensions == 2:
         return tilted(direction, eta * (u - 0.5), 0.0, True)

@@ -243,7 +243,7 @@ def _camera(params, hints: ViewHints, centre: np.ndarray, radius: float) -> dict
 
 def _meta(recording: Trajectory, times: np.ndarray) -> tuple[dict, list[int]]:
     """Everything the page needs but the frames, and which objects move."""
-    from flock3d.core.state import up_axis
+    from flock3d.core.space import up_axis
     from flock3d.look.sky import sky_look
     from flock3d.look.world import GROUND_FILL
 
