@@ -5,7 +5,11 @@ template (:mod:`flock3d.core.step.cuda_template`): each term writes the same lin
 call the same numba components, compiled here as CUDA device functions. What differs is
 where a boid's candidates come from: the CPU step copies them into a buffer per row of
 cells, a GPU thread reads them where they lie, in the runs of the boids sorted by cell
-(:func:`flock3d.core.gpu.cells.candidate_run`); and a boid turns and moves as a batch of one.
+(:func:`flock3d.core.gpu.cells.candidate_run`); with topological neighbours it keeps the k
+nearest it sees in arrays of its local memory (:mod:`flock3d.core.gpu.nearest`); the user's
+rules and forces are device functions of their Python functions (:mod:`flock3d.core.gpu.user`),
+called as the CPU step calls them but for its ``try`` (a device function raises nothing); and
+a boid turns and moves as a batch of one.
 
 :func:`unsupported` names what of a flock the GPU step does not run yet.
 """
