@@ -1,6 +1,7 @@
 """Registers and spills a thread of the GPU step's kernels, by shape and precision, from ptxas.
 
     python benchmarks/gpu_registers.py fused fused/72 split/72 split+guard/64 [--precision float32]
+    python benchmarks/gpu_registers.py fused/72 --layout "rules, topological"   # a layout of tests/gpu_ptx.py
 
 No GPU needed: each kernel of ``flock3d bench``'s scene is compiled to PTX for sm_90 (numba-cuda's
 NVVM) and assembled by ptxas (the ``nvidia-cuda-nvcc-cu12`` wheel that ``flock3d[gpu]`` brings,
@@ -62,6 +63,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("shapes", type=shape_of, nargs="+", help="fused or split, +guard, /R (registers)")
     parser.add_argument("--precision", choices=("float64", "float32"), default="float64")
+    parser.add_argument(
+        "--layout",
+        choices=sorted(gpu_ptx.SCENES),
+        metavar="NAME",
+        help="a layout of tests/gpu_ptx.py's SCENES (with its rules) instead of the bench scene",
+    )
     args = parser.parse_args(argv)
     tool = ptxas()
     if tool is None:
@@ -75,8 +82,10 @@ def main(argv: list[str] | None = None) -> int:
     S = gpu_ptx.PRECISIONS[args.precision]
     for shape in args.shapes:
         engine.SHAPE = shape
-        module = engine.stepper(layout_of(bench_params(1000))).module
-        name = f"{shape} ({args.precision})"
+        params = gpu_ptx.SCENES[args.layout] if args.layout else bench_params(1000)
+        rules, forces = gpu_ptx.RULES.get(args.layout, ((), ()))
+        module = engine.stepper(layout_of(params, rules, forces), rules, forces).module
+        name = f"{shape} ({args.precision})" + (f" [{args.layout}]" if args.layout else "")
         print(
             f"{name} advance: {assembled(module.advance.py_func, gpu_ptx.step(S), shape.max_registers, tool)}"
         )

@@ -7,14 +7,17 @@ they are read after a step, and what was read (and may have been edited) is copi
 device again before the next: so read them through the flock, not through a reference kept
 from before a step.
 
-It runs the boids model's synchronous update with metric neighbours, every term that needs no
-world data, species and every arena, in float64 or float32 (``sim.precision``); it refuses the
-rest in one line
+It runs the boids model's synchronous update with metric or topological neighbours (k up to
+16), every term but those that carry per-boid state or place world data at each step's time
+(perching, attractors), your own rules and forces (the same Python functions, compiled as
+device functions: written on the numbers of their arrays, returning a tuple), species and
+every arena, in float64 or float32 (``sim.precision``); it refuses the rest in one line
 (:class:`~flock3d.errors.GpuError`), and says what is missing where it cannot run at all.
 """
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Sequence
 from typing import Any
 
@@ -34,11 +37,18 @@ _SYNCED = ("positions", "velocities", "orientations", "waypoints", "predator_pos
 def refusal(params: Params, rules: Sequence = (), forces: Sequence = ()) -> str:
     """Why the GPU engine does not run a flock of ``params`` (with ``rules``, ``forces``) yet, in one
     line ("" when it does)."""
+    from flock3d.core.gpu.nearest import MAX_NEAREST
     from flock3d.core.step.cuda_generate import MAX_FLOAT32_BOIDS, unsupported
 
-    lacking = unsupported(layout_of(params, rules, forces))
+    layout = layout_of(params, rules, forces)
+    lacking = unsupported(layout)
     if lacking:
         return f"the GPU engine does not run {', '.join(lacking)} yet (engine 'fast' does)"
+    if layout.neighbours == "topological" and params.neighbours > MAX_NEAREST:  # each thread's arrays of them
+        return (
+            f"the GPU engine chooses at most {MAX_NEAREST} topological neighbours (got "
+            f"neighbours = {params.neighbours}; engine 'fast' chooses any number)"
+        )
     if params.precision == "float32" and params.count > MAX_FLOAT32_BOIDS:
         return f"a float32 flock holds at most {MAX_FLOAT32_BOIDS:,} boids (got {params.count:,})"
     return ""
@@ -67,11 +77,13 @@ def check_device() -> None:
 
 def check_runs(params: Params, rules: Sequence = (), forces: Sequence = ()) -> None:
     """Raise :class:`GpuError` (one line: what is missing and how to install it, or what of the
-    flock the GPU engine does not run yet) unless a flock of ``params`` can step on the GPU here."""
+    flock the GPU engine does not run yet) unless a flock of ``params`` can step on the GPU here;
+    :class:`~flock3d.rules.RuleError` for one of ``rules`` and ``forces`` numba-cuda cannot compile."""
     check_device()
     why = refusal(params, rules, forces)
     if why:
         raise GpuError(why)
+    _check_compiles(rules, forces)
 
 
 class GpuEngine:
@@ -80,6 +92,7 @@ class GpuEngine:
     Raises:
         GpuError: numba-cuda, the driver or a device is missing (the message says how to install
             it), or the flock has something the GPU engine does not run yet (named).
+        RuleError: numba-cuda cannot compile one of ``rules`` and ``forces`` (named).
     """
 
     def __init__(
@@ -116,8 +129,9 @@ class GpuEngine:
         why = refusal(params, rules, forces)  # params may have changed since the flock was made
         if why:
             raise GpuError(why)
-        from flock3d.core.gpu.engine import DeviceFlock, stepper
+        from flock3d.core.gpu.engine import DeviceFlock
 
+        step = _stepper(params, rules, forces)
         state = self.state
         if np.dtype(params.precision) != self.device.dtype:  # the device's arrays in the new precision
             self.pull()
@@ -129,11 +143,44 @@ class GpuEngine:
             self.host_newer = False
         time0, clock0 = state.clock(params.dt)
         world = world_data(params, fields)
-        status = self.device.advance(stepper(layout_of(params)), params, int(n), time0, clock0,
+        status = self.device.advance(step, params, int(n), time0, clock0,
                                      int(state.step_count), int(seed), world)  # fmt: skip
         self.device_newer = self.device_newer or status.steps > 0
         state.advance_clock(status.steps, params.dt)
         return status
+
+
+#: The user functions compiled for the device already (each is compiled alone once, to name it
+#: in one line if numba-cuda cannot compile it; kept weakly: a function let go is not held here).
+_compiled: weakref.WeakSet = weakref.WeakSet()
+
+
+def _stepper(params: Params, rules: Sequence, forces: Sequence) -> Any:
+    """The GPU step of a flock of ``params``, ``rules`` and ``forces``.
+
+    Raises:
+        RuleError: numba-cuda cannot compile one of the rules or forces (named, in one line).
+    """
+    from flock3d.core.gpu.engine import stepper
+
+    rules, forces = tuple(rules), tuple(forces)
+    _check_compiles(rules, forces)
+    return stepper(layout_of(params, rules, forces), rules, forces)
+
+
+def _check_compiles(rules: Sequence, forces: Sequence) -> None:
+    """Raise :class:`~flock3d.rules.RuleError` (one line, naming it) for the first of ``rules`` and
+    ``forces`` numba-cuda cannot compile as a device function."""
+    from flock3d.core.gpu.device import simulated
+    from flock3d.step_errors import device_compile_error
+
+    # The simulator runs them as Python: there is nothing to compile.
+    fresh = [] if simulated() else [item for item in (*rules, *forces) if item.fn not in _compiled]
+    if fresh:
+        error = device_compile_error([r for r in fresh if r in rules], [f for f in fresh if f in forces])
+        if error is not None:
+            raise error
+        _compiled.update(item.fn for item in fresh)
 
 
 def _synced(name: str) -> property:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numba
 import numpy as np
@@ -173,7 +173,13 @@ def _compile_problem(item: PairRule | Force) -> str | None:
         except Exception:
             return f"cannot be compiled by numba ({_reason(own)}); write it with numpy and math on its arrays"
         return writes_arguments(item)
-    returned = compiled.nopython_signatures[-1].return_type
+    return _return_problem(compiled.nopython_signatures[-1].return_type)
+
+
+def _return_problem(returned: Any) -> str | None:
+    """What is wrong with a compiled rule's return type ``returned`` (None: it is 3 numbers)."""
+    from numba import types
+
     number = (types.Integer, types.Float, types.Boolean)
     if isinstance(returned, types.Array):
         fits = returned.ndim == 1 and isinstance(returned.dtype, number)
@@ -188,6 +194,32 @@ def _compile_problem(item: PairRule | Force) -> str | None:
     if isinstance(returned, (types.Optional, types.NoneType)):
         return "returns None on some path; it must return 3 numbers on every one"
     return f"returns {returned}; it must return 3 numbers: a tuple (x, y, z) or a (3,) array"
+
+
+def device_compile_error(
+    rules: Sequence[PairRule], forces: Sequence[Force], cc: tuple[int, int] | None = None
+) -> RuleError | None:
+    """The one-line :class:`RuleError` naming the first of ``rules`` and ``forces`` that numba-cuda
+    cannot compile as the GPU step calls it (for compute capability ``cc``; None: the current
+    device's), or None when it compiles them all.
+
+    A device function makes no array and catches nothing: a rule written with whole-array
+    maths (``p_i - p_j``, ``np.array([...])``) runs on the CPU engines and not here.
+    """
+    from flock3d.core.gpu.user import compile_for_device
+
+    for item in (*rules, *forces):
+        label = f"{'rule' if isinstance(item, PairRule) else 'force'} {describe(item.fn)}"
+        try:
+            problem = _return_problem(compile_for_device(item, cc))
+        except Exception as error:  # numba-cuda's errors run to dozens of lines, not all NumbaErrors
+            return RuleError(
+                f"{label} cannot be compiled for the GPU ({_reason(error)}): on the GPU a rule makes no "
+                "array; work on the numbers (p_i[0] - p_j[0], ...) and return a tuple (x, y, z)"
+            )
+        if problem:
+            return RuleError(f"{label} {problem} (on the GPU)")
+    return None
 
 
 def _reason(error: Exception) -> str:

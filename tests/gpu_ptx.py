@@ -4,7 +4,8 @@ of them, which the CUDA simulator (Python) cannot tell.
 Needs NVVM and NVRTC (flock3d[gpu]'s CUDA wheels), not a device; exits with status 3 where they
 are missing. Run as a script, in a process of its own (numba-cuda as it is, no simulator):
 
-    python tests/gpu_ptx.py      # one line a kernel: ok, or FAIL and why
+    python tests/gpu_ptx.py             # one line a kernel: ok, or FAIL and why
+    python tests/gpu_ptx.py rules       # only the kernels whose names hold a word given
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import sys
 
 import numba.cuda.dispatcher
+from gpu_simulated import apart, breeze, follow
 from numba import cuda
 from numba import types as T
 
@@ -56,7 +58,7 @@ def settle(S: T.Array) -> tuple:
 PRECISIONS = {"float64": F2, "float32": T.float32[:, ::1]}
 #: The step's shapes compiled: the engine's, and every option of the others in one (on SPLIT_SCENES).
 SHAPES = (DEFAULT_SHAPE, Shape(max_registers=64, split=True, guard=True))
-SPLIT_SCENES = ("sphere, wander, containment", "periodic", "species")  # and the float32 ones
+SPLIT_SCENES = ("sphere, wander, containment", "periodic", "species", "rules, topological")  # and float32
 #: Layouts whose generated step is compiled: each arena, term and option the GPU engine runs.
 SCENES = {
     "sphere, wander, containment": Params(count=50, wander=5.0, containment=40.0),
@@ -76,6 +78,24 @@ SCENES = {
             Object("torus", position=(0.0, 4.0, 0.0), radius=1.5, tube=0.3),
         ],  # fmt: skip
     ),
+    "rules, topological": Params(count=50, neighbours=7),
+    "rules, chain, periodic, species": Params(
+        arena_shape="periodic",
+        arena_radius=8.0,
+        combine="chain",
+        species=[Species("a", 10), Species("b", 10, fov=120.0, sees=("b",))],
+    ),  # fmt: skip
+    "topological, periodic, species": Params(
+        arena_shape="periodic",
+        arena_radius=8.0,
+        neighbours=16,
+        species=[Species("a", 10), Species("b", 10, fov=120.0, sees=("b",))],
+    ),  # fmt: skip
+}
+#: The rules and forces of yours each scene runs (each a device function of its Python function).
+RULES = {
+    "rules, topological": ([apart], [breeze]),
+    "rules, chain, periodic, species": ([apart, follow], [breeze]),
 }
 
 
@@ -83,7 +103,7 @@ class _Device:
     compute_capability = CC
 
 
-def main() -> int:
+def main(only: list[str]) -> int:
     # A device function asks the current device for its compute capability: there is none here.
     numba.cuda.dispatcher.get_current_device = _Device
     try:
@@ -103,7 +123,8 @@ def main() -> int:
         for name, p in SCENES.items():
             if shape != DEFAULT_SHAPE and name not in SPLIT_SCENES:
                 continue
-            module = engine.stepper(layout_of(p)).module
+            rules, forces = RULES.get(name, ((), ()))
+            module = engine.stepper(layout_of(p, rules, forces), rules, forces).module
             for precision, S in PRECISIONS.items():
                 if precision == "float32" and (shape != DEFAULT_SHAPE or name not in SPLIT_SCENES):
                     continue  # one shape and a few scenes show the float32 step types
@@ -111,6 +132,8 @@ def main() -> int:
                 if shape.split:
                     jobs.append((f"settle ({shape}, {precision}): {name}", module.settle.py_func, settle(S)))
     for name, fn, sig in jobs:
+        if only and not any(word in name for word in only):
+            continue
         try:
             cuda.compile_ptx(fn, sig, cc=CC)
             print(f"ok {name}", flush=True)
@@ -121,4 +144,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))

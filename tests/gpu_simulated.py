@@ -12,14 +12,17 @@ steps, whether a second GPU run was bit for bit the same, and the seconds it too
 from __future__ import annotations
 
 import json
+import math
 import sys
 import time
 import warnings
 
 import numpy as np
 
+import flock3d
 from flock3d import Flock, Params
 from flock3d.core.params import Object, Species
+from flock3d.errors import Flock3dError
 
 SMALL = dict(count=60, arena_radius=6.0)
 #: The fast engine's agreement scenes (tests/test_kernel.py's AGREEMENT_CASES), as they are.
@@ -60,6 +63,61 @@ CASES = {
         ],
     ),
 }
+
+
+@flock3d.pair_rule(radius=3.0, fov=200.0)
+def apart(p_i, v_i, p_j, v_j):
+    """A pair rule of its own radius and cone, written as a device function can run it: away from
+    each neighbour, by the inverse of its distance."""
+    dx, dy, dz = p_i[0] - p_j[0], p_i[1] - p_j[1], p_i[2] - p_j[2]
+    d2 = dx * dx + dy * dy + dz * dz
+    return dx / d2, dy / d2, dz / d2
+
+
+@flock3d.pair_rule(average=False, weight=0.2)
+def follow(p_i, v_i, p_j, v_j):
+    """A summed pair rule of the view's neighbourhood: toward each neighbour's velocity."""
+    return v_j[0] - v_i[0], v_j[1] - v_i[1], v_j[2] - v_i[2]
+
+
+@flock3d.force(weight=2.0)
+def breeze(position, velocity, time):
+    """A force of the place, the velocity and the time."""
+    return 0.5 * math.sin(0.3 * time + position[0]), 0.1 * math.cos(position[1]), -0.1 * velocity[2]
+
+
+@flock3d.force
+def hole(position, velocity, time):
+    """A force that fails (non-finite) for the boids beyond x = 1: their step fails."""
+    return (math.inf if position[0] > 1.0 else 0.0), 0.0, 0.0
+
+
+#: Cases with your own rules and forces: (params, rules, forces).
+RULE_CASES = {
+    "rules: a pair rule and a force": (Params(**SMALL), [apart], [breeze]),
+    "rules, chain, periodic": (
+        Params(count=60, arena_radius=6.0, arena_shape="periodic", combine="chain"),
+        [apart, follow],
+        [breeze],
+    ),
+    "rules: a force fails": (Params(**SMALL), [apart], [hole]),
+    "rules, species": (
+        Params(arena_radius=6.0, species=[Species("a", 30, sees=("a",)), Species("b", 30, fov=180.0)]),
+        [apart],
+        [],
+    ),
+}
+CASES.update({name: params for name, (params, _, _) in RULE_CASES.items()})
+CASES.update({
+    "topological, sphere": Params(**SMALL, neighbours=7),
+    "topological, periodic": Params(count=60, arena_radius=6.0, arena_shape="periodic", neighbours=7),
+    "topological, species": Params(
+        arena_radius=6.0, neighbours=5,
+        species=[Species("a", 30, sees=("a",)), Species("b", 30, fov=180.0)],
+    ),
+})  # fmt: skip
+#: Periodic cases whose boids start spread over the whole box (not in its middle, as spawned).
+SPREAD = ("rules, chain, periodic", "topological, periodic")
 #: Shipped scenes whose worlds the GPU engine runs, at 60 boids: (scene, its overrides).
 SCENE_CASES = {
     "obstacles": ("features/obstacles", []),
@@ -71,7 +129,7 @@ SCENE_CASES = {
 }
 STEPS = 3
 #: The cases whose GPU run is run twice, to be compared bit for bit.
-REPEATED = ("defaults", "periodic", "species")
+REPEATED = ("defaults", "periodic", "species", "topological, periodic")
 #: Cases of what a caller does between steps, each run by both engines (see :func:`scripted`).
 SCRIPTED = ("edited between steps", "blow-up", "an object moved between steps")
 
@@ -109,6 +167,15 @@ def scene_flock(name: str, engine: str) -> Flock:
     return Flock.from_scene(scene, seed=7, engine=engine)
 
 
+def stepped(flock: Flock) -> str:
+    """Step ``flock`` STEPS steps; the error its call raised ("": none)."""
+    try:
+        flock.step(STEPS)
+    except Flock3dError as error:  # the message is what is compared
+        return f"{type(error).__name__}: {error}"
+    return ""
+
+
 def run(name: str) -> dict:
     """Case ``name``: the GPU engine's run (twice for REPEATED) and the reference engine's."""
     start = time.perf_counter()
@@ -121,11 +188,16 @@ def run(name: str) -> dict:
         (gpu, gpu_error), (ref, ref_error) = scripted(name, "gpu"), scripted(name, "reference")
         again = None
     else:
-        gpu, ref = Flock(CASES[name], seed=7, engine="gpu"), Flock(CASES[name], seed=7, engine="reference")
-        again = Flock(CASES[name], seed=7, engine="gpu") if name in REPEATED else None
-        for flock in (gpu, ref, again) if again is not None else (gpu, ref):
-            flock.step(STEPS)
-        gpu_error = ref_error = ""
+        _, rules, forces = RULE_CASES.get(name, (None, (), ()))
+        engines = ("gpu", "reference", "gpu") if name in REPEATED else ("gpu", "reference")
+        flocks = [Flock(CASES[name], seed=7, engine=e, rules=rules, forces=forces) for e in engines]
+        if name in SPREAD:  # boids all over the box, each seeing others through its faces
+            r = CASES[name].arena_radius
+            spread = np.random.default_rng(3).uniform(-r, r, (CASES[name].count, 3))
+            for flock in flocks:
+                flock.positions[...] = spread
+        gpu_error, ref_error, *_ = (stepped(flock) for flock in flocks)
+        gpu, ref, again = (*flocks, None)[:3]
     dots = np.abs(np.sum(gpu.orientations * ref.orientations, axis=1))
     return {
         "case": name,

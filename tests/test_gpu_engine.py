@@ -19,15 +19,17 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from gpu_simulated import CASES, REPEATED, SCENE_CASES, SCRIPTED
+from gpu_simulated import CASES, REPEATED, SCENE_CASES, SCRIPTED, apart, breeze
 from helpers import assert_clean_failure, flock3d, process_env
 
-from flock3d import Flock, Params
+from flock3d import Flock, Params, pair_rule
 from flock3d.core.gpu.device import missing
 from flock3d.core.params import Attractor, Species
 from flock3d.errors import EngineError, GpuError
 from flock3d.gpu import kernel_source, refusal
+from flock3d.rules import RuleError
 from flock3d.scene import resolve_scene
+from flock3d.step_errors import device_compile_error
 
 HERE = Path(__file__).parent
 needs_numba_cuda = pytest.mark.skipif(
@@ -35,7 +37,8 @@ needs_numba_cuda = pytest.mark.skipif(
 )
 #: The cases run together in the quick suite; the rest are marked slow.
 QUICK = ("defaults", "box, containment", "periodic", "periodic, 2 cells a side", "periodic 2D", "wander",
-         "chain", "species", "predators", "forest (primitives, keep-out)", *SCRIPTED)  # fmt: skip
+         "chain", "species", "predators", "forest (primitives, keep-out)", "rules: a pair rule and a force",
+         "rules: a force fails", "topological, sphere", "topological, periodic", *SCRIPTED)  # fmt: skip
 
 
 def python(*args: str, simulator: bool = True, cwd: Path = HERE) -> subprocess.CompletedProcess:
@@ -74,6 +77,9 @@ def test_the_gpu_engine_equals_the_reference_engine(case, request):
     if case == "blow-up":
         assert gpu_error.startswith("SimulationError: step 2, boid 4: its position was already non-finite")
         assert row["steps"] == 2  # the call stopped after the step that failed
+    elif case == "rules: a force fails":
+        assert gpu_error.startswith("RuleError: step 1, boid ") and "force 'hole'" in gpu_error, gpu_error
+        assert row["steps"] == 1
     else:
         assert row["steps"] == 3
 
@@ -91,7 +97,7 @@ def test_a_gpu_run_is_the_same_bit_for_bit_run_after_run(case, quick):
     [
         (Params(count=20, model="couzin", arena_shape="none"), "the couzin model"),
         (Params(count=20, update="sequential"), "update = 'sequential'"),
-        (Params(count=20, neighbours=7), "topological neighbours"),
+        (Params(count=20, neighbours=7, adaptive=True), "adaptive neighbours"),
         (Params(count=20, attractors=[Attractor((0, 0, 0), 1.0)]), "attractors"),
         (resolve_scene("worlds/valley").params, "perching"),
         (Params(count=20, flight="aerodynamic"), "aerodynamic flight"),
@@ -104,6 +110,45 @@ def test_what_the_gpu_engine_does_not_run_yet_is_named_in_one_line(params, named
         kernel_source(params)
 
 
+def test_the_gpu_chooses_at_most_16_topological_neighbours_and_says_so_in_one_line():
+    assert refusal(Params(count=20, neighbours=16)) == ""
+    line = refusal(Params(count=20, neighbours=17))
+    assert line == (
+        "the GPU engine chooses at most 16 topological neighbours (got neighbours = 17; "
+        "engine 'fast' chooses any number)"
+    )
+
+
+@pytest.mark.parametrize("k", [1, 7, 16])
+def test_the_gpu_chooses_the_k_nearest_seen_as_the_cpu_does_in_any_order(k):
+    from flock3d.core import components as C
+    from flock3d.core.gpu.nearest import MAX_NEAREST, insert_nearest
+
+    rng = np.random.default_rng(1)
+    m = 60  # on a lattice: many candidates at equal distances, where the index decides
+    bx, by, bz = rng.integers(-3, 4, (3, m)).astype(float)
+    bid = rng.permutation(m).astype(float)
+    r2, cone = 12.5, -0.5  # the view's squared radius and cone threshold (a 270 degree cone)
+
+    def seen(j):
+        d2, dot = bx[j] ** 2 + by[j] ** 2 + bz[j] ** 2, bx[j]
+        return (d2 > 0.0) & (d2 < r2) & (dot * abs(dot) >= cone * d2), d2
+
+    sel, sel_d2, seen_at, seen_d2 = np.zeros(m, np.int64), np.zeros(m), np.zeros(m, np.int64), np.zeros(m)
+    n = C.nearest_seen.py_func(bx, by, bz, bid, m, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, r2, cone, k, np.zeros(0),
+                               np.zeros(0), sel, sel_d2, seen_at, seen_d2)  # fmt: skip
+    cpu = bid[sel[:n]]
+    last = [d2 for sees, d2 in map(seen, range(m)) if sees and d2 == sel_d2[n - 1]]
+    assert n == k and len(last) > np.sum(sel_d2[:n] == sel_d2[n - 1])  # the index chose among the k-th
+    for order in (np.arange(m), rng.permutation(m), np.arange(m)[::-1]):  # the order the runs meet them
+        gpu_sel, gpu_d2, chosen = np.zeros(MAX_NEAREST, np.int64), np.zeros(MAX_NEAREST), 0
+        for j in order:
+            sees, d2 = seen(j)
+            if sees:
+                chosen = insert_nearest.py_func(gpu_sel, gpu_d2, chosen, k, j, d2, bid)
+        assert np.array_equal(bid[gpu_sel[:chosen]], cpu) and np.array_equal(gpu_d2[:chosen], sel_d2[:n])
+
+
 def test_every_boids_term_without_world_data_runs_on_the_gpu():
     params = Params(count=20, wander=5.0, containment=10.0, combine="chain", predator_count=1,
                     roost_weight=1.0, species=[Species("a", 10), Species("b", 10, fov=120.0)])  # fmt: skip
@@ -114,11 +159,22 @@ def test_every_boids_term_without_world_data_runs_on_the_gpu():
     assert "clamp_speed(" in source and "candidate_run(" in source and "reach" in names
 
 
-def test_debug_step_prints_the_gpu_kernel_and_refuses_in_one_line():
+def test_debug_step_prints_the_gpu_kernel_and_refuses_in_one_line(tmp_path):
     out = flock3d("debug", "step", "default", "--engine", "gpu")
     assert out.returncode == 0, out.stderr
     assert "@_kernel\ndef advance(" in out.stdout and "cuda.grid(1)" in out.stdout
     assert "separation_term.inverse(" in out.stdout and "# pv, the values it reads" in out.stdout
+    rules = tmp_path / "rules.py"
+    rules.write_text(
+        "import flock3d\n\n@flock3d.pair_rule\ndef toward(p_i, v_i, p_j, v_j):\n"
+        "    return p_j[0] - p_i[0], p_j[1] - p_i[1], p_j[2] - p_i[2]\n\n"
+        "@flock3d.force\ndef lift(position, velocity, time):\n    return 0.0, 0.5, 0.0\n"
+    )
+    out = flock3d("debug", "step", "default", "--engine", "gpu", "--rules", rules, "--set",
+                  "perception.neighbours=7")  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    assert "r = U_rule0(ro_p_i, ro_v_i, ro_p_j, ro_v_j)" in out.stdout and "U_force0(" in out.stdout
+    assert "insert_nearest(sel, sel_d2, n_sel, n_pick, jj, d2, bid)" in out.stdout
     refused = flock3d("debug", "step", "default", "--engine", "gpu", "--set", "sim.update=sequential")
     assert_clean_failure(refused, "the GPU engine does not run update = 'sequential' yet")
     assert len(refused.stderr.strip().splitlines()) == 1
@@ -148,7 +204,43 @@ def test_every_kernel_compiles_for_a_gpu():
         pytest.skip(out.stdout.strip())
     assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-2000:]
     # the fixed kernels (4 again in float32); each scene's step, three again in float32 and split
-    assert out.stdout.count("ok ") == 9 + 4 + 9 + 3 + 3 * 2
+    assert out.stdout.count("ok ") == 9 + 4 + 12 + 4 + 4 * 2
+
+
+@needs_numba_cuda
+def test_a_rule_numba_cuda_cannot_compile_is_named_in_one_line(monkeypatch):
+    import numba.cuda.dispatcher
+
+    class Device:  # what numba-cuda asks of the device while it types (as gpu_ptx.py says): none here
+        compute_capability = (9, 0)
+
+    monkeypatch.setattr(numba.cuda.dispatcher, "get_current_device", Device)
+    monkeypatch.setattr(numba.cuda, "get_current_device", Device)
+
+    @pair_rule
+    def whole_arrays(p_i, v_i, p_j, v_j):  # runs on the CPU engines: numba-cuda makes no array
+        return p_i - p_j
+
+    try:
+        fine = device_compile_error([apart], [breeze], cc=(9, 0))
+    except Exception as error:  # noqa: BLE001 - no NVVM (flock3d[gpu]'s CUDA wheels): nothing to compile with
+        pytest.skip(f"no CUDA compiler: {type(error).__name__}")
+    assert fine is None
+    error = device_compile_error([apart, whole_arrays], [breeze], cc=(9, 0))
+    assert isinstance(error, RuleError) and "\n" not in str(error), error
+    assert str(error).startswith("rule 'whole_arrays' (test_gpu_engine.py:")
+    assert "cannot be compiled for the GPU (Only accept returning of array passed" in str(error)
+    assert str(error).endswith("return a tuple (x, y, z)")
+    # what a GPU flock checks before any work (check_runs) and before its first step
+    from flock3d import gpu, step_errors
+
+    gpu._check_compiles([apart], [breeze])
+    with pytest.raises(RuleError, match="^rule 'whole_arrays' .* cannot be compiled for the GPU"):
+        gpu._check_compiles([apart, whole_arrays], [breeze])
+    compiled = []  # a function compiled once is not compiled again
+    monkeypatch.setattr(step_errors, "device_compile_error", lambda rules, forces: compiled.append(rules))
+    gpu._check_compiles([apart], [breeze])
+    assert compiled == []
 
 
 @needs_numba_cuda

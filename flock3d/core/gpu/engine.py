@@ -17,7 +17,8 @@ Importing this module needs numba-cuda (:mod:`flock3d.core.gpu.device`).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -25,6 +26,7 @@ import numpy as np
 from flock3d.core.assemble import Layout, Stepper, StepStatus
 from flock3d.core.gpu import kernels as K
 from flock3d.core.gpu.device import cuda
+from flock3d.core.gpu.user import device_functions
 from flock3d.core.kernel import OK, STAGED
 from flock3d.core.neighbors import periodic_shape
 from flock3d.core.params import Params
@@ -34,6 +36,7 @@ from flock3d.core.state import FlockState
 from flock3d.core.step.cache import load_module
 from flock3d.core.step.cuda_generate import DEFAULT_SHAPE, Shape, generate
 from flock3d.core.step.generate import offsets
+from flock3d.core.user_rules import Force, PairRule
 
 __all__ = ["DeviceFlock", "stepper", "SHAPE", "CELLS_PER_BOID"]
 
@@ -46,18 +49,28 @@ _NONE_FAILED = np.iinfo(np.int64).max
 #: How each step's kernels are cut and compiled (benchmarks/gpu.py sets it to compare shapes).
 SHAPE: Shape = DEFAULT_SHAPE
 
-_steppers: dict[tuple[Layout, Shape], Stepper] = {}
+_steppers: dict[tuple, Stepper] = {}
 
 
-def stepper(layout: Layout) -> Stepper:
-    """The GPU step of ``layout``: its source, the names of its values, and its module (whose
+def stepper(layout: Layout, rules: Sequence[PairRule] = (), forces: Sequence[Force] = ()) -> Stepper:
+    """The GPU step of ``layout`` (with the user's ``rules`` and ``forces``, each a device function
+    of its own Python function): its source, the names of its values, and its module (whose
     ``advance`` is the kernel, and ``settle`` the second of a split step), generated and loaded
-    once per process (and shape)."""
-    key = (layout, SHAPE)
-    if key not in _steppers:
+    once per process (and shape, and functions)."""
+    rules, forces = tuple(rules), tuple(forces)
+    key = (layout, SHAPE, tuple(id(r.fn) for r in rules), tuple(id(f.fn) for f in forces))
+    kept = _steppers.get(key)
+    if kept is None:
         source, names = generate(layout, SHAPE)
-        _steppers[key] = Stepper(layout, source, names, load_module(source, {}))
-    return _steppers[key]
+        kept = Stepper(
+            layout, source, names, load_module(source, device_functions(rules, forces)), rules, forces
+        )
+        _steppers[key] = kept
+    # The rules' weights and radii may differ between calls with the same functions.
+    if kept.rules is not rules or kept.forces is not forces:
+        kept = replace(kept, rules=rules, forces=forces, _packed={})
+        _steppers[key] = kept
+    return kept
 
 
 @dataclass

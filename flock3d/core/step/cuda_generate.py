@@ -5,7 +5,11 @@ template (:mod:`flock3d.core.step.cuda_template`): each term writes the same lin
 call the same numba components, compiled here as CUDA device functions. What differs is
 where a boid's candidates come from: the CPU step copies them into a buffer per row of
 cells, a GPU thread reads them where they lie, in the runs of the boids sorted by cell
-(:func:`flock3d.core.gpu.cells.candidate_run`); and a boid turns and moves as a batch of one.
+(:func:`flock3d.core.gpu.cells.candidate_run`); with topological neighbours it keeps the k
+nearest it sees in arrays of its local memory (:mod:`flock3d.core.gpu.nearest`); the user's
+rules and forces are device functions of their Python functions (:mod:`flock3d.core.gpu.user`),
+called as the CPU step calls them but for its ``try`` (a device function raises nothing); and
+a boid turns and moves as a batch of one.
 
 :func:`unsupported` names what of a flock the GPU step does not run yet.
 """
@@ -17,12 +21,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from flock3d.core.gpu.nearest import MAX_NEAREST
 from flock3d.core.params import TERMS
 from flock3d.core.step import cuda_template
 from flock3d.core.step.generate import _CANDIDATES, _Generator, _Lines, written
 from flock3d.core.terms import PairTerm, Term
 
 __all__ = ["Shape", "DEFAULT_SHAPE", "MAX_FLOAT32_BOIDS", "generate", "unsupported"]
+
+#: The columns the pair sums run over with topological neighbours: the candidates' (read in
+#: place), at the rows ``sel`` of the k nearest chosen.
+_NEAREST = {**_CANDIDATES, "m": "n_sel"}
 
 
 @dataclass(frozen=True)
@@ -73,10 +82,8 @@ def unsupported(layout: Any) -> list[str]:
         out.append(f"the {L.model} model")
     if L.update != "synchronous":  # in place, one boid or one rule after another: the CPU's
         out.append(f"update = '{L.update}'")
-    if L.neighbours != "metric":
-        out.append(f"{L.neighbours} neighbours")
-    if L.rules or L.forces:
-        out.append("your own rules and forces")
+    if L.neighbours == "adaptive":  # each boid's radius rides from step to step: per-boid state
+        out.append("adaptive neighbours")
     if L.flight != "kinematic":
         out.append(f"{L.flight} flight")
     # Not on the device yet: a term's per-boid state, and world data a term places at each step's
@@ -99,7 +106,7 @@ class _CudaGenerator(_Generator):
         if L.species:
             self.v("ends")  # each boid's species is found from it
         boid, turn = _Lines(), _Lines()
-        self._boid_update(boid, 0)
+        self._boid_update(boid, len(L.rules))
         self._turn_batch(turn, "k", "1", "ids")
         batch = (
             ["staged, failed_rows = staged_all[:, k : k + 1], failed_all[k : k + 1]"]
@@ -109,6 +116,11 @@ class _CudaGenerator(_Generator):
                 "failed_rows = cuda.local.array(1, numba.boolean)",
             ]  # fmt: skip
         ) + ["turned = cuda.local.array((7, 1), numba.float64)"]
+        if L.rules or L.forces:  # what the user's functions are given (read-only views of them)
+            batch += [f"{name} = cuda.local.array(3, numba.float64)" for name in ("p_i", "v_i", "p_j", "v_j")]
+        if L.neighbours == "topological":  # the k nearest seen: their rows and squared distances
+            batch += [f"sel = cuda.local.array({MAX_NEAREST}, numba.int64)",
+                      f"sel_d2 = cuda.local.array({MAX_NEAREST}, numba.float64)"]  # fmt: skip
         holes = {"boid": list(boid), "turn": [] if self.shape.split else list(turn),
                  "species": self._species_lines(), "batch": batch, "world": self._world_lines()}  # fmt: skip
         source = self._header() + "\n@_kernel\n" + self._fill(cuda_template.advance, holes)
@@ -130,6 +142,8 @@ class _CudaGenerator(_Generator):
                 for module, alias in sorted(self.modules.items())
             ),
             "",
+            f"# user rules: {', '.join(fp for fp, _ in self.layout.rules) or 'none'}; "
+            f"forces: {', '.join(self.layout.forces) or 'none'} (device functions of their Python functions)",
             f"UP = {(0.0, 0.0, 1.0) if self.layout.planar else (0.0, 1.0, 0.0)}",
             "# One thread a boid; numba-cuda compiles the terms' numba components as device functions.",
             f"MAX_REGISTERS = {self.shape.max_registers}  # the pair loop's registers (None: the compiler's)",
@@ -141,41 +155,111 @@ class _CudaGenerator(_Generator):
         return "\n".join(lines) + "\n"
 
     def _choose(self, c: _Lines, r2: str, cone: str) -> dict[str, str]:
-        # Metric neighbours alone (unsupported() refuses the rest): every candidate, read in place.
+        """Metric neighbours: every candidate, read in place. Topological: the k nearest the boid
+        sees (ties to the lower index, as :func:`flock3d.core.components.nearest_seen` chooses),
+        kept in the thread's ``sel`` as the runs are read; the pair sums then run over them."""
         # A copy of the CPU's names, so that the pair loop runs over exactly the candidates (the
         # CPU pads its buffers to whole SIMD vectors; in place there is no padding to skip).
-        return dict(_CANDIDATES)
+        if self.layout.neighbours == "metric":
+            return dict(_CANDIDATES)
+        v = self.v
+        sees = (
+            f" & ({v('sees_m')}[row + C.species_index(bid[jj], {v('ends')})] > 0.0)"
+            if self.layout.species
+            else ""
+        )
+        c(f"n_pick = max(1, min(int({v('k')}), {MAX_NEAREST}))", "n_sel = 0",
+          "for run in range(RUNS):",
+          "    lo, hi = candidate_run(run, cx, cy, cz, gi, start, periodic)",
+          "    for jj in range(lo, hi):")  # fmt: skip
+        c.indent(2)
+        c(*self._offset_lines("jj"))
+        c(f"if (d2 > 0.0) & (d2 < {v(r2)}) & (dot * abs(dot) >= {v(cone)} * d2){sees}:",
+          "    n_sel = insert_nearest(sel, sel_d2, n_sel, n_pick, jj, d2, bid)")  # fmt: skip
+        c.dedent(2)
+        return _NEAREST
 
     def _pair_loop(self, c: _Lines, terms: Sequence[PairTerm], b: dict[str, str]) -> None:
-        """The CPU's fused pair loop, its one loop over the candidates run over the candidate runs."""
+        """The CPU's fused pair loop, its one loop over the candidates run over the candidate runs
+        (or over the k nearest chosen)."""
         inner = _Lines()
         super()._pair_loop(inner, terms, b)
-        loop = inner.index(f"for jj in range({b['m']}):")
-        end = loop + 1
-        while end < len(inner) and inner[end].startswith("    "):
-            end += 1
-        c(*inner[:loop])
+        head, body, tail = _loop_parts(inner, f"for jj in range({b['m']}):")
+        c(*head)
         if self.shape.guard:
             c(f"reach2 = {self.v('reach')} * {self.v('reach')}")
-        c("for run in range(RUNS):", "    lo, hi = candidate_run(run, cx, cy, cz, gi, start, periodic)")
-        c.indent()
-        c("for jj in range(lo, hi):", *inner[loop + 1 : end])
-        c.dedent()
+        if b is _NEAREST:
+            c(f"for jj in range({b['m']}):", *body)
+        else:
+            self._in_runs(c, body)
         # Read again what the loop does not use, rather than hold it in registers through it.
         c("vx, vy, vz = cols[k, 3], cols[k, 4], cols[k, 5]",
           "qw, qx, qy, qz = quat[i, 0], quat[i, 1], quat[i, 2], quat[i, 3]")  # fmt: skip
-        c(*inner[end:])
+        c(*tail)
 
-    def _offset_to_candidate(self, c: _Lines, b: dict[str, str], rel: bool = True) -> None:
-        # The candidates lie where they are, not at their image nearest the boid's row (the CPU
-        # buffer's): in a periodic box the offsets take the nearest image here.
+    @staticmethod
+    def _in_runs(c: _Lines, body: list[str], after: Sequence[str] = ()) -> None:
+        """``body`` (a loop's body over the candidates ``jj``) run over the candidate runs, and
+        ``after`` after each run."""
+        c("for run in range(RUNS):", "    lo, hi = candidate_run(run, cx, cy, cz, gi, start, periodic)")
+        c.indent()
+        c("for jj in range(lo, hi):", *body, *after)
+        c.dedent()
+
+    def _offset_lines(self, j: str) -> list[str]:
+        """j, dx, dy, dz, d2, dot: candidate row ``j`` seen from the boid. The candidates lie where
+        they are, not at their image nearest the boid's row (the CPU buffer's): in a periodic box
+        the offsets take the nearest image here."""
+
         def offset(axis: str, side: int) -> str:
-            d = f"{b[axis]}[j] - p{axis}"
+            d = f"b{axis}[j] - p{axis}"
             wrapped = self.layout.periodic and not (axis == "z" and self.layout.planar)
             return f"image({d}, sides[{side}], True)" if wrapped else d
 
-        c("j = jj", f"dx = {offset('x', 0)}", f"dy = {offset('y', 1)}", f"dz = {offset('z', 2)}",
-          "d2 = dx * dx + dy * dy + dz * dz")  # fmt: skip
+        return [f"j = {j}", f"dx = {offset('x', 0)}", f"dy = {offset('y', 1)}", f"dz = {offset('z', 2)}",
+                "d2 = dx * dx + dy * dy + dz * dz", "dot = fx * dx + fy * dy + fz * dz"]  # fmt: skip
+
+    def _offset_to_candidate(self, c: _Lines, b: dict[str, str], rel: bool = True) -> None:
+        c(*self._offset_lines("sel[jj]" if b is _NEAREST else "jj"))
         if self.shape.guard and not rel:  # the built-in pair loop (a NaN distance goes on, as on the CPU)
             c("if d2 >= reach2:", "    continue")
-        c("dot = fx * dx + fy * dy + fz * dz")
+        if self.layout.species and rel:
+            c(f"rel = row + C.species_index(bid[j], {self.v('ends')})")
+
+    def _user_pair_loop(self, c: _Lines, k: int) -> None:
+        """The CPU's loop of user pair rule k (every candidate it sees, whatever the neighbours),
+        run over the candidate runs."""
+        inner = _Lines()
+        super()._user_pair_loop(inner, k)
+        head, body, tail = _loop_parts(inner, f"for jj in range({_CANDIDATES['m']}):")
+        c(*head)
+        # A failed boid's step is dropped: the rest of its candidates would change nothing.
+        self._in_runs(c, body, after=["if failed:", "    break"])
+        c(*tail)
+
+    def _candidate_position(self, b: dict[str, str]) -> str:
+        # Where the candidate lies, or in a periodic box its image nearest the boid (the offsets').
+        return "px + dx, py + dy, pz + dz" if self.layout.periodic else super()._candidate_position(b)
+
+    @staticmethod
+    def _user_call(c: _Lines, call: str, weight: str) -> None:
+        """The CPU's call of a user function (:meth:`_Pairs._user_call`) without its ``try``: a
+        device function raises nothing (numba-cuda compiles no ``try``), so ``outcome`` is OK,
+        or the code for one that did not return 3 numbers or returned a non-finite one."""
+        c("r = " + call,
+          "tx = ty = tz = 0.0",
+          "outcome = RULE_SHAPE",
+          "if len(r) == 3:",
+          f"    tx, ty, tz = {weight}float(r[0]), {weight}float(r[1]), {weight}float(r[2])",
+          "    finite = abs(tx) < np.inf and abs(ty) < np.inf and abs(tz) < np.inf",
+          "    outcome = OK if finite else RULE_NOT_FINITE")  # fmt: skip
+
+
+def _loop_parts(lines: list[str], loop: str) -> tuple[list[str], list[str], list[str]]:
+    """``lines`` cut at their first line ``loop`` (unindented): the lines before it, its body
+    (as indented under it) and the lines after it."""
+    at = lines.index(loop)
+    end = at + 1
+    while end < len(lines) and lines[end].startswith("    "):
+        end += 1
+    return lines[:at], lines[at + 1 : end], lines[end:]

@@ -27,7 +27,18 @@ import numpy as np
 
 from flock3d.core.gpu.cells import RUNS, candidate_run, cell_of
 from flock3d.core.gpu.device import cuda, jit_options
-from flock3d.core.kernel import OK, STAGED, clamp_speed, image, move_rows, record, turn_rows
+from flock3d.core.gpu.nearest import insert_nearest
+from flock3d.core.kernel import (
+    OK,
+    RULE_NOT_FINITE,
+    RULE_SHAPE,
+    STAGED,
+    clamp_speed,
+    image,
+    move_rows,
+    record,
+    turn_rows,
+)
 
 
 def hole(name: str, *values: str) -> None:

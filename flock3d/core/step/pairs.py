@@ -132,7 +132,7 @@ class _Pairs:
         sees = f" & ({self.v('sees_m')}[rel] > 0.0)" if self.layout.species else ""
         c(f"if not ((d2 > 0.0) & (d2 < {self.v(r2)}) & (dot * abs(dot) >= {self.v(cone)} * d2){sees}):",
           "    continue",
-          f"p_j[0], p_j[1], p_j[2] = {b['x']}[j], {b['y']}[j], {b['z']}[j]",
+          f"p_j[0], p_j[1], p_j[2] = {self._candidate_position(b)}",
           f"v_j[0], v_j[1], v_j[2] = {b['vx']}[j], {b['vy']}[j], {b['vz']}[j]")  # fmt: skip
         self._user_call(c, f"U_rule{k}(ro_p_i, ro_v_i, ro_p_j, ro_v_j)", "")
         c("if outcome != OK:",
@@ -142,6 +142,11 @@ class _Pairs:
           f"n_rule{k} += 1.0",
           f"s_rule{k}_x += tx", f"s_rule{k}_y += ty", f"s_rule{k}_z += tz")  # fmt: skip
         c.dedent()
+
+    def _candidate_position(self, b: dict[str, str]) -> str:
+        """Candidate j's position as a user pair rule is given it: in the buffer, at its image
+        nearest the boid's row."""
+        return f"{b['x']}[j], {b['y']}[j], {b['z']}[j]"
 
     @staticmethod
     def _user_call(c: _Lines, call: str, weight: str) -> None:
