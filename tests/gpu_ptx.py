@@ -4,8 +4,14 @@ of them, which the CUDA simulator (Python) cannot tell.
 Needs NVVM and NVRTC (flock3d[gpu]'s CUDA wheels), not a device; exits with status 3 where they
 are missing. Run as a script, in a process of its own (numba-cuda as it is, no simulator):
 
-    python tests/gpu_ptx.py             # one line a kernel: ok, or FAIL and why
+    python tests/gpu_ptx.py             # the covering set: one line a kernel, ok or FAIL and why
+    python tests/gpu_ptx.py --all       # every layout in every precision and shape (minutes more)
     python tests/gpu_ptx.py rules       # only the kernels whose names hold a word given
+    python tests/gpu_ptx.py --part 2/3  # every third kernel from the second (the suite's share)
+
+The covering set (what the test suite compiles) holds every fixed kernel in both precisions and
+a step with each arena, term and option at least once; ``--all`` adds the layouts whose features
+the covering set compiles in other combinations. A step kernel takes 5-15 s on one core.
 """
 
 from __future__ import annotations
@@ -59,6 +65,10 @@ PRECISIONS = {"float64": F2, "float32": T.float32[:, ::1]}
 #: The step's shapes compiled: the engine's, and every option of the others in one (on SPLIT_SCENES).
 SHAPES = (DEFAULT_SHAPE, Shape(max_registers=64, split=True, guard=True))
 SPLIT_SCENES = ("sphere, wander, containment", "periodic", "species", "rules, topological")  # and float32
+#: The layouts only ``--all`` compiles: the covering set has each of their features in another
+#: (periodic in "periodic 2D", chain and species in "rules, chain, periodic, species"); it compiles
+#: the split shape and float32 on the first and last of SPLIT_SCENES.
+ALL_ONLY = ("periodic", "chain", "species")
 #: Layouts whose generated step is compiled: each arena, term and option the GPU engine runs.
 SCENES = {
     "sphere, wander, containment": Params(count=50, wander=5.0, containment=40.0),
@@ -103,7 +113,12 @@ class _Device:
     compute_capability = CC
 
 
-def main(only: list[str]) -> int:
+def main(words: list[str]) -> int:
+    every = "--all" in words
+    share = words[words.index("--part") + 1] if "--part" in words else "1/1"
+    part, parts = (int(k) for k in share.split("/"))
+    only = [w for w in words if w not in ("--all", "--part", share)]
+    split_scenes = SPLIT_SCENES if every else (SPLIT_SCENES[0], SPLIT_SCENES[-1])
     # A device function asks the current device for its compute capability: there is none here.
     numba.cuda.dispatcher.get_current_device = _Device
     try:
@@ -121,19 +136,18 @@ def main(only: list[str]) -> int:
     for shape in SHAPES:
         engine.SHAPE = shape
         for name, p in SCENES.items():
-            if shape != DEFAULT_SHAPE and name not in SPLIT_SCENES:
+            if (shape != DEFAULT_SHAPE and name not in split_scenes) or (name in ALL_ONLY and not every):
                 continue
             rules, forces = RULES.get(name, ((), ()))
             module = engine.stepper(layout_of(p, rules, forces), rules, forces).module
             for precision, S in PRECISIONS.items():
-                if precision == "float32" and (shape != DEFAULT_SHAPE or name not in SPLIT_SCENES):
+                if precision == "float32" and (shape != DEFAULT_SHAPE or name not in split_scenes):
                     continue  # one shape and a few scenes show the float32 step types
                 jobs.append((f"step ({shape}, {precision}): {name}", module.advance.py_func, step(S)))
                 if shape.split:
                     jobs.append((f"settle ({shape}, {precision}): {name}", module.settle.py_func, settle(S)))
+    jobs = [job for job in jobs if not only or any(word in job[0] for word in only)][part - 1 :: parts]
     for name, fn, sig in jobs:
-        if only and not any(word in name for word in only):
-            continue
         try:
             cuda.compile_ptx(fn, sig, cc=CC)
             print(f"ok {name}", flush=True)
