@@ -8,6 +8,7 @@ import resource
 import signal
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -226,3 +227,22 @@ def sky(image: np.ndarray) -> np.ndarray:
 def foreground_mask(image: np.ndarray, tolerance: int = 12) -> np.ndarray:
     """Pixels that differ from the sky behind them (a vertical gradient)."""
     return np.abs(image[..., :3].astype(int) - sky(image)).max(axis=-1) > tolerance
+
+
+def once_per_run(tmp_path_factory, name: str, make: Callable[[Path], None]) -> Path:
+    """The file ``name`` that ``make(path)`` writes, made once for the whole test run.
+
+    pytest-xdist runs a module's tests in several processes, each of which would make a module
+    fixture of its own: the first makes the file under a lock and the others wait for it and read
+    it. Without xdist the file lives in this run's own temporary folder.
+    """
+    from filelock import FileLock
+
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent  # this run's folder, which its workers share
+    path = root / name
+    with FileLock(f"{path}.lock"):
+        if not path.exists():
+            make(path)
+    return path

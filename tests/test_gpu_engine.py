@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from gpu_simulated import CASES, REPEATED, SCENE_CASES, SCRIPTED, apart, breeze
-from helpers import assert_clean_failure, flock3d, process_env
+from helpers import assert_clean_failure, flock3d, once_per_run, process_env
 
 from flock3d import Flock, Params, pair_rule
 from flock3d.core.gpu.device import missing
@@ -57,8 +57,11 @@ def simulated(*cases: str) -> dict[str, dict]:
 
 
 @pytest.fixture(scope="module")
-def quick() -> dict[str, dict]:
-    return simulated(*QUICK)
+def quick(tmp_path_factory) -> dict[str, dict]:
+    def make(path: Path) -> None:
+        path.write_text(json.dumps(simulated(*QUICK)))
+
+    return json.loads(once_per_run(tmp_path_factory, "gpu-quick.json", make).read_text())
 
 
 @needs_numba_cuda

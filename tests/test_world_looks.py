@@ -11,6 +11,7 @@ import sys
 
 import numpy as np
 import pytest
+from helpers import once_per_run
 
 from flock3d.core.objects import Object
 from flock3d.scene import SceneError, resolve_scene
@@ -20,17 +21,19 @@ PROBE = pathlib.Path(__file__).with_name("looks_probe.py")
 
 @pytest.fixture(scope="module")
 def images(tmp_path_factory) -> dict:
-    out = tmp_path_factory.mktemp("looks") / "looks.npz"
     # The checkout's flock3d first: the probe runs as a script, whose own folder is on its path.
     path = os.pathsep.join([str(PROBE.parents[1]), os.environ.get("PYTHONPATH", "")])
     env = {**os.environ, "PYTHONPATH": path}
-    run = subprocess.run(
-        [sys.executable, str(PROBE), str(out)], capture_output=True, text=True, timeout=300, env=env
-    )
-    if run.returncode != 0 and "needs EGL" in run.stderr:
-        pytest.skip("no EGL/OpenGL for offscreen rendering here")
-    assert run.returncode == 0, run.stderr
-    return dict(np.load(out))
+
+    def make(out: pathlib.Path) -> None:
+        run = subprocess.run(
+            [sys.executable, str(PROBE), str(out)], capture_output=True, text=True, timeout=300, env=env
+        )
+        if run.returncode != 0 and "needs EGL" in run.stderr:
+            pytest.skip("no EGL/OpenGL for offscreen rendering here")
+        assert run.returncode == 0, run.stderr
+
+    return dict(np.load(once_per_run(tmp_path_factory, "looks.npz", make)))
 
 
 def hue_saturation(rgb) -> tuple[np.ndarray, np.ndarray]:
