@@ -7,9 +7,10 @@ they are read after a step, and what was read (and may have been edited) is copi
 device again before the next: so read them through the flock, not through a reference kept
 from before a step.
 
-It runs the boids model's synchronous update with metric or topological neighbours (k up to
-16), every term but those that carry per-boid state or place world data at each step's time
-(perching, attractors), your own rules and forces (the same Python functions, compiled as
+It runs every model's synchronous update with metric, topological or adaptive neighbours (k up
+to 16), every term but those that place world data at each step's time (attractors), the
+per-boid state terms, models and the perception carry (``state.carried``: copied back when
+read, as the arrays above), your own rules and forces (the same Python functions, compiled as
 device functions: written on the numbers of their arrays, returning a tuple), species and
 every arena, in float64 or float32 (``sim.precision``); it refuses the rest in one line
 (:class:`~flock3d.errors.GpuError`), and says what is missing where it cannot run at all.
@@ -26,6 +27,7 @@ import numpy as np
 from flock3d.core.assemble import StepStatus, layout_of, world_data
 from flock3d.core.params import Params
 from flock3d.core.state import FlockState, check_state
+from flock3d.core.step.values import riders
 from flock3d.errors import GpuError
 
 __all__ = ["GpuEngine", "check_device", "check_runs", "refusal", "kernel_source"]
@@ -44,7 +46,7 @@ def refusal(params: Params, rules: Sequence = (), forces: Sequence = ()) -> str:
     lacking = unsupported(layout)
     if lacking:
         return f"the GPU engine does not run {', '.join(lacking)} yet (engine 'fast' does)"
-    if layout.neighbours == "topological" and params.neighbours > MAX_NEAREST:  # each thread's arrays of them
+    if layout.neighbours != "metric" and params.neighbours > MAX_NEAREST:  # each thread's arrays of them
         return (
             f"the GPU engine chooses at most {MAX_NEAREST} topological neighbours (got "
             f"neighbours = {params.neighbours}; engine 'fast' chooses any number)"
@@ -111,6 +113,7 @@ class GpuEngine:
         if self.device_newer:
             arrays = self.state.__dict__
             self.device.download(*(arrays[name] for name in _SYNCED))
+            self.device.download_carried(arrays["carried"])
             self.device_newer = False
         self.host_newer = True  # the caller may edit what it reads
 
@@ -137,9 +140,12 @@ class GpuEngine:
             self.pull()
             self.device = DeviceFlock(len(state), np.dtype(params.precision).type)
             self.host_newer = True
+        riding = riders(step.layout)
+        if riding != self.device.riding:  # another step carries other arrays: they go up again
+            self.pull()
         if self.host_newer:
             check_state(state, params)
-            self.device.upload(state, params)
+            self.device.upload(state, params, riding)
             self.host_newer = False
         time0, clock0 = state.clock(params.dt)
         world = world_data(params, fields)
@@ -211,6 +217,24 @@ class DeviceState(FlockState):
     predator_positions = _synced("predator_positions")
     predator_velocities = _synced("predator_velocities")
     predator_orientations = _synced("predator_orientations")
+    carried = _synced("carried")
+
+    def __getattr__(self, name: str) -> Any:
+        # A carried array (``state.perches``): copied back from the device first, as the others.
+        carried = self.__dict__.get("carried")
+        if carried is not None and name in carried:
+            engine = self.__dict__.get("_engine")
+            if engine is not None:
+                engine.pull()
+            return carried[name]
+        return super().__getattr__(name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        carried = self.__dict__.get("carried")
+        engine = self.__dict__.get("_engine")
+        if carried is not None and name in carried and engine is not None:
+            engine.pull()  # the others' latest state first: the whole state goes up again
+        super().__setattr__(name, value)
 
     @classmethod
     def of(cls, state: FlockState, engine: Any) -> DeviceState:

@@ -65,6 +65,9 @@ PRECISIONS = {"float64": F2, "float32": T.float32[:, ::1]}
 #: The step's shapes compiled: the engine's, and every option of the others in one (on SPLIT_SCENES).
 SHAPES = (DEFAULT_SHAPE, Shape(max_registers=64, split=True, guard=True))
 SPLIT_SCENES = ("sphere, wander, containment", "periodic", "species", "rules, topological")  # and float32
+#: A scene the covering set compiles split too (float64 only): what a boid keeps if it moves (a
+#: spin) passed from the first kernel to the second.
+KEPT_SPLIT = "ism, topological"
 #: The layouts only ``--all`` compiles: the covering set has each of their features in another
 #: (periodic in "periodic 2D", chain and species in "rules, chain, periodic, species"); it compiles
 #: the split shape and float32 on the first and last of SPLIT_SCENES.
@@ -95,6 +98,19 @@ SCENES = {
         combine="chain",
         species=[Species("a", 10), Species("b", 10, fov=120.0, sees=("b",))],
     ),  # fmt: skip
+    "perching, adaptive": Params(
+        count=50,
+        neighbours=7,
+        adaptive=True,
+        objects=[Object("plane", position=(0.0, -3.0, 0.0))],
+        perching_height=1.0,
+    ),  # fmt: skip
+    "vicsek 2D": Params(
+        model="vicsek", count=50, arena_radius=3.0, dimensions=2, view_distance=1.0, noise_eta=1.0
+    ),
+    "ism, topological": Params(model="ism", count=50, neighbours=6, view_distance=2.0),
+    "couzin": Params(model="couzin", count=50),
+    "cucker-smale": Params(model="cucker-smale", count=50),
     "topological, periodic, species": Params(
         arena_shape="periodic",
         arena_radius=8.0,
@@ -118,7 +134,8 @@ def main(words: list[str]) -> int:
     share = words[words.index("--part") + 1] if "--part" in words else "1/1"
     part, parts = (int(k) for k in share.split("/"))
     only = [w for w in words if w not in ("--all", "--part", share)]
-    split_scenes = SPLIT_SCENES if every else (SPLIT_SCENES[0], SPLIT_SCENES[-1])
+    float32_scenes = SPLIT_SCENES if every else (SPLIT_SCENES[0], SPLIT_SCENES[-1])
+    split_scenes = (*float32_scenes, KEPT_SPLIT)
     # A device function asks the current device for its compute capability: there is none here.
     numba.cuda.dispatcher.get_current_device = _Device
     try:
@@ -141,7 +158,7 @@ def main(words: list[str]) -> int:
             rules, forces = RULES.get(name, ((), ()))
             module = engine.stepper(layout_of(p, rules, forces), rules, forces).module
             for precision, S in PRECISIONS.items():
-                if precision == "float32" and (shape != DEFAULT_SHAPE or name not in split_scenes):
+                if precision == "float32" and (shape != DEFAULT_SHAPE or name not in float32_scenes):
                     continue  # one shape and a few scenes show the float32 step types
                 jobs.append((f"step ({shape}, {precision}): {name}", module.advance.py_func, step(S)))
                 if shape.split:

@@ -116,8 +116,36 @@ CASES.update({
         species=[Species("a", 30, sees=("a",)), Species("b", 30, fov=180.0)],
     ),
 })  # fmt: skip
+#: Per-boid carried state (a perching timer, the adaptive radius, a spin) and the other models.
+#: Perching: the boids below 0.5 land at once, rest 1.5 steps and take off on the third; the wind
+#: brings others down to land later.
+CASES.update({
+    "perching": Params(count=40, arena_radius=6.0, dt=0.1, objects=[Object("plane", position=(0, -3.0, 0))],
+                       perching_height=3.5, perching_duration=0.15, perching_cooldown=0.1,
+                       wind=(0.0, -30.0, 0.0)),
+    "adaptive radius": Params(**SMALL, neighbours=7, adaptive=True),
+    "vicsek 2D": Params(model="vicsek", count=60, arena_radius=3.0, dimensions=2, speed=0.1,
+                        view_distance=1.0, noise_eta=1.0, dt=1.0),
+    "vicsek 3D, old positions, adaptive": Params(model="vicsek", count=50, arena_radius=3.0, speed=0.1,
+                                                 view_distance=1.4, noise_eta=0.5, dt=1.0, neighbours=5,
+                                                 adaptive=True, position_update="old"),
+    "ism, topological": Params(model="ism", count=60, arena_radius=2.5, neighbours=6, view_distance=2.0,
+                               dt=0.05, ism_temperature=0.5),
+    "couzin": Params(model="couzin", count=50, init_radius=3.0),
+    "cucker-smale": Params(model="cucker-smale", count=40, init_radius=5.0),
+})  # fmt: skip
+#: Cases run again with the step split in two kernels and the guard (what a boid keeps if it
+#: moves passes from the first to the second): the split case's name -> the case.
+SPLIT = {f"{case} (split+guard)": case for case in ("perching", "vicsek 3D, old positions, adaptive",
+                                                     "ism, topological", "couzin")}  # fmt: skip
+CASES.update({name: CASES[case] for name, case in SPLIT.items()})
 #: Periodic cases whose boids start spread over the whole box (not in its middle, as spawned).
-SPREAD = ("rules, chain, periodic", "topological, periodic")
+SPREAD = (
+    "rules, chain, periodic",
+    "topological, periodic",
+    "ism, topological",
+    "ism, topological (split+guard)",
+)
 #: Shipped scenes whose worlds the GPU engine runs, at 60 boids: (scene, its overrides).
 SCENE_CASES = {
     "obstacles": ("features/obstacles", []),
@@ -131,7 +159,12 @@ STEPS = 3
 #: The cases whose GPU run is run twice, to be compared bit for bit.
 REPEATED = ("defaults", "periodic", "species", "topological, periodic")
 #: Cases of what a caller does between steps, each run by both engines (see :func:`scripted`).
-SCRIPTED = ("edited between steps", "blow-up", "an object moved between steps")
+SCRIPTED = (
+    "edited between steps",
+    "blow-up",
+    "an object moved between steps",
+    "carried state edited, retuned",
+)
 
 
 def scripted(name: str, engine: str) -> tuple[Flock, str]:
@@ -144,6 +177,13 @@ def scripted(name: str, engine: str) -> tuple[Flock, str]:
             flock.step(1)
             flock.params = flock.params.replace(objects=[box._replace(position=(0.0, 0.0, 0.0))])
             flock.step(2)
+        elif name == "carried state edited, retuned":  # the device's carried arrays follow the host's
+            flock.params = flock.params.replace(neighbours=7, adaptive=True)
+            flock.step(1)
+            flock.state.radii[2] = 1.0  # read (copied back), edited, and stepped from there
+            flock.step(1)
+            flock.params = flock.params.replace(adaptive=False)  # no radii ride: they wait on the host
+            flock.step(1)
         elif name == "edited between steps":  # what a caller writes into the public arrays is stepped
             flock.step(1)
             flock.positions[3] += 0.5
@@ -178,7 +218,11 @@ def stepped(flock: Flock) -> str:
 
 def run(name: str) -> dict:
     """Case ``name``: the GPU engine's run (twice for REPEATED) and the reference engine's."""
+    from flock3d.core.gpu import engine
+    from flock3d.core.step.cuda_generate import DEFAULT_SHAPE, Shape
+
     start = time.perf_counter()
+    engine.SHAPE = Shape(max_registers=64, split=True, guard=True) if name in SPLIT else DEFAULT_SHAPE
     if name in SCENE_CASES:
         gpu, ref, again = scene_flock(name, "gpu"), scene_flock(name, "reference"), None
         gpu.step(STEPS)
@@ -206,6 +250,13 @@ def run(name: str) -> dict:
         "velocities": float(np.abs(gpu.velocities - ref.velocities).max(initial=0.0)),
         "orientations": float(np.abs(dots - 1.0).max(initial=0.0)),
         "predators": float(np.abs(gpu.predator_positions - ref.predator_positions).max(initial=0.0)),
+        "carried": float(
+            max(
+                (np.abs(a - ref.state.carried[key]).max(initial=0.0) for key, a in gpu.state.carried.items()),
+                default=0.0,
+            )
+        ),  # fmt: skip
+        "perched": [int(np.sum(gpu.state.perches > 0.0)), int(np.sum(gpu.state.perches < 0.0))],  # rest, off
         "same waypoints": bool(np.array_equal(gpu.state.waypoints, ref.state.waypoints)),
         "clock": [gpu.time == ref.time, gpu.step_count == ref.step_count],
         "steps": gpu.step_count,

@@ -38,7 +38,9 @@ needs_numba_cuda = pytest.mark.skipif(
 #: The cases run together in the quick suite; the rest are marked slow.
 QUICK = ("defaults", "box, containment", "periodic", "periodic, 2 cells a side", "periodic 2D", "wander",
          "chain", "species", "predators", "forest (primitives, keep-out)", "rules: a pair rule and a force",
-         "rules: a force fails", "topological, sphere", "topological, periodic", *SCRIPTED)  # fmt: skip
+         "rules: a force fails", "topological, sphere", "topological, periodic", "perching",
+         "adaptive radius", "vicsek 2D", "ism, topological", "couzin", "cucker-smale",
+         "ism, topological (split+guard)", *SCRIPTED)  # fmt: skip
 
 
 def python(*args: str, simulator: bool = True, cwd: Path = HERE) -> subprocess.CompletedProcess:
@@ -73,6 +75,7 @@ def test_the_gpu_engine_equals_the_reference_engine(case, request):
     row = request.getfixturevalue("quick")[case] if case in QUICK else simulated(case)[case]
     assert row["positions"] < 1e-9 and row["velocities"] < 1e-9, row
     assert row["orientations"] < 1e-9 and row["predators"] < 1e-9, row  # as rotations (q and -q are one)
+    assert row["carried"] < 1e-9, row  # the perching timers, adaptive radii, spins
     assert row["clock"] == [True, True], row
     assert row["same non-finite"] and row["same waypoints"], row
     gpu_error, ref_error = row["errors"]
@@ -85,6 +88,9 @@ def test_the_gpu_engine_equals_the_reference_engine(case, request):
         assert row["steps"] == 1
     else:
         assert row["steps"] == 3
+    if case.startswith("perching"):  # some boids rest on the ground, others took off after resting
+        resting, off = row["perched"]
+        assert resting > 0 and off > 0, row
 
 
 @needs_numba_cuda
@@ -98,11 +104,9 @@ def test_a_gpu_run_is_the_same_bit_for_bit_run_after_run(case, quick):
 @pytest.mark.parametrize(
     "params, named",
     [
-        (Params(count=20, model="couzin", arena_shape="none"), "the couzin model"),
         (Params(count=20, update="sequential"), "update = 'sequential'"),
-        (Params(count=20, neighbours=7, adaptive=True), "adaptive neighbours"),
+        (Params(count=20, update="per_rule", combine="chain"), "update = 'per_rule'"),
         (Params(count=20, attractors=[Attractor((0, 0, 0), 1.0)]), "attractors"),
-        (resolve_scene("worlds/valley").params, "perching"),
         (Params(count=20, flight="aerodynamic"), "aerodynamic flight"),
     ],
 )
@@ -113,6 +117,26 @@ def test_what_the_gpu_engine_does_not_run_yet_is_named_in_one_line(params, named
         kernel_source(params)
 
 
+@pytest.mark.parametrize(
+    "params",
+    [
+        Params(count=20, model="couzin", arena_shape="none"),
+        Params(count=20, model="vicsek", neighbours=5, adaptive=True),
+        Params(count=20, model="ism", neighbours=6),
+        Params(count=20, model="cucker-smale"),
+        resolve_scene("worlds/valley").params,  # perching on a heightfield
+        Params(count=20, neighbours=7, adaptive=True),
+    ],
+    ids=["couzin", "vicsek adaptive", "ism", "cucker-smale", "perching", "adaptive"],
+)
+def test_the_models_and_the_carried_state_run_on_the_gpu(params):
+    assert refusal(params) == ""
+    source, _ = kernel_source(params)
+    assert "@_kernel\ndef advance(" in source
+    if params.model != "boids":  # the model's own sums, over the candidates a part at a time
+        assert "n_part = 0" in source
+
+
 def test_the_gpu_chooses_at_most_16_topological_neighbours_and_says_so_in_one_line():
     assert refusal(Params(count=20, neighbours=16)) == ""
     line = refusal(Params(count=20, neighbours=17))
@@ -120,6 +144,8 @@ def test_the_gpu_chooses_at_most_16_topological_neighbours_and_says_so_in_one_li
         "the GPU engine chooses at most 16 topological neighbours (got neighbours = 17; "
         "engine 'fast' chooses any number)"
     )
+    adaptive = refusal(Params(count=20, neighbours=17, adaptive=True))
+    assert adaptive.startswith("the GPU engine chooses at most 16")
 
 
 @pytest.mark.parametrize("k", [1, 7, 16])
@@ -197,10 +223,11 @@ def test_an_unknown_engine_lists_the_gpu():
         Flock(Params(count=10), engine="cuda")
 
 
-#: The kernels gpu_ptx.py compiles: the fixed ones (4 again in float32), the covering set's 9
-#: steps, two again in float32 and split (step and settle): every arena, term and option at least
-#: once (``gpu_ptx.py --all``: 37). In parts, so that the suite's processes share them.
-PTX_KERNELS, PTX_PARTS = 9 + 4 + 9 + 2 + 2 * 2, 3
+#: The kernels gpu_ptx.py compiles: the fixed ones (4 again in float32), the covering set's 14
+#: steps (every arena, term, option and model at least once), two again in float32, and three
+#: split (step and settle; one keeps a model's carried spins between them) (``gpu_ptx.py --all``:
+#: 44). In parts, so that the suite's processes share them.
+PTX_KERNELS, PTX_PARTS = 9 + 4 + 14 + 2 + 3 * 2, 3
 
 
 @needs_numba_cuda
@@ -366,11 +393,11 @@ def test_a_frame_rendered_with_the_gpu_engine_is_the_fast_engines_frame(tmp_path
 @needs_numba_cuda
 def test_an_experiment_the_gpu_engine_cannot_run_says_so_in_one_line(tmp_path):
     out = simulated_command(
-        "experiment", "vicsek-fig2a", "--quick", "--out", "v", "--engine", "gpu", cwd=tmp_path
+        "experiment", "flock-shape", "--quick", "--out", "v", "--engine", "gpu", cwd=tmp_path
     )
     assert out.returncode == 2 and "Traceback" not in out.stderr, out.stderr[-2000:]
     assert out.stderr.strip().endswith(
-        "the GPU engine does not run the vicsek model yet (engine 'fast' does)"
+        "the GPU engine does not run aerodynamic flight yet (engine 'fast' does)"
     )
 
 

@@ -34,8 +34,8 @@ from flock3d.core.quaternion import turn_limit
 from flock3d.core.space import settled_positions
 from flock3d.core.state import FlockState
 from flock3d.core.step.cache import load_module
-from flock3d.core.step.cuda_generate import DEFAULT_SHAPE, Shape, generate
-from flock3d.core.step.generate import offsets
+from flock3d.core.step.cuda_generate import DEFAULT_SHAPE, KEPT, Shape, generate
+from flock3d.core.step.generate import offsets, riders
 from flock3d.core.user_rules import Force, PairRule
 
 __all__ = ["DeviceFlock", "stepper", "SHAPE", "CELLS_PER_BOID"]
@@ -102,7 +102,15 @@ class DeviceFlock:
         self.cols, self.heads = cuda.device_array((n, 8), dtype), cuda.device_array((3, n), dtype)
         self.keys, self.order = cuda.device_array(n, np.int64), cuda.device_array(n, np.int64)
         # where a split step's first kernel stages each boid for its second (see stepper)
-        self.staged, self.failed = cuda.device_array((STAGED, n)), cuda.device_array(n, np.bool_)
+        # (and, after its STAGED rows, the state each boid keeps if it moves: cuda_generate.kept)
+        self.staged, self.failed = cuda.device_array((STAGED + KEPT, n)), cuda.device_array(n, np.bool_)
+        # The per-boid state the step carries (riders: a perching timer, an adaptive radius, a
+        # spin), by public index after the values in the device's pv, as the CPU step carries it:
+        # the arrays riding, and their numbers while no pv is on the device (after an upload).
+        self.riding: list[tuple[str, int]] = []
+        self._carried = np.zeros(0)
+        self.pv_d: Any = None
+        self.n_values = 0
         self.status = cuda.to_device(np.zeros((n, 3), dtype=np.int64))
         self.status_written = False
         self.first_failed = cuda.device_array(1, np.int64)
@@ -115,9 +123,14 @@ class DeviceFlock:
 
     # -- the state in and out --------------------------------------------------------------
 
-    def upload(self, state: FlockState, params: Params) -> None:
+    def upload(self, state: FlockState, params: Params, riding: Sequence[tuple[str, int]] = ()) -> None:
         """Take ``state``'s arrays, the boids' and the predators' (public order; positions settled
-        into the arena first)."""
+        into the arena first), and its carried arrays ``riding`` (name, width: what the step of
+        :func:`~flock3d.core.step.values.riders` reads and writes)."""
+        self.riding = list(riding)
+        carried = (state.carried[name].reshape(-1) for name, _ in riding)
+        self._carried = np.concatenate([np.zeros(0), *carried])
+        self.pv_d = None  # made with the carried numbers at the next call
         rows = self.sets[self.current]
         rows.ids.copy_to_device(np.arange(self.n, dtype=np.int64))
         rows.pos.copy_to_device(np.ascontiguousarray(settled_positions(state.positions, params), self.dtype))
@@ -141,6 +154,27 @@ class DeviceFlock:
         waypoints[ids] = rows.wp.copy_to_host()
         for host, device in zip(predators, self.predators, strict=True):
             host[...] = device.copy_to_host()
+
+    def download_carried(self, carried: dict[str, np.ndarray]) -> None:
+        """Write the carried arrays riding into ``carried``'s (FlockState.carried), in place."""
+        numbers = self._carried if self.pv_d is None else self.pv_d.copy_to_host()[self.n_values :]
+        at = 0
+        for name, _ in self.riding:
+            a = carried[name]
+            a[...] = numbers[at : at + a.size].reshape(a.shape)
+            at += a.size
+
+    def _values(self, pv: np.ndarray) -> Any:
+        """The device's pv: ``pv``'s values, then the carried numbers, which stay on the device
+        from call to call (the values are copied in again: they may have changed)."""
+        size = len(self._carried) if self.pv_d is None else self.pv_d.shape[0] - self.n_values
+        if self.pv_d is None or self.n_values != len(pv):
+            carried = self._carried if self.pv_d is None else self.pv_d.copy_to_host()[self.n_values :]
+            self.pv_d, self.n_values = cuda.to_device(np.concatenate([pv, carried])), len(pv)
+        elif len(pv):
+            self.pv_d[: len(pv)].copy_to_device(pv)
+        assert self.pv_d.shape[0] == len(pv) + size
+        return self.pv_d
 
     # -- steps -----------------------------------------------------------------------------
 
@@ -204,8 +238,10 @@ class DeviceFlock:
         reach = float(pv[offsets(L, stepper.value_names)["reach"]])
         cells = self._grid(params, reach)
         box = np.array([*params.arena_center, *params.half_extents], dtype=np.float64)
-        args = [cuda.to_device(a) for a in (pv, np.array([L.periodic, L.wraps, L.planar, L.turn == "mesh"]),
-                                            box, 2.0 * box[3:])]  # fmt: skip
+        if riders(L) != self.riding:  # GpuEngine.step uploads the state again when they differ
+            raise ValueError(f"the device carries {self.riding}, the step {riders(L)}")
+        fixed = (np.array([L.periodic, L.wraps, L.planar, L.turn == "mesh"]), box, 2.0 * box[3:])
+        args = [self._values(pv), *(cuda.to_device(a) for a in fixed)]
         pv_d, flags, box_d = args[0], args[1], args[2]
         world_d = self._world(world)
         if self.status_written:

@@ -71,6 +71,13 @@ class Emit:
         ``z``, ``vx``, ``vy``, ``vz``, ``id`` and the count ``m``)."""
         raise NotImplementedError
 
+    def summed(self, c: Any, targets: str, function: str, b: dict[str, str], arguments: str) -> None:
+        """Write ``targets = function(columns, arguments)``: a numba function whose first
+        arguments are the candidates' columns ``b`` (:func:`columns`) and whose results are each
+        a sum over them (counts, sums of vectors), so that an engine may call it on parts of
+        the candidates and add the parts up (the GPU's runs of them)."""
+        raise NotImplementedError  # pragma: no cover
+
     def carried(self, c: Any, name: str) -> tuple[list[str], list[str]]:  # pragma: no cover
         """The boid's entries of per-boid state ``name`` (one of :attr:`Model.carries`): where its
         values at the start of the step are read, and where its new ones are written."""

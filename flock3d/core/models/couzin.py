@@ -19,7 +19,7 @@ from flock3d.core import noise
 from flock3d.core.agents import agents, constant_speed_move, moved_state, tilted
 from flock3d.core.fields import Problem, Spec
 from flock3d.core.kernel import cone_threshold
-from flock3d.core.models import Model, columns
+from flock3d.core.models import Model
 from flock3d.core.space import neighbours, offsets, unit
 
 ZONE_REPULSION = Spec(
@@ -81,9 +81,8 @@ class Couzin(Model):
         v, b, C = g.v, g.choose(c, "ra2", "cone"), g.components
         p, f, u = (", ".join(names) for names in (g.position, g.heading, g.desired))
         sums = "n_r, rx, ry, rz, n_o, ox, oy, oz, n_a, ax, ay, az"
-        c(f"{sums} = {C}.zone_sums(",
-          f"    {columns(b)}, {p}, {f}, {v('rr2')}, {v('ro2')}, {v('ra2')}, {v('cone')})",
-          f"{u} = {C}.zone_direction({sums}, {f}, {g.planar})",
+        g.summed(c, sums, f"{C}.zone_sums", b, f"{p}, {f}, {v('rr2')}, {v('ro2')}, {v('ra2')}, {v('cone')}")
+        c(f"{u} = {C}.zone_direction({sums}, {f}, {g.planar})",
           f"{u} = {C}.perturbed({u}, {g.planar}, {v('sigma')}, {g.noise})")  # fmt: skip
         g.stage(c, v("speed"), v("speed"))
 

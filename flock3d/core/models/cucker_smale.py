@@ -27,7 +27,7 @@ from pyquaternion import Quaternion
 from flock3d.core.agents import FORWARD, Agent, moved_state, turned
 from flock3d.core.fields import Problem, Spec
 from flock3d.core.kernel import cone_threshold, inlined
-from flock3d.core.models import Model, columns
+from flock3d.core.models import Model
 from flock3d.core.space import neighbours, offsets, settle
 
 COUPLING = Spec(
@@ -100,9 +100,8 @@ class CuckerSmale(Model):
         v, b = g.v, g.choose(c, "view2", "cone")
         p, f, w, u = (", ".join(names) for names in (g.position, g.heading, g.velocity, g.desired))
         # the acceleration first, then v + dt a
-        c(f"{u} = {g.model(self)}.acceleration(",
-          f"    {columns(b)}, {p}, {f}, {w}, {v('view2')}, {v('cone')}, {v('k_n')}, {v('beta')})",
-          )  # fmt: skip
+        g.summed(c, u, f"{g.model(self)}.acceleration", b,
+                 f"{p}, {f}, {w}, {v('view2')}, {v('cone')}, {v('k_n')}, {v('beta')}")  # fmt: skip
         dt = v("dt")
         c(f"{u} = " + ", ".join(f"{x} + {dt} * {a}" for x, a in zip(g.velocity, g.desired, strict=True)))
         g.stage(c, None, None)  # no speed limit

@@ -20,7 +20,7 @@ from flock3d.core.agents import agents, constant_speed_move, moved_state
 from flock3d.core.carried import Carried
 from flock3d.core.fields import Problem, Spec
 from flock3d.core.kernel import cone_threshold
-from flock3d.core.models import Model, columns
+from flock3d.core.models import Model
 from flock3d.core.space import neighbours, unit
 
 INERTIA = Spec(
@@ -83,8 +83,8 @@ class InertialSpin(Model):
     def update(self, g, c):
         v, b, C = g.v, g.choose(c, "view2", "cone"), g.components
         p, f, u = (", ".join(names) for names in (g.position, g.heading, g.desired))
-        c(f"_, _, _, _, n_o, ox, oy, oz, _, _, _, _ = {C}.zone_sums(",
-          f"    {columns(b)}, {p}, {f}, 0.0, {v('view2')}, {v('view2')}, {v('cone')})")  # fmt: skip
+        g.summed(c, "_, _, _, _, n_o, ox, oy, oz, _, _, _, _", f"{C}.zone_sums", b,
+                 f"{p}, {f}, 0.0, {v('view2')}, {v('view2')}, {v('cone')}")  # fmt: skip
         spin, new_spin = g.carried(c, "spins")
         c(f"{', '.join(new_spin)}, {u} = {C}.inertial_spin(",
           f"    {f}, {', '.join(spin)}, ox, oy, oz, {v('chi')}, {v('friction')}, "

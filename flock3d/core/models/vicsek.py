@@ -18,7 +18,7 @@ from flock3d.core import noise
 from flock3d.core.agents import agents, constant_speed_move, moved_state, tilted
 from flock3d.core.fields import Problem, Spec
 from flock3d.core.kernel import cone_threshold
-from flock3d.core.models import Model, columns
+from flock3d.core.models import Model
 from flock3d.core.space import adapted_radius, neighbours, unit
 
 POSITION_UPDATES = ("new", "old")
@@ -67,9 +67,9 @@ class Vicsek(Model):
         v, b, C = g.v, g.choose(c, "view2", "cone"), g.components
         p, f, u = (", ".join(names) for names in (g.position, g.heading, g.desired))
         zones = "0.0, 0.0, 0.0, 0.0, n_o, ox, oy, oz, 0.0, 0.0, 0.0, 0.0"  # the orientation zone alone
-        c(f"_, _, _, _, n_o, ox, oy, oz, _, _, _, _ = {C}.zone_sums(",
-          f"    {columns(b)}, {p}, {f}, 0.0, {v('view2')}, {v('view2')}, {v('cone')})",
-          f"{u} = {C}.zone_direction({zones}, {f}, {g.planar})",
+        g.summed(c, "_, _, _, _, n_o, ox, oy, oz, _, _, _, _", f"{C}.zone_sums", b,
+                 f"{p}, {f}, 0.0, {v('view2')}, {v('view2')}, {v('cone')}")  # fmt: skip
+        c(f"{u} = {C}.zone_direction({zones}, {f}, {g.planar})",
           f"{u} = {C}.vicsek_noise({u}, {g.planar}, {v('eta')}, {g.noise})")  # fmt: skip
         position = None
         if g.layout.position_update == "old":  # moved now by the old velocity: the batch moves by 0

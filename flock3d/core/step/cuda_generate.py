@@ -8,8 +8,11 @@ cells, a GPU thread reads them where they lie, in the runs of the boids sorted b
 (:func:`flock3d.core.gpu.cells.candidate_run`); with topological neighbours it keeps the k
 nearest it sees in arrays of its local memory (:mod:`flock3d.core.gpu.nearest`); the user's
 rules and forces are device functions of their Python functions (:mod:`flock3d.core.gpu.user`),
-called as the CPU step calls them but for its ``try`` (a device function raises nothing); and
-a boid turns and moves as a batch of one.
+called as the CPU step calls them but for its ``try`` (a device function raises nothing); a
+model's sums over the candidates (:meth:`~flock3d.core.models.Emit.summed`) are called on
+parts of them copied into local arrays, and added up; the per-boid state carried from step to
+step rides after the values in pv, by public index, as on the CPU; and a boid turns and moves
+as a batch of one.
 
 :func:`unsupported` names what of a flock the GPU step does not run yet.
 """
@@ -22,16 +25,21 @@ from dataclasses import dataclass
 from typing import Any
 
 from flock3d.core.gpu.nearest import MAX_NEAREST
+from flock3d.core.kernel import STAGED
+from flock3d.core.models import MODELS_BY_NAME
 from flock3d.core.params import TERMS
 from flock3d.core.step import cuda_template
-from flock3d.core.step.generate import _CANDIDATES, _Generator, _Lines, written
+from flock3d.core.step.generate import _CANDIDATES, _Generator, _Lines, riders, written
 from flock3d.core.terms import PairTerm, Term
 
-__all__ = ["Shape", "DEFAULT_SHAPE", "MAX_FLOAT32_BOIDS", "generate", "unsupported"]
+__all__ = ["Shape", "DEFAULT_SHAPE", "MAX_FLOAT32_BOIDS", "KEPT", "generate", "unsupported", "kept"]
 
 #: The columns the pair sums run over with topological neighbours: the candidates' (read in
 #: place), at the rows ``sel`` of the k nearest chosen.
 _NEAREST = {**_CANDIDATES, "m": "n_sel"}
+#: A part of the candidates a model's sums are called on (:meth:`_CudaGenerator.summed`): the
+#: thread's local arrays of positions and velocities (or headings).
+_PART = ("qbx", "qby", "qbz", "qbvx", "qbvy", "qbvz")
 
 
 @dataclass(frozen=True)
@@ -64,6 +72,10 @@ class Shape:
 DEFAULT_SHAPE = Shape(max_registers=72)
 
 
+#: The rows of ``staged_all`` after its STAGED that a split step keeps each boid's new carried
+#: state in (:func:`kept`: an adaptive radius, an inertial spin model's spin).
+KEPT = 4
+
 #: The most boids a float32 flock holds: what every boid reads of the others carries their
 #: indices as floats (flock3d.core.gpu.kernels.gather), exact in float32 up to 2**24.
 MAX_FLOAT32_BOIDS = 2**24
@@ -78,20 +90,24 @@ def generate(layout: Any, shape: Shape = DEFAULT_SHAPE) -> tuple[str, list[str]]
 def unsupported(layout: Any) -> list[str]:
     """What of a flock of ``layout`` the GPU step does not run yet, in words (empty: it runs all of it)."""
     L, out = layout, []
-    if L.model != "boids":
-        out.append(f"the {L.model} model")
     if L.update != "synchronous":  # in place, one boid or one rule after another: the CPU's
         out.append(f"update = '{L.update}'")
-    if L.neighbours == "adaptive":  # each boid's radius rides from step to step: per-boid state
-        out.append("adaptive neighbours")
     if L.flight != "kinematic":
         out.append(f"{L.flight} flight")
-    # Not on the device yet: a term's per-boid state, and world data a term places at each step's
-    # time (Term.at_time) into an array made then, which a kernel cannot allocate.
+    # Not on the device yet: world data a term places at each step's time (Term.at_time) into an
+    # array made then, which a kernel cannot allocate.
     for term in TERMS:
-        if term.name in L.stages and (term.carries or type(term).at_time is not Term.at_time):
+        if term.name in L.stages and type(term).at_time is not Term.at_time:
             out.append(f"{term.name}")
     return out
+
+
+def kept(layout: Any) -> list[tuple[str, int]]:
+    """The per-boid state a boid's step computes before its move and keeps only if it moves (the
+    adaptive radius, a model's carried state), with its width: a split step passes it from its
+    first kernel to its second in rows STAGED.. of ``staged_all``, at most :data:`KEPT` rows."""
+    own = [(c.name, c.width) for c in MODELS_BY_NAME[layout.model].carries]
+    return ([("radii", 1)] if layout.neighbours == "adaptive" else []) + own
 
 
 class _CudaGenerator(_Generator):
@@ -106,7 +122,10 @@ class _CudaGenerator(_Generator):
         if L.species:
             self.v("ends")  # each boid's species is found from it
         boid, turn = _Lines(), _Lines()
-        self._boid_update(boid, len(L.rules))
+        if self.kind.update_kind == "terms":
+            self._boid_update(boid, len(L.rules))
+        else:  # the model's own update, its sums over the candidates run by summed
+            self.kind.update(self, boid)
         self._turn_batch(turn, "k", "1", "ids")
         batch = (
             ["staged, failed_rows = staged_all[:, k : k + 1], failed_all[k : k + 1]"]
@@ -115,20 +134,72 @@ class _CudaGenerator(_Generator):
                 "staged = cuda.local.array((STAGED, 1), numba.float64)",
                 "failed_rows = cuda.local.array(1, numba.boolean)",
             ]  # fmt: skip
-        ) + ["turned = cuda.local.array((7, 1), numba.float64)"]
+        ) + ["turned = cuda.local.array((7, 1), numba.float64)", *self._carried_lines()]
         if L.rules or L.forces:  # what the user's functions are given (read-only views of them)
             batch += [f"{name} = cuda.local.array(3, numba.float64)" for name in ("p_i", "v_i", "p_j", "v_j")]
-        if L.neighbours == "topological":  # the k nearest seen: their rows and squared distances
+        if L.neighbours != "metric":  # the k nearest seen: their rows and squared distances
             batch += [f"sel = cuda.local.array({MAX_NEAREST}, numba.int64)",
                       f"sel_d2 = cuda.local.array({MAX_NEAREST}, numba.float64)"]  # fmt: skip
+        if self.kind.update_kind != "terms":  # a part of the candidates a model's sums are called on
+            batch += [f"{name} = cuda.local.array({MAX_NEAREST}, numba.float64)" for name in _PART]
         holes = {"boid": list(boid), "turn": [] if self.shape.split else list(turn),
                  "species": self._species_lines(), "batch": batch, "world": self._world_lines()}  # fmt: skip
         source = self._header() + "\n@_kernel\n" + self._fill(cuda_template.advance, holes)
         if self.shape.split:  # the turn and the move, uncapped: its own registers, not the pair loop's
             source += "\n\n@_settle\n" + self._fill(
-                cuda_template.settle, {"turn": list(turn), "world": self._world_lines()}
+                cuda_template.settle, {"turn": [*self._carried_lines(), *turn], "world": self._world_lines()}
             )
         return source
+
+    def _carried_lines(self) -> list[str]:
+        """Where each carried array lies in pv (after the values, by public index, as on the CPU:
+        :func:`~flock3d.core.step.values.riders`), and the boid's batch of one of the state it
+        keeps if it moves (:func:`kept`): in the thread's local memory, or split, in its column
+        of ``staged_all``'s rows after STAGED (the second kernel writes it)."""
+        carried, lines = riders(self.layout), []
+        for j, (name, _) in enumerate(carried):
+            at = "radius_at" if name == "radii" else f"{name}_at"
+            lines.append(f"{at} = pv.shape[0] - {sum(w for _, w in carried[j:])} * pos.shape[0]")
+        row = STAGED
+        for name, width in kept(self.layout):
+            if self.shape.split:
+                rows = f"{row}" if width == 1 else f"{row} : {row + width}"
+                lines.append(f"{name} = staged_all[{rows}, k : k + 1]")
+            else:
+                size = width if width == 1 else (width, 1)
+                lines.append(f"{name} = cuda.local.array({size}, numba.float64)")
+            row += width
+        assert row <= STAGED + KEPT, "staged_all keeps at most KEPT rows of carried state"
+        return lines
+
+    def summed(self, c: _Lines, targets: str, function: str, b: dict[str, str], arguments: str) -> None:
+        """A model's sums over the candidates (``targets = function(columns, arguments)`` on the
+        CPU): the candidates, read in their runs (or the k nearest chosen), are copied a part of
+        at most MAX_NEAREST at a time into the thread's local arrays, at their images nearest the
+        boid in a periodic box, and ``function``'s sums over each part are added up."""
+        n = len(targets.split(","))
+        sums, parts = [f"sum{a}" for a in range(n)], [f"part{a}" for a in range(n)]
+        velocity = ("heads[0, j], heads[1, j], heads[2, j]" if self.kind.sees_headings
+                    else "bvx[j], bvy[j], bvz[j]")  # fmt: skip
+        call = [f"{', '.join(parts)} = {function}({', '.join(_PART)}, n_part, {arguments})",
+                *(f"{total} += {part}" for total, part in zip(sums, parts, strict=True)),
+                "n_part = 0"]  # fmt: skip
+        c(" = ".join(sums) + " = 0.0", "n_part = 0")
+        copy = [
+            *self._offset_lines("sel[jj]" if b is _NEAREST else "jj"),
+            *(["if d2 >= reach2:", "    continue"] if self.shape.guard else []),
+            f"{_PART[0]}[n_part], {_PART[1]}[n_part], {_PART[2]}[n_part] = px + dx, py + dy, pz + dz",
+            f"{_PART[3]}[n_part], {_PART[4]}[n_part], {_PART[5]}[n_part] = {velocity}",
+            "n_part += 1",
+        ]
+        if self.shape.guard:
+            c(f"reach2 = {self.v('reach')} * {self.v('reach')}")
+        if b is _NEAREST:  # at most MAX_NEAREST: one part
+            c(f"for jj in range({b['m']}):", *("    " + line for line in copy))
+        else:
+            full = [f"if n_part == {MAX_NEAREST}:", *("    " + line for line in call)]
+            self._in_runs(c, ["    " + line for line in (*copy, *full)])
+        c(*call[:-1], f"{targets} = {', '.join(sums)}")
 
     def _header(self) -> str:
         source = inspect.getsource(cuda_template)
@@ -177,6 +248,8 @@ class _CudaGenerator(_Generator):
         c(f"if (d2 > 0.0) & (d2 < {v(r2)}) & (dot * abs(dot) >= {v(cone)} * d2){sees}:",
           "    n_sel = insert_nearest(sel, sel_d2, n_sel, n_pick, jj, d2, bid)")  # fmt: skip
         c.dedent(2)
+        if self.layout.neighbours == "adaptive":
+            self._adapt(c, r2)
         return _NEAREST
 
     def _pair_loop(self, c: _Lines, terms: Sequence[PairTerm], b: dict[str, str]) -> None:

@@ -13,7 +13,7 @@ import inspect
 import re
 from typing import Any
 
-from flock3d.core.models import MODELS_BY_NAME, Model
+from flock3d.core.models import MODELS_BY_NAME, Model, columns
 from flock3d.core.models import Emit as ModelEmit
 from flock3d.core.step import template
 from flock3d.core.step.lines import _Lines
@@ -74,6 +74,9 @@ class _Module(Emit, ModelEmit):
 
     def choose(self, c: _Lines, r2: str, cone: str) -> dict[str, str]:
         return self._choose(c, r2, cone)
+
+    def summed(self, c: _Lines, targets: str, function: str, b: dict[str, str], arguments: str) -> None:
+        c(f"{targets} = {function}(", f"    {columns(b)}, {arguments})")
 
     def carried(self, c: _Lines, name: str) -> tuple[list[str], list[str]]:
         width = dict(riders(self.layout))[name]

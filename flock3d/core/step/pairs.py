@@ -41,11 +41,18 @@ class _Pairs:
         c(f"n_sel = C.nearest_seen(bx, by, bz, bid, m, px, py, pz, fx, fy, fz, {v(r2)}, {v(cone)}, n_pick, "
           f"{ends}, {sees}, sel, sel_d2, seen, seen_d2)")  # fmt: skip
         if L.neighbours == "adaptive":
-            c("r_i = pv[radius_at + boid]",
-              f"r_new = C.adapted_radius(r_i, n_sel, int({v('k')}), sel_d2, {v(r2)}, {v('adaptation')})",
-              "n_sel = C.within(sel_d2, n_sel, r_i * r_i)")  # fmt: skip
+            self._adapt(c, r2)
         c("C.compact((bx, by, bz, bvx, bvy, bvz, bid), sel, n_sel, kbuf)  # this cell's candidates")
         return _CHOSEN
+
+    def _adapt(self, c: _Lines, r2: str) -> None:
+        """The adaptive radius: the boid's radius ``r_i`` (carried in pv), its radius for the next
+        step (``r_new``) from the k nearest chosen within sqrt(r2), and only those within ``r_i``
+        kept."""
+        v = self.v
+        c("r_i = pv[radius_at + boid]",
+          f"r_new = C.adapted_radius(r_i, n_sel, int({v('k')}), sel_d2, {v(r2)}, {v('adaptation')})",
+          "n_sel = C.within(sel_d2, n_sel, r_i * r_i)")  # fmt: skip
 
     def _offset_to_candidate(self, c: _Lines, b: dict[str, str], rel: bool = True) -> None:
         """dx, dy, dz, d2, dot: candidate j seen from the boid; with species and ``rel``, ``rel``
