@@ -164,12 +164,13 @@ SCRIPTED = (
     "blow-up",
     "an object moved between steps",
     "carried state edited, retuned",
+    "perching, call after call",
 )
 
 
 def scripted(name: str, engine: str) -> tuple[Flock, str]:
     """A flock of ``engine`` taken through case ``name``, and the error its last step raised ("")."""
-    flock = Flock(CASES["defaults"], seed=7, engine=engine)
+    flock = Flock(CASES["perching" if name.startswith("perching") else "defaults"], seed=7, engine=engine)
     try:
         if name == "an object moved between steps":  # the device's world follows the params' objects
             box = Object("box", position=(4.5, 0.0, 0.0), size=(1.0, 4.0, 4.0))
@@ -184,6 +185,9 @@ def scripted(name: str, engine: str) -> tuple[Flock, str]:
             flock.step(1)
             flock.params = flock.params.replace(adaptive=False)  # no radii ride: they wait on the host
             flock.step(1)
+        elif name == "perching, call after call":  # the timers stay on the device, nothing read between
+            for _ in range(3):
+                flock.step(1)
         elif name == "edited between steps":  # what a caller writes into the public arrays is stepped
             flock.step(1)
             flock.positions[3] += 0.5
