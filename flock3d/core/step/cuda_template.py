@@ -55,8 +55,9 @@ def advance(cols, heads, ids, quat, pos, vel, waypoints, start, gf, gi, pv, flag
     state to row k of ``pos``, ``vel`` and ``quat`` (a boid whose step fails keeps the row the
     gather wrote). ``hunters``: the predators' start-of-step positions. A failure is recorded in its row of ``status`` (N, 3), and the first step of
     the call that failed in ``first_failed`` (1,), an atomic minimum of integers; a step after
-    it moves no boid. ``staged_all`` (STAGED, N) and ``failed_all`` (N,): where a split step
-    stages each boid for :func:`settle` (unused by a whole one).
+    it moves no boid. ``staged_all`` (STAGED + KEPT, N) and ``failed_all`` (N,): where a split
+    step stages each boid for :func:`settle`, and after the STAGED rows the carried state it keeps
+    if it moves (unused by a whole one). The carried state rides after the values in ``pv``.
     """
     k = cuda.grid(1)
     if k >= ids.shape[0] or first_failed[0] < call_step:
