@@ -10,8 +10,9 @@ are missing. Run as a script, in a process of its own (numba-cuda as it is, no s
     python tests/gpu_ptx.py --part 2/3  # every third kernel from the second (the suite's share)
 
 The covering set (what the test suite compiles) holds every fixed kernel in both precisions and
-a step with each arena, term and option at least once; ``--all`` adds the layouts whose features
-the covering set compiles in other combinations. A step kernel takes 5-15 s on one core.
+a step with each arena, term, option and model at least once (carried state: perching and the
+adaptive radius in one layout, a model's spins fused and split); ``--all`` adds the layouts whose
+features the covering set compiles in other combinations. A step kernel takes 5-15 s on one core.
 """
 
 from __future__ import annotations
