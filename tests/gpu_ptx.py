@@ -10,8 +10,8 @@ are missing. Run as a script, in a process of its own (numba-cuda as it is, no s
     python tests/gpu_ptx.py --part 2/3  # every third kernel from the second (the suite's share)
 
 The covering set (what the test suite compiles) holds every fixed kernel in both precisions and
-a step with each arena, term, option and model at least once (carried state: perching and the
-adaptive radius in one layout, a model's spins fused and split); ``--all`` adds the layouts whose
+a step with each arena, term, option and model at least once (perching, the adaptive radius and
+aerodynamic flight in one layout, fused and split); ``--all`` adds the layouts whose
 features the covering set compiles in other combinations. A step kernel takes 5-15 s on one core.
 """
 
@@ -66,9 +66,10 @@ PRECISIONS = {"float64": F2, "float32": T.float32[:, ::1]}
 #: The step's shapes compiled: the engine's, and every option of the others in one (on SPLIT_SCENES).
 SHAPES = (DEFAULT_SHAPE, Shape(max_registers=64, split=True, guard=True))
 SPLIT_SCENES = ("sphere, wander, containment", "periodic", "species", "rules, topological")  # and float32
-#: A scene the covering set compiles split too (float64 only): what a boid keeps if it moves (a
-#: spin) passed from the first kernel to the second.
-KEPT_SPLIT = "ism, topological"
+#: A scene the covering set compiles split too (float64 only): what a boid keeps if it moves (its
+#: adaptive radius) and how a bird in aerodynamic flight turned, passed from the first kernel to
+#: the second.
+KEPT_SPLIT = "perching, adaptive, aerodynamic"
 #: The layouts only ``--all`` compiles: the covering set has each of their features in another
 #: (periodic in "periodic 2D", chain and species in "rules, chain, periodic, species"); it compiles
 #: the split shape and float32 on the first and last of SPLIT_SCENES.
@@ -99,10 +100,11 @@ SCENES = {
         combine="chain",
         species=[Species("a", 10), Species("b", 10, fov=120.0, sees=("b",))],
     ),  # fmt: skip
-    "perching, adaptive": Params(
+    "perching, adaptive, aerodynamic": Params(
         count=50,
         neighbours=7,
         adaptive=True,
+        flight="aerodynamic",
         objects=[Object("plane", position=(0.0, -3.0, 0.0))],
         perching_height=1.0,
     ),  # fmt: skip

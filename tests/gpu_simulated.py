@@ -133,11 +133,17 @@ CASES.update({
                                dt=0.05, ism_temperature=0.5),
     "couzin": Params(model="couzin", count=50, init_radius=3.0),
     "cucker-smale": Params(model="cucker-smale", count=40, init_radius=5.0),
+    "aerodynamic, roost, perching": Params(
+        count=40, arena_radius=6.0, flight="aerodynamic", roost=(0.0, 0.0, 0.0), roost_weight=2.0, dt=0.1,
+        objects=[Object("plane", position=(0, -3.0, 0))], perching_height=3.5, perching_duration=0.15,
+        perching_cooldown=0.1, wind=(0.0, -30.0, 0.0),
+    ),
 })  # fmt: skip
 #: Cases run again with the step split in two kernels and the guard (what a boid keeps if it
 #: moves passes from the first to the second): the split case's name -> the case.
-SPLIT = {f"{case} (split+guard)": case for case in ("perching", "vicsek 3D, old positions, adaptive",
-                                                     "ism, topological", "couzin")}  # fmt: skip
+_SPLIT_CASES = ("perching", "vicsek 3D, old positions, adaptive", "ism, topological", "couzin",
+                "aerodynamic, roost, perching")  # fmt: skip
+SPLIT = {f"{case} (split+guard)": case for case in _SPLIT_CASES}
 CASES.update({name: CASES[case] for name, case in SPLIT.items()})
 #: Periodic cases whose boids start spread over the whole box (not in its middle, as spawned).
 SPREAD = (

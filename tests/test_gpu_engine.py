@@ -40,7 +40,7 @@ QUICK = ("defaults", "box, containment", "periodic", "periodic, 2 cells a side",
          "chain", "species", "predators", "forest (primitives, keep-out)", "rules: a pair rule and a force",
          "rules: a force fails", "topological, sphere", "topological, periodic", "perching",
          "adaptive radius", "vicsek 2D", "ism, topological", "couzin", "cucker-smale",
-         "ism, topological (split+guard)", *SCRIPTED)  # fmt: skip
+         "ism, topological (split+guard)", "aerodynamic, roost, perching", *SCRIPTED)  # fmt: skip
 
 
 def python(*args: str, simulator: bool = True, cwd: Path = HERE) -> subprocess.CompletedProcess:
@@ -107,7 +107,6 @@ def test_a_gpu_run_is_the_same_bit_for_bit_run_after_run(case, quick):
         (Params(count=20, update="sequential"), "update = 'sequential'"),
         (Params(count=20, update="per_rule", combine="chain"), "update = 'per_rule'"),
         (Params(count=20, attractors=[Attractor((0, 0, 0), 1.0)]), "attractors"),
-        (Params(count=20, flight="aerodynamic"), "aerodynamic flight"),
     ],
 )
 def test_what_the_gpu_engine_does_not_run_yet_is_named_in_one_line(params, named):
@@ -126,10 +125,11 @@ def test_what_the_gpu_engine_does_not_run_yet_is_named_in_one_line(params, named
         Params(count=20, model="cucker-smale"),
         resolve_scene("worlds/valley").params,  # perching on a heightfield
         Params(count=20, neighbours=7, adaptive=True),
+        Params(count=20, flight="aerodynamic"),
     ],
-    ids=["couzin", "vicsek adaptive", "ism", "cucker-smale", "perching", "adaptive"],
+    ids=["couzin", "vicsek adaptive", "ism", "cucker-smale", "perching", "adaptive", "aerodynamic"],
 )
-def test_the_models_and_the_carried_state_run_on_the_gpu(params):
+def test_the_models_the_carried_state_and_aerodynamic_flight_run_on_the_gpu(params):
     assert refusal(params) == ""
     source, _ = kernel_source(params)
     assert "@_kernel\ndef advance(" in source
@@ -225,8 +225,8 @@ def test_an_unknown_engine_lists_the_gpu():
 
 #: The kernels gpu_ptx.py compiles: the fixed ones (4 again in float32), the covering set's 14
 #: steps (every arena, term, option and model at least once), two again in float32, and three
-#: split (step and settle; one keeps a model's carried spins between them) (``gpu_ptx.py --all``:
-#: 44). In parts, so that the suite's processes share them.
+#: split (step and settle; one passes an adaptive radius and an aerodynamic turn between them)
+#: (``gpu_ptx.py --all``: 44). In parts, so that the suite's processes share them.
 PTX_KERNELS, PTX_PARTS = 9 + 4 + 14 + 2 + 3 * 2, 3
 
 
@@ -391,14 +391,16 @@ def test_a_frame_rendered_with_the_gpu_engine_is_the_fast_engines_frame(tmp_path
 
 
 @needs_numba_cuda
-def test_an_experiment_the_gpu_engine_cannot_run_says_so_in_one_line(tmp_path):
+def test_a_flock_the_gpu_engine_cannot_run_says_so_in_one_line(tmp_path):
+    # (every experiment's flocks run on it: a run of an in-place update is refused instead)
     out = simulated_command(
-        "experiment", "flock-shape", "--quick", "--out", "v", "--engine", "gpu", cwd=tmp_path
+        "run", "default", "--steps", "2", "--engine", "gpu", "--set", "sim.update=sequential", cwd=tmp_path
     )
     assert out.returncode == 2 and "Traceback" not in out.stderr, out.stderr[-2000:]
     assert out.stderr.strip().endswith(
-        "the GPU engine does not run aerodynamic flight yet (engine 'fast' does)"
+        "the GPU engine does not run update = 'sequential' yet (engine 'fast' does)"
     )
+    assert len(out.stderr.strip().splitlines()) == 1
 
 
 def test_a_viewers_session_keeps_its_engine_across_scenes_and_respawns():

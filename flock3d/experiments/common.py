@@ -106,7 +106,7 @@ def new_flock(params, **kwargs) -> Flock:
         **kwargs: the rest of :class:`~flock3d.Flock`'s arguments.
 
     Returns:
-        The flock; a GPU engine that does not run the experiment's flock (its flight) says so in one line
+        The flock; a GPU engine that does not run the experiment's flock says so in one line
         (:class:`~flock3d.errors.GpuError`).
     """
     return Flock(params, engine=_ENGINE.get(), **kwargs)

@@ -27,14 +27,14 @@ from flock3d.core.assemble import Layout, Stepper, StepStatus
 from flock3d.core.gpu import kernels as K
 from flock3d.core.gpu.device import cuda
 from flock3d.core.gpu.user import device_functions
-from flock3d.core.kernel import OK, STAGED
+from flock3d.core.kernel import OK
 from flock3d.core.neighbors import periodic_shape
 from flock3d.core.params import Params
 from flock3d.core.quaternion import turn_limit
 from flock3d.core.space import settled_positions
 from flock3d.core.state import FlockState
 from flock3d.core.step.cache import load_module
-from flock3d.core.step.cuda_generate import DEFAULT_SHAPE, KEPT, Shape, generate
+from flock3d.core.step.cuda_generate import DEFAULT_SHAPE, Shape, generate, staged_rows
 from flock3d.core.step.generate import offsets, riders
 from flock3d.core.user_rules import Force, PairRule
 
@@ -101,9 +101,9 @@ class DeviceFlock:
         self.current = 0  # the set holding the state
         self.cols, self.heads = cuda.device_array((n, 8), dtype), cuda.device_array((3, n), dtype)
         self.keys, self.order = cuda.device_array(n, np.int64), cuda.device_array(n, np.int64)
-        # where a split step's first kernel stages each boid for its second (see stepper)
-        # (and, after its STAGED rows, the state each boid keeps if it moves: cuda_generate.kept)
-        self.staged, self.failed = cuda.device_array((STAGED + KEPT, n)), cuda.device_array(n, np.bool_)
+        # where a split step's first kernel stages each boid for its second (see stepper), made
+        # for the step that needs it (cuda_generate.staged_rows); a whole step reads neither
+        self.staged, self.failed = cuda.device_array((1, 1)), cuda.device_array(n, np.bool_)
         # The per-boid state the step carries (riders: a perching timer, an adaptive radius, a
         # spin), by public index after the values in the device's pv, as the CPU step carries it:
         # the arrays riding, and their numbers while no pv is on the device (after an upload).
@@ -249,6 +249,8 @@ class DeviceFlock:
         self.first_failed.copy_to_device(np.array([_NONE_FAILED], dtype=np.int64))
         kernel, threads = stepper.module.advance, (K.blocks(n), K.TPB)
         settle = getattr(stepper.module, "settle", None)  # a split step's second kernel
+        if settle is not None and self.staged.shape[0] != staged_rows(L):
+            self.staged = cuda.device_array((staged_rows(L), n))
         turn = turn_limit(math.radians(params.predator_turn_rate) * params.dt)
         max_cells = float(cells)
         bounding = min(K.BOUND_THREADS // K.TPB, K.blocks(n))  # blocks that bound the positions

@@ -32,7 +32,7 @@ from flock3d.core.step import cuda_template
 from flock3d.core.step.generate import _CANDIDATES, _Generator, _Lines, riders, written
 from flock3d.core.terms import PairTerm, Term
 
-__all__ = ["Shape", "DEFAULT_SHAPE", "MAX_FLOAT32_BOIDS", "KEPT", "generate", "unsupported", "kept"]
+__all__ = ["Shape", "DEFAULT_SHAPE", "MAX_FLOAT32_BOIDS", "generate", "unsupported", "kept", "staged_rows"]
 
 #: The columns the pair sums run over with topological neighbours: the candidates' (read in
 #: place), at the rows ``sel`` of the k nearest chosen.
@@ -72,10 +72,6 @@ class Shape:
 DEFAULT_SHAPE = Shape(max_registers=72)
 
 
-#: The rows of ``staged_all`` after its STAGED that a split step keeps each boid's new carried
-#: state in (:func:`kept`: an adaptive radius, an inertial spin model's spin).
-KEPT = 4
-
 #: The most boids a float32 flock holds: what every boid reads of the others carries their
 #: indices as floats (flock3d.core.gpu.kernels.gather), exact in float32 up to 2**24.
 MAX_FLOAT32_BOIDS = 2**24
@@ -92,8 +88,6 @@ def unsupported(layout: Any) -> list[str]:
     L, out = layout, []
     if L.update != "synchronous":  # in place, one boid or one rule after another: the CPU's
         out.append(f"update = '{L.update}'")
-    if L.flight != "kinematic":
-        out.append(f"{L.flight} flight")
     # Not on the device yet: world data a term places at each step's time (Term.at_time) into an
     # array made then, which a kernel cannot allocate.
     for term in TERMS:
@@ -105,9 +99,16 @@ def unsupported(layout: Any) -> list[str]:
 def kept(layout: Any) -> list[tuple[str, int]]:
     """The per-boid state a boid's step computes before its move and keeps only if it moves (the
     adaptive radius, a model's carried state), with its width: a split step passes it from its
-    first kernel to its second in rows STAGED.. of ``staged_all``, at most :data:`KEPT` rows."""
+    first kernel to its second in the rows of ``staged_all`` after STAGED."""
     own = [(c.name, c.width) for c in MODELS_BY_NAME[layout.model].carries]
     return ([("radii", 1)] if layout.neighbours == "adaptive" else []) + own
+
+
+def staged_rows(layout: Any) -> int:
+    """The rows of ``staged_all`` a split step of ``layout`` passes each boid in from its first
+    kernel to its second: STAGED, the carried state it keeps if it moves (:func:`kept`), and in
+    aerodynamic flight (whose bird turns itself in the first) the 7 rows of ``turned``."""
+    return STAGED + sum(width for _, width in kept(layout)) + (7 if layout.flight == "aerodynamic" else 0)
 
 
 class _CudaGenerator(_Generator):
@@ -134,7 +135,7 @@ class _CudaGenerator(_Generator):
                 "staged = cuda.local.array((STAGED, 1), numba.float64)",
                 "failed_rows = cuda.local.array(1, numba.boolean)",
             ]  # fmt: skip
-        ) + ["turned = cuda.local.array((7, 1), numba.float64)", *self._carried_lines()]
+        ) + [*self._turned_lines(), *self._carried_lines()]
         if L.rules or L.forces:  # what the user's functions are given (read-only views of them)
             batch += [f"{name} = cuda.local.array(3, numba.float64)" for name in ("p_i", "v_i", "p_j", "v_j")]
         if L.neighbours != "metric":  # the k nearest seen: their rows and squared distances
@@ -146,10 +147,19 @@ class _CudaGenerator(_Generator):
                  "species": self._species_lines(), "batch": batch, "world": self._world_lines()}  # fmt: skip
         source = self._header() + "\n@_kernel\n" + self._fill(cuda_template.advance, holes)
         if self.shape.split:  # the turn and the move, uncapped: its own registers, not the pair loop's
-            source += "\n\n@_settle\n" + self._fill(
-                cuda_template.settle, {"turn": [*self._carried_lines(), *turn], "world": self._world_lines()}
-            )
+            holes = {"turned": self._turned_lines(), "turn": [*self._carried_lines(), *turn],
+                     "world": self._world_lines()}  # fmt: skip
+            source += "\n\n@_settle\n" + self._fill(cuda_template.settle, holes)
         return source
+
+    def _turned_lines(self) -> list[str]:
+        """The boid's batch of one of turned states: in the thread's local memory, or split in
+        aerodynamic flight (the bird turns itself in the first kernel, and moves in the second),
+        its column of the last 7 rows of ``staged_all``."""
+        if self.shape.split and self.layout.flight == "aerodynamic":
+            end = staged_rows(self.layout)
+            return [f"turned = staged_all[{end - 7} : {end}, k : k + 1]"]
+        return ["turned = cuda.local.array((7, 1), numba.float64)"]
 
     def _carried_lines(self) -> list[str]:
         """Where each carried array lies in pv (after the values, by public index, as on the CPU:
@@ -169,7 +179,6 @@ class _CudaGenerator(_Generator):
                 size = width if width == 1 else (width, 1)
                 lines.append(f"{name} = cuda.local.array({size}, numba.float64)")
             row += width
-        assert row <= STAGED + KEPT, "staged_all keeps at most KEPT rows of carried state"
         return lines
 
     def summed(self, c: _Lines, targets: str, function: str, b: dict[str, str], arguments: str) -> None:

@@ -55,9 +55,10 @@ def advance(cols, heads, ids, quat, pos, vel, waypoints, start, gf, gi, pv, flag
     state to row k of ``pos``, ``vel`` and ``quat`` (a boid whose step fails keeps the row the
     gather wrote). ``hunters``: the predators' start-of-step positions. A failure is recorded in its row of ``status`` (N, 3), and the first step of
     the call that failed in ``first_failed`` (1,), an atomic minimum of integers; a step after
-    it moves no boid. ``staged_all`` (STAGED + KEPT, N) and ``failed_all`` (N,): where a split
-    step stages each boid for :func:`settle`, and after the STAGED rows the carried state it keeps
-    if it moves (unused by a whole one). The carried state rides after the values in ``pv``.
+    it moves no boid. ``staged_all`` (cuda_generate.staged_rows, N) and ``failed_all`` (N,):
+    where a split step stages each boid for :func:`settle`, and after the STAGED rows the carried
+    state it keeps if it moves (unused by a whole one). The carried state rides after the values
+    in ``pv``.
     """
     k = cuda.grid(1)
     if k >= ids.shape[0] or first_failed[0] < call_step:
@@ -93,7 +94,7 @@ def settle(staged_all, failed_all, ids, quat, pos, vel, pv, flags, box, world, w
     hole("world")
     t = k  # its row of status
     staged, failed_rows = staged_all[:, k : k + 1], failed_all[k : k + 1]
-    turned = cuda.local.array((7, 1), numba.float64)
+    hole("turned")  # the batch's turned states (aerodynamic flight: turned in advance, in staged_all)
     hole("turn")
     if failed_rows[0]:
         cuda.atomic.min(first_failed, 0, call_step)
