@@ -6,10 +6,11 @@ escape began at least ``duration + reaction`` ago) starts an escape at the step'
 when
 
 - a predator is within ``escape.distance`` of it: generation 0; or else
-- one of its topological neighbours (the k nearest it sees, ``flock.neighbours``) began an
-  escape one reaction time ago (``escape.reaction``, rounded to whole steps), and a uniform draw
-  falls below ``escape.copy * escape.copy_decay^g``, g the least generation of those neighbours:
-  generation g + 1.
+- it copies one of its topological neighbours (the k nearest it sees, ``flock.neighbours``) that
+  began an escape one reaction time ago (``escape.reaction``, rounded to whole steps): each such
+  neighbour j, of generation g_j, is copied when a draw of its own falls below
+  ``escape.copy * escape.copy_decay^g_j``; the bird's generation is one more than the least g_j
+  of those it copies.
 
 For ``escape.duration`` seconds the escaping bird of generation g pushes sideways, along the level
 right of its heading, by ``sign * gravity * tan(beta)`` with ``beta = escape.bank *
@@ -25,7 +26,7 @@ one reaction time ago, and the only change a bird makes to its entry is a new st
 when its last one began at least ``duration + reaction`` ago; both the entry before the change
 and the one after answer "no", as ``reaction >= dt`` and ``duration >= 2 dt``
 (:meth:`Escape.problems`). The draws are counter-based noise keyed by (seed, the step's index
-``round(now / dt)``, bird), so both engines draw the same numbers.
+``round(now / dt)``, bird, and the neighbour copied), so both engines draw the same numbers.
 """
 
 from __future__ import annotations
@@ -68,8 +69,10 @@ ESCAPES = Carried(
 )  # fmt: skip
 """The escape of each boid: the term's state."""
 
-#: The noise streams of the copy's draw and of the side's (apart from the other terms' streams).
+#: The noise stream of the side's draw (apart from the other terms' streams), and the first of the
+#: copies' streams: one for each neighbour j, ``_COPIES + j``.
 _STREAM = 24
+_COPIES = 1 << 32
 
 
 @inlined
@@ -82,8 +85,9 @@ def began_at(now, dt):
 def started(pv, at, boid, px, py, pz, ids, n, hunters, box, periodic, planar, now, seed, dt, trigger2,
             reaction, copy, copy_decay):  # fmt: skip
     """Whether a free boid starts an escape now, and its generation: a predator within the
-    trigger distance (generation 0), or a neighbour (``ids[:n]``, the k nearest it sees) that
-    began one reaction time ago, copied with its probability. Returns ``(start, generation)``."""
+    trigger distance (generation 0), or else the neighbours (``ids[:n]``, the k nearest it sees)
+    that began one reaction time ago, each copied with its own draw and probability: one more than
+    the least generation of those copied. Returns ``(start, generation)``."""
     for k in range(hunters.shape[0]):
         dx = image(hunters[k, 0] - px, 2.0 * box[3], periodic)
         dy = image(hunters[k, 1] - py, 2.0 * box[4], periodic)
@@ -95,11 +99,10 @@ def started(pv, at, boid, px, py, pz, ids, n, hunters, box, periodic, planar, no
         j = int(ids[jj])
         since = now - pv[at + 3 * j]
         if reaction - 0.5 * dt <= since < reaction + 0.5 * dt:
-            least = min(least, pv[at + 3 * j + 1])
-    if least == np.inf:
-        return False, 0.0
-    draw = noise.uniform(seed, began_at(now, dt), boid, _STREAM)
-    return draw < copy * copy_decay**least, least + 1.0
+            generation = pv[at + 3 * j + 1]
+            if noise.uniform(seed, began_at(now, dt), boid, _COPIES + j) < copy * copy_decay**generation:
+                least = min(least, generation)
+    return least < np.inf, least + 1.0
 
 
 @inlined
@@ -211,18 +214,17 @@ def escape_of(boid, world, params) -> tuple[float, float, float]:
         new = 0.0
     else:
         reaction = params.escape_reaction
-        copied = [
-            float(other.carried[ESCAPES.name][1])
-            for other, _ in boid.seen(world, params.view_distance, params.fov)
-            if reaction - 0.5 * dt <= now - float(other.carried[ESCAPES.name][0]) < reaction + 0.5 * dt
-        ]
+        copied = []
+        for other, _ in boid.seen(world, params.view_distance, params.fov):
+            began_j, generation_j, _ = (float(x) for x in other.carried[ESCAPES.name])
+            if not reaction - 0.5 * dt <= now - began_j < reaction + 0.5 * dt:
+                continue  # it did not begin one reaction time ago
+            chance = params.escape_copy * params.escape_copy_decay**generation_j
+            if noise.uniform(world.seed, key, boid.index, _COPIES + other.index) < chance:
+                copied.append(generation_j)
         if not copied:
             return began, generation, side
-        least = min(copied)
-        chance = params.escape_copy * params.escape_copy_decay**least
-        if not noise.uniform(world.seed, key, boid.index, _STREAM) < chance:
-            return began, generation, side
-        new = least + 1.0
+        new = min(copied) + 1.0
     side = 1.0 if noise.uniform(world.seed, key, boid.index, _STREAM + 1) < 0.5 else -1.0
     return now, new, side
 
