@@ -256,12 +256,14 @@ def test_agitation_waves_quick_bands_outrun_the_flock_and_fade_when_the_bank_dec
         return float(table[key][row[run]])
 
     # Seen from below, the bands travel away from the predator faster than the birds fly.
-    for run in row:
-        assert value(run, "band_speed") > value(run, "flock_speed")
-    assert value("copied as it was", "reach") > 0.8
-    # The 2019 control, as far as this model and measure show it: the bank's decay weakens the pulse
-    # as it goes while every bird still escapes; the copying's decay leaves birds out instead. (Seen
-    # from below, the band thins about as much then: the paper's contrast is not reproduced.)
+    assert value("copied as it was", "band_speed") > 2.0 * value("copied as it was", "flock_speed")
+    assert value("bank decays", "band_speed") > value("bank decays", "flock_speed")
+    assert value("copied as it was", "reach") > 0.8 and value("copied as it was", "damping") > 0.7
+    # The 2019 control, as this model shows it: the bank's decay weakens the pulse as it goes while
+    # every bird still escapes; the copying's decay leaves birds out and the band stops, so that seen
+    # from below it fades too (more, at the same decay per copy: the paper's contrast between the two
+    # is not reproduced, and the run says so).
     assert value("bank decays", "damping") < value("copied as it was", "damping") - 0.2
     assert value("bank decays", "escaped") == 1.0 and value("copying decays", "escaped") < 0.9
+    assert value("copying decays", "reach") < value("copied as it was", "reach")
     assert "Hemelrijk" in out.stdout
