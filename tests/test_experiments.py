@@ -259,11 +259,12 @@ def test_agitation_waves_quick_bands_outrun_the_flock_and_fade_when_the_bank_dec
     assert value("copied as it was", "band_speed") > 2.0 * value("copied as it was", "flock_speed")
     assert value("bank decays", "band_speed") > value("bank decays", "flock_speed")
     assert value("copied as it was", "reach") > 0.8 and value("copied as it was", "damping") > 0.7
-    # The 2019 control, as this model shows it: the bank's decay weakens the pulse as it goes while
-    # every bird still escapes; the copying's decay leaves birds out and the band stops, so that seen
-    # from below it fades too (more, at the same decay per copy: the paper's contrast between the two
-    # is not reproduced, and the run says so).
-    assert value("bank decays", "damping") < value("copied as it was", "damping") - 0.2
+    # The 2019 control, as this model shows it: the bank's decay fades the pulse as it travels while
+    # every bird still escapes; the copying's decay leaves birds out, and the band thins and stops, so
+    # that seen from below it fades too (the paper's contrast between the two is not reproduced, and
+    # the run says so).
+    assert value("bank decays", "damping") < value("copied as it was", "damping") - 0.1
     assert value("bank decays", "escaped") == 1.0 and value("copying decays", "escaped") < 0.9
     assert value("copying decays", "reach") < value("copied as it was", "reach")
+    assert "in the paper's model." in out.stdout  # the verdict, from the numbers
     assert "Hemelrijk" in out.stdout

@@ -146,6 +146,7 @@ LAZY_UPWARD = {
     ("flock_views", "viewer.offscreen"): "Flock._repr_png_ draws the flock in a notebook",
     ("experiments.agitation", "viewer.offscreen"): "agitation-waves measures its bands in rendered frames",
     ("experiments.agitation", "io.video"): "agitation-waves writes the video of its bands",
+    ("experiments.agitation", "scene"): "agitation-waves gives the renderer its scene and look",
 }
 
 

@@ -40,7 +40,7 @@ _DENSITY = 1.0 / 3.0
 #: Image size (width, height) [pixels] at quick and full size.
 _SIZE = {True: (192, 96), False: (480, 240)}
 #: Seconds simulated, and every how many steps a frame is rendered.
-_SECONDS = {True: 2.4, False: 4.0}
+_SECONDS = {True: 2.4, False: 6.0}
 _EVERY = 2
 #: Flocks of different starts each run is repeated with: their space-time plots are averaged.
 _REPEATS = {True: 3, False: 6}
@@ -178,7 +178,8 @@ class Bands:
     """How far the first pulse went, as a share of the flock's length beyond where it began."""
     damping: float
     """The first pulse's contrast 10 units farther on, over its contrast here (1: undamped), fitted
-    along the front of the undamped run, beyond the birds the predator startles itself."""
+    along the front of the undamped run, beyond the birds the predator startles itself, where the
+    contrast is over a tenth of its largest: how the pulse fades while it travels."""
     front: Front
 
 
@@ -221,8 +222,10 @@ def measure_bands(change: np.ndarray, centres: np.ndarray, times: np.ndarray, la
     f = along or own
     window = max(1, int(round(lasts / (times[1] - times[0]))))  # the pulse passing a bin, no later
     contrast = np.array([smooth[k : k + window, j].max() for j, k in enumerate(f.first)])
-    far = f.ahead[centres[f.ahead] > centres[f.origin] + 4.0]  # beyond the birds the predator startles
-    fall = _slope(centres[far], np.log(np.maximum(contrast[far], 1e-3))) if len(far) > 3 else 0.0
+    # Beyond the birds the predator startles itself, and where the pulse still is: a pulse that stops
+    # is short (its reach), not faded.
+    far = f.ahead[(centres[f.ahead] > centres[f.origin] + 4.0) & (contrast[f.ahead] > 0.1 * contrast.max())]
+    fall = _slope(centres[far], np.log(contrast[far])) if len(far) > 3 else 0.0
     width = float(np.median(widths)) if widths else 0.0
     return Bands(speed, width, pulses, reach, float(np.exp(10.0 * fall)), own)
 
