@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from flock3d import Flock, Params
-from flock3d.gpu import refusal
+from flock3d.errors import GpuError
+from flock3d.gpu import kernel_source, refusal
 
 from conftest import free_params
 
@@ -114,5 +115,8 @@ def test_escapes_need_topological_neighbours_and_a_reaction_of_a_step_in_one_lin
 
 
 def test_the_gpu_engine_refuses_escapes_in_one_line():
-    line = refusal(Params(count=20, neighbours=7, predator_count=1, escape_distance=2.0))
+    params = Params(count=20, neighbours=7, predator_count=1, escape_distance=2.0)
+    line = refusal(params)
     assert "escape" in line and "\n" not in line and line.endswith("yet (engine 'fast' does)")
+    with pytest.raises(GpuError, match="does not run .*escape"):
+        kernel_source(params)  # what the device would compile: refused before any is generated

@@ -7,16 +7,22 @@ faster than the flock flies. Hemelrijk et al. (2019), Behav Ecol Sociobiol 73 (d
 10.1007/s00265-019-2734-4), found the pulses weaken as they go, and in the model that this
 follows when the escape's bank decreases along the chain, not when the tendency to copy does.
 
-The design: a flat flock of aerodynamic birds (topological neighbours, k = 7) flies +z, a
-predator beside its -x edge, where the birds escape (:mod:`flock3d.core.terms.escape`); bands
-travel +x. Each run is rendered from straight below with the viewer's renderer, and so is its
-twin on the same start in which no bird is near enough to escape (the flock flies the same until
-the first escape): the difference of the images' darkness is what the escapes did to the view.
-Its mean over strips across the axis x, frame after frame, is a space-time plot; the band's
-front (where the change first exceeds a third of its largest) gives the band's speed, the width
-of the change where it is over half its peak gives the band's width, and the pulses passing the
-flock's middle are counted. The 2019 control runs the same with the bank decaying along the
-chain, and with the probability of copying decaying instead.
+The design: a flat flock of aerodynamic birds (topological neighbours, k = 7) flies +z, broadside
+to its long axis x, with a predator beside its -x end, where the birds escape
+(:mod:`flock3d.core.terms.escape`); bands travel +x. Each run is rendered from straight below with
+the viewer's renderer, and so is its twin on the same start in which no bird is near enough to
+escape (the two fly the same until the first escape). A bird against the sky is a silhouette: the
+darkness of the view is the share of the sky the birds cover. The difference of the two runs'
+darkness, over strips across x, frame after frame, is a space-time plot (averaged over flocks of
+different starts). Its front (where the change first exceeds a quarter of its largest) gives the
+band's speed (a Theil-Sen line), the width of the change over half its peak gives the band's width,
+the pulses passing the flock's middle are counted, and the first pulse's contrast read along the
+front (from its arrival, for one escape's time) gives how it fades as it goes. The 2019 control
+runs the same with the bank decaying along the copying chain, and with the probability of copying
+decaying instead.
+
+What the twin's difference also holds: a bird that zig-zagged has moved sideways, so behind the
+front the change does not return to zero; the contrast is read as the front passes, not after.
 """
 
 from __future__ import annotations
@@ -169,7 +175,8 @@ class Bands:
     """What the space-time plot of a run's change of darkness shows."""
 
     speed: float
-    """The first pulse's front's speed along x [units/s] (Theil-Sen line through where it arrives)."""
+    """The first pulse's front's speed along x [units/s] (Theil-Sen line through where it arrives;
+    NaN for a front shorter than 8 units)."""
     width: float
     """The band's width along x where the change is over half its peak [units] (median over frames)."""
     pulses: int
@@ -209,7 +216,8 @@ def measure_bands(change: np.ndarray, centres: np.ndarray, times: np.ndarray, la
     origin = int(np.argmin(np.where(seen, first, len(times))))
     ahead = np.flatnonzero(seen & (np.arange(len(centres)) > origin))
     own = Front(first, ahead, origin)
-    speed = _slope(times[first[ahead]], centres[ahead]) if len(ahead) > 2 else 0.0
+    # A front shorter than 8 units gives no speed worth the name.
+    speed = _slope(times[first[ahead]], centres[ahead]) if len(ahead) >= 8 else math.nan
     widths = [(row > 0.5 * row.max()).sum() for row in smooth if row.max() > peak / 4.0]
     middle = smooth[:, len(centres) // 2]
     high = middle > 0.5 * peak
