@@ -110,6 +110,8 @@ def test_escapes_need_topological_neighbours_and_a_reaction_of_a_step_in_one_lin
         Params(escape_distance=2.0)
     with pytest.raises(ValueError, match=r"escape_reaction must be at least one step"):
         Params(escape_distance=2.0, neighbours=7, escape_reaction=0.001)
+    with pytest.raises(ValueError, match=r"escape_distance needs update = 'synchronous' or 'sequential'"):
+        Params(escape_distance=2.0, neighbours=7, update="per_rule", combine="chain")
     with pytest.raises(ValueError, match=r"escape_copy must be"):
         Params(escape_distance=2.0, neighbours=7, escape_copy=1.5)
 

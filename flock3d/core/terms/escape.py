@@ -185,6 +185,9 @@ class Escape(Term):
             out.append(Problem("escape_distance", "needs topological neighbours to copy escapes from: "
                                "flock.neighbours = k (got escape.distance "
                                f"{values['escape_distance']:g} and metric neighbours)"))  # fmt: skip
+        if values["update"] == "per_rule":  # each stage over all boids: none holds a boid's neighbours
+            why = "where each boid's stages see its neighbours together (got update 'per_rule')"
+            out.append(Problem("escape_distance", f"needs update = 'synchronous' or 'sequential', {why}"))
         dt = values["dt"]
         if "dt" in reported:
             return out
