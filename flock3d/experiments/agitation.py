@@ -292,6 +292,10 @@ def agitation_waves(quick: bool = False, seed: int = 0, progress: bool | None = 
         f"  band speed {main.speed:.1f} units/s = {main.speed / flock_speed:.1f} x the flock's "
         "(papers: bands travel faster than the flock flies; Hemelrijk et al. 2015 match empirical wave "
         "speeds with 2-7 neighbours copied)",
+        f"  the front crosses the flock's {box[0]:g} units in {box[0] / main.speed:.1f} s, a band "
+        f"{main.width:.0f} units wide (papers: pulses of about fixed width cross the flock within a second, "
+        "Procaccini et al. 2011 and Storms et al. 2019's 182 hunts; StarDisplay's reaction time 76 ms, "
+        "here 0.1 s)",
         f"  the first pulse's contrast changes by x{bands['bank decays'].damping:.2f} per 10 units when the "
         f"bank decays (x{_VARIANTS['bank decays'][0]:g} a copy), x{bands['copying decays'].damping:.2f} "
         f"when copying decays (x{_VARIANTS['copying decays'][1]:g} a copy), x{main.damping:.2f} when "

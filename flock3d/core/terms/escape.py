@@ -115,7 +115,7 @@ def escape(pv, at, boid, px, py, pz, fx, fy, fz, qw, qx, qy, qz, ids, n, hunters
         start, generation = started(pv, at, boid, px, py, pz, ids, n, hunters, box, periodic, planar, now,
                                     seed, dt, trigger2, reaction, copy, copy_decay)  # fmt: skip
         if start:
-            side = 1.0 if noise.uniform(seed, began_at(now, dt), boid, _STREAM + 1) < 0.5 else -1.0
+            side = 1.0 if noise.uniform(seed, began_at(now, dt), boid, _STREAM) < 0.5 else -1.0
             pv[own], pv[own + 1], pv[own + 2] = now, generation, side
     since = now - pv[own]
     if since >= duration - 0.5 * dt:
@@ -228,7 +228,7 @@ def escape_of(boid, world, params) -> tuple[float, float, float]:
         if not copied:
             return began, generation, side
         new = min(copied) + 1.0
-    side = 1.0 if noise.uniform(world.seed, key, boid.index, _STREAM + 1) < 0.5 else -1.0
+    side = 1.0 if noise.uniform(world.seed, key, boid.index, _STREAM) < 0.5 else -1.0
     return now, new, side
 
 
