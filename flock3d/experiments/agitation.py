@@ -165,7 +165,7 @@ class Front:
     first: np.ndarray
     """(bins,) the frame the change first exceeds a quarter of its largest, in each bin."""
     ahead: np.ndarray
-    """The bins it reached beyond the one where it began, indices in order."""
+    """The bins it reached beyond the one where it began, without a gap, indices in order."""
     origin: int
     """The bin where it began."""
 
@@ -215,6 +215,8 @@ def measure_bands(change: np.ndarray, centres: np.ndarray, times: np.ndarray, la
     first = np.argmax(over, axis=0)
     origin = int(np.argmin(np.where(seen, first, len(times))))
     ahead = np.flatnonzero(seen & (np.arange(len(centres)) > origin))
+    gaps = np.flatnonzero(np.diff(np.concatenate([[origin], ahead])) > 3)
+    ahead = ahead[: gaps[0]] if len(gaps) else ahead  # the front goes on without a gap of 3 units
     own = Front(first, ahead, origin)
     # A front shorter than 8 units gives no speed worth the name.
     speed = _slope(times[first[ahead]], centres[ahead]) if len(ahead) >= 8 else math.nan
