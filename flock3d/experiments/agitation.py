@@ -176,7 +176,7 @@ class Bands:
 
     speed: float
     """The first pulse's front's speed along x [units/s] (Theil-Sen line through where it arrives;
-    NaN for a front shorter than 8 units)."""
+    NaN for a front shorter than 8 units beyond the birds the predator startles)."""
     width: float
     """The band's width along x where the change is over half its peak [units] (median over frames)."""
     pulses: int
@@ -188,6 +188,11 @@ class Bands:
     along the front of the undamped run, beyond the birds the predator startles itself, where the
     contrast is over a tenth of its largest: how the pulse fades while it travels."""
     front: Front
+
+
+def _shown(value: float, width: int) -> str:
+    """``value`` right-aligned in ``width`` characters with one decimal, or "n/a" for NaN."""
+    return f"{value:>{width}.1f}" if math.isfinite(value) else f"{'n/a':>{width}}"
 
 
 def _slope(x: np.ndarray, y: np.ndarray) -> float:
@@ -218,8 +223,10 @@ def measure_bands(change: np.ndarray, centres: np.ndarray, times: np.ndarray, la
     gaps = np.flatnonzero(np.diff(np.concatenate([[origin], ahead])) > 3)
     ahead = ahead[: gaps[0]] if len(gaps) else ahead  # the front goes on without a gap of 3 units
     own = Front(first, ahead, origin)
-    # A front shorter than 8 units gives no speed worth the name.
-    speed = _slope(times[first[ahead]], centres[ahead]) if len(ahead) >= 8 else math.nan
+    # Fitted beyond the birds the predator startles itself; a front shorter than 8 units there gives
+    # no speed worth the name.
+    run = ahead[centres[ahead] > centres[origin] + 4.0]
+    speed = _slope(times[first[run]], centres[run]) if len(run) >= 8 else math.nan
     widths = [(row > 0.5 * row.max()).sum() for row in smooth if row.max() > peak / 4.0]
     middle = smooth[:, len(centres) // 2]
     high = middle > 0.5 * peak
@@ -287,7 +294,7 @@ def agitation_waves(quick: bool = False, seed: int = 0, progress: bool | None = 
         f"  {'run':<18}{'escaped':>8}{'band speed':>11}{'/ flock':>8}{'width':>7}{'pulses':>7}{'reach':>7}"
         f"{'contrast per 10 units':>23}",
         *(
-            f"  {name:<18}{np.mean(escaped[name]):>8.0%}{b.speed:>11.1f}{b.speed / flock_speed:>8.1f}"
+            f"  {name:<18}{np.mean(escaped[name]):>8.0%}{_shown(b.speed, 11)}{_shown(b.speed / flock_speed, 8)}"
             f"{b.width:>7.1f}{b.pulses:>7d}{b.reach:>7.0%}{b.damping:>23.2f}"
             for name, b in bands.items()
         ),
