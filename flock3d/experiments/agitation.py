@@ -294,7 +294,8 @@ def agitation_waves(quick: bool = False, seed: int = 0, progress: bool | None = 
         f"  {'run':<18}{'escaped':>8}{'band speed':>11}{'/ flock':>8}{'width':>7}{'pulses':>7}{'reach':>7}"
         f"{'contrast per 10 units':>23}",
         *(
-            f"  {name:<18}{np.mean(escaped[name]):>8.0%}{_shown(b.speed, 11)}{_shown(b.speed / flock_speed, 8)}"
+            f"  {name:<18}{np.mean(escaped[name]):>8.0%}"
+            f"{_shown(b.speed, 11)}{_shown(b.speed / flock_speed, 8)}"
             f"{b.width:>7.1f}{b.pulses:>7d}{b.reach:>7.0%}{b.damping:>23.2f}"
             for name, b in bands.items()
         ),
