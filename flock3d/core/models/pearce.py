@@ -290,6 +290,7 @@ class Pearce(Model):
     defaults, setup = OWN, SETUP
     arenas = ("none",)
     panel = ("speed", "fov")
+    table = "pearce"
 
     def values(self, p):
         return dict(view2=p.view_distance**2, cone=cone_threshold(p.fov), body=p.pearce_body,
