@@ -93,8 +93,10 @@ def planar_start(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
     "Pearce, Miller, Rowlands and Turner (2014), PNAS 111:10422-10426",
 )
 def marginal_opacity(quick: bool, seed: int, progress: bool | None) -> Result:
-    """The opacity of flocks against their size N, with metric, topological and projection-based
-    (Pearce et al.'s, :mod:`flock3d.core.models.pearce`) interaction, and against density.
+    """The opacity of flocks against their size N, with three kinds of interaction, and against density.
+
+    The interactions are metric, topological and projection-based (Pearce et al.'s,
+    :mod:`flock3d.core.models.pearce`).
 
     Each flock starts polarized in open space (no arena: nothing but the birds' own rules sets the
     density) and settles; then it is measured (:mod:`flock3d.opacity`): the fraction of the sky it
