@@ -4,6 +4,7 @@ nearer one left out of the alignment, a cap's rim in 3D), in both engines' code;
 each engine; fast == reference in a plane and in 3D; its defaults, checks and GPU refusal."""
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -165,3 +166,25 @@ def test_a_scene_turns_it_on_and_the_gpu_engine_refuses_it_in_one_line():
     assert (p.model, p.pearce_phi_p, p.pearce_sigma, p.dimensions, p.count) == ("pearce", 0.1, 6, 2, 200)
     line = refusal(p)
     assert "the pearce model" in line and line.endswith("yet (engine 'fast' does)") and "\n" not in line
+
+
+@pytest.mark.parametrize("name", ["planar", "3d"])
+def test_its_scenes_are_the_papers_model_and_the_gpu_step_refuses_them_in_one_line(name):
+    from helpers import assert_one_line_failure, flock3d
+
+    from flock3d.scene import resolve_scene
+
+    path = Path(__file__).resolve().parents[1] / "scenes" / "pearce" / f"{name}.toml"
+    p = resolve_scene(str(path)).params
+    assert (p.model, p.arena_shape, p.view_distance, p.fov, p.max_turn_rate) == (
+        "pearce", "none", math.inf, 360.0, math.inf)  # fmt: skip
+    assert (p.pearce_phi_p, p.pearce_phi_a, p.pearce_phi_n, p.pearce_body, p.pearce_sigma) == (
+        0.03,
+        0.8,
+        0.17,
+        1,
+        4,
+    )
+    assert (p.speed, p.dt, p.dimensions) == (1.0, 1.0, 2 if name == "planar" else 3)
+    out = flock3d("debug", "step", path, "--engine", "gpu")
+    assert_one_line_failure(out, "the GPU engine does not run the pearce model yet (engine 'fast' does)")
