@@ -26,6 +26,9 @@ STARLINGS = (0.25, 0.6)
 #: model keeps (r1 ~ 2), and for the projection model (b = 1) a start far more opaque than it
 #: settles to, so that the sweep shows it thinning out to its own opacity.
 PLANAR_DENSITY = 0.1
+#: The projection model's groups link birds within this many times the flock's mean
+#: nearest-neighbour distance: the boids' link, 3 separation distances, over their spacing r1 = 2.
+LINK = 2.25
 #: How the interactions of the sweeps are made: Params overrides of a flock of N in open space.
 KINDS = {
     "metric": {},
@@ -39,9 +42,15 @@ def _largest_group(positions: np.ndarray, link: float) -> np.ndarray:
     return positions[labels == np.bincount(labels).argmax()]
 
 
-def _measured(flock: Flock, link: float, body: float | None, dimensions: int = 3) -> dict[str, float]:
+def _measured(
+    flock: Flock, link: float | None, body: float | None, dimensions: int = 3, everyone: bool = False
+) -> dict[str, float]:
     """The largest group's size, spacing, shape and opacities (from below, or edge-on within the
-    plane of a planar flock, along its thinnest axis, and from its birds)."""
+    plane of a planar flock, along its thinnest axis, and from its birds, or with ``everyone``
+    from every bird of the flock). Groups link birds within ``link``; None: :data:`LINK` times the
+    whole flock's mean nearest-neighbour distance."""
+    if link is None:
+        link = LINK * float(metrics.nearest_neighbour_distances(flock.positions).mean())
     x = _largest_group(flock.positions, link)
     r1 = float(metrics.nearest_neighbour_distances(x).mean())
     b = BODY * r1 if body is None else body
@@ -57,11 +66,14 @@ def _measured(flock: Flock, link: float, body: float | None, dimensions: int = 3
         "length": 2 * semi[2], "density": density, "polarization": metrics.polarization(flock.velocities),
         "sky": sky_opacity(x, b, (0.0, 1.0, 0.0), dimensions=dimensions),
         "sky_thin": sky_opacity(x, b, thin, dimensions=dimensions),
-        "view": float(view_opacity(x, b, samples=128, dimensions=dimensions).mean()),
+        "view": float(view_opacity(flock.positions if everyone else x, b, samples=128, dimensions=dimensions)
+                      .mean()),
     }  # fmt: skip
 
 
-def _settled(flock: Flock, steps: int, link: float, body: float | None, dimensions: int) -> dict[str, float]:
+def _settled(
+    flock: Flock, steps: int, link: float | None, body: float | None, dimensions: int
+) -> dict[str, float]:
     """The flock stepped ``steps`` and measured (:func:`_measured`) at five times over the last
     fifth of them, averaged: one snapshot of a flock that keeps changing shape is noisy."""
     gap = max(steps // 20, 1)
@@ -70,7 +82,7 @@ def _settled(flock: Flock, steps: int, link: float, body: float | None, dimensio
     for k in range(5):
         if k:
             flock.step(gap)
-        snapshots.append(_measured(flock, link, body, dimensions))
+        snapshots.append(_measured(flock, link, body, dimensions, everyone=link is None))
     return {key: float(np.mean([m[key] for m in snapshots])) for key in snapshots[0]}
 
 
@@ -105,10 +117,12 @@ def marginal_opacity(quick: bool, seed: int, progress: bool | None) -> Result:
     paper's internal opacity). The boids flocks (metric, topological) are measured on their
     largest group, each bird a disc of radius :data:`BODY` r1 (r1 its group's mean
     nearest-neighbour distance), so their size sweep measures the flock's structure, whatever its
-    density. The projection model's birds are discs of its own radius b (the one its rule sees),
-    and the whole flock is measured: every bird sees every other, so they are one flock however
-    loosely they fly. The planar sweep (the paper's main model is planar) and the projection
-    model's rows are averaged over five times over the last fifth of the run (:func:`_settled`).
+    density. The projection model's birds are discs of its own radius b (the one its rule sees);
+    its flocks fly as loose swarms of clusters, so the sky and the shape are measured on the largest
+    cluster (birds within :data:`LINK` r1 of each other) and the blocked view from every bird (each
+    sees every other, whichever cluster it is in). The planar sweep (the paper's main model is
+    planar) and the projection model's rows are averaged over five times over the last fifth of
+    the run (:func:`_settled`).
     The density sweep keeps the body of the default flock and spreads the birds by the separation
     distance.
 
@@ -159,13 +173,13 @@ def marginal_opacity(quick: bool, seed: int, progress: bool | None) -> Result:
         for n in projected:
             p, v = polarized_start(n, seed * 1000 + n)
             flock, params = flock_of("projection", n, 3, p, v / np.linalg.norm(v, axis=1, keepdims=True))
-            add("size", "projection", n, 1.0, _settled(flock, settle, math.inf, params.pearce_body, 3))
+            add("size", "projection", n, 1.0, _settled(flock, settle, None, params.pearce_body, 3))
             bar.update(settle)
         for kind in KINDS:
             for n in planar:
                 flock, params = flock_of(kind, n, 2, *planar_start(n, seed * 1000 + n))
                 whole = kind == "projection"
-                measured = _settled(flock, planar_settle, math.inf if whole else link,
+                measured = _settled(flock, planar_settle, None if whole else link,
                                     params.pearce_body if whole else None, 2)  # fmt: skip
                 add("plane", kind, n, 1.0, measured)
                 bar.update(planar_settle)
@@ -207,14 +221,13 @@ def _lines(columns: dict[str, np.ndarray], density_n: int, spreads: list[float])
             f"{c['sky_thin']:>10.3f} {c['view']:>5.3f}"
         )
     lines.append("(plane: a planar flock, its sky seen edge-on within the plane; projection: Pearce et al.'s "
-                 "rule, each bird a disc of its radius b = 1, the whole flock measured)")  # fmt: skip
-    for kind in KINDS:
-        if len(_at(columns, "size", kind)) < 2:
-            continue
+                 "rule, each bird a disc of its radius b = 1, its largest cluster measured but the view from "
+                 "every bird)")  # fmt: skip
+    for kind in ("metric", "topological"):
         a, p = _fit(columns, "size", kind)
 
         def at(opacity: float, a: float = a, p: float = p) -> str:
-            return f"{(-math.log(1 - opacity) / a) ** (1 / p):,.0f}" if p > 0.02 else "no size"
+            return f"{(-math.log(1 - opacity) / a) ** (1 / p):,.0f}"
 
         lines.append(
             f"flock3d, {kind}: optical depth -ln(1 - opacity) ~ N^{p:.2f} (fixed density: 1/3); the sky "
@@ -222,21 +235,28 @@ def _lines(columns: dict[str, np.ndarray], density_n: int, spreads: list[float])
             f"90 % at N ~ {at(0.9)}"
         )
     change = {}
-    for kind in KINDS:
-        at = _at(columns, "plane", kind)
-        view, sky, n = columns["view"][at], columns["sky"][at], columns["n"][at]
-        change[kind], exponent = view[-1] - view[0], _fit(columns, "plane", kind, "view")[1]
-        lines.append(
-            f"flock3d, planar, {kind}: a bird's view blocked {view[0]:.2f} at N = {n[0]} to {view[-1]:.2f} "
-            f"at N = {n[-1]} (change {change[kind]:+.2f}; optical depth ~ N^{exponent:.2f}, fixed density: "
-            f"1/2); the sky edge-on {sky[0]:.2f} to {sky[-1]:.2f}"
-        )
+    for sweep, words, seen, depth in (
+        ("size", "3D", "from below", "1/3"),
+        ("plane", "planar", "edge-on", "1/2"),
+    ):
+        for kind in KINDS:
+            at = _at(columns, sweep, kind)
+            if len(at) < 2:
+                continue
+            view, sky, n = columns["view"][at], columns["sky"][at], columns["n"][at]
+            change[sweep, kind], exponent = view[-1] - view[0], _fit(columns, sweep, kind, "view")[1]
+            lines.append(
+                f"flock3d, {words}, {kind}: a bird's view blocked {view[0]:.2f} at N = {n[0]} to "
+                f"{view[-1]:.2f} at N = {n[-1]} (change {change[sweep, kind]:+.2f}; optical depth ~ "
+                f"N^{exponent:.2f}, fixed density: {depth}); the sky {seen} {sky[0]:.2f} to {sky[-1]:.2f}"
+            )
     sweep = columns["sweep"] == "density"
     lines.append(
         f"flock3d, N = {density_n}, birds spread {spreads[0]:g} to {spreads[-1]:g} times (body fixed): sky "
         f"hidden {columns['sky'][sweep].max():.2f} to {columns['sky'][sweep].min():.2f}"
     )
-    held = abs(change["projection"]) < 0.5 * min(change["metric"], change["topological"])
+    planar = {kind: change["plane", kind] for kind in KINDS}
+    held = abs(planar["projection"]) < 0.5 * min(planar["metric"], planar["topological"])
     lines.append(
         f"Pearce et al. 2014: starling flocks photographed from the ground hide about {STARLINGS[0]:.2f} to "
         f"{STARLINGS[1]:.2f} of the sky at every size (marginal opacity); their projection rule keeps model "
@@ -245,8 +265,8 @@ def _lines(columns: dict[str, np.ndarray], density_n: int, spreads: list[float])
     verdict = "reproduced" if held else "NOT reproduced"
     lines.append(
         f"flock3d: {verdict} in the plane: the projection model's blocked view changes by "
-        f"{change['projection']:+.2f} over the sizes, the metric flock's by {change['metric']:+.2f} and the "
-        f"topological one's by {change['topological']:+.2f} (levels differ: the boids' discs are "
+        f"{planar['projection']:+.2f} over the sizes, the metric flock's by {planar['metric']:+.2f} and the "
+        f"topological one's by {planar['topological']:+.2f} (levels differ: the boids' discs are "
         f"{BODY:g} r1, the projection model's its own b)."
     )
     return lines
