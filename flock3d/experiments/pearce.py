@@ -285,7 +285,8 @@ def _plot(columns: dict[str, np.ndarray], density_n: int, path: Path) -> None:
                 ax.plot(columns["n"][at], columns["sky"][at], style, label=f"{kind}: {sky}")
                 ax.plot(columns["n"][at], columns["view"][at], style, alpha=0.5,
                         label=f"{kind}: a bird's view blocked")  # fmt: skip
-        ax.axhspan(*STARLINGS, color="C2", alpha=0.15, label="starlings (Pearce et al. 2014)")
+        if sweep == "size":  # the starlings were photographed from below, not edge-on
+            ax.axhspan(*STARLINGS, color="C2", alpha=0.15, label="starlings (Pearce et al. 2014)")
         ax.set_xscale("log")
         ax.set_xlabel(f"flock size N ({'3D' if sweep == 'size' else 'planar flocks'})")
         ax.set_ylabel("opacity")
