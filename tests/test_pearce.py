@@ -38,7 +38,7 @@ def fast_view(others, headings, body=1.0, sigma=4, planar=True):
 def reference_view(others, headings, body=1.0, sigma=4, planar=True):
     """The same from the reference engine's functions."""
     d, h = np.array(others, dtype=float), np.array(headings, dtype=float)
-    order = pearce.visible_order(d, body, planar)[:sigma]
+    order = pearce.visible_order(d, body, planar, sigma)
     return pearce.seen_boundaries(d, body, planar), h[order].mean(axis=0) if len(order) else np.zeros(3)
 
 

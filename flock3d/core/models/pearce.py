@@ -320,8 +320,8 @@ class Pearce(Model):
             seen = np.flatnonzero(neighbours(a.position, a.heading, positions, params))
             d = offsets(a.position, positions[seen], params)
             delta = seen_boundaries(d, params.pearce_body, planar)
-            order = visible_order(d, params.pearce_body, planar)
-            mean = headings[seen[order[: params.pearce_sigma]]].mean(axis=0) if len(order) else np.zeros(3)
+            order = visible_order(d, params.pearce_body, planar, params.pearce_sigma)
+            mean = headings[seen[order]].mean(axis=0) if len(order) else np.zeros(3)
             eta = unit_noise(seed, state.step_count, i, planar)
             total = params.pearce_phi_p * delta + params.pearce_phi_a * mean + params.pearce_phi_n * eta
             if planar:
@@ -362,6 +362,19 @@ def _inside(points: np.ndarray, u: np.ndarray, alpha: np.ndarray) -> np.ndarray:
     return points @ u.T > np.cos(alpha)[None, :]
 
 
+def _rims(u: np.ndarray, alpha: np.ndarray) -> np.ndarray:
+    """(M, RIM_POINTS, 3): the points of each disc's rim, at azimuths 2 pi (k + 1/2) / RIM_POINTS
+    round its centre in the frame of :func:`flock3d.core.reference.tilted` (e1 = u x (1, 0, 0),
+    or u x (0, 1, 0) where |u_x| >= 0.9; e2 = u x e1)."""
+    helper = np.where(np.abs(u[:, :1]) < 0.9, [[1.0, 0.0, 0.0]], [[0.0, 1.0, 0.0]])
+    e1 = np.cross(u, helper)
+    e1 /= np.linalg.norm(e1, axis=1, keepdims=True)
+    e2 = np.cross(u, e1)
+    psi = 2.0 * np.pi * (np.arange(RIM_POINTS) + 0.5) / RIM_POINTS
+    around = np.cos(psi)[None, :, None] * e1[:, None, :] + np.sin(psi)[None, :, None] * e2[:, None, :]
+    return np.cos(alpha)[:, None, None] * u[:, None, :] + np.sin(alpha)[:, None, None] * around
+
+
 def seen_boundaries(d: np.ndarray, body: float, planar: bool) -> np.ndarray:
     """delta: the mean unit vector to the dark-light boundaries of the discs of radius ``body`` at
     offsets ``d`` (M, 3), zero where there are none. In a plane the boundaries are the ends of the
@@ -373,15 +386,13 @@ def seen_boundaries(d: np.ndarray, body: float, planar: bool) -> np.ndarray:
     if len(d) == 0:
         return np.zeros(3)
     u, alpha = _discs(d, body)
-    if planar:
-        edges = [(j, tilted(u[j], s * alpha[j], 0.0, True), 1.0) for j in range(len(u)) for s in (-1.0, 1.0)]
+    if planar:  # each interval's two ends: u turned by -alpha and +alpha
+        points = np.array([tilted(u[j], s * alpha[j], 0.0, True) for j in range(len(u)) for s in (-1.0, 1.0)])
+        owner, weights = np.repeat(np.arange(len(u)), 2), np.ones(2 * len(u))
     else:
-        azimuths = 2.0 * np.pi * (np.arange(RIM_POINTS) + 0.5) / RIM_POINTS
-        edges = [(j, tilted(u[j], alpha[j], psi, False), math.sin(alpha[j]) * 2.0 * np.pi / RIM_POINTS)
-                 for j in range(len(u)) for psi in azimuths]  # fmt: skip
-    owner = np.array([j for j, _, _ in edges])
-    points = np.array([p for _, p, _ in edges])
-    weights = np.array([w for _, _, w in edges])
+        points = _rims(u, alpha).reshape(-1, 3)
+        owner = np.repeat(np.arange(len(u)), RIM_POINTS)
+        weights = np.sin(alpha)[owner] * 2.0 * np.pi / RIM_POINTS
     inside = _inside(points, u, alpha)
     inside[np.arange(len(points)), owner] = False  # a rim is not inside its own disc
     lit = ~inside.any(axis=1)
@@ -390,16 +401,18 @@ def seen_boundaries(d: np.ndarray, body: float, planar: bool) -> np.ndarray:
     return (weights[lit, None] * points[lit]).sum(axis=0) / weights[lit].sum()
 
 
-def visible_order(d: np.ndarray, body: float, planar: bool) -> np.ndarray:
-    """The indices of the birds at offsets ``d`` (M, 3) that are not hidden behind nearer ones,
-    nearest first. In a plane a bird is hidden when the nearer birds' intervals, merged, cover
-    its own; in 3D when its centre and every point of its rim lie inside nearer discs."""
-    from flock3d.core.reference import tilted
-
+def visible_order(d: np.ndarray, body: float, planar: bool, limit: int) -> np.ndarray:
+    """The indices of the first ``limit`` birds at offsets ``d`` (M, 3) that are not hidden behind
+    nearer ones, nearest first. In a plane a bird is hidden when the nearer birds' intervals,
+    merged, cover its own; in 3D when its centre and every point of its rim lie inside nearer
+    discs."""
     u, alpha = _discs(d, body)
     order = np.argsort(np.linalg.norm(d, axis=1), kind="stable")
-    shown = []
+    rims = None if planar else _rims(u, alpha)
+    shown: list[int] = []
     for r, a in enumerate(order):
+        if len(shown) == limit:
+            break
         nearer = order[:r]
         if planar:
             side = np.array([-u[a, 1], u[a, 0], 0.0])
@@ -407,8 +420,7 @@ def visible_order(d: np.ndarray, body: float, planar: bool) -> np.ndarray:
             spans = sorted(zip(offset - alpha[nearer], offset + alpha[nearer], strict=True))
             hidden = _covers(spans, alpha[a])
         else:
-            psi = 2.0 * np.pi * (np.arange(RIM_POINTS) + 0.5) / RIM_POINTS
-            points = np.array([u[a], *(tilted(u[a], alpha[a], s, False) for s in psi)])
+            points = np.concatenate([u[a][None], rims[a]])
             hidden = bool(len(nearer)) and bool(_inside(points, u[nearer], alpha[nearer]).any(axis=1).all())
         if not hidden:
             shown.append(a)
