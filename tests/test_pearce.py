@@ -121,12 +121,17 @@ def test_one_step_of_each_engine_steers_along_delta(engine):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("dimensions", [2, 3])
-def test_fast_and_reference_agree(dimensions):
+@pytest.mark.parametrize(
+    "overrides",
+    [{}, {"fov": 270.0, "view_distance": 12.0, "max_turn_rate": 40.0, "pearce_sigma": 2, "pearce_body": 0.7}],
+    ids=["all-to-all", "cone-metric-turn-limit"],
+)
+def test_fast_and_reference_agree(dimensions, overrides):
     params = Params(model="pearce", count=40, dimensions=dimensions, speed=1.0, dt=1.0, init_radius=8.0,
-                    pearce_phi_p=0.2)  # fmt: skip
+                    pearce_phi_p=0.2, **overrides)  # fmt: skip
     fast, reference = Flock(params, seed=3), Flock(params, seed=3, engine="reference")
-    fast.step(8)
-    reference.step(8)
+    fast.step(6)
+    reference.step(6)
     np.testing.assert_allclose(fast.positions, reference.positions, rtol=0.0, atol=1e-9)
     np.testing.assert_allclose(fast.velocities, reference.velocities, rtol=0.0, atol=1e-9)
     np.testing.assert_allclose(np.linalg.norm(fast.velocities, axis=1), 1.0, atol=1e-12)  # v0 = 1
