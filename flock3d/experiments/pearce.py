@@ -269,6 +269,17 @@ def _lines(columns: dict[str, np.ndarray], density_n: int, spreads: list[float])
         f"topological one's by {planar['topological']:+.2f} (levels differ: the boids' discs are "
         f"{BODY:g} r1, the projection model's its own b)."
     )
+    at = _at(columns, "size", "projection")
+    if len(at) >= 2:
+        n, group = columns["n"][at], columns["group"][at]
+        boids = _at(columns, "size", "metric")
+        boids = boids[(columns["n"][boids] >= n[0]) & (columns["n"][boids] <= n[-1])]
+        grows = columns["view"][boids][-1] - columns["view"][boids][0] if len(boids) >= 2 else math.nan
+        lines.append(
+            f"flock3d: not shown in 3D: the projection model runs to N = {n[-1]} only (a step costs N^3), "
+            f"where the metric flock's blocked view grows by {grows:+.2f} over those sizes, and it flies as "
+            f"a swarm of clusters (the largest {group.min():.0f} to {group.max():.0f} birds)."
+        )
     return lines
 
 
