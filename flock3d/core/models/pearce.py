@@ -39,9 +39,11 @@ import numba
 import numpy as np
 
 from flock3d.core import noise
+from flock3d.core.agents import agents, constant_speed_move, moved_state, tilted
 from flock3d.core.fields import Problem, Spec
 from flock3d.core.kernel import cone_threshold, inlined
 from flock3d.core.models import Model, columns
+from flock3d.core.space import neighbours, offsets
 
 #: Points each disc's rim is resolved at in 3D (see the module's docstring).
 RIM_POINTS = 16
@@ -310,9 +312,6 @@ class Pearce(Model):
         """Each bird finds the boundaries of the discs it sees (:func:`seen_boundaries`) and its sigma
         nearest visible birds (:func:`visible_order`), takes the direction of phi_p delta + phi_a
         <v> + phi_n eta, turns to it (at most the turn limit) and moves at v0 for dt."""
-        from flock3d.core.reference import agents, constant_speed_move, moved_state
-        from flock3d.core.space import neighbours, offsets
-
         group, positions, planar = agents(state), state.positions, params.dimensions == 2
         headings = np.array([a.heading for a in group]).reshape(-1, 3)
         moved = []
@@ -364,7 +363,7 @@ def _inside(points: np.ndarray, u: np.ndarray, alpha: np.ndarray) -> np.ndarray:
 
 def _rims(u: np.ndarray, alpha: np.ndarray) -> np.ndarray:
     """(M, RIM_POINTS, 3): the points of each disc's rim, at azimuths 2 pi (k + 1/2) / RIM_POINTS
-    round its centre in the frame of :func:`flock3d.core.reference.tilted` (e1 = u x (1, 0, 0),
+    round its centre in the frame of :func:`flock3d.core.agents.tilted` (e1 = u x (1, 0, 0),
     or u x (0, 1, 0) where |u_x| >= 0.9; e2 = u x e1)."""
     helper = np.where(np.abs(u[:, :1]) < 0.9, [[1.0, 0.0, 0.0]], [[0.0, 1.0, 0.0]])
     e1 = np.cross(u, helper)
@@ -381,8 +380,6 @@ def seen_boundaries(d: np.ndarray, body: float, planar: bool) -> np.ndarray:
     intervals that lie inside no other interval, each counting once; in 3D the points of each rim
     (:data:`RIM_POINTS` of them) that lie inside no other disc, each weighing its share of its rim's
     length, sin(alpha) 2 pi / RIM_POINTS."""
-    from flock3d.core.reference import tilted
-
     if len(d) == 0:
         return np.zeros(3)
     u, alpha = _discs(d, body)
