@@ -14,7 +14,8 @@ the reproduction. A new experiment is a function decorated with :func:`experimen
   spin model.
 - ``flock-shape``: Hemelrijk and Hildenbrandt (2011), PLoS ONE 6:e22479, the shape of flocks flying over a
   roost, and which mechanism makes them thin vertically.
-- ``marginal-opacity``: Pearce et al. (2014), PNAS 111:10422, how much of the sky a flock hides.
+- ``marginal-opacity``: Pearce et al. (2014), PNAS 111:10422, how much of the sky a flock hides,
+  with metric, topological and projection-based interaction.
 - ``agitation-waves``: Hemelrijk, van Zuidam and Hildenbrandt (2015), Behav Ecol Sociobiol 69:755, and
   Hemelrijk et al. (2019), bands of banked zig-zags under a falcon's attack, measured in rendered images.
 """

@@ -183,7 +183,7 @@ def columns(b: dict[str, str]) -> str:
 
 
 #: The modules of the models, in the order ``model`` lists them.
-_MODULES = ("boids", "couzin", "vicsek", "ism", "cucker_smale")
+_MODULES = ("boids", "couzin", "vicsek", "ism", "cucker_smale", "pearce")
 MODELS: tuple[Model, ...] = tuple(import_module(f"{__name__}.{name}").MODEL for name in _MODULES)
 MODELS_BY_NAME = {model.name: model for model in MODELS}
 #: Every model's own fields, name -> (default, declaration), in the registry's order.
