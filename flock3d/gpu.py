@@ -7,7 +7,7 @@ they are read after a step, and what was read (and may have been edited) is copi
 device again before the next: so read them through the flock, not through a reference kept
 from before a step.
 
-It runs every model's synchronous update (the boids' in kinematic or aerodynamic flight) with
+It runs every model's synchronous update but Pearce's (the boids' in kinematic or aerodynamic flight) with
 metric, topological or adaptive neighbours (k up to 16), every term but those that place world
 data at each step's time (attractors), the per-boid state terms, models and the perception carry
 (``state.carried``: copied back when read, as the arrays above), your own rules and forces (the

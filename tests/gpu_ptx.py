@@ -10,8 +10,8 @@ are missing. Run as a script, in a process of its own (numba-cuda as it is, no s
     python tests/gpu_ptx.py --part 2/3  # every third kernel from the second (the suite's share)
 
 The covering set (what the test suite compiles) holds every fixed kernel in both precisions and
-a step with each arena, term, option and model at least once (perching, the adaptive radius and
-aerodynamic flight in one layout, fused and split); ``--all`` adds the layouts whose
+a step with each arena, term, option and model at least once (perching, the adaptive radius,
+aerodynamic flight and escapes in one layout, fused and split); ``--all`` adds the layouts whose
 features the covering set compiles in other combinations. A step kernel takes 5-15 s on one core.
 """
 
@@ -69,7 +69,7 @@ SPLIT_SCENES = ("sphere, wander, containment", "periodic", "species", "rules, to
 #: A scene the covering set compiles split too (float64 only): what a boid keeps if it moves (its
 #: adaptive radius) and how a bird in aerodynamic flight turned, passed from the first kernel to
 #: the second.
-KEPT_SPLIT = "perching, adaptive, aerodynamic"
+KEPT_SPLIT = "perching, adaptive, aerodynamic, escape"
 #: The layouts only ``--all`` compiles: the covering set has each of their features in another
 #: (periodic in "periodic 2D", chain and species in "rules, chain, periodic, species"); it compiles
 #: the split shape and float32 on the first and last of SPLIT_SCENES.
@@ -100,13 +100,15 @@ SCENES = {
         combine="chain",
         species=[Species("a", 10), Species("b", 10, fov=120.0, sees=("b",))],
     ),  # fmt: skip
-    "perching, adaptive, aerodynamic": Params(
+    "perching, adaptive, aerodynamic, escape": Params(
         count=50,
         neighbours=7,
         adaptive=True,
         flight="aerodynamic",
         objects=[Object("plane", position=(0.0, -3.0, 0.0))],
         perching_height=1.0,
+        predator_count=1,
+        escape_distance=5.0,
     ),  # fmt: skip
     "vicsek 2D": Params(
         model="vicsek", count=50, arena_radius=3.0, dimensions=2, view_distance=1.0, noise_eta=1.0

@@ -133,6 +133,8 @@ CASES.update({
                                dt=0.05, ism_temperature=0.5),
     "couzin": Params(model="couzin", count=50, init_radius=3.0),
     "cucker-smale": Params(model="cucker-smale", count=40, init_radius=5.0),
+    "escape": Params(**SMALL, neighbours=7, predator_count=1, dt=0.1, escape_distance=2.0,
+                     escape_reaction=0.1, escape_duration=0.3, escape_copy=1.0),  # fmt: skip
     "aerodynamic, roost, perching": Params(
         count=40, arena_radius=6.0, flight="aerodynamic", roost=(0.0, 0.0, 0.0), roost_weight=2.0, dt=0.1,
         objects=[Object("plane", position=(0, -3.0, 0))], perching_height=3.5, perching_duration=0.15,
@@ -266,6 +268,7 @@ def run(name: str) -> dict:
                 default=0.0,
             )
         ),  # fmt: skip
+        "escaped": [int(np.sum(gpu.state.escapes[:, 0] > -1.0)), int(np.sum(gpu.state.escapes[:, 1] > 0.0))],
         "perched": [int(np.sum(gpu.state.perches > 0.0)), int(np.sum(gpu.state.perches < 0.0))],  # rest, off
         "same waypoints": bool(np.array_equal(gpu.state.waypoints, ref.state.waypoints)),
         "clock": [gpu.time == ref.time, gpu.step_count == ref.step_count],

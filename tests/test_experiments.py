@@ -237,3 +237,33 @@ def test_flock_shape_quick_the_altitude_spring_makes_the_thin_vertical_axis(tmp_
     at = (kind == "metric") & (n == 300)
     assert float(row.split()[6]) == pytest.approx(np.mean(width[at] / thickness[at]), abs=0.006)
     assert "Hemelrijk and Hildenbrandt 2011" in out.stdout
+
+
+@pytest.mark.slow
+@pytest.mark.gui
+def test_agitation_waves_quick_bands_outrun_the_flock_and_fade_when_the_bank_decays(tmp_path):
+    out = flock3d("experiment", "agitation-waves", "--out", tmp_path, "--quick")
+    if out.returncode != 0 and "needs EGL" in out.stderr:
+        pytest.skip("no EGL/OpenGL for offscreen rendering here")
+    assert out.returncode == 0, out.stderr
+    table = read_csv(tmp_path / "agitation-waves.csv")
+    assert imageio.imread(tmp_path / "agitation-waves.png").shape[0] > 300
+    assert (tmp_path / "agitation-waves.mp4").stat().st_size > 1000
+    row = {name: k for k, name in enumerate(table["run"])}
+    assert set(row) == {"copied as it was", "bank decays", "copying decays"}
+
+    def value(run, key):
+        return float(table[key][row[run]])
+
+    # Seen from below, the bands travel away from the predator faster than the birds fly.
+    assert value("copied as it was", "band_speed") > 2.0 * value("copied as it was", "flock_speed")
+    assert value("copied as it was", "reach") > 0.8 and value("copied as it was", "damping") > 0.7
+    # The 2019 control, as this model shows it: the bank's decay fades the pulse as it travels while
+    # every bird still escapes; the copying's decay leaves birds out, and the band thins and stops, so
+    # that seen from below it fades too (the paper's contrast between the two is not reproduced, and
+    # the run says so).
+    assert value("bank decays", "damping") < value("copied as it was", "damping") - 0.1
+    assert value("bank decays", "escaped") == 1.0 and value("copying decays", "escaped") < 0.9
+    assert value("copying decays", "reach") < value("copied as it was", "reach")
+    assert "in the paper's model." in out.stdout  # the verdict, from the numbers
+    assert "Hemelrijk" in out.stdout

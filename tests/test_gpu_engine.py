@@ -40,7 +40,7 @@ QUICK = ("defaults", "box, containment", "periodic", "periodic, 2 cells a side",
          "chain", "species", "predators", "forest (primitives, keep-out)", "rules: a pair rule and a force",
          "rules: a force fails", "topological, sphere", "topological, periodic", "perching",
          "adaptive radius", "vicsek 2D", "ism, topological", "couzin", "cucker-smale",
-         "ism, topological (split+guard)", "aerodynamic, roost, perching", *SCRIPTED)  # fmt: skip
+         "ism, topological (split+guard)", "aerodynamic, roost, perching", "escape", *SCRIPTED)  # fmt: skip
 
 
 def python(*args: str, simulator: bool = True, cwd: Path = HERE) -> subprocess.CompletedProcess:
@@ -91,6 +91,9 @@ def test_the_gpu_engine_equals_the_reference_engine(case, request):
     if case.startswith("perching"):  # some boids rest on the ground, others took off after resting
         resting, off = row["perched"]
         assert resting > 0 and off > 0, row
+    if case == "escape":  # some birds saw the predator, others copied their neighbours' escapes
+        escaped, copied = row["escaped"]
+        assert escaped > copied > 0, row
 
 
 @needs_numba_cuda
@@ -107,6 +110,7 @@ def test_a_gpu_run_is_the_same_bit_for_bit_run_after_run(case, quick):
         (Params(count=20, update="sequential"), "update = 'sequential'"),
         (Params(count=20, update="per_rule", combine="chain"), "update = 'per_rule'"),
         (Params(count=20, attractors=[Attractor((0, 0, 0), 1.0)]), "attractors"),
+        (Params(count=20, model="pearce"), "the pearce model (its projection takes every candidate at once"),
     ],
 )
 def test_what_the_gpu_engine_does_not_run_yet_is_named_in_one_line(params, named):
@@ -126,8 +130,9 @@ def test_what_the_gpu_engine_does_not_run_yet_is_named_in_one_line(params, named
         resolve_scene("worlds/valley").params,  # perching on a heightfield
         Params(count=20, neighbours=7, adaptive=True),
         Params(count=20, flight="aerodynamic"),
+        Params(count=20, neighbours=7, predator_count=1, escape_distance=5.0),
     ],
-    ids=["couzin", "vicsek adaptive", "ism", "cucker-smale", "perching", "adaptive", "aerodynamic"],
+    ids=["couzin", "vicsek adaptive", "ism", "cucker-smale", "perching", "adaptive", "aerodynamic", "escape"],
 )
 def test_the_models_the_carried_state_and_aerodynamic_flight_run_on_the_gpu(params):
     assert refusal(params) == ""

@@ -144,6 +144,9 @@ LAYERS: list[tuple[str, ...]] = [
 LAZY_UPWARD = {
     ("flock", "io.export"): "Flock.export writes a live flock through the exporters",
     ("flock_views", "viewer.offscreen"): "Flock._repr_png_ draws the flock in a notebook",
+    ("experiments.agitation", "viewer.offscreen"): "agitation-waves measures its bands in rendered frames",
+    ("experiments.agitation", "io.video"): "agitation-waves writes the video of its bands",
+    ("experiments.agitation", "scene"): "agitation-waves gives the renderer its scene and look",
 }
 
 

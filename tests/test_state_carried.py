@@ -54,7 +54,7 @@ def _declared() -> list[Carried]:
 def test_the_built_in_declarations_are_the_state_arrays_of_their_shapes():
     declared = _declared()
     # The arrays that exist today, each declared by its owner's module.
-    assert {c.name: c.width for c in declared} == {"perches": 1, "spins": 3, "radii": 1}
+    assert {c.name: c.width for c in declared} == {"escapes": 3, "perches": 1, "spins": 3, "radii": 1}
     assert [c.name for c in state.CARRIED] == [c.name for c in declared]
     params = Params(count=7, adaptive=True, neighbours=3, view_distance=4.0)
     s = random_state(params, seed=1)

@@ -114,6 +114,11 @@ LAYOUTS = {
     "ism": (Params(**ISM_DEFAULTS), (), ()),
     "aerodynamic-roost": (Params(flight="aerodynamic", roost_weight=2.0, roost_altitude=0.3), (), ()),
     "wander": (Params(wander=10.0), (), ()),
+    "escape-aerodynamic": (
+        Params(neighbours=7, predator_count=1, escape_distance=5.0, flight="aerodynamic", roost_weight=2.0),
+        (),
+        (),
+    ),
     "ism-metric-planar-open": (
         Params(**{**ISM_DEFAULTS, "neighbours": None, "dimensions": 2, "arena_shape": "none"}),
         (),

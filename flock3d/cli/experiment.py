@@ -54,5 +54,9 @@ def run_experiment_command(args: argparse.Namespace) -> int:
     table, image = out / f"{e.name}.csv", out / f"{e.name}.png"
     write_csv(table, result.columns)
     result.plot(image)
-    print(f"ran in {result.seconds:.1f} s; wrote {table} and {image}")
+    written = [table, image]
+    for suffix, write in result.media.items():
+        written.append(out / f"{e.name}{suffix}")
+        write(written[-1])
+    print(f"ran in {result.seconds:.1f} s; wrote {', '.join(map(str, written[:-1]))} and {written[-1]}")
     return 0

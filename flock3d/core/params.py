@@ -68,6 +68,7 @@ from flock3d.core.terms import attractors as attractors_term
 from flock3d.core.terms import cohesion as cohesion_term
 from flock3d.core.terms import confinement as confinement_term
 from flock3d.core.terms import containment as containment_term
+from flock3d.core.terms import escape as escape_term
 from flock3d.core.terms import flee as flee_term
 from flock3d.core.terms import flight as flight_term
 from flock3d.core.terms import objects as objects_term
@@ -181,6 +182,13 @@ class Params:
     predator_turn_rate: float = declare(120.0, flee_term.TURN_RATE)
     flee_distance: float = declare(10.0, flee_term.DISTANCE)
     flee: float = declare(40.0, flee_term.WEIGHT)
+    escape_distance: float = declare(0.0, escape_term.DISTANCE)
+    escape_bank: float = declare(60.0, escape_term.BANK)
+    escape_duration: float = declare(0.5, escape_term.DURATION)
+    escape_reaction: float = declare(0.1, escape_term.REACTION)
+    escape_copy: float = declare(1.0, escape_term.COPY)
+    escape_bank_decay: float = declare(1.0, escape_term.BANK_DECAY)
+    escape_copy_decay: float = declare(1.0, escape_term.COPY_DECAY)
     wind: tuple[float, float, float] = declare(_ZERO3, wind_term.ACCELERATION)
     wind_gradient: tuple[tuple[float, float, float], ...] = declare(
         (_ZERO3, _ZERO3, _ZERO3), wind_term.GRADIENT

@@ -14,6 +14,7 @@ from flock3d.core.terms import attractors as attractors_term
 from flock3d.core.terms import cohesion as cohesion_term
 from flock3d.core.terms import confinement as confinement_term
 from flock3d.core.terms import containment as containment_term
+from flock3d.core.terms import escape as escape_term
 from flock3d.core.terms import flee as flee_term
 from flock3d.core.terms import flight as flight_term
 from flock3d.core.terms import objects as objects_term
@@ -45,6 +46,7 @@ TERMS = (
     path_term.TERM,
     obstacles_term.TERM,
     flee_term.TERM,
+    escape_term.TERM,
     wind_term.TERM,
     wander_term.TERM,
     flight_term.TERM,

@@ -14,7 +14,10 @@ the reproduction. A new experiment is a function decorated with :func:`experimen
   spin model.
 - ``flock-shape``: Hemelrijk and Hildenbrandt (2011), PLoS ONE 6:e22479, the shape of flocks flying over a
   roost, and which mechanism makes them thin vertically.
-- ``marginal-opacity``: Pearce et al. (2014), PNAS 111:10422, how much of the sky a flock hides.
+- ``marginal-opacity``: Pearce et al. (2014), PNAS 111:10422, how much of the sky a flock hides,
+  with metric, topological and projection-based interaction.
+- ``agitation-waves``: Hemelrijk, van Zuidam and Hildenbrandt (2015), Behav Ecol Sociobiol 69:755, and
+  Hemelrijk et al. (2019), bands of banked zig-zags under a falcon's attack, measured in rendered images.
 """
 
 # Each module registers its experiments on import, in this order: the order of EXPERIMENTS, which the
@@ -28,10 +31,12 @@ from .ballerini import ballerini_range
 from .turning_waves import turning_waves
 from .flock_shape import flock_shape
 from .pearce import marginal_opacity
+from .agitation import agitation_waves
 # isort: on
 
 __all__ = [
     "EXPERIMENTS",
+    "agitation_waves",
     "Experiment",
     "Result",
     "ballerini_range",

@@ -30,12 +30,15 @@ class Result:
         lines: the figure, as lines of text: the numbers next to the paper's.
         plot: draws the figure into the PNG file at the path it is given.
         seconds: how long the run took [s] (wall clock, set by :func:`run_experiment`).
+        media: further files it writes beside the table and the plot, by suffix (``.mp4``): what
+            writes each to the path it is given.
     """
 
     columns: dict[str, np.ndarray]
     lines: list[str]
     plot: Callable[[Path], None]
     seconds: float = 0.0
+    media: dict[str, Callable[[Path], None]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

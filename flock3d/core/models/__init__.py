@@ -127,6 +127,9 @@ class Model:
     reach_fields: ClassVar[tuple[str, ...]] = ()
     """Its own fields that size its reach (:meth:`reach`), when that is not the view distance."""
     adaptive: ClassVar[bool] = False
+    gpu_refusal: ClassVar[str] = ""
+    """Why the GPU engine does not run its update, in a few words ("": it does: each sum over the
+    candidates goes through :meth:`Emit.summed`, and its numba functions compile as device code)."""
     """Whether it accepts the adaptive radius (``perception.adaptive``)."""
     panel: ClassVar[tuple[str, ...]] = ()
     """The fields the viewer's panel shows for it, besides its own (those with a slider)."""
@@ -190,7 +193,7 @@ def columns(b: dict[str, str]) -> str:
 
 
 #: The modules of the models, in the order ``model`` lists them.
-_MODULES = ("boids", "couzin", "vicsek", "ism", "cucker_smale")
+_MODULES = ("boids", "couzin", "vicsek", "ism", "cucker_smale", "pearce")
 MODELS: tuple[Model, ...] = tuple(import_module(f"{__name__}.{name}").MODEL for name in _MODULES)
 MODELS_BY_NAME = {model.name: model for model in MODELS}
 #: Every model's own fields, name -> (default, declaration), in the registry's order.

@@ -37,6 +37,10 @@ __all__ = ["Shape", "DEFAULT_SHAPE", "MAX_FLOAT32_BOIDS", "generate", "unsupport
 #: The columns the pair sums run over with topological neighbours: the candidates' (read in
 #: place), at the rows ``sel`` of the k nearest chosen.
 _NEAREST = {**_CANDIDATES, "m": "n_sel"}
+#: The terms whose lines read the public indices of the k nearest chosen (``kid``, ``n_sel``: the
+#: CPU's compacted column): the escape term, which reads its neighbours' carried escapes (each
+#: boid writes only its own, and a read answers the same before and after a write: escape.py).
+_READS_CHOSEN_IDS = frozenset({"escape"})
 #: A part of the candidates a model's sums are called on (:meth:`_CudaGenerator.summed`): the
 #: thread's local arrays of positions and velocities (or headings).
 _PART = ("qbx", "qby", "qbz", "qbvx", "qbvy", "qbvz")
@@ -86,6 +90,9 @@ def generate(layout: Any, shape: Shape = DEFAULT_SHAPE) -> tuple[str, list[str]]
 def unsupported(layout: Any) -> list[str]:
     """What of a flock of ``layout`` the GPU step does not run yet, in words (empty: it runs all of it)."""
     L, out = layout, []
+    model = MODELS_BY_NAME[L.model]
+    if model.gpu_refusal:
+        out.append(f"the {L.model} model ({model.gpu_refusal})")
     if L.update != "synchronous":  # in place, one boid or one rule after another: the CPU's
         out.append(f"update = '{L.update}'")
     # Not on the device yet: world data a term places at each step's time (Term.at_time) into an
@@ -141,6 +148,8 @@ class _CudaGenerator(_Generator):
         if L.neighbours != "metric":  # the k nearest seen: their rows and squared distances
             batch += [f"sel = cuda.local.array({MAX_NEAREST}, numba.int64)",
                       f"sel_d2 = cuda.local.array({MAX_NEAREST}, numba.float64)"]  # fmt: skip
+            if _READS_CHOSEN_IDS.intersection(L.stages):
+                batch.append(f"kid = cuda.local.array({MAX_NEAREST}, numba.float64)")
         if self.kind.update_kind != "terms":  # a part of the candidates a model's sums are called on
             batch += [f"{name} = cuda.local.array({MAX_NEAREST}, numba.float64)" for name in _PART]
         holes = {"boid": list(boid), "turn": [] if self.shape.split else list(turn),
@@ -259,6 +268,8 @@ class _CudaGenerator(_Generator):
         c.dedent(2)
         if self.layout.neighbours == "adaptive":
             self._adapt(c, r2)
+        if _READS_CHOSEN_IDS.intersection(self.layout.stages):  # their public indices, as the CPU's kid
+            c("for jj in range(n_sel):", "    kid[jj] = bid[sel[jj]]")
         return _NEAREST
 
     def _pair_loop(self, c: _Lines, terms: Sequence[PairTerm], b: dict[str, str]) -> None:

@@ -1,0 +1,350 @@
+"""Agitation waves: bands that travel through a flock under a falcon's attack, measured in images.
+
+Hemelrijk, van Zuidam and Hildenbrandt (2015), Behav Ecol Sociobiol 69:755, showed in StarDisplay
+that a zig-zag escape by banking, copied by each bird's nearest neighbours after a reaction time,
+makes the dark bands seen in starling flocks under attack, travelling away from the predator
+faster than the flock flies. Hemelrijk et al. (2019), Behav Ecol Sociobiol 73 (doi
+10.1007/s00265-019-2734-4), found the pulses weaken as they go, and in the model that this
+follows when the escape's bank decreases along the chain, not when the tendency to copy does.
+
+The design: a flat flock of aerodynamic birds (topological neighbours, k = 7) flies +z, broadside
+to its long axis x, with a predator beside its -x end, where the birds escape
+(:mod:`flock3d.core.terms.escape`); bands travel +x. Each run is rendered from straight below with
+the viewer's renderer, and so is its twin on the same start in which no bird is near enough to
+escape (the two fly the same until the first escape). A bird against the sky is a silhouette: the
+darkness of the view is the share of the sky the birds cover. The difference of the two runs'
+darkness, over strips across x, frame after frame, is a space-time plot (averaged over flocks of
+different starts). Its front (where the change first exceeds a quarter of its largest) gives the
+band's speed (a Theil-Sen line), the width of the change over half its peak gives the band's width,
+the pulses passing the flock's middle are counted, and the first pulse's contrast read along the
+front (from its arrival, for one escape's time) gives how it fades as it goes. The 2019 control
+runs the same with the bank decaying along the copying chain, and with the probability of copying
+decaying instead.
+
+What the twin's difference also holds: a bird that zig-zagged has moved sideways, so behind the
+front the change does not return to zero; the contrast is read as the front passes, not after.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from flock3d.core.params import Params
+from flock3d.errors import Flock3dError
+from flock3d.plots import save_figure
+
+from .common import Result, _bar, _figure, experiment, new_flock
+
+#: The flock's box (x, y, z) at quick and full size [units]: long along the wave's axis x, thin
+#: vertically; one bird per 3 cubic units.
+_BOX = {True: (36.0, 3.0, 8.0), False: (80.0, 3.0, 14.0)}
+_DENSITY = 1.0 / 3.0
+#: Image size (width, height) [pixels] at quick and full size.
+_SIZE = {True: (192, 96), False: (480, 240)}
+#: Seconds simulated, and every how many steps a frame is rendered.
+_SECONDS = {True: 2.4, False: 6.0}
+_EVERY = 2
+#: Flocks of different starts each run is repeated with: their space-time plots are averaged.
+_REPEATS = {True: 3, False: 6}
+#: The escape's decay of each control (bank, copy), and the names the rows go by.
+_VARIANTS = {"copied as it was": (1.0, 1.0), "bank decays": (0.85, 1.0), "copying decays": (1.0, 0.85)}
+
+
+def agitation_params(
+    n: int, bank_decay: float = 1.0, copy_decay: float = 1.0, trigger: float = 4.0
+) -> Params:
+    """The flock of the experiment: StarDisplay's banked flight with k = 7 topological neighbours, a
+    predator that triggers escapes within ``trigger`` units (no fleeing: the escapes alone act)."""
+    return Params(
+        count=n, arena_shape="none", neighbours=7, view_distance=6.0, separation_distance=1.0, fov=300.0,
+        flight="aerodynamic", flight_cruise_speed=5.0, min_speed=3.0, max_speed=8.0, dt=0.02,
+        flight_roll_rate=720.0,
+        roost_altitude=0.5, roost=(0.0, 0.0, 0.0),
+        predator_count=1, predator_speed=5.0, predator_turn_rate=5.0, flee=0.0,
+        escape_distance=trigger, escape_bank=60.0, escape_duration=0.5, escape_reaction=0.1, escape_copy=1.0,
+        escape_bank_decay=bank_decay, escape_copy_decay=copy_decay,
+    )  # fmt: skip
+
+
+def _start(params: Params, box: tuple[float, float, float], seed: int):
+    """The birds uniform in ``box`` heading +z at cruise speed, the predator beside the -x edge."""
+    rng = np.random.default_rng(seed)
+    positions = rng.uniform(-0.5, 0.5, (params.count, 3)) * np.asarray(box)
+    velocities = np.tile([0.0, 0.0, params.flight_cruise_speed], (params.count, 1))
+    flock = new_flock(params, positions=positions, velocities=velocities, seed=seed)
+    flock.state.predator_positions[0] = [-0.5 * box[0] - 1.0, 0.0, 0.0]
+    flock.state.predator_velocities[0] = [0.0, 0.0, params.predator_speed]
+    flock.state.predator_orientations[0] = flock.state.orientations[0]
+    return flock
+
+
+@dataclass
+class Views:
+    """A run seen from below: its frames, the frames' darkness along the axis, and what it flew."""
+
+    frames: list[np.ndarray]
+    darkness: np.ndarray
+    """(frames, bins) mean darkness of the strip of each bin of x, 0 (sky) to 1."""
+    speed: float
+    """The birds' mean speed [units/s]."""
+    escaped: float
+    """The share of the birds that escaped at least once."""
+
+
+def _seen_from_below(params: Params, box, seed: int, size, seconds: float, centres: np.ndarray | None,
+                     bins: np.ndarray, bar) -> tuple[Views, np.ndarray]:  # fmt: skip
+    """Fly and render a run from straight below; returns its views and the camera's centres (those
+    given, or the flock's centroid each frame, for a twin to be seen from the same places)."""
+    from flock3d.scene import Scene, ViewHints
+
+    try:
+        from flock3d.viewer.offscreen import OffscreenRenderer
+    except ImportError as error:  # the viewer extra (vispy, PyOpenGL) is missing
+        why = f"({error.name or error}): python -m pip install 'flock3d[viewer]'"
+        raise Flock3dError(
+            f"agitation-waves renders the flock from below: needs the viewer extra {why}"
+        ) from None
+
+    flock = _start(params, box, seed)
+    hints = ViewHints(mesh="bird", color_mode="uniform", sky="day", show_arena=False, show_guides=False,
+                      boid_size=1.5)  # fmt: skip
+    steps = int(round(seconds / params.dt))
+    count = steps // _EVERY
+    own = np.zeros((count, 3)) if centres is None else centres
+    frames, profile, speeds, ever = [], [], [], np.zeros(params.count, dtype=bool)
+    with OffscreenRenderer(Scene(params=params, view=hints), size=size, camera="fixed", supersample=1) as r:
+        # Straight up from below, x (the wave's axis) across the image, the flock's length filling its width.
+        r.camera.elevation, r.camera.azimuth = -90.0, 90.0
+        aspect = size[0] / size[1]
+        r.camera.distance = 1.1 * box[0] / (2.0 * aspect * math.tan(math.radians(r.camera.fov / 2.0)))
+        for k in range(count):
+            flock.step(_EVERY)
+            bar.update(_EVERY)
+            ever |= flock.state.escapes[:, 0] > -1.0
+            if centres is None:
+                own[k] = flock.positions.mean(axis=0)
+            r.camera.center = tuple(own[k])
+            image = r.render(flock.state)
+            frames.append(image)
+            profile.append(_strip_darkness(r, image, own[k], bins, box))
+            speeds.append(float(np.mean(np.linalg.norm(flock.velocities, axis=1))))
+    return Views(frames, np.array(profile), float(np.mean(speeds)), float(ever.mean())), own
+
+
+def _strip_darkness(renderer, image: np.ndarray, centre: np.ndarray, bins: np.ndarray, box) -> np.ndarray:
+    """(bins - 1,) the darkness of each bin of world x (relative to ``centre``): the share of the
+    image's pixels within the flock's strip across it that birds cover, found by projecting the axes."""
+    ends = renderer.project(np.array([centre, centre + [1.0, 0.0, 0.0], centre + [0.0, 0.0, 1.0]]))
+    along, across = ends[1] - ends[0], ends[2] - ends[0]
+    h, w = image.shape[:2]
+    rows, cols = np.mgrid[0:h, 0:w]
+    offset = np.stack([cols - ends[0][0], rows - ends[0][1]], axis=-1).astype(float)
+    x = offset @ along / (along @ along)  # world units along x from the centre
+    z = offset @ across / (across @ across)
+    # A bird against the sky is a silhouette: what darkens the view is how much of the sky the birds
+    # cover. The day sky is drawn blue and the birds in warm colours: a pixel is a bird's where its red
+    # exceeds its blue.
+    covered = image[..., 0].astype(float) > image[..., 2].astype(float)
+    inside = np.abs(z) < 0.5 * box[2] + 1.0
+    which = np.digitize(x[inside], bins) - 1
+    dark = covered[inside].astype(float)
+    ok = (which >= 0) & (which < len(bins) - 1)
+    total = np.bincount(which[ok], dark[ok], minlength=len(bins) - 1)
+    count = np.bincount(which[ok], minlength=len(bins) - 1)
+    return total / np.maximum(count, 1)
+
+
+@dataclass
+class Front:
+    """Where and when a pulse's front arrives: what the contrasts of every run are read along."""
+
+    first: np.ndarray
+    """(bins,) the frame the change first exceeds a quarter of its largest, in each bin."""
+    ahead: np.ndarray
+    """The bins it reached beyond the one where it began, without a gap, indices in order."""
+    origin: int
+    """The bin where it began."""
+
+
+@dataclass
+class Bands:
+    """What the space-time plot of a run's change of darkness shows."""
+
+    speed: float
+    """The first pulse's front's speed along x [units/s] (Theil-Sen line through where it arrives;
+    NaN for a front shorter than 8 units beyond the birds the predator startles)."""
+    width: float
+    """The band's width along x where the change is over half its peak [units] (median over frames)."""
+    pulses: int
+    """Pulses that passed the flock's middle."""
+    reach: float
+    """How far the first pulse went, as a share of the flock's length beyond where it began."""
+    damping: float
+    """The first pulse's contrast 10 units farther on, over its contrast here (1: undamped), fitted
+    along the front of the undamped run, beyond the birds the predator startles itself, where the
+    contrast is over a tenth of its largest: how the pulse fades while it travels."""
+    front: Front
+
+
+def _shown(value: float, width: int) -> str:
+    """``value`` right-aligned in ``width`` characters with one decimal, or "n/a" for NaN."""
+    return f"{value:>{width}.1f}" if math.isfinite(value) else f"{'n/a':>{width}}"
+
+
+def _slope(x: np.ndarray, y: np.ndarray) -> float:
+    """Theil-Sen: the median of the slopes between every two points (robust to a stray arrival)."""
+    i, j = np.triu_indices(len(x), 1)
+    ok = x[j] != x[i]
+    return float(np.median((y[j] - y[i])[ok] / (x[j] - x[i])[ok])) if np.any(ok) else 0.0
+
+
+def measure_bands(change: np.ndarray, centres: np.ndarray, times: np.ndarray, lasts: float,
+                  along: Front | None = None) -> Bands:  # fmt: skip
+    """The bands of a space-time plot of the change of darkness.
+
+    Args:
+        change: (frames, bins) the change of darkness in each bin of x (absolute value).
+        centres: (bins,) the bins' centres along x [units], 1 unit apart.
+        times: (frames,) the frames' times [s].
+        lasts: how long a pulse lasts at one place [s] (the escape's duration and reaction time).
+        along: the front to read the first pulse's contrast along (None: its own).
+    """
+    smooth = np.apply_along_axis(lambda row: np.convolve(row, np.ones(3) / 3.0, mode="same"), 1, change)
+    peak = max(smooth.max(), 1e-12)
+    over = smooth > peak / 4.0
+    seen = over.any(axis=0)
+    first = np.argmax(over, axis=0)
+    origin = int(np.argmin(np.where(seen, first, len(times))))
+    ahead = np.flatnonzero(seen & (np.arange(len(centres)) > origin))
+    gaps = np.flatnonzero(np.diff(np.concatenate([[origin], ahead])) > 3)
+    ahead = ahead[: gaps[0]] if len(gaps) else ahead  # the front goes on without a gap of 3 units
+    own = Front(first, ahead, origin)
+    # Fitted beyond the birds the predator startles itself; a front shorter than 8 units there gives
+    # no speed worth the name.
+    run = ahead[centres[ahead] > centres[origin] + 4.0]
+    speed = _slope(times[first[run]], centres[run]) if len(run) >= 8 else math.nan
+    widths = [(row > 0.5 * row.max()).sum() for row in smooth if row.max() > peak / 4.0]
+    middle = smooth[:, len(centres) // 2]
+    high = middle > 0.5 * peak
+    pulses = int(np.sum(high[1:] & ~high[:-1]) + high[0])
+    reach = (
+        float((centres[ahead].max() - centres[origin]) / (centres[-1] - centres[origin]))
+        if len(ahead)
+        else 0.0
+    )
+    f = along or own
+    window = max(1, int(round(lasts / (times[1] - times[0]))))  # the pulse passing a bin, no later
+    contrast = np.array([smooth[k : k + window, j].max() for j, k in enumerate(f.first)])
+    # Beyond the birds the predator startles itself, and where the pulse still is: a pulse that stops
+    # is short (its reach), not faded.
+    far = f.ahead[(centres[f.ahead] > centres[f.origin] + 4.0) & (contrast[f.ahead] > 0.1 * contrast.max())]
+    fall = _slope(centres[far], np.log(contrast[far])) if len(far) > 3 else 0.0
+    width = float(np.median(widths)) if widths else 0.0
+    return Bands(speed, width, pulses, reach, float(np.exp(10.0 * fall)), own)
+
+
+@experiment(
+    "agitation-waves",
+    "a falcon's attack: banked zig-zags copied by neighbours travel as bands, seen from below",
+    "Hemelrijk, van Zuidam and Hildenbrandt (2015), Behav Ecol Sociobiol 69:755; Hemelrijk et al. "
+    "(2019), Behav Ecol Sociobiol 73",
+)
+def agitation_waves(quick: bool = False, seed: int = 0, progress: bool | None = None) -> Result:
+    """Render a flock under attack from below and measure its bands: speed, width, count, damping."""
+    box, size, seconds = _BOX[quick], _SIZE[quick], _SECONDS[quick]
+    n = int(round(np.prod(box) * _DENSITY))
+    bins = np.arange(-0.5 * box[0] - 2.0, 0.5 * box[0] + 2.0 + 1e-9, 1.0)
+    centres = 0.5 * (bins[1:] + bins[:-1])
+    steps = int(round(seconds / 0.02)) // _EVERY * _EVERY
+    repeats = _REPEATS[quick]
+    changes = {name: [] for name in _VARIANTS}  # each run's change of darkness, flock after flock
+    escaped = {name: [] for name in _VARIANTS}
+    speeds, shown = [], {}
+    with _bar(steps * (len(_VARIANTS) + 1) * repeats, "agitation-waves", progress) as bar:
+        for r in range(repeats):  # flocks alike but for their start: their plots are averaged
+            flock_seed = seed * 1000 + r
+            still, where = _seen_from_below(agitation_params(n, trigger=1e-6), box, flock_seed, size, seconds,
+                                            None, bins, bar)  # fmt: skip
+            for name, (bank, copy) in _VARIANTS.items():
+                params = agitation_params(n, bank, copy)
+                run, _ = _seen_from_below(params, box, flock_seed, size, seconds, where, bins, bar)
+                changes[name].append(np.abs(run.darkness - still.darkness))
+                escaped[name].append(run.escaped)
+                speeds.append(run.speed)
+                if r == 0:
+                    shown[name] = run.frames
+    times = 0.02 * _EVERY * np.arange(1, steps // _EVERY + 1)
+    lasts = 0.6  # the escape's duration and reaction time
+    mean_change = {name: np.mean(c, axis=0) for name, c in changes.items()}
+    main = measure_bands(mean_change["copied as it was"], centres, times, lasts)
+    bands = {name: measure_bands(c, centres, times, lasts, main.front) for name, c in mean_change.items()}
+    flock_speed = float(np.mean(speeds))
+    bank_fade, copy_fade = bands["bank decays"].damping, bands["copying decays"].damping
+    agrees = bank_fade < copy_fade - 0.1
+    verdict = (
+        "less than" if agrees else "about as much as" if abs(bank_fade - copy_fade) <= 0.1 else "more than"
+    )
+    lines = [
+        f"  {n} birds, k = 7, banked flight at {flock_speed:.1f} units/s; escapes of 60 deg, 0.5 s, "
+        "reaction 0.1 s; seen from below",
+        f"  {'run':<18}{'escaped':>8}{'band speed':>11}{'/ flock':>8}{'width':>7}{'pulses':>7}{'reach':>7}"
+        f"{'contrast per 10 units':>23}",
+        *(
+            f"  {name:<18}{np.mean(escaped[name]):>8.0%}"
+            f"{_shown(b.speed, 11)}{_shown(b.speed / flock_speed, 8)}"
+            f"{b.width:>7.1f}{b.pulses:>7d}{b.reach:>7.0%}{b.damping:>23.2f}"
+            for name, b in bands.items()
+        ),
+        f"  band speed {main.speed:.1f} units/s = {main.speed / flock_speed:.1f} x the flock's "
+        "(papers: bands travel faster than the flock flies; Hemelrijk et al. 2015 match empirical wave "
+        "speeds with 2-7 neighbours copied)",
+        f"  the front crosses the flock's {box[0]:g} units in {box[0] / main.speed:.1f} s, a band "
+        f"{main.width:.0f} units wide (papers: pulses of about fixed width cross the flock within a second, "
+        "Procaccini et al. 2011 and Storms et al. 2019's 182 hunts; StarDisplay's reaction time 76 ms, "
+        "here 0.1 s)",
+        f"  the first pulse's contrast changes by x{bands['bank decays'].damping:.2f} per 10 units when the "
+        f"bank decays (x{_VARIANTS['bank decays'][0]:g} a copy), x{bands['copying decays'].damping:.2f} "
+        f"when copying decays (x{_VARIANTS['copying decays'][1]:g} a copy), x{main.damping:.2f} when "
+        "copied as it was",
+        "  Hemelrijk et al. 2019: pulses weaken as they go; in StarDisplay when the bank decays along the "
+        "chain, not when the tendency to copy does.",
+        f"  here: the bank's decay weakens every copy ({np.mean(escaped['bank decays']):.0%} of the birds "
+        f"escape); the copying's decay leaves birds out ({np.mean(escaped['copying decays']):.0%} escape), "
+        f"and the band stops where too few copy: seen from below it fades {verdict} under the bank's decay, "
+        f"{'as' if agrees else 'unlike'} in the paper's model.",
+    ]
+    columns = {
+        "run": np.array(list(bands)),
+        "escaped": np.array([np.mean(escaped[name]) for name in bands]),
+        "flock_speed": np.full(len(bands), flock_speed),
+        "band_speed": np.array([b.speed for b in bands.values()]),
+        "width": np.array([b.width for b in bands.values()]),
+        "pulses": np.array([b.pulses for b in bands.values()]),
+        "reach": np.array([b.reach for b in bands.values()]),
+        "damping": np.array([b.damping for b in bands.values()]),
+    }
+    change = mean_change["copied as it was"]
+
+    def plot(path: Path) -> None:
+        plt, fig, axes = _figure(2, 7.0)
+        axes[0].imshow(change.T, origin="lower", aspect="auto", cmap="magma",
+                       extent=(times[0], times[-1], centres[0], centres[-1]))  # fmt: skip
+        axes[0].set(xlabel="time [s]", ylabel="x [units]", title="change of darkness seen from below")
+        for name, c in mean_change.items():
+            axes[1].plot(centres, c.max(axis=0), label=name)
+        axes[1].set(xlabel="x [units] (predator at the left)", ylabel="peak change of darkness")
+        axes[1].legend()
+        save_figure(fig, path)
+
+    frames = shown["copied as it was"]
+
+    def video(path: Path) -> None:
+        from flock3d.io.video import write_video
+
+        write_video(path, frames, fps=1.0 / (0.02 * _EVERY) / 2.0)
+
+    return Result(columns, lines, plot, media={".mp4": video})
