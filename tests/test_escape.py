@@ -8,7 +8,6 @@ import numpy as np
 import pytest
 
 from flock3d import Flock, Params
-from flock3d.errors import GpuError
 from flock3d.gpu import kernel_source, refusal
 
 from conftest import free_params
@@ -116,9 +115,9 @@ def test_escapes_need_topological_neighbours_and_a_reaction_of_a_step_in_one_lin
         Params(escape_distance=2.0, neighbours=7, escape_copy=1.5)
 
 
-def test_the_gpu_engine_refuses_escapes_in_one_line():
+def test_the_gpu_engine_runs_escapes_from_the_public_indices_of_the_k_nearest():
+    # (equal to the reference under the CUDA simulator: tests/test_gpu_engine.py's "escape" case)
     params = Params(count=20, neighbours=7, predator_count=1, escape_distance=2.0)
-    line = refusal(params)
-    assert "escape" in line and "\n" not in line and line.endswith("yet (engine 'fast' does)")
-    with pytest.raises(GpuError, match="does not run .*escape"):
-        kernel_source(params)  # what the device would compile: refused before any is generated
+    assert refusal(params) == ""
+    source, _ = kernel_source(params)
+    assert "kid[jj] = bid[sel[jj]]" in source and "escape_term.escape(pv, escapes_at, boid," in source

@@ -192,4 +192,4 @@ def test_its_scenes_are_the_papers_model_and_the_gpu_step_refuses_them_in_one_li
     )
     assert (p.speed, p.dt, p.dimensions) == (1.0, 1.0, 2 if name == "planar" else 3)
     out = flock3d("debug", "step", path, "--engine", "gpu")
-    assert_one_line_failure(out, "the GPU engine does not run the pearce model yet (engine 'fast' does)")
+    assert_one_line_failure(out, "the GPU engine does not run the pearce model (its projection takes every ")
