@@ -215,8 +215,10 @@ def test_debug_step_prints_the_gpu_kernel_and_refuses_in_one_line(tmp_path):
 
 
 @pytest.mark.skipif(missing() == "", reason="a CUDA device is at hand")
-def test_without_a_device_the_gpu_engine_says_what_is_missing_and_how_to_install():
-    out = flock3d("run", "default", "--engine", "gpu", "--steps", "2")
+def test_without_a_device_the_gpu_engine_says_what_is_missing_and_how_to_install(tmp_path):
+    # From empty caches, as on a fresh install: the refusal comes before anything compiles.
+    cold = {"FLOCK3D_CACHE_DIR": str(tmp_path / "steps"), "NUMBA_CACHE_DIR": str(tmp_path / "numba")}
+    out = flock3d("run", "default", "--engine", "gpu", "--steps", "2", process=True, env=cold)
     assert_clean_failure(out, 'pip install "flock3d[gpu]"')
     assert len(out.stderr.strip().splitlines()) == 1 and "GPU" in out.stderr
     with pytest.raises(GpuError, match="flock3d\\[gpu\\]"):

@@ -61,7 +61,8 @@ def check_rules(rules, forces) -> None:
 
 
 def scene_from(args: argparse.Namespace, name: str | None, rules: tuple[tuple, tuple] | None = None):
-    """The scene named on the command line, with its --set overrides and --seed applied.
+    """The scene named on the command line, with its --set overrides and --seed applied; with
+    ``--engine gpu``, a machine without a GPU is refused first.
 
     ``rules``: the (rules, forces) it will run with (:func:`rules_from`), so that its
     rules.order is checked against their names here, in one line, rather than when the
@@ -69,6 +70,10 @@ def scene_from(args: argparse.Namespace, name: str | None, rules: tuple[tuple, t
     """
     from flock3d.scene import resolve_scene
 
+    if getattr(args, "engine", None) == "gpu":  # before the scene's checks compile anything
+        from flock3d.gpu import check_device
+
+        check_device()
     names = None if rules is None else rule_names(*rules)
     scene = resolve_scene(name, overrides=args.set, rule_names=names)
     return scene if args.seed is None else scene.replace(seed=args.seed)
