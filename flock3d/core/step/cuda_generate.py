@@ -37,13 +37,15 @@ __all__ = ["Shape", "DEFAULT_SHAPE", "MAX_FLOAT32_BOIDS", "generate", "unsupport
 #: The columns the pair sums run over with topological neighbours: the candidates' (read in
 #: place), at the rows ``sel`` of the k nearest chosen.
 _NEAREST = {**_CANDIDATES, "m": "n_sel"}
-#: The terms whose lines read the public indices of the k nearest chosen (``kid``, ``n_sel``: the
-#: CPU's compacted column): the escape term, which reads its neighbours' carried escapes (each
-#: boid writes only its own, and a read answers the same before and after a write: escape.py).
-_READS_CHOSEN_IDS = frozenset({"escape"})
 #: A part of the candidates a model's sums are called on (:meth:`_CudaGenerator.summed`): the
 #: thread's local arrays of positions and velocities (or headings).
 _PART = ("qbx", "qby", "qbz", "qbvx", "qbvy", "qbvz")
+
+
+def _reads_chosen(layout) -> bool:
+    """Whether a term of ``layout`` reads the public indices of the k nearest chosen
+    (:attr:`~flock3d.core.terms.Term.reads_chosen`), which the step then keeps in ``kid``."""
+    return any(t.reads_chosen for t in TERMS if t.name in layout.stages)
 
 
 @dataclass(frozen=True)
@@ -148,7 +150,7 @@ class _CudaGenerator(_Generator):
         if L.neighbours != "metric":  # the k nearest seen: their rows and squared distances
             batch += [f"sel = cuda.local.array({MAX_NEAREST}, numba.int64)",
                       f"sel_d2 = cuda.local.array({MAX_NEAREST}, numba.float64)"]  # fmt: skip
-            if _READS_CHOSEN_IDS.intersection(L.stages):
+            if _reads_chosen(L):
                 batch.append(f"kid = cuda.local.array({MAX_NEAREST}, numba.float64)")
         if self.kind.update_kind != "terms":  # a part of the candidates a model's sums are called on
             batch += [f"{name} = cuda.local.array({MAX_NEAREST}, numba.float64)" for name in _PART]
@@ -268,7 +270,7 @@ class _CudaGenerator(_Generator):
         c.dedent(2)
         if self.layout.neighbours == "adaptive":
             self._adapt(c, r2)
-        if _READS_CHOSEN_IDS.intersection(self.layout.stages):  # their public indices, as the CPU's kid
+        if _reads_chosen(self.layout):  # their public indices, as the CPU's kid
             c("for jj in range(n_sel):", "    kid[jj] = bid[sel[jj]]")
         return _NEAREST
 

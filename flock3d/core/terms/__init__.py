@@ -104,6 +104,9 @@ class Term:
     becomes a :class:`~flock3d.core.state.FlockState` array, and the reference boid's entry
     ``boid.carried[name]``. The fast step reads and writes it in pv, after the values: boid i's
     entries at ``pv[<name>_at + width * i]`` onwards, its own only."""
+    reads_chosen: ClassVar[bool] = False
+    """Whether its lines read the public indices of a boid's k nearest chosen (``kid``, ``n_sel``):
+    the GPU step then keeps them, as the CPU's compacted column does."""
 
     def present(self, params: Params) -> bool:
         """Whether a flock with ``params`` uses this term."""

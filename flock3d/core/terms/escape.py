@@ -138,6 +138,7 @@ class Escape(Term):
     # it is made, in escape(), where the neighbours are at hand: it has no lines after the move.
     constrains = True
     carries = (ESCAPES,)
+    reads_chosen = True  # its neighbours' carried escapes, by their public indices
 
     def present(self, params):
         return params.escape_distance > 0.0
