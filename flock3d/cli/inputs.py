@@ -60,9 +60,11 @@ def check_rules(rules, forces) -> None:
         check_rules(rules, forces)
 
 
-def scene_from(args: argparse.Namespace, name: str | None, rules: tuple[tuple, tuple] | None = None):
+def scene_from(
+    args: argparse.Namespace, name: str | None, rules: tuple[tuple, tuple] | None = None, stepped: bool = True
+):
     """The scene named on the command line, with its --set overrides and --seed applied; with
-    ``--engine gpu``, a machine without a GPU is refused first.
+    ``--engine gpu`` and a scene to be ``stepped``, a machine without a GPU is refused first.
 
     ``rules``: the (rules, forces) it will run with (:func:`rules_from`), so that its
     rules.order is checked against their names here, in one line, rather than when the
@@ -70,7 +72,7 @@ def scene_from(args: argparse.Namespace, name: str | None, rules: tuple[tuple, t
     """
     from flock3d.scene import resolve_scene
 
-    if getattr(args, "engine", None) == "gpu":  # before the scene's checks compile anything
+    if stepped and getattr(args, "engine", None) == "gpu":  # before the scene's checks compile anything
         from flock3d.gpu import check_device
 
         check_device()

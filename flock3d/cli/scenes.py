@@ -101,7 +101,7 @@ def run_debug(args: argparse.Namespace) -> int:
 
     rules, forces = rules_from(args)
     args.seed = None  # the step does not depend on it
-    scene = scene_from(args, args.scene, (rules, forces))
+    scene = scene_from(args, args.scene, (rules, forces), stepped=False)  # printed, not stepped
     if engine_of(args, scene) == "gpu":  # the CUDA kernel (flock3d.core.step.cuda_generate)
         from flock3d.gpu import kernel_source
 
