@@ -174,13 +174,7 @@ def _boundaries_3d(seen, n):
         w = sa * 2.0 * math.pi / RIM_POINTS
         for k in range(RIM_POINTS):
             x, y, z = _rim(seen, a, k)
-            lit = True
-            for q in range(k_near):
-                b = near[q]
-                if x * seen[0, b] + y * seen[1, b] + z * seen[2, b] > seen[3, b]:
-                    lit = False
-                    break
-            if lit:
+            if not _covered_by(seen, near, k_near, x, y, z):
                 sx, sy, sz, total = sx + w * x, sy + w * y, sz + w * z, total + w
     return sx, sy, sz, total
 
@@ -213,15 +207,20 @@ def _hidden_3d(seen, order, r, a):
             x, y, z = seen[0, a], seen[1, a], seen[2, a]
         else:
             x, y, z = _rim(seen, a, k)
-        behind = False
-        for q in range(r):
-            b = order[q]
-            if x * seen[0, b] + y * seen[1, b] + z * seen[2, b] > seen[3, b]:
-                behind = True
-                break
-        if not behind:
+        if not _covered_by(seen, order, r, x, y, z):
             return False
     return True
+
+
+@inlined
+def _covered_by(seen, ids, count, x, y, z):
+    """Whether the direction (x, y, z) lies strictly inside one of the discs ``ids[:count]``
+    (:func:`_covered` over chosen discs)."""
+    for q in range(count):
+        b = ids[q]
+        if x * seen[0, b] + y * seen[1, b] + z * seen[2, b] > seen[3, b]:
+            return True
+    return False
 
 
 @inlined
