@@ -19,7 +19,6 @@ as a batch of one.
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -222,16 +221,9 @@ class _CudaGenerator(_Generator):
         c(*call[:-1], f"{targets} = {', '.join(sums)}")
 
     def _header(self) -> str:
-        source = inspect.getsource(cuda_template)
-        imports = source[source.index("import math") : source.index("\n\ndef hole(")]
         lines = [
             f'"""A flock3d GPU step: {cuda_template.__name__}, its holes filled (generated; do not edit)."""',
-            imports.strip(),
-            "from flock3d.core import components as C",
-            *(
-                f"from {module.rsplit('.', 1)[0]} import {module.rsplit('.', 1)[1]} as {alias}"
-                for module, alias in sorted(self.modules.items())
-            ),
+            *self._imports(cuda_template),
             "",
             f"# user rules: {', '.join(fp for fp, _ in self.layout.rules) or 'none'}; "
             f"forces: {', '.join(self.layout.forces) or 'none'} (device functions of their Python functions)",

@@ -106,19 +106,26 @@ class _Module(Emit, ModelEmit):
         bodies = [f"@{decorator}\n" + self._fill(fn, holes) for decorator, fn, holes in functions]
         return self._header() + "\n" + "\n\n".join(bodies)
 
-    def _header(self) -> str:
-        L = self.layout
-        source = inspect.getsource(template)
+    def _imports(self, source_module) -> list[str]:
+        """The generated module's imports: those of its template ``source_module`` (from ``import
+        math`` to its ``hole``), the components, and each module its lines call, by its alias."""
+        source = inspect.getsource(source_module)
         imports = source[source.index("import math") : source.index("\n\ndef hole(")]
-        rules = ", ".join(fp for fp, _ in L.rules) or "none"
-        lines = [
-            f'"""A flock3d step: {template.__name__} with its holes filled (generated; do not edit)."""',
+        return [
             imports.strip(),
             "from flock3d.core import components as C",
             *(
                 f"from {module.rsplit('.', 1)[0]} import {module.rsplit('.', 1)[1]} as {alias}"
                 for module, alias in sorted(self.modules.items())
-            ),  # fmt: skip
+            ),
+        ]
+
+    def _header(self) -> str:
+        L = self.layout
+        rules = ", ".join(fp for fp, _ in L.rules) or "none"
+        lines = [
+            f'"""A flock3d step: {template.__name__} with its holes filled (generated; do not edit)."""',
+            *self._imports(template),
             "",
             f"# user rules: {rules}; forces: {', '.join(L.forces) or 'none'}",
             f"UP = {(0.0, 0.0, 1.0) if L.planar else (0.0, 1.0, 0.0)}",
