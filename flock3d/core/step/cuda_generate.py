@@ -251,15 +251,11 @@ class _CudaGenerator(_Generator):
             if self.layout.species
             else ""
         )
-        c(f"n_pick = max(1, min(int({v('k')}), {MAX_NEAREST}))", "n_sel = 0",
-          "for run in range(RUNS):",
-          "    lo, hi = candidate_run(run, cx, cy, cz, gi, start, periodic)",
-          "    for jj in range(lo, hi):")  # fmt: skip
-        c.indent(2)
-        c(*self._offset_lines("jj"))
-        c(f"if (d2 > 0.0) & (d2 < {v(r2)}) & (dot * abs(dot) >= {v(cone)} * d2){sees}:",
-          "    n_sel = insert_nearest(sel, sel_d2, n_sel, n_pick, jj, d2, bid)")  # fmt: skip
-        c.dedent(2)
+        c(f"n_pick = max(1, min(int({v('k')}), {MAX_NEAREST}))", "n_sel = 0")
+        seen = [*self._offset_lines("jj"),
+                f"if (d2 > 0.0) & (d2 < {v(r2)}) & (dot * abs(dot) >= {v(cone)} * d2){sees}:",
+                "    n_sel = insert_nearest(sel, sel_d2, n_sel, n_pick, jj, d2, bid)"]  # fmt: skip
+        self._in_runs(c, ["    " + line for line in seen])
         if self.layout.neighbours == "adaptive":
             self._adapt(c, r2)
         if _reads_chosen(self.layout):  # their public indices, as the CPU's kid
