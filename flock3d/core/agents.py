@@ -1,10 +1,11 @@
-"""How the readable (reference) steps move an individual: turn it by at most an angle, tilt a
-direction, carry a constant-speed agent, and gather the moved individuals into the next state.
+"""How the readable (reference) steps move an individual: turn it by at most an angle, find the
+level frame it banks in, tilt a direction, carry a constant-speed agent, and gather the moved
+individuals into the next state.
 
-Shared by the reference engine (:mod:`flock3d.core.reference`) and the models' own reference
-steps (:mod:`flock3d.core.models`), below both: it imports neither, so a model's readable step
-needs nothing of the engine that dispatches to it. numpy and pyquaternion, one individual at a
-time.
+Shared by the reference engine (:mod:`flock3d.core.reference`), the models' own reference steps
+(:mod:`flock3d.core.models`) and the terms' reference computations, below them all: it imports
+none of them, so a model's readable step needs nothing of the engine that dispatches to it.
+numpy and pyquaternion, one individual at a time.
 """
 
 from __future__ import annotations
@@ -23,7 +24,17 @@ if TYPE_CHECKING:
     from flock3d.core.params import Params
     from flock3d.core.state import FlockState
 
-__all__ = ["FORWARD", "UP", "turned", "tilted", "Agent", "agents", "constant_speed_move", "moved_state"]
+__all__ = [
+    "FORWARD",
+    "UP",
+    "turned",
+    "level_frame",
+    "tilted",
+    "Agent",
+    "agents",
+    "constant_speed_move",
+    "moved_state",
+]
 
 FORWARD = np.array([0.0, 0.0, 1.0])
 UP = np.array([0.0, 1.0, 0.0])
@@ -40,6 +51,16 @@ def turned(orientation: Quaternion, direction: np.ndarray, max_angle: float) -> 
         axis = np.asarray(orientation.rotate(UP))  # exactly opposite: turn about the boid's up
     turn = Quaternion(axis=axis, angle=min(theta, max_angle))
     return (turn * orientation).normalised
+
+
+def level_frame(heading: np.ndarray, up: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The level up (the world's up across the unit ``heading``; ``up``, the bird's own, across it
+    for a vertical heading) and the level right, up x heading: the frame a bird banks in."""
+    level = UP - (UP @ heading) * heading
+    if np.linalg.norm(level) < 1e-9:
+        level = up - (up @ heading) * heading
+    level = level / np.linalg.norm(level)
+    return level, np.cross(level, heading)
 
 
 def tilted(d: np.ndarray, phi: float, psi: float, planar: bool) -> np.ndarray:

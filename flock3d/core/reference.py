@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from pyquaternion import Quaternion
 
-from flock3d.core.agents import FORWARD, UP, turned
+from flock3d.core.agents import FORWARD, UP, level_frame, turned
 from flock3d.core.space import RADII, adapted_radius, neighbours, offsets, settle, unit, up_axis, visible
 from flock3d.core.stages import TERMS, TERMS_BY_NAME, stage_names
 from flock3d.core.state import FlockState
@@ -58,16 +58,6 @@ class StepFailure(Exception):
     def __init__(self, code: int, boid: int, term: int = -1, cause: BaseException | None = None):
         super().__init__(f"step failed (code {code}) at boid {boid}, term {term}")
         self.code, self.boid, self.term, self.cause = code, boid, term, cause
-
-
-def _level_frame(heading: np.ndarray, up: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The level up (the world's up across ``heading``; ``up`` across it for a vertical heading)
-    and the level right, up x heading."""
-    level = UP - (UP @ heading) * heading
-    if np.linalg.norm(level) < 1e-9:
-        level = up - (up @ heading) * heading
-    level = level / np.linalg.norm(level)
-    return level, np.cross(level, heading)
 
 
 def look_rotation(direction: np.ndarray, up: np.ndarray) -> Quaternion:
@@ -243,7 +233,7 @@ class ReferenceBoid:
         its level up, change its velocity; it is drawn along the new velocity, still banked."""
         g, v0, ratio = params.flight_gravity, params.flight_cruise_speed, params.flight_lift_drag
         wings_up = np.asarray(self.orientation.rotate(UP))
-        level, right = _level_frame(self.forward, wings_up)
+        level, right = level_frame(self.forward, wings_up)
         bank = math.atan2(wings_up @ right, wings_up @ level)
         most, roll = math.radians(params.flight_max_bank), math.radians(params.flight_roll_rate) * params.dt
         bank += float(np.clip(np.clip(math.atan2(steering @ right, g), -most, most) - bank, -roll, roll))
@@ -258,7 +248,7 @@ class ReferenceBoid:
             position, velocity = settle(self.position + params.dt * self.velocity, self.velocity, params)
             return replace(self, position=position, velocity=velocity, looking=None)
         heading = velocity / np.linalg.norm(velocity)
-        level, right = _level_frame(heading, wings)
+        level, right = level_frame(heading, wings)
         orientation = look_rotation(heading, math.cos(bank) * level + math.sin(bank) * right)
         speed = min(max(np.linalg.norm(velocity), params.min_speed), params.max_speed)
         velocity = speed * np.asarray(orientation.rotate(FORWARD))

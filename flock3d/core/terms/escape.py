@@ -35,7 +35,7 @@ import math
 
 import numpy as np
 
-from flock3d.core import noise
+from flock3d.core import agents, noise
 from flock3d.core.carried import Carried
 from flock3d.core.fields import Problem, Spec
 from flock3d.core.kernel import image
@@ -166,13 +166,7 @@ class Escape(Term):
         if since >= 0.5 * params.escape_duration - 0.5 * params.dt:
             side = -side  # the zag
         beta = math.radians(params.escape_bank) * params.escape_bank_decay**generation
-        heading = boid.heading(params)
-        up = np.array([0.0, 1.0, 0.0])
-        level = up - (up @ heading) * heading
-        if np.linalg.norm(level) < 1e-9:  # a vertical heading: the bird's own up across it
-            wings = np.asarray(boid.orientation.rotate(up))
-            level = wings - (wings @ heading) * heading
-        right = np.cross(level / np.linalg.norm(level), heading)
+        _, right = agents.level_frame(boid.heading(params), np.asarray(boid.orientation.rotate(agents.UP)))
         return side * params.flight_gravity * math.tan(beta) * right
 
     def constrained(self, boid, before, world, params):
