@@ -90,16 +90,14 @@ class Column(NamedTuple):
 
 def shape_of(text: str):
     """A GPU step's shape from its name: ``fused`` or ``split``, ``+guard`` for the reach guard,
-    ``+fine`` for cells half the reach wide, ``/R`` for a cap of R registers a thread
-    (``split+guard+fine/72``)."""
+    ``/R`` for a cap of R registers a thread (``split+guard/72``)."""
     from flock3d.core.step.cuda_generate import Shape
 
     kind, _, cap = text.partition("/")
     parts = kind.split("+")
-    if parts[0] not in ("fused", "split") or set(parts[1:]) - {"guard", "fine"}:
-        raise argparse.ArgumentTypeError(f"{text!r}: a shape is fused or split, then +guard, +fine, then /R")
-    return Shape(max_registers=int(cap) if cap else None, split=parts[0] == "split", guard="guard" in parts,
-                 fine="fine" in parts)  # fmt: skip
+    if parts[0] not in ("fused", "split") or set(parts[1:]) - {"guard"}:
+        raise argparse.ArgumentTypeError(f"{text!r}: a shape is fused or split, then +guard, then /R")
+    return Shape(max_registers=int(cap) if cap else None, split=parts[0] == "split", guard="guard" in parts)
 
 
 def column_of(text: str) -> Column:

@@ -147,12 +147,6 @@ _SPLIT_CASES = ("perching", "vicsek 3D, old positions, adaptive", "ism, topologi
                 "aerodynamic, roost, perching")  # fmt: skip
 SPLIT = {f"{case} (split+guard)": case for case in _SPLIT_CASES}
 CASES.update({name: CASES[case] for name, case in SPLIT.items()})
-#: Cases run again on the fine grid (cells half the reach wide, 5 x 5 x 5 of them around a
-#: boid): every boid a boid sees must still be among its candidates, a grid edge included.
-_FINE_CASES = ("defaults", "global perception", "open space", "species", "predators", "topological, sphere",
-               "rules: a pair rule and a force", "couzin", "periodic")  # fmt: skip
-FINE = {f"{case} (fine)": case for case in _FINE_CASES}
-CASES.update({name: CASES[case] for name, case in FINE.items()})
 #: Periodic cases whose boids start spread over the whole box (not in its middle, as spawned).
 SPREAD = (
     "rules, chain, periodic",
@@ -240,11 +234,7 @@ def run(name: str) -> dict:
     from flock3d.core.step.cuda_generate import DEFAULT_SHAPE, Shape
 
     start = time.perf_counter()
-    engine.SHAPE = (
-        Shape(max_registers=64, split=True, guard=True) if name in SPLIT
-        else Shape(max_registers=72, fine=True) if name in FINE
-        else DEFAULT_SHAPE
-    )  # fmt: skip
+    engine.SHAPE = Shape(max_registers=64, split=True, guard=True) if name in SPLIT else DEFAULT_SHAPE
     if name in SCENE_CASES:
         gpu, ref, again = scene_flock(name, "gpu"), scene_flock(name, "reference"), None
         gpu.step(STEPS)
@@ -254,7 +244,7 @@ def run(name: str) -> dict:
         (gpu, gpu_error), (ref, ref_error) = scripted(name, "gpu"), scripted(name, "reference")
         again = None
     else:
-        _, rules, forces = RULE_CASES.get(FINE.get(name, name), (None, (), ()))
+        _, rules, forces = RULE_CASES.get(name, (None, (), ()))
         engines = ("gpu", "reference", "gpu") if name in REPEATED else ("gpu", "reference")
         flocks = [Flock(CASES[name], seed=7, engine=e, rules=rules, forces=forces) for e in engines]
         if name in SPREAD:  # boids all over the box, each seeing others through its faces

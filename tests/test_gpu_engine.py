@@ -40,8 +40,7 @@ QUICK = ("defaults", "box, containment", "periodic", "periodic, 2 cells a side",
          "chain", "species", "predators", "forest (primitives, keep-out)", "rules: a pair rule and a force",
          "rules: a force fails", "topological, sphere", "topological, periodic", "perching",
          "adaptive radius", "vicsek 2D", "ism, topological", "couzin", "cucker-smale",
-         "ism, topological (split+guard)", "aerodynamic, roost, perching", "escape", "defaults (fine)",
-         "topological, sphere (fine)", *SCRIPTED)  # fmt: skip
+         "ism, topological (split+guard)", "aerodynamic, roost, perching", "escape", *SCRIPTED)  # fmt: skip
 
 
 def python(*args: str, simulator: bool = True, cwd: Path = HERE) -> subprocess.CompletedProcess:

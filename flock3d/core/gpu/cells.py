@@ -8,9 +8,7 @@ The grid: ``gf`` (6,) float64 holds its origin and cell sides, ``gi`` (3,) int64
 along x, y, z; cell ``(cx, cy, cz)`` has key ``(cz * ny + cy) * nx + cx``, so the boids of a
 row of cells along x are one contiguous run of the sorted order, and ``start[key]`` ..
 ``start[key + 1] - 1`` are the rows of the boids of a cell. Cells are at least the farthest
-sight wide: every boid a boid sees lies in the 3 x 3 x 3 cells around its own. A fine grid
-(cells at least half the sight wide, a closed arena only) has it in the 5 x 5 x 5 around its
-own: 0.58 of the volume, so fewer candidates a boid.
+sight wide: every boid a boid sees lies in the 3 x 3 x 3 cells around its own.
 """
 
 from __future__ import annotations
@@ -19,13 +17,11 @@ import numba
 
 from flock3d.core.neighbors import cell_index
 
-__all__ = ["cell_of", "cell_key", "candidate_run", "RUNS", "fine_run", "FINE_RUNS"]
+__all__ = ["cell_of", "cell_key", "candidate_run", "RUNS"]
 
 #: Runs of candidates around a cell: 9 rows of cells along x (z, y each -1, 0, +1), each
 #: up to 2 runs (a periodic row wraps around its end).
 RUNS = 18
-#: Runs of candidates around a cell of a fine grid: 25 rows of cells along x (z, y each -2 .. +2).
-FINE_RUNS = 25
 
 _device = numba.njit(inline="always")
 
@@ -81,17 +77,3 @@ def candidate_run(r, cx, cy, cz, gi, start, periodic):
         return 0, 0
     row = (zz * ny + yy) * nx
     return start[row + a], start[row + b + 1]
-
-
-@_device
-def fine_run(r, cx, cy, cz, gi, start):
-    """Run ``r`` (0 .. FINE_RUNS - 1) of the candidates of a boid in cell ``(cx, cy, cz)`` of a
-    fine grid (closed, cells at least half the sight wide): the rows ``lo .. hi - 1`` of the
-    sorted order. Together the runs hold every boid of the 5 x 5 x 5 cells around it, each once,
-    in the order of (cell, index)."""
-    nx, ny = gi[0], gi[1]
-    zz, yy = cz + r // 5 - 2, cy + r % 5 - 2
-    if zz < 0 or zz >= gi[2] or yy < 0 or yy >= ny:
-        return 0, 0
-    row = (zz * ny + yy) * nx
-    return start[row + max(cx - 2, 0)], start[row + min(cx + 2, nx - 1) + 1]

@@ -41,10 +41,8 @@ from flock3d.core.user_rules import Force, PairRule
 __all__ = ["DeviceFlock", "stepper", "SHAPE", "CELLS_PER_BOID"]
 
 #: The grid's cells are coarsened to at most this many a boid (plus 64) when the flock spreads
-#: out: the counts and their scan are that long every step. A fine grid (Shape.fine) has eight
-#: times the cells of a whole one over the same flock, so it may hold four times as many.
+#: out: the counts and their scan are that long every step.
 CELLS_PER_BOID = 2
-FINE_CELLS_PER_BOID = 8
 #: No step of a call failed (the flag's value).
 _NONE_FAILED = np.iinfo(np.int64).max
 
@@ -180,11 +178,10 @@ class DeviceFlock:
 
     # -- steps -----------------------------------------------------------------------------
 
-    def _grid(self, params: Params, reach: float, fine: bool) -> int:
+    def _grid(self, params: Params, reach: float) -> int:
         """Fix what the grid needs before a call: a periodic box's cells (they tile the box, as the
-        CPU engine's), or the cell capacity of a grid sized on the device (``fine``: of cells
-        half as wide). Returns the capacity."""
-        cells = (FINE_CELLS_PER_BOID if fine else CELLS_PER_BOID) * self.n + 64
+        CPU engine's), or the cell capacity of a grid sized on the device. Returns the capacity."""
+        cells = CELLS_PER_BOID * self.n + 64
         self.periodic_grid = None
         if params.arena_shape == "periodic":  # cells that tile the box, as the CPU engine's
             box = np.array([*params.arena_center, *params.half_extents])
@@ -239,9 +236,7 @@ class DeviceFlock:
             return StepStatus(0)
         pv = stepper.values(params)
         reach = float(pv[offsets(L, stepper.value_names)["reach"]])
-        fine = stepper.module.CELL_SIDE < 1.0  # the step's runs reach 2 cells each way, not 1
-        cells = self._grid(params, reach, fine)
-        side = stepper.module.CELL_SIDE * reach
+        cells = self._grid(params, reach)
         box = np.array([*params.arena_center, *params.half_extents], dtype=np.float64)
         if riders(L) != self.riding:  # GpuEngine.step uploads the state again when they differ
             raise ValueError(f"the device carries {self.riding}, the step {riders(L)}")
@@ -264,7 +259,7 @@ class DeviceFlock:
             rows, out = self.sets[self.current], self.sets[1 - self.current]
             if self.periodic_grid is None:
                 K.bounds_partial[bounding, K.TPB](rows.pos, partial)
-                K.bounds_grid[1, K.TPB](partial, side, max_cells, self.gf, self.gi)
+                K.bounds_grid[1, K.TPB](partial, reach, max_cells, self.gf, self.gi)
             if len(self.hunters):  # from the start-of-step positions, before the boids move
                 K.hunting[1, 1](*self.predators, self.hunters, rows.pos, rows.ids, box_d, flags,
                                 self.first_failed, s, params.predator_speed, params.dt, *turn)  # fmt: skip

@@ -31,8 +31,7 @@ from flock3d.core.step import cuda_template
 from flock3d.core.step.generate import _CANDIDATES, _Generator, _Lines, riders, written
 from flock3d.core.terms import PairTerm, Term
 
-__all__ = ["Shape", "DEFAULT_SHAPE", "MAX_FLOAT32_BOIDS", "generate", "unsupported", "kept", "staged_rows",
-           "fine_cells"]  # fmt: skip
+__all__ = ["Shape", "DEFAULT_SHAPE", "MAX_FLOAT32_BOIDS", "generate", "unsupported", "kept", "staged_rows"]
 
 #: The columns the pair sums run over with topological neighbours: the candidates' (read in
 #: place), at the rows ``sel`` of the k nearest chosen.
@@ -61,20 +60,14 @@ class Shape:
         guard: a candidate farther than the step's reach is skipped before the terms' lines (it
             adds nothing to any sum: every term's neighbourhood lies within the reach), where
             the CPU's branch-free loop computes it and masks it out.
-        fine: in a closed arena, the grid's cells are at least half the reach wide, not the
-            whole reach, and a boid's candidates are the 5 x 5 x 5 cells around its own
-            (:func:`flock3d.core.gpu.cells.fine_run`): 0.58 of the volume of the 3 x 3 x 3 whole
-            cells, in more, shorter runs. A periodic box keeps its whole cells (they tile it).
     """
 
     max_registers: int | None = None
     split: bool = False
     guard: bool = False
-    fine: bool = False
 
     def __str__(self) -> str:
-        options = [name for name, on in (("guard", self.guard), ("fine", self.fine)) if on]
-        parts = ["split" if self.split else "fused", *options]
+        parts = ["split" if self.split else "fused", *(["guard"] if self.guard else [])]
         return "+".join(parts) + (f"/{self.max_registers}" if self.max_registers else "")
 
 
@@ -82,11 +75,6 @@ class Shape:
 #: at 1M boids, float64, one kernel a step, 142 registers a thread uncapped): 1.84 ms a step
 #: uncapped, 1.52 at 64, 1.35 at 72, 1.46 at 96 (benchmarks/NOTES.md).
 DEFAULT_SHAPE = Shape(max_registers=72)
-
-
-def fine_cells(layout: Any, shape: Shape) -> bool:
-    """Whether ``layout``'s GPU step, cut as ``shape`` says, runs on a fine grid (Shape.fine)."""
-    return shape.fine and not layout.periodic
 
 
 #: The most boids a float32 flock holds: what every boid reads of the others carries their
@@ -242,7 +230,6 @@ class _CudaGenerator(_Generator):
             f"UP = {(0.0, 0.0, 1.0) if self.layout.planar else (0.0, 1.0, 0.0)}",
             "# One thread a boid; numba-cuda compiles the terms' numba components as device functions.",
             f"MAX_REGISTERS = {self.shape.max_registers}  # the pair loop's registers (None: the compiler's)",
-            f"CELL_SIDE = {0.5 if fine_cells(self.layout, self.shape) else 1.0}  # narrowest cell (reaches)",
             "# (without numba-cuda the module still loads, for its source to be read)",
             "_kernel = cuda.jit(**jit_options(MAX_REGISTERS)) if cuda is not None else (lambda fn: fn)",
             "_settle = cuda.jit if cuda is not None else (lambda fn: fn)",
@@ -293,13 +280,11 @@ class _CudaGenerator(_Generator):
           "qw, qx, qy, qz = quat[i, 0], quat[i, 1], quat[i, 2], quat[i, 3]")  # fmt: skip
         c(*tail)
 
-    def _in_runs(self, c: _Lines, body: list[str], after: Sequence[str] = ()) -> None:
+    @staticmethod
+    def _in_runs(c: _Lines, body: list[str], after: Sequence[str] = ()) -> None:
         """``body`` (a loop's body over the candidates ``jj``) run over the candidate runs, and
         ``after`` after each run."""
-        if fine_cells(self.layout, self.shape):
-            c("for run in range(FINE_RUNS):", "    lo, hi = fine_run(run, cx, cy, cz, gi, start)")
-        else:
-            c("for run in range(RUNS):", "    lo, hi = candidate_run(run, cx, cy, cz, gi, start, periodic)")
+        c("for run in range(RUNS):", "    lo, hi = candidate_run(run, cx, cy, cz, gi, start, periodic)")
         c.indent()
         c("for jj in range(lo, hi):", *body, *after)
         c.dedent()

@@ -25,7 +25,7 @@ import math
 import numba
 import numpy as np
 
-from flock3d.core.gpu.cells import FINE_RUNS, RUNS, candidate_run, cell_of, fine_run
+from flock3d.core.gpu.cells import RUNS, candidate_run, cell_of
 from flock3d.core.gpu.device import cuda, jit_options
 from flock3d.core.gpu.nearest import insert_nearest
 from flock3d.core.kernel import (
