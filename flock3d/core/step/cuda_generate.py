@@ -71,10 +71,11 @@ class Shape:
         return "+".join(parts) + (f"/{self.max_registers}" if self.max_registers else "")
 
 
-#: The GPU engine's shape. The register cap, measured on an H200 (benchmarks/gpu.py, bench scene
-#: at 1M boids, float64, one kernel a step, 142 registers a thread uncapped): 1.84 ms a step
-#: uncapped, 1.52 at 64, 1.35 at 72, 1.46 at 96 (benchmarks/NOTES.md).
-DEFAULT_SHAPE = Shape(max_registers=72)
+#: The GPU engine's shape: one kernel a step, capped at 72 registers a thread, with the reach
+#: guard. Measured on an H200 (benchmarks/gpu.py, 1M boids, float64, ms a step; benchmarks/NOTES.md):
+#: the bench scene uncapped 1.84, capped at 64 1.52, 72 1.35, 96 1.46; with the guard at 72 1.29
+#: (split in two kernels 1.29 too, so the simpler one); circles 1.72 without the guard, 1.59 with.
+DEFAULT_SHAPE = Shape(max_registers=72, guard=True)
 
 
 #: The most boids a float32 flock holds: what every boid reads of the others carries their
