@@ -4,8 +4,8 @@ the same bit for bit run after run, and one line for what it cannot run (here: n
 The simulator must be chosen before numba is imported, and it hands the kernels' arrays to
 flock3d's numba components as Python objects, which compiled code cannot take: so the cases run
 in a process of their own with NUMBA_ENABLE_CUDASIM=1 and NUMBA_DISABLE_JIT=1
-(``gpu_simulated.py``), one process for the quick cases together; the test processes keep
-their compiled engines. At 60 to 120 boids and 3 steps a case takes 1 to 4 s there.
+(``gpu_simulated.py``), a process for each batch of cases; the test processes keep their
+compiled engines. At 60 to 120 boids and 3 steps a case takes 1 to 4 s there.
 """
 
 from __future__ import annotations
@@ -58,21 +58,34 @@ def simulated(*cases: str) -> dict[str, dict]:
     return {row["case"]: row for row in map(json.loads, out.stdout.splitlines())}
 
 
-@pytest.fixture(scope="module")
-def quick(tmp_path_factory) -> dict[str, dict]:
-    def make(path: Path) -> None:
-        path.write_text(json.dumps(simulated(*QUICK)))
+#: Every case, in batches of at most BATCH (a simulator process each, made once a run and shared
+#: by the suite's processes): a case in a process of its own paid about 2 s to start the simulator,
+#: more than the case; a process that needs a batch another is making waits at most one batch.
+BATCH = 8
+ALL_CASES = [*CASES, *SCENE_CASES, *SCRIPTED]
+_QUICK, _REST = [c for c in ALL_CASES if c in QUICK], [c for c in ALL_CASES if c not in QUICK]
+BATCHES = {
+    f"{kind}-{k}": tuple(map(str, part))
+    for kind, cases in (("quick", _QUICK), ("rest", _REST))
+    for k, part in enumerate(np.array_split(cases, -(-len(cases) // BATCH)))
+}
+MARKED = [c if c in QUICK else pytest.param(c, marks=pytest.mark.slow) for c in ALL_CASES]
 
-    return json.loads(once_per_run(tmp_path_factory, "gpu-quick.json", make).read_text())
+
+def row_of(tmp_path_factory, case: str) -> dict:
+    """Case ``case``'s row, from its batch (``BATCHES``), simulated once for the whole run."""
+    name = next(name for name, cases in BATCHES.items() if case in cases)
+
+    def make(path: Path) -> None:
+        path.write_text(json.dumps(simulated(*BATCHES[name])))
+
+    return json.loads(once_per_run(tmp_path_factory, f"gpu-{name}.json", make).read_text())[case]
 
 
 @needs_numba_cuda
-@pytest.mark.parametrize(
-    "case",
-    [c if c in QUICK else pytest.param(c, marks=pytest.mark.slow) for c in [*CASES, *SCENE_CASES, *SCRIPTED]],
-)
-def test_the_gpu_engine_equals_the_reference_engine(case, request):
-    row = request.getfixturevalue("quick")[case] if case in QUICK else simulated(case)[case]
+@pytest.mark.parametrize("case", MARKED)
+def test_the_gpu_engine_equals_the_reference_engine(case, tmp_path_factory):
+    row = row_of(tmp_path_factory, case)
     assert row["positions"] < 1e-9 and row["velocities"] < 1e-9, row
     assert row["orientations"] < 1e-9 and row["predators"] < 1e-9, row  # as rotations (q and -q are one)
     assert row["carried"] < 1e-9, row  # the perching timers, adaptive radii, spins
@@ -98,10 +111,10 @@ def test_the_gpu_engine_equals_the_reference_engine(case, request):
 
 @needs_numba_cuda
 @pytest.mark.parametrize("case", REPEATED)
-def test_a_gpu_run_is_the_same_bit_for_bit_run_after_run(case, quick):
+def test_a_gpu_run_is_the_same_bit_for_bit_run_after_run(case, tmp_path_factory):
     # Each boid sums its neighbours in the order of (cell, index): the sort's atomic slots are
     # put back in that order, and no floating-point sum is atomic.
-    assert quick[case]["repeatable"] is True
+    assert row_of(tmp_path_factory, case)["repeatable"] is True
 
 
 @pytest.mark.parametrize(
