@@ -173,6 +173,7 @@ SCRIPTED = (
     "an object moved between steps",
     "carried state edited, retuned",
     "perching, call after call",
+    "moved out of the grid",
 )
 
 
@@ -196,6 +197,10 @@ def scripted(name: str, engine: str) -> tuple[Flock, str]:
         elif name == "perching, call after call":  # the timers stay on the device, nothing read between
             for _ in range(3):
                 flock.step(1)
+        elif name == "moved out of the grid":  # the device's grid, sized at step 0, no longer holds them
+            flock.step(1)
+            flock.positions[: len(flock.positions) // 2] += (30.0, -20.0, 10.0)  # two flocks, far apart
+            flock.step(2)
         elif name == "edited between steps":  # what a caller writes into the public arrays is stepped
             flock.step(1)
             flock.positions[3] += 0.5

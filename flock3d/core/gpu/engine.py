@@ -43,6 +43,12 @@ __all__ = ["DeviceFlock", "stepper", "SHAPE", "CELLS_PER_BOID"]
 #: The grid's cells are coarsened to at most this many a boid (plus 64) when the flock spreads
 #: out: the counts and their scan are that long every step.
 CELLS_PER_BOID = 2
+#: A grid sized on the device is sized again every this many steps (of the flock's count), not
+#: every step. Any grid is right: a boid outside it is clamped into its edge cells, and two
+#: points a reach apart are still at most a cell apart there (clamping moves no two cells
+#: further apart), so the 27 cells around a boid still hold all it sees. Boids drift a little
+#: outside the grid between sizings, which costs a few candidates.
+REGRID_STEPS = 8
 #: No step of a call failed (the flag's value).
 _NONE_FAILED = np.iinfo(np.int64).max
 
@@ -116,6 +122,7 @@ class DeviceFlock:
         self.first_failed = cuda.device_array(1, np.int64)
         self.partial = cuda.device_array((K.BOUND_THREADS, 6))
         self.gf, self.gi = cuda.device_array(6), cuda.device_array(3, np.int64)
+        self.sized_for: tuple | None = None  # (reach, cells) of the grid in gf, gi; None: none there
         self.cells = 0  # the counts' capacity; (re)allocated by _grid
         self._world_host: tuple[np.ndarray, np.ndarray] | None = None  # the world on the device (_world)
         self._world_d: tuple[Any, Any] = ()
@@ -189,6 +196,7 @@ class DeviceFlock:
             self.gf.copy_to_device(np.array(gf))
             self.gi.copy_to_device(np.array([kx, ky, kz], dtype=np.int64))
             self.periodic_grid = (kx, ky, kz)
+            self.sized_for = None
             cells = max(cells, kx * ky * kz)
         if cells != self.cells:
             self.counts = cuda.to_device(np.zeros(cells + 1, dtype=np.int64))
@@ -257,9 +265,12 @@ class DeviceFlock:
         partial = self.partial[: bounding * K.TPB]
         for s in range(n_steps):
             rows, out = self.sets[self.current], self.sets[1 - self.current]
-            if self.periodic_grid is None:
+            if self.periodic_grid is None and (
+                (step0 + s) % REGRID_STEPS == 0 or self.sized_for != (reach, cells)
+            ):  # sized by the flock's step count, so that step(8) runs as step(3) then step(5)
                 K.bounds_partial[bounding, K.TPB](rows.pos, partial)
                 K.bounds_grid[1, K.TPB](partial, reach, max_cells, self.gf, self.gi)
+                self.sized_for = (reach, cells)
             if len(self.hunters):  # from the start-of-step positions, before the boids move
                 K.hunting[1, 1](*self.predators, self.hunters, rows.pos, rows.ids, box_d, flags,
                                 self.first_failed, s, params.predator_speed, params.dt, *turn)  # fmt: skip
