@@ -2,7 +2,8 @@
 
 A step, as launched (no host round trip between steps; the call reads back one flag)::
 
-    grid <- the bounding box of the positions, cells at least `reach` wide (a periodic box: fixed)
+    grid <- the bounding box of the positions, cells at least `reach` wide, every REGRID_STEPS
+            steps (a periodic box: fixed)
     count the boids of each cell, scan the counts, scatter the boids, sort each cell by index
     gather the start-of-step state in that order (positions, velocities, indices, headings)
     one thread a boid: the generated kernel (flock3d.core.step.cuda_template) writes its new state
