@@ -118,7 +118,7 @@ def avoidance(px, py, pz, vx, vy, vz, fx, fy, fz, qw, qx, qy, qz, now, world, k,
     return ax, ay, az
 
 
-@inlined
+@exact
 def _deepest(world, count, at, t, x, y, z):
     """:func:`clearance` over the objects of a world record, sparing those surely clear (reach 0):
     (c, nx, ny, nz, k), k the object's place in the record (-1 when every one is clear)."""
@@ -133,7 +133,7 @@ def _deepest(world, count, at, t, x, y, z):
     return c, gx, gy, gz, k
 
 
-@inlined
+@exact
 def _least_room(world, count, at, t, x, y, z, sx, sy, sz, reach, inside_convex):
     """The least :func:`object_room` of (x, y, z), a point within ``reach`` of (sx, sy, sz), over the
     objects that may come that near (s, x) at all: one farther from s than its bound plus reach has
