@@ -210,7 +210,8 @@ def main(argv: list[str] | None = None) -> int:
             return 1
     caps = [f"GPU {column}" for column in columns]
     print(
-        f"\n| scene | N | CPU engine ({cpu_engine}) | {' | '.join(caps)} | naive kernel | best GPU / naive |"
+        f"\n| scene | N | CPU engine ({cpu_engine}) | {' | '.join(caps)} | naive kernel "
+        "| naive / best float64 |"
     )
     print("|---|---|---|" + "---|" * len(caps) + "---|---|")
     for scene, sizes in (("bench", args.sizes), ("circles", args.circles)):
@@ -219,7 +220,9 @@ def main(argv: list[str] | None = None) -> int:
             gpus = [engine_row(params, "gpu", args.steps, args.runs, column) for column in columns]
             naive = None if anchor is None else anchor_row(anchor, params, args.steps, args.runs)
             cpu = None if args.no_cpu else engine_row(params, cpu_engine, max(1, args.steps // 5), args.runs)
-            ratio = "-" if naive is None else f"{naive / min(gpus):.2f}x"
+            # the naive kernel runs float64: it is set beside the float64 columns only
+            float64 = [t for t, column in zip(gpus, columns, strict=True) if column.precision == "float64"]
+            ratio = "-" if naive is None or not float64 else f"{naive / min(float64):.2f}x"
             row = [scene, f"{n:,}", cell(cpu), *map(cell, gpus), cell(naive), ratio]
             print(f"| {' | '.join(row)} |", flush=True)
     return 0
