@@ -113,8 +113,18 @@ def test_the_gpu_engine_equals_the_reference_engine(case, tmp_path_factory):
 @pytest.mark.parametrize("case", REPEATED)
 def test_a_gpu_run_is_the_same_bit_for_bit_run_after_run(case, tmp_path_factory):
     # Each boid sums its neighbours in the order of (cell, index): the sort's atomic slots are
-    # put back in that order, and no floating-point sum is atomic.
+    # put back in that order, and no floating-point sum is atomic. The second run takes its
+    # steps in two calls: the grid is sized at the same steps of the flock's count.
     assert row_of(tmp_path_factory, case)["repeatable"] is True
+
+
+@needs_numba_cuda
+def test_the_device_sizes_its_grid_at_the_same_steps_of_the_flock_however_the_calls_fall():
+    # Sized every 2 steps here: at steps 0, 2 and 4, whether the 6 steps come in calls of 1, 2
+    # and 3 steps or in one call; a call does not size it again on its own account.
+    out = python(str(HERE / "gpu_simulated.py"), "--sizings")
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert json.loads(out.stdout) == {"split": [1, 1, 1], "whole": [3]}
 
 
 @pytest.mark.parametrize(

@@ -72,9 +72,7 @@ class Shape:
 
 
 #: The GPU engine's shape: one kernel a step, capped at 72 registers a thread, with the reach
-#: guard. Measured on an H200 (benchmarks/gpu.py, 1M boids, float64, ms a step; benchmarks/NOTES.md):
-#: the bench scene uncapped 1.84, capped at 64 1.52, 72 1.35, 96 1.46; with the guard at 72 1.29
-#: (split in two kernels 1.29 too, so the simpler one); circles 1.72 without the guard, 1.59 with.
+#: guard, the fastest measured on an H200 (benchmarks/NOTES.md has the shapes beside it).
 DEFAULT_SHAPE = Shape(max_registers=72, guard=True)
 
 
