@@ -302,7 +302,8 @@ def run_viewer(large: bool = False, seconds: float = 8.0, out=sys.stdout) -> lis
     extra is installed.
 
     The simulation runs on its worker thread in real time meanwhile; "real time" is
-    simulated seconds per wall-clock second (1.00x: the flock keeps real time).
+    simulated seconds per wall-clock second (1.00x: the flock keeps real time). Each row also
+    splits a frame's time into its phases (:mod:`flock3d.viewer.phases`), as ms a frame.
     """
     from flock3d.io.meshes import world_extra_installed
     from flock3d.scene import shipped_scenes
@@ -321,7 +322,6 @@ def run_viewer(large: bool = False, seconds: float = 8.0, out=sys.stdout) -> lis
         file=out,
     )
     columns = ("scene", "N", "mesh", "frames/s", "steps/s", "real time", "first frame")
-    print("{:<16} {:>8} {:>6} {:>10} {:>10} {:>10} {:>12}".format(*columns), file=out)
     rows = []
     for scene, n, mesh in cases:
         cmd = [sys.executable, "-m", "flock3d.viewer.measure", str(n), str(seconds), mesh, scene]
@@ -330,10 +330,15 @@ def run_viewer(large: bool = False, seconds: float = 8.0, out=sys.stdout) -> lis
             last = (result.stderr.strip().splitlines() or ["failed"])[-1]
             raise RuntimeError(f"viewer measurement of {scene} at N={n} failed: {last}")
         row = json.loads(result.stdout.strip().splitlines()[-1])
+        split = row["frame_ms"]  # the window's phases, in their order (flock3d.viewer.phases)
+        if not rows:
+            print("{:<16} {:>8} {:>6} {:>10} {:>10} {:>10} {:>12}".format(*columns),
+                  *(f"{phase + ' ms':>16}" for phase in split), file=out)  # fmt: skip
         rows.append(row)
         print(
             f"{scene:<16} {row['n']:>8,} {mesh:>6} {row['fps']:>10.1f} {row['steps_per_s']:>10.0f} "
             f"{row['real_time_factor']:>9.2f}x {row['first_frame_s']:>11.2f}s",
+            *(f"{ms:>16.2f}" for ms in split.values()),
             file=out,
             flush=True,
         )
@@ -344,6 +349,11 @@ def run_viewer(large: bool = False, seconds: float = 8.0, out=sys.stdout) -> lis
         file=out,
     )
     print("first frame: seconds from the process start to the window's first drawn frame", file=out)
+    print(
+        "ms a frame: the simulation and the copy of the state drawn on the simulation's thread, beside "
+        "the frames; the instance data (each boid's colour and body) and the draw on the window's",
+        file=out,
+    )
     return rows
 
 

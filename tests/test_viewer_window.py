@@ -777,3 +777,17 @@ def test_the_export_button_runs_the_scene_as_edited_and_writes_the_file(qt_app, 
     finally:
         v.close()
         pump(qt_app, 0.2)
+
+
+def test_bench_viewer_splits_a_frame_into_its_phases(qt_app):
+    from flock3d.viewer.measure import measure
+    from flock3d.viewer.phases import PHASES
+
+    row = measure(500, 2.0)
+    split = row["frame_ms"]
+    assert list(split) == list(PHASES)
+    assert all(ms > 0.0 for ms in split.values()), split  # each phase ran, and was timed
+    frame = 1e3 / row["fps"]  # ms a frame, all told
+    # The window's own phases fit in its frames; the worker's, on one thread, in the same wall time.
+    assert split["instance data"] + split["draw"] < frame, row
+    assert split["simulation"] + split["copy"] < frame, row

@@ -242,7 +242,9 @@ class ViewerWindow:
         self.frames = FrameLoop(self)
         self.bindings.connect()
         self.editing.connect()
-        self.canvas.events.draw.connect(self.frames.drawn)
+        # Around the canvas's own draw handler: the frame's draw is timed between them.
+        self.canvas.events.draw.connect(self.frames.draw_begins, position="first")
+        self.canvas.events.draw.connect(self.frames.drawn, position="last")
         self.window.closeEvent = self._close_event  # type: ignore[method-assign]
 
         self.scenes.apply(scene)

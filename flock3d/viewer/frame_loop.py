@@ -28,6 +28,7 @@ class FrameLoop:
 
         self.w = window
         self._last_tick = time.perf_counter()
+        self._draw_began: float | None = None
         self.meter = HudMeter(time.perf_counter(), window.snapshot)
 
     def tick(self) -> None:
@@ -59,7 +60,8 @@ class FrameLoop:
             w.focus.show(state.positions[i], state.orientations[i], params.of_species(species))
         elif w.focused is not None:
             w.set_focus(None)
-        w.visuals.update(state, colors, acceleration=snap.acceleration)
+        with w.session.times.timed("instance data"):
+            w.visuals.update(state, colors, acceleration=snap.acceleration)
         editor = w.editing.editor
         w.visuals.show_selection(editor.valid(editor.selection))
         if w.camera_kind == "follow" and len(state):
@@ -94,9 +96,17 @@ class FrameLoop:
             )
         )
 
+    def draw_begins(self, event=None) -> None:
+        """The canvas's draw event begins (the first of its handlers)."""
+        self._draw_began = time.perf_counter()
+
     def drawn(self, event=None) -> None:
-        """The canvas drew a frame: count it; the first one times the start and shows the hint."""
+        """The canvas drew a frame (the last of its draw event's handlers): count it and time it;
+        the first one times the start and shows the hint."""
         w = self.w
+        if self._draw_began is not None:
+            w.session.times.add("draw", time.perf_counter() - self._draw_began)
+            self._draw_began = None
         self.meter.frame_drawn()
         w.frames_drawn += 1
         if w.first_frame_seconds is None:

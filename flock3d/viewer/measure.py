@@ -2,10 +2,10 @@
 
 Opens the viewer on the default scene with N boids (arena radius scaled to keep
 the default density), or on another shipped SCENE as it is (N is then its own count),
-in its default window (1280 x 800), lets it run, and prints
-one JSON line: frames per second, simulation steps per second, the real-time
-factor (simulated / wall-clock time), the time to the first frame and the OpenGL
-renderer. ``flock3d bench --viewer`` runs it for several sizes.
+in its default window (1280 x 800), lets it run, and prints one JSON line: frames per
+second, ms a frame of each phase (:mod:`flock3d.viewer.phases`), simulation steps per second,
+the real-time factor (simulated / wall-clock time), the time to the first frame and the
+OpenGL renderer. ``flock3d bench --viewer`` runs it for several sizes.
 """
 
 from __future__ import annotations
@@ -53,15 +53,18 @@ def measure(n: int, seconds: float, mesh: str = "bird", scene_name: str = "defau
     while not viewer.session.first_step_done:  # the kernel's first compile is not what is measured
         run_event_loop(0.05)
     run_event_loop(min(2.0, seconds / 3))  # warm up
+    times = viewer.session.times
     start, frames0, t0 = viewer.session.snapshot(), viewer.frames_drawn, time.perf_counter()
+    since = dict(times.seconds)
     run_event_loop(seconds)
     elapsed = time.perf_counter() - t0
-    end = viewer.session.snapshot()
+    end, frames = viewer.session.snapshot(), viewer.frames_drawn - frames0
     result = {
         "scene": scene_name,
         "n": n,
         "mesh": mesh,
-        "fps": (viewer.frames_drawn - frames0) / elapsed,
+        "fps": frames / elapsed,
+        "frame_ms": times.per_frame_ms(since, frames),
         "steps_per_s": (end.step_count - start.step_count) / elapsed,
         "real_time_factor": (end.time - start.time) / elapsed,
         "first_frame_s": viewer.first_frame_seconds,

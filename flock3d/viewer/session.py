@@ -37,6 +37,7 @@ from flock3d.errors import Flock3dError
 from flock3d.flock import Flock
 from flock3d.look.world import shape_key
 from flock3d.scene import Scene
+from flock3d.viewer.phases import PhaseTimes
 from flock3d.viewer.worker import PRECOMPILE_AFTER, Worker, shipped_mark
 
 __all__ = ["FixedStepClock", "Session", "Snapshot", "World", "shipped_mark"]
@@ -219,6 +220,7 @@ class Session:
         self.paused = False
         self.time_scale = 1.0
         self.clock = FixedStepClock()
+        self.times = PhaseTimes()  # the simulation's and the copies' seconds (bench --viewer)
         self.steps_per_second = 0.0
         self.lock = threading.RLock()
         self._generation = 0
@@ -384,7 +386,9 @@ class Session:
             if steps:
                 start = time.perf_counter()
                 self._step(steps)
-                self.clock.record_step_cost(time.perf_counter() - start, steps)
+                cost = time.perf_counter() - start
+                self.clock.record_step_cost(cost, steps)
+                self.times.add("simulation", cost)
                 self._publish()
             return steps
 
@@ -405,12 +409,10 @@ class Session:
 
     def _make_snapshot(self, copy: bool) -> Snapshot:
         state = self.flock.state
-        return Snapshot(
-            state.copy() if copy else state,
-            self._acceleration.copy() if copy else self._acceleration,
-            self.flock.params,
-            self._generation,
-        )
+        if not copy:
+            return Snapshot(state, self._acceleration, self.flock.params, self._generation)
+        with self.times.timed("copy"):
+            return Snapshot(state.copy(), self._acceleration.copy(), self.flock.params, self._generation)
 
     def snapshot(self) -> Snapshot:
         """The flock as last published: safe to read on any thread while the worker steps.
