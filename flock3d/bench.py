@@ -296,10 +296,11 @@ def run_variants(
     return rows
 
 
-def run_viewer(large: bool = False, seconds: float = 8.0, out=sys.stdout) -> list[dict]:
+def run_viewer(large: bool = False, seconds: float = 8.0, out=sys.stdout, engine: str = "fast") -> list[dict]:
     """Frames/s of the viewer in a real window at several sizes (needs a display), then in each
     shipped world (scenes/worlds/, as shipped: objects, ground and shadows drawn) when the world
-    extra is installed.
+    extra is installed; the window's flock stepped by ``engine`` (``gpu``: with ``large``, 1,000,000
+    boids too).
 
     The simulation runs on its worker thread in real time meanwhile; "real time" is
     simulated seconds per wall-clock second (1.00x: the flock keeps real time). Each row also
@@ -308,7 +309,11 @@ def run_viewer(large: bool = False, seconds: float = 8.0, out=sys.stdout) -> lis
     from flock3d.io.meshes import world_extra_installed
     from flock3d.scene import shipped_scenes
 
-    sizes = [1_000, 10_000, 50_000] + ([100_000] if large else [])
+    sizes = (
+        [1_000, 10_000, 50_000]
+        + ([100_000] if large else [])
+        + ([1_000_000] if large and engine == "gpu" else [])
+    )
     cases = [("default", n, mesh) for n in sizes for mesh in ("bird", "dart")]
     if world_extra_installed():
         cases += [(name, 0, "bird") for name in shipped_scenes() if name.startswith("worlds/")]
@@ -318,13 +323,14 @@ def run_viewer(large: bool = False, seconds: float = 8.0, out=sys.stdout) -> lis
         )
     print(
         f"flock3d bench --viewer: the viewer in its default window, default scene at its density, then "
-        f"each world as shipped; {seconds:g} s per row after warm-up, each in a fresh process",
+        f"each world as shipped, stepped by the {engine} engine; {seconds:g} s per row after warm-up, "
+        "each in a fresh process",
         file=out,
     )
     columns = ("scene", "N", "mesh", "frames/s", "steps/s", "real time", "first frame")
     rows = []
     for scene, n, mesh in cases:
-        cmd = [sys.executable, "-m", "flock3d.viewer.measure", str(n), str(seconds), mesh, scene]
+        cmd = [sys.executable, "-m", "flock3d.viewer.measure", str(n), str(seconds), mesh, scene, engine]
         result = subprocess.run(cmd, capture_output=True, text=True, env=_child_env(), check=False)
         if result.returncode != 0:
             last = (result.stderr.strip().splitlines() or ["failed"])[-1]

@@ -386,10 +386,11 @@ def test_a_register_cap_holds_each_step_kernel_to_it():
         ["view", "default"],
         ["render", "default", "--out", "{tmp}/frame.png"],
         ["bench"],
+        ["bench", "--viewer"],
         ["sweep", "default", "--param", "perception.fov=90,180", "--steps", "3", "--out", "{tmp}/sweep.csv"],
         ["experiment", "vicsek-fig2a", "--quick", "--out", "{tmp}/vicsek"],
     ],
-    ids=lambda command: command[0],
+    ids=lambda command: " ".join(command[:2]) if command[1:2] == ["--viewer"] else command[0],
 )
 def test_every_command_that_steps_a_flock_takes_engine_gpu_and_says_in_one_line_what_is_missing(
     command, tmp_path

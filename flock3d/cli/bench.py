@@ -46,8 +46,8 @@ def add_bench(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
         "--engine",
         choices=["fast", "gpu"],
         default="fast",
-        help="the steps/s table of this engine: fast (the CPU's cores, default) or gpu (an NVIDIA GPU: pip "
-        'install "flock3d[gpu]")',
+        help="the engine of the steps/s table, and with --viewer of the window's flock: fast (the CPU's "
+        'cores, default) or gpu (an NVIDIA GPU: pip install "flock3d[gpu]")',
     )
     p.add_argument("--threads", type=positive_int, help="numba threads (default: all cores)")
     return p
@@ -70,10 +70,10 @@ def run_bench(args: argparse.Namespace) -> int:
     from flock3d import bench
 
     if args.engine == "gpu":
-        if args.viewer or args.variants or args.profile:
+        if args.variants or args.profile:
             raise Flock3dError(
-                "--engine gpu measures the steps/s table; --viewer, --variants and --profile measure the "
-                "fast engine"
+                "--engine gpu measures the steps/s table and the viewer; --variants and --profile measure "
+                "the fast engine"
             )
         check_engine("gpu", bench.bench_params(1_000))
     if args.viewer:
@@ -81,7 +81,7 @@ def run_bench(args: argparse.Namespace) -> int:
         from flock3d.viewer.app import check_display
 
         check_display()
-        bench.run_viewer(large=args.large)
+        bench.run_viewer(large=args.large, engine=args.engine)
     elif args.variants:
         bench.run_variants(steps=args.steps)
     elif args.profile:

@@ -1,8 +1,10 @@
-"""Measure the viewer in a real window: ``python -m flock3d.viewer.measure N SECONDS [MESH [SCENE]]``.
+"""Measure the viewer in a real window:
+``python -m flock3d.viewer.measure N SECONDS [MESH [SCENE [ENGINE]]]``.
 
 Opens the viewer on the default scene with N boids (arena radius scaled to keep
 the default density), or on another shipped SCENE as it is (N is then its own count),
-in its default window (1280 x 800), lets it run, and prints one JSON line: frames per
+in its default window (1280 x 800), its flock stepped by ENGINE (``fast`` unless told; ``gpu``:
+an NVIDIA GPU's), lets it run, and prints one JSON line: frames per
 second, ms a frame of each phase (:mod:`flock3d.viewer.phases`), simulation steps per second,
 the real-time factor (simulated / wall-clock time), the time to the first frame and the
 OpenGL renderer. ``flock3d bench --viewer`` runs it for several sizes.
@@ -15,7 +17,9 @@ import sys
 import time
 
 
-def measure(n: int, seconds: float, mesh: str = "bird", scene_name: str = "default") -> dict:
+def measure(
+    n: int, seconds: float, mesh: str = "bird", scene_name: str = "default", engine: str = "fast"
+) -> dict:
     from flock3d.scene import resolve_scene
     from flock3d.viewer.app import _use_qt, check_display
 
@@ -44,7 +48,7 @@ def measure(n: int, seconds: float, mesh: str = "bird", scene_name: str = "defau
         ]
     else:  # a world as it is shipped, framed as it frames itself
         overrides = []
-    scene = resolve_scene(scene_name, overrides=[*overrides, f"view.mesh={mesh}"])
+    scene = resolve_scene(scene_name, overrides=[*overrides, f"view.mesh={mesh}", f"sim.engine={engine}"])
     n = scene.params.count
     viewer = ViewerWindow(scene, dialogs=False)  # times the first frame from the process start
     viewer.show()
@@ -63,6 +67,7 @@ def measure(n: int, seconds: float, mesh: str = "bird", scene_name: str = "defau
         "scene": scene_name,
         "n": n,
         "mesh": mesh,
+        "engine": engine,
         "fps": frames / elapsed,
         "frame_ms": times.per_frame_ms(since, frames),
         "steps_per_s": (end.step_count - start.step_count) / elapsed,
@@ -78,4 +83,4 @@ def measure(n: int, seconds: float, mesh: str = "bird", scene_name: str = "defau
 
 
 if __name__ == "__main__":
-    print(json.dumps(measure(int(sys.argv[1]), float(sys.argv[2]), *(sys.argv[3:5] or ["bird"]))))
+    print(json.dumps(measure(int(sys.argv[1]), float(sys.argv[2]), *(sys.argv[3:6] or ["bird"]))))
