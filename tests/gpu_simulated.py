@@ -224,13 +224,11 @@ def scene_flock(name: str, engine: str) -> Flock:
     return Flock.from_scene(scene, seed=7, engine=engine)
 
 
-def stepped(flock: Flock, calls: int = 1) -> str:
-    """Step ``flock`` STEPS steps, in one call or two (1, then the rest); the error a call
-    raised ("": none)."""
+def stepped(flock: Flock, calls: tuple[int, ...] = (STEPS,)) -> str:
+    """Step ``flock`` in ``calls`` (steps a call, STEPS in all); the error a call raised ("": none)."""
     try:
-        if calls == 2:
-            flock.step(1)
-        flock.step(STEPS - (calls == 2))
+        for n in calls:
+            flock.step(n)
     except Flock3dError as error:  # the message is what is compared
         return f"{type(error).__name__}: {error}"
     return ""
@@ -262,7 +260,8 @@ def run(name: str) -> dict:
                 flock.positions[...] = spread
         # the repeated run takes its steps in two calls: the same, bit for bit (the device's grid
         # is sized by the flock's step count, not the call's)
-        gpu_error, ref_error, *_ = (stepped(flock, 1 + (k == 2)) for k, flock in enumerate(flocks))
+        calls = ((STEPS,), (STEPS,), (1, STEPS - 1))
+        gpu_error, ref_error, *_ = (stepped(flock, c) for flock, c in zip(flocks, calls, strict=False))
         gpu, ref, again = (*flocks, None)[:3]
     dots = np.abs(np.sum(gpu.orientations * ref.orientations, axis=1))
     return {
@@ -349,7 +348,7 @@ def sizings(calls: list[int], every: int = 2) -> list[int]:
     the grid sized every ``every`` steps (engine.REGRID_STEPS)."""
     from flock3d.core.gpu import engine, kernels
 
-    engine.REGRID_STEPS = every
+    kept, engine.REGRID_STEPS = engine.REGRID_STEPS, every
     sized = []
     real = kernels.bounds_grid
 
@@ -365,7 +364,7 @@ def sizings(calls: list[int], every: int = 2) -> list[int]:
             sized.append(0)
             flock.step(n)
     finally:
-        engine.K.bounds_grid = real
+        engine.K.bounds_grid, engine.REGRID_STEPS = real, kept
     return sized
 
 

@@ -18,8 +18,9 @@ PHASES = ("simulation", "copy", "instance data", "draw")
 
 
 class PhaseTimes:
-    """Seconds spent in each of :data:`PHASES` since it was made (each phase is added to on one
-    thread only)."""
+    """Seconds spent in each of :data:`PHASES` since it was made. Additions to one phase never
+    overlap: each is made on one thread, or (the copy, which either thread may make) under the
+    session's lock."""
 
     def __init__(self) -> None:
         self.seconds = dict.fromkeys(PHASES, 0.0)
