@@ -134,7 +134,7 @@ CASES.update({
     "couzin": Params(model="couzin", count=50, init_radius=3.0),
     "cucker-smale": Params(model="cucker-smale", count=40, init_radius=5.0),
     "escape": Params(**SMALL, neighbours=7, predator_count=1, dt=0.1, escape_distance=2.0,
-                     escape_reaction=0.1, escape_duration=0.3, escape_copy=1.0),  # fmt: skip
+                     escape_reaction=0.1, escape_duration=0.3, escape_copy=0.7, escape_looks=3),  # fmt: skip
     "aerodynamic, roost, perching": Params(
         count=40, arena_radius=6.0, flight="aerodynamic", roost=(0.0, 0.0, 0.0), roost_weight=2.0, dt=0.1,
         objects=[Object("plane", position=(0, -3.0, 0))], perching_height=3.5, perching_duration=0.15,

@@ -17,14 +17,16 @@ LINE = 6
 BANK, DECAY, REACTION, DURATION = 5.0, 0.5, 0.05, 0.2
 
 
-def line_flock(engine: str, copy: float = 1.0) -> Flock:
+def line_flock(engine: str, copy: float = 1.0, looks: int = 1, seed: int = 0, count: int = LINE) -> Flock:
     """The line, a slow predator 1.5 units before its first bird (only that one is near it)."""
-    params = free_params(count=LINE, view_distance=1.5, separation_distance=1.0, neighbours=2,
+    params = free_params(count=count, view_distance=1.5, separation_distance=1.0, neighbours=2,
                          predator_count=1, predator_speed=1e-3, flee=0.0,
                          escape_distance=2.0, escape_bank=BANK, escape_bank_decay=DECAY,
-                         escape_reaction=REACTION, escape_duration=DURATION, escape_copy=copy)  # fmt: skip
-    positions = np.array([[float(i), 0.0, 0.0] for i in range(LINE)])
-    flock = Flock(params, positions=positions, velocities=np.tile([0.0, 0.0, 2.0], (LINE, 1)), engine=engine)
+                         escape_reaction=REACTION, escape_duration=DURATION, escape_copy=copy,
+                         escape_looks=looks)  # fmt: skip
+    positions = np.array([[float(i), 0.0, 0.0] for i in range(count)])
+    velocities = np.tile([0.0, 0.0, 2.0], (count, 1))
+    flock = Flock(params, positions=positions, velocities=velocities, engine=engine, seed=seed)
     flock.state.predator_positions[0] = [-1.5, 0.0, 0.0]
     return flock
 
@@ -58,6 +60,30 @@ def test_each_neighbour_begins_one_reaction_time_later_with_its_bank_decayed(eng
         np.testing.assert_allclose(pushes[: i * lag, i], 0.0, atol=1e-12)  # nothing before it began
         np.testing.assert_allclose(zig, side * push, atol=1e-9)
         np.testing.assert_allclose(zag, -side * push, atol=1e-9)
+
+
+def test_more_looks_give_more_chances_to_copy_and_change_nothing_when_the_first_copies():
+    # With copy = 1 the first look copies: more looks change nothing, each bird begins one reaction
+    # time after the one before it.
+    looks = 4  # the most the duration allows: 1 + (0.2 - 0.01) / 0.05
+    for engine in ("fast", "reference"):
+        flock = line_flock(engine, looks=looks)
+        lag = round(REACTION / flock.params.dt)
+        flock.step(2 * lag + 1)
+        began = flock.state.escapes[:3, 0]
+        np.testing.assert_allclose(began, flock.params.dt * lag * np.arange(3), atol=1e-12)
+    # Chances at each look, each of its own draw: over many birds, the share that copies a neighbour's
+    # escape with probability p a look is 1 - (1 - p)^L.
+    p, trials = 0.3, []
+    for looks in (1, 3):
+        copied = 0
+        for seed in range(60):
+            flock = line_flock("fast", copy=p, looks=looks, seed=seed, count=2)
+            flock.step(round((DURATION + REACTION) / flock.params.dt))
+            copied += flock.state.escapes[1, 0] > -1.0
+        trials.append(copied / 60)
+    assert abs(trials[0] - p) < 0.2 and abs(trials[1] - (1 - (1 - p) ** 3)) < 0.2
+    assert trials[1] > trials[0] + 0.15
 
 
 def test_a_bird_that_copies_no_one_escapes_alone():
@@ -113,6 +139,12 @@ def test_escapes_need_topological_neighbours_and_a_reaction_of_a_step_in_one_lin
         Params(escape_distance=2.0, neighbours=7, update="per_rule", combine="chain")
     with pytest.raises(ValueError, match=r"escape_copy must be"):
         Params(escape_distance=2.0, neighbours=7, escape_copy=1.5)
+    with pytest.raises(ValueError, match=r"escape_looks must be a whole number, 1 or more \(got 0\)"):
+        Params(escape_distance=2.0, neighbours=7, escape_looks=0)
+    # (0.5 s - dt) / 0.1 s: the fifth look, 0.4 s after the first, still sees the neighbour escape
+    with pytest.raises(ValueError, match=r"escape_looks must be at most 5: the last look"):
+        Params(escape_distance=2.0, neighbours=7, escape_looks=6)
+    assert Params(escape_distance=2.0, neighbours=7, escape_looks=5).escape_looks == 5
 
 
 def test_the_gpu_engine_runs_escapes_from_the_public_indices_of_the_k_nearest():

@@ -250,7 +250,7 @@ def test_agitation_waves_quick_bands_outrun_the_flock_and_fade_when_the_bank_dec
     assert imageio.imread(tmp_path / "agitation-waves.png").shape[0] > 300
     assert (tmp_path / "agitation-waves.mp4").stat().st_size > 1000
     row = {name: k for k, name in enumerate(table["run"])}
-    assert set(row) == {"copied as it was", "bank decays", "copying decays"}
+    assert set(row) == {"copied as it was", "bank decays", "copying decays", "copying decays, 5 looks"}
 
     def value(run, key):
         return float(table[key][row[run]])
@@ -265,5 +265,9 @@ def test_agitation_waves_quick_bands_outrun_the_flock_and_fade_when_the_bank_dec
     assert value("bank decays", "damping") < value("copied as it was", "damping") - 0.1
     assert value("bank decays", "escaped") == 1.0 and value("copying decays", "escaped") < 0.9
     assert value("copying decays", "reach") < value("copied as it was", "reach")
+    # A chance to copy every reaction time while a neighbour escapes reaches more birds than one chance,
+    # and the band fades less (measured: 59 against 39 % escape, x0.47 against x0.19 per 10 units).
+    assert value("copying decays, 5 looks", "escaped") > value("copying decays", "escaped") + 0.1
+    assert value("copying decays, 5 looks", "damping") > value("copying decays", "damping") + 0.1
     assert "in the paper's model." in out.stdout  # the verdict, from the numbers
     assert "Hemelrijk" in out.stdout

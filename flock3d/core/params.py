@@ -189,6 +189,7 @@ class Params:
     escape_copy: float = declare(1.0, escape_term.COPY)
     escape_bank_decay: float = declare(1.0, escape_term.BANK_DECAY)
     escape_copy_decay: float = declare(1.0, escape_term.COPY_DECAY)
+    escape_looks: int = declare(1, escape_term.LOOKS)
     wind: tuple[float, float, float] = declare(_ZERO3, wind_term.ACCELERATION)
     wind_gradient: tuple[tuple[float, float, float], ...] = declare(
         (_ZERO3, _ZERO3, _ZERO3), wind_term.GRADIENT

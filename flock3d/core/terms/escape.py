@@ -7,10 +7,11 @@ when
 
 - a predator is within ``escape.distance`` of it: generation 0; or else
 - it copies one of its topological neighbours (the k nearest it sees, ``flock.neighbours``) that
-  began an escape one reaction time ago (``escape.reaction``, rounded to whole steps): each such
-  neighbour j, of generation g_j, is copied when a draw of its own falls below
-  ``escape.copy * escape.copy_decay^g_j``; the bird's generation is one more than the least g_j
-  of those it copies.
+  began an escape m reaction times ago (``escape.reaction``, rounded to whole steps), for m = 1 to
+  ``escape.looks``: each such neighbour j, of generation g_j, is copied when a draw of its own
+  falls below ``escape.copy * escape.copy_decay^g_j``; the bird's generation is one more than the
+  least g_j of those it copies. With one look a neighbour's escape is one chance; with more, a
+  bird that watches it escape has a chance every reaction time while the escape lasts.
 
 For ``escape.duration`` seconds the escaping bird of generation g pushes sideways, along the level
 right of its heading, by ``sign * gravity * tan(beta)`` with ``beta = escape.bank *
@@ -22,11 +23,12 @@ other side for the second half: a zig then a zag.
 Each bird's escape (:data:`ESCAPES`: its start time, its generation and its first side) is state
 that it writes at the step's start and its neighbours read. Invariant (so that the order in which
 boids or threads run does not matter): a neighbour's entry is read only to ask whether it began
-one reaction time ago, and the only change a bird makes to its entry is a new start at ``now``
-when its last one began at least ``duration + reaction`` ago; both the entry before the change
-and the one after answer "no", as ``reaction >= dt`` and ``duration >= 2 dt``
-(:meth:`Escape.problems`). The draws are counter-based noise keyed by (seed, the step's index
-``round(now / dt)``, bird, and the neighbour copied), so both engines draw the same numbers.
+m reaction times ago (1 <= m <= looks), and the only change a bird makes to its entry is a new
+start at ``now`` when its last one began at least ``duration + reaction`` ago; both the entry
+before the change and the one after answer "no", as ``reaction >= dt``, ``duration >= 2 dt`` and
+``(looks - 1) reaction <= duration - dt`` (:meth:`Escape.problems`). The draws are
+counter-based noise keyed by (seed, the step's index ``round(now / dt)``, bird, and the neighbour
+copied), so both engines draw the same numbers.
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ import numpy as np
 
 from flock3d.core import agents, noise
 from flock3d.core.carried import Carried
-from flock3d.core.fields import Problem, Spec
+from flock3d.core.fields import Problem, Spec, is_whole_number
 from flock3d.core.kernel import image
 from flock3d.core.quaternion import up_of
 from flock3d.core.space import offsets
@@ -57,6 +59,13 @@ BANK_DECAY = Spec("escape.bank_decay", "factor on the escape's bank at each copy
                   "(1: copied as it was)", symbol="λ_β", high=1.0)  # fmt: skip
 COPY_DECAY = Spec("escape.copy_decay", "factor on the probability of copying at each copy along the chain "
                   "(1: the same all along)", symbol="λ_p", high=1.0)  # fmt: skip
+LOOKS = Spec("escape.looks", "how many chances a bird has to copy a neighbour's escape, one reaction time "
+             "apart, while it lasts (1: only as it begins)", kind="integer", symbol="L", checked=False,
+             allowed="1 to 1 + (T_e - dt) / t_r")  # fmt: skip
+
+#: The values :func:`escape` takes as one tuple, in order.
+LIMITS = ("esc_d2", "esc_bank", "esc_duration", "esc_reaction", "esc_copy", "esc_bank_decay",
+          "esc_copy_decay", "esc_looks", "gravity")  # fmt: skip
 
 #: A start time older than any flock's: a bird that never escaped.
 NEVER = -1.0e9
@@ -82,12 +91,22 @@ def began_at(now, dt):
 
 
 @inlined
+def watched(since, reaction, dt, looks):
+    """Whether a neighbour that began its escape ``since`` seconds ago may be copied now: it began m
+    reaction times ago (to within half a step), for m = 1 to ``looks``."""
+    for m in range(1, int(looks) + 1):
+        if m * reaction - 0.5 * dt <= since < m * reaction + 0.5 * dt:
+            return True
+    return False
+
+
+@inlined
 def started(pv, at, boid, px, py, pz, ids, n, hunters, box, periodic, planar, now, seed, dt, trigger2,
-            reaction, copy, copy_decay):  # fmt: skip
+            reaction, copy, copy_decay, looks):  # fmt: skip
     """Whether a free boid starts an escape now, and its generation: a predator within the
     trigger distance (generation 0), or else the neighbours (``ids[:n]``, the k nearest it sees)
-    that began one reaction time ago, each copied with its own draw and probability: one more than
-    the least generation of those copied. Returns ``(start, generation)``."""
+    that began 1 to ``looks`` reaction times ago, each copied with its own draw and probability:
+    one more than the least generation of those copied. Returns ``(start, generation)``."""
     for k in range(hunters.shape[0]):
         dx = image(hunters[k, 0] - px, 2.0 * box[3], periodic)
         dy = image(hunters[k, 1] - py, 2.0 * box[4], periodic)
@@ -97,8 +116,7 @@ def started(pv, at, boid, px, py, pz, ids, n, hunters, box, periodic, planar, no
     least = np.inf
     for jj in range(n):
         j = int(ids[jj])
-        since = now - pv[at + 3 * j]
-        if reaction - 0.5 * dt <= since < reaction + 0.5 * dt:
+        if watched(now - pv[at + 3 * j], reaction, dt, looks):
             generation = pv[at + 3 * j + 1]
             if noise.uniform(seed, began_at(now, dt), boid, _COPIES + j) < copy * copy_decay**generation:
                 least = min(least, generation)
@@ -107,13 +125,15 @@ def started(pv, at, boid, px, py, pz, ids, n, hunters, box, periodic, planar, no
 
 @inlined
 def escape(pv, at, boid, px, py, pz, fx, fy, fz, qw, qx, qy, qz, ids, n, hunters, box, periodic, planar, now,
-           seed, dt, trigger2, bank, duration, reaction, copy, bank_decay, copy_decay, gravity):  # fmt: skip
+           seed, dt, limits):  # fmt: skip
     """The boid's escape acceleration at ``now``; a free boid that starts one writes its entry of the
-    escapes (at ``pv[at + 3 * boid]``) first."""
+    escapes (at ``pv[at + 3 * boid]``) first. ``limits`` is the term's values in :data:`LIMITS`'
+    order, one tuple (a call of over 30 arguments would not inline)."""
+    trigger2, bank, duration, reaction, copy, bank_decay, copy_decay, looks, gravity = limits
     own = at + 3 * boid
     if now - pv[own] >= duration + reaction - 0.5 * dt:  # free to start another
         start, generation = started(pv, at, boid, px, py, pz, ids, n, hunters, box, periodic, planar, now,
-                                    seed, dt, trigger2, reaction, copy, copy_decay)  # fmt: skip
+                                    seed, dt, trigger2, reaction, copy, copy_decay, looks)  # fmt: skip
         if start:
             side = 1.0 if noise.uniform(seed, began_at(now, dt), boid, _STREAM) < 0.5 else -1.0
             pv[own], pv[own + 1], pv[own + 2] = now, generation, side
@@ -131,7 +151,7 @@ class Escape(Term):
     name = "escape"
     module = __name__
     fields = ("escape_distance", "escape_bank", "escape_duration", "escape_reaction", "escape_copy",
-              "escape_bank_decay", "escape_copy_decay")  # fmt: skip
+              "escape_bank_decay", "escape_copy_decay", "escape_looks")  # fmt: skip
     switches = ("escape_distance",)
     needs = "it needs escape.distance > 0"
     # The reference engine keeps the decision after the move (constrained); the fast step keeps it as
@@ -147,16 +167,16 @@ class Escape(Term):
         return {"esc_d2": params.escape_distance**2, "esc_bank": math.radians(params.escape_bank),
                 "esc_duration": params.escape_duration, "esc_reaction": params.escape_reaction,
                 "esc_copy": params.escape_copy, "esc_bank_decay": params.escape_bank_decay,
-                "esc_copy_decay": params.escape_copy_decay}  # fmt: skip
+                "esc_copy_decay": params.escape_copy_decay,
+                "esc_looks": float(params.escape_looks)}  # fmt: skip
 
     def line(self, g):
         v = g.v
-        names = ("dt", "esc_d2", "esc_bank", "esc_duration", "esc_reaction", "esc_copy", "esc_bank_decay",
-                 "esc_copy_decay", "gravity")  # fmt: skip
-        limits = ", ".join(v(name) for name in names)
+        limits = ", ".join(v(name) for name in LIMITS)
         # The k nearest the boid sees: the columns the topological choice compacted (kid, n_sel).
         return [f"tx, ty, tz = {g.term(self)}.escape(pv, escapes_at, boid, px, py, pz, fx, fy, fz, qw, qx, "
-                f"qy, qz, kid, n_sel, hunters, box, periodic, planar, now, seed, {limits})"]  # fmt: skip
+                f"qy, qz, kid, n_sel, hunters, box, periodic, planar, now, seed, {v('dt')}, "
+                f"({limits}))"]  # fmt: skip
 
     def reference(self, boid, world, velocity, params):
         began, generation, side = escape_of(boid, world, params)
@@ -192,6 +212,19 @@ class Escape(Term):
         if "escape_duration" not in reported and values["escape_duration"] < 2.0 * dt:
             out.append(Problem("escape_duration", f"must be at least two steps, 2 dt = {2.0 * dt:g} s, a zig "
                                f"and a zag (got {values['escape_duration']:g})"))  # fmt: skip
+        looks = values["escape_looks"]
+        if not is_whole_number(looks) or looks < 1:
+            out.append(Problem("escape_looks", f"must be a whole number, 1 or more (got {looks!r})"))
+        elif (
+            not {"escape_reaction", "escape_duration"} & set(reported)
+            and looks > 1
+            and ((looks - 1) * values["escape_reaction"] > values["escape_duration"] - dt + 1e-12 * dt)
+        ):  # the last look sees the neighbour still escaping
+            most = 1 + math.floor((values["escape_duration"] - dt) / values["escape_reaction"] + 1e-9)
+            out.append(Problem("escape_looks", f"must be at most {most}: the last look, (looks - 1) reaction "
+                               "times after the first, sees the neighbour before its escape's last step, "
+                               f"escape.duration - dt = {values['escape_duration'] - dt:g} s "
+                               f"(got {looks})"))  # fmt: skip
         return out
 
     def example(self, base):
@@ -215,8 +248,11 @@ def escape_of(boid, world, params) -> tuple[float, float, float]:
         copied = []
         for other, _ in boid.seen(world, params.view_distance, params.fov):
             began_j, generation_j, _ = (float(x) for x in other.carried[ESCAPES.name])
-            if not reaction - 0.5 * dt <= now - began_j < reaction + 0.5 * dt:
-                continue  # it did not begin one reaction time ago
+            if not any(
+                m * reaction - 0.5 * dt <= now - began_j < m * reaction + 0.5 * dt
+                for m in range(1, params.escape_looks + 1)
+            ):
+                continue  # it did not begin a whole number of reaction times ago, up to escape.looks
             chance = params.escape_copy * params.escape_copy_decay**generation_j
             if noise.uniform(world.seed, key, boid.index, _COPIES + other.index) < chance:
                 copied.append(generation_j)
