@@ -29,7 +29,8 @@ from flock3d import bench
 from flock3d.flock import Flock
 n, name, steps = {n}, {name!r}, {steps}
 params = bench.variant_params(n)[name] if name else bench.bench_params(n)
-flock = Flock(params, seed=0)
+# a variant with mesh objects needs their grids (variant_flock, where the checkout has it)
+flock = getattr(bench, "variant_flock", lambda p: Flock(p, seed=0))(params) if name else Flock(params, seed=0)
 start = flock.state.copy()
 flock.step(1)  # compile or load
 per_step, runs = bench._time_steps(flock, start, steps, 1.0)
