@@ -7,13 +7,13 @@ they are read after a step, and what was read (and may have been edited) is copi
 device again before the next: so read them through the flock, not through a reference kept
 from before a step.
 
-It runs every model's synchronous update but Pearce's (the boids' in kinematic or aerodynamic flight) with
-metric, topological or adaptive neighbours (k up to 16), every term but those that place world
-data at each step's time (attractors), the per-boid state terms, models and the perception carry
-(``state.carried``: copied back when read, as the arrays above), your own rules and forces (the
-same Python functions, compiled as device functions: written on the numbers of their arrays,
-returning a tuple), species and every arena, in float64 or float32 (``sim.precision``); it
-refuses the rest in one line (:class:`~flock3d.errors.GpuError`), and says what is missing
+It runs every model's synchronous update but Pearce's (the boids' in kinematic or aerodynamic
+flight) with metric, topological or adaptive neighbours (k up to 16), every term, the per-boid
+state terms, models and the perception carry (``state.carried``: copied back when read, as the
+arrays above), your own rules and forces (the same Python functions, compiled as device
+functions: written on the numbers of their arrays, returning a tuple), species and every arena,
+in float64 or float32 (``sim.precision``); it refuses the rest in one line
+(:class:`~flock3d.errors.GpuError`), and says what is missing
 where it cannot run at all.
 """
 

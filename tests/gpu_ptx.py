@@ -27,7 +27,8 @@ from numba import types as T
 from flock3d import Params
 from flock3d.core.assemble import layout_of
 from flock3d.core.gpu import engine, kernels
-from flock3d.core.params import Object, Obstacle, Species
+from flock3d.core.objects import Motion
+from flock3d.core.params import Attractor, Object, Obstacle, Species
 from flock3d.core.step.cuda_generate import DEFAULT_SHAPE, Shape
 
 CC = (9, 0)
@@ -84,8 +85,12 @@ SCENES = {
     "chain": Params(count=50, combine="chain"),
     "mesh turn limit, roost": Params(count=50, turn_limit="mesh", roost_weight=2.0),
     "species": Params(species=[Species("a", 10), Species("b", 10, fov=120.0, sees=("b",))]),
-    "obstacles, wind, objects": Params(
+    "obstacles, wind, objects, attractors": Params(
         count=50,
+        attractors=[
+            Attractor((2.0, 0.0, 0.0), 1.0),
+            Attractor(weight=2.0, motion=Motion(((0.0, -3.0, 0.0), (0.0, 3.0, 0.0)), (0.0, 1.0))),
+        ],
         obstacles=[Obstacle((3.0, 0.0, 0.0), 1.0)],
         wind=(1.5, 0.0, 0.0),
         objects=[

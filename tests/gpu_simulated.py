@@ -21,7 +21,8 @@ import numpy as np
 
 import flock3d
 from flock3d import Flock, Params
-from flock3d.core.params import Object, Species
+from flock3d.core.objects import Motion
+from flock3d.core.params import Attractor, Object, Species
 from flock3d.errors import Flock3dError
 
 SMALL = dict(count=60, arena_radius=6.0)
@@ -55,6 +56,18 @@ CASES = {
     "mesh turn limit": Params(**SMALL, turn_limit="mesh"),
     "roost": Params(**SMALL, roost=(1.0, 0.0, 2.0), roost_radius=2.0, roost_weight=5.0, roost_altitude=0.5),
     "predators": Params(**SMALL, predator_count=2),
+    "attractors, one moving": Params(
+        **SMALL,
+        attractors=[
+            Attractor((2.0, 0.0, 0.0), 2.0, radius=4.0),
+            Attractor(
+                weight=3.0,
+                motion=Motion(
+                    ((0.0, -3.0, 0.0), (0.0, 3.0, 0.0), (0.0, -3.0, 0.0)), (0.0, 0.2, 0.4), loop=True
+                ),
+            ),
+        ],
+    ),
     "species": Params(
         arena_radius=6.0,
         species=[

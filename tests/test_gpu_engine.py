@@ -24,7 +24,7 @@ from helpers import assert_clean_failure, flock3d, once_per_run, process_env
 
 from flock3d import Flock, Params, pair_rule
 from flock3d.core.gpu.device import missing
-from flock3d.core.params import Attractor, Species
+from flock3d.core.params import Species
 from flock3d.errors import EngineError, GpuError
 from flock3d.gpu import kernel_source, refusal
 from flock3d.rules import RuleError
@@ -40,7 +40,8 @@ QUICK = ("defaults", "box, containment", "periodic", "periodic, 2 cells a side",
          "chain", "species", "predators", "forest (primitives, keep-out)", "rules: a pair rule and a force",
          "rules: a force fails", "topological, sphere", "topological, periodic", "perching",
          "adaptive radius", "vicsek 2D", "ism, topological", "couzin", "cucker-smale",
-         "ism, topological (split+guard)", "aerodynamic, roost, perching", "escape", *SCRIPTED)  # fmt: skip
+         "ism, topological (split+guard)", "aerodynamic, roost, perching", "escape", "attractors, one moving",
+         *SCRIPTED)  # fmt: skip
 
 
 def python(*args: str, simulator: bool = True, cwd: Path = HERE) -> subprocess.CompletedProcess:
@@ -132,7 +133,6 @@ def test_the_device_sizes_its_grid_at_the_same_steps_of_the_flock_however_the_ca
     [
         (Params(count=20, update="sequential"), "update = 'sequential'"),
         (Params(count=20, update="per_rule", combine="chain"), "update = 'per_rule'"),
-        (Params(count=20, attractors=[Attractor((0, 0, 0), 1.0)]), "attractors"),
         (Params(count=20, model="pearce"), "the pearce model (its projection takes every candidate at once"),
     ],
 )

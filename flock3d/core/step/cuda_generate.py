@@ -29,7 +29,7 @@ from flock3d.core.models import MODELS_BY_NAME
 from flock3d.core.params import TERMS
 from flock3d.core.step import cuda_template
 from flock3d.core.step.generate import _CANDIDATES, _Generator, _Lines, riders, written
-from flock3d.core.terms import PairTerm, Term
+from flock3d.core.terms import PairTerm
 
 __all__ = ["Shape", "DEFAULT_SHAPE", "MAX_FLOAT32_BOIDS", "generate", "unsupported", "kept", "staged_rows"]
 
@@ -95,11 +95,6 @@ def unsupported(layout: Any) -> list[str]:
         out.append(f"the {L.model} model ({model.gpu_refusal})")
     if L.update != "synchronous":  # in place, one boid or one rule after another: the CPU's
         out.append(f"update = '{L.update}'")
-    # Not on the device yet: world data a term places at each step's time (Term.at_time) into an
-    # array made then, which a kernel cannot allocate.
-    for term in TERMS:
-        if term.name in L.stages and type(term).at_time is not Term.at_time:
-            out.append(f"{term.name}")
     return out
 
 

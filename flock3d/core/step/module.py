@@ -180,10 +180,6 @@ class _Module(Emit, ModelEmit):
             if term.name in self.worlds
         ]
 
-    def _now_lines(self) -> list[str]:
-        """Where each world feature the function reads that moves is at the step's time ``now``."""
-        return [line for term in WORLD_TERMS if term.name in self.worlds for line in term.at_time(self)]
-
     def _species_lines(self) -> list[str]:
         """A boid's species, its row of the interaction matrices and its species' own values."""
         L, at = self.layout, self.at or {}
@@ -214,7 +210,6 @@ class _Module(Emit, ModelEmit):
         holes["turn"] = list(turn)
         holes["species"] = self._species_lines()
         holes["world"] = self._world_lines()
-        holes["now"] = self._now_lines()
         return holes
 
     def _candidate_holes(self) -> dict[str, list[str]]:

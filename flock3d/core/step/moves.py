@@ -84,7 +84,6 @@ class _Moves:
             self._per_rule(update)
         holes = {"batch": self._batch("n"), "grid": grid, "hunt": hunt, "update": list(update)}
         holes["world"] = self._world_lines()
-        holes["now"] = self._now_lines()
         return holes
 
     def _boid_state(self, c: _Lines) -> None:

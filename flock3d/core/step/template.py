@@ -54,7 +54,6 @@ def chunk(t, bounds, gf, gi, ids, start, cols, heads, pos, vel, quat, waypoints,
     hole("values", "reach")
     periodic, wraps, planar, mesh = flags[0], flags[1], flags[2], flags[3]
     hole("world")  # the world features' data, each a view of ``world`` (rows, or a flat record)
-    hole("now")  # what of the world moves, where it is at the step's time ``now``
     grid = CellGrid(gf[0], gf[1], gf[2], gf[3], gi[0], gi[1], gi[2], ids, start, gf[4], gf[5])
     fxs, fys, fzs = heads[0], heads[1], heads[2]
     c_lo, c_hi = bounds[t], bounds[t + 1]
@@ -130,7 +129,6 @@ def advance(pos, vel, quat, waypoints, pred_pos, pred_vel, pred_quat, n_steps, t
         if stop[0]:  # set by another thread: end the call between steps
             return s
         now = time0 + (clock0 + s) * dt
-        hole("now")
         hole("grid")  # wrap into a periodic box; grid <- cells at least reach + slack wide
         hunters = pred_pos.copy()
         hole("hunt")  # the predators hunt from the start-of-step state

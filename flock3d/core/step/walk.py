@@ -36,7 +36,7 @@ class _Walk(_Generator):
 
     def module(self) -> str:
         holes = self._candidate_holes()
-        empty = ("batch", "species", "boid", "turn", "world", "now")
+        empty = ("batch", "species", "boid", "turn", "world")
         holes.update({name: [] for name in empty})
         if self.count:  # once per occupied cell c, after its candidates are in the buffer
             holes["cell"] += [

@@ -123,11 +123,6 @@ class Term:
         flat (L,) array."""
         return np.zeros((0, max(self.world_width, 1)))
 
-    def at_time(self, g: Emit) -> list[str]:
-        """Generated lines run once a step (and a chunk), where the step's time ``now`` is known,
-        before any boid: what of its world data moves, placed at that time (none by default)."""
-        return []
-
     def line(self, g: Emit) -> list[str]:
         """The generated lines that set ``tx, ty, tz`` to its acceleration for the boid."""
         raise NotImplementedError(self.name)

@@ -53,6 +53,8 @@ ATTRACTORS = Spec(
 
 #: Numbers in an attractor's row of the world record: x, y, z, weight, radius, its motion's place.
 ROW = 6
+#: Numbers before the rows: the count, and whether any attractor moves (1.0) or none (0.0).
+HEAD = 2
 
 
 @inlined
@@ -69,38 +71,43 @@ def seek(px, py, pz, vx, vy, vz, tx, ty, tz, weight, max_speed, box, periodic, p
 
 
 @inlined
-def placed(attractors, now):
-    """Where the attractors are at time ``now``: (count, 5) rows of x, y, z, weight, radius, from
-    their world record (their count, a row each: x, y, z, weight, radius and the place of its
-    motion block in the record or -1, then the motion blocks, read by
-    :func:`flock3d.core.geometry.keyframe_frame`). Once a step, so that the boids' loop reads rows."""
-    n = int(attractors[0])
-    out = np.empty((n, 5))
-    for k in range(n):
-        row = 1 + ROW * k
-        for j in range(5):
-            out[k, j] = attractors[row + j]
-        m = int(attractors[row + 5])
-        if m >= 0:
-            out[k, 0], out[k, 1], out[k, 2], _, _, _, _ = keyframe_frame(attractors, m, now)
-    return out
+def _pull(px, py, pz, vx, vy, vz, tx, ty, tz, weight, radius, max_speed, box, periodic, planar):
+    """One attractor's seek at (tx, ty, tz), or nothing beyond its radius."""
+    dx = image(tx - px, 2.0 * box[3], periodic)
+    dy = image(ty - py, 2.0 * box[4], periodic)
+    dz = image(tz - pz, 2.0 * box[5], periodic and not planar)
+    if dx * dx + dy * dy + dz * dz < radius * radius:
+        return seek(px, py, pz, vx, vy, vz, tx, ty, tz, weight, max_speed, box, periodic, planar)
+    return 0.0, 0.0, 0.0
 
 
 @inlined
-def attraction(px, py, pz, vx, vy, vz, attractors, max_speed, box, periodic, planar):
-    """Seek every attractor (:func:`placed`'s rows) closer than its radius."""
+def attraction(px, py, pz, vx, vy, vz, attractors, now, max_speed, box, periodic, planar):
+    """Seek every attractor closer than its radius, each where it is at time ``now``.
+
+    ``attractors`` is their world record (:meth:`Attractors.world`): their count, whether any
+    moves, a row each (x, y, z, weight, radius and the place of its motion block in the record,
+    or -1), then the motion blocks, read by :func:`flock3d.core.geometry.keyframe_frame`. Each boid
+    places them itself, as it measures a moving object in its frame at ``now``: no array is made
+    at the step's time, which a GPU kernel could not allocate. Where none moves, the loop makes
+    no call (a call in it, even one never taken, cost the boids' loop 4-5 %)."""
     ax = ay = az = 0.0
-    for k in range(attractors.shape[0]):
-        tx, ty, tz, weight, radius = (attractors[k, 0], attractors[k, 1], attractors[k, 2],
-                                      attractors[k, 3], attractors[k, 4])  # fmt: skip
-        dx = image(tx - px, 2.0 * box[3], periodic)
-        dy = image(ty - py, 2.0 * box[4], periodic)
-        dz = image(tz - pz, 2.0 * box[5], periodic and not planar)
-        if dx * dx + dy * dy + dz * dz < radius * radius:
-            sx, sy, sz = seek(px, py, pz, vx, vy, vz, tx, ty, tz, weight, max_speed, box, periodic, planar)
-            ax += sx
-            ay += sy
-            az += sz
+    if attractors[1] == 0.0:  # none moves
+        for k in range(int(attractors[0])):
+            r = HEAD + ROW * k
+            sx, sy, sz = _pull(px, py, pz, vx, vy, vz, attractors[r], attractors[r + 1],
+                               attractors[r + 2], attractors[r + 3], attractors[r + 4], max_speed, box,
+                               periodic, planar)  # fmt: skip
+            ax, ay, az = ax + sx, ay + sy, az + sz
+        return ax, ay, az
+    for k in range(int(attractors[0])):
+        r = HEAD + ROW * k
+        tx, ty, tz = attractors[r], attractors[r + 1], attractors[r + 2]
+        if attractors[r + 5] >= 0.0:  # it moves: its motion block's place in the record
+            tx, ty, tz, _, _, _, _ = keyframe_frame(attractors, int(attractors[r + 5]), now)
+        sx, sy, sz = _pull(px, py, pz, vx, vy, vz, tx, ty, tz, attractors[r + 3], attractors[r + 4],
+                           max_speed, box, periodic, planar)  # fmt: skip
+        ax, ay, az = ax + sx, ay + sy, az + sz
     return ax, ay, az
 
 
@@ -127,19 +134,17 @@ class Attractors(Term):
 
     def world(self, params, fields=None):
         rows, blocks = [], []
-        at = 1 + ROW * len(params.attractors)
+        at = HEAD + ROW * len(params.attractors)
         for a in params.attractors:
             block = [] if a.motion is None else motion_block(a.motion)
             rows.append([*a.position, a.weight, a.radius, at if len(block) else -1.0])
             blocks.append(block)
             at += len(block)
-        return np.concatenate([[len(rows)], *rows, *blocks]).astype(np.float64).reshape(-1, 1)
-
-    def at_time(self, g):
-        return [f"{g.world(self)}_now = {g.term(self)}.placed({g.world(self)}, now)"]
+        moves = float(any(a.motion is not None for a in params.attractors))
+        return np.concatenate([[len(rows), moves], *rows, *blocks]).astype(np.float64).reshape(-1, 1)
 
     def line(self, g):
-        return [f"tx, ty, tz = {g.term(self)}.attraction(px, py, pz, vx, vy, vz, {g.world(self)}_now, "
+        return [f"tx, ty, tz = {g.term(self)}.attraction(px, py, pz, vx, vy, vz, {g.world(self)}, now, "
                 f"{g.v('s_max')}, box, periodic, planar)"]  # fmt: skip
 
     def reference(self, boid, world, velocity, params):
