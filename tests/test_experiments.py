@@ -241,7 +241,7 @@ def test_flock_shape_quick_the_altitude_spring_makes_the_thin_vertical_axis(tmp_
 
 @pytest.mark.slow
 @pytest.mark.gui
-def test_agitation_waves_quick_bands_outrun_the_flock_and_fade_when_the_bank_decays(tmp_path):
+def test_agitation_waves_quick_bands_outrun_the_flock_and_fade_when_the_bank_decays_not_the_copying(tmp_path):
     out = flock3d("experiment", "agitation-waves", "--out", tmp_path, "--quick")
     if out.returncode != 0 and "needs EGL" in out.stderr:
         pytest.skip("no EGL/OpenGL for offscreen rendering here")
@@ -258,16 +258,17 @@ def test_agitation_waves_quick_bands_outrun_the_flock_and_fade_when_the_bank_dec
     # Seen from below, the bands travel away from the predator faster than the birds fly.
     assert value("copied as it was", "band_speed") > 2.0 * value("copied as it was", "flock_speed")
     assert value("copied as it was", "reach") > 0.8 and value("copied as it was", "damping") > 0.7
-    # The 2019 control, as this model shows it: the bank's decay fades the pulse as it travels while
-    # every bird still escapes; the copying's decay leaves birds out, and the band thins and stops, so
-    # that seen from below it fades too (the paper's contrast between the two is not reproduced, and
-    # the run says so).
-    assert value("bank decays", "damping") < value("copied as it was", "damping") - 0.1
+    # The 2019 control. The bank's decay weakens the pulse as it travels while every bird still
+    # escapes (measured: x0.28 and x0.37 per 10 units at seeds 0 and 1, against x0.98 and x0.87).
+    assert value("bank decays", "damping") < value("copied as it was", "damping") - 0.3
     assert value("bank decays", "escaped") == 1.0 and value("copying decays", "escaped") < 0.9
-    assert value("copying decays", "reach") < value("copied as it was", "reach")
-    # A chance to copy every reaction time while a neighbour escapes reaches more birds than one chance,
-    # and the band fades less (measured: 59 against 39 % escape, x0.47 against x0.19 per 10 units).
+    # The copying's decay with one chance to copy leaves more and more birds out: the band thins
+    # as it goes, and fades too (x0.17, x0.11). With a chance every reaction time while a neighbour
+    # escapes, more birds copy and the pulse keeps its strength as it goes (x0.63, x0.60), as in the
+    # paper's model, until too few copy.
     assert value("copying decays, 5 looks", "escaped") > value("copying decays", "escaped") + 0.1
-    assert value("copying decays, 5 looks", "damping") > value("copying decays", "damping") + 0.1
-    assert "in the paper's model." in out.stdout  # the verdict, from the numbers
+    assert value("copying decays, 5 looks", "damping") > value("bank decays", "damping") + 0.15
+    assert value("copying decays, 5 looks", "damping") > value("copying decays", "damping") + 0.2
+    assert value("copying decays, 5 looks", "reach") < value("copied as it was", "reach")
+    assert "it fades less than under the bank's decay, as in the paper's model" in out.stdout  # 5 looks
     assert "Hemelrijk" in out.stdout

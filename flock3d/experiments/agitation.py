@@ -16,13 +16,16 @@ darkness of the view is the share of the sky the birds cover. The difference of 
 darkness, over strips across x, frame after frame, is a space-time plot (averaged over flocks of
 different starts). Its front (where the change first exceeds a quarter of its largest) gives the
 band's speed (a Theil-Sen line), the width of the change over half its peak gives the band's width,
-the pulses passing the flock's middle are counted, and the first pulse's contrast read along the
-front (from its arrival, for one escape's time) gives how it fades as it goes. The 2019 control
-runs the same with the bank decaying along the copying chain, and with the probability of copying
-decaying instead.
+the pulses passing the flock's middle are counted, and how strongly the pulse changes each place
+as it passes (the largest change there, whenever it comes), along x away from the predator, gives
+how it fades as it goes. The 2019 control runs the same with the bank decaying along the copying
+chain, and with the probability of copying decaying instead: once with one chance to copy a
+neighbour, as it begins its escape, and once with a chance every reaction time while the
+neighbour escapes (``escape.looks``).
 
 What the twin's difference also holds: a bird that zig-zagged has moved sideways, so behind the
-front the change does not return to zero; the contrast is read as the front passes, not after.
+front the change does not return to zero; that remainder is smaller than the pulse that passed,
+so a place's largest change is the pulse's.
 """
 
 from __future__ import annotations
@@ -166,18 +169,6 @@ def _strip_darkness(renderer, image: np.ndarray, centre: np.ndarray, bins: np.nd
 
 
 @dataclass
-class Front:
-    """Where and when a pulse's front arrives: what the contrasts of every run are read along."""
-
-    first: np.ndarray
-    """(bins,) the frame the change first exceeds a quarter of its largest, in each bin."""
-    ahead: np.ndarray
-    """The bins it reached beyond the one where it began, without a gap, indices in order."""
-    origin: int
-    """The bin where it began."""
-
-
-@dataclass
 class Bands:
     """What the space-time plot of a run's change of darkness shows."""
 
@@ -191,10 +182,10 @@ class Bands:
     reach: float
     """How far the first pulse went, as a share of the flock's length beyond where it began."""
     damping: float
-    """The first pulse's contrast 10 units farther on, over its contrast here (1: undamped), fitted
-    along the front of the undamped run, beyond the birds the predator startles itself, where the
-    contrast is over a tenth of its largest: how the pulse fades while it travels."""
-    front: Front
+    """The pulse's strength 10 units farther on, over its strength here (1: undamped). A place's
+    strength is the largest change of darkness it sees, whenever the pulse passes it: a slower
+    pulse is not a fainter one. Fitted (a Theil-Sen line through its logarithm) from 4 to 20 units
+    beyond where the pulse began, past the birds the predator startles itself."""
 
 
 def _shown(value: float, width: int) -> str:
@@ -209,16 +200,13 @@ def _slope(x: np.ndarray, y: np.ndarray) -> float:
     return float(np.median((y[j] - y[i])[ok] / (x[j] - x[i])[ok])) if np.any(ok) else 0.0
 
 
-def measure_bands(change: np.ndarray, centres: np.ndarray, times: np.ndarray, lasts: float,
-                  along: Front | None = None) -> Bands:  # fmt: skip
+def measure_bands(change: np.ndarray, centres: np.ndarray, times: np.ndarray) -> Bands:
     """The bands of a space-time plot of the change of darkness.
 
     Args:
         change: (frames, bins) the change of darkness in each bin of x (absolute value).
         centres: (bins,) the bins' centres along x [units], 1 unit apart.
         times: (frames,) the frames' times [s].
-        lasts: how long a pulse lasts at one place [s] (the escape's duration and reaction time).
-        along: the front to read the first pulse's contrast along (None: its own).
     """
     smooth = np.apply_along_axis(lambda row: np.convolve(row, np.ones(3) / 3.0, mode="same"), 1, change)
     peak = max(smooth.max(), 1e-12)
@@ -229,7 +217,6 @@ def measure_bands(change: np.ndarray, centres: np.ndarray, times: np.ndarray, la
     ahead = np.flatnonzero(seen & (np.arange(len(centres)) > origin))
     gaps = np.flatnonzero(np.diff(np.concatenate([[origin], ahead])) > 3)
     ahead = ahead[: gaps[0]] if len(gaps) else ahead  # the front goes on without a gap of 3 units
-    own = Front(first, ahead, origin)
     # Fitted beyond the birds the predator startles itself; a front shorter than 8 units there gives
     # no speed worth the name.
     run = ahead[centres[ahead] > centres[origin] + 4.0]
@@ -243,15 +230,12 @@ def measure_bands(change: np.ndarray, centres: np.ndarray, times: np.ndarray, la
         if len(ahead)
         else 0.0
     )
-    f = along or own
-    window = max(1, int(round(lasts / (times[1] - times[0]))))  # the pulse passing a bin, no later
-    contrast = np.array([smooth[k : k + window, j].max() for j, k in enumerate(f.first)])
-    # Beyond the birds the predator startles itself, and where the pulse still is: a pulse that stops
-    # is short (its reach), not faded.
-    far = f.ahead[(centres[f.ahead] > centres[f.origin] + 4.0) & (contrast[f.ahead] > 0.1 * contrast.max())]
-    fall = _slope(centres[far], np.log(contrast[far])) if len(far) > 3 else 0.0
+    strength = smooth.max(axis=0)
+    beyond = centres - centres[origin]
+    fit = (beyond > 4.0) & (beyond <= 20.0) & (strength > 0.0)
+    fall = _slope(centres[fit], np.log(strength[fit])) if fit.sum() > 3 else 0.0
     width = float(np.median(widths)) if widths else 0.0
-    return Bands(speed, width, pulses, reach, float(np.exp(10.0 * fall)), own)
+    return Bands(speed, width, pulses, reach, float(np.exp(10.0 * fall)))
 
 
 @experiment(
@@ -285,10 +269,9 @@ def agitation_waves(quick: bool = False, seed: int = 0, progress: bool | None = 
                 if r == 0:
                     shown[name] = run.frames
     times = 0.02 * _EVERY * np.arange(1, steps // _EVERY + 1)
-    lasts = 0.6  # the escape's duration and reaction time
     mean_change = {name: np.mean(c, axis=0) for name, c in changes.items()}
-    main = measure_bands(mean_change["copied as it was"], centres, times, lasts)
-    bands = {name: measure_bands(c, centres, times, lasts, main.front) for name, c in mean_change.items()}
+    bands = {name: measure_bands(c, centres, times) for name, c in mean_change.items()}
+    main = bands["copied as it was"]
     flock_speed = float(np.mean(speeds))
     bank_fade = bands["bank decays"].damping
 
@@ -304,7 +287,7 @@ def agitation_waves(quick: bool = False, seed: int = 0, progress: bool | None = 
         f"  {n} birds, k = 7, banked flight at {flock_speed:.1f} units/s; escapes of 60 deg, 0.5 s, "
         "reaction 0.1 s; seen from below",
         f"  {'run':<24}{'escaped':>8}{'band speed':>11}{'/ flock':>8}{'width':>7}{'pulses':>7}{'reach':>7}"
-        f"{'contrast per 10 units':>23}",
+        f"{'strength per 10 units':>23}",
         *(
             f"  {name:<24}{np.mean(escaped[name]):>8.0%}"
             f"{_shown(b.speed, 11)}{_shown(b.speed / flock_speed, 8)}"
@@ -318,20 +301,20 @@ def agitation_waves(quick: bool = False, seed: int = 0, progress: bool | None = 
         f"{main.width:.0f} units wide (papers: pulses of about fixed width cross the flock within a second, "
         "Procaccini et al. 2011 and Storms et al. 2019's 182 hunts; StarDisplay's reaction time 76 ms, "
         "here 0.1 s)",
-        f"  the first pulse's contrast changes by x{bank_fade:.2f} per 10 units when the bank decays "
+        f"  the pulse's strength changes by x{bank_fade:.2f} per 10 units when the bank decays "
         f"(x{_VARIANTS['bank decays'][0]:g} a copy), x{bands['copying decays'].damping:.2f} when copying "
         f"decays (x{_VARIANTS['copying decays'][1]:g} a copy), "
         f"x{bands['copying decays, 5 looks'].damping:.2f} when it decays and a bird may copy every reaction "
-        "time while a neighbour escapes (5 looks), "
-        f"x{main.damping:.2f} when copied as it was",
+        f"time while a neighbour escapes (5 looks), x{main.damping:.2f} when copied as it was",
         "  Hemelrijk et al. 2019: pulses weaken as they go; in StarDisplay when the bank decays along the "
         "chain, not when the tendency to copy does.",
         f"  here: the bank's decay weakens every copy ({np.mean(escaped['bank decays']):.0%} of the birds "
-        "escape); the copying's decay leaves birds out, and the band stops where too few copy. With one "
-        f"look {np.mean(escaped['copying decays']):.0%} escape and, seen from below, the band fades "
-        f"{verdict('copying decays')}; with 5 looks {np.mean(escaped['copying decays, 5 looks']):.0%} escape "
-        f"and it fades {verdict('copying decays, 5 looks')}. How StarDisplay lets a bird copy (once, or "
-        "while it watches) is not in the papers' abstracts; more chances carry the band further.",
+        "escape); the copying's decay leaves birds out. With one chance to copy "
+        f"({np.mean(escaped['copying decays']):.0%} escape) the band thins as it goes and fades "
+        f"{verdict('copying decays')}; with 5 looks ({np.mean(escaped['copying decays, 5 looks']):.0%} "
+        f"escape) it fades {verdict('copying decays, 5 looks')}, and stops where too few copy (reach "
+        f"{bands['copying decays, 5 looks'].reach:.0%}). How StarDisplay lets a bird copy (once, or while "
+        "it watches) is not in the papers' abstracts: the paper's contrast holds for the second.",
     ]
     columns = {
         "run": np.array(list(bands)),
@@ -352,7 +335,7 @@ def agitation_waves(quick: bool = False, seed: int = 0, progress: bool | None = 
         axes[0].set(xlabel="time [s]", ylabel="x [units]", title="change of darkness seen from below")
         for name, c in mean_change.items():
             axes[1].plot(centres, c.max(axis=0), label=name)
-        axes[1].set(xlabel="x [units] (predator at the left)", ylabel="peak change of darkness")
+        axes[1].set(xlabel="x [units] (predator at the left)", ylabel="the pulse's strength (largest change)")
         axes[1].legend()
         save_figure(fig, path)
 
