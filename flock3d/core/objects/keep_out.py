@@ -137,13 +137,15 @@ def _deepest(world, count, at, t, x, y, z):
 def _least_room(world, count, at, t, x, y, z, sx, sy, sz, reach, inside_convex):
     """The least :func:`object_room` of (x, y, z), a point within ``reach`` of (sx, sy, sz), over the
     objects that may come that near (s, x) at all: one farther from s than its bound plus reach has
-    room at every such point. inf when none may. With ``inside_convex``, the arena objects of a
-    convex shape (box, sphere, cylinder, capsule) are left out: a segment between two points
-    inside one stays inside it."""
+    room at every such point. inf when none may. With ``inside_convex`` (1.0; 0.0: without), the
+    arena objects of a convex shape (box, sphere, cylinder, capsule) are left out: a segment
+    between two points inside one stays inside it. The flag is a float, not a bool: numba
+    compiles a function once for each literal bool it is called with, and float constants are
+    not literals."""
     least = math.inf
     for j in range(count):
         o = int(world[at + j])
-        if inside_convex and world[o + SIDE] < 0.0 and int(world[o + KIND]) <= g.CAPSULE:
+        if inside_convex > 0.0 and world[o + SIDE] < 0.0 and int(world[o + KIND]) <= g.CAPSULE:
             continue
         ox, oy, oz = _origin(world, o, t)
         if _within(ox, oy, oz, _reach(world, o, reach), sx, sy, sz):
@@ -155,7 +157,8 @@ def _least_room(world, count, at, t, x, y, z, sx, sy, sz, reach, inside_convex):
 def march(world, count, at, t, ax, ay, az, bx, by, bz, room, free_b):
     """How far along the segment a -> b a point free at a (with ``room`` there) gets at time t: b
     when no solid lies between, else the last point the march reached before the first one.
-    ``free_b``: b is known to be free (then no convex arena object needs looking at).
+    ``free_b``: 1.0 when b is known to be free (then no convex arena object needs looking at),
+    else 0.0 (a float, as :func:`_least_room`'s flag).
 
     The march steps by the room it has (a ball that holds no solid), less :data:`SKIN`, or by
     1/:data:`MARCH` of the segment where that is less: only a solid shorter than that along the
@@ -228,7 +231,7 @@ def project(world, count, at, t, x, y, z, planar):
         x, y, z = x + dx, y + dy, z + dz
         last, pushes = k, pushes + 1
         c, gx, gy, gz, k = _deepest(world, count, at, t, x, y, z)
-    return x, y, z, c > 0.0 and _least_room(world, count, at, t, x, y, z, x, y, z, 0.0, False) > 0.0
+    return x, y, z, c > 0.0 and _least_room(world, count, at, t, x, y, z, x, y, z, 0.0, 0.0) > 0.0
 
 
 @exact
@@ -245,7 +248,7 @@ def escape(world, count, at, t, x, y, z, planar, radius):
                         continue
                     u = radius / math.sqrt(i * i + j * j + k * k)
                     qx, qy, qz = x + u * i, y + u * j, z + u * k
-                    room = _least_room(world, count, at, t, qx, qy, qz, qx, qy, qz, 0.0, False)
+                    room = _least_room(world, count, at, t, qx, qy, qz, qx, qy, qz, 0.0, 0.0)
                     if room > best:
                         best, bx, by, bz = room, qx, qy, qz
         if best > 0.0:
@@ -261,14 +264,14 @@ def _move(world, count, at, t, ox, oy, oz, x, y, z, length, room, room_p, planar
     if room_p > 0.0:
         if room + room_p >= length:  # the balls of room around o and p cover the move
             return x, y, z
-        return march(world, count, at, t, ox, oy, oz, x, y, z, room, True)
+        return march(world, count, at, t, ox, oy, oz, x, y, z, room, 1.0)
     qx, qy, qz, freed = project(world, count, at, t, x, y, z, planar)
     ex, ey, ez = qx - x, qy - y, qz - z
     if freed and ex * ex + ey * ey + ez * ez <= length * length:
-        mx, my, mz = march(world, count, at, t, ox, oy, oz, qx, qy, qz, room, True)
+        mx, my, mz = march(world, count, at, t, ox, oy, oz, qx, qy, qz, room, 1.0)
         if mx == qx and my == qy and mz == qz:
             return qx, qy, qz
-    return march(world, count, at, t, ox, oy, oz, x, y, z, room, False)
+    return march(world, count, at, t, ox, oy, oz, x, y, z, room, 0.0)
 
 
 @exact
@@ -289,19 +292,19 @@ def keep_out(x, y, z, ox, oy, oz, world, t, planar):
     count, at = listed(world)
     dx, dy, dz = x - ox, y - oy, z - oz
     length = math.sqrt(dx * dx + dy * dy + dz * dz)
-    room_p = _least_room(world, count, at, t, x, y, z, x, y, z, length, False)
+    room_p = _least_room(world, count, at, t, x, y, z, x, y, z, length, 0.0)
     if room_p > length:  # the ball of room around p holds the whole move: most boids, most steps
         return x, y, z
-    room = _least_room(world, count, at, t, ox, oy, oz, ox, oy, oz, length, False)
+    room = _least_room(world, count, at, t, ox, oy, oz, ox, oy, oz, length, 0.0)
     if room > 0.0:
         return _move(world, count, at, t, ox, oy, oz, x, y, z, length, room, room_p, planar)
     qx, qy, qz, freed = project(world, count, at, t, ox, oy, oz, planar)
     if not freed:
-        depth = -_least_room(world, count, at, t, ox, oy, oz, ox, oy, oz, 0.0, False)
+        depth = -_least_room(world, count, at, t, ox, oy, oz, ox, oy, oz, 0.0, 0.0)
         qx, qy, qz, freed = escape(world, count, at, t, ox, oy, oz, planar, max(depth, SKIN))
     if not freed:  # nowhere free within 2^23 times its depth: the world leaves it no room
         return x, y, z
     x, y, z = qx + dx, qy + dy, qz + dz
-    room = _least_room(world, count, at, t, qx, qy, qz, qx, qy, qz, length, False)
-    room_p = _least_room(world, count, at, t, x, y, z, x, y, z, length, False)
+    room = _least_room(world, count, at, t, qx, qy, qz, qx, qy, qz, length, 0.0)
+    room_p = _least_room(world, count, at, t, x, y, z, x, y, z, length, 0.0)
     return _move(world, count, at, t, qx, qy, qz, x, y, z, length, room, room_p, planar)
