@@ -24,8 +24,8 @@ neighbour, as it begins its escape, and once with a chance every reaction time w
 neighbour escapes (``escape.looks``).
 
 What the twin's difference also holds: a bird that zig-zagged has moved sideways, so behind the
-front the change does not return to zero; that remainder is smaller than the pulse that passed,
-so a place's largest change is the pulse's.
+front the change does not return to zero; in these runs that remainder is smaller than the pulse
+that passed, so a place's largest change is the pulse's.
 """
 
 from __future__ import annotations
