@@ -351,17 +351,17 @@ BENCHMARKS = HERE.parent / "benchmarks"
 @pytest.mark.slow
 def test_the_gpu_benchmark_checks_each_column_and_prints_its_table():
     shapes = ["split+guard/72", "fused/72@float32"]
-    out = python(str(BENCHMARKS / "gpu.py"), "--tiny", "40", "--shapes", *shapes)
+    out = python(str(BENCHMARKS / "gpu.py"), "--tiny", "40", "--meshes", "40", "--shapes", *shapes)
     assert out.returncode == 0, out.stderr[-3000:]
     check = next(line for line in out.stdout.splitlines() if line.startswith("check:"))
     f64, f32 = (float(value) for value in re.findall(r"([0-9.e+-]+) \(float(?:64|32)\)", check))
     assert f64 < 1e-9 and 0 < f32 < 1e-4, check  # float32 differs, by its rounding only
-    rows = [
-        line for line in out.stdout.splitlines() if line.startswith("| bench") or line.startswith("| circles")
-    ]
+    rows = [line for line in out.stdout.splitlines() if line.startswith(("| bench", "| circles", "| 5 mesh"))]
     header = next(line for line in out.stdout.splitlines() if line.startswith("| scene"))
     assert "GPU split+guard/72 |" in header and "GPU fused/72 float32 |" in header
-    assert len(rows) == 2 and all(row.count(" ms (") == 3 for row in rows), rows  # the CPU and 2 GPU cells
+    assert len(rows) == 3 and all(row.count(" ms (") == 3 for row in rows), rows  # the CPU and 2 GPU cells
+    # the mesh row set against the bench row of the same size (the float64 column of each)
+    assert re.search(r"5 mesh objects, 40 boids: [0-9.]+x the bench scene's steps/s", out.stdout), out.stdout
 
 
 @needs_numba_cuda
