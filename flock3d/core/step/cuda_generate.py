@@ -318,6 +318,11 @@ class _CudaGenerator(_Generator):
         # Where the candidate lies, or in a periodic box its image nearest the boid (the offsets').
         return "px + dx, py + dy, pz + dz" if self.layout.periodic else super()._candidate_position(b)
 
+    def _outlined(self, c: _Lines, name: str, body: list[str], outputs: list[str]) -> None:
+        """The CPU's function of a user call (:meth:`_Module._outlined`) written in place: a
+        device function has no ``try`` to keep out of the kernel."""
+        c(*body)
+
     @staticmethod
     def _user_call(c: _Lines, call: str, weight: str) -> None:
         """The CPU's call of a user function (:meth:`_Pairs._user_call`) without its ``try``: a

@@ -9,8 +9,10 @@ turn, move and in-place updates (:mod:`~flock3d.core.step.moves`) are its other 
 
 from __future__ import annotations
 
+import builtins
 import inspect
 import re
+import symtable
 from typing import Any
 
 from flock3d.core.models import MODELS_BY_NAME, Model, columns
@@ -47,6 +49,7 @@ class _Module(Emit, ModelEmit):
         self.all_reads = reads  # all it reads, known in the second pass (unpacked before they are read)
         self.worlds: set[str] = set()  # its world data read
         self.modules: dict[str, str] = {}  # term module -> the name it is imported under
+        self.outlined: list[str] = []  # the module's functions calling user functions (_outlined)
 
     # what terms ask of the generator (Emit) ---------------------------------------------------
 
@@ -104,7 +107,40 @@ class _Module(Emit, ModelEmit):
         else:
             functions = [("_compiled", template.advance, self._advance_holes())]
         bodies = [f"@{decorator}\n" + self._fill(fn, holes) for decorator, fn, holes in functions]
-        return self._header() + "\n" + "\n\n".join(bodies)
+        return self._header() + "\n" + "\n\n".join([*self.outlined, *bodies])
+
+    def _outlined(self, c: _Lines, name: str, body: list[str], outputs: list[str]) -> None:
+        """``body``, lines that call a user function in a ``try``, as a function ``name`` of the
+        module, and a call of it here: its arguments are the locals ``body`` reads, it returns
+        ``outputs``, and a ``failed`` among them fails the caller's boid too.
+
+        Numba's front end takes seconds for each ``try`` in a function as large as a chunk, and
+        more for each one after the first, but little in a function of its own; the call costs
+        a step time (a boid makes one a rule or force, not one a pair). So a layout calling one
+        user function keeps ``body`` in place, and one calling several outlines each."""
+        if len(self.layout.rules) + len(self.layout.forces) < 2:
+            c(*body)
+            return
+        source = "def f():\n" + "\n".join("    " + line for line in body)
+        table = symtable.symtable(source, "<outlined>", "exec").get_children()[0]
+        known = {*dir(builtins), *vars(template), "C", "read_only", *self.modules.values()}
+        params = sorted(
+            symbol.get_name()
+            for symbol in table.get_symbols()
+            if symbol.is_referenced() and not symbol.is_assigned()
+            and symbol.get_name() not in known and not symbol.get_name().startswith("U_")
+        )  # fmt: skip
+        arguments = ", ".join(params)
+        self.outlined.append(
+            f"@_compiled\ndef {name}({arguments}):\n"
+            + ("    failed = False\n" if "failed" in outputs else "")
+            + "".join(f"    {line}\n" if line else "\n" for line in body)
+            + f"    return {', '.join(outputs)}\n"
+        )
+        results = [f"{name}_failed" if out == "failed" else out for out in outputs]
+        c(f"{', '.join(results)} = {name}({arguments})")
+        if "failed" in outputs:
+            c(f"failed = failed or {name}_failed")
 
     def _imports(self, source_module) -> list[str]:
         """The generated module's imports: those of its template ``source_module`` (from ``import

@@ -138,7 +138,7 @@ class _Moves:
                 if isinstance(term, PairTerm):
                     self._pair_loop(c, [term], b)
                 else:
-                    self._user_pair_loop(c, int(stage[len("rule") :]))
+                    self._user_rule(c, int(stage[len("rule") :]))
             self._finish(c, stage)
             if L.planar:
                 c("tz = 0.0")

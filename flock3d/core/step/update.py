@@ -31,7 +31,9 @@ class _BoidUpdate:
             k = int(stage[len("force") :])
             c("p_i[0], p_i[1], p_i[2] = px, py, pz", "v_i[0], v_i[1], v_i[2] = vx, vy, vz",
               f"w = {v(f'force{k}_w')}")  # fmt: skip
-            self._user_call(c, f"U_force{k}(read_only(p_i), read_only(v_i), now)", "w * ")
+            call = _Lines()
+            self._user_call(call, f"U_force{k}(read_only(p_i), read_only(v_i), now)", "w * ")
+            self._outlined(c, f"_force{k}", call, ["outcome", "tx", "ty", "tz"])
             c("if outcome != OK:",
               f"    record(status, t, outcome, boid, {len(L.rules) + k})",
               "    failed = True",
@@ -47,7 +49,7 @@ class _BoidUpdate:
         self._pair_loop(c, pair, b)
         if L.combine == "sum":
             for k in range(n_rules):
-                self._user_pair_loop(c, k)
+                self._user_rule(c, k)
             c("ax = ay = az = 0.0")
             for stage in L.stages:
                 self._finish(c, stage)
@@ -69,7 +71,7 @@ class _BoidUpdate:
                     c(*term.line(self))
                     continue
                 if stage.startswith("rule"):
-                    self._user_pair_loop(c, int(stage[len("rule") :]))
+                    self._user_rule(c, int(stage[len("rule") :]))
                 self._finish(c, stage)
                 if L.planar:
                     c("tz = 0.0")
