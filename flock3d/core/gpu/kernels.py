@@ -16,15 +16,17 @@ import math
 from numba import float64, int64
 
 from flock3d.core.gpu.cells import cell_key, cell_of
-from flock3d.core.gpu.device import cuda
+from flock3d.core.gpu.device import cuda, simulated
 from flock3d.core.kernel import heading, hunt
 from flock3d.core.neighbors import grid_shape
 
 __all__ = ["TPB", "blocks", "BOUND_THREADS", "bounds_partial", "bounds_grid", "count_cells", "scan_blocks",
            "add_offsets", "SPAN", "scatter", "sort_cells", "gather", "hunting"]  # fmt: skip
 
-#: Threads a block.
-TPB = 128
+#: Threads a block. numba's CUDA simulator runs each thread of a block as a Python thread and
+#: polls them all: the tests' flocks of tens of boids there take blocks of 32, a quarter of the
+#: threads to start and poll, and their scans span several blocks, as a large flock's do.
+TPB = 32 if simulated() else 128
 #: Threads that each bound a stride of the positions (bounds_partial), reduced by one block.
 BOUND_THREADS = 64 * TPB
 #: Entries a thread of scan_blocks adds up serially, and entries a block scans.
