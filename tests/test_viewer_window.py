@@ -501,6 +501,7 @@ def test_a_scene_with_one_second_steps_runs(qt_app, viewer, tmp_path):
     assert viewer.snapshot.step_count - start >= 2  # one step per simulated second
 
 
+@pytest.mark.slow  # 3,000 frames in software OpenGL: 25-28 s
 @pytest.mark.skipif(
     sys.version_info >= (3, 12), reason="None is immortal from Python 3.12: its count never moves"
 )
