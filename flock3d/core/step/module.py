@@ -115,9 +115,9 @@ class _Module(Emit, ModelEmit):
         ``outputs``, and a ``failed`` among them fails the caller's boid too.
 
         Numba's front end takes seconds for each ``try`` in a function as large as a chunk, and
-        more for each one after the first, but little in a function of its own; the call costs
-        a step time (a boid makes one a rule or force, not one a pair). So a layout calling one
-        user function keeps ``body`` in place, and one calling several outlines each."""
+        more for each one after the first, but little in a function of its own. The call is paid
+        in step time, once a boid for each rule or force (not once a pair). So a layout calling
+        one user function keeps ``body`` in place, and one calling several outlines each."""
         if len(self.layout.rules) + len(self.layout.forces) < 2:
             c(*body)
             return
