@@ -53,13 +53,13 @@ def _lower_rint() -> None:
         pass
 
 
-if cuda is not None and os.environ.get("NUMBA_ENABLE_CUDASIM", "0") in ("", "0"):
-    _lower_rint()
-
-
 def simulated() -> bool:
     """Whether kernels run in numba's CUDA simulator (``NUMBA_ENABLE_CUDASIM=1``)."""
     return os.environ.get("NUMBA_ENABLE_CUDASIM", "0") not in ("", "0")
+
+
+if cuda is not None and not simulated():
+    _lower_rint()
 
 
 def missing() -> str:

@@ -127,8 +127,9 @@ class _Pairs:
                 c(f"n_{term.name} = n_{first}")
 
     def _user_rule(self, c: _Lines, k: int) -> None:
-        """User pair rule k's sums over the boid's candidates (``n_rule<k>``, ``s_rule<k>_*``), by
-        a function of the module's own (:meth:`_outlined`); a failed call sets ``failed``."""
+        """User pair rule k's sums over the boid's candidates (``n_rule<k>``, ``s_rule<k>_*``), in
+        place or by a function of the module's own (:meth:`_outlined` chooses); a failed call sets
+        ``failed``."""
         body = _Lines()
         self._user_pair_loop(body, k)
         self._outlined(c, f"_rule{k}", body, ["failed", f"n_rule{k}", *(f"s_rule{k}_{a}" for a in "xyz")])
