@@ -7,6 +7,7 @@ import re
 import shutil
 import subprocess
 import sys
+import threading
 import time
 
 import imageio.v3 as iio
@@ -361,10 +362,11 @@ def test_the_first_compile_is_announced_and_nothing_freezes(qt_app, tmp_path, mo
     from flock3d.viewer.session import Session
 
     warm_up = Session._warm_up
+    compiled = threading.Event()  # the compile lasts until the test ends it: no race with a busy machine
 
     def slow_compile(self):
-        time.sleep(2.0)  # as the first numba compile of a fresh install does, only shorter
-        warm_up(self)
+        compiled.wait(60)  # as the first numba compile of a fresh install does
+        return warm_up(self)
 
     monkeypatch.setattr(Session, "_warm_up", slow_compile)
     v = ViewerWindow(
@@ -378,12 +380,15 @@ def test_the_first_compile_is_announced_and_nothing_freezes(qt_app, tmp_path, mo
         frames = v.frames_drawn
         pump(qt_app, 1.0)
         assert v.frames_drawn >= frames + 3  # the window keeps drawing meanwhile (a loaded machine's pace)
+        assert not v.session.first_step_done
+        compiled.set()
         deadline = time.time() + 30
         while not v.session.first_step_done and time.time() < deadline:
             pump(qt_app, 0.1)
         pump(qt_app, 0.5)
         assert not v.hud.notice.isVisible() and v.snapshot.step_count > 0
     finally:
+        compiled.set()
         v.close()
         pump(qt_app, 0.2)
 
