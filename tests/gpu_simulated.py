@@ -228,13 +228,16 @@ def scripted(name: str, engine: str) -> tuple[Flock, str]:
     return flock, ""
 
 
-def scene_flock(name: str, engine: str) -> Flock:
-    """A flock of scene case ``name`` (:data:`SCENE_CASES`), of 60 boids, stepped by ``engine``."""
+def scene_flocks(name: str, engines: tuple[str, ...]) -> list[Flock]:
+    """A flock of scene case ``name`` (:data:`SCENE_CASES`), of 60 boids, for each of ``engines``.
+
+    The scene is resolved once: here numba runs nothing compiled, so its validation's start
+    check (a clearance at thousands of points) runs in Python, for seconds a resolve."""
     from flock3d.scene import resolve_scene
 
     source, overrides = SCENE_CASES[name]
     scene = resolve_scene(source, overrides=[*overrides, "flock.count = 60"])
-    return Flock.from_scene(scene, seed=7, engine=engine)
+    return [Flock.from_scene(scene, seed=7, engine=engine) for engine in engines]
 
 
 def stepped(flock: Flock, calls: tuple[int, ...] = (STEPS,)) -> str:
@@ -255,7 +258,7 @@ def run(name: str) -> dict:
     start = time.perf_counter()
     engine.SHAPE = Shape(max_registers=64, split=True, guard=True) if name in SPLIT else DEFAULT_SHAPE
     if name in SCENE_CASES:
-        gpu, ref, again = scene_flock(name, "gpu"), scene_flock(name, "reference"), None
+        (gpu, ref), again = scene_flocks(name, ("gpu", "reference")), None
         gpu.step(STEPS)
         ref.step(STEPS)
         gpu_error = ref_error = ""
@@ -381,7 +384,38 @@ def sizings(calls: list[int], every: int = 2) -> list[int]:
     return sized
 
 
+def split_shared_arrays(rounds: int) -> int:
+    """In how many of ``rounds`` a block's 32 threads, asking for its shared array at once with
+    the interpreter switching threads as often as it can, got more than one array (numba-cuda's
+    simulator: :func:`flock3d.core.gpu.device._quicker_simulator`)."""
+    import threading
+
+    from numba.cuda.simulator.kernelapi import FakeCUDAShared
+
+    sys.setswitchinterval(1e-5)
+    split = 0
+    for _ in range(rounds):
+        shared, start, got = FakeCUDAShared(0), threading.Barrier(32), [None] * 32
+
+        def thread(k: int, shared=shared, start=start, got=got) -> None:
+            start.wait()
+            got[k] = shared.array(32, np.int64)
+
+        threads = [threading.Thread(target=thread, args=(k,)) for k in range(32)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        split += len({id(a) for a in got}) > 1
+    return split
+
+
 if __name__ == "__main__":
+    if sys.argv[1:2] == ["--shared"]:
+        import flock3d.core.gpu.device  # noqa: F401 - what it does to the simulator is tested
+
+        print(split_shared_arrays(int(sys.argv[2])))
+        sys.exit(0)
     if sys.argv[1:2] == ["--sizings"]:
         warnings.simplefilter("ignore", RuntimeWarning)
         print(json.dumps({"split": sizings([1, 2, 3]), "whole": sizings([6])}))

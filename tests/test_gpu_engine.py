@@ -128,6 +128,15 @@ def test_the_device_sizes_its_grid_at_the_same_steps_of_the_flock_however_the_ca
     assert json.loads(out.stdout) == {"split": [1, 1, 1], "whole": [3]}
 
 
+@needs_numba_cuda
+def test_a_blocks_threads_share_its_shared_array_under_the_simulator_however_often_they_switch():
+    # numba-cuda 0.30's simulator looks a block's shared array up with a check-then-insert: as
+    # numba-cuda has it, 8 and 13 of 50 rounds split it. The engine locks it, and switches often.
+    out = python(str(HERE / "gpu_simulated.py"), "--shared", "50")
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert out.stdout.strip() == "0"
+
+
 @pytest.mark.parametrize(
     "params, named",
     [
