@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import logging
 
-import numpy as np
+import numba
 import pytest
 
 import flock3d
@@ -32,38 +32,42 @@ def _rule(scale: float):
     return push
 
 
+def _another_compile() -> None:
+    """A compile of a function new to numba (a burst of its own, of a fraction of a second)."""
+    compiling.watch()
+    numba.njit(lambda x: x + 1)(1)
+
+
 def test_a_compile_from_python_says_one_line(capsys):
     flock = flock3d.Flock(flock3d.Params(count=20), seed=1, rules=[_rule(0.25)])
     flock.step(2)
     assert capsys.readouterr().err.splitlines() == [COMPILING]
     flock.step(2)  # compiled: nothing more
-    flock3d.Flock(flock3d.Params(count=20), seed=1, rules=[_rule(0.3)]).step(1)  # within QUIET s: silent
+    _another_compile()  # within QUIET s of the one that spoke: silent
     assert capsys.readouterr().err == ""
     assert compiling.compiling_since() is None  # no compile runs now
 
 
-def test_the_line_is_silenced_through_its_logger(capsys):
+def test_the_line_is_silenced_through_its_logger(capsys, monkeypatch):
     logger = logging.getLogger("flock3d.compiling")
     level = logger.level
     logger.setLevel(logging.WARNING)
     try:
-        flock3d.Flock(flock3d.Params(count=20), seed=1, rules=[_rule(0.5)]).step(2)
+        _another_compile()
     finally:
         logger.setLevel(level)
     assert capsys.readouterr().err == ""
+    monkeypatch.setattr(compiling._watch, "said_at", None)  # as if the silenced one was long ago
+    _another_compile()  # the logger as it was: the line again
+    assert capsys.readouterr().err.splitlines() == [COMPILING]
 
 
 def test_a_block_says_its_own_line_once_and_the_window_sees_the_wait(capsys):
     seen: list[float | None] = []
-
-    @flock3d.force
-    def watch(position, velocity, time):  # runs in the step: the compile is over by then
-        return np.zeros(3)
-
     with compiling.notices("flock3d: compiling the test..."):
         compiling._watch.start()  # as numba starts a compile: the window's clock runs
         seen.append(compiling.compiling_since())
         compiling._watch.end()
-        flock3d.Flock(flock3d.Params(count=20), seed=2, rules=[_rule(0.75)], forces=[watch]).step(1)
+        _another_compile()  # a second burst in the block: nothing more
     assert seen[0] is not None and compiling.compiling_since() is None
     assert capsys.readouterr().err.splitlines() == ["flock3d: compiling the test..."]
