@@ -80,6 +80,7 @@ def test_bench_prints_the_table(monkeypatch):
     assert all(r[-1] == "6.50s" for r in rows) and "cold" in text  # the cold-compile column
 
 
+@pytest.mark.slow  # the only test that compiles its 21 layouts: 70-85 s from an empty cache
 def test_bench_variants_table_lists_every_option():
     out = io.StringIO()
     rows = bench.run_variants(n=300, steps=2, min_seconds=0.0, out=out, cold_starts=False)
