@@ -65,12 +65,13 @@ def _quicker_simulator() -> None:
 
     The simulator runs each thread of a block as a Python thread, and a block manager that polls
     them in a loop holding the GIL: a thread it waits for runs only at the interpreter's next
-    switch, and Python's 5 ms between switches leave a test's kernels waiting most of their time.
-    0.2 ms halves a simulated case. But numba-cuda 0.30's simulator finds a block's shared array
-    by the line that asks for it with a check-then-insert that no lock guards, so that two
-    threads switched between the two get an array each and the block's threads no longer share
-    it (the more often, the shorter the interval). So the interval is shortened only with that
-    lookup locked; where the simulator is laid out otherwise, both stay as they are.
+    switch, so at Python's 5 ms between switches a test's kernels mostly wait, and at 0.2 ms
+    they run (benchmarks/NOTES.md has the figures). But numba-cuda 0.30's simulator finds a
+    block's shared array by the line that asks for it with a check-then-insert that no lock
+    guards, so that two threads switched between the two get an array each and the block's
+    threads no longer share it (the more often, the shorter the interval). So the interval is
+    shortened only with that lookup locked; where the simulator is laid out otherwise, both
+    stay as they are.
     """
     try:
         from numba.cuda.simulator.kernelapi import FakeCUDAShared
@@ -90,8 +91,9 @@ def _quicker_simulator() -> None:
         with lock:
             found = self._allocations.get(key)
             if found is None:
-                found = self._allocations[key] = np.empty(shape, as_dtype(dtype) if isinstance(
-                    dtype, numba.types.Type) else dtype)  # fmt: skip
+                if isinstance(dtype, numba.types.Type):
+                    dtype = as_dtype(dtype)
+                found = self._allocations[key] = np.empty(shape, dtype)
         return found
 
     FakeCUDAShared.array = array
