@@ -5,7 +5,8 @@ The simulator must be chosen before numba is imported, and it hands the kernels'
 flock3d's numba components as Python objects, which compiled code cannot take: so the cases run
 in a process of their own with NUMBA_ENABLE_CUDASIM=1 and NUMBA_DISABLE_JIT=1
 (``gpu_simulated.py``), a process for each batch of cases; the test processes keep their
-compiled engines. At 60 to 120 boids and 3 steps a case takes 1 to 4 s there.
+compiled engines. At 60 to 120 boids and 3 steps a case takes 0.5 to 3 s there (a scene case
+about 6 s: the scene's validation runs in Python too).
 """
 
 from __future__ import annotations
