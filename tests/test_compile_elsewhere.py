@@ -4,10 +4,13 @@ line, never a hang, and leaves no process behind."""
 
 from __future__ import annotations
 
+import os
+import subprocess
 import sys
 import textwrap
 import threading
 import time
+from pathlib import Path
 
 import numba
 import pytest
@@ -162,6 +165,34 @@ def test_a_killed_child_says_so_and_a_cancelled_one_is_ended(jitted):
     assert time.monotonic() - began < 30 and not elsewhere._children
     with pytest.raises(elsewhere.CompileFailed, match="took over 0.5 s; it was stopped"):
         elsewhere.compile_in_child(f"{jitted.__name__}:hang", timeout=0.5)
+
+
+def test_a_parent_killed_mid_compile_leaves_no_file_and_no_child(jitted, tmp_path):
+    # A window killed (SIGKILL: no cleanup runs) while its child compiles.
+    script = textwrap.dedent(f"""
+        import os, threading, time
+        from flock3d.core import elsewhere
+        job = ("{jitted.__name__}:hang",)
+        threading.Thread(target=elsewhere.compile_in_child, args=job, daemon=True).start()
+        deadline = time.monotonic() + 60
+        while not elsewhere._children and time.monotonic() < deadline:
+            time.sleep(0.02)
+        time.sleep(1.0)  # the child has its job
+        print(*(child.pid for child in elsewhere._children), flush=True)
+        os.kill(os.getpid(), 9)
+    """)
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    env = {**os.environ, "TMPDIR": str(temp)}
+    command = [sys.executable, "-c", script]
+    killed = subprocess.run(command, capture_output=True, text=True, env=env, timeout=120)
+    assert killed.returncode == -9 and len(killed.stdout.split()) == 1, killed.stdout + killed.stderr
+    child = int(killed.stdout)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and Path(f"/proc/{child}").exists():
+        time.sleep(0.05)  # it ends with its parent: its stdin closed
+    assert not Path(f"/proc/{child}").exists()
+    assert list(temp.iterdir()) == []
 
 
 def test_a_session_whose_child_fails_stops_with_one_line(fresh_steps, monkeypatch):

@@ -5,10 +5,11 @@ a window's process kept its event loop waiting up to 0.4 s between turns (a quie
 cores). So a window's threads ask for compiled code within :func:`flock3d.core.compiling.forbidden`,
 which loads it from numba's disk cache (milliseconds, no compile) and raises
 :class:`~flock3d.core.compiling.CompileNeeded` where the cache lacks it; :func:`load_or_compile`
-then has a child process, this module run as ``python -m flock3d.core.elsewhere JOB``, call the
-same code, which compiles it into the cache, and loads it again.
+then has a child process (:data:`CHILD`) call the same code, which compiles it into the cache, and
+loads it again.
 
-The child calls ``target(*args)`` from a pickled job file (``target`` is ``"module:name"``). It
+The child calls ``target(*args)``, its job pickled on its stdin (``target`` is ``"module:name"``):
+no file is written, so a parent killed mid-compile leaves nothing behind. It
 says ``compiling`` on stdout when its first compile starts, and the parent shows the wait as its
 own (:func:`~flock3d.core.compiling.child_started`: the stderr line, a window's notice). It ends
 with its parent (its stdin closes), and on a failure with one line on stderr and status 1, which
@@ -18,13 +19,13 @@ the parent raises as a one-line :class:`CompileFailed`. A child the parent no lo
 
 from __future__ import annotations
 
+import collections
 import importlib
 import logging
 import os
 import pickle
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -53,6 +54,10 @@ NICENESS = 5
 class CompileFailed(RuntimeError):
     """A child process could not compile (it failed, was killed or ran past its timeout): one line."""
 
+
+#: The child's command line after the interpreter, its niceness following. Not ``-m`` this module:
+#: the package has imported it first, and runpy warns on the child's stderr that it had.
+CHILD = ("-P", "-c", "from flock3d.core.elsewhere import _main; _main()")
 
 _children: set[subprocess.Popen] = set()  # running, so that cancel_all() can end them
 _children_lock = threading.Lock()
@@ -110,60 +115,70 @@ def compile_in_child(
     """
     if _cancelled_all.is_set():
         _cancelled_all.clear()  # a new window: children are wanted again
-    with tempfile.TemporaryDirectory(prefix="flock3d-compile-") as folder:
-        job = Path(folder) / "job.pickle"
-        job.write_bytes(pickle.dumps((target, args), protocol=pickle.HIGHEST_PROTOCOL))
-        with open(Path(folder) / "stderr", "w+b") as errors:
-            child = subprocess.Popen(
-                [sys.executable, "-P", "-m", "flock3d.core.elsewhere", str(job), str(niceness)],
-                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=errors, env=child_environment(),
-            )  # fmt: skip
-            with _children_lock:
-                _children.add(child)
-            announced = threading.Event()
+    job = pickle.dumps((target, args), protocol=pickle.HIGHEST_PROTOCOL)
+    child = subprocess.Popen(
+        [sys.executable, *CHILD, str(niceness)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=child_environment(),
+    )  # fmt: skip
+    with _children_lock:
+        _children.add(child)
+    announced = threading.Event()
+    said: collections.deque[bytes] = collections.deque(maxlen=20)  # the end of the child's stderr
 
-            def relay() -> None:  # the child's word that it compiles: the wait is shown here
-                for said in child.stdout:
-                    if announce and said.strip() == SAID and not announced.is_set():
-                        announced.set()
-                        compiling.child_started(line)
+    def relay() -> None:  # the child's word that it compiles: the wait is shown here
+        for out in child.stdout:
+            if announce and out.strip() == SAID and not announced.is_set():
+                announced.set()
+                compiling.child_started(line)
 
-            reader = threading.Thread(target=relay, name="flock3d-compile-relay", daemon=True)
-            reader.start()
-            deadline = time.monotonic() + timeout
-            code: int | None = None
+    readers = [
+        threading.Thread(target=relay, name="flock3d-compile-relay", daemon=True),
+        threading.Thread(target=said.extend, args=(child.stderr,), name="flock3d-compile-said", daemon=True),
+    ]
+    for reader in readers:
+        reader.start()
+    deadline = time.monotonic() + timeout
+    code: int | None = None
+    try:
+        try:  # the job, on the child's stdin; the pipe stays open, the child's lifeline
+            child.stdin.write(len(job).to_bytes(8, "little") + job)
+            child.stdin.flush()
+        except BrokenPipeError:
+            pass  # the child ended before it read its job: its status says why
+        while code is None:
             try:
-                while code is None:
-                    try:
-                        code = child.wait(POLL)
-                    except subprocess.TimeoutExpired:
-                        if cancelled() or _cancelled_all.is_set():
-                            return False
-                        if time.monotonic() > deadline:
-                            raise CompileFailed(
-                                f"compiling {target} in a child process took over {timeout:g} s; "
-                                "it was stopped"
-                            ) from None
-            finally:
-                if child.poll() is None:
-                    _kill(child)
-                with _children_lock:
-                    _children.discard(child)
-                child.stdin.close()
-                reader.join()  # the child's stdout ends with it
-                child.stdout.close()
-                if announced.is_set():
-                    compiling.child_ended()
-            if code == 0:
-                return True
-            if _cancelled_all.is_set():
-                return False
-            errors.seek(0)
-            said = errors.read().decode(errors="replace").strip().splitlines()
+                code = child.wait(POLL)
+            except subprocess.TimeoutExpired:
+                if cancelled() or _cancelled_all.is_set():
+                    return False
+                if time.monotonic() > deadline:
+                    raise CompileFailed(
+                        f"compiling {target} in a child process took over {timeout:g} s; it was stopped"
+                    ) from None
+    finally:
+        if child.poll() is None:
+            _kill(child)
+        with _children_lock:
+            _children.discard(child)
+        try:
+            child.stdin.close()
+        except BrokenPipeError:
+            pass
+        for reader in readers:
+            reader.join()  # the child's stdout and stderr end with it
+        child.stdout.close()
+        child.stderr.close()
+        if announced.is_set():
+            compiling.child_ended()
+    if code == 0:
+        return True
+    if _cancelled_all.is_set():
+        return False
+    lines = b"".join(said).decode(errors="replace").strip().splitlines()
     if code < 0:
         how = f"it was killed (signal {-code})"
     else:
-        how = said[-1].strip() if said else f"status {code}"
+        how = lines[-1].strip() if lines else f"status {code}"
     raise CompileFailed(f"compiling {target} in a child process failed: {how}")
 
 
@@ -213,6 +228,12 @@ def _end_with_parent() -> None:
     os._exit(3)
 
 
+def _read_job() -> tuple[str, tuple]:
+    """The job the parent writes first on stdin: its length (8 bytes) and its pickle."""
+    size = int.from_bytes(sys.stdin.buffer.read(8), "little")
+    return pickle.loads(sys.stdin.buffer.read(size))
+
+
 def _resolve(target: str) -> Callable[..., Any]:
     module, _, name = target.partition(":")
     found: Any = importlib.import_module(module)
@@ -221,7 +242,12 @@ def _resolve(target: str) -> Callable[..., Any]:
     return found
 
 
-def _child(job: str, niceness: int) -> int:
+def _child(niceness: int) -> int:
+    try:
+        target, args = _read_job()
+    except Exception as error:  # noqa: BLE001 - a parent gone before it wrote the job
+        print(f"no job on stdin: {type(error).__name__}", file=sys.stderr, flush=True)
+        return 1
     threading.Thread(target=_end_with_parent, daemon=True).start()
     if hasattr(os, "nice"):
         os.nice(niceness)
@@ -242,7 +268,6 @@ def _child(job: str, niceness: int) -> int:
 
     event.register("numba:compile", _Tell())
     try:
-        target, args = pickle.loads(Path(job).read_bytes())
         _resolve(target)(*args)
     except BaseException as error:  # noqa: BLE001 - said in one line, for the parent to raise
         text = " ".join(str(error).split()) or type(error).__name__
@@ -251,8 +276,9 @@ def _child(job: str, niceness: int) -> int:
     return 0
 
 
-if __name__ == "__main__":
-    status = _child(sys.argv[1], int(sys.argv[2]))
+def _main() -> None:
+    """The child's entry (:data:`CHILD`): ``sys.argv[1]`` is its niceness, its job on stdin."""
+    status = _child(int(sys.argv[1]))
     sys.stdout.flush()
     # Not sys.exit: at shutdown the thread blocked reading stdin would abort the interpreter.
     os._exit(status)
