@@ -15,7 +15,6 @@ Used by ``world_containment.py --adversarial`` (the table) and tests/test_never_
 
 from __future__ import annotations
 
-import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -269,9 +268,10 @@ BUILDERS: dict[str, Callable[[Path], World]] = {
 }
 
 
-def build(name: str, folder: Path | None = None) -> World:
-    """The adversarial world ``name`` (its files written into ``folder``, or a new temporary one)."""
-    return BUILDERS[name](folder or Path(tempfile.mkdtemp(prefix="flock3d-adversarial-")))
+def build(name: str, folder: Path) -> World:
+    """The adversarial world ``name``, its files (meshes, scenes) written into ``folder``, which the
+    caller removes once the world has run."""
+    return BUILDERS[name](folder)
 
 
 def run(world: World, steps: int, engine: str = "fast", count: int | None = None, seed: int = 1) -> dict:

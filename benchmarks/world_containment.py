@@ -29,6 +29,7 @@ from __future__ import annotations
 import argparse
 import statistics
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -72,9 +73,11 @@ def adversarial(names: list[str], steps: int, engines: list[str], count: int | N
           f"{'clipped':>8} {'deepest':>10} {'seconds':>8}")  # fmt: skip
     for name in names or list(worlds.BUILDERS):
         for engine in engines:
-            world, start = worlds.build(name), time.perf_counter()
-            # The reference engine is a loop in Python over the boids: a smaller flock.
-            r = worlds.run(world, steps, engine, count=count if engine == "fast" else REFERENCE_COUNT)
+            start = time.perf_counter()
+            with tempfile.TemporaryDirectory(prefix="flock3d-adversarial-") as folder:
+                world = worlds.build(name, Path(folder))
+                # The reference engine is a loop in Python over the boids: a smaller flock.
+                r = worlds.run(world, steps, engine, count=count if engine == "fast" else REFERENCE_COUNT)
             counts = (
                 f"{r['count']:>6,} {r['steps']:>6,} {r['inside']:>7,} {r['through']:>8,} {r['clipped']:>8,}"
             )
