@@ -423,6 +423,71 @@ def _base_text(scene: Scene, overrides: Sequence[str]) -> tuple[str, list[str]]:
     return scene.to_toml(), []
 
 
+#: Seconds to wait for a TCP connection to the scheduler before Dask's own connect.
+KNOCK_SECONDS = 5.0
+
+
+def _knock(address: str) -> None:
+    """Open and close a TCP connection to the scheduler at ``address`` first: Dask retries a refused
+    connection until its timeout (15 s), where a wrong port is known at once.
+
+    Raises:
+        SweepError: nothing answers there; one line, with the reason.
+    """
+    import socket
+
+    from distributed.comm.addressing import parse_address, parse_host_port
+
+    try:
+        scheme, location = parse_address(address)
+        if scheme not in ("tcp", "tls"):
+            return  # Dask's own connect says what is wrong with the others
+        host, port = parse_host_port(location)
+        socket.create_connection((host, port), timeout=KNOCK_SECONDS).close()
+    except (OSError, ValueError) as error:
+        reason = getattr(error, "strerror", None) or str(error) or "no answer"  # "Connection refused"
+        raise SweepError(f"cannot reach the Dask scheduler at {address} ({reason})") from None
+
+
+#: Seconds Dask's client may take to connect to the scheduler and greet it.
+CONNECT_SECONDS = 15.0
+
+
+def _connect(client: type, address: str):
+    """A Dask ``client`` of the scheduler at ``address``, connected within :data:`CONNECT_SECONDS`.
+
+    Dask's own timeout covers the connection, not the greeting: against a server that is not a Dask
+    scheduler (a web server on that port) its client waited for ever. So it connects on a thread of
+    its own, given up when the time is past (a daemon, which leaves with the process).
+
+    Raises:
+        SweepError: no Dask scheduler answered there; one line.
+    """
+    import threading
+
+    done: dict[str, Any] = {}
+
+    def connect() -> None:
+        try:
+            done["client"] = client(address, timeout=f"{CONNECT_SECONDS:g}s")
+        except BaseException as error:  # noqa: BLE001 - raised on the caller's thread below
+            done["error"] = error
+
+    thread = threading.Thread(target=connect, name="flock3d-dask-connect", daemon=True)
+    thread.start()
+    thread.join(CONNECT_SECONDS + KNOCK_SECONDS)
+    if "client" in done:
+        return done["client"]
+    error = done.get("error")
+    if error is None:
+        raise SweepError(
+            f"no Dask scheduler answered at {address} within {CONNECT_SECONDS + KNOCK_SECONDS:g} s"
+        )
+    if isinstance(error, (OSError, TimeoutError, ValueError)):
+        raise SweepError(f"cannot reach the Dask scheduler at {address} ({error})") from None
+    raise error
+
+
 class _client:
     """A Dask client: on the scheduler at ``address``, or on a local cluster of processes."""
 
@@ -435,10 +500,8 @@ class _client:
         from dask.distributed import Client, LocalCluster
 
         if self.address:
-            try:
-                self.client = Client(self.address, timeout="15s")
-            except (OSError, TimeoutError, ValueError) as error:
-                raise SweepError(f"cannot reach the Dask scheduler at {self.address} ({error})") from None
+            _knock(self.address)
+            self.client = _connect(Client, self.address)
             return self.client
         self.cluster = LocalCluster(
             n_workers=self.workers or os.cpu_count() or 1,

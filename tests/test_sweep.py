@@ -2,6 +2,7 @@
 
 import os
 import re
+import time
 
 import numpy as np
 import pandas as pd
@@ -265,6 +266,23 @@ def test_a_full_disk_when_the_table_is_written_is_one_line_and_keeps_it(tmp_path
 
 
 @pytest.mark.slow
+def test_a_scheduler_address_where_no_dask_answers_is_one_line_in_bounded_time(tmp_path, monkeypatch):
+    # A port that accepts and never speaks Dask (a web server there): Dask's client waited for ever.
+    import socket
+
+    from flock3d import sweep
+
+    monkeypatch.setattr(sweep, "CONNECT_SECONDS", 1.0)
+    monkeypatch.setattr(sweep, "KNOCK_SECONDS", 0.5)
+    with socket.create_server(("127.0.0.1", 0)) as server:
+        address = f"tcp://127.0.0.1:{server.getsockname()[1]}"
+        began = time.monotonic()
+        out = flock3d("sweep", "couzin/torus", "--steps", "10", "--param", "zones.orientation_width=1",
+                      "--out", tmp_path / "z.csv", "--scheduler", address)  # fmt: skip
+    assert_clean_failure(out, f"no Dask scheduler answered at {address} within 1.5 s")
+    assert time.monotonic() - began < 30 and not (tmp_path / "z.csv").exists()
+
+
 def test_sweep_bad_input(tmp_path):
     other = tmp_path / "other.csv"
     other.write_text("a,b\n1,2\n")
