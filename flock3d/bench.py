@@ -357,7 +357,7 @@ def run_viewer(large: bool = False, seconds: float = 8.0, out=sys.stdout, engine
     print("first frame: seconds from the process start to the window's first drawn frame", file=out)
     print(
         "ms a frame: the simulation and the copy of the state drawn on the simulation's thread, beside "
-        "the frames; the instance data (each boid's colour and body) and the draw on the window's",
+        "the frames; the instance data (the boids' buffers the GPU draws from) and the draw on the window's",
         file=out,
     )
     return rows

@@ -266,6 +266,48 @@ def case_specks() -> dict:
     return out
 
 
+def case_gpu_colors() -> dict:
+    """300 boids in random headings coloured by heading on the GPU (the colour mode), and the same
+    with the CPU's heading map passed as each boid's colour."""
+    from flock3d.core.quaternion import forward
+    from flock3d.look.colors import heading_colors
+
+    state = random_flock(4, 7.0)
+    out = {}
+    for name, colors in (("gpu", None), ("cpu", heading_colors(forward(state.orientations)))):
+        r = renderer(ViewHints(show_arena=False, mesh="bird", boid_size=1.2, color_mode="heading"))
+        r.visuals.update(state, colors)
+        out[name] = downsample(r.canvas.render(alpha=False), r.supersample)
+        r.close()
+    return out
+
+
+def case_straddling_specks() -> dict:
+    """A row of boids from near the camera to far beyond the speck length, each in a column of its
+    own: drawn split between the bird and the speck, each visual's boids alone, and which boids are
+    shorter on screen than the speck length."""
+    import flock3d.viewer.renderer as renderer_module
+
+    n = 12
+    w = np.geomspace(5.0, 90.0, n)  # depths: the camera is 29.3 units from the centre, along -x
+    p = np.c_[w - 29.267, np.zeros(n), 0.045 * (np.arange(n) - 5.5) * w]  # 26 pixels apart
+    state = state_of(p, np.tile([0.0, 1.0, 0.0], (n, 1)))
+    r = renderer(ViewHints(show_arena=False, mesh="bird", boid_size=0.6, color_mode="uniform"), radius=10.0)
+    r.render(state)  # the first frame lays the view out: sizes on screen are known from the second
+    image = r.render(state)
+    bodies = r.visuals.bodies
+    alone = {}
+    for name, hidden in (("bodies_only", bodies.specks), ("specks_only", bodies.boids)):
+        hidden.visible = False  # what the other visual draws, alone
+        alone[name] = downsample(r.canvas.render(alpha=False), r.supersample)
+        hidden.visible = True
+    length = bodies.boids.pixels_per_unit(bodies.boids.clip_matrix()) * 0.6
+    w = p @ bodies.boids.clip_matrix()[:3, 3] + bodies.boids.clip_matrix()[3, 3]
+    return {"image": image, **alone, "screen": project(r, p),
+            "counts": np.array([bodies.specks.count, bodies.boids.count]),
+            "speck": (length / w < renderer_module.SPECK_PIXELS * r.supersample)}  # fmt: skip
+
+
 def case_species_meshes() -> dict:
     """Species a (left) and b (right) drawn with the meshes named (panel, a's, b's), as bodies
     and, with every boid shorter than SPECK_PIXELS, as specks."""
@@ -391,6 +433,8 @@ CASES = {
     "flown_banking": case_flown_banking,
     "contrast": case_contrast,
     "specks": case_specks,
+    "gpu_colors": case_gpu_colors,
+    "straddling_specks": case_straddling_specks,
     "species_meshes": case_species_meshes,
     "positions": case_positions,
     "heading": case_heading,

@@ -261,6 +261,30 @@ def test_far_boids_drawn_as_specks_look_like_the_bird(tmp_path):
     assert np.abs(data["specks"][specks].mean(axis=0) - data["birds"][birds].mean(axis=0)).max() < 20
 
 
+def test_the_gpu_colours_each_boid_by_heading_as_the_cpu_map_does(tmp_path):
+    data = probe("gpu_colors", tmp_path)
+    drawn = foreground_mask(data["cpu"])
+    assert drawn.sum() > 2000  # 300 birds
+    assert np.array_equal(foreground_mask(data["gpu"]), drawn)
+    assert np.abs(data["gpu"].astype(int) - data["cpu"].astype(int)).max() <= 2
+
+
+def test_a_flock_straddling_the_speck_length_draws_each_boid_once_in_one_visual(tmp_path):
+    data = probe("straddling_specks", tmp_path)
+    speck = data["speck"]
+    assert 0 < speck.sum() < len(speck)  # the row does straddle it
+    assert list(data["counts"]) == [speck.sum(), len(speck) - speck.sum()]
+
+    def seen(image):  # each boid's 7 x 7 pixels about where it projects: drawn or not
+        mask = foreground_mask(image)
+        return np.array([mask[round(y) - 3 : round(y) + 4, round(x) - 3 : round(x) + 4].any()
+                         for x, y in data["screen"]])  # fmt: skip
+
+    assert seen(data["image"]).all()
+    assert list(seen(data["bodies_only"])) == list(~speck)
+    assert list(seen(data["specks_only"])) == list(speck)
+
+
 @pytest.mark.slow
 def test_each_species_is_drawn_with_its_own_mesh(tmp_path):
     data = probe("species_meshes", tmp_path)

@@ -20,6 +20,7 @@ __all__ = [
     "SKY_BOTTOM",
     "MIN_CONTRAST",
     "heading_colors",
+    "heading_table",
     "ramp_colors",
     "uniform_colors",
     "species_colors",
@@ -130,6 +131,14 @@ def heading_colors(forwards: np.ndarray) -> np.ndarray:
     rgba = np.ones((len(f), 4), dtype=np.float32)
     rgba[:, :3] = _HEADING[i, j]
     return rgba
+
+
+def heading_table() -> np.ndarray:
+    """(256, 9, 3) float32 sRGB: the heading map :func:`heading_colors` reads, by compass step
+    (from +Z towards +X) and climb step (straight down to straight up), read-only."""
+    table = _HEADING.view()
+    table.flags.writeable = False
+    return table
 
 
 def ramp_colors(values: np.ndarray, low: float, high: float) -> np.ndarray:

@@ -1,9 +1,11 @@
 """The flock's bodies on the GPU: the boids as instanced meshes (one per shape when species have
 meshes of their own), far boids as specks, the predators and the halos around them.
 
-Per boid only its position, heading, colour, bank angle and wing beat go to the GPU, which builds
-its rotation, beats its wings and keeps it a few pixels long on screen (:mod:`flock3d.viewer.visuals`);
-far boids fade towards the sky (the depth cue).
+Per boid its position and orientation go to the GPU as the state holds them, with its bank angle
+and, in the colour modes the CPU computes, its colour: one set of buffers that every visual of the
+flock draws from (:mod:`flock3d.viewer.boids_visual`). The shader builds each boid's rotation and
+heading colour, beats its wings, keeps it a few pixels long on screen, and draws it in the visual of
+its mesh and size on screen; far boids fade towards the sky (the depth cue).
 """
 
 from __future__ import annotations
@@ -13,16 +15,15 @@ from typing import NamedTuple
 import numpy as np
 from vispy import scene
 
-from flock3d.core import quaternion
 from flock3d.core.params import Params
 from flock3d.core.state import FlockState
 from flock3d.look.boids import PREDATOR_SCALE, mesh, speck, wing_beat
 from flock3d.look.colors import PREDATOR_COLOR
-from flock3d.look.motion import BoidMotion, flap
+from flock3d.look.motion import BoidMotion, beat, flap
 from flock3d.look.outlines import ring
+from flock3d.viewer.boids_visual import Boids, Instances
 from flock3d.viewer.cameras import CameraFrame
 from flock3d.viewer.guides import segments
-from flock3d.viewer.visuals import Boids
 
 __all__ = ["Bodies", "MeshGroup", "FOG_MAX"]
 
@@ -48,6 +49,7 @@ class Bodies:
         pixel_scale: canvas pixels per pixel of the final picture (the halos' width scales with it).
 
     Attributes:
+        instances: the flock's per-boid buffers, which every visual of its boids draws from.
         boids: the boids of :attr:`mesh_name` drawn with their shape.
         species_boids: a visual for each mesh of a species' own other than :attr:`mesh_name`,
             made when first needed.
@@ -58,11 +60,13 @@ class Bodies:
     def __init__(self, view: scene.ViewBox, mesh_name: str, pixel_scale: float) -> None:
         self.view = view
         self.mesh_name = mesh_name
-        self.boids = Boids(*mesh(mesh_name), wing_beat(mesh_name), parent=view.scene)
+        self.instances = Instances()
+        self.boids = Boids(*mesh(mesh_name), wing_beat(mesh_name), self.instances, parent=view.scene)
         self.species_boids: dict[str, Boids] = {}
         self._groups: list[MeshGroup] | None = None
         self._grouped_for: tuple | None = None
-        self.specks = Boids(*speck(), wing_beat("speck"), parent=view.scene)
+        self._fixed_for: tuple | None = None  # what the buffers' fixed rows were written for
+        self.specks = Boids(*speck(), wing_beat("speck"), self.instances, parent=view.scene)
         self.predators = Boids(*mesh("cone"), parent=view.scene)
         self.halos = segments(view, 1.5 * pixel_scale)
         self.motion = BoidMotion()
@@ -97,7 +101,8 @@ class Bodies:
         if name == self.mesh_name:
             return self.boids
         if name not in self.species_boids:
-            self.species_boids[name] = Boids(*mesh(name), wing_beat(name), parent=self.view.scene)
+            shape = (*mesh(name), wing_beat(name), self.instances)
+            self.species_boids[name] = Boids(*shape, parent=self.view.scene)
         return self.species_boids[name]
 
     def aim(self, frame: CameraFrame, world_up, light, look, fog: tuple[float, float] | None,
@@ -131,40 +136,56 @@ class Bodies:
         drawn = [self.mesh_name] if self._groups is None else [group.name for group in self._groups]
         self.specks.uniforms["u_flap"] = max(flap(name) for name in drawn)
 
-    def update(self, state: FlockState, colors: np.ndarray, params: Params, acceleration: np.ndarray | None,
-               frame: CameraFrame | None, boid_size: float, speck_pixels: float) -> None:  # fmt: skip
-        """Push the boids and predators of ``state`` in: ``colors`` (N, 4), the last step's
-        ``acceleration`` (N, 3) [units/s^2] for banking (None: none); boids shorter on screen than
-        ``speck_pixels`` canvas pixels are drawn as specks."""
+    def update(self, state: FlockState, colors: np.ndarray | None, params: Params,
+               acceleration: np.ndarray | None, frame: CameraFrame | None, boid_size: float,
+               speck_pixels: float) -> None:  # fmt: skip
+        """Push the boids and predators of ``state`` in: ``colors`` (N, 4), or None to colour each
+        boid by its heading on the GPU; the last step's ``acceleration`` (N, 3) [units/s^2] for
+        banking (None: none); boids shorter on screen than ``speck_pixels`` canvas pixels are drawn
+        as specks."""
         n = len(state)
-        forwards = quaternion.forward(state.orientations)
-        banks = self.motion.banks(params, forwards, acceleration, state.time, state.orientations)
-        wings = self.motion.wings(n, state.time)
-        data = (state.positions, forwards, colors, np.c_[np.cos(banks), np.sin(banks)], wings)
+        banks = self.motion.banks(params, state.orientations, acceleration, state.time)
+        self.instances.write(position=state.positions, orientation=state.orientations, bank=banks)
+        if colors is not None:
+            self.instances.write(color=colors)
+        self._write_fixed(n)
+        for body in (self.boids, *self.species_boids.values(), self.specks):
+            body.uniforms["u_heading"] = float(colors is None)
+            body.uniforms["u_beat"] = beat(state.time)
+            body.uniforms["u_speck_px"] = float(speck_pixels)
         small = self._specks(state.positions, frame, boid_size, speck_pixels)
-        none = tuple(a[:0] for a in data)
+        specks = int(np.count_nonzero(small))
+        # Each visual draws every boid and the shader drops those another draws; a visual with
+        # nothing to drop is told so (side "all"), so that no boid is ever drawn twice or not at all.
+        split = 0 < specks < n
+        self.specks.show(specks, side="specks" if split else "all")
         if self._groups is not None:
-            for name, visual, mine in self._groups:
-                if not flap(name):
-                    wings[mine] = 0.0  # a mesh without wings: its specks keep still (its body ignores them)
-                visual.set_instances(*(a[mine & ~small] for a in data))
-            self.specks.set_instances(*(a[small] for a in data))
-        elif not small.any():
-            self.boids.set_instances(*data)
-            self.specks.set_instances(*none)
-        elif small.all():  # a large flock seen whole: no copies needed
-            self.boids.set_instances(*none)
-            self.specks.set_instances(*data)
+            for group, (_, visual, mine) in enumerate(self._groups):
+                visual.show(int(np.count_nonzero(mine & ~small)), group, "bodies" if split else "all")
         else:
-            self.boids.set_instances(*(a[~small] for a in data))
-            self.specks.set_instances(*(a[small] for a in data))
+            self.boids.show(n - specks, side="bodies" if split else "all")
         m = state.n_predators
-        self.predators.set_instances(
-            state.predator_positions,
-            quaternion.forward(state.predator_orientations) if m else np.zeros((0, 3)),
-            np.tile(np.asarray(PREDATOR_COLOR, np.float32), (m, 1)),
-        )
+        predators = self.predators.instances
+        predators.write(position=state.predator_positions, orientation=state.predator_orientations)
+        predators.fill(color=PREDATOR_COLOR, bank=0.0, fixed=(0.0, 0.0, 0.0))
+        self.predators.show(m)
         self._update_halos(state, frame, boid_size)
+
+    def _write_fixed(self, n: int) -> None:
+        """The rows the buffers keep while the flock keeps its size and meshes: each boid's wing
+        phase, mesh group and whether it beats its wings (the boids of a mesh without wings keep
+        still as specks too)."""
+        key = (n, None if self._groups is None else tuple(g.name for g in self._groups), self._grouped_for)
+        if key == self._fixed_for or n == 0:
+            return
+        self._fixed_for = key
+        fixed = np.zeros((n, 3))
+        fixed[:, 0] = self.motion.phases(n)
+        fixed[:, 2] = 1.0
+        for group, (name, _, mine) in enumerate(self._groups or ()):
+            fixed[mine, 1] = group
+            fixed[mine, 2] = 1.0 if flap(name) else 0.0
+        self.instances.write(fixed=fixed)
 
     def _specks(self, positions: np.ndarray, frame: CameraFrame | None, boid_size: float,
                 speck_pixels: float) -> np.ndarray:  # fmt: skip

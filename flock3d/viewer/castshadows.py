@@ -13,7 +13,7 @@ import numpy as np
 from vispy import gloo
 from vispy.scene.visuals import create_visual_node
 
-from flock3d.viewer.visuals import _GroundShade
+from flock3d.viewer.visuals import GroundShade
 
 __all__ = ["CastShadows", "CAST_SHADOW_DARKNESS"]
 
@@ -45,7 +45,7 @@ void main() {
 """
 
 
-class CastShadowsVisual(_GroundShade):
+class CastShadowsVisual(GroundShade):
     """Triangles of shadow lying on the ground (every three vertices one)."""
 
     def __init__(self) -> None:

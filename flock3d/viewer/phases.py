@@ -11,9 +11,10 @@ __all__ = ["PHASES", "PhaseTimes"]
 
 #: The parts of a frame's time that :class:`PhaseTimes` adds up. The simulation's steps and the
 #: copy of the state the window draws run on the session's worker thread, beside the frames; the
-#: instance data (each boid's colour and body) and the draw (the canvas's draw event: the scene's
-#: draw calls and the upload of the buffers that changed) on the window's thread. What the
-#: OpenGL driver does after the draw event returns is in none of them.
+#: instance data (the boids' buffers: positions, orientations, banks, and colours in the modes
+#: the CPU colours) and the draw (the canvas's draw event: the scene's draw calls and the upload
+#: of the buffers that changed) on the window's thread. What the OpenGL driver does after the
+#: draw event returns is in none of them.
 PHASES = ("simulation", "copy", "instance data", "draw")
 
 

@@ -144,9 +144,10 @@ def compiled_elsewhere(function, *example) -> bool:
 
 @dataclass
 class FrameData:
-    """What was drawn last: the colours and the neighbour counts (if computed)."""
+    """What was drawn last: the colours (None: by heading, on the GPU) and the neighbour counts
+    (if computed)."""
 
-    colors: np.ndarray
+    colors: np.ndarray | None
     neighbour_counts: np.ndarray | None = None
 
 
@@ -408,7 +409,12 @@ class FlockVisuals:
             acceleration: (N, 3) of the last step, units/s^2, for banking and the steering
                 lines (None: no banking).
         """
-        frame = self.colors_for(state) if colors is None else FrameData(np.asarray(colors, np.float32))
+        if colors is not None:
+            frame = FrameData(np.asarray(colors, np.float32))
+        elif self.color_mode == "heading":
+            frame = FrameData(None)  # the GPU colours each boid from its orientation
+        else:
+            frame = self.colors_for(state)
         # Grouped before aiming: a new visual takes the uniforms too.
         self.bodies.group(tuple(look.mesh for look in self.hints.species), self.params, len(state))
         self._aim(state)

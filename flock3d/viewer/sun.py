@@ -6,7 +6,7 @@ import numpy as np
 from vispy.scene.visuals import create_visual_node
 
 from flock3d.look.sky import SUN_DISC_DEGREES
-from flock3d.viewer.visuals import _MatrixVisual
+from flock3d.viewer.visuals import MatrixVisual
 
 __all__ = ["Sun"]
 
@@ -45,7 +45,7 @@ void main() {
 """
 
 
-class SunVisual(_MatrixVisual):
+class SunVisual(MatrixVisual):
     """The sun's disc and glow, drawn where its light comes from (behind everything but the sky)."""
 
     def __init__(self) -> None:

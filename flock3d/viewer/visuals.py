@@ -1,15 +1,10 @@
-"""The GPU visuals the renderer is built from: instanced boids, the sky, trails, line segments,
-the world's objects and the flock's shadows on the ground.
+"""The GPU visuals the renderer is built from: the sky, trails, line segments, the world's objects
+and the flock's shadows on the ground (the boids: :mod:`flock3d.viewer.boids_visual`).
 
 Each is a vispy ``Visual`` with its own small shader program and persistent GPU
 buffers: a frame rewrites the buffers in place (``set_subdata``) and allocates
-only when the number of boids changes. Boids are drawn instanced: the mesh is
-uploaded once, and per boid only its position, heading (forward vector), colour,
-bank (cos, sin) and wing-beat position; the vertex shader builds each boid's
-rotation from its heading, rolls it into its turn, beats its wings, keeps it a
-minimum number of pixels long, lights its faces flat and fades it towards the sky
-with distance. Everything is done per vertex and the fragment shader only writes
-a colour: in software OpenGL (llvmpipe) fragment work and blending cost most.
+only when their number of rows changes. Work is done per vertex and the fragment shaders are
+small: in software OpenGL (llvmpipe) fragment work and blending cost most.
 
 Objects are lit per vertex too, by the sun and an ambient light from the sky, on the side
 the camera sees; the fragment shader adds only the fog and, on the ground, a grid.
@@ -23,74 +18,10 @@ from vispy.gloo import gl
 from vispy.scene.visuals import create_visual_node
 from vispy.visuals import Visual
 
-__all__ = ["Boids", "Sky", "Trails", "Segments", "Objects", "Shadows"]
-
-_BOIDS_VERT = """
-attribute vec3 a_vertex;    // body coordinates: forward +z, up +y, length 1 (3 per face)
-attribute vec3 a_normal;    // the face's normal, body coordinates
-attribute float a_flap;     // how much of the wing beat a vertex takes (0 body, 1 wing tip)
-attribute vec3 a_position;  // per boid, world units
-attribute vec3 a_forward;   // per boid, any length
-attribute vec4 a_color;     // per boid
-attribute vec2 a_roll;      // per boid: cos and sin of its bank angle (roll towards its right)
-attribute float a_wing;     // per boid: where its wing beat is now, -1 to 1
-
-uniform mat4 u_mvp;             // world -> clip coordinates (the view's whole transform)
-uniform float u_px_per_unit;    // canvas pixels per world unit at clip w = 1
-uniform vec3 u_up;              // the world's up for a boid that does not roll
-uniform float u_size;           // body length, world units
-uniform float u_min_px;         // smallest on-screen body length, canvas pixels
-uniform float u_flap;           // wing-beat amplitude at the wing tip, body lengths
-uniform vec2 u_fog;             // depth (clip w) where the fog starts and is full
-uniform float u_fog_max;        // how much of the sky colour the farthest boid takes
-uniform vec3 u_light;           // towards the light, unit vector in the world
-uniform vec3 u_fog_color;
-uniform float u_ambient;
-uniform float u_tint;           // the sky's boid colours' scale (dark birds against a bright sky)
-
-varying vec4 v_color;
-
-void main() {
-    float len = length(a_forward);
-    vec3 f = len > 0.0 ? a_forward / len : vec3(0.0, 0.0, 1.0);
-    vec3 r = cross(u_up, f);
-    if (dot(r, r) < 1e-8) r = cross(vec3(1.0, 0.0, 0.0), f);   // flying straight up or down
-    if (dot(r, r) < 1e-8) r = cross(vec3(0.0, 0.0, 1.0), f);
-    r = normalize(r);
-    vec3 u = cross(f, r);
-    vec3 right = a_roll.x * r - a_roll.y * u;
-    vec3 up = a_roll.x * u + a_roll.y * r;
-
-    // One matrix product for the boid's centre and one for its shape: the transform is
-    // linear in homogeneous coordinates, so M (p + d) = M p + M (d, 0).
-    vec4 centre = u_mvp * vec4(a_position, 1.0);
-    float px = u_px_per_unit * u_size / max(centre.w, 1e-6);   // body length on screen
-    float scale = u_size * max(1.0, u_min_px / max(px, 1e-6));
-
-    vec3 v = a_vertex;
-    v.y += u_flap * a_flap * a_wing;
-    gl_Position = centre + u_mvp * vec4(scale * (v.x * right + v.y * up + v.z * f), 0.0);
-
-    // Flat shading, lit on both sides (thin wings are single faces); the wing beat tilts
-    // the wings a little, which the face normal ignores.
-    vec3 n = a_normal.x * right + a_normal.y * up + a_normal.z * f;
-    float shade = u_ambient + (1.0 - u_ambient) * abs(dot(n, u_light));
-    vec3 c = min(a_color.rgb * u_tint * (0.25 + shade), vec3(1.0));
-    float fog = u_fog_max * smoothstep(u_fog.x, u_fog.y, centre.w);
-    v_color = vec4(mix(c, u_fog_color, fog), a_color.a);
-}
-"""
-
-_BOIDS_FRAG = """
-varying vec4 v_color;
-
-void main() {
-    gl_FragColor = v_color;
-}
-"""
+__all__ = ["MatrixVisual", "GroundShade", "write_rows", "Sky", "Trails", "Segments", "Objects", "Shadows"]
 
 
-class _MatrixVisual(Visual):
+class MatrixVisual(Visual):
     """A visual drawn with the view's whole transform as one matrix (``u_mvp``, world -> clip)
     and the uniforms in :attr:`uniforms`, which the renderer sets once a frame (but those in
     ``_CPU_ONLY``, which it reads itself); nothing is drawn while :attr:`count` is 0."""
@@ -120,8 +51,8 @@ class _MatrixVisual(Visual):
         return None
 
 
-class _GroundShade(_MatrixVisual):
-    """A :class:`_MatrixVisual` darkening what lies under it (shadows on the ground): blended,
+class GroundShade(MatrixVisual):
+    """A :class:`MatrixVisual` darkening what lies under it (shadows on the ground): blended,
     tested against the depth buffer but not written to it, so that overlapping shades darken each
     other. Writing is turned back on after drawing, since vispy leaves the mask as a visual sets it."""
 
@@ -135,105 +66,13 @@ class _GroundShade(_MatrixVisual):
         gloo.get_current_canvas().context.set_depth_mask(True)
 
 
-def _write(vbo: gloo.VertexBuffer, values, n: int) -> None:
+def write_rows(vbo: gloo.VertexBuffer, values, n: int) -> None:
     """Rows ``values`` (n, k) into ``vbo``: in place when it holds n rows, else a new buffer."""
     values = np.ascontiguousarray(values, np.float32).reshape(n, -1)
     if vbo.size == n:
         vbo.set_subdata(values)
     else:
         vbo.set_data(values)
-
-
-class BoidsVisual(_MatrixVisual):
-    """Boids (or predators) as one instanced mesh; see the module docstring.
-
-    Args:
-        vertices: (V, 3) float32 body coordinates of the mesh.
-        faces: (F, 3) uint32 triangles.
-        flap: (V,) float32, the share of the wing beat each vertex takes.
-    """
-
-    def __init__(self, vertices: np.ndarray, faces: np.ndarray, flap: np.ndarray | None = None) -> None:
-        super().__init__(_BOIDS_VERT, _BOIDS_FRAG, dict(
-            u_up=(0.0, 1.0, 0.0), u_size=1.0, u_min_px=0.0, u_half_viewport=(1.0, 1.0),
-            u_camera_right=(1.0, 0.0, 0.0), u_flap=0.0, u_fog=(1e30, 2e30), u_fog_max=0.0,
-            u_light=(0.0, 0.0, 1.0), u_fog_color=(0.0, 0.0, 0.0), u_ambient=0.45, u_tint=1.0,
-        ))  # fmt: skip
-        self._vertex_vbo = gloo.VertexBuffer(np.zeros((3, 3), np.float32))
-        self._normal_vbo = gloo.VertexBuffer(np.zeros((3, 3), np.float32))
-        self._flap_vbo = gloo.VertexBuffer(np.zeros(3, np.float32))
-        self._instances = {
-            name: gloo.VertexBuffer(np.zeros((1, width), np.float32), divisor=1)
-            for name, width in (
-                ("a_position", 3),
-                ("a_forward", 3),
-                ("a_color", 4),
-                ("a_roll", 2),
-                ("a_wing", 1),
-            )
-        }
-        self.set_mesh(vertices, faces, flap)
-        self._draw_mode = "triangles"
-        self.set_gl_state("opaque", depth_test=True, cull_face=False)
-        for name, vbo in self._instances.items():
-            self.shared_program[name] = vbo
-        self.shared_program["a_vertex"] = self._vertex_vbo
-        self.shared_program["a_normal"] = self._normal_vbo
-        self.shared_program["a_flap"] = self._flap_vbo
-
-    def set_mesh(self, vertices: np.ndarray, faces: np.ndarray, flap: np.ndarray | None = None) -> None:
-        """The shape every boid is drawn with; each face gets its own three vertices and its
-        normal, so that the vertex shader can light it (flat) and the fragment shader is trivial."""
-        vertices = np.asarray(vertices, dtype=np.float64)
-        faces = np.asarray(faces, dtype=np.int64)
-        flap = np.zeros(len(vertices)) if flap is None else np.asarray(flap, np.float64)
-        corners = vertices[faces]  # (F, 3, 3)
-        normals = np.cross(corners[:, 1] - corners[:, 0], corners[:, 2] - corners[:, 0])
-        normals /= np.maximum(np.linalg.norm(normals, axis=1, keepdims=True), 1e-12)
-        self._vertex_vbo.set_data(corners.reshape(-1, 3).astype(np.float32))
-        self._normal_vbo.set_data(np.repeat(normals, 3, axis=0).astype(np.float32))
-        self._flap_vbo.set_data(flap[faces].reshape(-1).astype(np.float32))
-        self.update()
-
-    def set_instances(self, positions, forwards, colors, rolls=None, wings=None) -> None:
-        """Per-boid data for the next frame: (N, 3) positions and forwards, (N, 4) colours,
-        (N, 2) cos and sin of the bank angles (default level), (N,) where each wing beat
-        is, -1 to 1 (default 0). Trigonometry is done per boid by the caller, not per vertex
-        here: software OpenGL runs vertex shaders on one core."""
-        n = len(positions)
-        self.visible = n > 0  # vispy cannot draw zero instances
-        self.count = n
-        if n == 0:
-            return
-        data = {
-            "a_position": positions,
-            "a_forward": forwards,
-            "a_color": colors,
-            "a_roll": np.tile([1.0, 0.0], (n, 1)) if rolls is None else rolls,
-            "a_wing": np.zeros(n) if wings is None else wings,
-        }
-        for name, values in data.items():
-            _write(self._instances[name], values, n)
-        self.update()
-
-    def clip_matrix(self) -> np.ndarray:
-        """(4, 4) world -> clip coordinates as drawn now: the images of the basis vectors
-        (rows, vispy's row-vector convention: clip = [x, y, z, 1] @ M)."""
-        return np.asarray(self.transforms.get_transform().map(np.eye(4)), np.float64)
-
-    def pixels_per_unit(self, mvp: np.ndarray) -> float:
-        """Canvas pixels per world unit across the screen at clip w = 1 (divide by w)."""
-        u = self.uniforms
-        right = np.array([*u["u_camera_right"], 0.0])
-        return float(np.linalg.norm((right @ mvp)[:2] * np.asarray(u["u_half_viewport"], np.float64)))
-
-    _CPU_ONLY = ("u_camera_right", "u_half_viewport")  # for pixels_per_unit
-
-    def _prepare_draw(self, view) -> bool:
-        if not super()._prepare_draw(view):
-            return False
-        self.shared_program["u_px_per_unit"] = self.pixels_per_unit(self._mvp)
-        return True
 
 
 _SEGMENTS_VERT = """
@@ -544,7 +383,7 @@ _GRID = """vec2 g = v_grid / u_cell;
 _NO_GRID = "float line = 0.0;"
 
 
-class ObjectsVisual(_MatrixVisual):
+class ObjectsVisual(MatrixVisual):
     """Objects as one mesh, lit by the sun and the sky, fogged as the boids are; the ground
     (vertices with ``a_ground`` 1) carries a grid. See the module docstring.
 
@@ -661,7 +500,7 @@ void main() {
 """
 
 
-class ShadowsVisual(_GroundShade):
+class ShadowsVisual(GroundShade):
     """Soft dark discs lying on the ground under the boids, instanced: per shadow only its
     centre, the ground's normal there, its radius and darkness go to the GPU."""
 
@@ -684,13 +523,12 @@ class ShadowsVisual(_GroundShade):
         self.visible = n > 0
         if n == 0:
             return
-        _write(self._instances["a_center"], centers, n)
-        _write(self._instances["a_normal"], normals, n)
-        _write(self._instances["a_shape"], np.c_[radii, darkness], n)
+        write_rows(self._instances["a_center"], centers, n)
+        write_rows(self._instances["a_normal"], normals, n)
+        write_rows(self._instances["a_shape"], np.c_[radii, darkness], n)
         self.update()
 
 
-Boids = create_visual_node(BoidsVisual)
 Sky = create_visual_node(SkyVisual)
 Segments = create_visual_node(SegmentsVisual)
 Trails = create_visual_node(TrailsVisual)
