@@ -128,7 +128,7 @@ LAYERS: list[tuple[str, ...]] = [
     # the world's files: meshes, heightfield images, distance grids
     ("io.meshes", "io.mesh_files", "io.sdf_grid", "io.grid_cache", "io.recorded_files", "io.world_extra",
      "io.worlds"),
-    ("look",),  # how a flock and its world look, numpy only
+    ("look",),  # how a flock and its world look, numpy/numba only
     # the library and the science
     ("flock", "flock_views", "stepping", "step_errors", "gpu", "boid", "rules", "runner", "metrics",
      "inference", "opacity", "experiments", "plots"),

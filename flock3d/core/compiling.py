@@ -46,6 +46,8 @@ __all__ = [
 COMPILING = "flock3d: compiling the simulation (first run only)..."
 #: Said when only measurements compile (`flock3d metrics`, `flock3d infer`, a colour mode).
 COMPILING_MEASUREMENTS = "flock3d: compiling the measurements (first run only)..."
+#: Said when what the viewer draws with compiles (the boids' banks).
+COMPILING_DRAWING = "flock3d: compiling the drawing (first run only)..."
 
 #: Outside a :func:`notices` block, a burst starting within this many seconds of the last one
 #: that spoke says nothing: building a flock and compiling its step are one wait.

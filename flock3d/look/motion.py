@@ -1,8 +1,11 @@
 """How a drawn boid moves beyond its position and heading: its bank into a turn and the beat of
-its wings (numpy only). Drawn only: neither ever changes the model.
+its wings. Drawn only: neither ever changes the model.
 
 Banking: a boid rolls into a turn as an aircraft does, by ``atan(a_lat / g)`` where ``a_lat`` is
 its acceleration across its heading in the last step (smoothed over about :data:`BANK_SECONDS`).
+:func:`follow_banks` is compiled and fused, not numpy: numpy's dozen passes over (N, 3) arrays were
+60 ms a frame at 1,000,000 boids, the most of the CPU's per-boid work in a frame once the GPU took
+the rest (``benchmarks/NOTES.md``).
 In aerodynamic flight (``flock.flight = "aerodynamic"``) the model banks the birds itself: the
 drawn roll is the one their orientations carry.
 """
@@ -11,15 +14,17 @@ from __future__ import annotations
 
 import math
 
+import numba
 import numpy as np
 
-from flock3d.core import quaternion
 from flock3d.core.params import Params
+from flock3d.core.quaternion import forward_of
 from flock3d.core.space import up_axis
 from flock3d.core.terms.flight import bank_angles
 
 __all__ = [
-    "BoidMotion", "beat", "flap", "GRAVITY", "MAX_BANK", "BANK_SECONDS", "WING_BEATS_PER_SECOND", "WING_BEAT",
+    "BoidMotion", "beat", "flap", "follow_banks",
+    "GRAVITY", "MAX_BANK", "BANK_SECONDS", "WING_BEATS_PER_SECOND", "WING_BEAT",
 ]  # fmt: skip
 
 GRAVITY = 9.81
@@ -35,6 +40,25 @@ WING_BEAT = 0.3
 def flap(name: str) -> float:
     """How far the wing tips of mesh ``name`` beat, body lengths: only the bird has wings."""
     return WING_BEAT if name == "bird" else 0.0
+
+
+@numba.njit(cache=True, nogil=True)
+def follow_banks(orientations, acceleration, up, keep, gravity, limit, banks):
+    """Move each boid's ``banks`` [rad] (N,) in place ``keep`` (0 to 1) of the way towards the
+    bank of a coordinated turn, ``atan(a_lat / gravity)`` within +-``limit`` [rad], for the
+    ``acceleration`` (N, 3) [units/s^2] of boids facing ``orientations`` (N, 4 wxyz), the world's
+    ``up`` (3,) a unit vector. A boid flying along ``up`` has no level right: its target is 0."""
+    ux, uy, uz = up[0], up[1], up[2]
+    for i in range(orientations.shape[0]):
+        q = orientations[i]
+        fx, fy, fz = forward_of(q[0], q[1], q[2], q[3])
+        rx, ry, rz = uy * fz - uz * fy, uz * fx - ux * fz, ux * fy - uy * fx
+        norm = math.sqrt(rx * rx + ry * ry + rz * rz)
+        target = 0.0
+        if norm > 1e-9:
+            lateral = (acceleration[i, 0] * rx + acceleration[i, 1] * ry + acceleration[i, 2] * rz) / norm
+            target = min(max(math.atan(lateral / gravity), -limit), limit)
+        banks[i] += (target - banks[i]) * keep
 
 
 class BoidMotion:
@@ -65,16 +89,10 @@ class BoidMotion:
             return self._bank
         if acceleration is None or len(acceleration) != n or n == 0 or elapsed == 0:
             return self._bank  # paused, the boids hold their roll
-        # The acceleration along the level right, up x f / |up x f|, as a . (up x f) = f . (a x up)
-        # and |up x f|^2 = 1 - (up . f)^2: no (N, 3) cross product (np.cross was half the frame's
-        # CPU time at 1,000,000 boids).
-        ux, uy, uz = up = np.asarray(up_axis(params), np.float64)
-        forwards = quaternion.forward(orientations)
-        across = acceleration @ np.array([[0.0, -uz, uy], [uz, 0.0, -ux], [-uy, ux, 0.0]])  # a x up
-        level = 1.0 - (forwards @ up) ** 2
-        lateral = np.einsum("ij,ij->i", forwards, across) / np.sqrt(np.where(level > 1e-18, level, np.inf))
-        target = np.clip(np.arctan(lateral / GRAVITY), -MAX_BANK, MAX_BANK)
-        self._bank += (target - self._bank) * (1.0 - math.exp(-elapsed / BANK_SECONDS))
+        keep = 1.0 - math.exp(-elapsed / BANK_SECONDS)
+        # The one signature follow_banks is compiled for: float64, C-contiguous, writeable.
+        q, a = (np.require(x, np.float64, ["C", "W"]) for x in (orientations, acceleration))
+        follow_banks(q, a, np.asarray(up_axis(params), np.float64), keep, GRAVITY, MAX_BANK, self._bank)
         return self._bank
 
     def phases(self, n: int) -> np.ndarray:

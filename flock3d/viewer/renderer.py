@@ -57,6 +57,7 @@ from flock3d.look.colors import (
     species_colors,
     uniform_colors,
 )
+from flock3d.look.motion import follow_banks
 from flock3d.look.outlines import arena_lines
 from flock3d.look.sky import sky_look
 from flock3d.scene.schema import COLOR_MODES, ViewHints
@@ -115,12 +116,12 @@ _log = logging.getLogger("flock3d")
 _compiles: dict[str, threading.Thread] = {}
 
 
-def compiled_elsewhere(function, *example) -> bool:
+def compiled_elsewhere(function, *example, line: str = compiling.COMPILING_MEASUREMENTS) -> bool:
     """Whether the numba ``function`` is ready to call on the UI thread; if not, a thread of its
     own loads it from numba's cache from ``example`` arguments, after a child process compiled it
     there where the cache lacks it (:mod:`flock3d.core.elsewhere`), and this says False until that
-    is done. A compile on the UI thread froze the window for seconds; one on another thread of its
-    process, holding the GIL, held the window's turns up to 0.4 s."""
+    is done (the wait shown as ``line``). A compile on the UI thread froze the window for seconds;
+    one on another thread of its process, holding the GIL, held the window's turns up to 0.4 s."""
     if function.signatures:
         return True
     py_func = function.py_func
@@ -130,9 +131,7 @@ def compiled_elsewhere(function, *example) -> bool:
 
         def load() -> None:
             try:
-                if not elsewhere.load_or_compile(
-                    lambda: function(*example), target, example, line=compiling.COMPILING_MEASUREMENTS
-                ):
+                if not elsewhere.load_or_compile(lambda: function(*example), target, example, line=line):
                     del _compiles[name]  # cancelled (a window closed): a later frame starts again
             except elsewhere.CompileFailed as error:
                 _log.warning("flock3d: %s", error)  # the mode stays uniform; the window goes on
@@ -140,6 +139,10 @@ def compiled_elsewhere(function, *example) -> bool:
         _compiles[name] = threading.Thread(target=load, name=f"compile {name}", daemon=True)
         _compiles[name].start()
     return False
+
+
+#: Arguments :func:`follow_banks` is compiled for, as BoidMotion passes them (float64, C-contiguous).
+_BANKS = (np.zeros((1, 4)), np.zeros((1, 3)), np.zeros(3), 0.5, 9.81, 1.0, np.zeros(1))
 
 
 @dataclass
@@ -415,10 +418,14 @@ class FlockVisuals:
             frame = FrameData(None)  # the GPU colours each boid from its orientation
         else:
             frame = self.colors_for(state)
+        banking = acceleration  # None while a window loads the compiled banks: level, not frozen
+        if acceleration is not None and self.responsive:
+            if not compiled_elsewhere(follow_banks, *_BANKS, line=compiling.COMPILING_DRAWING):
+                banking = None
         # Grouped before aiming: a new visual takes the uniforms too.
         self.bodies.group(tuple(look.mesh for look in self.hints.species), self.params, len(state))
         self._aim(state)
-        self.bodies.update(state, frame.colors, self.params, acceleration, self.camera_frame, self.boid_size,
+        self.bodies.update(state, frame.colors, self.params, banking, self.camera_frame, self.boid_size,
                            SPECK_PIXELS * self.pixel_scale)  # fmt: skip
         bodies = [
             (state.positions, self.boid_size),

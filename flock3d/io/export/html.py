@@ -90,7 +90,7 @@ _TURN_SCALE = math.sqrt(0.5) / _TURN_HALF
 
 # -- the viewer's look ---------------------------------------------------------------------------
 # The page draws what the viewer draws: boid shapes, colours, the world's meshes and the camera's
-# framing come from flock3d.look (numpy only). The few constants below live in the viewer's vispy
+# framing come from flock3d.look (no graphics library). The few constants below live in the viewer's vispy
 # renderer, which io cannot import; each names its twin there.
 
 PLANE_EXTENT = 25.0
