@@ -189,13 +189,19 @@ class Bodies:
 
     def _specks(self, positions: np.ndarray, frame: CameraFrame | None, boid_size: float,
                 speck_pixels: float) -> np.ndarray:  # fmt: skip
-        """(N,) bool: the boids shorter on screen than ``speck_pixels`` (and in front of the camera)."""
-        if len(positions) == 0 or frame is None:
+        """(N,) bool: the boids shorter on screen than ``speck_pixels``, those behind the camera too
+        (as the shader tests them: ``u_px_per_unit * u_size / w < u_speck_px``, or w <= 1e-9)."""
+        if len(positions) == 0 or frame is None or speck_pixels <= 0:
             return np.zeros(len(positions), bool)
         mvp = self.boids.clip_matrix()
-        w = positions @ mvp[:3, 3] + mvp[3, 3]  # clip w: depth for a perspective camera
-        length = self.boids.pixels_per_unit(mvp) * boid_size / np.where(w > 1e-9, w, np.inf)
-        return length < speck_pixels
+        # Shorter than speck_pixels is farther than this clip w (a depth, for a perspective
+        # camera): one product and two comparisons a boid, not a division.
+        far = self.boids.pixels_per_unit(mvp) * boid_size / speck_pixels
+        w = positions @ mvp[:3, 3]
+        w += mvp[3, 3]
+        small = w > far
+        small |= w <= 1e-9
+        return small
 
     def _update_halos(self, state: FlockState, frame: CameraFrame | None, boid_size: float) -> None:
         if state.n_predators == 0 or frame is None:
