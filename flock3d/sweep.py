@@ -485,6 +485,8 @@ def _connect(client: type, address: str):
         )
     if isinstance(error, (OSError, TimeoutError, ValueError)):
         raise SweepError(f"cannot reach the Dask scheduler at {address} ({error})") from None
+    if isinstance(error, MemoryError):  # Dask read a frame's length from another server's bytes
+        raise SweepError(f"what answers at {address} is not a Dask scheduler") from None
     raise error
 
 

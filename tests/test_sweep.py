@@ -283,6 +283,17 @@ def test_a_scheduler_address_where_no_dask_answers_is_one_line_in_bounded_time(t
     assert time.monotonic() - began < 30 and not (tmp_path / "z.csv").exists()
 
 
+def test_a_server_whose_greeting_is_not_dasks_is_named_not_a_memory_error():
+    # Dask reads another server's first bytes as a frame's length and asks for that much memory.
+    from flock3d import sweep
+
+    def client(address, timeout):
+        raise MemoryError
+
+    with pytest.raises(SweepError, match="^what answers at tcp://127.0.0.1:22 is not a Dask scheduler$"):
+        sweep._connect(client, "tcp://127.0.0.1:22")
+
+
 def test_sweep_bad_input(tmp_path):
     other = tmp_path / "other.csv"
     other.write_text("a,b\n1,2\n")
