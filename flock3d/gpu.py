@@ -19,8 +19,9 @@ where it cannot run at all.
 
 from __future__ import annotations
 
+import contextlib
 import weakref
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -107,6 +108,7 @@ class GpuEngine:
         self.device = DeviceFlock(len(state), np.dtype(params.precision).type)
         self.device_newer = False  # the device holds steps the host arrays lack
         self.host_newer = True  # the host arrays were read (maybe edited) since the last upload
+        self._reading = False  # within reading(): what is read is not edited
         self.state = DeviceState.of(state, self)
 
     def pull(self) -> None:
@@ -116,7 +118,18 @@ class GpuEngine:
             self.device.download(*(arrays[name] for name in _SYNCED))
             self.device.download_carried(arrays["carried"])
             self.device_newer = False
-        self.host_newer = True  # the caller may edit what it reads
+        if not self._reading:
+            self.host_newer = True  # the caller may edit what it reads
+
+    @contextlib.contextmanager
+    def reading(self) -> Iterator[None]:
+        """A block that only reads the host arrays (a copy for a window): the device's state stays
+        the one the next step runs from, so nothing goes up again (the whole state each time)."""
+        self._reading, before = True, self._reading
+        try:
+            yield
+        finally:
+            self._reading = before
 
     def step(
         self,
@@ -219,6 +232,15 @@ class DeviceState(FlockState):
     predator_velocities = _synced("predator_velocities")
     predator_orientations = _synced("predator_orientations")
     carried = _synced("carried")
+
+    def reading(self) -> contextlib.AbstractContextManager:
+        engine = self.__dict__.get("_engine")
+        return contextlib.nullcontext() if engine is None else engine.reading()
+
+    def copy(self) -> FlockState:
+        """A plain :class:`FlockState` of the device's state: read, so nothing goes up again."""
+        with self.reading():
+            return super().copy()
 
     def __getattr__(self, name: str) -> Any:
         # A carried array (``state.perches``): copied back from the device first, as the others.

@@ -410,11 +410,53 @@ def split_shared_arrays(rounds: int) -> int:
     return split
 
 
+def session_transfers(frames: int) -> dict:
+    """The whole-state uploads and downloads of a viewer session stepping a GPU flock ``frames``
+    times and copying each frame's state (what the window draws), with the acceleration the
+    session derives checked against the velocities it copied."""
+    from flock3d.core.gpu.engine import DeviceFlock
+    from flock3d.scene import Scene
+    from flock3d.viewer.session import Session
+
+    counts = {"upload": 0, "download": 0}
+
+    def counting(name: str):
+        real = getattr(DeviceFlock, name)
+
+        def counted(self, *args, **kwargs):
+            counts[name] += 1
+            return real(self, *args, **kwargs)
+
+        return counted
+
+    for name in counts:
+        setattr(DeviceFlock, name, counting(name))
+    session = Session(Scene(Params(**SMALL)), engine="gpu")
+    session.paused = True
+    session.single_step()  # the first upload; the velocities the next frame's acceleration is from
+    # Without its worker thread a session's snapshot is the live state: copied here as a window's is.
+    before = session.snapshot().state.copy()
+    counts.update(upload=0, download=0)
+    worst = 0.0
+    for _ in range(frames):
+        session.single_step()
+        snap = session.snapshot()
+        state = snap.state.copy()
+        expected = (state.velocities - before.velocities) / (state.time - before.time)
+        worst = max(worst, float(np.abs(snap.acceleration - expected).max()))
+        before = state
+    return {**counts, "acceleration_error": worst}
+
+
 if __name__ == "__main__":
     if sys.argv[1:2] == ["--shared"]:
         import flock3d.core.gpu.device  # noqa: F401 - what it does to the simulator is tested
 
         print(split_shared_arrays(int(sys.argv[2])))
+        sys.exit(0)
+    if sys.argv[1:2] == ["--transfers"]:
+        warnings.simplefilter("ignore", RuntimeWarning)
+        print(json.dumps(session_transfers(int(sys.argv[2]))))
         sys.exit(0)
     if sys.argv[1:2] == ["--sizings"]:
         warnings.simplefilter("ignore", RuntimeWarning)

@@ -138,6 +138,17 @@ def test_a_blocks_threads_share_its_shared_array_under_the_simulator_however_oft
     assert out.stdout.strip() == "0"
 
 
+def test_a_window_drawing_a_gpu_flock_sends_nothing_back_to_the_device():
+    # Each frame the session reads the velocities (for the banks) and the window copies the
+    # state: reads, so the device's state stays the one the next step runs from. Before, each
+    # frame uploaded the whole state again (and downloaded it twice for batches of steps).
+    out = python(str(HERE / "gpu_simulated.py"), "--transfers", "3")
+    assert out.returncode == 0, out.stderr[-3000:]
+    counts = json.loads(out.stdout.strip().splitlines()[-1])
+    assert counts["upload"] == 0 and counts["download"] == 3, counts
+    assert counts["acceleration_error"] < 1e-9  # the change of the velocities it copied, over the time
+
+
 @pytest.mark.parametrize(
     "params, named",
     [

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any
@@ -159,6 +160,11 @@ class FlockState:
         for name, *_ in _arrays():
             getattr(self, name)[...] = getattr(other, name)
         self.time, self.step_count, self.clock_origin = other.time, other.step_count, other.clock_origin
+
+    def reading(self) -> contextlib.AbstractContextManager:
+        """A block in which this state's arrays are read, never edited in place: an engine that keeps
+        them elsewhere between steps (the GPU's) then sends nothing back before its next step."""
+        return contextlib.nullcontext()
 
     def copy(self) -> FlockState:
         """A deep copy (the arrays are copied)."""

@@ -140,7 +140,7 @@ class Bodies:
                acceleration: np.ndarray | None, frame: CameraFrame | None, boid_size: float,
                speck_pixels: float) -> None:  # fmt: skip
         """Push the boids and predators of ``state`` in: ``colors`` (N, 4), or None to colour each
-        boid by its heading on the GPU; the last step's ``acceleration`` (N, 3) [units/s^2] for
+        boid by its heading on the GPU; the last steps' ``acceleration`` (N, 3) [units/s^2] for
         banking (None: none); boids shorter on screen than ``speck_pixels`` canvas pixels are drawn
         as specks."""
         n = len(state)

@@ -409,7 +409,7 @@ class FlockVisuals:
         Args:
             state: the flock to draw.
             colors: (N, 4) colours overriding the colour mode (e.g. the focus view's).
-            acceleration: (N, 3) of the last step, units/s^2, for banking and the steering
+            acceleration: (N, 3) of the last steps, units/s^2, for banking and the steering
                 lines (None: no banking).
         """
         if colors is not None:

@@ -56,7 +56,7 @@ class Tracks:
 
     def update(self, state: FlockState, acceleration: np.ndarray | None, params: Params) -> None:
         """Follow ``state``: its positions join the trails, and the lines show its velocities and
-        the ``acceleration`` (N, 3) [units/s^2] of the last step (None: velocities only)."""
+        the ``acceleration`` (N, 3) [units/s^2] of the last steps (None: velocities only)."""
         self._update_trails(state.positions, state.time, params)
         self._update_vectors(state, acceleration)
 
