@@ -156,7 +156,8 @@ def run(
     from tqdm import tqdm
 
     if writer is not None and writer.frames == 0:
-        writer.append(flock.state)
+        with flock.state.reading():  # a GPU flock's state is copied back, and not sent again
+            writer.append(flock.state)
     if stop is not None:
         stop.listen(flock.interrupt)
     done = since_frame = 0
@@ -179,7 +180,8 @@ def run(
             done += n
             since_frame += n
             if writer is not None and since_frame == every:
-                writer.append(flock.state)  # frames are evenly spaced; a shorter tail is not recorded
+                with flock.state.reading():  # frames evenly spaced; a shorter tail is not recorded
+                    writer.append(flock.state)
                 since_frame = 0
             bar.update(n)
     finally:

@@ -411,10 +411,17 @@ def split_shared_arrays(rounds: int) -> int:
 
 
 def session_transfers(frames: int) -> dict:
-    """The whole-state uploads and downloads of a viewer session stepping a GPU flock ``frames``
-    times and copying each frame's state (what the window draws), with the acceleration the
-    session derives checked against the velocities it copied."""
+    """The whole-state uploads and downloads of a GPU flock's run recording every 2nd of 6 steps,
+    of the 3 frames of a video drawn as it is simulated (2 steps a frame), and of a viewer session
+    stepping it ``frames`` times and copying each frame's state (what the window draws), with the
+    acceleration the session derives checked against the velocities it copied."""
+    import tempfile
+    from pathlib import Path
+
     from flock3d.core.gpu.engine import DeviceFlock
+    from flock3d.io import TrajectoryWriter
+    from flock3d.io.playback import simulated_frames, simulated_playback
+    from flock3d.runner import run as run_steps
     from flock3d.scene import Scene
     from flock3d.viewer.session import Session
 
@@ -431,6 +438,21 @@ def session_transfers(frames: int) -> dict:
 
     for name in counts:
         setattr(DeviceFlock, name, counting(name))
+    out = {}
+    # A run recording every 2nd step, and the frames of a video drawn as it is simulated.
+    with tempfile.TemporaryDirectory() as folder:
+        flock = Flock(Params(**SMALL), engine="gpu")
+        with TrajectoryWriter(Path(folder) / "t.h5", len(flock), Scene(flock.params), 2) as writer:
+            run_steps(flock, 6, writer=writer, every=2, progress=False)
+        out["run"] = dict(counts, frames=writer.frames)
+    counts.update(upload=0, download=0)
+    flock = Flock(Params(**SMALL, dt=0.05), engine="gpu")
+    drawn = [
+        float(state.positions.sum())
+        for state, _ in simulated_frames(flock, simulated_playback(0.05, 10.0, 0.0, 3))
+    ]
+    out["render"] = dict(counts, frames=len(drawn))
+    counts.update(upload=0, download=0)
     session = Session(Scene(Params(**SMALL)), engine="gpu")
     session.paused = True
     session.single_step()  # the first upload; the velocities the next frame's acceleration is from
@@ -445,7 +467,7 @@ def session_transfers(frames: int) -> dict:
         expected = (state.velocities - before.velocities) / (state.time - before.time)
         worst = max(worst, float(np.abs(snap.acceleration - expected).max()))
         before = state
-    return {**counts, "acceleration_error": worst}
+    return {**out, "session": dict(counts), "acceleration_error": worst}
 
 
 if __name__ == "__main__":

@@ -206,19 +206,24 @@ def simulated_frames(flock: Flock, plan: Playback) -> Iterator[tuple[FlockState,
         (state, acceleration): the flock's state at that step and its last step's
         acceleration, (N, 3) units/s^2, ``(v_new - v_old) / dt`` (None before any step),
         which banks the boids into their turns. The state is the flock's own: draw it
-        before taking the next.
+        before taking the next, and do not edit it (it is read within
+        :meth:`~flock3d.core.state.FlockState.reading`: a GPU flock's state is not sent back).
     """
     acceleration = None
     dt = flock.params.dt
+    state = flock.state
     for step in plan.indices:
         due = int(step) - flock.step_count
         if due > 0:
             if due > 1:
                 flock.step(due - 1)
-            before = flock.velocities.copy()
+            with state.reading():
+                before = state.velocities.copy()
             flock.step(1)
-            acceleration = (flock.velocities - before) / dt
-        yield flock.state, acceleration
+            with state.reading():
+                acceleration = (state.velocities - before) / dt
+        with state.reading():
+            yield state, acceleration
 
 
 def check_scene(scene: Scene) -> None:
