@@ -108,18 +108,27 @@ class GpuEngine:
         self.device = DeviceFlock(len(state), np.dtype(params.precision).type)
         self.device_newer = False  # the device holds steps the host arrays lack
         self.host_newer = True  # the host arrays were read (maybe edited) since the last upload
-        self._reading = False  # within reading(): what is read is not edited
+        self._reading = False  # within reading(): what is read (read()) is not edited
         self.state = DeviceState.of(state, self)
 
     def pull(self) -> None:
-        """Copy the device's state into the host arrays, if it is newer."""
+        """Copy the device's state into the host arrays, if it is newer, for a caller that may edit
+        them: the whole state goes up again before the next step."""
+        self._download()
+        self.host_newer = True
+
+    def read(self) -> None:
+        """:meth:`pull` for a reader of the host arrays; within :meth:`reading` nothing goes up."""
+        self._download()
+        if not self._reading:
+            self.host_newer = True  # the caller may edit what it reads
+
+    def _download(self) -> None:
         if self.device_newer:
             arrays = self.state.__dict__
             self.device.download(*(arrays[name] for name in _SYNCED))
             self.device.download_carried(arrays["carried"])
             self.device_newer = False
-        if not self._reading:
-            self.host_newer = True  # the caller may edit what it reads
 
     @contextlib.contextmanager
     def reading(self) -> Iterator[None]:
@@ -209,7 +218,7 @@ def _synced(name: str) -> property:
     def get(self: DeviceState) -> np.ndarray:
         engine = self.__dict__.get("_engine")
         if engine is not None:
-            engine.pull()
+            engine.read()
         return self.__dict__[name]
 
     def put(self: DeviceState, value: np.ndarray) -> None:
@@ -248,7 +257,7 @@ class DeviceState(FlockState):
         if carried is not None and name in carried:
             engine = self.__dict__.get("_engine")
             if engine is not None:
-                engine.pull()
+                engine.read()
             return carried[name]
         return super().__getattr__(name)
 

@@ -149,9 +149,10 @@ class Bodies:
         if colors is not None:
             self.instances.write(color=colors)
         self._write_fixed(n)
+        phase = beat(state.time)
         for body in (self.boids, *self.species_boids.values(), self.specks):
             body.uniforms["u_heading"] = float(colors is None)
-            body.uniforms["u_beat"] = beat(state.time)
+            body.uniforms["u_beat"] = phase
             body.uniforms["u_speck_px"] = float(speck_pixels)
         small = self._specks(state.positions, frame, boid_size, speck_pixels)
         specks = int(np.count_nonzero(small))
@@ -175,7 +176,7 @@ class Bodies:
         """The rows the buffers keep while the flock keeps its size and meshes: each boid's wing
         phase, mesh group and whether it beats its wings (the boids of a mesh without wings keep
         still as specks too)."""
-        key = (n, None if self._groups is None else tuple(g.name for g in self._groups), self._grouped_for)
+        key = (n, self._grouped_for)  # the groups follow from what they were made for
         if key == self._fixed_for or n == 0:
             return
         self._fixed_for = key
