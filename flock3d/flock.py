@@ -308,9 +308,9 @@ def _choose_engine(engine: Engine, params: Params) -> None:
     if engine not in ("fast", "reference", "gpu"):
         raise ValueError(f"engine must be 'fast', 'reference' or 'gpu' (got {engine!r})")
     check_precision(params, engine)
-    if engine == "fast" and params.update == "synchronous":
-        # A first run on this machine: the other core compiles the shared driver while this
-        # one builds the flock and compiles its own step.
+    if engine == "fast":
+        # A first run on this machine: the other core compiles the shared driver (and a world's
+        # keep-out) while this one builds the flock and compiles its own step.
         assemble.warm_up_in_background(params)
 
 

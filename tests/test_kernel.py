@@ -1,6 +1,10 @@
 """The fast kernel against the reference, and the invariants the spec promises."""
 
+import json
 import math
+import os
+import subprocess
+import sys
 
 import numba
 import numpy as np
@@ -12,6 +16,7 @@ from flock3d.cli import COMPILING
 from flock3d.core import quaternion
 from flock3d.core.assemble import stepper_for
 from flock3d.core.kernel import COLUMNS, Workspace
+from flock3d.core.params import Object
 from flock3d.io.trajectory import Trajectory
 
 from conftest import angle_between, free_params, hand_flock
@@ -145,6 +150,76 @@ def test_a_run_that_compiles_its_step_equals_one_that_loads_it(tmp_path):
     np.testing.assert_array_equal(frames[0].positions, frames[1].positions)
     np.testing.assert_array_equal(frames[0].velocities, frames[1].velocities)
     np.testing.assert_array_equal(frames[0].orientations, frames[1].orientations)
+
+
+_TYPED_AT_STEP = """
+import json, sys
+import numpy as np
+from flock3d import Flock, Params
+from flock3d.core.assemble import stepper_for
+from flock3d.core.params import Object
+from flock3d.core.terms.objects import KEEP_OUT
+params = Params(count=60, objects=[Object("sphere", radius=3.0, position=(5.0, 0.0, 0.0))])
+flock = Flock(params, seed=2)
+stepper_for(params)  # the chunk compiles here: this layout is in no cache
+typed = len(KEEP_OUT.fn.overloads)
+flock.step(5)
+after = len(KEEP_OUT.fn.overloads)
+print(json.dumps({"typed": typed, "after": after, "positions": flock.positions.tolist()}))
+"""
+
+
+@pytest.mark.slow
+def test_a_world_step_compiles_without_compiling_its_keep_out(tmp_path):
+    # The chunk calls the keep-out at its address: its compile types it by its signature alone,
+    # so the keep-out's chain (5-6 s from an empty cache) can compile in another process meanwhile.
+    env = {**os.environ, "FLOCK3D_CACHE_DIR": str(tmp_path / "steps"), "FLOCK3D_NO_WARM_UP": "1"}
+    out = subprocess.run([sys.executable, "-c", _TYPED_AT_STEP], env=env, capture_output=True, text=True,
+                         timeout=600, check=False)  # fmt: skip
+    assert out.returncode == 0, out.stderr[-2000:]
+    result = json.loads(out.stdout.strip().splitlines()[-1])
+    assert (result["typed"], result["after"]) == (0, 1)  # looked up when the step first ran, not before
+    params = Params(count=60, objects=[Object("sphere", radius=3.0, position=(5.0, 0.0, 0.0))])
+    flock = Flock(params, seed=2, engine="reference")
+    flock.step(5)
+    np.testing.assert_allclose(result["positions"], flock.positions, rtol=0, atol=1e-9)
+
+
+@pytest.mark.slow  # the child compiles the keep-out's chain from an empty cache: 6-8 s
+def test_a_world_keep_out_missing_from_the_cache_is_compiled_by_the_warm_up_child(monkeypatch, tmp_path):
+    # A first run of a world compiles the keep-out in the background child, into numba's cache,
+    # where this process's step then finds it.
+    from flock3d.core import assemble
+    from flock3d.core.terms.objects import KEEP_OUT
+
+    launched = []
+
+    class Recorder:
+        def __init__(self, args, **kwargs):
+            launched.append(args)
+
+    monkeypatch.setattr(assemble, "_warm_up", None)
+    monkeypatch.setattr(assemble, "driver_is_cached", lambda *options: True)
+    monkeypatch.setattr(type(KEEP_OUT), "cached", lambda self: False)
+    monkeypatch.delenv("FLOCK3D_NO_WARM_UP", raising=False)
+    monkeypatch.setattr(assemble.subprocess, "Popen", Recorder)
+    assemble.warm_up_in_background(Params())  # no objects: nothing to compile
+    assert launched == []
+    assemble.warm_up_in_background(Params(objects=[Object("sphere", radius=1.0, position=(5.0, 0.0, 0.0))]))
+    compiles = "_compile_shared((False, False), False, ('avoidance', 'keep_out'))"
+    assert len(launched) == 1 and launched[0][-1].endswith(compiles)
+    monkeypatch.undo()
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "numba"), "FLOCK3D_NO_WARM_UP": "1"}
+    check = "from flock3d.core.terms.objects import KEEP_OUT; print(KEEP_OUT.cached())"
+    before = subprocess.run(
+        [sys.executable, "-c", check], env=env, capture_output=True, text=True, timeout=120
+    )
+    child = subprocess.run(launched[0], env=env, capture_output=True, text=True, timeout=600)
+    after = subprocess.run(
+        [sys.executable, "-c", check], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert child.returncode == 0, child.stderr[-2000:]
+    assert (before.stdout.strip(), after.stdout.strip()) == ("False", "True"), before.stderr + after.stderr
 
 
 def test_a_step_does_not_read_what_its_workspace_held():

@@ -76,6 +76,7 @@ from flock3d.core.step.generate import (
     riders,
     value_slots,
 )
+from flock3d.core.step.values import calls
 from flock3d.core.user_rules import Force, PairRule
 
 __all__ = [
@@ -306,6 +307,18 @@ class Stepper:
             self._packed[key] = pv
         return pv
 
+    def world(self, params: Params, fields: Any = None) -> tuple[np.ndarray, np.ndarray]:
+        """``world`` and ``world_at`` as the step takes them: :func:`world_data`, and after
+        ``world_at``'s offsets the addresses of the functions the step calls through them
+        (:func:`~flock3d.core.step.values.calls`), looked up once a process, after any compile of
+        them under way in the background ends."""
+        world, world_at = world_data(params, fields)
+        called = calls(self.layout)
+        if called:
+            _await_warm_up()
+            world_at = np.concatenate([world_at, np.array([c.address() for c in called], dtype=np.int64)])
+        return world, world_at
+
     def prepare(self, state: FlockState) -> None:
         """Compile now what advancing ``state`` needs and is not compiled yet (the driver), so that
         a call on another thread only runs compiled code."""
@@ -339,7 +352,7 @@ class Stepper:
         if carried:
             pv = np.concatenate([pv, *(a.reshape(-1) for a in carried)])
         status = np.zeros((n_chunks if L.update == "synchronous" else 1, 3), dtype=np.int64)
-        world, world_at = world_data(params, fields)
+        world, world_at = self.world(params, fields)
         stop = np.zeros(1, dtype=np.bool_) if stop is None else stop
         time0, clock0 = state.clock(params.dt)
         state_arrays = (state.positions, state.velocities, state.orientations, state.waypoints)
@@ -410,18 +423,23 @@ _warm_up: subprocess.Popen | None = None
 
 
 def warm_up_in_background(params: Params) -> None:
-    """On a machine whose numba cache lacks the driver ``params`` need, compile it in a second process.
+    """On a machine whose numba cache lacks what the fast step of ``params`` shares with every
+    scene of its kind, compile it in a second process: the synchronous driver, and the functions
+    the step calls through their address (a world's keep-out, :func:`~flock3d.core.step.values.calls`).
 
-    The first step then compiles the scene's own chunk here while the other core compiles
-    what every scene of its kind shares; :func:`stepper_for`'s first synchronous step
-    waits for it and loads the result from the cache. Nothing happens once the cache
-    holds it.
+    The first step then compiles the scene's own chunk here while the other core compiles the
+    rest; the first use of each (the driver, :meth:`Stepper.world`) waits for the child and
+    loads the result from the cache. Nothing happens once the cache holds them.
     """
     global _warm_up
-    options = (params.arena_shape == "periodic", params.predator_count > 0)
-    if _warm_up is not None or os.environ.get("FLOCK3D_NO_WARM_UP") or driver_is_cached(*options):
+    if _warm_up is not None or os.environ.get("FLOCK3D_NO_WARM_UP"):
         return
-    code = f"from flock3d.core.kernel import synchronous_driver; synchronous_driver{options}"
+    options = (params.arena_shape == "periodic", params.predator_count > 0)
+    driver = params.update == "synchronous" and not driver_is_cached(*options)
+    names = tuple(c.name for c in calls(layout_of(params)) if not c.cached())
+    if not driver and not names:
+        return
+    code = f"from flock3d.core.assemble import _compile_shared; _compile_shared({options}, {driver}, {names})"
     try:
         _warm_up = subprocess.Popen(
             [sys.executable, "-P", "-c", code], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
@@ -431,15 +449,30 @@ def warm_up_in_background(params: Params) -> None:
         _warm_up = None
 
 
-def _driver(periodic: bool, predators: bool):
-    """The synchronous driver, after any compile under way in the background ends."""
+def _compile_shared(options: tuple[bool, bool], driver: bool, names: tuple[str, ...]) -> None:
+    """What :func:`warm_up_in_background`'s child compiles into numba's cache."""
+    if driver:
+        synchronous_driver(*options)
+    by_name = {c.name: c for term in TERMS for c in term.called}
+    for name in names:
+        by_name[name].address()
+
+
+def _await_warm_up() -> None:
+    """Wait for the compile :func:`warm_up_in_background` started, if any."""
     global _warm_up
     if _warm_up is not None:
         try:
             _warm_up.wait(timeout=300)
         except subprocess.TimeoutExpired:
             _warm_up.kill()
+            _warm_up.wait()
         _warm_up = None
+
+
+def _driver(periodic: bool, predators: bool):
+    """The synchronous driver, after any compile under way in the background ends."""
+    _await_warm_up()
     return synchronous_driver(periodic, predators)
 
 

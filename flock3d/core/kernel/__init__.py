@@ -46,7 +46,9 @@ How a synchronous step is organised, and why (the measurements behind each choic
   no scene compiles code it cannot reach; the parallel loop over chunks is one loop
   compiled once and called through a pointer, as the chunk is; and the shared functions
   have no entry point from Python (:func:`from_python` makes one for tests and tools).
-  While one core compiles the driver, the other compiles the scene's own chunk.
+  While one core compiles the driver, the other compiles the scene's own chunk; a world's
+  keep-out is called through its address (:class:`Called`), so it too compiles on the other
+  core while this one compiles the chunk.
 - The driver gets the chunk and the parallel loop as addresses (:class:`Pointer`), so a call
   from Python does not type them again; a flock of one chunk runs it on the calling thread
   (waking the sleeping threads costs more than its whole step).
@@ -55,7 +57,8 @@ How a synchronous step is organised, and why (the measurements behind each choic
 
 Its modules, by job: :mod:`.base` (fast-math flags, how the pieces compile, chunk size),
 :mod:`.candidates` (the grid, the candidate buffers, gathering), :mod:`.motion` (speed, turn
-and move), :mod:`.predators` (the hunt) and :mod:`.driver` (the synchronous driver).
+and move), :mod:`.predators` (the hunt), :mod:`.calls` (functions called through their address)
+and :mod:`.driver` (the synchronous driver).
 """
 
 from __future__ import annotations
@@ -118,6 +121,7 @@ from flock3d.core.kernel.motion import (
 from flock3d.core.kernel.predators import (
     hunt,
 )
+from flock3d.core.kernel.calls import Called
 from flock3d.core.kernel.driver import (
     ADVANCE,
     CHUNK_SIGNATURE,
@@ -202,6 +206,7 @@ __all__ = [
     "SERIAL_GATHER_CHUNKS",
     "SERIAL_ADVANCE_CHUNKS",
     "Pointer",
+    "Called",
     "chunk_pointer",
     "Workspace",
     "driver_options",

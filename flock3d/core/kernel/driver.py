@@ -13,6 +13,7 @@ from numba.experimental.function_type import _get_wrapper_address
 from numba.extending import typeof_impl
 
 from flock3d.core.kernel.base import FAST, shared
+from flock3d.core.kernel.calls import is_cached
 from flock3d.core.kernel.candidates import COLUMNS, chunk_cells, crowded, gather
 from flock3d.core.kernel.motion import wrap_into_box
 from flock3d.core.kernel.predators import hunt
@@ -332,12 +333,4 @@ _phase_runner: list = []
 
 def driver_is_cached(periodic: bool = False, predators: bool = False) -> bool:
     """Whether numba's cache holds the driver :func:`synchronous_driver` would compile."""
-    try:
-        from numba.core.caching import FunctionCache
-        from numba.core.registry import cpu_target
-
-        cache = FunctionCache(_make_advance(*driver_options(periodic, predators)))
-        key = cache._index_key(_ADVANCE_SIGNATURE, cpu_target.target_context.codegen())
-        return key in cache._cache_file._load_index()
-    except Exception:  # noqa: BLE001 - numba's internals moved: assume cached, compile where needed
-        return True
+    return is_cached(_make_advance(*driver_options(periodic, predators)), _ADVANCE_SIGNATURE)

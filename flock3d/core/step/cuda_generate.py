@@ -156,6 +156,10 @@ class _CudaGenerator(_Generator):
             source += "\n\n@_settle\n" + self._fill(cuda_template.settle, holes)
         return source
 
+    def called(self, term: Any, called: Any) -> str:
+        # numba-cuda compiles the function itself as a device function: no address to call.
+        return f"{self.term(term)}.{called.name}"
+
     def _turned_lines(self) -> list[str]:
         """The boid's batch of one of turned states: in the thread's local memory, or split in
         aerodynamic flight (the bird turns itself in the first kernel, and moves in the second),

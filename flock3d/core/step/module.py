@@ -20,7 +20,15 @@ from flock3d.core.models import Emit as ModelEmit
 from flock3d.core.step import template
 from flock3d.core.step.lines import _Lines
 from flock3d.core.step.pairs import _CANDIDATES
-from flock3d.core.step.values import MATRICES, SPECIES_VALUES, WORLD_TERMS, riders, value_slots
+from flock3d.core.step.values import (
+    CALLS_AT,
+    MATRICES,
+    SPECIES_VALUES,
+    WORLD_TERMS,
+    calls,
+    riders,
+    value_slots,
+)
 from flock3d.core.terms import Emit, Term
 
 #: A template's ``hole(NAME, "value", ...)`` line (a comment may follow it).
@@ -48,6 +56,7 @@ class _Module(Emit, ModelEmit):
         self.reads: set[str] = set()  # values read by the function being written
         self.all_reads = reads  # all it reads, known in the second pass (unpacked before they are read)
         self.worlds: set[str] = set()  # its world data read
+        self.calls: dict[str, str] = {}  # the functions called through their address: local -> lookup
         self.modules: dict[str, str] = {}  # term module -> the name it is imported under
         self.outlined: list[str] = []  # the module's functions calling user functions (_outlined)
 
@@ -67,6 +76,13 @@ class _Module(Emit, ModelEmit):
     def world(self, term: Term) -> str:
         self.worlds.add(term.name)
         return term.name
+
+    def called(self, term: Term, called: Any) -> str:
+        # The function at its address, which the stepper appends to world_at (values.calls).
+        local = f"{term.name}_{called.name}"
+        at = CALLS_AT + calls(self.layout).index(called)
+        self.calls[local] = f"{self.term(term)}.{called.name}_at(world_at[{at}])"
+        return local
 
     # what models ask of the generator (ModelEmit) ---------------------------------------------
 
@@ -208,13 +224,14 @@ class _Module(Emit, ModelEmit):
 
     def _world_lines(self) -> list[str]:
         """Each world feature's data the function reads, a view of ``world``: (rows, width), or
-        the flat record of a term of ``world_width`` 1."""
+        the flat record of a term of ``world_width`` 1; and each function it calls through its
+        address, from ``world_at``."""
         return [
             f"{term.name} = world[world_at[{k}]:world_at[{k + 1}]]"
             + ("" if term.world_width == 1 else f".reshape(-1, {term.world_width})")  # 1: a flat record
             for k, term in enumerate(WORLD_TERMS)
             if term.name in self.worlds
-        ]
+        ] + [f"{local} = {lookup}" for local, lookup in sorted(self.calls.items())]
 
     def _species_lines(self) -> list[str]:
         """A boid's species, its row of the interaction matrices and its species' own values."""

@@ -54,7 +54,9 @@ class Emit:
     ``v(name)``: the local variable holding value ``name`` of pv (recording that it is read);
     ``term(term)``: the name the generated module imports the term's module under;
     ``world(term)``: the local name of the term's world data: a (rows, width) array, or the flat
-    record of a term of ``world_width`` 1.
+    record of a term of ``world_width`` 1;
+    ``called(term, c)``: what the lines call for the compiled function ``c`` of the term's
+    :attr:`Term.called` (the function at its address, or on the GPU the function itself).
     """
 
     layout: Any
@@ -66,6 +68,9 @@ class Emit:
         raise NotImplementedError
 
     def world(self, term: Term) -> str:  # pragma: no cover
+        raise NotImplementedError
+
+    def called(self, term: Term, called: Any) -> str:  # pragma: no cover
         raise NotImplementedError
 
 
@@ -104,6 +109,10 @@ class Term:
     becomes a :class:`~flock3d.core.state.FlockState` array, and the reference boid's entry
     ``boid.carried[name]``. The fast step reads and writes it in pv, after the values: boid i's
     entries at ``pv[<name>_at + width * i]`` onwards, its own only."""
+    called: ClassVar[tuple[Any, ...]] = ()
+    """The compiled functions its lines call through their address
+    (:class:`~flock3d.core.kernel.calls.Called`), as ``g.called(term, c)`` names them: compiling
+    the step does not compile them (a large chain a scene may lack, compiled beside it)."""
     reads_chosen: ClassVar[bool] = False
     """Whether its lines read the public indices of a boid's k nearest chosen (``kid``, ``n_sel``):
     the GPU step then keeps them, as the CPU's compacted column does."""

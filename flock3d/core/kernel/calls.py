@@ -1,0 +1,97 @@
+"""Compiled functions a step calls through their address: compiling the step types them by their
+signature alone, so it neither compiles them nor waits for them.
+
+numba compiles a function's callees before the function itself, in one process (one core): the
+step's chunk cannot be typed before every function it calls is compiled or loaded from numba's
+cache. The objects' keep-out is a chain of about 20 functions, 2.5-6 s to compile from an empty
+cache, that only a world with objects needs. Called through its address (:class:`Called`), it
+compiles in a second process (:func:`flock3d.core.assemble.warm_up_in_background`) while this one
+compiles the chunk, and the step looks its address up when it first runs, from numba's cache.
+
+The address travels in the step's ``world_at`` array, after the world terms' offsets
+(:func:`flock3d.core.step.values.calls`), so the chunk's signature is every layout's. A call
+through an address costs what a call of a compiled function does: numba links a callee from
+its cache as machine code, which LLVM does not inline either.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from numba import types
+from numba.core import cgutils
+from numba.experimental.function_type import _get_jit_address
+from numba.extending import intrinsic
+
+__all__ = ["Called", "is_cached"]
+
+
+class Called:
+    """The compiled function ``fn`` (a numba dispatcher) as a step calls it: through its address,
+    with the one ``signature`` the step's arguments have.
+
+    ``at``: an intrinsic of compiled code, ``at(address)`` -> the function at ``address`` (int64),
+    which compiled code calls as it would call ``fn``; a step's module reaches it as its term
+    module's ``<name>_at`` (:meth:`flock3d.core.step.module._Module.called`)."""
+
+    def __init__(self, fn: Any, signature: Any) -> None:
+        self.fn, self.signature = fn, signature
+        self.name: str = getattr(fn, "py_func", fn).__name__  # fn itself where NUMBA_DISABLE_JIT is set
+        self.type = types.FunctionType(signature)
+        self.at = _function_at(self.type)
+        self._address: int | None = None
+        self._lock = threading.Lock()
+
+    def address(self) -> int:
+        """The address of ``fn``'s compiled code for :attr:`signature`: loaded from numba's cache,
+        or compiled here where the cache lacks it (once a process)."""
+        with self._lock:
+            if self._address is None:
+                self.fn.compile(self.signature.args)
+                self._address = _get_jit_address(self.fn, self.signature)
+            return self._address
+
+    def cached(self) -> bool:
+        """Whether numba's cache holds ``fn`` compiled for :attr:`signature`."""
+        py_func = getattr(self.fn, "py_func", self.fn)
+        return self._address is not None or is_cached(py_func, self.signature.args)
+
+    def __repr__(self) -> str:
+        return f"Called({self.name})"
+
+
+def is_cached(py_func: Any, signature: Any) -> bool:
+    """Whether numba's cache holds ``py_func`` compiled for ``signature`` (as it was asked for:
+    a ``Signature``, or a tuple of argument types) on this machine."""
+    try:
+        from numba.core.caching import FunctionCache
+        from numba.core.registry import cpu_target
+
+        cache = FunctionCache(py_func)
+        key = cache._index_key(signature, cpu_target.target_context.codegen())
+        return key in cache._cache_file._load_index()
+    except Exception:  # noqa: BLE001 - numba's internals moved: assume cached, compile where needed
+        return True
+
+
+def _function_at(ftype: types.FunctionType) -> Any:
+    """An intrinsic: ``at(address)`` -> a first-class function of type ``ftype`` whose compiled
+    code is at ``address`` (numba's own calling convention: the ``jit_addr`` of numba's function
+    values; no C wrapper, no Python object behind it)."""
+
+    @intrinsic
+    def at(typingctx: Any, address: Any) -> Any:
+        if address != types.int64:
+            return None
+
+        def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+            fn = cgutils.create_struct_proxy(ftype)(context, builder)
+            null = cgutils.get_null_value(cgutils.voidptr_t)
+            fn.c_addr, fn.py_addr = null, null
+            fn.jit_addr = builder.inttoptr(args[0], cgutils.voidptr_t)
+            return fn._getvalue()
+
+        return ftype(types.int64), codegen
+
+    return at
