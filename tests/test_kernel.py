@@ -200,10 +200,12 @@ def test_a_world_keep_out_missing_from_the_cache_is_compiled_by_the_warm_up_chil
 
     monkeypatch.setattr(assemble, "_warm_up", None)
     monkeypatch.setattr(assemble, "driver_is_cached", lambda *options: True)
-    monkeypatch.setattr(type(KEEP_OUT), "cached", lambda self: False)
+    from flock3d.core.kernel import MOVE_ROWS, TURN_ROWS
+
+    monkeypatch.setattr(type(KEEP_OUT), "cached", lambda self: self in (TURN_ROWS, MOVE_ROWS))
     monkeypatch.delenv("FLOCK3D_NO_WARM_UP", raising=False)
     monkeypatch.setattr(assemble.subprocess, "Popen", Recorder)
-    assemble.warm_up_in_background(Params())  # no objects: nothing to compile
+    assemble.warm_up_in_background(Params())  # no objects, the batch's turn and move cached: nothing
     assert launched == []
     assemble.warm_up_in_background(Params(objects=[Object("sphere", radius=1.0, position=(5.0, 0.0, 0.0))]))
     compiles = "_compile_shared((False, False), False, ('avoidance', 'keep_out'))"

@@ -61,6 +61,8 @@ from flock3d.core.kernel import (
     driver_is_cached,
     synchronous_driver,
 )
+from flock3d.core.kernel.calls import REGISTRY
+from flock3d.core.kernel.motion import MOVE_ROWS, TURN_ROWS
 from flock3d.core.models import MODELS_BY_NAME, model_of
 from flock3d.core.params import TERMS, Params
 from flock3d.core.params import stage_names as params_stage_names
@@ -76,7 +78,6 @@ from flock3d.core.step.generate import (
     riders,
     value_slots,
 )
-from flock3d.core.step.values import calls
 from flock3d.core.user_rules import Force, PairRule
 
 __all__ = [
@@ -309,11 +310,11 @@ class Stepper:
 
     def world(self, params: Params, fields: Any = None) -> tuple[np.ndarray, np.ndarray]:
         """``world`` and ``world_at`` as the step takes them: :func:`world_data`, and after
-        ``world_at``'s offsets the addresses of the functions the step calls through them
-        (:func:`~flock3d.core.step.values.calls`), looked up once a process, after any compile of
-        them under way in the background ends."""
+        ``world_at``'s offsets the addresses of the functions the step calls at their addresses
+        (its module's ``CALLED``), looked up once a process, after any compile of them under way in
+        the background ends."""
         world, world_at = world_data(params, fields)
-        called = calls(self.layout)
+        called = [REGISTRY[name] for name in getattr(self.module, "CALLED", ())]  # a bench walk has none
         if called:
             _await_warm_up()
             world_at = np.concatenate([world_at, np.array([c.address() for c in called], dtype=np.int64)])
@@ -425,7 +426,8 @@ _warm_up: subprocess.Popen | None = None
 def warm_up_in_background(params: Params) -> None:
     """On a machine whose numba cache lacks what the fast step of ``params`` shares with every
     scene of its kind, compile it in a second process: the synchronous driver, and the functions
-    the step calls through their address (a world's keep-out, :func:`~flock3d.core.step.values.calls`).
+    the step calls at their addresses (the batch's turn and move, a world's keep-out and avoidance:
+    :class:`~flock3d.core.kernel.calls.Called`).
 
     The first step then compiles the scene's own chunk here while the other core compiles the
     rest; the first use of each (the driver, :meth:`Stepper.world`) waits for the child and
@@ -436,7 +438,9 @@ def warm_up_in_background(params: Params) -> None:
         return
     options = (params.arena_shape == "periodic", params.predator_count > 0)
     driver = params.update == "synchronous" and not driver_is_cached(*options)
-    names = tuple(c.name for c in calls(layout_of(params)) if not c.cached())
+    stages = layout_of(params).stages
+    called = [TURN_ROWS, MOVE_ROWS, *(c for term in TERMS if term.name in stages for c in term.called)]
+    names = tuple(c.name for c in called if not c.cached())
     if not driver and not names:
         return
     code = f"from flock3d.core.assemble import _compile_shared; _compile_shared({options}, {driver}, {names})"
@@ -453,9 +457,8 @@ def _compile_shared(options: tuple[bool, bool], driver: bool, names: tuple[str, 
     """What :func:`warm_up_in_background`'s child compiles into numba's cache."""
     if driver:
         synchronous_driver(*options)
-    by_name = {c.name: c for term in TERMS for c in term.called}
     for name in names:
-        by_name[name].address()
+        REGISTRY[name].address()
 
 
 def _await_warm_up() -> None:

@@ -39,8 +39,8 @@ How a synchronous step is organised, and why (the measurements behind each choic
   whatever the thread count, and ``step(n)`` equals n single steps.
 - The functions here are called from the assembled code, not inlined into it, so a new
   combination of rules compiles only its own code (and the cache serves the rest); the
-  hot pair loop is generated whole, so nothing is called per pair. The batch turn is the
-  exception (see :data:`inlined`): a new scene's first compile compiles it too.
+  hot pair loop is generated whole, so nothing is called per pair. The batch's turn and move
+  are called at their addresses (:class:`Called`), so that they too compile once for every layout.
 - What a first run compiles is kept small (numba's typing and LLVM dominate it): the
   driver of a step comes in four kinds (periodic arena or not, predators or not) so
   no scene compiles code it cannot reach; the parallel loop over chunks is one loop
@@ -100,22 +100,26 @@ from flock3d.core.kernel.candidates import (
 from flock3d.core.kernel.motion import (
     F_X,
     LIMIT,
+    MOVE_ROWS,
     P_X,
     Q_W,
     STAGED,
     S_MAX,
     S_MIN,
+    TURN_ROWS,
     U_X,
     clamp_speed,
     image,
     is_sound,
     move_rows,
+    move_rows_at,
     record,
     settle,
     slerp_towards,
     turn_heading,
     turn_mesh,
     turn_rows,
+    turn_rows_at,
     wrap_into_box,
 )
 from flock3d.core.kernel.predators import (
@@ -176,6 +180,10 @@ __all__ = [
     "turn_mesh",
     "turn_rows",
     "move_rows",
+    "TURN_ROWS",
+    "MOVE_ROWS",
+    "turn_rows_at",
+    "move_rows_at",
     "STAGED",
     "Q_W",
     "U_X",

@@ -8,10 +8,16 @@ cache, that only a world with objects needs. Called through its address (:class:
 compiles in a second process (:func:`flock3d.core.assemble.warm_up_in_background`) while this one
 compiles the chunk, and the step looks its address up when it first runs, from numba's cache.
 
-The address travels in the step's ``world_at`` array, after the world terms' offsets
-(:func:`flock3d.core.step.values.calls`), so the chunk's signature is every layout's. A call
-through an address costs what a call of a compiled function does: numba links a callee from
-its cache as machine code, which LLVM does not inline either.
+The batch turn and move (:data:`~flock3d.core.kernel.motion.TURN_ROWS`, ``MOVE_ROWS``) are
+called so too, once a batch: compiled once for every layout, rather than inlined into each
+layout's chunk (1.2 s of every compile), and since the chunk runs their own machine code whether
+it was compiled or loaded from the cache, a run that compiled its step rounds as one that
+loaded it (which fast-math code called by its symbol does not promise).
+
+The addresses travel in the step's ``world_at`` array, after the world terms' offsets, in the
+order the generated module names them (its ``CALLED``), so the chunk's signature is every
+layout's. A call through an address costs what a call of a compiled function does: numba links
+a callee from its cache as machine code, which LLVM does not inline either.
 """
 
 from __future__ import annotations
@@ -24,7 +30,10 @@ from numba.core import cgutils
 from numba.experimental.function_type import _get_jit_address
 from numba.extending import intrinsic
 
-__all__ = ["Called", "is_cached"]
+__all__ = ["Called", "REGISTRY", "is_cached"]
+
+#: Every :class:`Called`, by name: a generated step names those it calls in its ``CALLED``.
+REGISTRY: dict[str, Called] = {}
 
 
 class Called:
@@ -32,8 +41,8 @@ class Called:
     with the one ``signature`` the step's arguments have.
 
     ``at``: an intrinsic of compiled code, ``at(address)`` -> the function at ``address`` (int64),
-    which compiled code calls as it would call ``fn``; a step's module reaches it as its term
-    module's ``<name>_at`` (:meth:`flock3d.core.step.module._Module.called`)."""
+    which compiled code calls as it would call ``fn``; a step's module reaches it as ``<name>_at``
+    of the module defining it (:meth:`flock3d.core.step.module._Module.call_at`)."""
 
     def __init__(self, fn: Any, signature: Any) -> None:
         self.fn, self.signature = fn, signature
@@ -42,6 +51,8 @@ class Called:
         self.at = _function_at(self.type)
         self._address: int | None = None
         self._lock = threading.Lock()
+        if REGISTRY.setdefault(self.name, self) is not self:
+            raise ValueError(f"two functions called at their address are named {self.name!r}")
 
     def address(self) -> int:
         """The address of ``fn``'s compiled code for :attr:`signature`: loaded from numba's cache,

@@ -6,8 +6,10 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from numba import types
 
 from flock3d.core.kernel.base import MAX_COORDINATE, inlined, shared
+from flock3d.core.kernel.calls import Called
 from flock3d.core.packed import slots
 from flock3d.core.quaternion import (
     forward_of,
@@ -151,6 +153,19 @@ def move_rows(k0, n, staged, turned, failed, dt, box, wraps, planar, quat, vel, 
         else:
             record(status, t, NOT_FINITE, ids[k], -1)
             failed[r] = True
+
+
+_F2C = types.float64[:, ::1]
+#: :func:`turn_rows` and :func:`move_rows` as a chunk calls them, once a batch, at their addresses
+#: (:mod:`flock3d.core.kernel.calls`), with the argument types a chunk has.
+TURN_ROWS = Called(turn_rows, types.void(types.int64, _F2C, _F2C, types.boolean, *[types.float64] * 3))
+MOVE_ROWS = Called(
+    move_rows,
+    types.void(types.int64, types.int64, _F2C, _F2C, types.boolean[::1], types.float64, types.float64[::1],
+               types.boolean, types.boolean, _F2C, _F2C, _F2C, types.int64[::1], types.int64[:, ::1],
+               types.int64),
+)  # fmt: skip
+turn_rows_at, move_rows_at = TURN_ROWS.at, MOVE_ROWS.at
 
 
 @shared

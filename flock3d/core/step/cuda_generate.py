@@ -156,9 +156,9 @@ class _CudaGenerator(_Generator):
             source += "\n\n@_settle\n" + self._fill(cuda_template.settle, holes)
         return source
 
-    def called(self, term: Any, called: Any) -> str:
+    def call_at(self, called: Any, owner: str = "") -> str:
         # numba-cuda compiles the function itself as a device function: no address to call.
-        return f"{self.term(term)}.{called.name}"
+        return f"{owner}{called.name}"
 
     def _turned_lines(self) -> list[str]:
         """The boid's batch of one of turned states: in the thread's local memory, or split in

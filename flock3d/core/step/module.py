@@ -20,15 +20,7 @@ from flock3d.core.models import Emit as ModelEmit
 from flock3d.core.step import template
 from flock3d.core.step.lines import _Lines
 from flock3d.core.step.pairs import _CANDIDATES
-from flock3d.core.step.values import (
-    CALLS_AT,
-    MATRICES,
-    SPECIES_VALUES,
-    WORLD_TERMS,
-    calls,
-    riders,
-    value_slots,
-)
+from flock3d.core.step.values import CALLS_AT, MATRICES, SPECIES_VALUES, WORLD_TERMS, riders, value_slots
 from flock3d.core.terms import Emit, Term
 
 #: A template's ``hole(NAME, "value", ...)`` line (a comment may follow it).
@@ -56,7 +48,8 @@ class _Module(Emit, ModelEmit):
         self.reads: set[str] = set()  # values read by the function being written
         self.all_reads = reads  # all it reads, known in the second pass (unpacked before they are read)
         self.worlds: set[str] = set()  # its world data read
-        self.calls: dict[str, str] = {}  # the functions called through their address: local -> lookup
+        self.calls: list[Any] = []  # the functions called at their addresses (Called), in world_at's order
+        self.owners: dict[str, str] = {}  # each one's module, as its <name>_at is reached here ("": imported)
         self.modules: dict[str, str] = {}  # term module -> the name it is imported under
         self.outlined: list[str] = []  # the module's functions calling user functions (_outlined)
 
@@ -78,11 +71,16 @@ class _Module(Emit, ModelEmit):
         return term.name
 
     def called(self, term: Term, called: Any) -> str:
-        # The function at its address, which the stepper appends to world_at (values.calls).
-        local = f"{term.name}_{called.name}"
-        at = CALLS_AT + calls(self.layout).index(called)
-        self.calls[local] = f"{self.term(term)}.{called.name}_at(world_at[{at}])"
-        return local
+        return self.call_at(called, f"{self.term(term)}.")
+
+    def call_at(self, called: Any, owner: str = "") -> str:
+        """The local name of the compiled function ``called`` (a :class:`~flock3d.core.kernel.Called`)
+        at its address, which the stepper appends to ``world_at`` in the order of the module's
+        ``CALLED``; ``owner``: the module its ``<name>_at`` is reached through."""
+        if called not in self.calls:
+            self.calls.append(called)
+            self.owners[called.name] = owner
+        return f"{called.name}_fn"
 
     # what models ask of the generator (ModelEmit) ---------------------------------------------
 
@@ -180,6 +178,8 @@ class _Module(Emit, ModelEmit):
             *self._imports(template),
             "",
             f"# user rules: {rules}; forces: {', '.join(L.forces) or 'none'}",
+            "# The compiled functions called at their addresses, which follow world_at's offsets:",
+            f"CALLED = {tuple(c.name for c in self.calls)!r}",
             f"UP = {(0.0, 0.0, 1.0) if L.planar else (0.0, 1.0, 0.0)}",
             "_compiled = numba.njit(fastmath=FAST, error_model='numpy', cache=True, nogil=True)",
             "# The driver calls chunk through a pointer: it needs no entry point from Python.",
@@ -231,7 +231,10 @@ class _Module(Emit, ModelEmit):
             + ("" if term.world_width == 1 else f".reshape(-1, {term.world_width})")  # 1: a flat record
             for k, term in enumerate(WORLD_TERMS)
             if term.name in self.worlds
-        ] + [f"{local} = {lookup}" for local, lookup in sorted(self.calls.items())]
+        ] + [
+            f"{c.name}_fn = {self.owners[c.name]}{c.name}_at(world_at[{CALLS_AT + k}])"
+            for k, c in enumerate(self.calls)
+        ]
 
     def _species_lines(self) -> list[str]:
         """A boid's species, its row of the interaction matrices and its species' own values."""

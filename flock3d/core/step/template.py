@@ -34,9 +34,11 @@ from flock3d.core.kernel import (
     hunt,
     image,
     move_rows,
+    move_rows_at,
     record,
     row_span,
     turn_rows,
+    turn_rows_at,
     wrap_into_box,
 )
 from flock3d.core.neighbors import CellGrid, build_grid, build_periodic_grid

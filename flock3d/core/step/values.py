@@ -15,14 +15,14 @@ from flock3d.core.params import TERMS
 from flock3d.core.terms import PairTerm, Term
 
 __all__ = [
-    "WORLD_TERMS", "CALLS_AT", "SPECIES_VALUES", "MATRICES", "riders", "calls", "value_slots", "offsets",
+    "WORLD_TERMS", "CALLS_AT", "SPECIES_VALUES", "MATRICES", "riders", "value_slots", "offsets",
 ]  # fmt: skip
 
 #: The terms with world data, in the registry's order: the k-th holds entries ``world_at[k] ..
 #: world_at[k + 1]`` of the packed, flat world array (none when the flock lacks it).
 WORLD_TERMS: tuple[Term, ...] = tuple(term for term in TERMS if term.world_width)
-#: Where in ``world_at`` the addresses of the functions a step calls through them start
-#: (:func:`calls`): after the world terms' offsets.
+#: Where in ``world_at`` the addresses of the functions a step calls at their addresses start
+#: (the generated module's ``CALLED`` names them, in order): after the world terms' offsets.
 CALLS_AT = len(WORLD_TERMS) + 1
 
 #: Values each species has its own of (one slot per species in pv); the rest are the flock's.
@@ -42,13 +42,6 @@ def riders(layout: Any) -> list[tuple[str, int]]:
     carried = [(c.name, c.width) for term in TERMS if term.name in layout.stages for c in term.carries]
     carried += [(c.name, c.width) for c in MODELS_BY_NAME[layout.model].carries]
     return carried + ([("radii", 1)] if layout.neighbours == "adaptive" else [])
-
-
-def calls(layout: Any) -> list[Any]:
-    """The compiled functions the layout's step calls through their address
-    (:class:`~flock3d.core.kernel.calls.Called`), in the order their addresses follow the world
-    terms' offsets in ``world_at``: each present term's :attr:`~flock3d.core.terms.Term.called`."""
-    return [c for term in TERMS if term.name in layout.stages for c in term.called]
 
 
 def value_slots(layout: Any, name: str) -> int:
