@@ -287,6 +287,7 @@ class Stepper:
     forces: tuple[Force, ...] = ()
     _packed: dict = field(default_factory=dict)
     _chunk_pointer: Pointer | None = None
+    _world_at: tuple[np.ndarray, np.ndarray] | None = None
 
     def _chunk(self) -> Pointer:
         """The assembled chunk as the synchronous driver takes it (looked up once)."""
@@ -314,11 +315,15 @@ class Stepper:
         (its module's ``CALLED``), looked up once a process, after any compile of them under way in
         the background ends."""
         world, world_at = world_data(params, fields)
-        called = [REGISTRY[name] for name in getattr(self.module, "CALLED", ())]  # a bench walk has none
-        if called:
+        names = getattr(self.module, "CALLED", ())  # a bench walk's module calls none
+        if not names:
+            return world, world_at
+        kept = self._world_at  # world_data keeps a world's arrays: so is their copy with the addresses
+        if kept is None or kept[0] is not world_at:
             _await_warm_up()
-            world_at = np.concatenate([world_at, np.array([c.address() for c in called], dtype=np.int64)])
-        return world, world_at
+            addresses = np.array([REGISTRY[name].address() for name in names], dtype=np.int64)
+            kept = self._world_at = (world_at, np.concatenate([world_at, addresses]))
+        return world, kept[1]
 
     def prepare(self, state: FlockState) -> None:
         """Compile now what advancing ``state`` needs and is not compiled yet (the driver), so that
