@@ -185,6 +185,20 @@ def test_a_world_step_compiles_without_compiling_its_keep_out(tmp_path):
     np.testing.assert_allclose(result["positions"], flock.positions, rtol=0, atol=1e-9)
 
 
+def test_preparing_a_world_step_looks_its_called_functions_up_before_another_thread_runs_it(monkeypatch):
+    # Stepping hands a long call to another thread after prepare(): what that thread runs must be
+    # compiled by then, the functions called at their addresses as the driver.
+    from flock3d.core.terms.objects import AVOIDANCE, KEEP_OUT
+
+    params = Params(count=30, objects=[Object("sphere", radius=2.0, position=(5.0, 0.0, 0.0))])
+    stepper = stepper_for(params)
+    assert stepper.module.CALLED == ("avoidance", "turn_rows", "move_rows", "keep_out")  # in the order used
+    for called in (AVOIDANCE, KEEP_OUT):
+        monkeypatch.setattr(called, "_address", None)
+    stepper.prepare(Flock(params, seed=1).state)
+    assert KEEP_OUT._address is not None and AVOIDANCE._address is not None
+
+
 @pytest.mark.slow  # the child compiles the keep-out's chain from an empty cache: 6-8 s
 def test_a_world_keep_out_missing_from_the_cache_is_compiled_by_the_warm_up_child(monkeypatch, tmp_path):
     # A first run of a world compiles the keep-out in the background child, into numba's cache,

@@ -315,21 +315,32 @@ class Stepper:
         (its module's ``CALLED``), looked up once a process, after any compile of them under way in
         the background ends."""
         world, world_at = world_data(params, fields)
-        names = getattr(self.module, "CALLED", ())  # a bench walk's module calls none
-        if not names:
+        if not self._called():
             return world, world_at
         kept = self._world_at  # world_data keeps a world's arrays: so is their copy with the addresses
         if kept is None or kept[0] is not world_at:
-            _await_warm_up()
-            addresses = np.array([REGISTRY[name].address() for name in names], dtype=np.int64)
-            kept = self._world_at = (world_at, np.concatenate([world_at, addresses]))
+            kept = self._world_at = (world_at, np.concatenate([world_at, self._addresses()]))
         return world, kept[1]
 
+    def _called(self) -> tuple[str, ...]:
+        """The names of the functions the step calls at their addresses: its module's ``CALLED``,
+        which a module calling none (the in-place updates, a bench walk) does not declare."""
+        return getattr(self.module, "CALLED", ())
+
+    def _addresses(self) -> np.ndarray:
+        """The addresses of :meth:`_called`, compiled or loaded once a process, after any compile
+        of them under way in the background ends."""
+        _await_warm_up()
+        return np.array([REGISTRY[name].address() for name in self._called()], dtype=np.int64)
+
     def prepare(self, state: FlockState) -> None:
-        """Compile now what advancing ``state`` needs and is not compiled yet (the driver), so that
-        a call on another thread only runs compiled code."""
+        """Compile now what advancing ``state`` needs and is not compiled yet (the driver, the
+        functions the step calls at their addresses), so that a call on another thread only runs
+        compiled code."""
         if self.layout.update == "synchronous":
             _driver(self.layout.periodic, state.n_predators > 0)
+        if self._called():
+            self._addresses()
 
     def advance(
         self,

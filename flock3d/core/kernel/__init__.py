@@ -47,8 +47,8 @@ How a synchronous step is organised, and why (the measurements behind each choic
   compiled once and called through a pointer, as the chunk is; and the shared functions
   have no entry point from Python (:func:`from_python` makes one for tests and tools).
   While one core compiles the driver, the other compiles the scene's own chunk; a world's
-  keep-out is called through its address (:class:`Called`), so it too compiles on the other
-  core while this one compiles the chunk.
+  keep-out and avoidance are called at their addresses (:class:`Called`), so they too compile on
+  the other core while this one compiles the chunk.
 - The driver gets the chunk and the parallel loop as addresses (:class:`Pointer`), so a call
   from Python does not type them again; a flock of one chunk runs it on the calling thread
   (waking the sleeping threads costs more than its whole step).

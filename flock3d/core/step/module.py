@@ -178,8 +178,14 @@ class _Module(Emit, ModelEmit):
             *self._imports(template),
             "",
             f"# user rules: {rules}; forces: {', '.join(L.forces) or 'none'}",
-            "# The compiled functions called at their addresses, which follow world_at's offsets:",
-            f"CALLED = {tuple(c.name for c in self.calls)!r}",
+            *(
+                [
+                    "# The compiled functions called at their addresses, which follow world_at's offsets:",
+                    f"CALLED = {tuple(c.name for c in self.calls)!r}",
+                ]
+                if self.calls
+                else []
+            ),
             f"UP = {(0.0, 0.0, 1.0) if L.planar else (0.0, 1.0, 0.0)}",
             "_compiled = numba.njit(fastmath=FAST, error_model='numpy', cache=True, nogil=True)",
             "# The driver calls chunk through a pointer: it needs no entry point from Python.",

@@ -50,12 +50,8 @@ class _Walk(_Generator):
 
     def _header(self) -> str:
         components = "from flock3d.core import components as C\n"
-        # It calls nothing at an address (no batch turn or move): no CALLED, which steps declare.
-        lines = (
+        return (
             super()
             ._header()
             .replace(components, components + "from flock3d.core.kernel import count_candidates\n")
-        )
-        return "\n".join(
-            line for line in lines.split("\n") if "CALLED" not in line and "their addresses" not in line
         )
