@@ -17,7 +17,15 @@ from flock3d.viewer.hud import (
     notice_text,
     status_text,
 )
-from flock3d.viewer.picking import CLICK_SLOP_PX, Clicks, focus_colors, pick, screen_positions, seen_by
+from flock3d.viewer.picking import (
+    CLICK_SLOP_PX,
+    Clicks,
+    focus_colors,
+    pick,
+    screen_positions,
+    seen_by,
+    thing_under,
+)
 from flock3d.viewer.recording import VideoClock, output_path, slug
 from flock3d.viewer.session import Snapshot
 
@@ -122,6 +130,30 @@ def test_a_click_picks_the_boid_drawn_nearest_within_the_radius():
     assert pick(screen, (250, 100), radius_px=60) == 0  # as far from both: the first
     assert pick(screen[2:], (200, 100)) is None  # only a boid behind the camera
     assert pick(np.zeros((0, 2)), (0, 0)) is None
+
+
+class Scenery:
+    """Drawn objects that the ray meets: object 1 at depth 5 along it."""
+
+    def pick(self, origin, direction):
+        return 1, 5.0
+
+
+def test_a_press_on_the_selected_object_looks_through_a_boid_flying_across_it():
+    # A boid drawn in front of the object at the pixel is what a click picks; a press that
+    # would drag the selected object looks through it (it flaked the window's drag test).
+    from flock3d.viewer.editing import Selection
+
+    state = FlockState(
+        np.array([[0.0, 0.0, -2.0]]), np.array([[0.0, 0.0, 1.0]]), np.array([IDENTITY]), 0.0, 0
+    )
+    ray = (np.zeros(3), np.array([0.0, 0.0, -1.0]))
+    args = (ray, (200, 100), Camera(), Scenery(), state, Params(count=1), (np.zeros(3), 10.0))
+    thing, point, surface = thing_under(*args)
+    assert thing == ("boid", 0) and not surface
+    thing, point, surface = thing_under(*args, boids=False)
+    assert thing == Selection("object", 1) and surface
+    np.testing.assert_allclose(point, [0.0, 0.0, -5.0])
 
 
 def test_a_drag_is_not_a_click():

@@ -75,6 +75,12 @@ def on_screen(widget, x: float, y: float) -> tuple[int, int]:
     return p.x(), p.y()
 
 
+def where_on_canvas(v, point) -> np.ndarray:
+    """Canvas pixel (x, y) where world ``point`` is drawn in window ``v``."""
+    mapped = v.view.scene.node_transform(v.canvas.scene).map(np.asarray([point], float))[0]
+    return mapped[:2] / mapped[3]
+
+
 def drag(app, start, end, steps: int = 8) -> None:
     """Press, move in steps (vispy ignores moves under 10 ms apart) and release button 1."""
     xdotool("mousemove", *start)
@@ -581,6 +587,7 @@ def test_the_world_is_edited_with_the_mouse_and_saved(qt_app, tmp_path):
     from flock3d.scene import load_scene, parse_scene, shipped_scenes
     from flock3d.viewer.app import ViewerWindow
     from flock3d.viewer.editing import Selection
+    from flock3d.viewer.picking import PICK_RADIUS_PX, pick, screen_positions
 
     v = ViewerWindow(parse_scene(EDITED_WORLD), output_dir=tmp_path, dialogs=False)
     v.show()
@@ -593,15 +600,20 @@ def test_the_world_is_edited_with_the_mouse_and_saved(qt_app, tmp_path):
         params = v.session.params
 
         def where(point):
-            mapped = v.view.scene.node_transform(v.canvas.scene).map(np.asarray([point], float))[0]
-            return on_screen(v.canvas.native, *(mapped[:2] / mapped[3]))
+            return on_screen(v.canvas.native, *where_on_canvas(v, point))
 
-        # A click on the box's top selects it: the World tab says so.
-        top = np.array([0.0, -7.0, 0.0])
+        # A click on the box's top selects it: the World tab says so. A click picks what is drawn
+        # nearest, so it is made with the flock held still, where no boid is drawn near.
+        v.set_paused(True)
+        pump(qt_app, 0.2)
+        drawn = screen_positions(v.view.scene.node_transform(v.canvas.scene), v.snapshot.state.positions)
+        tops = [np.array([x, -7.0, z]) for x in (0.0, -2.0, 2.0) for z in (0.0, -2.0, 2.0)]
+        top = next(p for p in tops if pick(drawn, where_on_canvas(v, p), PICK_RADIUS_PX + 4.0) is None)
         xdotool("mousemove", *where(top))
         pump(qt_app, 0.1)
         xdotool("click", 1)
         pump(qt_app, 0.3)
+        v.set_paused(False)
         assert v.editing.editor.selection == Selection("object", 1)
         assert "box" in v.world_panel.selected.text()
         # Dragging it slides it over the ground; the camera stays where it is.

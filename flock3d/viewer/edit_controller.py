@@ -165,7 +165,9 @@ class EditController:
         selection = self.editor.valid(self.editor.selection)
         if event.button != 1 or selection is None:
             return
-        thing, point, _ = self.under(event.pos)
+        # Boids cannot be dragged, and one flying across the pixel must not turn the drag of
+        # what is selected into an orbit of the camera: look through them.
+        thing, point, _ = self.under(event.pos, boids=False)
         if thing == selection:  # pressed on what is selected: drag it, not the camera
             self.editor.begin_drag(selection, point)
             self.w.view.camera.interactive = False
@@ -241,10 +243,11 @@ class EditController:
         eye = None if frame is None else frame.eye
         return ray_through(self.w.view.scene.node_transform(self.w.canvas.scene), pos, eye)
 
-    def under(self, pos) -> tuple[tuple | None, np.ndarray, bool]:
+    def under(self, pos, boids: bool = True) -> tuple[tuple | None, np.ndarray, bool]:
         """What is drawn under canvas pixel ``pos`` nearest the camera, the world point there and
-        whether it lies on a surface (:func:`~flock3d.viewer.picking.thing_under`)."""
+        whether it lies on a surface (:func:`~flock3d.viewer.picking.thing_under`; ``boids``
+        False looks through the boids)."""
         state = self.w.snapshot.state
         return thing_under(self.ray(pos), pos, self.w.view.scene.node_transform(self.w.canvas.scene),
                            self.w.visuals.scenery, state, self.w.session.params,
-                           self.w.visuals.framed(state.positions))  # fmt: skip
+                           self.w.visuals.framed(state.positions), boids)  # fmt: skip

@@ -115,10 +115,13 @@ def ray_through(transform, pos, eye=None) -> tuple[np.ndarray, np.ndarray]:
     return (near if eye is None else np.asarray(eye, np.float64)), direction
 
 
-def thing_under(ray, pos, transform, scenery, state: FlockState, params: Params, framed) -> tuple:
+def thing_under(
+    ray, pos, transform, scenery, state: FlockState, params: Params, framed, boids: bool = True
+) -> tuple:
     """What is drawn under canvas pixel ``pos``, nearest the camera, and where: (a
     :class:`~flock3d.viewer.editing.Selection` (an object, attractor or predator), a boid
     ``("boid", index)`` or None; the world point there; whether it lies on a surface).
+    With ``boids`` False, boids are looked through, as though they were not drawn.
 
     Objects are met by ``ray`` (origin, direction: :func:`ray_through`) through the drawn
     triangles (``scenery.pick``); attractors, predators and boids within
@@ -136,8 +139,9 @@ def thing_under(ray, pos, transform, scenery, state: FlockState, params: Params,
     points = {
         "attractor": np.array([a.position for a in params.attractors], np.float64).reshape(-1, 3),
         "predator": state.predator_positions,
-        "boid": state.positions,
     }
+    if boids:
+        points["boid"] = state.positions
     for kind, positions in points.items():
         index = pick(screen_positions(transform, positions), pos) if len(positions) else None
         if index is not None:
