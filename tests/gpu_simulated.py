@@ -312,7 +312,7 @@ def run(name: str) -> dict:
 
 #: float32 against float64 (``--float32``): the defaults, dense enough that each boid sees several.
 FLOAT32 = Params(count=40, arena_radius=5.0)
-FLOAT32_STEPS = 20
+FLOAT32_STEPS = 10
 
 
 def float32_run(seed: int) -> dict:

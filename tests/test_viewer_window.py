@@ -512,11 +512,11 @@ def test_a_scene_with_one_second_steps_runs(qt_app, viewer, tmp_path):
     assert viewer.snapshot.step_count - start >= 2  # one step per simulated second
 
 
-@pytest.mark.slow  # 3,000 frames in software OpenGL: 25-28 s
+@pytest.mark.slow  # 600 frames in software OpenGL: about 6 s
 @pytest.mark.skipif(
     sys.version_info >= (3, 12), reason="None is immortal from Python 3.12: its count never moves"
 )
-def test_thousands_of_frames_leave_nones_reference_count_alone(qt_app, tmp_path):
+def test_hundreds_of_frames_leave_nones_reference_count_alone(qt_app, tmp_path):
     # The window's Qt calls must leave None's reference count alone: PySide6 6.12.0 drops a
     # reference on every Qt call returning nothing (makeCurrent, update, setText...), which on
     # Python 3.11 aborts the window within minutes ("deallocating None").
@@ -526,7 +526,7 @@ def test_thousands_of_frames_leave_nones_reference_count_alone(qt_app, tmp_path)
 
     from flock3d.viewer.app import ViewerWindow
 
-    frames, tolerance = 3000, 20  # other threads' frames hold a few references at any moment
+    frames, tolerance = 600, 20  # other threads' frames hold a few references at any moment
     v = ViewerWindow(
         resolve_scene("default", overrides=["flock.count=50"]), output_dir=tmp_path, dialogs=False
     )
@@ -555,8 +555,9 @@ def test_thousands_of_frames_leave_nones_reference_count_alone(qt_app, tmp_path)
             f"None's reference count moved by {drift[worst]} in {worst} frames"
         )
         # Each frame makes several Qt calls, so a leak of one reference a call drifts past the
-        # tolerance within a few frames; a thousand frames leave no doubt.
-        assert len(counts) > 1000, f"only {len(counts)} frames in 120 s"
+        # tolerance within a few frames; hundreds of frames (and the HUD's updates among them, a
+        # few a second) leave no doubt.
+        assert len(counts) > 500, f"only {len(counts)} frames in 120 s"
     finally:
         v.close()
         pump(qt_app, 0.2)
