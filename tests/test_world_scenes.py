@@ -256,3 +256,26 @@ def test_the_scene_browser_lists_the_worlds_it_cannot_read_without_the_world_ext
     needing = {name for name, description in entries.items() if "flock3d[world]" in description}
     assert {"worlds/canyon", "worlds/cave", "worlds/valley"} <= needing
     assert "default" not in needing and "worlds/city" not in needing  # primitives need no extra
+
+
+def test_a_world_read_from_files_is_checked_without_compiling(tmp_path):
+    # Its start region's check measures the objects by the readable distances: on a fresh install
+    # (an empty numba cache) the scene is judged at once, without the 3-4 s compile of the compiled
+    # distances, which placing the boids then compiles beside the step (flock3d.core.assemble).
+    import subprocess
+    import sys
+
+    from helpers import process_env
+
+    code = (
+        "from flock3d.core import compiling\n"
+        "from flock3d.scene import resolve_scene\n"
+        "with compiling.forbidden():\n"
+        "    scene = resolve_scene('worlds/canyon')\n"
+        "print(scene.fields is not None)\n"
+    )
+    empty = {"NUMBA_CACHE_DIR": str(tmp_path / "numba"), "FLOCK3D_CACHE_DIR": str(tmp_path / "steps")}
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=300, env=process_env(empty)
+    )
+    assert out.returncode == 0 and out.stdout.strip() == "True", out.stderr[-2000:]
