@@ -98,7 +98,7 @@ class Flock(FlockViews):
         params = Params() if params is None else params
         if not isinstance(params, Params):
             raise TypeError(f"params must be a flock3d.Params, got {type(params).__name__}")
-        _choose_engine(engine, params)
+        _choose_engine(engine, params, own_rules=bool(rules or forces))
         params, state = _initial_state(params, seed, fields, positions, velocities, orientations)
         self._state = state
         self._params = params
@@ -303,15 +303,18 @@ def check_precision(params: Params, engine: Engine) -> None:
         )
 
 
-def _choose_engine(engine: Engine, params: Params) -> None:
-    """Refuse an unknown engine; for the fast one, start compiling its shared driver."""
+def _choose_engine(engine: Engine, params: Params, own_rules: bool = False) -> None:
+    """Refuse an unknown engine; for the fast one, start compiling what the cache lacks beside
+    this process: the shared driver (and a world's keep-out); a world's step, when placing its
+    boids compiles the distances here first (not with ``own_rules``, which a child cannot be
+    handed)."""
     if engine not in ("fast", "reference", "gpu"):
         raise ValueError(f"engine must be 'fast', 'reference' or 'gpu' (got {engine!r})")
     check_precision(params, engine)
     if engine == "fast":
-        # A first run on this machine: the other core compiles the shared driver (and a world's
-        # keep-out) while this one builds the flock and compiles its own step.
         assemble.warm_up_in_background(params)
+        if not own_rules:
+            assemble.compile_step_beside_placement(params)
 
 
 def _initial_state(

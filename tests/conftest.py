@@ -143,14 +143,17 @@ HELPERS = ("resource_tracker", "forkserver")
 def _counts(process: psutil.Process) -> bool:
     """Whether a process left behind is the test's doing: not a zombie (ended, waiting to be
     reaped), nor multiprocessing's helpers (its resource tracker, its fork server), which
-    serve this process until it ends, nor the library's background compile of the shared
-    driver (flock3d.core.assemble, waited for by the next step)."""
+    serve this process until it ends, nor the library's background compiles of the shared
+    driver and of a world's step (flock3d.core.assemble, waited for by the next step)."""
     from flock3d.core import assemble
 
     try:
         if process.status() == psutil.STATUS_ZOMBIE:
             return False
-        if any(f"multiprocessing.{helper}" in part for part in process.cmdline() for helper in HELPERS):
+        command = process.cmdline()
+        if any(f"multiprocessing.{helper}" in part for part in command for helper in HELPERS):
+            return False
+        if assemble._steps_elsewhere and any("flock3d.core.elsewhere" in part for part in command):
             return False
     except psutil.NoSuchProcess:
         return False

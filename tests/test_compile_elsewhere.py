@@ -279,3 +279,28 @@ def test_a_shipped_scene_compiled_in_the_background_opens_without_a_compile(fres
         _first_steps(session, 30)
     finally:
         session.stop()
+
+
+@pytest.mark.slow  # a child compiles a world's step from an empty step cache: 4-6 s
+def test_a_worlds_step_compiles_in_a_child_while_its_boids_are_placed(fresh_steps, compiles, monkeypatch):
+    # On a fresh install, placing a world's boids compiles the objects' distances in this process
+    # first: the step compiles meanwhile in a child, and the first step only loads it.
+    import numpy as np
+
+    from flock3d import Flock, Params
+    from flock3d.core import assemble
+    from flock3d.core.objects import Object
+
+    monkeypatch.delenv("FLOCK3D_NO_WARM_UP", raising=False)
+    params = Params(count=50, objects=[Object("sphere", radius=1.0, position=(5.0, 0.0, 0.0))])
+    monkeypatch.setattr(assemble, "_distances_cached", lambda: True)
+    Flock(params, seed=1)  # the distances are cached: the step compiles here, when it is first taken
+    assert assemble._steps_elsewhere == {}
+    monkeypatch.setattr(assemble, "_distances_cached", lambda: False)  # as on a fresh install
+    flock = Flock(params, seed=1)
+    assert list(assemble._steps_elsewhere) == [assemble.layout_of(params)]
+    flock.step(2)
+    assert "chunk" not in compiles and assemble._steps_elsewhere == {}
+    reference = Flock(params, seed=1, engine="reference")
+    reference.step(2)
+    np.testing.assert_allclose(flock.positions, reference.positions, atol=1e-9)

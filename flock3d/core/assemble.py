@@ -50,7 +50,7 @@ from typing import Any
 import numba
 import numpy as np
 
-from flock3d.core import elsewhere
+from flock3d.core import compiling, elsewhere
 from flock3d.core.kernel import (
     BOIDS_PER_CHUNK,
     OK,
@@ -64,6 +64,7 @@ from flock3d.core.kernel import (
 from flock3d.core.kernel.calls import REGISTRY
 from flock3d.core.kernel.motion import MOVE_ROWS, TURN_ROWS
 from flock3d.core.models import MODELS_BY_NAME, model_of
+from flock3d.core.objects import Object, clearances, pack_objects
 from flock3d.core.params import TERMS, Params
 from flock3d.core.params import stage_names as params_stage_names
 from flock3d.core.quaternion import turn_limit
@@ -489,6 +490,71 @@ def _await_warm_up() -> None:
         _warm_up = None
 
 
+#: Steps compiling in a child process (:func:`compile_step_beside_placement`), by layout: the
+#: thread that waits for the child.
+_steps_elsewhere: dict[Any, threading.Thread] = {}
+
+
+def compile_step_beside_placement(params: Params) -> None:
+    """On a machine whose numba cache lacks the objects' distance functions, start compiling the
+    fast step of ``params`` (its layout's chunk) in a child process, where the cache lacks it too.
+
+    Placing a world's boids outside its objects measures them with the compiled distances, which a
+    fresh install compiles there first (3-4 s on 2 cores); the step's own compile (4-5 s) came
+    after it. The chunk no longer types any object code (it calls the keep-out at an address), so
+    it compiles beside the distances: :func:`stepper_for` waits for the child and loads what it
+    compiled. A child that fails leaves the compile to this process, as though it had not run.
+
+    Nothing happens without objects, once the distances or the step are cached, while the step
+    is already under way, or with ``FLOCK3D_NO_WARM_UP`` set (what a compiling child has).
+    """
+    if not params.objects or os.environ.get("FLOCK3D_NO_WARM_UP") or _distances_cached():
+        return
+    layout = layout_of(params)
+    with _lock:
+        if (layout, (), ()) in _steppers or layout in _steps_elsewhere:
+            return
+    try:
+        with compiling.forbidden():
+            stepper_for(params)  # loads it, where cached
+        return
+    except compiling.CompileNeeded:
+        pass
+
+    def compile_elsewhere() -> None:
+        try:
+            elsewhere.compile_in_child("flock3d.core.assemble:stepper_for", (params,), niceness=0)
+        except elsewhere.CompileFailed:
+            pass  # stepper_for compiles it here
+
+    thread = threading.Thread(target=compile_elsewhere, name="flock3d-step-elsewhere", daemon=True)
+    with _lock:
+        _steps_elsewhere[layout] = thread
+    thread.start()
+
+
+def _distances_cached() -> bool:
+    """Whether numba's cache holds the objects' distances as placing boids calls them
+    (:func:`~flock3d.core.objects.clearances`; one compiled function measures every shape)."""
+    data, offsets = pack_objects((Object("plane"),), None)
+    try:
+        with compiling.forbidden():
+            clearances(data, offsets, np.zeros((1, 3)), 0.0)
+        return True
+    except compiling.CompileNeeded:
+        return False
+
+
+def _await_step_elsewhere(layout: Any) -> None:
+    """Wait for the child compiling ``layout``'s step, if one is (:func:`compile_step_beside_placement`)."""
+    with _lock:
+        thread = _steps_elsewhere.get(layout)
+    if thread is not None:
+        thread.join()
+        with _lock:
+            _steps_elsewhere.pop(layout, None)
+
+
 def _driver(periodic: bool, predators: bool):
     """The synchronous driver, after any compile under way in the background ends."""
     _await_warm_up()
@@ -499,6 +565,7 @@ def stepper_for(params: Params, rules: Sequence[PairRule] = (), forces: Sequence
     """The stepper of the layout ``params``, ``rules`` and ``forces`` need (assembled once per process)."""
     rules, forces = tuple(rules), tuple(forces)
     layout = layout_of(params, rules, forces)
+    _await_step_elsewhere(layout)
     key = (layout, tuple(id(r.fn) for r in rules), tuple(id(f.fn) for f in forces))
     with _lock:
         stepper = _steppers.get(key)
