@@ -116,31 +116,32 @@ def test_a_huge_every_attribute_does_not_change_the_schedule(tmp_path, every):
 
 @pytest.mark.slow
 @pytest.mark.parametrize(
-    "where, value, problem",
+    "where, value, problem, suffix",
     [
-        ("orientation", np.nan, "orientations that are not unit quaternions"),
-        ("orientation", 1e308, "orientations that are not unit quaternions"),
-        ("position", 1e308, "positions that are NaN, infinite or beyond 1e+15"),
-        ("position", -np.inf, "positions that are NaN, infinite or beyond 1e+15"),
-        ("velocity", np.nan, "velocities that are NaN, infinite or beyond 1e+15"),
+        ("orientation", np.nan, "orientations that are not unit quaternions", ".mp4"),
+        ("orientation", 1e308, "orientations that are not unit quaternions", ".png"),
+        ("position", 1e308, "positions that are NaN, infinite or beyond 1e+15", ".mp4"),
+        ("position", -np.inf, "positions that are NaN, infinite or beyond 1e+15", ".png"),
+        ("velocity", np.nan, "velocities that are NaN, infinite or beyond 1e+15", ".mp4"),
     ],
 )
-def test_frames_that_cannot_be_drawn_are_one_line_before_anything_is_drawn(tmp_path, where, value, problem):
+def test_frames_that_cannot_be_drawn_are_one_line_before_anything_is_drawn(
+    tmp_path, where, value, problem, suffix
+):
+    # Each kind of bad value, each in a video or a still (a render process each: seconds).
     good = small_recording(tmp_path / "good.h5", frames=7, every=6)
 
     def spoil(f):
         f[f"particles/flock/{where}/value"][4, 3] = value
 
     traj = altered_copy(good, tmp_path / "bad.h5", spoil)
-    for out in (tmp_path / "bad.mp4", tmp_path / "bad.png"):
-        result = flock3d(
-            "render", traj, "--out", out, *SMALL, *(("--frames", "5") if out.suffix == ".png" else ())
-        )
-        assert_clean_failure(result, f"{traj}: frame 4 (t = 0.4 s) cannot be drawn: it holds {problem}")
-        assert len(result.stderr.strip().splitlines()) == 1, result.stderr  # no RuntimeWarning either
-        assert not out.exists()
-    # The frames before it still render.
-    assert "4 frames" in rendered(traj, "--out", tmp_path / "before.mp4", "--frames", "4", *SMALL)
+    out = tmp_path / f"bad{suffix}"
+    result = flock3d("render", traj, "--out", out, *SMALL, *(("--frames", "5") if suffix == ".png" else ()))
+    assert_clean_failure(result, f"{traj}: frame 4 (t = 0.4 s) cannot be drawn: it holds {problem}")
+    assert len(result.stderr.strip().splitlines()) == 1, result.stderr  # no RuntimeWarning either
+    assert not out.exists()
+    if suffix == ".mp4":  # the frames before it still render
+        assert "4 frames" in rendered(traj, "--out", tmp_path / "before.mp4", "--frames", "4", *SMALL)
 
 
 @pytest.mark.parametrize(
