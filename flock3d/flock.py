@@ -98,8 +98,10 @@ class Flock(FlockViews):
         params = Params() if params is None else params
         if not isinstance(params, Params):
             raise TypeError(f"params must be a flock3d.Params, got {type(params).__name__}")
-        _choose_engine(engine, params, own_rules=bool(rules or forces))
+        placing_compiles = _choose_engine(engine, params, own_rules=bool(rules or forces))
         params, state = _initial_state(params, seed, fields, positions, velocities, orientations)
+        if placing_compiles:  # the distances are compiled now: the keep-out's compile loads them
+            assemble.warm_up_after_placement(params)
         self._state = state
         self._params = params
         self._seed = seed
@@ -303,18 +305,27 @@ def check_precision(params: Params, engine: Engine) -> None:
         )
 
 
-def _choose_engine(engine: Engine, params: Params, own_rules: bool = False) -> None:
-    """Refuse an unknown engine; for the fast one, start compiling what the cache lacks beside
-    this process: the shared driver (and a world's keep-out); a world's step, when placing its
-    boids compiles the distances here first (not with ``own_rules``, which a child cannot be
-    handed)."""
+def _choose_engine(engine: Engine, params: Params, own_rules: bool = False) -> bool:
+    """Refuse an unknown engine; for the fast one, start compiling what numba's cache lacks beside
+    this process: the shared driver, the batch's turn and move and a world's keep-out in one child
+    (:func:`~flock3d.core.assemble.warm_up_in_background`); a world's step in another, where
+    placing its boids compiles the objects' distances here first (not with ``own_rules``, which
+    a child cannot be handed).
+
+    Returns:
+        Whether placing the boids compiles the distances: the first child then starts after the
+        placement, since the keep-out calls the same distances (compiled beside them, the two
+        compiles did the same work twice on 2 cores, and the open took as long as before).
+    """
     if engine not in ("fast", "reference", "gpu"):
         raise ValueError(f"engine must be 'fast', 'reference' or 'gpu' (got {engine!r})")
     check_precision(params, engine)
-    if engine == "fast":
-        assemble.warm_up_in_background(params)
-        if not own_rules:
-            assemble.compile_step_beside_placement(params)
+    if engine != "fast":
+        return False
+    if not own_rules and assemble.compile_step_beside_placement(params):
+        return True
+    assemble.warm_up_in_background(params)
+    return False
 
 
 def _initial_state(

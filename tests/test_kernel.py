@@ -224,6 +224,12 @@ def test_a_world_keep_out_missing_from_the_cache_is_compiled_by_the_warm_up_chil
     assemble.warm_up_in_background(Params(objects=[Object("sphere", radius=1.0, position=(5.0, 0.0, 0.0))]))
     compiles = "_compile_shared((False, False), False, ('avoidance', 'keep_out'))"
     assert len(launched) == 1 and launched[0][-1].endswith(compiles)
+    # After placing a world's boids compiled the distances, this process compiles the keep-out
+    # itself while the child compiles the rest (flock3d.core.assemble.warm_up_after_placement).
+    monkeypatch.setattr(assemble, "_warm_up", None)
+    assemble.warm_up_in_background(Params(objects=[Object("sphere", radius=1.0)]), here=("keep_out",))
+    rest = "_compile_shared((False, False), False, ('avoidance',))"
+    assert len(launched) == 2 and launched[1][-1].endswith(rest)
     monkeypatch.undo()
     env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "numba"), "FLOCK3D_NO_WARM_UP": "1"}
     check = "from flock3d.core.terms.objects import KEEP_OUT; print(KEEP_OUT.cached())"

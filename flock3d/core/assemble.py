@@ -440,7 +440,7 @@ _lock = threading.Lock()
 _warm_up: subprocess.Popen | None = None
 
 
-def warm_up_in_background(params: Params) -> None:
+def warm_up_in_background(params: Params, here: tuple[str, ...] = ()) -> None:
     """On a machine whose numba cache lacks what the fast step of ``params`` shares with every
     scene of its kind, compile it in a second process: the synchronous driver, and the functions
     the step calls at their addresses (the batch's turn and move, a world's keep-out and avoidance:
@@ -448,7 +448,8 @@ def warm_up_in_background(params: Params) -> None:
 
     The first step then compiles the scene's own chunk here while the other core compiles the
     rest; the first use of each (the driver, :meth:`Stepper.world`) waits for the child and
-    loads the result from the cache. Nothing happens once the cache holds them.
+    loads the result from the cache. Nothing happens once the cache holds them. The called
+    functions named in ``here`` are left to this process.
     """
     global _warm_up
     if _warm_up is not None or os.environ.get("FLOCK3D_NO_WARM_UP"):
@@ -457,7 +458,7 @@ def warm_up_in_background(params: Params) -> None:
     driver = params.update == "synchronous" and not driver_is_cached(*options)
     stages = layout_of(params).stages
     called = [TURN_ROWS, MOVE_ROWS, *(c for term in TERMS if term.name in stages for c in term.called)]
-    names = tuple(c.name for c in called if not c.cached())
+    names = tuple(c.name for c in called if c.name not in here and not c.cached())
     if not driver and not names:
         return
     code = f"from flock3d.core.assemble import _compile_shared; _compile_shared({options}, {driver}, {names})"
@@ -495,7 +496,7 @@ def _await_warm_up() -> None:
 _steps_elsewhere: dict[Any, threading.Thread] = {}
 
 
-def compile_step_beside_placement(params: Params) -> None:
+def compile_step_beside_placement(params: Params) -> bool:
     """On a machine whose numba cache lacks the objects' distance functions, start compiling the
     fast step of ``params`` (its layout's chunk) in a child process, where the cache lacks it too.
 
@@ -507,17 +508,21 @@ def compile_step_beside_placement(params: Params) -> None:
 
     Nothing happens without objects, once the distances or the step are cached, while the step
     is already under way, or with ``FLOCK3D_NO_WARM_UP`` set (what a compiling child has).
+
+    Returns:
+        Whether placing the boids of ``params`` compiles the distances in this process (numba's
+        cache lacks them), whether or not the step needed a child.
     """
     if not params.objects or os.environ.get("FLOCK3D_NO_WARM_UP") or _distances_cached():
-        return
+        return False
     layout = layout_of(params)
     with _lock:
         if (layout, (), ()) in _steppers or layout in _steps_elsewhere:
-            return
+            return True
     try:
         with compiling.forbidden():
             stepper_for(params)  # loads it, where cached
-        return
+        return True
     except compiling.CompileNeeded:
         pass
 
@@ -531,6 +536,31 @@ def compile_step_beside_placement(params: Params) -> None:
     with _lock:
         _steps_elsewhere[layout] = thread
     thread.start()
+    return True
+
+
+def warm_up_after_placement(params: Params) -> None:
+    """What :func:`warm_up_in_background` compiles, once placing a world's boids compiled the
+    objects' distances here (:func:`compile_step_beside_placement`): the keep-out, the longest of
+    the world's called functions (3 s on 2 cores, with the distances it calls loaded), compiles
+    here meanwhile, while the child compiles the rest (the avoidance, 1 s, and the driver where
+    the cache lacks it) and the other child the step.
+
+    A thread that may not compile (:func:`flock3d.core.compiling.forbidden`) leaves it all to the
+    child."""
+    keep_out = REGISTRY["keep_out"]
+    try:
+        with compiling.forbidden():
+            keep_out.address()  # loads it, where cached
+        warm_up_in_background(params)
+        return
+    except compiling.CompileNeeded:
+        pass
+    if compiling.is_forbidden():
+        warm_up_in_background(params)
+        return
+    warm_up_in_background(params, here=(keep_out.name,))
+    keep_out.address()
 
 
 def _distances_cached() -> bool:

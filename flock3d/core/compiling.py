@@ -38,6 +38,7 @@ __all__ = [
     "child_started",
     "compiling_since",
     "forbidden",
+    "is_forbidden",
     "notices",
     "watch",
 ]
@@ -189,6 +190,11 @@ def forbidden() -> Iterator[None]:
         yield
     finally:
         _thread.forbidden = before
+
+
+def is_forbidden() -> bool:
+    """Whether this thread is within :func:`forbidden`."""
+    return getattr(_thread, "forbidden", False)
 
 
 def child_started(line: str = COMPILING) -> None:
