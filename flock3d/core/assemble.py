@@ -546,8 +546,8 @@ def warm_up_after_placement(params: Params) -> None:
     here meanwhile, while the child compiles the rest (the avoidance, 1 s, and the driver where
     the cache lacks it) and the other child the step.
 
-    A thread that may not compile (:func:`flock3d.core.compiling.forbidden`) leaves it all to the
-    child."""
+    A thread that may not compile (:func:`flock3d.core.compiling.forbidden`), or a window's
+    process (:func:`flock3d.core.compiling.children_only`), leaves it all to the child."""
     keep_out = REGISTRY["keep_out"]
     try:
         with compiling.forbidden():
@@ -556,7 +556,7 @@ def warm_up_after_placement(params: Params) -> None:
         return
     except compiling.CompileNeeded:
         pass
-    if compiling.is_forbidden():
+    if not compiling.compiles_here():
         warm_up_in_background(params)
         return
     warm_up_in_background(params, here=(keep_out.name,))

@@ -38,7 +38,8 @@ __all__ = [
     "child_started",
     "compiling_since",
     "forbidden",
-    "is_forbidden",
+    "children_only",
+    "compiles_here",
     "notices",
     "watch",
 ]
@@ -192,9 +193,20 @@ def forbidden() -> Iterator[None]:
         _thread.forbidden = before
 
 
-def is_forbidden() -> bool:
-    """Whether this thread is within :func:`forbidden`."""
-    return getattr(_thread, "forbidden", False)
+_children_only = False  # set by a window's process: see children_only()
+
+
+def children_only() -> None:
+    """This process is a window's: library code that could compile here or leave the compile to
+    a child leaves it to the child (it asks :func:`compiles_here`)."""
+    global _children_only
+    _children_only = True
+
+
+def compiles_here() -> bool:
+    """Whether this thread should compile what a child could compile instead: not within
+    :func:`forbidden`, nor in a window's process (:func:`children_only`)."""
+    return not (_children_only or getattr(_thread, "forbidden", False))
 
 
 def child_started(line: str = COMPILING) -> None:

@@ -28,6 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
+from flock3d.core import compiling
 from flock3d.errors import Flock3dError
 from flock3d.look.camera import flock_extent
 from flock3d.scene import Scene
@@ -192,6 +193,8 @@ class ViewerWindow:
         from flock3d.viewer.scene_controller import SceneController
         from flock3d.viewer.session import Session
 
+        # A window's process leaves every compile it can to a child process (see elsewhere.py).
+        compiling.children_only()
         if started is None:
             age = seconds_since_process_start()
             started = time.perf_counter() - (age or 0.0)
