@@ -313,9 +313,9 @@ def _choose_engine(engine: Engine, params: Params, own_rules: bool = False) -> b
     a child cannot be handed).
 
     Returns:
-        Whether placing the boids compiles the distances: the first child then starts after the
-        placement, since the keep-out calls the same distances (compiled beside them, the two
-        compiles did the same work twice on 2 cores, and the open took as long as before).
+        Whether placing the boids compiles the distances here: the first child then starts after
+        the placement (:func:`~flock3d.core.assemble.warm_up_after_placement`), since the
+        keep-out calls the same distances and its compile should load them, not compile them too.
     """
     if engine not in ("fast", "reference", "gpu"):
         raise ValueError(f"engine must be 'fast', 'reference' or 'gpu' (got {engine!r})")

@@ -253,10 +253,10 @@ def covered_start_problems(
     the arena object, by the avoidance margin, at time 0. Judged only when every object's distances are known
     (those read from files need ``fields``).
 
-    Measured by the readable distances (:mod:`.oracle`), point by point until one has room: a
-    scene is validated without compiling anything (the compiled distances took 3-4 s to compile
-    on a fresh install, before the scene could even be checked), and the first few points
-    usually settle it; a scene with no room sweeps every point (about 0.3 s an object)."""
+    Measured by the readable distances (:mod:`.oracle`), point by point until one has room, so
+    that a scene is judged without compiling anything (the compiled distances take 3-4 s to
+    compile on a fresh install): the first few points usually settle it; a scene with no room
+    sweeps every point (about 0.3 s an object)."""
     objects = values["objects"]
     if not objects or any(
         needs_field(o) and (fields is None or i not in fields) for i, o in enumerate(objects)
