@@ -101,7 +101,7 @@ class Flock(FlockViews):
         placing_compiles = _choose_engine(engine, params, own_rules=bool(rules or forces))
         params, state = _initial_state(params, seed, fields, positions, velocities, orientations)
         if placing_compiles:  # the distances are compiled now: the keep-out's compile loads them
-            assemble.warm_up_after_placement(params)
+            assemble.warm_up_in_background(params, here=("keep_out",))
         self._state = state
         self._params = params
         self._seed = seed
@@ -313,9 +313,9 @@ def _choose_engine(engine: Engine, params: Params, own_rules: bool = False) -> b
     a child cannot be handed).
 
     Returns:
-        Whether placing the boids compiles the distances here: the first child then starts after
-        the placement (:func:`~flock3d.core.assemble.warm_up_after_placement`), since the
-        keep-out calls the same distances and its compile should load them, not compile them too.
+        Whether placing the boids compiles the distances here: the warm-up child then starts
+        after the placement, since the keep-out calls the same distances and its compile should
+        load them, not compile them too.
     """
     if engine not in ("fast", "reference", "gpu"):
         raise ValueError(f"engine must be 'fast', 'reference' or 'gpu' (got {engine!r})")

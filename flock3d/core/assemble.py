@@ -448,8 +448,12 @@ def warm_up_in_background(params: Params, here: tuple[str, ...] = ()) -> None:
 
     The first step then compiles the scene's own chunk here while the other core compiles the
     rest; the first use of each (the driver, :meth:`Stepper.world`) waits for the child and
-    loads the result from the cache. Nothing happens once the cache holds them. The called
-    functions named in ``here`` are left to this process.
+    loads the result from the cache. Nothing happens once the cache holds them.
+
+    The child compiles one function after another, so this process takes a share at once: the
+    called functions named in ``here``, and the batch's turn and move (2 s on 2 cores) when the
+    child compiles the driver (6 s). A window's process leaves all to the child
+    (:func:`flock3d.core.compiling.compiles_here`).
     """
     global _warm_up
     if _warm_up is not None or os.environ.get("FLOCK3D_NO_WARM_UP"):
@@ -458,17 +462,25 @@ def warm_up_in_background(params: Params, here: tuple[str, ...] = ()) -> None:
     driver = params.update == "synchronous" and not driver_is_cached(*options)
     stages = layout_of(params).stages
     called = [TURN_ROWS, MOVE_ROWS, *(c for term in TERMS if term.name in stages for c in term.called)]
-    names = tuple(c.name for c in called if c.name not in here and not c.cached())
-    if not driver and not names:
-        return
-    code = f"from flock3d.core.assemble import _compile_shared; _compile_shared({options}, {driver}, {names})"
-    try:
-        _warm_up = subprocess.Popen(
-            [sys.executable, "-P", "-c", code], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL, env=elsewhere.child_environment(),
-        )  # fmt: skip
-    except OSError:
-        _warm_up = None
+    if not compiling.compiles_here():
+        here = ()
+    elif driver:
+        here = (*here, TURN_ROWS.name, MOVE_ROWS.name)
+    missing = [c for c in called if not c.cached()]
+    names = tuple(c.name for c in missing if c.name not in here)
+    if driver or names:
+        job = f"_compile_shared({options}, {driver}, {names})"
+        code = f"from flock3d.core.assemble import _compile_shared; {job}"
+        try:
+            _warm_up = subprocess.Popen(
+                [sys.executable, "-P", "-c", code], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL, env=elsewhere.child_environment(),
+            )  # fmt: skip
+        except OSError:
+            _warm_up = None
+    for c in missing:
+        if c.name in here:
+            c.address()
 
 
 def _compile_shared(options: tuple[bool, bool], driver: bool, names: tuple[str, ...]) -> None:
@@ -505,6 +517,9 @@ def compile_step_beside_placement(params: Params) -> bool:
     after it. The chunk no longer types any object code (it calls the keep-out at an address), so
     it compiles beside the distances: :func:`stepper_for` waits for the child and loads what it
     compiled. A child that fails leaves the compile to this process, as though it had not run.
+    The warm-up child then starts after the placement, the distances cached, and leaves the
+    keep-out (3 s, the longest of the world's) to this process meanwhile (``here`` of
+    :func:`warm_up_in_background`).
 
     Nothing happens without objects, once the distances or the step are cached, while the step
     is already under way, or with ``FLOCK3D_NO_WARM_UP`` set (what a compiling child has).
@@ -537,30 +552,6 @@ def compile_step_beside_placement(params: Params) -> bool:
         _steps_elsewhere[layout] = thread
     thread.start()
     return True
-
-
-def warm_up_after_placement(params: Params) -> None:
-    """What :func:`warm_up_in_background` compiles, once placing a world's boids compiled the
-    objects' distances here (:func:`compile_step_beside_placement`): the keep-out, the longest of
-    the world's called functions (3 s on 2 cores, with the distances it calls loaded), compiles
-    here meanwhile, while the child compiles the rest (the avoidance, 1 s, and the driver where
-    the cache lacks it) and the other child the step.
-
-    A thread that may not compile (:func:`flock3d.core.compiling.forbidden`), or a window's
-    process (:func:`flock3d.core.compiling.children_only`), leaves it all to the child."""
-    keep_out = REGISTRY["keep_out"]
-    try:
-        with compiling.forbidden():
-            keep_out.address()  # loads it, where cached
-        warm_up_in_background(params)
-        return
-    except compiling.CompileNeeded:
-        pass
-    if not compiling.compiles_here():
-        warm_up_in_background(params)
-        return
-    warm_up_in_background(params, here=(keep_out.name,))
-    keep_out.address()
 
 
 def _distances_cached() -> bool:
