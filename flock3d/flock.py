@@ -101,7 +101,7 @@ class Flock(FlockViews):
         placing_compiles = _choose_engine(engine, params, own_rules=bool(rules or forces))
         params, state = _initial_state(params, seed, fields, positions, velocities, orientations)
         if placing_compiles:  # the distances are compiled now: the keep-out's compile loads them
-            assemble.warm_up_in_background(params, here=("keep_out",))
+            assemble.warm_up_in_background(params, placed=True)
         self._state = state
         self._params = params
         self._seed = seed

@@ -225,15 +225,17 @@ def test_a_world_keep_out_missing_from_the_cache_is_compiled_by_the_warm_up_chil
     compiles = "_compile_shared((False, False), False, ('avoidance', 'keep_out'))"
     assert len(launched) == 1 and launched[0][-1].endswith(compiles)
     # After placing a world's boids compiled the distances, this process compiles the keep-out
-    # itself while the child compiles the rest (warm_up_in_background's `here`).
+    # itself while the child compiles the rest (warm_up_in_background's `placed`).
     monkeypatch.setattr(assemble, "_warm_up", None)
-    assemble.warm_up_in_background(Params(objects=[Object("sphere", radius=1.0)]), here=("keep_out",))
+    assemble.warm_up_in_background(Params(objects=[Object("sphere", radius=1.0)]), placed=True)
     rest = "_compile_shared((False, False), False, ('avoidance',))"
     assert len(launched) == 2 and launched[1][-1].endswith(rest)
     # While the child compiles the driver (the longest), this process compiles the turn and move.
     monkeypatch.setattr(assemble, "_warm_up", None)
     monkeypatch.setattr(assemble, "driver_is_cached", lambda *options: False)
     monkeypatch.setattr(type(KEEP_OUT), "cached", lambda self: self not in (TURN_ROWS, MOVE_ROWS))
+    for called in (TURN_ROWS, MOVE_ROWS):  # not looked up yet in this process
+        monkeypatch.setattr(called, "_address", None)
     assemble.warm_up_in_background(Params())
     assert len(launched) == 3 and launched[2][-1].endswith("_compile_shared((False, False), True, ())")
     assert TURN_ROWS._address is not None and MOVE_ROWS._address is not None

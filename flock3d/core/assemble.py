@@ -440,7 +440,12 @@ _lock = threading.Lock()
 _warm_up: subprocess.Popen | None = None
 
 
-def warm_up_in_background(params: Params, here: tuple[str, ...] = ()) -> None:
+#: What this process compiles itself once placing a world's boids compiled the objects' distances:
+#: the keep-out, the longest of a world's called functions (3 s on 2 cores), which calls them.
+_AFTER_PLACEMENT = ("keep_out",)
+
+
+def warm_up_in_background(params: Params, placed: bool = False) -> None:
     """On a machine whose numba cache lacks what the fast step of ``params`` shares with every
     scene of its kind, compile it in a second process: the synchronous driver, and the functions
     the step calls at their addresses (the batch's turn and move, a world's keep-out and avoidance:
@@ -451,9 +456,10 @@ def warm_up_in_background(params: Params, here: tuple[str, ...] = ()) -> None:
     loads the result from the cache. Nothing happens once the cache holds them.
 
     The child compiles one function after another, so this process takes a share at once: the
-    called functions named in ``here``, and the batch's turn and move (2 s on 2 cores) when the
-    child compiles the driver (6 s). A window's process leaves all to the child
-    (:func:`flock3d.core.compiling.compiles_here`).
+    batch's turn and move (2 s on 2 cores) when the child compiles the driver (6 s), and, called
+    after a placement that compiled the distances (``placed``: see
+    :func:`compile_step_beside_placement`), the keep-out. A window's process leaves all to the
+    child (:func:`flock3d.core.compiling.compiles_here`).
     """
     global _warm_up
     if _warm_up is not None or os.environ.get("FLOCK3D_NO_WARM_UP"):
@@ -462,10 +468,9 @@ def warm_up_in_background(params: Params, here: tuple[str, ...] = ()) -> None:
     driver = params.update == "synchronous" and not driver_is_cached(*options)
     stages = layout_of(params).stages
     called = [TURN_ROWS, MOVE_ROWS, *(c for term in TERMS if term.name in stages for c in term.called)]
-    if not compiling.compiles_here():
-        here = ()
-    elif driver:
-        here = (*here, TURN_ROWS.name, MOVE_ROWS.name)
+    here: tuple[str, ...] = ()
+    if compiling.compiles_here():
+        here = (_AFTER_PLACEMENT if placed else ()) + ((TURN_ROWS.name, MOVE_ROWS.name) if driver else ())
     missing = [c for c in called if not c.cached()]
     names = tuple(c.name for c in missing if c.name not in here)
     if driver or names:
@@ -518,8 +523,7 @@ def compile_step_beside_placement(params: Params) -> bool:
     it compiles beside the distances: :func:`stepper_for` waits for the child and loads what it
     compiled. A child that fails leaves the compile to this process, as though it had not run.
     The warm-up child then starts after the placement, the distances cached, and leaves the
-    keep-out (3 s, the longest of the world's) to this process meanwhile (``here`` of
-    :func:`warm_up_in_background`).
+    keep-out to this process meanwhile (``placed`` of :func:`warm_up_in_background`).
 
     Nothing happens without objects, once the distances or the step are cached, while the step
     is already under way, or with ``FLOCK3D_NO_WARM_UP`` set (what a compiling child has).
