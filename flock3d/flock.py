@@ -99,6 +99,8 @@ class Flock(FlockViews):
         if not isinstance(params, Params):
             raise TypeError(f"params must be a flock3d.Params, got {type(params).__name__}")
         placing_compiles = _choose_engine(engine, params, own_rules=bool(rules or forces))
+        if placing_compiles:  # a window's process has a child compile what placing needs
+            assemble.compile_placement_elsewhere(params)
         params, state = _initial_state(params, seed, fields, positions, velocities, orientations)
         if placing_compiles:  # the distances are compiled now: the keep-out's compile loads them
             assemble.warm_up_in_background(params, placed=True)

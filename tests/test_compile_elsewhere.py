@@ -293,10 +293,10 @@ def test_a_worlds_step_compiles_in_a_child_while_its_boids_are_placed(fresh_step
 
     monkeypatch.delenv("FLOCK3D_NO_WARM_UP", raising=False)
     params = Params(count=50, objects=[Object("sphere", radius=1.0, position=(5.0, 0.0, 0.0))])
-    monkeypatch.setattr(assemble, "_distances_cached", lambda: True)
+    monkeypatch.setattr(assemble, "clearances_cached", lambda: True)
     Flock(params, seed=1)  # the distances are cached: the step compiles here, when it is first taken
     assert assemble._steps_elsewhere == {}
-    monkeypatch.setattr(assemble, "_distances_cached", lambda: False)  # as on a fresh install
+    monkeypatch.setattr(assemble, "clearances_cached", lambda: False)  # as on a fresh install
     flock = Flock(params, seed=1)
     assert list(assemble._steps_elsewhere) == [assemble.layout_of(params)]
     flock.step(2)
@@ -304,3 +304,65 @@ def test_a_worlds_step_compiles_in_a_child_while_its_boids_are_placed(fresh_step
     reference = Flock(params, seed=1, engine="reference")
     reference.step(2)
     np.testing.assert_allclose(flock.positions, reference.positions, atol=1e-9)
+
+
+@pytest.mark.slow  # a child compiles the objects' distances from an empty numba cache: 5-7 s
+def test_a_windows_process_places_a_worlds_boids_with_distances_a_child_compiled(
+    compiles, monkeypatch, tmp_path
+):
+    # On a fresh install, placing a world's boids needs the compiled distances: a window's process
+    # has a child compile them into numba's cache, and only loads them.
+
+    from flock3d import Flock, Params
+    from flock3d.core import objects
+    from flock3d.core.objects import Object, distance, oracle
+
+    # An empty numba cache of the test's own, for a fresh dispatcher here and for the child.
+    monkeypatch.setattr(numba.config, "CACHE_DIR", str(tmp_path / "numba"))
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path / "numba"))
+    fresh = numba.njit(cache=True, nogil=True, error_model="numpy")(distance.clearances.py_func)
+    monkeypatch.setattr(distance, "clearances", fresh)
+    monkeypatch.setattr(objects, "clearances", fresh)
+    assert not objects.clearances_cached()
+    monkeypatch.setattr(compiling, "_children_only", True)  # as ViewerWindow marks its process
+    sphere = Object("sphere", radius=2.0, position=(1.0, 0.0, 0.0))
+    params = Params(count=200, init_radius=3.0, objects=[sphere])
+    flock = Flock(params, seed=3, engine="reference")
+    assert fresh.signatures and "clearances" not in compiles  # compiled by a child, loaded here
+    room = [oracle.bodies(params.objects)[0].clearance(0.0, p)[0] for p in flock.positions]
+    assert min(room) >= params.avoidance_margin
+
+
+@pytest.mark.slow  # a child compiles the distances and the keep-out from an empty numba cache: 8-12 s
+def test_a_windows_process_has_one_child_compile_what_placing_a_worlds_boids_needs(
+    compiles, monkeypatch, tmp_path
+):
+    # The fast engine's world: the distances, then the keep-out and the avoidance that the step
+    # calls, compiled by one child (the chain typed once), and only loaded here.
+    import copy
+
+    from flock3d import Flock, Params
+    from flock3d.core import assemble, objects
+    from flock3d.core.kernel.calls import REGISTRY
+    from flock3d.core.objects import Object, distance
+
+    monkeypatch.setattr(numba.config, "CACHE_DIR", str(tmp_path / "numba"))
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path / "numba"))
+    monkeypatch.setenv("FLOCK3D_NO_WARM_UP", "1")  # no warm-up child: the placement's is the one
+    fresh = numba.njit(cache=True, nogil=True, error_model="numpy")(distance.clearances.py_func)
+    monkeypatch.setattr(distance, "clearances", fresh)
+    monkeypatch.setattr(objects, "clearances", fresh)
+    for name in ("keep_out", "avoidance"):
+        called = copy.copy(REGISTRY[name])
+        called.fn = numba.njit(cache=True, nogil=True, error_model="numpy")(called.fn.py_func)
+        called._address, called._lock = None, threading.Lock()
+        monkeypatch.setitem(REGISTRY, name, called)
+    monkeypatch.setattr(compiling, "_children_only", True)  # as ViewerWindow marks its process
+    # As on a fresh install (the step's own child is another test's).
+    monkeypatch.setattr(assemble, "compile_step_beside_placement", lambda params: True)
+    sphere = Object("sphere", radius=2.0, position=(1.0, 0.0, 0.0))
+    flock = Flock(Params(count=200, init_radius=3.0, objects=[sphere]), seed=3)
+    assert not {"clearances", "keep_out", "avoidance"} & set(compiles)
+    assert fresh.signatures and all(REGISTRY[name]._address for name in ("keep_out", "avoidance"))
+    packed = objects.pack_objects(flock.params.objects, None)
+    assert (fresh(*packed, flock.positions, 0.0) >= flock.params.avoidance_margin).all()

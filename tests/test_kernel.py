@@ -199,6 +199,23 @@ def test_preparing_a_world_step_looks_its_called_functions_up_before_another_thr
     assert KEEP_OUT._address is not None and AVOIDANCE._address is not None
 
 
+def test_a_flock_stepping_never_waits_for_a_warm_up_child_started_for_another(monkeypatch):
+    # A viewer opening a world starts a warm-up child while the shown flock steps under its
+    # session's lock: a step that waited for that child froze the window for seconds.
+    from flock3d.core import assemble
+
+    flock = Flock(Params(count=20), seed=1)
+    flock.step(1)  # its driver loaded
+
+    class Compiling:  # a child compiling for a flock just built, which this one must not wait for
+        def wait(self, timeout=None):
+            raise AssertionError("the step waited for another flock's warm-up child")
+
+    monkeypatch.setattr(assemble, "_warm_up", Compiling())
+    flock.step(2)
+    assert flock.state.step_count == 3
+
+
 @pytest.mark.slow  # the child compiles the keep-out's chain from an empty cache: 6-8 s
 def test_a_world_keep_out_missing_from_the_cache_is_compiled_by_the_warm_up_child(monkeypatch, tmp_path):
     # A first run of a world compiles the keep-out in the background child, into numba's cache,

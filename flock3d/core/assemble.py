@@ -59,12 +59,13 @@ from flock3d.core.kernel import (
     chunk_pointer,
     cone_threshold,
     driver_is_cached,
+    driver_loaded,
     synchronous_driver,
 )
 from flock3d.core.kernel.calls import REGISTRY
 from flock3d.core.kernel.motion import MOVE_ROWS, TURN_ROWS
 from flock3d.core.models import MODELS_BY_NAME, model_of
-from flock3d.core.objects import Object, clearances, pack_objects
+from flock3d.core.objects import clearances_cached, load_clearances
 from flock3d.core.params import TERMS, Params
 from flock3d.core.params import stage_names as params_stage_names
 from flock3d.core.quaternion import turn_limit
@@ -289,6 +290,7 @@ class Stepper:
     _packed: dict = field(default_factory=dict)
     _chunk_pointer: Pointer | None = None
     _world_at: tuple[np.ndarray, np.ndarray] | None = None
+    _called_at: np.ndarray | None = None
 
     def _chunk(self) -> Pointer:
         """The assembled chunk as the synchronous driver takes it (looked up once)."""
@@ -330,9 +332,12 @@ class Stepper:
 
     def _addresses(self) -> np.ndarray:
         """The addresses of :meth:`_called`, compiled or loaded once a process, after any compile
-        of them under way in the background ends."""
-        _await_warm_up()
-        return np.array([REGISTRY[name].address() for name in self._called()], dtype=np.int64)
+        of them under way in the background ends; looked up once a stepper, so that a warm-up
+        child started later for another flock never holds this one's steps up."""
+        if self._called_at is None:
+            _await_warm_up()
+            self._called_at = np.array([REGISTRY[name].address() for name in self._called()], dtype=np.int64)
+        return self._called_at
 
     def prepare(self, state: FlockState) -> None:
         """Compile now what advancing ``state`` needs and is not compiled yet (the driver, the
@@ -466,8 +471,7 @@ def warm_up_in_background(params: Params, placed: bool = False) -> None:
         return
     options = (params.arena_shape == "periodic", params.predator_count > 0)
     driver = params.update == "synchronous" and not driver_is_cached(*options)
-    stages = layout_of(params).stages
-    called = [TURN_ROWS, MOVE_ROWS, *(c for term in TERMS if term.name in stages for c in term.called)]
+    called = [TURN_ROWS, MOVE_ROWS, *_terms_called(params)]
     here: tuple[str, ...] = ()
     if compiling.compiles_here():
         here = (_AFTER_PLACEMENT if placed else ()) + ((TURN_ROWS.name, MOVE_ROWS.name) if driver else ())
@@ -486,6 +490,48 @@ def warm_up_in_background(params: Params, placed: bool = False) -> None:
     for c in missing:
         if c.name in here:
             c.address()
+
+
+def _terms_called(params: Params) -> list:
+    """What the terms of ``params``'s step call at their addresses (a world's keep-out, ...)."""
+    stages = layout_of(params).stages
+    return [c for term in TERMS if term.name in stages for c in term.called]
+
+
+def compile_placement_elsewhere(params: Params) -> None:
+    """Where this process leaves compiles to children (a window's), and placing the boids of
+    ``params`` compiles the objects' distances (:func:`compile_step_beside_placement` said so):
+    have one child compile the distances, then what the step calls that measures them (the
+    keep-out, the avoidance), the distance chain typed once, and load them here. Elsewhere
+    nothing happens: the placement compiles the distances itself, and
+    :func:`warm_up_in_background` the rest.
+
+    A child for the distances alone, then another for the keep-out, took a world's first open
+    3-4 s longer than compiling the distances here had (each child imports flock3d and types
+    the chain again).
+
+    Raises:
+        flock3d.core.elsewhere.CompileFailed: the child failed, or was ended (a window closing).
+    """
+    if compiling.compiles_here():
+        return
+    names = tuple(c.name for c in _terms_called(params))
+
+    def load() -> None:
+        load_clearances()
+        for name in names:
+            REGISTRY[name].address()
+
+    # At the window's own priority: nothing happens in the scene until its boids are placed.
+    if not elsewhere.load_or_compile(load, f"{__name__}:_compile_placement", (names,), niceness=0):
+        raise elsewhere.CompileFailed("the objects' distances were not compiled: their child was ended")
+
+
+def _compile_placement(names: tuple[str, ...]) -> None:
+    """What :func:`compile_placement_elsewhere`'s child compiles into numba's cache."""
+    load_clearances()
+    for name in names:
+        REGISTRY[name].address()
 
 
 def _compile_shared(options: tuple[bool, bool], driver: bool, names: tuple[str, ...]) -> None:
@@ -532,7 +578,7 @@ def compile_step_beside_placement(params: Params) -> bool:
         Whether placing the boids of ``params`` compiles the distances in this process (numba's
         cache lacks them), whether or not the step needed a child.
     """
-    if not params.objects or os.environ.get("FLOCK3D_NO_WARM_UP") or _distances_cached():
+    if not params.objects or os.environ.get("FLOCK3D_NO_WARM_UP") or clearances_cached():
         return False
     layout = layout_of(params)
     with _lock:
@@ -558,18 +604,6 @@ def compile_step_beside_placement(params: Params) -> bool:
     return True
 
 
-def _distances_cached() -> bool:
-    """Whether numba's cache holds the objects' distances as placing boids calls them
-    (:func:`~flock3d.core.objects.clearances`; one compiled function measures every shape)."""
-    data, offsets = pack_objects((Object("plane"),), None)
-    try:
-        with compiling.forbidden():
-            clearances(data, offsets, np.zeros((1, 3)), 0.0)
-        return True
-    except compiling.CompileNeeded:
-        return False
-
-
 def _await_step_elsewhere(layout: Any) -> None:
     """Wait for the child compiling ``layout``'s step, if one is (:func:`compile_step_beside_placement`)."""
     with _lock:
@@ -581,8 +615,11 @@ def _await_step_elsewhere(layout: Any) -> None:
 
 
 def _driver(periodic: bool, predators: bool):
-    """The synchronous driver, after any compile under way in the background ends."""
-    _await_warm_up()
+    """The synchronous driver; the first time, after any compile under way in the background ends.
+    Once loaded it never waits: a warm-up child started for another flock (a scene opening) must
+    not hold up the steps of the one running, under its session's lock."""
+    if not driver_loaded(periodic, predators):
+        _await_warm_up()
     return synchronous_driver(periodic, predators)
 
 

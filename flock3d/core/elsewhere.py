@@ -189,9 +189,11 @@ def load_or_compile(
     *,
     line: str = compiling.COMPILING,
     cancelled: Callable[[], bool] = lambda: False,
+    niceness: int = NICENESS,
 ) -> bool:
     """Run ``load()`` with no compile in this process: what it would compile is compiled first by
-    a child calling ``target(*args)``, which should compile the same (see :func:`compile_in_child`).
+    a child calling ``target(*args)`` at ``niceness``, which should compile the same (see
+    :func:`compile_in_child`).
 
     Returns True once ``load()`` ran, False when the child was cancelled first. Where the child's
     compile did not reach the cache (one that cannot be written), ``load()`` compiles here after all.
@@ -205,7 +207,7 @@ def load_or_compile(
             return True
         except compiling.CompileNeeded:
             pass  # nothing of it was compiled here: it can be asked for again
-    if not compile_in_child(target, args, line=line, cancelled=cancelled):
+    if not compile_in_child(target, args, line=line, cancelled=cancelled, niceness=niceness):
         return False
     with compiling.forbidden():
         try:

@@ -337,6 +337,8 @@ def _blocked_by(params: Params, fields: Mapping[int, Any] | None) -> Callable[[n
     centres = np.array([o.center for o in params.obstacles]).reshape(-1, 3)
     radii = np.array([o.radius for o in params.obstacles]) + margin
     packed = objects.pack_objects(params.objects, fields) if params.objects else None
+    if packed is not None:
+        objects.clearances_ready()  # a window's process compiles nothing: a child compiles them
 
     def blocked(positions: np.ndarray) -> np.ndarray:
         inside = np.any(np.linalg.norm(positions[:, None] - centres[None], axis=2) < radii[None], axis=1)

@@ -143,6 +143,7 @@ from flock3d.core.kernel.driver import (
     Workspace,
     chunk_pointer,
     driver_is_cached,
+    driver_loaded,
     driver_options,
     phase_runner,
     synchronous_driver,
@@ -220,5 +221,6 @@ __all__ = [
     "driver_options",
     "synchronous_driver",
     "driver_is_cached",
+    "driver_loaded",
     "phase_runner",
 ]

@@ -331,6 +331,11 @@ def phase_runner():
 _phase_runner: list = []
 
 
+def driver_loaded(periodic: bool = False, predators: bool = False) -> bool:
+    """Whether this process has the driver :func:`synchronous_driver` gives (compiled or loaded)."""
+    return driver_options(periodic, predators) in _drivers
+
+
 def driver_is_cached(periodic: bool = False, predators: bool = False) -> bool:
     """Whether numba's cache holds the driver :func:`synchronous_driver` would compile."""
     return is_cached(_make_advance(*driver_options(periodic, predators)), _ADVANCE_SIGNATURE)

@@ -33,7 +33,10 @@ from flock3d.core.objects.checks import (
 from flock3d.core.objects.distance import (
     clearance,
     clearances,
+    clearances_cached,
+    clearances_ready,
     ground_clearance,
+    load_clearances,
     object_clearance,
     object_frame,
     object_room,
@@ -92,6 +95,9 @@ __all__ = [
     "ground_clearance",
     "clearance",
     "clearances",
+    "clearances_cached",
+    "clearances_ready",
+    "load_clearances",
     "object_frame",
     "keep_out",
 ]

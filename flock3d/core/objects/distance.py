@@ -8,9 +8,11 @@ import math
 
 import numpy as np
 
+from flock3d.core import compiling, elsewhere
 from flock3d.core import geometry as g
 from flock3d.core.geometry import exact
-from flock3d.core.objects.packing import FIELD, KIND, MOTION, POSITION, ROTATION, SIDE, SIZES
+from flock3d.core.objects.packing import FIELD, KIND, MOTION, POSITION, ROTATION, SIDE, SIZES, pack_objects
+from flock3d.core.objects.records import Object
 
 __all__ = ["object_frame", "object_sdf", "object_clearance", "object_room", "ground_clearance", "clearance",
            "clearances"]  # fmt: skip
@@ -184,3 +186,37 @@ def clearances(data, offsets, points, t):
     for i in range(points.shape[0]):
         out[i] = clearance(data, offsets, t, points[i, 0], points[i, 1], points[i, 2])[0]
     return out
+
+
+def load_clearances() -> None:
+    """Load :func:`clearances` (compiling it where numba's cache lacks it) for the types every
+    call passes: one compiled function measures every shape."""
+    data, offsets = pack_objects((Object("plane"),), None)
+    clearances(data, offsets, np.zeros((1, 3)), 0.0)
+
+
+def clearances_cached() -> bool:
+    """Whether :func:`clearances` runs with no compile: numba's cache holds it, or this process
+    has it already."""
+    try:
+        with compiling.forbidden():
+            load_clearances()
+        return True
+    except compiling.CompileNeeded:
+        return False
+
+
+def clearances_ready() -> None:
+    """Make :func:`clearances` ready where this process leaves compiles to children (a window's:
+    :func:`~flock3d.core.compiling.compiles_here`): a child compiles it where numba's cache lacks
+    it (4-5 s on 2 cores, the whole distance chain) and this process loads it. Elsewhere its first
+    call compiles it, as any numba function.
+
+    Raises:
+        flock3d.core.elsewhere.CompileFailed: the child failed, or was ended (a window closing).
+    """
+    if compiling.compiles_here():
+        return
+    # At the window's own priority: nothing happens in the scene until its boids are placed.
+    if not elsewhere.load_or_compile(load_clearances, f"{__name__}:load_clearances", niceness=0):
+        raise elsewhere.CompileFailed("the objects' distances were not compiled: their child was ended")
