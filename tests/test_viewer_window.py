@@ -39,7 +39,7 @@ def qt_app():
 
 def pump(app, seconds: float = 0.3) -> None:
     """Let the window run for ``seconds`` (Qt's own event loop: see run_event_loop)."""
-    from flock3d.viewer.app import run_event_loop
+    from flock3d.viewer.event_loop import run_event_loop
 
     run_event_loop(seconds)
 
@@ -143,6 +143,9 @@ def slider_handle(slider) -> tuple[int, int]:
 
 
 def test_fov_and_turn_rate_sliders_change_the_running_flock(qt_app, viewer):
+    deadline = time.time() + 120  # the flock steps once its step is compiled: cold, under load
+    while not viewer.session.first_step_done and time.time() < deadline:
+        pump(qt_app, 0.1)
     viewer.panel.ensureWidgetVisible(viewer.panel.controls["fov"])
     pump(qt_app, 0.2)
     flock = viewer.session.flock
@@ -668,12 +671,14 @@ def test_the_world_is_edited_with_the_mouse_and_saved(qt_app, tmp_path):
 
 def test_the_window_never_freezes_while_colour_modes_and_scenes_change(viewer, qt_app, tmp_path, monkeypatch):
     """The longest gap between two turns of Qt's event loop, while every colour mode is shown
-    (the neighbour counts compiled afresh) and scenes are opened: no compile runs on it, nor in its
-    process, where a compile on any thread holds the GIL."""
+    (the neighbour counts compiled afresh) and scenes are opened (a world's slowly): no compile
+    runs on it, nor in its process, where a compile on any thread holds the GIL, and no scene is
+    read or placed on it."""
     import numba
     from numba.core import event
     from PySide6 import QtCore
 
+    from flock3d.core import objects
     from flock3d.scene.schema import COLOR_MODES
     from flock3d.viewer import renderer
 
@@ -712,6 +717,17 @@ def test_the_window_never_freezes_while_colour_modes_and_scenes_change(viewer, q
                 resolve_scene(name, overrides=["flock.count=200"]).save(tmp_path / "s.toml")
             )
             pump(qt_app, 0.4)
+        # A world whose boids wait 2 s to be placed, as for a child compiling the objects'
+        # distances on a fresh install: the window draws meanwhile, and refuses a second open.
+        ready = objects.clearances_ready
+        monkeypatch.setattr(objects, "clearances_ready", lambda: (time.sleep(2.0), ready()))
+        world = tmp_path / "world.toml"
+        world.write_text(EDITED_WORLD)
+        refused: list[bool] = []
+        QtCore.QTimer.singleShot(500, lambda: refused.append(viewer.open_scene(tmp_path / "s.toml")))
+        assert viewer.open_scene(world)
+        assert viewer.session.scene.name == "workbench" and refused == [False]
+        pump(qt_app, 0.4)
         viewer.panel.color_mode.setCurrentText("neighbours")
         deadline = time.time() + 120
         while not fresh.signatures and time.time() < deadline:

@@ -36,7 +36,7 @@ from flock3d.viewer.frame_loop import START_HINT
 from flock3d.viewer.hud import COMPILING_TEXT
 from flock3d.viewer.picking import screen_positions
 
-__all__ = ["ViewerWindow", "run_viewer", "run_event_loop", "check_display", "COMPILING_TEXT", "START_HINT"]
+__all__ = ["ViewerWindow", "run_viewer", "check_display", "COMPILING_TEXT", "START_HINT"]
 
 FRAME_INTERVAL_MS = 16
 ANTIALIAS_SAMPLES = 4
@@ -201,6 +201,7 @@ class ViewerWindow:
         self.started = started
         self.first_frame_seconds: float | None = None
         self.frames_drawn = 0
+        self.closed = False  # set when the window closes: a scene still opening is dropped
         self.output_dir = Path(output_dir)
         self.dialogs = dialogs
         self.threaded = threaded
@@ -387,26 +388,12 @@ class ViewerWindow:
         self.window.close()
 
     def _close_event(self, event) -> None:
+        self.closed = True
         self.timer.stop()
         self.session.stop()
         if self.recorder.recording:
             self.set_recording(False)
         event.accept()
-
-
-def run_event_loop(seconds: float) -> None:
-    """Let Qt's event loop run for ``seconds`` (drawing, timers, input), then return.
-
-    For measurements and tests. Qt's own loop, not ``processEvents`` polled from Python,
-    so that waiting makes no Qt call per poll: PySide6 6.12.0 leaks a reference to None on
-    each such call (pyproject excludes that version on Python 3.11, where the leak aborts
-    Python; a window test counts None's references).
-    """
-    from PySide6 import QtCore
-
-    loop = QtCore.QEventLoop()
-    QtCore.QTimer.singleShot(max(int(seconds * 1000), 0), loop.quit)
-    loop.exec()
 
 
 def run_viewer(scene: Scene, rules=(), forces=(), engine: str | None = None) -> int:

@@ -27,7 +27,8 @@ def measure(
     _use_qt()
     from vispy import app
 
-    from flock3d.viewer.app import ViewerWindow, opengl_renderer, run_event_loop
+    from flock3d.viewer.app import ViewerWindow, opengl_renderer
+    from flock3d.viewer.event_loop import run_event_loop
 
     application = app.use_app()
     application.create()

@@ -29,6 +29,7 @@ class SceneController:
     def __init__(self, window) -> None:
         self.w = window
         self._exports: list = []  # the export processes running, kept alive while they run
+        self._opening: str | None = None  # the scene being opened (open_scene), if one is
 
     def apply(self, scene: Scene) -> None:
         """Show ``scene`` (the session runs it already): its view hints on the drawing and the
@@ -70,15 +71,46 @@ class SceneController:
 
     def open_scene(self, path: str | Path) -> bool:
         """Switch to the scene in ``path`` (or a shipped scene's name); on a bad file, say why
-        and keep the current one."""
-        try:
-            scene = load_scene(path)
-        except SceneError as error:
-            self.w.warn("Cannot open scene", "\n".join(error.problems))
+        and keep the current one.
+
+        The scene is read and its flock built beside the window, which goes on drawing the
+        current flock meanwhile: reading a world samples its meshes' grids, and placing its boids
+        on a fresh install waits for a child compiling the objects' distances (seconds each). One
+        scene opens at a time; another asked for meanwhile is refused with a word.
+        """
+        from flock3d.core.elsewhere import CompileFailed
+        from flock3d.errors import Flock3dError
+        from flock3d.viewer.event_loop import run_beside_event_loop
+
+        w = self.w
+        if self._opening is not None:
+            w.status.showMessage(f"still opening {self._opening}", 5000)
             return False
-        self.w.session.load(scene)
+        self._opening = str(path)
+        w.status.showMessage(f"opening {path}...")
+
+        def read() -> tuple[Scene, object]:
+            scene = load_scene(path)
+            return scene, w.session.flock_for(scene)
+
+        try:
+            scene, flock = run_beside_event_loop(read)
+        except SceneError as error:
+            problem = "\n".join(error.problems)
+        except (Flock3dError, CompileFailed, ValueError) as error:
+            problem = f"{path}: {error}"
+        else:
+            problem = None
+        finally:
+            self._opening = None
+        if w.closed:  # closed while the scene was read: its child was ended
+            return False
+        if problem is not None:
+            w.warn("Cannot open scene", problem)
+            return False
+        w.session.load(scene, flock)
         self.apply(scene)
-        self.w.status.showMessage(f"opened {path}", 5000)
+        w.status.showMessage(f"opened {path}", 5000)
         return True
 
     def save_scene(self, path: str | Path) -> Path:

@@ -274,17 +274,30 @@ class Session:
     def _new_flock(self, params: Params, seed: int) -> Flock:
         """A new flock with these parameters, keeping the user's rules and forces (--rules) and the
         fields of the objects read from files, stepped by the session's engine or the scene's."""
-        flock, engine = self.flock, self.engine or self.scene.engine
-        return Flock(params, seed, rules=flock.rules, forces=flock.forces, fields=self._fields, engine=engine)
+        return self._flock_of(params, seed, self._fields, self.scene)
 
-    def load(self, scene: Scene) -> None:
-        """Start watching another scene."""
+    def _flock_of(self, params: Params, seed: int, fields: Mapping[int, Any] | None, scene: Scene) -> Flock:
+        flock, engine = self.flock, self.engine or scene.engine
+        return Flock(params, seed, rules=flock.rules, forces=flock.forces, fields=fields, engine=engine)
+
+    def flock_for(self, scene: Scene) -> Flock:
+        """The flock :meth:`load` would start for ``scene``, built without the lock, on any thread:
+        placing a world's boids may wait seconds for a child compiling the objects' distances.
+
+        Raises:
+            Flock3dError: the flock cannot be built (an engine this machine lacks, a compile that failed).
+        """
+        return self._flock_of(scene.params, scene.seed, scene.fields, scene)
+
+    def load(self, scene: Scene, flock: Flock | None = None) -> None:
+        """Start watching another scene, with ``flock`` (from :meth:`flock_for`) or a new one."""
+        flock = self.flock_for(scene) if flock is None else flock
         with self.lock:
             self.scene = scene
             self.seed = scene.seed
             self._fields = scene.fields
             self._meshes.remember(scene.params.objects, scene.fields)
-            self._replace_flock(self._new_flock(scene.params, scene.seed))
+            self._replace_flock(flock)
 
     # -- the world's edits ------------------------------------------------------------------
 
