@@ -256,7 +256,7 @@ def mesh_objects(base) -> dict:
     return {"5 mesh objects": base.replace(objects=objects)}
 
 
-def variant_flock(params):
+def variant_flock(params, engine: str = "fast"):
     """A Flock of a :func:`variant_params` row, with its objects' grids where it has meshes."""
     from flock3d.core.objects import needs_field
     from flock3d.flock import Flock
@@ -266,7 +266,7 @@ def variant_flock(params):
         from flock3d.io.meshes import object_fields
 
         fields = object_fields(params)
-    return Flock(params, seed=0, fields=fields)
+    return Flock(params, seed=0, fields=fields, engine=engine)
 
 
 def run_variants(

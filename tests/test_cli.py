@@ -2,6 +2,7 @@ import io
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 from helpers import flock3d
 
@@ -80,12 +81,30 @@ def test_bench_prints_the_table(monkeypatch):
     assert all(r[-1] == "6.50s" for r in rows) and "cold" in text  # the cold-compile column
 
 
-@pytest.mark.slow  # the only test that compiles its 21 layouts: 70-85 s from an empty cache
-def test_bench_variants_table_lists_every_option():
+def test_bench_variants_are_each_a_flock_of_their_own_layout():
+    # Built by the reference engine, which compiles nothing: compiling the fast step of all 21
+    # layouts took 70-125 s of the suite, and each term's layout is compiled by its own tests.
+    from flock3d.core.assemble import layout_of
+
+    variants = bench.variant_params(300)
+    assert len(variants) >= 16 and next(iter(variants)).startswith("spec")
+    layouts = set()
+    for name, params in variants.items():
+        flock = bench.variant_flock(params, engine="reference")
+        assert flock.params.count == 300 and np.isfinite(flock.positions).all(), name
+        layouts.add(layout_of(params))
+    # A row an option: each its own layout, but the mesh objects (the same step as primitives').
+    assert len(layouts) == len(variants) - 1
+
+
+@pytest.mark.slow
+def test_bench_variants_table_prints_a_row_an_option(monkeypatch):
+    variants = bench.variant_params(300)
+    first = dict(list(variants.items())[:3])  # the spec, a box, a periodic arena
+    monkeypatch.setattr(bench, "variant_params", lambda n: first)
     out = io.StringIO()
     rows = bench.run_variants(n=300, steps=2, min_seconds=0.0, out=out, cold_starts=False)
-    assert len(rows) == len(bench.variant_params(300)) >= 16
-    assert rows[0]["option"].startswith("spec") and all(r["steps_per_s"] > 0 for r in rows)
+    assert [r["option"] for r in rows] == list(first) and all(r["steps_per_s"] > 0 for r in rows)
     assert out.getvalue().count("x     nans\n") == len(rows)  # one "vs spec" ratio per row, no cold column
 
 
