@@ -38,6 +38,7 @@ index order, as their sources do.
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 import subprocess
@@ -516,19 +517,15 @@ def compile_placement_elsewhere(params: Params) -> None:
     if compiling.compiles_here():
         return
     names = tuple(c.name for c in _terms_called(params))
-
-    def load() -> None:
-        load_clearances()
-        for name in names:
-            REGISTRY[name].address()
-
+    load = functools.partial(_compile_placement, names)  # here, within forbidden: loads only
     # At the window's own priority: nothing happens in the scene until its boids are placed.
     if not elsewhere.load_or_compile(load, f"{__name__}:_compile_placement", (names,), niceness=0):
         raise elsewhere.CompileFailed("the objects' distances were not compiled: their child was ended")
 
 
 def _compile_placement(names: tuple[str, ...]) -> None:
-    """What :func:`compile_placement_elsewhere`'s child compiles into numba's cache."""
+    """What :func:`compile_placement_elsewhere`'s child compiles into numba's cache (and its
+    process then loads): the distances, and the functions ``names``."""
     load_clearances()
     for name in names:
         REGISTRY[name].address()
