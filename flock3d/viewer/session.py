@@ -342,22 +342,6 @@ class Session:
             self._publish()
             return params
 
-    def _remember_fields(self, objects, fields: Mapping[int, Any] | None) -> None:
-        for k, field in (fields or {}).items():
-            self._field_of[shape_key(objects[k])] = field
-
-    def _fields_for(self, params: Params) -> dict[int, Any] | None:
-        """The fields of the objects read from files, by their places in ``params.objects``:
-        those known already (moved, turned, renumbered), else read (rescaled ones)."""
-        objects = params.objects
-        if not any(needs_field(o) for o in objects):
-            return None
-        if any(needs_field(o) and shape_key(o) not in self._field_of for o in objects):
-            from flock3d.io.meshes import object_fields  # the world extra, as loading the scene needed
-
-            self._remember_fields(objects, object_fields(params))
-        return {k: self._field_of[shape_key(o)] for k, o in enumerate(objects) if needs_field(o)}
-
     def reset(self) -> None:
         """Start over from the same seed, keeping the current parameters."""
         self._replace_flock(self._new_flock(self.params, self.seed))
