@@ -195,6 +195,7 @@ def test_preparing_a_world_step_looks_its_called_functions_up_before_another_thr
     assert stepper.module.CALLED == ("avoidance", "turn_rows", "move_rows", "keep_out")  # in the order used
     for called in (AVOIDANCE, KEEP_OUT):
         monkeypatch.setattr(called, "_address", None)
+    monkeypatch.setattr(stepper, "_called_at", None)  # as a stepper that never ran (another test's may have)
     stepper.prepare(Flock(params, seed=1).state)
     assert KEEP_OUT._address is not None and AVOIDANCE._address is not None
 
