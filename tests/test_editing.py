@@ -158,7 +158,13 @@ def test_a_mesh_keeps_its_grid_when_the_objects_before_it_go(tmp_path, monkeypat
     world = session.world()
     session.set_world(world._replace(objects=(world.objects[2], world.objects[0], world.objects[1])))
     assert set(session.current_scene().fields) == {1} and session.current_scene().fields[1] is grid
-    editor.set_scale(1, 2.0)  # rescaled: a grid of its own
+    objects = list(session.params.objects)
+    objects[1] = editor.rescaled(1, 2.0)
+    session.read_fields(objects)  # as the window reads it, beside its event loop, before the edit
+    import flock3d.io.meshes
+
+    monkeypatch.setattr(flock3d.io.meshes, "object_fields", lambda *a, **k: pytest.fail("read again"))
+    editor.set_scale(1, 2.0)  # rescaled: a grid of its own, read above
     assert session.current_scene().fields[1].cell == pytest.approx(2.0 * grid.cell)
     session.reset()  # a new flock from the edited world starts outside its mesh
     session.advance(0.1)

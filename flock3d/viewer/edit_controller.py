@@ -37,13 +37,14 @@ class EditController:
         self.editor = WorldEditor(window.session)
         self.clicked: tuple[np.ndarray, bool] | None = None
         self._clicks = Clicks()
+        self._reading = False  # a rescaled grid is being read (edit_scale)
 
     def connect(self) -> None:
         """Wire the World tab and the canvas's mouse events."""
-        w, editor = self.w.world_panel, self.editor
+        w = self.w.world_panel
         w.position_edited.connect(self.edit_position)
         w.rotation_edited.connect(self.edit_rotation)
-        w.scale_edited.connect(lambda f: self.edit_selected(lambda s: editor.set_scale(s.index, f)))
+        w.scale_edited.connect(self.edit_scale)
         w.add_chosen.connect(lambda what: self.add(what))
         w.delete_clicked.connect(self.delete_selected)
         w.undo_clicked.connect(self.undo)
@@ -86,6 +87,38 @@ class EditController:
             self.editor.move(selection, position)
 
         return self.edit_selected(move)
+
+    def edit_scale(self, factor: float) -> bool:
+        """The World tab changed the selected object's scale. A mesh or heightfield rescaled
+        samples its grid again (0.6 s for the cave's rock): the grid is read beside the window's
+        event loop first, and the edit then finds it. One at a time: a rescale asked for while a
+        grid is read is refused with a word (the panel shows the scale as it still is)."""
+        from flock3d.core.objects import needs_field
+        from flock3d.errors import Flock3dError
+        from flock3d.viewer.event_loop import run_beside_event_loop
+
+        editor = self.editor
+        selection = editor.valid(editor.selection)
+        if selection is None or selection.kind != "object":
+            return False
+        k = selection.index
+        rescaled = editor.rescaled(k, factor)
+        if needs_field(rescaled):
+            if self._reading:
+                self.w.status.showMessage("still reading the last rescaled grid", 3000)
+                self.show_selected()
+                return False
+            objects = list(self.w.session.params.objects)
+            objects[k] = rescaled
+            self._reading = True
+            self.w.status.showMessage(f"reading the grid of objects[{k}] at its new scale...")
+            try:
+                run_beside_event_loop(lambda: self.w.session.read_fields(objects))
+            except (ValueError, Flock3dError):
+                pass  # the edit below says why, in the status bar
+            finally:
+                self._reading = False
+        return self.edit_selected(lambda s: editor.set_scale(s.index, factor))
 
     def edit_rotation(self, axis: int, degrees: float) -> bool:
         """The World tab changed one angle of the selected object's rotation."""

@@ -141,16 +141,18 @@ class WorldEditor:
             raise ValueError(f"objects[{k}] turns by its motion's keyframes; edit them in the scene file")
         self._with_object(k, o._replace(rotation=tuple(float(x) for x in rotation)))
 
-    def set_scale(self, k: int, factor: float) -> None:
-        """Scale object ``k`` by ``factor`` along its x axis, its other axes in proportion (a
+    def rescaled(self, k: int, factor: float) -> Object:
+        """Object ``k`` scaled by ``factor`` along its x axis, its other axes in proportion (a
         scale given per axis keeps its ratios)."""
         o = self.session.params.objects[k]
         if isinstance(o.scale, tuple):
             sx = o.scale[0]
-            scale = tuple(float(factor) * s / sx for s in o.scale)
-        else:
-            scale = float(factor)
-        self._with_object(k, o._replace(scale=scale))
+            return o._replace(scale=tuple(float(factor) * s / sx for s in o.scale))
+        return o._replace(scale=float(factor))
+
+    def set_scale(self, k: int, factor: float) -> None:
+        """Scale object ``k`` as :meth:`rescaled` says."""
+        self._with_object(k, self.rescaled(k, factor))
 
     def add_object(self, shape: str, point, size: float, resting: bool = True) -> Selection:
         """Add a ``shape`` about ``size`` across at ``point`` (3,), standing on it when

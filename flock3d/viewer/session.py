@@ -262,6 +262,17 @@ class Session:
             self._publish()
             return self.flock.params
 
+    def read_fields(self, objects) -> None:
+        """Read the grids of ``objects`` that are read from files and that this session lacks (a
+        rescaled mesh's grid is sampled again: 0.6 s for the cave's rock), so that
+        :meth:`set_world` with them finds them; on any thread, without the lock.
+
+        Raises:
+            ValueError: the objects are refused (as :meth:`set_world` would say).
+            Flock3dError: a grid cannot be sampled.
+        """
+        self._meshes.fields_for(self.params.replace(objects=tuple(objects)))
+
     def _replace_flock(self, flock: Flock) -> None:
         with self.lock:
             self.flock = flock
