@@ -745,7 +745,7 @@ def test_the_window_never_freezes_while_colour_modes_and_scenes_change(viewer, q
     assert gaps.max() < 1.5, f"the window froze for {gaps.max():.2f} s"
 
 
-def test_a_rescaled_mesh_grid_is_read_while_the_window_draws(qt_app, tmp_path, monkeypatch):
+def test_a_rescaled_mesh_grid_is_read_while_the_window_draws(qt_app, tmp_path, monkeypatch, own_cache):
     """Rescaling a mesh samples its grid again (0.6 s for the cave's rock, here made 3 s):
     beside the event loop, one rescale at a time."""
     trimesh = pytest.importorskip("trimesh")
@@ -757,7 +757,6 @@ def test_a_rescaled_mesh_grid_is_read_while_the_window_draws(qt_app, tmp_path, m
     from flock3d.viewer.app import ViewerWindow
     from flock3d.viewer.editing import Selection
 
-    monkeypatch.setenv("FLOCK3D_CACHE_DIR", str(tmp_path / "cache"))
     trimesh.creation.box(extents=(8.0, 8.0, 8.0)).export(tmp_path / "rock.obj")
     scene = tmp_path / "rock.toml"
     scene.write_text(
