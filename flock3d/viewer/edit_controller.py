@@ -118,6 +118,8 @@ class EditController:
                 pass  # the edit below says why, in the status bar
             finally:
                 self._reading = False
+            if self.w.closed or editor.valid(editor.selection) != selection:
+                return False  # the window closed, or something else was selected meanwhile
         return self.edit_selected(lambda s: editor.set_scale(s.index, factor))
 
     def edit_rotation(self, axis: int, degrees: float) -> bool:
