@@ -32,6 +32,7 @@ from flock3d.core import compiling
 from flock3d.errors import Flock3dError
 from flock3d.look.camera import flock_extent
 from flock3d.scene import Scene
+from flock3d.viewer.event_loop import Beside
 from flock3d.viewer.frame_loop import START_HINT
 from flock3d.viewer.hud import COMPILING_TEXT
 from flock3d.viewer.picking import screen_positions
@@ -202,6 +203,7 @@ class ViewerWindow:
         self.first_frame_seconds: float | None = None
         self.frames_drawn = 0
         self.closed = False  # set when the window closes: a scene still opening is dropped
+        self.beside = Beside()  # its waits beside the event loop, one at a time
         self.output_dir = Path(output_dir)
         self.dialogs = dialogs
         self.threaded = threaded

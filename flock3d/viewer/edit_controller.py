@@ -37,7 +37,6 @@ class EditController:
         self.editor = WorldEditor(window.session)
         self.clicked: tuple[np.ndarray, bool] | None = None
         self._clicks = Clicks()
-        self._reading = False  # a rescaled grid is being read (edit_scale)
 
     def connect(self) -> None:
         """Wire the World tab and the canvas's mouse events."""
@@ -91,11 +90,11 @@ class EditController:
     def edit_scale(self, factor: float) -> bool:
         """The World tab changed the selected object's scale. A mesh or heightfield rescaled
         samples its grid again (0.6 s for the cave's rock): the grid is read beside the window's
-        event loop first, and the edit then finds it. One at a time: a rescale asked for while a
-        grid is read is refused with a word (the panel shows the scale as it still is)."""
+        event loop first, and the edit then finds it. One wait beside the window at a time
+        (:class:`~flock3d.viewer.event_loop.Beside`): a rescale asked for meanwhile is refused
+        with a word (the panel shows the scale as it still is)."""
         from flock3d.core.objects import needs_field
         from flock3d.errors import Flock3dError
-        from flock3d.viewer.event_loop import run_beside_event_loop
 
         editor = self.editor
         selection = editor.valid(editor.selection)
@@ -104,20 +103,19 @@ class EditController:
         k = selection.index
         rescaled = editor.rescaled(k, factor)
         if needs_field(rescaled):
-            if self._reading:
-                self.w.status.showMessage("still reading the last rescaled grid", 3000)
+            beside = self.w.beside
+            if beside.running is not None:
+                self.w.status.showMessage(f"still {beside.running}", 3000)
                 self.show_selected()
                 return False
             objects = list(self.w.session.params.objects)
             objects[k] = rescaled
-            self._reading = True
-            self.w.status.showMessage(f"reading the grid of objects[{k}] at its new scale...")
+            what = f"reading the grid of objects[{k}] at its new scale"
+            self.w.status.showMessage(f"{what}...")
             try:
-                run_beside_event_loop(lambda: self.w.session.read_fields(objects))
+                beside.run(what, lambda: self.w.session.read_fields(objects))
             except (ValueError, Flock3dError):
                 pass  # the edit below says why, in the status bar
-            finally:
-                self._reading = False
             if self.w.closed or editor.valid(editor.selection) != selection:
                 return False  # the window closed, or something else was selected meanwhile
         return self.edit_selected(lambda s: editor.set_scale(s.index, factor))

@@ -7,7 +7,7 @@ import threading
 from collections.abc import Callable
 from typing import TypeVar
 
-__all__ = ["run_event_loop", "run_beside_event_loop"]
+__all__ = ["run_event_loop", "run_beside_event_loop", "Beside"]
 
 T = TypeVar("T")
 
@@ -59,3 +59,25 @@ def run_beside_event_loop(job: Callable[[], T]) -> T:
     if not done:
         raise value
     return value
+
+
+class Beside:
+    """A window's jobs beside its event loop (:func:`run_beside_event_loop`), one at a time: a
+    scene opening and a rescaled grid read would otherwise nest their loops, each acting on the
+    world the other left.
+
+    Attributes:
+        running: what runs now, as the status bar says it ("opening worlds/cave"), or None.
+    """
+
+    def __init__(self) -> None:
+        self.running: str | None = None
+
+    def run(self, what: str, job: Callable[[], T]) -> T:
+        """``job()`` beside the event loop, ``what`` it does said in :attr:`running` meanwhile.
+        The caller refuses a second job while one runs (``running`` is not None)."""
+        self.running = what
+        try:
+            return run_beside_event_loop(job)
+        finally:
+            self.running = None

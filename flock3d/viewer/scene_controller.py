@@ -29,7 +29,6 @@ class SceneController:
     def __init__(self, window) -> None:
         self.w = window
         self._exports: list = []  # the export processes running, kept alive while they run
-        self._opening: str | None = None  # the scene being opened (open_scene), if one is
 
     def apply(self, scene: Scene) -> None:
         """Show ``scene`` (the session runs it already): its view hints on the drawing and the
@@ -76,17 +75,16 @@ class SceneController:
         The scene is read and its flock built beside the window, which goes on drawing the
         current flock meanwhile: reading a world samples its meshes' grids, and placing its boids
         on a fresh install waits for a child compiling the objects' distances (seconds each). One
-        scene opens at a time; another asked for meanwhile is refused with a word.
+        wait beside the window at a time (:class:`~flock3d.viewer.event_loop.Beside`): a scene
+        asked for meanwhile is refused with a word.
         """
         from flock3d.core.elsewhere import CompileFailed
         from flock3d.errors import Flock3dError
-        from flock3d.viewer.event_loop import run_beside_event_loop
 
         w = self.w
-        if self._opening is not None:
-            w.status.showMessage(f"still opening {self._opening}", 5000)
+        if w.beside.running is not None:
+            w.status.showMessage(f"still {w.beside.running}", 5000)
             return False
-        self._opening = str(path)
         w.status.showMessage(f"opening {path}...")
 
         def read() -> tuple[Scene, object]:
@@ -94,15 +92,13 @@ class SceneController:
             return scene, w.session.flock_for(scene)
 
         try:
-            scene, flock = run_beside_event_loop(read)
+            scene, flock = w.beside.run(f"opening {path}", read)
         except SceneError as error:
             problem = "\n".join(error.problems)
         except (Flock3dError, CompileFailed, ValueError) as error:
             problem = f"{path}: {error}"
         else:
             problem = None
-        finally:
-            self._opening = None
         if w.closed:  # closed while the scene was read: its child was ended
             return False
         if problem is not None:
