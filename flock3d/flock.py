@@ -315,9 +315,9 @@ def _choose_engine(engine: Engine, params: Params, own_rules: bool = False) -> b
     a child cannot be handed).
 
     Returns:
-        Whether placing the boids compiles the distances here: the warm-up child then starts
-        after the placement, since the keep-out calls the same distances and its compile should
-        load them, not compile them too.
+        Whether placing the boids compiles the distances (here, or for a window's process in a
+        child): the warm-up child then starts after the placement, since the keep-out calls the
+        same distances and its compile should load them, not compile them too.
     """
     if engine not in ("fast", "reference", "gpu"):
         raise ValueError(f"engine must be 'fast', 'reference' or 'gpu' (got {engine!r})")

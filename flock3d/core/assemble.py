@@ -572,8 +572,9 @@ def compile_step_beside_placement(params: Params) -> bool:
     is already under way, or with ``FLOCK3D_NO_WARM_UP`` set (what a compiling child has).
 
     Returns:
-        Whether placing the boids of ``params`` compiles the distances in this process (numba's
-        cache lacks them), whether or not the step needed a child.
+        Whether placing the boids of ``params`` compiles the distances (numba's cache lacks them):
+        in this process, or in a window's in a child (:func:`compile_placement_elsewhere`),
+        whether or not the step needed a child.
     """
     if not params.objects or os.environ.get("FLOCK3D_NO_WARM_UP") or clearances_cached():
         return False
