@@ -56,8 +56,15 @@ def _run(cache: Path, params: str) -> subprocess.CompletedProcess:
         capture_output=True,
         text=True,
         timeout=600,
-        env={**os.environ, "FLOCK3D_CACHE_DIR": str(cache), "FLOCK3D_NO_WARM_UP": "1"},
+        env=_cache_env(cache),
     )
+
+
+def _cache_env(cache: Path) -> dict:
+    """This environment with the compile cache in ``cache``: numba's cache files of the steps too,
+    whatever ``NUMBA_CACHE_DIR`` the suite was started with (it would move them elsewhere)."""
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_CACHE_DIR"}
+    return {**env, "FLOCK3D_CACHE_DIR": str(cache), "FLOCK3D_NO_WARM_UP": "1"}
 
 
 def _step_files(cache: Path, suffix: str) -> list[Path]:
