@@ -299,7 +299,10 @@ class FlockVisuals:
         the flock itself. ``target`` (centre, radius) frames that sphere instead."""
         if kind == "follow" and target is None and positions is not None and len(positions):
             target = flock_extent(positions, self.boid_size)
+        replaced = self.view.camera
         self.view.camera = new_camera(kind)
+        if replaced is not None:
+            replaced.parent = None  # a view keeps each camera it was given among its scene's nodes
         self.frame(positions, target)
         return self.view.camera
 
