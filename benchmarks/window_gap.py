@@ -10,8 +10,9 @@ Once the first scene steps, a 5 ms Qt timer records each turn of the event loop 
 colour mode is shown for 0.4 s (the neighbour counts compile), then ``couzin/torus``,
 ``worlds/canyon`` (its boids' placement compiles the objects' distances) and ``default`` are
 opened, each once the one before steps. The versions alternate, round after round. Prints each
-run's longest gap, its 99th percentile, the gaps over 100 ms, the turns and seconds measured,
-and each scene's seconds from its open to its fifth step.
+run's longest gap, its 99th percentile, the gaps over 100 ms, the longest pause of the
+interpreter's garbage collector while measuring, the turns and seconds measured, and each scene's
+seconds from its open to its fifth step.
 """
 
 from __future__ import annotations
@@ -59,6 +60,10 @@ def until(done, seconds):
 assert until(lambda: v.session.first_step_done and v.snapshot.step_count > 0, 600), "no first step"
 run_event_loop(0.5)
 ticks, phase = [], ["colour modes"]
+import gc
+collections, collecting = [], [0.0]  # the interpreter's own pauses: (generation, seconds)
+gc.callbacks.append(lambda stage, info: collecting.__setitem__(0, time.perf_counter()) if stage == "start"
+                    else collections.append((info["generation"], time.perf_counter() - collecting[0])))
 timer = QtCore.QTimer()
 timer.timeout.connect(lambda: ticks.append((time.monotonic(), phase[0])))
 timer.start(5)
@@ -86,6 +91,7 @@ gaps = np.diff([t for t, _ in ticks])
 worst = [f"{{1000 * gaps[k]:.0f}} ms {{ticks[k + 1][1]}}" for k in np.argsort(gaps)[::-1][:4]]
 print(json.dumps({{"longest": float(gaps.max()), "worst": worst, "p99": float(np.percentile(gaps, 99)),
                   "over_100ms": int((gaps > 0.1).sum()), "turns": len(ticks),
+                  "collection": max(seconds for _, seconds in collections),
                   "seconds": time.monotonic() - began, "opens": opens, "error": str(v.session.error or "")}}))
 v.close()
 run_event_loop(0.2)
@@ -122,7 +128,8 @@ def main() -> None:
             worst = "; ".join(m["worst"])
             opens = ", ".join(f"{name} {seconds:.1f} s" for name, seconds in m["opens"].items())
             print(f"{version} {root}: longest gap {1000 * m['longest']:.0f} ms, 99th percentile "
-                  f"{1000 * m['p99']:.0f} ms, {m['over_100ms']} gaps over 100 ms, {m['turns']} turns in "
+                  f"{1000 * m['p99']:.0f} ms, {m['over_100ms']} gaps over 100 ms, longest garbage "
+                  f"collection {1000 * m['collection']:.0f} ms, {m['turns']} turns in "
                   f"{m['seconds']:.1f} s (load {load:.1f} at the start); worst: {worst}; open to 5th step: "
                   f"{opens}{failed}",
                   flush=True)  # fmt: skip
