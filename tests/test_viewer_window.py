@@ -206,6 +206,28 @@ def test_a_window_keeps_one_camera_and_keeps_what_it_built_out_of_the_collectors
     assert gc.get_freeze_count() == 0  # collected again once the window is gone
 
 
+def test_a_paused_window_draws_its_still_flock_a_few_times_a_second_and_each_change(qt_app, viewer):
+    """A paused window drew the same frame on every tick of its timer (35 a second: 1.4 cores of
+    software OpenGL). A still flock is drawn every IDLE_REDRAW seconds; what a program changes
+    shows within that, and a step at once."""
+    from flock3d.viewer.frame_loop import IDLE_REDRAW, INPUT_WAKE
+
+    xdotool("key", "space")
+    pump(qt_app, INPUT_WAKE + 0.3)  # past the key's wake
+    assert viewer.session.paused
+    frames = viewer.frames_drawn
+    pump(qt_app, 2.0)
+    assert viewer.frames_drawn - frames <= 2.0 / IDLE_REDRAW + 2
+    shown = viewer.visuals.last
+    viewer.panel.color_mode.setCurrentText("speed" if viewer.visuals.color_mode != "speed" else "heading")
+    pump(qt_app, 2 * IDLE_REDRAW)
+    assert viewer.visuals.last is not shown  # drawn in the new colours
+    steps = viewer.session.flock.step_count
+    xdotool("key", "period")  # one step
+    pump(qt_app, 0.3)
+    assert viewer.snapshot.step_count == steps + 1  # and drawn
+
+
 def test_screenshot_key_writes_a_png(qt_app, viewer, tmp_path):
     xdotool("key", "p")
     pump(qt_app, 0.5)

@@ -34,7 +34,7 @@ from flock3d.errors import Flock3dError
 from flock3d.look.camera import flock_extent
 from flock3d.scene import Scene
 from flock3d.viewer.event_loop import Beside
-from flock3d.viewer.frame_loop import START_HINT
+from flock3d.viewer.frame_loop import START_HINT, watch_input
 from flock3d.viewer.hud import COMPILING_TEXT
 from flock3d.viewer.picking import screen_positions
 
@@ -247,6 +247,8 @@ class ViewerWindow:
         self.status = self.window.statusBar()
 
         self.frames = FrameLoop(self)
+        self._input = watch_input(self.frames)
+        QtWidgets.QApplication.instance().installEventFilter(self._input)
         self.bindings.connect()
         self.editing.connect()
         # Around the canvas's own draw handler: the frame's draw is timed between them.
@@ -396,11 +398,14 @@ class ViewerWindow:
         self.window.close()
 
     def _close_event(self, event) -> None:
+        from PySide6 import QtWidgets
+
         self.closed = True
         self.timer.stop()
         self.session.stop()
         if self.recorder.recording:
             self.set_recording(False)
+        QtWidgets.QApplication.instance().removeEventFilter(self._input)
         gc.unfreeze()  # what the window froze (see __init__) is collected again once it is gone
         event.accept()
 

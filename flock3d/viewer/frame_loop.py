@@ -5,14 +5,23 @@ A frame never waits for a step: it draws the last snapshot the session published
 
 from __future__ import annotations
 
+import math
 import time
 
 from flock3d.core.compiling import compiling_since
 
-__all__ = ["FrameLoop", "START_HINT"]
+__all__ = ["FrameLoop", "START_HINT", "watch_input"]
 
 #: The status bar's first words: how to get going (the timing of the first frame is bench's).
 START_HINT = "drag to orbit · scroll to zoom · right-click to add things · h for every key"
+
+#: Seconds between the frames of a window whose flock has not moved since its last frame and
+#: that took no input meanwhile (paused, or waiting for a compile). What a program changes
+#: (a colour mode set from Python, a compile that ended) shows within it; a paused window drew
+#: 35 identical frames a second, 1.4 cores of software OpenGL.
+IDLE_REDRAW = 0.25
+#: Seconds after a key, a click, a drag or a wheel in the window for which every tick draws.
+INPUT_WAKE = 1.0
 
 
 class FrameLoop:
@@ -30,15 +39,28 @@ class FrameLoop:
         self._last_tick = time.perf_counter()
         self._draw_began: float | None = None
         self.meter = HudMeter(time.perf_counter(), window.snapshot)
+        self._pushed: tuple[object, float] | None = None
+        """The snapshot last drawn and ``time.perf_counter()`` then."""
+        self.input_at = -math.inf
+        """``time.perf_counter()`` at the window's last input (:func:`watch_input`)."""
 
     def tick(self) -> None:
-        """One frame: (without the worker: run the steps due), draw the latest snapshot, update the HUD."""
+        """One frame: (without the worker: run the steps due), draw the latest snapshot unless the
+        window is idle (:data:`IDLE_REDRAW`), update the HUD."""
         w = self.w
         now = time.perf_counter()
         if not w.threaded:
             w.session.advance(now - self._last_tick)
         self._last_tick = now
-        self.push_state()
+        pushed = self._pushed
+        idle = (
+            pushed is not None
+            and pushed[0] is w.session.snapshot()  # a new object each step (or edit) published
+            and now - pushed[1] < IDLE_REDRAW
+            and now - self.input_at > INPUT_WAKE
+        )
+        if not idle:
+            self.push_state()
         if self.meter.due(now):
             self._update_hud(now)
         if w.recorder.recording:
@@ -51,6 +73,7 @@ class FrameLoop:
 
         w = self.w
         snap = w.snapshot = w.session.snapshot()
+        self._pushed = snap, time.perf_counter()
         state, params = snap.state, snap.params
         colors = None
         if w.focused is not None and w.focused < len(state):
@@ -112,3 +135,23 @@ class FrameLoop:
         if w.first_frame_seconds is None:
             w.first_frame_seconds = time.perf_counter() - w.started
             w.status.showMessage(START_HINT, 8000)
+
+
+def watch_input(loop: FrameLoop):
+    """A Qt event filter (a ``QObject``) that tells ``loop`` when the application takes input
+    (keys, the mouse): install it on the application, remove it when the window closes. Not
+    resizes: the HUD's labels resize as their text changes."""
+    from PySide6 import QtCore
+
+    kinds = {
+        QtCore.QEvent.Type.KeyPress, QtCore.QEvent.Type.KeyRelease, QtCore.QEvent.Type.MouseButtonPress,
+        QtCore.QEvent.Type.MouseButtonRelease, QtCore.QEvent.Type.MouseMove, QtCore.QEvent.Type.Wheel,
+    }  # fmt: skip
+
+    class Watch(QtCore.QObject):
+        def eventFilter(self, watched, event) -> bool:  # noqa: N802 - Qt's name
+            if event.type() in kinds:
+                loop.input_at = time.perf_counter()
+            return False
+
+    return Watch()
