@@ -787,6 +787,37 @@ def test_the_window_never_freezes_while_colour_modes_and_scenes_change(viewer, q
     assert gaps.max() < 1.5, f"the window froze for {gaps.max():.2f} s"
 
 
+def test_a_flock_started_over_is_placed_while_the_window_draws(viewer, qt_app, monkeypatch):
+    """A new count, a reset and a reseed place the boids beside the event loop: in a world on a
+    fresh install that waited on the UI thread for a child compiling the objects' distances (the
+    window froze 10.5 s after the first object was added to the default scene). Here placing
+    takes 2 s; a start-over asked for meanwhile is refused."""
+    from PySide6 import QtCore
+
+    from flock3d.viewer.session import Session
+
+    slow = Session.new_flock
+    monkeypatch.setattr(Session, "new_flock", lambda self, *args: (time.sleep(2.0), slow(self, *args))[1])
+    ticks: list[float] = []
+    timer = QtCore.QTimer()
+    timer.timeout.connect(lambda: ticks.append(time.monotonic()))
+    timer.start(5)
+    refused: list[bool] = []
+    try:
+        QtCore.QTimer.singleShot(500, lambda: refused.append(viewer.restart(viewer.session.seed)))
+        viewer.set_param("count", 120)
+        seed = viewer.session.seed
+        viewer.reseed()
+    finally:
+        timer.stop()
+    assert refused == [False]
+    assert viewer.session.params.count == 120 and len(viewer.session.flock.positions) == 120
+    assert viewer.session.seed == seed + 1
+    gaps = np.diff(ticks)
+    assert gaps.max() < 1.5, f"the window froze for {gaps.max():.2f} s"  # as the scene-open test
+    assert len(ticks) > 20
+
+
 def test_a_rescaled_mesh_grid_is_read_while_the_window_draws(qt_app, tmp_path, monkeypatch, own_cache):
     """Rescaling a mesh samples its grid again (0.6 s for the cave's rock, here made 3 s):
     beside the event loop, one rescale at a time."""

@@ -296,9 +296,14 @@ class ViewerWindow:
     # -- live edits -----------------------------------------------------------------------
 
     def set_param(self, field: str, value: float) -> None:
-        """Change one parameter of the running flock (applied before the next step)."""
+        """Change one parameter of the running flock (applied before the next step); ``count``
+        starts a flock of that many over (:meth:`restart`)."""
         try:
-            params = self.session.set_param(field, value)
+            if field == "count":
+                self.restart(self.session.seed, self.session.params.replace(count=int(value)))
+                params = self.session.params
+            else:
+                params = self.session.set_param(field, value)
         except ValueError as error:
             self.status.showMessage(f"not applied: {error}", 6000)
             params = self.session.params
@@ -320,14 +325,38 @@ class ViewerWindow:
         self._push_state()
 
     def reset(self) -> None:
-        self.session.reset()
-        self.editing.world_changed()
-        self.status.showMessage(f"reset (seed {self.session.seed})", 3000)
+        if self.restart(self.session.seed):
+            self.status.showMessage(f"reset (seed {self.session.seed})", 3000)
 
     def reseed(self) -> None:
-        seed = self.session.reseed()
+        if self.restart(self.session.seed + 1):
+            self.status.showMessage(f"reseeded: seed {self.session.seed}", 3000)
+
+    def restart(self, seed: int, params=None) -> bool:
+        """Start the flock over from ``seed`` (with ``params``: the current ones by default);
+        whether it did.
+
+        Its boids are placed beside the event loop, as a scene's are when it opens: in a world
+        on a fresh install, that waits for a child compiling the objects' distances (11 s after
+        the first object was added to the default scene). One wait at a time: asked for during
+        another, or when the parameters changed meanwhile (a slider moved), it says so and
+        starts nothing over.
+        """
+        if self.beside.running is not None:
+            self.status.showMessage(f"still {self.beside.running}", 5000)
+            return False
+        params = self.session.params if params is None else params
+        now = self.session.params
+        self.status.showMessage("placing the boids...")
+        flock = self.beside.run("placing the boids", lambda: self.session.new_flock(params, seed))
+        if self.closed:
+            return False
+        if self.session.params is not now:
+            self.status.showMessage("not started over: the flock changed meanwhile", 5000)
+            return False
+        self.session.restart(flock, seed)
         self.editing.world_changed()
-        self.status.showMessage(f"reseeded: seed {seed}", 3000)
+        return True
 
     def set_camera(self, kind: str) -> None:
         """Switch to camera ``kind``; every kind starts framing the arena, or the flock in open space

@@ -282,9 +282,11 @@ class Session:
             self._last_velocities = None
             self._publish()
 
-    def _new_flock(self, params: Params, seed: int) -> Flock:
+    def new_flock(self, params: Params, seed: int) -> Flock:
         """A new flock with these parameters, keeping the user's rules and forces (--rules) and the
-        fields of the objects read from files, stepped by the session's engine or the scene's."""
+        fields of the objects read from files, stepped by the session's engine or the scene's; on
+        any thread, without the lock (placing a world's boids may wait for a child compiling the
+        objects' distances). :meth:`restart` makes it the session's."""
         return self._flock_of(params, seed, self._fields, self.scene)
 
     def _flock_of(self, params: Params, seed: int, fields: Mapping[int, Any] | None, scene: Scene) -> Flock:
@@ -355,7 +357,7 @@ class Session:
 
     def reset(self) -> None:
         """Start over from the same seed, keeping the current parameters."""
-        self._replace_flock(self._new_flock(self.params, self.seed))
+        self._replace_flock(self.new_flock(self.params, self.seed))
 
     def reseed(self) -> int:
         """Start over from the next seed; returns it."""
@@ -364,9 +366,15 @@ class Session:
             self.reset()
             return self.seed
 
+    def restart(self, flock: Flock, seed: int) -> None:
+        """Run ``flock`` (:meth:`new_flock`, made with the seed ``seed``) from now on."""
+        with self.lock:
+            self.seed = seed
+            self._replace_flock(flock)
+
     def respawn(self, count: int) -> Params:
         """A new flock of ``count`` boids with the current parameters (same seed)."""
-        self._replace_flock(self._new_flock(self.params.replace(count=count), self.seed))
+        self._replace_flock(self.new_flock(self.params.replace(count=count), self.seed))
         return self.params
 
     def current_scene(self) -> Scene:
