@@ -65,6 +65,7 @@ CASES = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("engine", ["fast", "reference"])
 def test_a_state_array_of_the_wrong_shape_is_refused_by_name(engine):
     # One subprocess runs every case: a crash would end it without the "done" line.
@@ -95,6 +96,7 @@ def test_a_state_array_of_the_wrong_shape_is_refused_by_name(engine):
     assert got == {name: message for name, (_, message) in CASES.items()}
 
 
+@pytest.mark.slow
 def test_a_flock_stepped_after_a_refusal_steps_once_its_arrays_are_right():
     import numpy as np
 

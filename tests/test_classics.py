@@ -69,6 +69,7 @@ def test_raylib_2d_is_the_raylib_source():
     assert np.abs(together.velocities[:, :2] - v1).max() > 1e-3
 
 
+@pytest.mark.slow
 def test_canvas_tutorial_2d_is_the_javascript_tutorial():
     flock, p, v = start("canvas-tutorial-2d")
     flock.step(40)
@@ -88,6 +89,7 @@ def test_canvas_tutorial_2d_is_the_javascript_tutorial():
     close(flock.velocities[:, :2], v2, 100)
 
 
+@pytest.mark.slow
 def test_pseudocode_3d_is_the_pseudocode():
     flock, p, v = start("pseudocode-3d", count=30)
     flock.step(20)
@@ -130,6 +132,7 @@ def test_unity_3d_is_the_unity_source_with_the_drawn_rotation_lagging():
     assert np.max(np.degrees(np.arccos(np.clip(np.sum(forward * heading, axis=1), -1, 1)))) > 5.0
 
 
+@pytest.mark.slow
 def test_castor_2d_is_the_castor_program():
     flock, p, v = start("castor-2d")
     flock.step(30)

@@ -43,6 +43,7 @@ def test_a_recording_interval_past_any_run_is_refused_as_an_argument():
     assert "argument --every: must be at most 1,000,000,000 steps" in out.stderr
 
 
+@pytest.mark.slow
 def test_bench_measures_at_the_stated_density():
     row = bench.measure(1000, steps=2, min_seconds=0.0)
     assert row["n"] == 1000 and row["threads"] >= 1
@@ -81,6 +82,7 @@ def test_bench_prints_the_table(monkeypatch):
     assert all(r[-1] == "6.50s" for r in rows) and "cold" in text  # the cold-compile column
 
 
+@pytest.mark.slow
 def test_bench_variants_are_each_a_flock_of_their_own_layout():
     # Built by the reference engine, which compiles nothing: compiling the fast step of all 21
     # layouts took 70-125 s of the suite, and each term's layout is compiled by its own tests.

@@ -101,6 +101,7 @@ def test_unknown_options_and_bad_values_exit_2():
     assert_clean_failure(flock3d("run", "default", "--out", "x.txt"), "--out must end in .h5")
 
 
+@pytest.mark.slow
 def test_run_out_then_metrics_agree_with_metrics_in_memory(tmp_path):
     traj_path, csv_path, png_path = tmp_path / "t.h5", tmp_path / "m.csv", tmp_path / "m.png"
     out = flock3d(
@@ -192,6 +193,7 @@ def test_missing_truncated_and_foreign_recordings(tmp_path):
         assert_clean_failure(flock3d("render", path, "--out", tmp_path / "x.png"), message)
 
 
+@pytest.mark.slow
 def test_render_png_shows_boids(tmp_path):
     png = tmp_path / "frame.png"
     out = flock3d(
@@ -231,6 +233,7 @@ def test_render_png_shows_boids(tmp_path):
     assert foreground_mask(imageio.imread(empty)).sum() == 0
 
 
+@pytest.mark.slow
 def test_a_travelling_open_space_group_stays_in_the_picture(tmp_path):
     # After 30 s the parallel group is ~70 units from where it started, outside the
     # arena-sized frame; the scene asks for the follow camera, and render honours it.
@@ -247,6 +250,7 @@ def test_a_travelling_open_space_group_stays_in_the_picture(tmp_path):
     assert followed.sum() > 5 * fixed.sum()  # and framed close, not a speck in a corner
 
 
+@pytest.mark.slow
 def test_render_mp4_of_a_trajectory_has_its_size_and_frame_count(tmp_path):
     traj = tmp_path / "t.h5"
     assert flock3d("run", "small-arena", "--steps", "46", "--every", "2", "--out", traj).returncode == 0

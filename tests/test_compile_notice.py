@@ -38,6 +38,7 @@ def _another_compile() -> None:
     numba.njit(lambda x: x + 1)(1)
 
 
+@pytest.mark.slow
 def test_a_compile_from_python_says_one_line(capsys):
     flock = flock3d.Flock(flock3d.Params(count=20), seed=1, rules=[_rule(0.25)])
     flock.step(2)

@@ -69,6 +69,7 @@ def rule_snippets(document: str) -> str:
     return "\n".join(block for block in blocks if "@flock3d." in block)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("document", ["README.md", "docs/rules.md", "flock3d/rules.py"])
 def test_each_documented_rule_runs_where_scipy_is_not_installed(document, tmp_path):
     """The README's install (pip install .) has no scipy, so numba has no linear algebra there."""

@@ -45,6 +45,7 @@ def editor() -> WorldEditor:
     return WorldEditor(Session(parse_scene(WORLD)))
 
 
+@pytest.mark.slow
 def test_edits_saved_load_back_as_the_same_world(editor, tmp_path):
     session = editor.session
     session.advance(0.2)  # the boids fly while the world is edited
@@ -170,6 +171,7 @@ def test_a_mesh_keeps_its_grid_when_the_objects_before_it_go(tmp_path, monkeypat
     session.advance(0.1)
 
 
+@pytest.mark.slow
 def test_undoing_an_object_edit_leaves_the_predators_flying(editor):
     session = editor.session
     editor.add_predator((0.0, 5.0, 0.0))

@@ -31,6 +31,7 @@ def line_flock(engine: str, copy: float = 1.0, looks: int = 1, seed: int = 0, co
     return flock
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("engine", ["fast", "reference"])
 def test_each_neighbour_begins_one_reaction_time_later_with_its_bank_decayed(engine):
     flock = line_flock(engine)
@@ -102,6 +103,7 @@ def _attacked(params: Params, engine: str) -> Flock:
     return flock
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "changes",
     [

@@ -32,6 +32,7 @@ print(float(np.abs(fast.positions - ref.positions).max()))
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.stem)
 def test_each_example_runs_alike_in_both_engines_where_scipy_is_not_installed(path):
     """The README's install (pip install .) has no scipy, so numba has no linear algebra there: each
@@ -45,6 +46,7 @@ def test_each_example_runs_alike_in_both_engines_where_scipy_is_not_installed(pa
     assert float(out.stdout.strip().splitlines()[-1]) <= 1e-9, out.stdout
 
 
+@pytest.mark.slow
 def test_the_wind_blows_the_flock_downwind():
     rules, forces = load_rules(EXAMPLES[[p.stem for p in EXAMPLES].index("wind")])
     params = Params(count=200, arena_shape="none", alignment=0.0, cohesion=0.0)

@@ -98,6 +98,7 @@ def test_an_experiment_registers_itself():
         del experiments.EXPERIMENTS["test-only"]
 
 
+@pytest.mark.slow
 def test_vicsek_quick_order_parameter_falls_with_the_noise_and_sharpens_with_n(tmp_path):
     out = flock3d("experiment", "vicsek-fig2a", "--out", tmp_path, "--quick")
     assert out.returncode == 0, out.stderr

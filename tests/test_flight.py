@@ -30,6 +30,7 @@ def bird(params, velocity, engine, position=(0.0, 0.0, 0.0), orientation=None):
                  orientations=None if orientation is None else [orientation])  # fmt: skip
 
 
+@pytest.mark.slow
 def test_at_cruise_speed_a_level_bird_flies_straight_on(engine):
     # Lift = weight and thrust = drag at v0: nothing changes.
     flock = bird(flying(), [V0, 0.0, 0.0], engine)
@@ -52,6 +53,7 @@ def test_a_slow_bird_sinks_and_speeds_up_by_the_closed_form(engine):
     np.testing.assert_allclose(flock.boids[0].forward, expected / np.linalg.norm(expected), atol=1e-12)
 
 
+@pytest.mark.slow
 def test_a_bird_steered_sideways_banks_and_its_lift_turns_it(engine):
     # A lateral acceleration a (a wind along the bird's right: -z for a bird flying +x with +y up)
     # is not applied: the bird rolls to atan(a / g), and the lift, tilted by that bank, pushes it

@@ -84,6 +84,7 @@ def row_of(tmp_path_factory, case: str) -> dict:
     return json.loads(once_per_run(tmp_path_factory, f"gpu-{name}.json", make).read_text())[case]
 
 
+@pytest.mark.slow
 @needs_numba_cuda
 @pytest.mark.parametrize("case", MARKED)
 def test_the_gpu_engine_equals_the_reference_engine(case, tmp_path_factory):
@@ -120,6 +121,7 @@ def test_a_gpu_run_is_the_same_bit_for_bit_run_after_run(case, tmp_path_factory)
     assert row_of(tmp_path_factory, case)["repeatable"] is True
 
 
+@pytest.mark.slow
 @needs_numba_cuda
 def test_the_device_sizes_its_grid_at_the_same_steps_of_the_flock_however_the_calls_fall():
     # Sized every 2 steps here: at steps 0, 2 and 4, whether the 6 steps come in calls of 1, 2
@@ -138,6 +140,7 @@ def test_a_blocks_threads_share_its_shared_array_under_the_simulator_however_oft
     assert out.stdout.strip() == "0"
 
 
+@pytest.mark.slow
 def test_recording_rendering_or_watching_a_gpu_flock_sends_nothing_back_to_the_device():
     # A recorded frame, a video's frame and a window's frame read the state (and the velocities,
     # for the banks): reads, so the device's state stays the one the next step runs from. Before,

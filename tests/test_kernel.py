@@ -298,6 +298,7 @@ def test_a_step_does_not_read_what_its_workspace_held():
     assert [x.shape for x in work.arrays(20)][:3] == [(20, COLUMNS), (3, 20), (20,)]  # resized for another
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("engine", ["fast", "reference"])
 def test_permuting_boids_permutes_the_result(engine):
     params = Params(count=80, arena_radius=7.0)

@@ -32,6 +32,7 @@ def pulse(position, velocity, time):
     return np.array([np.sin(40.0 * time), np.cos(70.0 * time), 0.0]) * 50.0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("engine", "n"), [("fast", 300), ("reference", 30)])
 def test_one_long_call_and_many_single_steps_keep_the_same_clock(engine, n):
     params = Params(count=12, arena_radius=8.0)

@@ -6,9 +6,11 @@ import csv
 
 import imageio.v2 as imageio
 import numpy as np
+import pytest
 from helpers import flock3d
 
 
+@pytest.mark.slow
 def test_marginal_opacity_quick_larger_flocks_hide_more_sky_unless_they_steer_by_projection(tmp_path):
     out = flock3d("experiment", "marginal-opacity", "--out", tmp_path, "--quick")
     assert out.returncode == 0, out.stderr

@@ -18,6 +18,7 @@ def read_csv(path):
     return {key: np.array([float(r[key]) for r in rows]) for key in rows[0]}
 
 
+@pytest.mark.slow
 def test_run_records_ten_frames_per_simulated_second_by_default(tmp_path):
     for scene, steps, every in [("default", 60, 6), ("couzin/swarm", 10, 1)]:
         path = tmp_path / "t.h5"
@@ -128,6 +129,7 @@ def test_metrics_bad_options_fail_cleanly(recording, tmp_path):
         assert_clean_failure(out, f"{option}: must be at most {most}, got 99,999,999,999")
 
 
+@pytest.mark.slow
 def test_metrics_of_a_periodic_recording_look_through_the_faces(tmp_path):
     path, table = tmp_path / "wrap.h5", tmp_path / "m.csv"
     assert (

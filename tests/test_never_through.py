@@ -39,6 +39,7 @@ def crossings(before: np.ndarray, after: np.ndarray, center, half, samples: int 
 SOLO = dict(count=1, arena_shape="none", avoidance=0.0, separation=0.0, alignment=0.0, cohesion=0.0)
 
 
+@pytest.mark.slow
 def test_a_fast_boid_stops_before_a_wall_thinner_than_its_step(engine):
     # A wall 0.05 thick at x = 5; the boid moves 1.0 a step, from 4.6: its end, 5.6, is free.
     wall = Object("box", size=(0.05, 40.0, 40.0), position=(5.025, 0.0, 0.0))
@@ -107,6 +108,7 @@ def test_boids_in_the_middle_of_a_mesh_plate_are_pushed_out_not_flung(tmp_path, 
     assert np.linalg.norm(flock.positions - start, axis=1).max() < 3.0
 
 
+@pytest.mark.slow
 def test_a_planar_flock_is_pushed_out_of_a_box_whose_nearest_face_lies_along_its_plane(engine):
     # The box's bottom face is 0.1 below the flock's plane: where it covers a boid that face is
     # the nearest, its normal across the plane, and a push in the plane along it goes nowhere.
@@ -125,6 +127,7 @@ def test_a_planar_flock_is_pushed_out_of_a_box_whose_nearest_face_lies_along_its
     assert inside == 0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("scale", [1.0, 2.0])
 def test_a_mesh_moved_or_scaled_onto_the_flock_leaves_no_boid_inside_after_one_step(tmp_path, scale):
     # A cube of side 3 (6 scaled) moved onto the flock's middle, where the grid's gradient

@@ -40,6 +40,7 @@ def match_speed(p_i, v_i, p_j, v_j):
 # -- closed forms on two or three boids -------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_force_adds_its_weighted_value_to_the_acceleration(engine):
     flock = Flock(free_params(), positions=[[3.0, 1.0, 0.0]], velocities=[[0, 0, 2.0]], engine=engine,
                   forces=[lift.replace(weight=1.5)])  # fmt: skip
@@ -50,6 +51,7 @@ def test_a_force_adds_its_weighted_value_to_the_acceleration(engine):
     np.testing.assert_allclose(a, 1.5 * np.array([p[0], 2.0 * t, -v[2]]), rtol=1e-9)
 
 
+@pytest.mark.slow
 def test_a_pair_rule_averages_or_sums_over_the_neighbours_its_radius_and_cone_allow(engine):
     p = [[0.0, 0.0, 0.0], [2.0, 0.0, 1.0], [0.0, 1.0, -1.0], [0.0, 0.0, 4.0]]
     v = [[0, 0, 1.0]] * 4
@@ -69,6 +71,7 @@ def hand_flock_with(params, p, v, engine, rules=(), forces=()):
                  rules=rules, forces=forces)  # fmt: skip
 
 
+@pytest.mark.slow
 def test_a_rule_sees_the_nearest_image_across_a_periodic_border(engine):
     params = free_params(arena_shape="periodic", arena_radius=10.0, view_distance=5.0)
     flock = hand_flock_with(params, [[9.5, 0, 0], [-9.5, 0, 0]], [[0, 0, 1.0]] * 2, engine, [towards])
@@ -126,6 +129,7 @@ def uses_python_objects(position, velocity, time):
     return np.array([float(len({1, 2, object()})), 0.0, 0.0])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "rules, forces, message",
     [
@@ -179,6 +183,7 @@ def as_list_per_neighbour(p_i, v_i, p_j, v_j):
     return [p_j[0] - p_i[0], 0.0, 0.0]
 
 
+@pytest.mark.slow
 def test_a_rule_may_return_a_tuple_a_list_or_an_array(engine):
     p, v = [[0.0, 0.0, 0.0], [1.5, 0.0, 0.0]], [[0, 0, 1.0]] * 2
     forces = [as_tuple.replace(weight=2.0), as_list]
@@ -192,6 +197,7 @@ def scaled(position, velocity, time, scale=3.0):
     return (scale, 0.0, 0.0)
 
 
+@pytest.mark.slow
 def test_a_rule_may_take_further_arguments_with_defaults(engine):
     flock = hand_flock_with(free_params(), [[0.0, 0.0, 0.0]], [[0, 0, 1.0]], engine, forces=[scaled])
     np.testing.assert_allclose(acceleration(flock)[0], [3.0, 0.0, 0.0], atol=1e-12)
@@ -406,6 +412,7 @@ def literal_sequential_step(p, v, dt, r_sep, r_view, k_sep, k_ali, k_coh, s_min,
         p[i] = p[i] + dt * v[i]
 
 
+@pytest.mark.slow
 def test_sequential_chained_update_equals_a_hand_written_in_place_loop(engine):
     params = Params(
         count=40, arena_shape="none", update="sequential", combine="chain", view_distance=4.0, fov=360.0,
@@ -422,6 +429,7 @@ def test_sequential_chained_update_equals_a_hand_written_in_place_loop(engine):
     np.testing.assert_allclose(flock.velocities, v, atol=1e-9)
 
 
+@pytest.mark.slow
 def test_per_rule_update_applies_each_rule_to_every_boid_before_the_next(engine):
     params = Params(count=30, arena_shape="none", update="per_rule", combine="chain", alignment_form="mean",
                     view_distance=5.0, fov=360.0, separation=0.0, cohesion=0.0, alignment=0.5, min_speed=0.0,
@@ -459,6 +467,7 @@ def test_the_mesh_turn_limit_turns_only_the_drawn_orientation_by_pyquaternions_s
     assert abs(abs(np.dot(flock.orientations[0], expected.q)) - 1.0) < 1e-12
 
 
+@pytest.mark.slow
 def test_with_the_mesh_limit_boids_see_along_their_velocity():
     params = free_params(turn_limit="mesh", fov=90.0, cohesion=1.0)
     flock = hand_flock(params, [[0.0, 0.0, 0.0], [1.0, 0.0, 0.0]], [[0, 0, 1.0], [0, 0, 1.0]], "fast")
@@ -480,6 +489,7 @@ def updraft(position, velocity, time):
 """
 
 
+@pytest.mark.slow
 def test_run_takes_a_rules_file_and_a_broken_one_is_one_line(tmp_path):
     (tmp_path / "ok.py").write_text(RULES_FILE)
     out = flock3d("run", "small-arena", "--steps", "20", "--rules", tmp_path / "ok.py", "--no-progress")

@@ -45,6 +45,7 @@ def reference_view(others, headings, body=1.0, sigma=4, planar=True):
 VIEWS = [fast_view, reference_view]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("view", VIEWS, ids=["fast", "reference"])
 def test_delta_is_the_mean_direction_to_the_ends_of_the_intervals(view):
     # Two discs apart in view: at 0 deg and 5 away, at -90 deg and 4 away; four ends.
@@ -105,6 +106,7 @@ def test_in_3d_a_caps_rim_points_back_along_it_and_hidden_caps_are_left_out(view
     np.testing.assert_allclose(near_far, expected / (s3 + s9), atol=1e-12)
 
 
+@pytest.mark.slow
 def test_one_step_of_each_engine_steers_along_delta(engine):
     # phi_a = phi_n = 0: the bird at the origin turns to delta (no turn limit) and moves at v0.
     params = Params(

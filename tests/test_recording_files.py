@@ -95,6 +95,7 @@ def test_a_recording_whose_files_are_gone_opens_with_its_world_as_recorded(recor
         assert sorted(f["parameters/flock3d/files"]) == ["0", "1"]
 
 
+@pytest.mark.slow
 def test_a_recordings_copies_are_served_while_it_is_open_and_no_longer(recording, tmp_path):
     path, scene = recording
     gone = scene.params.objects[0].file
@@ -106,6 +107,7 @@ def test_a_recordings_copies_are_served_while_it_is_open_and_no_longer(recording
         read_heights(scene.params.objects[2].image)
 
 
+@pytest.mark.slow
 def test_two_open_recordings_with_different_copies_of_one_gone_file(recording, tmp_path):
     path, scene = recording
     gone = scene.params.objects[0].file

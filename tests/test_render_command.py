@@ -25,6 +25,7 @@ def simulated_time(stdout: str) -> float:
     return float(re.search(r"t = ([0-9.]+) s\)", stdout).group(1))
 
 
+@pytest.mark.slow
 def test_frames_are_taken_at_the_simulations_pace(tmp_path):
     # The Couzin torus steps 0.1 s at a time: at 30 fps frame 60 shows t = 59/30 s
     # (the nearest step), not 59 steps = 5.9 s as a step per frame would.
@@ -101,6 +102,7 @@ def test_the_span_stated_is_the_span_recorded(tmp_path):
     assert simulated_time(rendered(traj, "--out", png, *SMALL)) == 60.0  # by default the last frame
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("every", [np.int64(2**63 - 1), np.uint64(2**64 - 1)])
 def test_a_huge_every_attribute_does_not_change_the_schedule(tmp_path, every):
     # Frames are scheduled by their recorded times; `every` made the render run for ever.

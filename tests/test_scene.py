@@ -219,6 +219,7 @@ def test_the_library_shows_the_range_of_the_model():
     assert min(turns) <= 45 and max(turns) >= 360
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", shipped_scenes())
 def test_every_shipped_scene_runs_100_steps(name):
     params = resolve_scene(name).params

@@ -148,6 +148,7 @@ def test_the_worker_thread_steps_in_real_time_and_publishes_copies():
     assert not s.running and s.error is None
 
 
+@pytest.mark.slow
 def test_the_worker_keeps_dt_one_scenes_at_one_step_per_second():
     s = Session(resolve_scene("classics/screen-edge-2d"))
     s.start()

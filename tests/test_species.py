@@ -33,6 +33,7 @@ ALIGNMENT = np.array([[1.0, 0, -1.0], [-1.0, 0, 1.0]])
 COHESION = np.array([[1.0, 0, 0], [-1.0, 0, 0]])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "a, b, expected",
     [
@@ -69,6 +70,7 @@ def test_each_species_has_its_own_view_and_field_of_view(engine):
     np.testing.assert_allclose(got[1], (SEPARATION + ALIGNMENT + COHESION)[1], atol=1e-12)
 
 
+@pytest.mark.slow
 def test_each_species_has_its_own_speeds_and_turn_rate(engine):
     species = [Species("slow", 1, min_speed=1.0, max_speed=1.0, max_turn_rate=30.0),
                Species("fast", 1, min_speed=5.0, max_speed=5.0)]  # fmt: skip

@@ -56,6 +56,7 @@ def test_topological_neighbours_are_the_k_nearest_seen_on_random_flocks(engine, 
         assert sorted(np.flatnonzero(got)) == chosen
 
 
+@pytest.mark.slow
 def test_a_large_flock_takes_its_k_nearest_from_the_grid_across_cells_and_faces():
     # 3,000 boids in a periodic box over many cells: the grid's candidates must hold the k nearest.
     rng = np.random.default_rng(0)
@@ -92,6 +93,7 @@ def test_metric_and_topological_agree_when_k_exceeds_the_boids_seen(engine):
     np.testing.assert_allclose(metric, topological, atol=1e-12)
 
 
+@pytest.mark.slow
 def test_each_rule_acts_on_the_k_nearest_within_its_own_radius(engine):
     # Boid 0 sees three boids at 1, 1.5 and 3; with k = 2 it interacts with the first two; of those,
     # separation (radius 1.2) acts on the first only, and cohesion on both.

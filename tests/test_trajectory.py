@@ -85,6 +85,7 @@ def test_streaming_memory_does_not_grow_with_run_length(tmp_path):
     assert frames == 500 and last == 499
 
 
+@pytest.mark.slow
 def test_frames_already_written_survive_an_unclosed_writer(tmp_path):
     # Each full block is flushed to disk as it is written, to the temporary file beside the
     # recording that close() renames: a process killed before that leaves them there.
@@ -140,6 +141,7 @@ def test_a_periodic_arena_is_a_periodic_box_that_mdanalysis_reads_as_written(tmp
     assert np.all(np.abs(recorded[-1].positions) <= 30.0)
 
 
+@pytest.mark.slow
 def test_a_planar_flock_is_stored_in_two_dimensions(tmp_path):
     scene = Scene(Params(count=40, dimensions=2, arena_center=(1.0, 2.0, 3.5)), seed=5)
     path, recorded = _record(tmp_path, scene)

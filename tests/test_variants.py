@@ -184,6 +184,7 @@ def test_boids_steer_around_an_obstacle_ahead(engine):
     np.testing.assert_allclose(a, [10.0 * (1 - 10 / 12), 0, 0], atol=1e-9)
 
 
+@pytest.mark.slow
 def test_obstacles_are_seen_across_a_periodic_border(engine):
     params = free_params(arena_shape="periodic", arena_radius=10.0, view_distance=5.0, avoidance=10.0,
                          avoidance_margin=0.5, obstacles=[Obstacle((9.5, 0.0, 0.0), 0.5)])  # fmt: skip
@@ -192,6 +193,7 @@ def test_obstacles_are_seen_across_a_periodic_border(engine):
     np.testing.assert_allclose(a, [10.0, 0, 0], atol=1e-9)
 
 
+@pytest.mark.slow
 def test_no_boid_ends_inside_an_obstacle_over_a_long_run():
     from flock3d.scene import resolve_scene
 
@@ -318,6 +320,7 @@ VARIANTS = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(VARIANTS))
 def test_fast_kernel_equals_reference_on_every_variant(name):
     params = VARIANTS[name]

@@ -109,6 +109,7 @@ def arena_radius_px(v) -> float:
     return float(np.max(np.linalg.norm(xy[1:] - xy[0], axis=1)))
 
 
+@pytest.mark.slow
 def test_mouse_drag_orbits_the_camera(qt_app, viewer):
     w, h = viewer.canvas.size
     azimuth, elevation = viewer.view.camera.azimuth, viewer.view.camera.elevation
@@ -143,6 +144,7 @@ def slider_handle(slider) -> tuple[int, int]:
     return on_screen(slider, rect.center().x(), rect.center().y())
 
 
+@pytest.mark.slow
 def test_fov_and_turn_rate_sliders_change_the_running_flock(qt_app, viewer):
     deadline = time.time() + 120  # the flock steps once its step is compiled: cold, under load
     while not viewer.session.first_step_done and time.time() < deadline:
@@ -189,6 +191,7 @@ def test_keyboard_shortcuts(qt_app, viewer):
     assert viewer.camera_kind == "arcball"
 
 
+@pytest.mark.slow
 def test_a_window_keeps_one_camera_and_keeps_what_it_built_out_of_the_collectors_walks(qt_app, viewer):
     """A view kept every camera it was given among its scene's nodes (one more each scene opened
     or camera chosen). The interpreter's full collections walked everything built for the window
@@ -206,6 +209,7 @@ def test_a_window_keeps_one_camera_and_keeps_what_it_built_out_of_the_collectors
     assert gc.get_freeze_count() == 0  # collected again once the window is gone
 
 
+@pytest.mark.slow
 def test_a_paused_window_draws_its_still_flock_a_few_times_a_second_and_each_change(qt_app, viewer):
     """A paused window drew the same frame on every tick of its timer (35 a second: 1.4 cores of
     software OpenGL). A still flock is drawn every IDLE_REDRAW seconds; what a program changes
@@ -247,6 +251,7 @@ def test_a_screenshot_that_cannot_be_written_says_so_in_one_line(qt_app, viewer,
     assert not target.parent.exists()
 
 
+@pytest.mark.slow
 def test_the_window_is_anti_aliased_by_fxaa_in_software_opengl(qt_app, viewer):
     from flock3d.viewer.recording import frame_image
 
@@ -278,6 +283,7 @@ def test_loading_a_scene_with_another_radius_reframes_the_camera(qt_app, viewer,
     assert arena_radius_px(viewer) == pytest.approx(framed, rel=0.05)  # the whole arena, framed alike
 
 
+@pytest.mark.slow
 def test_a_couzin_scene_puts_its_zones_on_the_panel(qt_app, viewer, tmp_path):
     panel = viewer.panel
     # The default scene's one world feature is its hawk: the World box shows its flee weight alone.
@@ -352,6 +358,7 @@ def test_clicking_a_boid_focuses_it(qt_app, viewer):
     assert viewer.focus.lines.visible and viewer.panel.focus.isChecked()
 
 
+@pytest.mark.slow
 def test_record_writes_a_video(qt_app, viewer, tmp_path):
     viewer.set_recording(True)
     pump(qt_app, 1.5)
@@ -406,6 +413,7 @@ def test_every_control_says_what_it_sets_and_nothing_scrolls(qt_app, viewer, tmp
         assert panel.verticalScrollBar().maximum() == 0, name  # everything fits: no scrolling
 
 
+@pytest.mark.slow
 def test_the_first_compile_is_announced_and_nothing_freezes(qt_app, tmp_path, monkeypatch):
     from flock3d.viewer.app import COMPILING_TEXT, ViewerWindow
     from flock3d.viewer.session import Session
@@ -444,6 +452,7 @@ def test_the_first_compile_is_announced_and_nothing_freezes(qt_app, tmp_path, mo
         pump(qt_app, 0.2)
 
 
+@pytest.mark.slow
 def test_a_recording_plays_at_the_simulations_pace(qt_app, viewer, tmp_path):
     import imageio.v2 as imageio
 
@@ -475,6 +484,7 @@ def test_a_recording_plays_at_the_simulations_pace(qt_app, viewer, tmp_path):
     assert 0.6 * running < simulated < running + 0.25
 
 
+@pytest.mark.slow
 def test_every_camera_frames_the_flock(qt_app, viewer, tmp_path):
     from flock3d.viewer.panel import CAMERA_KINDS
 
@@ -512,6 +522,7 @@ def test_every_camera_frames_a_periodic_box_whole(qt_app, viewer, tmp_path):
         assert np.all((xy > 0) & (xy < [w, h])), (kind, xy)
 
 
+@pytest.mark.slow
 def test_an_unlimited_turn_rate_reads_the_same_on_the_panel_and_the_hud(qt_app, viewer, tmp_path):
     assert viewer.open_scene(resolve_scene("vicsek/3d").save(tmp_path / "vicsek.toml"))
     assert math.isinf(viewer.session.params.max_turn_rate)  # the Vicsek model turns at once
@@ -548,6 +559,7 @@ def test_the_fly_camera_moves_with_the_keys_in_the_help(qt_app, viewer):
     assert np.linalg.norm(np.array(viewer.view.camera.center) - centre) > 1.0  # flew forward
 
 
+@pytest.mark.slow
 def test_a_scene_with_one_second_steps_runs(qt_app, viewer, tmp_path):
     scene = resolve_scene("classics/perceived-centre")
     Flock.from_scene(scene).step(1)  # compiled (or loaded) first: what a first run compiles is not timed here
@@ -629,6 +641,7 @@ color = "#aa5533"
 """
 
 
+@pytest.mark.slow
 def test_the_world_is_edited_with_the_mouse_and_saved(qt_app, tmp_path):
     from flock3d.scene import load_scene, parse_scene, shipped_scenes
     from flock3d.viewer.app import ViewerWindow
@@ -711,6 +724,7 @@ def test_the_world_is_edited_with_the_mouse_and_saved(qt_app, tmp_path):
         pump(qt_app, 0.2)
 
 
+@pytest.mark.slow
 def test_the_window_never_freezes_while_colour_modes_and_scenes_change(viewer, qt_app, tmp_path, monkeypatch):
     """The longest gap between two turns of Qt's event loop, while every colour mode is shown
     (the neighbour counts compiled afresh) and scenes are opened (a world's slowly): no compile
@@ -787,6 +801,7 @@ def test_the_window_never_freezes_while_colour_modes_and_scenes_change(viewer, q
     assert gaps.max() < 1.5, f"the window froze for {gaps.max():.2f} s"
 
 
+@pytest.mark.slow
 def test_a_flock_started_over_is_placed_while_the_window_draws(viewer, qt_app, monkeypatch):
     """A new count, a reset and a reseed place the boids beside the event loop: in a world on a
     fresh install that waited on the UI thread for a child compiling the objects' distances (the
@@ -818,6 +833,7 @@ def test_a_flock_started_over_is_placed_while_the_window_draws(viewer, qt_app, m
     assert len(ticks) > 20
 
 
+@pytest.mark.slow
 def test_a_rescaled_mesh_grid_is_read_while_the_window_draws(qt_app, tmp_path, monkeypatch, own_cache):
     """Rescaling a mesh samples its grid again (0.6 s for the cave's rock, here made 3 s):
     beside the event loop, one rescale at a time."""
@@ -899,6 +915,7 @@ def test_the_window_takes_keys_at_once_and_edits_say_what_they_mean(qt_app, tmp_
         pump(qt_app, 0.2)
 
 
+@pytest.mark.slow
 def test_the_export_button_runs_the_scene_as_edited_and_writes_the_file(qt_app, tmp_path):
     from flock3d.scene import parse_scene
     from flock3d.viewer.app import ViewerWindow
@@ -932,6 +949,7 @@ def test_the_export_button_runs_the_scene_as_edited_and_writes_the_file(qt_app, 
         pump(qt_app, 0.2)
 
 
+@pytest.mark.slow
 def test_bench_viewer_splits_a_frame_into_its_phases(qt_app):
     from flock3d.viewer.measure import measure
     from flock3d.viewer.phases import PHASES

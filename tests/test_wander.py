@@ -67,6 +67,7 @@ def test_the_same_seed_drifts_the_same_and_another_does_not():
     assert not np.allclose(start.positions, c.positions)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "changes",
     [{}, {"combine": "chain"}, {"update": "sequential"}, {"update": "per_rule", "combine": "chain"}],

@@ -67,6 +67,7 @@ def _world(kind: str, tmp_path) -> tuple[list[Object], dict | None]:
     return objects, object_fields(params, resolution=24) if kind == "mesh" else None
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", list(KINDS))
 def test_fast_equals_reference_with_each_kind_of_object_still_and_moving(kind, tmp_path):
     objects, fields = _world(kind, tmp_path)
@@ -120,6 +121,7 @@ HARD = dict(count=150, max_turn_rate=40.0, min_speed=6.0, max_speed=8.0, avoidan
             avoidance_margin=0.2, separation=5.0)  # fmt: skip
 
 
+@pytest.mark.slow
 def test_no_boid_is_ever_inside_a_turned_mesh_obstacle(tmp_path):
     rock = trimesh.creation.icosphere(3, radius=5.0)
     rock.vertices *= (1.6, 0.7, 1.0)
@@ -188,6 +190,7 @@ def test_objects_steer_across_the_heading_one_turn_radius_ahead(engine):
 GLIDE = Motion(((0.0, 0.0, 0.0), (10.0, 0.0, 0.0)), (0.0, 10.0))
 
 
+@pytest.mark.slow
 def test_a_moving_attractor_is_sought_where_its_motion_has_it(engine):
     params = Params(count=1, arena_shape="none", separation=0.0, alignment=0.0, cohesion=0.0, min_speed=0.0,
                     max_speed=2.0, max_turn_rate=math.inf, dt=0.01,
@@ -270,6 +273,7 @@ def test_a_boid_that_comes_low_lands_rests_and_takes_off(engine):
     assert flock.state.perches[0] == -0.25
 
 
+@pytest.mark.slow
 def test_a_flock_with_perching_equals_its_reference_and_some_boids_rest():
     ground = Object("heightfield", size=(40.0, 40.0), height=4.0, seed=2, position=(0.0, -6.0, 0.0))
     params = Params(count=40, arena_radius=9.0, objects=[ground], perching_height=2.5, perching_duration=0.5,
@@ -295,6 +299,7 @@ def test_perching_needs_a_ground_in_one_line():
         Params(perching_height=1.0, perching_duration=0.0, objects=[GROUND])
 
 
+@pytest.mark.slow
 def test_check_names_a_perching_scene_without_ground_in_one_line(tmp_path):
     from helpers import assert_one_line_failure, flock3d
 

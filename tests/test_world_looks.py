@@ -58,6 +58,7 @@ def luminance(rgb) -> np.ndarray:
     return np.asarray(rgb, np.float64) @ (0.2126, 0.7152, 0.0722) / 255.0
 
 
+@pytest.mark.slow
 @pytest.mark.gui
 def test_objects_are_drawn_in_their_own_colours(images):
     image, tops = images["colors.image"], images["colors.tops"]
