@@ -113,6 +113,7 @@ def test_a_flock_stepped_after_a_refusal_steps_once_its_arrays_are_right():
     assert flock.step_count == 2 and len(flock) == 20
 
 
+@pytest.mark.slow
 def test_a_state_set_to_non_finite_values_is_named_as_set_from_outside():
     import numpy as np
 

@@ -266,6 +266,7 @@ def test_render_mp4_of_a_trajectory_has_its_size_and_frame_count(tmp_path):
     assert foreground_mask(frames[-1]).sum() > 20
 
 
+@pytest.mark.slow
 def test_hostile_values_fail_cleanly(tmp_path):
     huge = "1" + "0" * 400
     cases = [

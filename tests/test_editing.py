@@ -137,6 +137,7 @@ def test_a_refused_edit_changes_nothing(editor):
     assert session.world() == before and editor.undo_stack == [] and editor.selection is None
 
 
+@pytest.mark.slow
 def test_a_mesh_keeps_its_grid_when_the_objects_before_it_go(tmp_path, monkeypatch):
     trimesh = pytest.importorskip("trimesh")
     pytest.importorskip("igl")

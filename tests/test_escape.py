@@ -63,6 +63,7 @@ def test_each_neighbour_begins_one_reaction_time_later_with_its_bank_decayed(eng
         np.testing.assert_allclose(zag, -side * push, atol=1e-9)
 
 
+@pytest.mark.slow
 def test_more_looks_give_more_chances_to_copy_and_change_nothing_when_the_first_copies():
     # With copy = 1 the first look copies: more looks change nothing, each bird begins one reaction
     # time after the one before it.

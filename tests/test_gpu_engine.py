@@ -112,6 +112,7 @@ def test_the_gpu_engine_equals_the_reference_engine(case, tmp_path_factory):
         assert escaped > copied > 0, row
 
 
+@pytest.mark.slow
 @needs_numba_cuda
 @pytest.mark.parametrize("case", REPEATED)
 def test_a_gpu_run_is_the_same_bit_for_bit_run_after_run(case, tmp_path_factory):

@@ -334,6 +334,7 @@ def test_bins_zero_raises_rather_than_crashing_the_interpreter():
     )
 
 
+@pytest.mark.slow
 def test_empty_and_single_boid_frames():
     columns = metrics.table([Frame(np.zeros((0, 3)), np.zeros((0, 3)), 0)], 1.0)
     assert columns["groups"][0] == 0 and math.isnan(columns["polarization"][0])
@@ -373,6 +374,7 @@ def direct_correlation(p, v, bins, r_max, box=None):
         return rsum / count, count / 2, [sums[k] / count / c0[k] for k in range(3)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("box", [None, np.array([9.0, 9.0, 9.0])])
 def test_correlation_equals_a_direct_double_loop(box):
     rng = np.random.default_rng(11)

@@ -93,6 +93,7 @@ def test_no_boid_enters_or_crosses_a_mesh_plate_thinner_than_its_grid(tmp_path):
     assert inside == 0 and through == 0
 
 
+@pytest.mark.slow
 def test_boids_in_the_middle_of_a_mesh_plate_are_pushed_out_not_flung(tmp_path, engine):
     # On the plate's mid-plane the grid's gradient vanishes (about 1e-15): a Newton step along it
     # sent boids to 3.6e13. Placed there, they come out within a few units, on either face.

@@ -78,6 +78,7 @@ def test_a_rule_sees_the_nearest_image_across_a_periodic_border(engine):
     np.testing.assert_allclose(acceleration(flock), [[1.0, 0, 0], [-1.0, 0, 0]], atol=1e-9)
 
 
+@pytest.mark.slow
 def test_re_weighting_a_rule_live_changes_the_step_without_a_new_flock():
     p, v = [[0.0, 0.0, 0.0], [1.0, 0.0, 0.0]], [[0, 0, 1.0]] * 2
     flock = hand_flock_with(free_params(), p, v, "fast", [towards])
@@ -372,6 +373,7 @@ def test_a_force_checks_its_weight_when_made_and_replaced():
     assert lift.replace(weight=2).weight == 2.0 and isinstance(lift.replace(weight=2).weight, float)
 
 
+@pytest.mark.slow
 def test_a_valid_replace_keeps_working_live():
     rule = towards_ahead.replace(radius=2, fov=90, average=np.True_, name="ahead")
     assert (rule.radius, rule.fov, rule.average, rule.name) == (2.0, 90.0, True, "ahead")

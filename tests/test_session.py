@@ -95,6 +95,7 @@ def test_clock_steps_a_scene_whose_dt_is_one_second():
     assert sum(clock.steps_due(1 / 30, 1.0, time_scale=4.0) for _ in range(300)) == pytest.approx(40, abs=1)
 
 
+@pytest.mark.slow
 def test_a_shipped_dt_one_scene_steps_in_the_session():
     s = Session(resolve_scene("classics/perceived-centre"))
     assert s.params.dt == 1.0
