@@ -332,6 +332,15 @@ class ViewerWindow:
         if self.restart(self.session.seed + 1):
             self.status.showMessage(f"reseeded: seed {self.session.seed}", 3000)
 
+    def busy(self, ms: int = 5000) -> bool:
+        """Whether a job runs beside the event loop (:attr:`beside`: a scene opening, a grid
+        read, boids placed); then the status bar says so for ``ms`` and the caller starts
+        nothing, since their nested loops would each act on the world the other left."""
+        if self.beside.running is None:
+            return False
+        self.status.showMessage(f"still {self.beside.running}", ms)
+        return True
+
     def restart(self, seed: int, params=None) -> bool:
         """Start the flock over from ``seed`` (with ``params``: the current ones by default);
         whether it did.
@@ -342,8 +351,7 @@ class ViewerWindow:
         another, or when the parameters changed meanwhile (a slider moved), it says so and
         starts nothing over.
         """
-        if self.beside.running is not None:
-            self.status.showMessage(f"still {self.beside.running}", 5000)
+        if self.busy():
             return False
         params = self.session.params if params is None else params
         now = self.session.params

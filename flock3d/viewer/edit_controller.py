@@ -103,9 +103,7 @@ class EditController:
         k = selection.index
         rescaled = editor.rescaled(k, factor)
         if needs_field(rescaled):
-            beside = self.w.beside
-            if beside.running is not None:
-                self.w.status.showMessage(f"still {beside.running}", 3000)
+            if self.w.busy(3000):
                 self.show_selected()
                 return False
             objects = list(self.w.session.params.objects)
@@ -113,7 +111,7 @@ class EditController:
             what = f"reading the grid of objects[{k}] at its new scale"
             self.w.status.showMessage(f"{what}...")
             try:
-                beside.run(what, lambda: self.w.session.read_fields(objects))
+                self.w.beside.run(what, lambda: self.w.session.read_fields(objects))
             except (ValueError, Flock3dError):
                 pass  # the edit below says why, in the status bar
             if self.w.closed or editor.valid(editor.selection) != selection:

@@ -82,8 +82,7 @@ class SceneController:
         from flock3d.errors import Flock3dError
 
         w = self.w
-        if w.beside.running is not None:
-            w.status.showMessage(f"still {w.beside.running}", 5000)
+        if w.busy():
             return False
         w.status.showMessage(f"opening {path}...")
 
