@@ -111,14 +111,17 @@ class Column(NamedTuple):
 
 def shape_of(text: str):
     """A GPU step's shape from its name: ``fused`` or ``split``, ``+guard`` for the reach guard,
-    ``/R`` for a cap of R registers a thread (``split+guard/72``)."""
+    ``+xK`` for cells cut in K along x, ``/R`` for a cap of R registers a thread
+    (``split+guard+x2/72``)."""
     from flock3d.core.step.cuda_generate import Shape
 
     kind, _, cap = text.partition("/")
     parts = kind.split("+")
-    if parts[0] not in ("fused", "split") or set(parts[1:]) - {"guard"}:
-        raise argparse.ArgumentTypeError(f"{text!r}: a shape is fused or split, then +guard, then /R")
-    return Shape(max_registers=int(cap) if cap else None, split=parts[0] == "split", guard="guard" in parts)
+    cuts = [p for p in parts[1:] if p[:1] == "x" and p[1:].isdigit() and int(p[1:]) >= 1]
+    if parts[0] not in ("fused", "split") or set(parts[1:]) - {"guard", *cuts} or len(cuts) > 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: a shape is fused or split, then +guard, +xK, then /R")
+    return Shape(max_registers=int(cap) if cap else None, split=parts[0] == "split", guard="guard" in parts,
+                 x_cells=int(cuts[0][1:]) if cuts else 1)  # fmt: skip
 
 
 def column_of(text: str) -> Column:

@@ -41,12 +41,12 @@ def fixed(S: T.Array) -> dict[str, tuple]:
     (2D, float64 or float32: sim.precision)."""
     return {
         "bounds_partial": (S, F2),
-        "bounds_grid": (F2, f8, f8, F1, I1),
+        "bounds_grid": (F2, f8, f8, i8, F1, I1),
         "count_cells": (S, F1, I1, I1, I1),
-        "scan_blocks": (I1, I1, I1, i8),
-        "add_offsets": (I1, I1, i8),
+        "scan_blocks": (I1, I1, I1, i8, I1, i8),
+        "add_offsets": (I1, I1, i8, I1, i8),
         "scatter": (I1, I1, I1, I1),
-        "sort_cells": (I1, I1, I1, i8),
+        "sort_cells": (I1, I1, I1, I1),
         "gather": (I1, I1, S, S, S, I1, I1, S, S, S, I1, S, S, T.boolean),
         "hunting": (F2, F2, F2, F2, S, I1, F1, B1, I1, i8, f8, f8, f8, f8, f8),
     }

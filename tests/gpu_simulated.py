@@ -16,6 +16,7 @@ import math
 import sys
 import time
 import warnings
+from dataclasses import replace
 
 import numpy as np
 
@@ -160,6 +161,10 @@ _SPLIT_CASES = ("perching", "vicsek 3D, old positions, adaptive", "ism, topologi
                 "aerodynamic, roost, perching")  # fmt: skip
 SPLIT = {f"{case} (split+guard)": case for case in _SPLIT_CASES}
 CASES.update({name: CASES[case] for name, case in SPLIT.items()})
+#: Cases run again with the grid's cells whole along x (Shape.x_cells = 1; the engine cuts them
+#: in 3, and a boid's candidates lie within 3 cells of its own along x): the case's name -> the case.
+XCUT = {f"{case} (x1)": case for case in ("defaults", "box, containment", "topological, sphere", "species")}
+CASES.update({name: CASES[case] for name, case in XCUT.items()})
 #: Periodic cases whose boids start spread over the whole box (not in its middle, as spawned).
 SPREAD = (
     "rules, chain, periodic",
@@ -256,7 +261,13 @@ def run(name: str) -> dict:
     from flock3d.core.step.cuda_generate import DEFAULT_SHAPE, Shape
 
     start = time.perf_counter()
-    engine.SHAPE = Shape(max_registers=64, split=True, guard=True) if name in SPLIT else DEFAULT_SHAPE
+    engine.SHAPE = (
+        Shape(max_registers=64, split=True, guard=True)
+        if name in SPLIT
+        else replace(DEFAULT_SHAPE, x_cells=1)
+        if name in XCUT
+        else DEFAULT_SHAPE
+    )
     if name in SCENE_CASES:
         (gpu, ref), again = scene_flocks(name, ("gpu", "reference")), None
         gpu.step(STEPS)
@@ -384,6 +395,30 @@ def sizings(calls: list[int], every: int = 2) -> list[int]:
     return sized
 
 
+def scans(grids: list[tuple[int, int, int]], n: int = 3000) -> list[bool]:
+    """For each grid (cells along x, y, z) of a device flock of ``n`` boids: whether the
+    device's scan of random counts in the grid's cells (the rest of the counts' capacity left
+    at zero, as the step leaves it) starts each of them, and the end of the last, where numpy's
+    cumulative sum does. The scan spans blocks at two levels and stops at the grid's cells."""
+    from flock3d.core.gpu import engine
+    from flock3d.core.gpu.device import cuda
+
+    rng, flock, same = np.random.default_rng(5), engine.DeviceFlock(n), []
+    capacity = flock._grid(Params(count=n), 1.0)
+    for grid in grids:
+        used = int(np.prod(grid))
+        counts = np.zeros(capacity + 1, dtype=np.int64)
+        counts[:used] = rng.integers(0, 9, used)
+        flock.counts.copy_to_device(counts)
+        flock.start.copy_to_device(np.full(capacity + 1, -1, dtype=np.int64))
+        flock.gi.copy_to_device(np.array([*grid, 1], dtype=np.int64))
+        flock._scan(flock.counts, flock.start, capacity + 1)
+        cuda.synchronize()
+        expected = np.concatenate([[0], np.cumsum(counts[:used])])
+        same.append(bool(np.array_equal(flock.start.copy_to_host()[: used + 1], expected)))
+    return same
+
+
 def split_shared_arrays(rounds: int) -> int:
     """In how many of ``rounds`` a block's 32 threads, asking for its shared array at once with
     the interpreter switching threads as often as it can, got more than one array (numba-cuda's
@@ -483,6 +518,9 @@ if __name__ == "__main__":
     if sys.argv[1:2] == ["--sizings"]:
         warnings.simplefilter("ignore", RuntimeWarning)
         print(json.dumps({"split": sizings([1, 2, 3]), "whole": sizings([6])}))
+        sys.exit(0)
+    if sys.argv[1:2] == ["--scan"]:
+        print(json.dumps(scans([(1, 1, 1), (7, 5, 3), (255, 1, 1), (16, 16, 1), (11, 37, 14)])))
         sys.exit(0)
     if sys.argv[1:2] == ["--float32"]:
         warnings.simplefilter("ignore", RuntimeWarning)

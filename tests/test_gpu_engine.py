@@ -42,6 +42,7 @@ QUICK = ("defaults", "box, containment", "periodic", "periodic, 2 cells a side",
          "rules: a force fails", "topological, sphere", "topological, periodic", "perching",
          "adaptive radius", "vicsek 2D", "ism, topological", "couzin", "cucker-smale",
          "ism, topological (split+guard)", "aerodynamic, roost, perching", "escape", "attractors, one moving",
+         "defaults (x1)",
          *SCRIPTED)  # fmt: skip
 
 
@@ -130,6 +131,16 @@ def test_the_device_sizes_its_grid_at_the_same_steps_of_the_flock_however_the_ca
     out = python(str(HERE / "gpu_simulated.py"), "--sizings")
     assert out.returncode == 0, out.stderr[-3000:]
     assert json.loads(out.stdout) == {"split": [1, 1, 1], "whole": [3]}
+
+
+@pytest.mark.slow
+@needs_numba_cuda
+def test_the_scan_of_the_cells_counts_starts_each_cell_of_the_grid_in_use_as_numpy_does():
+    # One cell; 35; a block's span exactly (256 under the simulator); one entry past it; 5,698
+    # cells, 23 blocks at the first level and one at the second. The counts are sized for 6,064.
+    out = python(str(HERE / "gpu_simulated.py"), "--scan")
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert json.loads(out.stdout) == [True] * 5
 
 
 @needs_numba_cuda

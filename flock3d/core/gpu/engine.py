@@ -122,8 +122,8 @@ class DeviceFlock:
         self.status_written = False
         self.first_failed = cuda.device_array(1, np.int64)
         self.partial = cuda.device_array((K.BOUND_THREADS, 6))
-        self.gf, self.gi = cuda.device_array(6), cuda.device_array(3, np.int64)
-        self.sized_for: tuple | None = None  # (reach, cells) of the grid in gf, gi; None: none there
+        self.gf, self.gi = cuda.device_array(6), cuda.device_array(4, np.int64)
+        self.sized_for: tuple | None = None  # (reach, cells, spread) of the grid in gf, gi; None: none
         self.cells = 0  # the counts' capacity; (re)allocated by _grid
         self._world_host: tuple[np.ndarray, np.ndarray] | None = None  # the world on the device (_world)
         self._world_d: tuple[Any, Any] = ()
@@ -195,7 +195,7 @@ class DeviceFlock:
             box = np.array([*params.arena_center, *params.half_extents])
             *gf, kx, ky, kz = periodic_shape(box[:3], box[3:], reach, params.dimensions == 2, cells)
             self.gf.copy_to_device(np.array(gf))
-            self.gi.copy_to_device(np.array([kx, ky, kz], dtype=np.int64))
+            self.gi.copy_to_device(np.array([kx, ky, kz, 1], dtype=np.int64))
             self.periodic_grid = (kx, ky, kz)
             self.sized_for = None
             cells = max(cells, kx * ky * kz)
@@ -226,13 +226,13 @@ class DeviceFlock:
         return self._world_d
 
     def _scan(self, values: Any, out: Any, n: int, level: int = 0) -> None:
-        """out[:n] <- the exclusive scan of values[:n]."""
+        """out[:n] <- the exclusive scan of values[:n] (of the entries the grid uses: K.in_use)."""
         n_blocks = (n + K.SPAN - 1) // K.SPAN
         sums, offsets = self.levels[level]
-        K.scan_blocks[n_blocks, K.TPB](values, out, sums, n)
+        K.scan_blocks[n_blocks, K.TPB](values, out, sums, n, self.gi, level)
         if n_blocks > 1:
             self._scan(sums, offsets, n_blocks, level + 1)
-            K.add_offsets[K.blocks(n), K.TPB](out, offsets, n)
+            K.add_offsets[K.blocks(n), K.TPB](out, offsets, n, self.gi, level)
 
     def advance(self, stepper: Stepper, params: Params, n_steps: int, time0: float, clock0: int, step0: int,
                 seed: int, world: tuple[np.ndarray, np.ndarray]) -> StepStatus:  # fmt: skip
@@ -261,24 +261,24 @@ class DeviceFlock:
         if settle is not None and self.staged.shape[0] != staged_rows(L):
             self.staged = cuda.device_array((staged_rows(L), n))
         turn = turn_limit(math.radians(params.predator_turn_rate) * params.dt)
-        max_cells = float(cells)
+        max_cells, spread = float(cells), SHAPE.x_cells
         bounding = min(K.BOUND_THREADS // K.TPB, K.blocks(n))  # blocks that bound the positions
         partial = self.partial[: bounding * K.TPB]
         for s in range(n_steps):
             rows, out = self.sets[self.current], self.sets[1 - self.current]
             if self.periodic_grid is None and (
-                (step0 + s) % REGRID_STEPS == 0 or self.sized_for != (reach, cells)
+                (step0 + s) % REGRID_STEPS == 0 or self.sized_for != (reach, cells, spread)
             ):  # sized by the flock's step count, so that step(8) runs as step(3) then step(5)
                 K.bounds_partial[bounding, K.TPB](rows.pos, partial)
-                K.bounds_grid[1, K.TPB](partial, reach, max_cells, self.gf, self.gi)
-                self.sized_for = (reach, cells)
+                K.bounds_grid[1, K.TPB](partial, reach, max_cells, spread, self.gf, self.gi)
+                self.sized_for = (reach, cells, spread)
             if len(self.hunters):  # from the start-of-step positions, before the boids move
                 K.hunting[1, 1](*self.predators, self.hunters, rows.pos, rows.ids, box_d, flags,
                                 self.first_failed, s, params.predator_speed, params.dt, *turn)  # fmt: skip
             K.count_cells[threads](rows.pos, self.gf, self.gi, self.keys, self.counts)
             self._scan(self.counts, self.start, cells + 1)
             K.scatter[threads](self.keys, self.start, self.counts, self.order)
-            K.sort_cells[K.blocks(cells), K.TPB](self.start, self.order, rows.ids, cells)
+            K.sort_cells[K.blocks(cells), K.TPB](self.start, self.order, rows.ids, self.gi)
             K.gather[threads](self.order, rows.ids, rows.pos, rows.vel, rows.quat, rows.wp, out.ids, out.pos,
                               out.vel, out.quat, out.wp, self.cols, self.heads, L.turn == "mesh")  # fmt: skip
             now = time0 + (clock0 + s) * params.dt

@@ -20,8 +20,8 @@ from flock3d.core.gpu.device import cuda, simulated
 from flock3d.core.kernel import heading, hunt
 from flock3d.core.neighbors import grid_shape
 
-__all__ = ["TPB", "blocks", "BOUND_THREADS", "bounds_partial", "bounds_grid", "count_cells", "scan_blocks",
-           "add_offsets", "SPAN", "scatter", "sort_cells", "gather", "hunting"]  # fmt: skip
+__all__ = ["TPB", "blocks", "BOUND_THREADS", "bounds_partial", "bounds_grid", "count_cells", "in_use",
+           "scan_blocks", "add_offsets", "SPAN", "scatter", "sort_cells", "gather", "hunting"]  # fmt: skip
 
 #: Threads a block. numba's CUDA simulator runs each thread of a block as a Python thread and
 #: polls them all: the tests' flocks of tens of boids there take blocks of 32, a quarter of the
@@ -60,10 +60,11 @@ def bounds_partial(pos, partial):
 
 
 @cuda.jit
-def bounds_grid(partial, reach, max_cells, gf, gi):
+def bounds_grid(partial, reach, max_cells, spread, gf, gi):
     """One block: the bounding box of ``partial``'s corners, and the grid covering it with
-    cells at least ``reach`` wide (``grid_shape``, as the CPU engine sizes its own): origin and
-    sides into gf, cells along each axis into gi."""
+    cells at least ``reach`` wide (``grid_shape``, as the CPU engine sizes its own), each cut
+    into ``spread`` along x (:mod:`flock3d.core.gpu.cells`): origin and sides into gf, cells
+    along each axis and ``spread`` into gi; at most ``max_cells`` cells."""
     corners = cuda.shared.array((6, TPB), float64)
     t = cuda.threadIdx.x
     for a in range(6):
@@ -81,11 +82,13 @@ def bounds_grid(partial, reach, max_cells, gf, gi):
         for a in range(3):
             if corners[a, 0] > corners[a + 3, 0]:  # no finite coordinate
                 corners[a, 0] = corners[a + 3, 0] = 0.0
-        size, nx, ny, nz = grid_shape(corners[3, 0] - corners[0, 0], corners[4, 0] - corners[1, 0],
-                                      corners[5, 0] - corners[2, 0], reach, max_cells)  # fmt: skip
+        ex = corners[3, 0] - corners[0, 0]
+        size, nx, ny, nz = grid_shape(ex, corners[4, 0] - corners[1, 0], corners[5, 0] - corners[2, 0], reach,
+                                      max_cells / spread)  # fmt: skip
         gf[0], gf[1], gf[2] = corners[0, 0], corners[1, 0], corners[2, 0]
-        gf[3], gf[4], gf[5] = size, size, size
-        gi[0], gi[1], gi[2] = nx, ny, nz
+        gf[3], gf[4], gf[5] = size / spread, size, size
+        # at most spread * nx along x (so at most max_cells cells), whatever the rounding
+        gi[0], gi[1], gi[2], gi[3] = min(int(ex / gf[3]) + 1, spread * nx), ny, nz, spread
 
 
 @cuda.jit
@@ -99,11 +102,28 @@ def count_cells(pos, gf, gi, keys, counts):
         cuda.atomic.add(counts, key, 1)
 
 
+@cuda.jit(device=True)
+def in_use(n, gi, level):
+    """How many of ``n`` entries of level ``level`` of the scan of the cells' counts
+    (:func:`scan_blocks`) the grid in ``gi`` uses: its cells and one (the end of the last), then
+    a block's total for every SPAN of those at each level up. The counts are sized for the most
+    cells a grid may have; the grid sized on the device uses a few of them, and the entries past
+    them are never read (a scan's entry depends only on those before it)."""
+    m = gi[0] * gi[1] * gi[2] + 1
+    for _ in range(level):
+        m = (m + SPAN - 1) // SPAN
+    return min(n, m)
+
+
 @cuda.jit
-def scan_blocks(values, out, sums, n):
+def scan_blocks(values, out, sums, n, gi, level):
     """Block b's part of an exclusive scan of ``values[:n]`` into ``out``: entries b * SPAN ..
     (b + 1) * SPAN - 1, each the sum of the block's entries before it; the block's total into
-    ``sums[b]`` (its offset is added by :func:`add_offsets`). ``out`` is not ``values``."""
+    ``sums[b]`` (its offset is added by :func:`add_offsets`). ``out`` is not ``values``. Only
+    the entries the grid uses (:func:`in_use`) are scanned; a block past them does nothing."""
+    n = in_use(n, gi, level)
+    if cuda.blockIdx.x * SPAN >= n:  # the whole block returns, before any barrier
+        return
     partial = cuda.shared.array(TPB, int64)
     t = cuda.threadIdx.x
     base = cuda.blockIdx.x * SPAN + t * ITEMS
@@ -130,10 +150,11 @@ def scan_blocks(values, out, sums, n):
 
 
 @cuda.jit
-def add_offsets(out, offsets, n):
-    """out[c] += offsets[c // SPAN]: each block's scan moved by the scan of the blocks' totals."""
+def add_offsets(out, offsets, n, gi, level):
+    """out[c] += offsets[c // SPAN]: each block's scan moved by the scan of the blocks' totals
+    (the entries of level ``level`` the grid uses)."""
     c = cuda.grid(1)
-    if c < n:
+    if c < in_use(n, gi, level):
         out[c] += offsets[c // SPAN]
 
 
@@ -148,11 +169,12 @@ def scatter(keys, start, counts, order):
 
 
 @cuda.jit
-def sort_cells(start, order, ids, n_cells):
+def sort_cells(start, order, ids, gi):
     """Each cell's slots of ``order`` sorted by the boids' public index ``ids`` (insertion sort:
-    a cell holds a few boids), which fixes the order scatter left to chance."""
+    a cell holds a few boids), which fixes the order scatter left to chance; the cells of the
+    grid in ``gi``."""
     c = cuda.grid(1)
-    if c >= n_cells:
+    if c >= gi[0] * gi[1] * gi[2]:
         return
     lo, hi = start[c], start[c + 1]
     for a in range(lo + 1, hi):

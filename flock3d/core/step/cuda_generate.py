@@ -60,20 +60,25 @@ class Shape:
         guard: a candidate farther than the step's reach is skipped before the terms' lines (it
             adds nothing to any sum: every term's neighbourhood lies within the reach), where
             the CPU's branch-free loop computes it and masks it out.
+        x_cells: the grid's cells (sized on the device) are cut in this many along x
+            (:mod:`flock3d.core.gpu.cells`): fewer candidates a boid, the same runs of them.
     """
 
     max_registers: int | None = None
     split: bool = False
     guard: bool = False
+    x_cells: int = 1
 
     def __str__(self) -> str:
         parts = ["split" if self.split else "fused", *(["guard"] if self.guard else [])]
+        parts += [f"x{self.x_cells}"] if self.x_cells != 1 else []
         return "+".join(parts) + (f"/{self.max_registers}" if self.max_registers else "")
 
 
 #: The GPU engine's shape: one kernel a step, capped at 72 registers a thread, with the reach
-#: guard, the fastest measured on an H200 (benchmarks/NOTES.md has the shapes beside it).
-DEFAULT_SHAPE = Shape(max_registers=72, guard=True)
+#: guard, cells cut in 3 along x: the fastest measured on an H200 (benchmarks/NOTES.md has the
+#: shapes beside it; x2 and x4 ran as fast as x3, x1 8-10 % slower).
+DEFAULT_SHAPE = Shape(max_registers=72, guard=True, x_cells=3)
 
 
 #: The most boids a float32 flock holds: what every boid reads of the others carries their
