@@ -48,6 +48,7 @@ def fixed(S: T.Array) -> dict[str, tuple]:
         "scatter": (I1, I1, I1, I1),
         "sort_cells": (I1, I1, I1, I1),
         "gather": (I1, I1, S, S, S, I1, I1, S, S, S, I1, S, S, T.boolean),
+        "unsort": (I1, S, S, S, I1, S, S, S, I1),
         "hunting": (F2, F2, F2, F2, S, I1, F1, B1, I1, i8, f8, f8, f8, f8, f8),
     }
 

@@ -154,14 +154,21 @@ class DeviceFlock:
     def download(self, positions: np.ndarray, velocities: np.ndarray, orientations: np.ndarray,
                  waypoints: np.ndarray, *predators: np.ndarray) -> None:  # fmt: skip
         """Write the state into these (N, 3), (N, 3), (N, 4), (N,) arrays and the predators' (M, 3),
-        (M, 3), (M, 4), in place, in public order."""
-        rows = self.sets[self.current]
-        ids = rows.ids.copy_to_host()
-        positions[ids], velocities[ids], orientations[ids] = (
-            rows.pos.copy_to_host(), rows.vel.copy_to_host(), rows.quat.copy_to_host())  # fmt: skip
-        waypoints[ids] = rows.wp.copy_to_host()
-        for host, device in zip(predators, self.predators, strict=True):
-            host[...] = device.copy_to_host()
+        (M, 3), (M, 4), in place, in public order.
+
+        The rows are put in public order on the device, in the other set of arrays (the next
+        step's gather writes all of it before reading any), and each array is copied into its
+        host array as it lies: no host scatter (at 1,000,000 boids a scatter of 88 MB of rows)."""
+        rows, spare = self.sets[self.current], self.sets[1 - self.current]
+        K.unsort[K.blocks(self.n), K.TPB](rows.ids, rows.pos, rows.vel, rows.quat, rows.wp,
+                                          spare.pos, spare.vel, spare.quat, spare.wp)  # fmt: skip
+        hosts = (positions, velocities, orientations, waypoints, *predators)
+        devices = (spare.pos, spare.vel, spare.quat, spare.wp, *self.predators)
+        for host, device in zip(hosts, devices, strict=True):
+            if host.dtype == device.dtype and host.flags.c_contiguous:
+                device.copy_to_host(host)
+            else:  # float32 state into the float64 host arrays
+                host[...] = device.copy_to_host()
 
     def download_carried(self, carried: dict[str, np.ndarray]) -> None:
         """Write the carried arrays riding into ``carried``'s (FlockState.carried), in place."""

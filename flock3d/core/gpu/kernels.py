@@ -21,7 +21,8 @@ from flock3d.core.kernel import heading, hunt
 from flock3d.core.neighbors import grid_shape
 
 __all__ = ["TPB", "blocks", "BOUND_THREADS", "bounds_partial", "bounds_grid", "count_cells", "in_use",
-           "scan_blocks", "add_offsets", "SPAN", "scatter", "sort_cells", "gather", "hunting"]  # fmt: skip
+           "scan_blocks", "add_offsets", "SPAN", "scatter", "sort_cells", "gather", "unsort",
+           "hunting"]  # fmt: skip
 
 #: Threads a block. numba's CUDA simulator runs each thread of a block as a Python thread and
 #: polls them all: the tests' flocks of tens of boids there take blocks of 32, a quarter of the
@@ -210,6 +211,21 @@ def gather(
     cols[k, 6] = ids[i]
     hx, hy, hz = heading(qw, qx, qy, qz, vx, vy, vz, from_velocity)
     heads[0, k], heads[1, k], heads[2, k] = hx, hy, hz
+
+
+@cuda.jit
+def unsort(ids, pos, vel, quat, wp, pos_to, vel_to, quat_to, wp_to):
+    """Row ``ids[k]`` of the ``_to`` arrays <- row k: the state put back in public order on the
+    device, so that the host copies it as it lies (no scatter of its rows on the host)."""
+    k = cuda.grid(1)
+    if k >= ids.shape[0]:
+        return
+    i = ids[k]
+    pos_to[i, 0], pos_to[i, 1], pos_to[i, 2] = pos[k, 0], pos[k, 1], pos[k, 2]
+    vel_to[i, 0], vel_to[i, 1], vel_to[i, 2] = vel[k, 0], vel[k, 1], vel[k, 2]
+    for a in range(4):
+        quat_to[i, a] = quat[k, a]
+    wp_to[i] = wp[k]
 
 
 @cuda.jit
