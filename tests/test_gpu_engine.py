@@ -404,6 +404,18 @@ def test_the_gpu_benchmark_checks_each_column_and_prints_its_table():
 
 @needs_numba_cuda
 @pytest.mark.slow
+def test_the_frames_benchmark_times_each_phase_of_a_gpu_flocks_frames():
+    out = python(str(BENCHMARKS / "gpu_frames.py"), "60", "--frames", "2", "--warm", "1", "--scene", "bench")
+    assert out.returncode == 0, out.stderr[-3000:]
+    row = next(line for line in out.stdout.splitlines() if line.startswith("| 60 |"))
+    phases = [float(cell) for cell in row.strip("| ").split(" | ")[2:]]
+    assert len(phases) == 5 and all(ms > 0.0 for ms in phases), row  # 4 phases and frames/s
+    assert abs(1e3 / sum(phases[:4]) - phases[4]) < 0.05 * phases[4], row
+    assert out.stdout.strip().splitlines()[-1].startswith("renderer: "), out.stdout
+
+
+@needs_numba_cuda
+@pytest.mark.slow
 def test_a_register_cap_holds_each_step_kernel_to_it():
     out = python(str(BENCHMARKS / "gpu_registers.py"), "fused", "fused/64", "split/64", simulator=False)
     if out.returncode == 2 and "no ptxas" in out.stderr:
