@@ -80,7 +80,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("sizes", type=int, nargs="+", help="boids")
     parser.add_argument("--engine", default="gpu", choices=("gpu", "fast"), help="what steps the flock")
-    parser.add_argument("--scene", default="murmuration", choices=("murmuration", "bench"), help="whose flock")
+    parser.add_argument("--scene", default="murmuration", choices=("murmuration", "bench"),
+                        help="whose flock (default murmuration)")  # fmt: skip
     parser.add_argument("--frames", type=int, default=30, help="timed frames (default 30)")
     parser.add_argument("--warm", type=int, default=5, help="frames before the timed ones (default 5)")
     args = parser.parse_args(argv)
@@ -93,8 +94,8 @@ def main(argv: list[str] | None = None) -> int:
     for n in args.sizes:
         row = frames(n, args.engine, args.frames, args.warm, args.scene)
         cells = " | ".join(f"{row[phase]:.2f}" for phase in PHASES)
-        print(f"| {n:,} | {args.engine} ({row['steps a frame']} steps a frame) | {cells} | {row['fps']:.1f} |",
-              flush=True)  # fmt: skip
+        engine = f"{args.engine} ({row['steps a frame']} steps a frame)"
+        print(f"| {n:,} | {engine} | {cells} | {row['fps']:.1f} |", flush=True)
     print(f"renderer: {row['renderer']}")
     return 0
 
