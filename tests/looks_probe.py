@@ -119,8 +119,28 @@ def case_cave() -> dict:
     return {"image": image, "points": r.project(points)}
 
 
+def case_culled() -> dict:
+    """Each primitive (box, sphere, cylinder, capsule, torus), turned, drawn by the visual that
+    culls back faces, then with that visual drawing them all; the triangles each visual held."""
+    out = {}
+    shapes = [Object("box", size=(2.0, 3.0, 1.5)), Object("sphere", radius=1.5),
+              Object("cylinder", radius=1.2, height=3.0), Object("capsule", radius=1.0, height=3.5),
+              Object("torus", radius=1.6, tube=0.5)]  # fmt: skip
+    for o in shapes:
+        o = o._replace(position=(0.0, 2.0, 0.0), rotation=(20.0, 35.0, 10.0), color="#c08040")
+        r = renderer([o], azimuth=40.0, elevation=30.0, sky="day")
+        scenery = r.visuals.scenery
+        out[f"{o.shape}_held"] = np.array([scenery.still_closed.count, scenery.still.count])
+        out[f"{o.shape}_culled"] = r.render(NO_BOIDS)
+        scenery.still_closed.set_gl_state("opaque", depth_test=True, cull_face=False)
+        out[f"{o.shape}_whole"] = r.render(NO_BOIDS)
+        r.close()
+    return out
+
+
 CASES = {
     "colors": case_colors,
+    "culled": case_culled,
     "skies": case_skies,
     "shadow": case_shadow,
     "guides": case_guides,

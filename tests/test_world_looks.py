@@ -70,6 +70,28 @@ def test_objects_are_drawn_in_their_own_colours(images):
 
 
 @pytest.mark.gui
+@pytest.mark.parametrize("shape", ["box", "sphere", "cylinder", "capsule", "torus"])
+def test_a_primitive_drawn_without_its_back_faces_looks_the_same(images, shape):
+    # The primitives are wound outward, so an outside camera sees none of their back faces:
+    # culling them (software OpenGL's forest frame: 48 -> 38 ms) changes no pixel of the
+    # object. A primitive wound inward would lose every face it shows.
+    held, culled, whole = (images[f"culled.{shape}_{name}"] for name in ("held", "culled", "whole"))
+    assert held[0] > 0 and held[1] == 0, held  # all its triangles in the culling visual
+    differing = np.abs(culled.astype(int) - whole.astype(int)).max(axis=2) > 24
+    assert np.count_nonzero(differing) <= 12, np.count_nonzero(differing)  # silhouette ties at most
+    assert np.count_nonzero(hue_saturation(culled)[1] > 0.35) > 200  # the orange object is there
+
+
+def test_only_the_primitives_drawn_here_are_marked_closed_and_culled():
+    from flock3d.look.world import object_mesh
+
+    rock = str(pathlib.Path(__file__).parents[1] / "scenes" / "worlds" / "assets" / "rock.obj")
+    objects = (Object("box", size=(1.0, 2.0, 3.0)), Object("sphere", radius=1.0),
+               Object("torus", radius=2.0, tube=0.5), Object("plane"), Object("mesh", file=rock))  # fmt: skip
+    closed = {o.shape: object_mesh(o, 50.0).closed for o in objects}
+    assert closed == {"box": True, "sphere": True, "torus": True, "plane": False, "mesh": False}
+
+
 def test_each_sky_has_its_colours_and_its_sun_where_its_light_comes_from(images):
     skies = ("day", "dusk", "night")
     top = {name: images[f"skies.{name}"][2:10].reshape(-1, 3).mean(axis=0) for name in skies}

@@ -67,13 +67,17 @@ class ObjectMesh(NamedTuple):
     """Triangles of one object in its scaled local frame.
 
     ``vertices`` and ``normals`` (V, 3) float32 (unit normals); ``faces`` (F, 3) uint32, each
-    counter-clockwise seen from where its normals point; ``ground``: a plane or heightfield.
+    counter-clockwise seen from where its normals point; ``ground``: a plane or heightfield;
+    ``closed``: the faces close around a volume with their normals outward (a primitive's, made
+    here; a mesh file's winding is its own), so that from outside only the faces turned to the
+    camera can be seen.
     """
 
     vertices: np.ndarray
     normals: np.ndarray
     faces: np.ndarray
     ground: bool = False
+    closed: bool = False
 
 
 def shape_key(o: Object) -> Object:
@@ -264,7 +268,7 @@ def object_mesh(o: Object, extent: float, segments: int = SEGMENTS) -> ObjectMes
     shape = shape_of(o)
     if o.shape in _DRAWN:  # from the sizes it packs for the engines: the drawn shape is the flown one
         sizes, _ = shape.packed(o, sx, sy, sz)
-        return _DRAWN[o.shape](*sizes, *((segments,) if shape.round else ()))
+        return _DRAWN[o.shape](*sizes, *((segments,) if shape.round else ()))._replace(closed=True)
     if shape.edgeless:
         side = np.linspace(-extent, extent, PLANE_CELLS + 1)
         return _grid(side, side, np.zeros((len(side), len(side))))

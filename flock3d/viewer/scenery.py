@@ -116,6 +116,7 @@ class Scenery:
         self.extent = math.nan
         """How far planes are drawn each way from their origins, world units."""
         self.still = self._visual(arena=False, grid=False)
+        self.still_closed = self._visual(arena=False, grid=False, closed=True)  # back faces culled
         self.still_ground = self._visual(arena=False)
         # After what stands on it: where an object is in front of the ground, the ground's pixels
         # fail the depth test before they are shaded (most of a frame in software OpenGL).
@@ -138,8 +139,8 @@ class Scenery:
         self._cut_box: tuple[np.ndarray, np.ndarray] | None = None
         """The arena objects' box where they start: its centre and half sides, world units."""
 
-    def _visual(self, arena: bool, cut: bool = False, grid: bool = True) -> Objects:
-        visual = Objects(arena=arena, cut=cut, grid=grid, parent=self.view.scene)
+    def _visual(self, arena: bool, cut: bool = False, grid: bool = True, closed: bool = False) -> Objects:
+        visual = Objects(arena=arena, cut=cut, grid=grid, closed=closed, parent=self.view.scene)
         visual.order = -10  # opaque, before the flock: the boids' pixels then fail the depth test less
         visual.visible = False
         return visual
@@ -175,13 +176,15 @@ class Scenery:
             self._cut_box = 0.5 * (corners.min(axis=0) + corners.max(axis=0)), 0.5 * np.ptp(corners, axis=0)
         still = [k for k, o in enumerate(self.objects) if o.motion is None and o.role != "arena"]
         self._fill(self.still_arena, [k for k in arenas if self.objects[k].motion is None], placed=True)
-        self._fill(
-            self.still, [k for k in still if not is_ground(self.objects[k])], placed=True, inside=arenas
-        )
+        for visual, closed in ((self.still, False), (self.still_closed, True)):
+            chosen = [k for k in still if not is_ground(self.objects[k]) and self.meshes[k].closed == closed]
+            self._fill(visual, chosen, placed=True, inside=arenas)
         self._fill(self.still_ground, [k for k in still if is_ground(self.objects[k])], placed=True)
         for k in self.frames.moving:
             arena = self.objects[k].role == "arena"
-            visual = self.moving[k] = self._visual(arena=arena, cut=arena, grid=is_ground(self.objects[k]))
+            visual = self.moving[k] = self._visual(
+                arena=arena, cut=arena, grid=is_ground(self.objects[k]), closed=self.meshes[k].closed
+            )
             self._fill(visual, [k], placed=False)
         self._cast_still = self._cast_light = None
         self._casting = {}
@@ -216,7 +219,7 @@ class Scenery:
         visual.set_mesh(*(np.concatenate(column) for column in zip(*parts, strict=True)))
 
     def _visuals(self) -> list[Objects]:
-        return [self.still, self.still_ground, self.still_arena, *self.moving.values()]
+        return [self.still, self.still_closed, self.still_ground, self.still_arena, *self.moving.values()]
 
     def _casters(self, moving: bool) -> list[int]:
         """The objects that cast shadows (not the ground, not an arena), still or moving."""

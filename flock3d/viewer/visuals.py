@@ -395,9 +395,14 @@ class ObjectsVisual(MatrixVisual):
             so only the visuals that need it have it).
         grid: the mesh holds ground, which carries the grid (a visual of other objects is
             spared its cost on every pixel they cover).
+        closed: the mesh's objects are closed and wound outward (``ObjectMesh.closed``), seen
+            from outside: the faces turned away from the camera are culled, never drawn (in
+            software OpenGL the forest's frame took 48 ms drawing them, 38 ms without).
     """
 
-    def __init__(self, arena: bool = False, cut: bool = False, grid: bool = True) -> None:
+    def __init__(
+        self, arena: bool = False, cut: bool = False, grid: bool = True, closed: bool = False
+    ) -> None:
         fcode = _OBJECTS_FRAG.replace("$cut", _CUT if cut else "").replace(
             "$grid", _GRID if grid else _NO_GRID
         )
@@ -422,7 +427,8 @@ class ObjectsVisual(MatrixVisual):
         self._index_buffer = gloo.IndexBuffer(np.zeros((1, 3), np.uint32))
         self._draw_mode = "triangles"
         # Wound counter-clockwise seen from outside: an arena's front faces are those turned to the camera.
-        self.set_gl_state("opaque", depth_test=True, cull_face="front" if arena and not cut else False)
+        cull = "front" if arena and not cut else "back" if closed and not arena else False
+        self.set_gl_state("opaque", depth_test=True, cull_face=cull)
 
     def set_mesh(self, vertices, normals, faces, colors, grid=None, ground=None) -> None:
         """The triangles to draw: (V, 3) vertices and unit normals, (F, 3) faces, (V, 3) colours,
