@@ -2,16 +2,18 @@
 
 A step, as launched (no host round trip between steps; the call reads back one flag)::
 
-    grid <- the bounding box of the positions, cells at least `reach` wide, every REGRID_STEPS
-            steps (a periodic box: fixed)
-    count the boids of each cell, scan the counts, scatter the boids, sort each cell by index
+    grid <- the bounding box of the positions, cells at least `reach` wide (cut in
+            SHAPE.x_cells along x), every REGRID_STEPS steps (a periodic box: fixed)
+    count the boids of each cell, scan the counts (of the cells in use), scatter the boids,
+    sort each cell by index
     gather the start-of-step state in that order (positions, velocities, indices, headings)
     one thread a boid: the generated kernel (flock3d.core.step.cuda_template) writes its new state
     (split: one kernel stages each boid's desired velocity, a second turns and moves it)
 
 Between steps the state stays in the last step's cell order, in two sets of arrays used in
 turn (the gather reads one and writes the other), as the CPU engine keeps it; ``ids`` holds
-each row's public index, and :meth:`DeviceFlock.download` puts the rows back in public order.
+each row's public index, and :meth:`DeviceFlock.download` puts the rows back in public order
+(on the device, then copied as they lie).
 Importing this module needs numba-cuda (:mod:`flock3d.core.gpu.device`).
 """
 
@@ -46,8 +48,8 @@ __all__ = ["DeviceFlock", "stepper", "SHAPE", "CELLS_PER_BOID"]
 CELLS_PER_BOID = 2
 #: A grid sized on the device is sized again every this many steps (of the flock's count), not
 #: every step. Any grid is right: a boid outside it is clamped into its edge cells, and two
-#: points a reach apart are still at most a cell apart there (clamping moves no two cells
-#: further apart), so the 27 cells around a boid still hold all it sees. Boids drift a little
+#: points a reach apart are still as few cells apart there (clamping moves no two cells
+#: further apart), so the cells around a boid still hold all it sees. Boids drift a little
 #: outside the grid between sizings, which costs a few candidates.
 REGRID_STEPS = 8
 #: No step of a call failed (the flag's value).
