@@ -169,6 +169,7 @@ def test_bench_threads_beyond_numbas_pool_are_refused_in_one_line():
     ]
 
 
+@pytest.mark.slow
 def test_bench_threads_apply_here_and_in_the_benchs_own_processes():
     # --profile measures in this process, which must run the threads asked for, not all of its
     # own, and must not stop at a compile with "Cannot set NUMBA_NUM_THREADS to a different

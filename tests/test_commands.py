@@ -290,6 +290,7 @@ def test_hostile_values_fail_cleanly(tmp_path):
         assert_clean_failure(flock3d(*args), message)
 
 
+@pytest.mark.slow
 def test_empty_flock_and_tiny_view_distance_run(tmp_path):
     out = flock3d(
         "run",

@@ -152,6 +152,7 @@ def test_fast_kernel_equals_reference_with_noise(width):
     np.testing.assert_allclose(fast.velocities, ref.velocities, atol=1e-9)
 
 
+@pytest.mark.slow
 def test_couzin_in_a_periodic_box_agrees_too():
     params = Params(**{**COUZIN_DEFAULTS, "count": 50, "arena_shape": "periodic", "arena_radius": 12.0,
                        "init_radius": 12.0, "zone_attraction_width": 6.0})  # fmt: skip

@@ -88,6 +88,7 @@ def test_more_looks_give_more_chances_to_copy_and_change_nothing_when_the_first_
     assert trials[1] > trials[0] + 0.15
 
 
+@pytest.mark.slow
 def test_a_bird_that_copies_no_one_escapes_alone():
     flock = line_flock("fast", copy=0.0)
     flock.step(30)

@@ -63,6 +63,7 @@ def test_snapshots_of_the_model_give_back_its_range_and_coupling(n_c):
     assert one.J == one.couplings[n_c - 1] == pytest.approx(2 * 599 / (600 * n_c * (1 - one.c_int[n_c - 1])))
 
 
+@pytest.mark.slow
 def test_a_planar_flock_has_one_transverse_direction():
     rng = np.random.default_rng(2)
     p = np.column_stack([rng.uniform(0.0, 30.0, (800, 2)), np.zeros(800)])

@@ -401,6 +401,7 @@ def test_correlation_length_closed_forms():
     assert math.isnan(metrics.correlation_length([1.0, 2.0], [0.9, 0.1]))
 
 
+@pytest.mark.slow
 def test_a_linear_velocity_field_has_a_scale_free_correlation_length():
     # Fluctuations u(x) proportional to x - <x> on a line of length L: for pairs r apart
     # <u_i u_j> is ((L - r)^2 / 12 - r^2 / 4) up to a factor, zero at r = L / (1 + sqrt 3)
@@ -483,6 +484,7 @@ def uniform_ellipsoid(n, semi_axes, seed):
     return ball * semi_axes
 
 
+@pytest.mark.slow
 def test_principal_axes_of_an_ellipsoid_cloud():
     semi = np.array([1.0, 2.8, 5.6])  # thickness : width : length
     rot = rotation(1)

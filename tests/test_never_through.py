@@ -148,6 +148,7 @@ def test_a_mesh_moved_or_scaled_onto_the_flock_leaves_no_boid_inside_after_one_s
         assert (box_depth(flock.positions, center, half) <= 0.0).all()
 
 
+@pytest.mark.slow
 def test_a_boid_flying_into_a_spike_continued_beyond_the_ground_is_not_flung_over_it(tmp_path, engine):
     # A one-pixel spike 200 high in the corner of ground 16 wide continues beyond both edges as a
     # raised quarter, walled by a ramp 0.5 wide. A boid moving 5 a step across the ramp lands in
