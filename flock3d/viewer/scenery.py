@@ -176,9 +176,10 @@ class Scenery:
             self._cut_box = 0.5 * (corners.min(axis=0) + corners.max(axis=0)), 0.5 * np.ptp(corners, axis=0)
         still = [k for k, o in enumerate(self.objects) if o.motion is None and o.role != "arena"]
         self._fill(self.still_arena, [k for k in arenas if self.objects[k].motion is None], placed=True)
+        walls = np.concatenate([self.triangles(k) for k in arenas]) if arenas else None
         for visual, closed in ((self.still, False), (self.still_closed, True)):
             chosen = [k for k in still if not is_ground(self.objects[k]) and self.meshes[k].closed == closed]
-            self._fill(visual, chosen, placed=True, inside=arenas)
+            self._fill(visual, chosen, placed=True, walls=walls)
         self._fill(self.still_ground, [k for k in still if is_ground(self.objects[k])], placed=True)
         for k in self.frames.moving:
             arena = self.objects[k].role == "arena"
@@ -191,11 +192,13 @@ class Scenery:
         for visual in self._visuals():
             visual.uniforms.update(self._uniforms)
 
-    def _fill(self, visual: Objects, indices: list[int], placed: bool, inside: Sequence[int] = ()) -> None:
+    def _fill(
+        self, visual: Objects, indices: list[int], placed: bool, walls: np.ndarray | None = None
+    ) -> None:
         """Put the meshes of objects ``indices`` into ``visual``: in world coordinates at their
         frames when ``placed`` (still objects), else in their own (moved by ``u_model``); those
-        reaching out of the arena objects ``inside`` (through a cave's roof) drawn inside them."""
-        walls = np.concatenate([self.triangles(k) for k in inside]) if inside else None
+        reaching out through ``walls`` (T, 3, 3), the arena objects' triangles (a cave's roof),
+        drawn inside them."""
         parts = []
         base = 0
         for k in indices:
