@@ -193,8 +193,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--check", type=int, default=2_000, help="boids of the agreement check (0: none)")
     parser.add_argument("--shapes", type=column_of, nargs="+", default=None, metavar="SHAPE",
                         help="GPU steps cut and compiled so, a column each: fused or split, +guard, "
-                        "/R for a cap of R registers, @float32 for that precision (default: fused, "
-                        "uncapped, and the engine's own)")  # fmt: skip
+                        "+xK for cells cut in K along x, /R for a cap of R registers, @float32 for that "
+                        "precision (default: fused, uncapped, and the engine's own)")  # fmt: skip
     parser.add_argument("--meshes", type=int, nargs="*", default=[],
                         help="boids of the bench scene with 5 mesh objects (default none)")  # fmt: skip
     parser.add_argument("--tiny", type=int, help="a dry run: every scene at this N, 2 steps, 1 run")

@@ -61,7 +61,7 @@ def assembled(fn, signature: tuple, cap: int | None, tool: str) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("shapes", type=shape_of, nargs="+", help="fused or split, +guard, /R (registers)")
+    parser.add_argument("shapes", type=shape_of, nargs="+", help="fused or split, +guard, +xK, /R")
     parser.add_argument("--precision", choices=("float64", "float32"), default="float64")
     parser.add_argument(
         "--layout",
