@@ -357,14 +357,13 @@ class Session:
 
     def reset(self) -> None:
         """Start over from the same seed, keeping the current parameters."""
-        self._replace_flock(self.new_flock(self.params, self.seed))
+        self.restart(self.new_flock(self.params, self.seed), self.seed)
 
     def reseed(self) -> int:
         """Start over from the next seed; returns it."""
-        with self.lock:
-            self.seed += 1
-            self.reset()
-            return self.seed
+        seed = self.seed + 1
+        self.restart(self.new_flock(self.params, seed), seed)
+        return seed
 
     def restart(self, flock: Flock, seed: int) -> None:
         """Run ``flock`` (:meth:`new_flock`, made with the seed ``seed``) from now on."""
@@ -374,7 +373,7 @@ class Session:
 
     def respawn(self, count: int) -> Params:
         """A new flock of ``count`` boids with the current parameters (same seed)."""
-        self._replace_flock(self.new_flock(self.params.replace(count=count), self.seed))
+        self.restart(self.new_flock(self.params.replace(count=count), self.seed), self.seed)
         return self.params
 
     def current_scene(self) -> Scene:
