@@ -91,7 +91,7 @@ gaps = np.diff([t for t, _ in ticks])
 worst = [f"{{1000 * gaps[k]:.0f}} ms {{ticks[k + 1][1]}}" for k in np.argsort(gaps)[::-1][:4]]
 print(json.dumps({{"longest": float(gaps.max()), "worst": worst, "p99": float(np.percentile(gaps, 99)),
                   "over_100ms": int((gaps > 0.1).sum()), "turns": len(ticks),
-                  "collection": max(seconds for _, seconds in collections),
+                  "collection": max((seconds for _, seconds in collections), default=0.0),
                   "seconds": time.monotonic() - began, "opens": opens, "error": str(v.session.error or "")}}))
 v.close()
 run_event_loop(0.2)
