@@ -145,17 +145,24 @@ def test_a_simulation_past_the_steps_a_render_may_take_is_refused_before_any_ste
         simulated_playback(0.01, 10.0, frames=12, max_steps=100)
 
 
-def test_simulated_frames_step_the_flock_to_each_frame_with_its_last_acceleration():
+def test_simulated_frames_step_the_flock_to_each_frame_with_its_mean_acceleration_since_the_last():
     params = Params(count=40, dt=0.05)
-    plan = simulated_playback(params.dt, 50.0, start=0.1, frames=6)  # t = 0.1 to 0.2 s: steps 2 to 4
+    plan = simulated_playback(params.dt, 10.0, start=0.1, frames=3)  # t = 0.1, 0.2, 0.3 s
     shown = [(s.step_count, s.positions.copy(), a) for s, a in simulated_frames(Flock(params, seed=3), plan)]
-    assert [step for step, _, _ in shown] == list(plan.indices) == [2, 2, 3, 3, 4, 4]
+    assert [step for step, _, _ in shown] == list(plan.indices) == [2, 4, 6]
     replay = Flock(params, seed=3)
+    replay.step(1)
+    before = replay.velocities.copy()  # no frame before the first: its last step's acceleration
     for step, positions, acceleration in shown:
-        if step > replay.step_count:  # a frame at a new step: the one before it, then that step
-            replay.step(step - 1 - replay.step_count)
-            before = replay.velocities.copy()
-            replay.step(1)
-            wanted = (replay.velocities - before) / params.dt
+        since = step - replay.step_count
+        replay.step(since)
         np.testing.assert_array_equal(positions, replay.positions)
-        np.testing.assert_array_equal(acceleration, wanted)
+        wanted = (replay.velocities - before) / (since * params.dt)
+        np.testing.assert_allclose(acceleration, wanted, rtol=1e-12)
+        before = replay.velocities.copy()
+    # A frame at the step of the one before it shows that one's acceleration again.
+    again = simulated_playback(params.dt, 50.0, start=0.1, frames=3)  # steps 2, 2, 3
+    drawn = [(s.step_count, a.copy()) for s, a in simulated_frames(Flock(params, seed=3), again)]
+    assert [step for step, _ in drawn] == [2, 2, 3]
+    np.testing.assert_array_equal(drawn[0][1], drawn[1][1])
+    assert not np.array_equal(drawn[1][1], drawn[2][1])

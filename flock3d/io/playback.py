@@ -203,26 +203,32 @@ def simulated_frames(flock: Flock, plan: Playback) -> Iterator[tuple[FlockState,
     """Step ``flock`` (from step 0) to each step of ``plan`` (:func:`simulated_playback`) in turn.
 
     Yields:
-        (state, acceleration): the flock's state at that step and its last step's
-        acceleration, (N, 3) units/s^2, ``(v_new - v_old) / dt`` (None before any step),
-        which banks the boids into their turns. The state is the flock's own: draw it
-        before taking the next, and do not edit it (it is read within
-        :meth:`~flock3d.core.state.FlockState.reading`: a GPU flock's state is not sent back).
+        (state, acceleration): the flock's state at that step and the boids' mean acceleration
+        over the steps since the frame before, (N, 3) units/s^2 (the first frame's: its last
+        step's; None before any step), which banks the boids into their turns, as the viewer's
+        window does. The state is the flock's own: draw it before taking the next, and do not
+        edit it (it is read within :meth:`~flock3d.core.state.FlockState.reading`: a GPU
+        flock's state is not sent back).
     """
-    acceleration = None
-    dt = flock.params.dt
+    # The velocities are read once a frame, after its steps: reading them before a frame's last
+    # step too cost a GPU flock a second download of its whole state every frame.
+    acceleration, last = None, None  # last: (velocities, time) at the frame before
     state = flock.state
     for step in plan.indices:
         due = int(step) - flock.step_count
         if due > 0:
-            if due > 1:
-                flock.step(due - 1)
+            if last is None:
+                if due > 1:
+                    flock.step(due - 1)
+                with state.reading():
+                    last = state.velocities.copy(), state.time
+                flock.step(1)
+            else:
+                flock.step(due)
             with state.reading():
-                before = state.velocities.copy()
-            flock.step(1)
-            with state.reading():
-                acceleration = (state.velocities - before) / dt
+                acceleration = (state.velocities - last[0]) / (state.time - last[1])
         with state.reading():
+            last = state.velocities.copy(), state.time
             yield state, acceleration
 
 
