@@ -330,6 +330,47 @@ def test_a_couzin_scene_puts_its_zones_on_the_panel(qt_app, viewer, tmp_path):
     assert panel.controls["noise_eta"].spin.value() == pytest.approx(2.0)
 
 
+def test_a_world_opened_is_made_beside_the_event_loop_and_drawn_as_if_made_on_it(
+    qt_app, viewer, tmp_path, monkeypatch
+):
+    """Opening a world made its objects' meshes and their shadows on the UI thread (the forest's
+    window froze 0.1-0.2 s on them), and gave the view a new camera, whose first update rebuilt
+    every visual's transforms: both now happen beside it, or not at all."""
+    from flock3d.viewer import scenery
+
+    made: list[tuple[str, bool]] = []  # (what, on the UI thread)
+
+    def counted(name: str):
+        real = getattr(scenery, name)
+
+        def call(*args, **kwargs):
+            made.append((name, threading.current_thread() is threading.main_thread()))
+            return real(*args, **kwargs)
+
+        return call
+
+    for name in ("object_mesh", "cast_shadow"):
+        monkeypatch.setattr(scenery, name, counted(name))
+    camera = viewer.view.camera
+    world = tmp_path / "world.toml"
+    world.write_text(EDITED_WORLD)
+    assert viewer.open_scene(world)
+    viewer.session.paused = True
+    pump(qt_app, 0.5)
+    assert {what for what, _ in made} == {"object_mesh", "cast_shadow"}
+    assert not [what for what, here in made if here]
+    assert viewer.view.camera is camera  # an orbit camera re-aimed
+    kept = viewer.canvas.render(alpha=False)
+    # The same objects made and drawn on the UI thread, as an edit does: the same pixels.
+    drawn = viewer.visuals.scenery
+    objects, extent = drawn.objects, drawn.extent
+    drawn.set_objects(objects, extent + 1.0)  # another extent: every mesh made again
+    drawn.set_objects(objects, extent)
+    viewer.visuals.update(viewer.snapshot.state)
+    assert [here for _, here in made].count(True) >= 2
+    np.testing.assert_array_equal(viewer.canvas.render(alpha=False), kept)
+
+
 def test_a_broken_scene_keeps_the_current_one(qt_app, viewer, tmp_path):
     bad = tmp_path / "bad.toml"
     bad.write_text("[perception]\nfvo = 3\n")

@@ -16,7 +16,7 @@ from vispy import scene
 from flock3d.core import quaternion
 from flock3d.look.camera import CAMERA_FOV, view_direction
 
-__all__ = ["CameraFrame", "FLY_KEYS", "aim", "camera_frame", "new_camera"]
+__all__ = ["CameraFrame", "FLY_KEYS", "aim", "camera_frame", "new_camera", "renew"]
 
 #: The fly camera's keys, chosen to leave the viewer's own shortcuts alone:
 #: arrows move forward, back and sideways, page up/down rise and sink,
@@ -49,6 +49,19 @@ def new_camera(kind: str = "orbit") -> scene.cameras.BaseCamera:
         camera.keymap.update(FLY_KEYS)
         return camera
     return scene.cameras.TurntableCamera(fov=CAMERA_FOV, up="+y")
+
+
+def renew(camera, kind: str) -> bool:
+    """Make ``camera`` as :func:`new_camera` makes one of ``kind`` (before it is aimed), when it is
+    a turntable and ``kind`` is one: level, at the viewer's field of view. False when it is not.
+
+    A view given a new camera rebuilds every visual's transform chain on its next update (about
+    70 ms of the UI thread for a world in software OpenGL): a scene opened with the camera kind
+    it had keeps its camera."""
+    if kind in ("arcball", "fly") or type(camera) is not scene.cameras.TurntableCamera:
+        return False
+    camera.roll, camera.fov, camera.up = 0.0, CAMERA_FOV, "+y"
+    return True
 
 
 def aim(camera, target: np.ndarray, distance: float, azimuth: float, elevation: float, planar: bool) -> None:

@@ -62,9 +62,9 @@ from flock3d.look.outlines import arena_lines
 from flock3d.look.sky import sky_look
 from flock3d.scene.schema import COLOR_MODES, ViewHints
 from flock3d.viewer.bodies import Bodies
-from flock3d.viewer.cameras import CameraFrame, aim, camera_frame, new_camera
+from flock3d.viewer.cameras import CameraFrame, aim, camera_frame, new_camera, renew
 from flock3d.viewer.guides import ARENA_COLOR, Guides
-from flock3d.viewer.scenery import Scenery, grid_spacing
+from flock3d.viewer.scenery import Scenery, WorldArrays, grid_spacing, sunlight
 from flock3d.viewer.sun import Sun
 from flock3d.viewer.tracks import Tracks
 from flock3d.viewer.visuals import Sky
@@ -230,22 +230,37 @@ class FlockVisuals:
     def show_vectors(self, on: bool) -> None:
         self.tracks.show_vectors = on
 
-    def _show_world(self, params: Params, show_arena: bool) -> None:
-        """(Re)build the objects, obstacles, path and attractors; the arena outline follows the camera."""
+    def _show_world(self, params: Params, show_arena: bool, world: WorldArrays | None = None) -> None:
+        """(Re)build the objects, obstacles, path and attractors (the objects from ``world`` when it
+        was made for them); the arena outline follows the camera."""
         self.guides.show_arena = show_arena  # wished for; an open arena has nothing to show
         if _arena_of(params) != self._world_of:
             self._world, self._world_of = world_extent(params), _arena_of(params)
         extent = PLANE_EXTENT * self._world[1]
-        if params.objects != self.scenery.objects or extent != self.scenery.extent:
+        if world is not None and world.objects == params.objects and world.extent == extent:
+            self.scenery.show(world)
+        elif params.objects != self.scenery.objects or extent != self.scenery.extent:
             self.scenery.set_objects(params.objects, extent)
         self.guides.show(params, self.camera_frame)
 
+    def world_arrays(self, params: Params, hints: ViewHints) -> WorldArrays:
+        """What drawing ``params``' objects takes, their shadows cast from the sun of ``hints``'
+        sky (:meth:`~flock3d.viewer.scenery.Scenery.arrays`): no OpenGL, nothing drawn changed.
+        A window makes a scene's beside its event loop as it opens (meshes and shadows of a world's
+        objects: about 0.1 s) and hands them to :meth:`set_params`."""
+        up = up_axis(params)
+        light = sunlight(sky_look(hints.sky).sun_direction(up), up)
+        return self.scenery.arrays(params.objects, PLANE_EXTENT * world_extent(params)[1], light)
+
     # -- configuration ------------------------------------------------------------------
 
-    def set_params(self, params: Params, show_arena: bool | None = None) -> None:
+    def set_params(
+        self, params: Params, show_arena: bool | None = None, world: WorldArrays | None = None
+    ) -> None:
         """New model parameters: redraw the arena and the world features if they changed.
 
-        ``show_arena`` says whether the arena outline is wanted (default: as it was).
+        ``show_arena`` says whether the arena outline is wanted (default: as it was); ``world``
+        (:meth:`world_arrays`) has the objects' meshes made already.
         """
 
         def layout(p: Params):
@@ -255,7 +270,7 @@ class FlockVisuals:
         show = self.show_arena if show_arena is None else show_arena
         if show_arena is not None or layout(params) != layout(self.params):
             self.params = params
-            self._show_world(params, show)
+            self._show_world(params, show, world)
         self.params = params
 
     def set_look(self, hints: ViewHints) -> None:
@@ -300,9 +315,10 @@ class FlockVisuals:
         if kind == "follow" and target is None and positions is not None and len(positions):
             target = flock_extent(positions, self.boid_size)
         replaced = self.view.camera
-        self.view.camera = new_camera(kind)
-        if replaced is not None:
-            replaced.parent = None  # a view keeps each camera it was given among its scene's nodes
+        if replaced is None or not renew(replaced, kind):
+            self.view.camera = new_camera(kind)
+            if replaced is not None:
+                replaced.parent = None  # a view keeps each camera it was given among its scene's nodes
         self.frame(positions, target)
         return self.view.camera
 

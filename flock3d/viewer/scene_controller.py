@@ -30,16 +30,18 @@ class SceneController:
         self.w = window
         self._exports: list = []  # the export processes running, kept alive while they run
 
-    def apply(self, scene: Scene) -> None:
+    def apply(self, scene: Scene, world=None) -> None:
         """Show ``scene`` (the session runs it already): its view hints on the drawing and the
-        panel, its parameters on the panel, its camera framing its arena, its name as the title."""
+        panel, its parameters on the panel, its camera framing its arena, its name as the title.
+        ``world``: its objects' meshes made already
+        (:meth:`~flock3d.viewer.renderer.FlockVisuals.world_arrays`)."""
         from flock3d.viewer.panel import CAMERA_KINDS
 
         w = self.w
         hints, visuals = scene.view, w.visuals
         visuals.hints = hints
         visuals.boid_size = hints.boid_size
-        visuals.set_params(scene.params, show_arena=hints.show_arena)
+        visuals.set_params(scene.params, show_arena=hints.show_arena, world=world)
         visuals.set_mesh(hints.mesh)
         visuals.set_trails(hints.trails)
         visuals.show_vectors = hints.show_vectors
@@ -72,9 +74,10 @@ class SceneController:
         """Switch to the scene in ``path`` (or a shipped scene's name); on a bad file, say why
         and keep the current one.
 
-        The scene is read and its flock built beside the window, which goes on drawing the
-        current flock meanwhile: reading a world samples its meshes' grids, and placing its boids
-        on a fresh install waits for a child compiling the objects' distances (seconds each). One
+        The scene is read, its flock built and its objects' meshes made beside the window, which
+        goes on drawing the current flock meanwhile: reading a world samples its meshes' grids,
+        and placing its boids on a fresh install waits for a child compiling the objects'
+        distances (seconds each). One
         wait beside the window at a time (:class:`~flock3d.viewer.event_loop.Beside`): a scene
         asked for meanwhile is refused with a word.
         """
@@ -86,12 +89,12 @@ class SceneController:
             return False
         w.status.showMessage(f"opening {path}...")
 
-        def read() -> tuple[Scene, object]:
+        def read() -> tuple[Scene, object, object]:
             scene = load_scene(path)
-            return scene, w.session.flock_for(scene)
+            return scene, w.session.flock_for(scene), w.visuals.world_arrays(scene.params, scene.view)
 
         try:
-            scene, flock = w.beside.run(f"opening {path}", read)
+            scene, flock, world = w.beside.run(f"opening {path}", read)
         except SceneError as error:
             problem = "\n".join(error.problems)
         except (Flock3dError, CompileFailed, ValueError) as error:
@@ -104,7 +107,7 @@ class SceneController:
             w.warn("Cannot open scene", problem)
             return False
         w.session.load(scene, flock)
-        self.apply(scene)
+        self.apply(scene, world)
         w.status.showMessage(f"opened {path}", 5000)
         return True
 

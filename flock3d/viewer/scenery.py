@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import NamedTuple
 
 import numpy as np
 from vispy import scene
@@ -47,7 +48,9 @@ from flock3d.look.world import (
 from flock3d.viewer.castshadows import CastShadows
 from flock3d.viewer.visuals import Objects, Shadows
 
-__all__ = ["Scenery", "cut_plane", "grid_spacing", "SHADOW_RADIUS", "SHADOW_DARKNESS"]
+__all__ = [
+    "Scenery", "WorldArrays", "sunlight", "cut_plane", "grid_spacing", "SHADOW_RADIUS", "SHADOW_DARKNESS"
+]  # fmt: skip
 
 SHADOW_RADIUS = 0.45
 """A shadow's radius on the ground under a boid flying low, body lengths."""
@@ -92,6 +95,103 @@ def cut_plane(centre, half, eye, up) -> tuple[float, float, float, float]:
     normal = towards / length
     reach = float(np.abs(normal) @ np.asarray(half, np.float64))  # the box's half depth along the normal
     return (*(float(x) for x in normal), float(normal @ centre) + (1.0 - CUT_DEPTH) * reach)
+
+
+class WorldArrays(NamedTuple):
+    """What :class:`Scenery` draws of a set of objects (:meth:`Scenery.arrays`), made without OpenGL."""
+
+    objects: tuple[Object, ...]
+    extent: float
+    """How far planes are drawn each way from their origins, world units."""
+    meshes: dict[Object, ObjectMesh]
+    """Each shape's triangles in its scaled local frame, by :func:`~flock3d.look.world.shape_key`."""
+    grounds: dict[Object, Ground]
+    """The grounds' heights, by shape key."""
+    fills: dict[str | int, tuple]
+    """Each still visual's mesh (by its attribute's name) and each moving object's (by its index):
+    the arguments of :meth:`~flock3d.viewer.visuals.ObjectsVisual.set_mesh`."""
+    cut_box: tuple[np.ndarray, np.ndarray] | None
+    """The arena objects' box where they start: its centre and half sides, world units."""
+    cast: tuple | None
+    """The still objects' shadows: ((towards the sun, up), the meshes cast by index, (points,
+    normals)); None when no light was given or nothing has a ground to fall on."""
+
+
+class _Placed(NamedTuple):
+    """Objects, their meshes and their frames (origins (K, 3), rotations (K, 3, 3)) at one time."""
+
+    objects: Sequence[Object]
+    meshes: Sequence[ObjectMesh]
+    origins: np.ndarray
+    rotations: np.ndarray
+
+    def vertices(self, k: int) -> np.ndarray:
+        """(V, 3) object ``k``'s vertices in the world."""
+        return self.origins[k] + self.meshes[k].vertices.astype(np.float64) @ self.rotations[k].T
+
+    def triangles(self, k: int) -> np.ndarray:
+        """(F, 3, 3) object ``k``'s triangles in the world."""
+        mesh = self.meshes[k]
+        corners = mesh.vertices.astype(np.float64)[mesh.faces.astype(np.int64)]
+        return self.origins[k] + corners @ self.rotations[k].T
+
+    def fill(self, indices: list[int], placed: bool, walls: np.ndarray | None = None) -> tuple:
+        """One visual's mesh of objects ``indices``: in world coordinates at their frames when
+        ``placed`` (still objects), else in their own (moved by ``u_model``); those reaching out
+        through ``walls`` (T, 3, 3), the arena objects' triangles (a cave's roof), drawn inside
+        them."""
+        parts = []
+        base = 0
+        for k in indices:
+            mesh = self.meshes[k]
+            v, n = mesh.vertices.astype(np.float64), mesh.normals.astype(np.float64)
+            grid = v[:, [0, 2]] if mesh.ground else np.zeros((len(v), 2))
+            if placed:
+                rotation = self.rotations[k]
+                v, n = self.origins[k] + v @ rotation.T, n @ rotation.T
+                if walls is not None and not mesh.ground:
+                    v = pull_inside(v, walls)
+            color = np.broadcast_to(object_color(self.objects[k]), v.shape)
+            if mesh.ground:
+                color = ground_colors(mesh, color[0])
+            ground = np.full(len(v), float(mesh.ground))
+            parts.append((v, n, mesh.faces.astype(np.int64) + base, color, grid, ground))
+            base += len(v)
+        if not parts:
+            return np.zeros((0, 3)), np.zeros((0, 3)), np.zeros((0, 3), np.uint32), np.zeros((0, 3))
+        return tuple(np.concatenate(column) for column in zip(*parts, strict=True))
+
+    def cast(
+        self, casting: dict[int, ObjectMesh], grounds: list[Ground], light, up
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The shadows (points, normals) of the objects in ``casting`` (their meshes cast, by index)
+        on ``grounds``, away from ``light`` (towards the sun) under ``up``."""
+        parts = [np.zeros((0, 3)), np.zeros((0, 3))]
+        for k, mesh in casting.items():
+            v = self.origins[k] + mesh.vertices.astype(np.float64) @ self.rotations[k].T
+            points, normals = cast_shadow(v, mesh.faces, grounds, self.origins, self.rotations, light, up)
+            parts = [np.concatenate([parts[0], points]), np.concatenate([parts[1], normals])]
+        return parts[0], parts[1]
+
+
+def sunlight(towards, up) -> tuple[tuple[float, ...], tuple[float, ...]]:
+    """The light as :class:`Scenery` keeps it: (towards the sun, the world's up), each a tuple of
+    3 floats. Still objects' shadows are cast again when it changes."""
+    return tuple(float(x) for x in towards), tuple(float(x) for x in up)
+
+
+def _casters(objects: Sequence[Object], moving: bool) -> list[int]:
+    """The objects that cast shadows (not the ground, not an arena), still or moving."""
+    return [
+        k
+        for k, o in enumerate(objects)
+        if not is_ground(o) and o.role != "arena" and (o.motion is not None) == moving
+    ]
+
+
+def _casting_mesh(o: Object, mesh: ObjectMesh) -> ObjectMesh:
+    """The mesh ``o``'s shadow is cast from: a round shape's coarser (:data:`CAST_SEGMENTS`)."""
+    return object_mesh(o, 0.0, CAST_SEGMENTS) if shape_of(o).round else mesh
 
 
 class Scenery:
@@ -147,17 +247,56 @@ class Scenery:
 
     def set_objects(self, objects: Sequence[Object], extent: float) -> None:
         """Draw ``objects`` (valid); planes reach ``extent`` units each way from their origins."""
-        if extent != self.extent:
-            self._meshes, self._ground_of, self.extent = {}, {}, extent
-        self.objects = tuple(objects)
+        self.show(self.arrays(objects, extent))
+
+    def arrays(self, objects: Sequence[Object], extent: float, light: tuple | None = None) -> WorldArrays:
+        """What drawing ``objects`` (valid) takes, planes reaching ``extent`` units each way from
+        their origins, and their shadows when the sun is ``light`` ((towards the sun, up), unit
+        vectors), made without OpenGL and without changing what is drawn: a window makes a scene's
+        beside its event loop as the scene opens, and :meth:`show` draws them."""
+        objects = tuple(objects)
+        cached = self._meshes if extent == self.extent else {}  # shapes already made keep their meshes
+        grounds_cached = self._ground_of if extent == self.extent else {}
+        keys = [shape_key(o) for o in objects]
+        meshes, grounds = {}, {}
+        for key, o in zip(keys, objects, strict=True):
+            if key not in meshes:
+                meshes[key] = cached[key] if key in cached else object_mesh(o, extent)
+            if is_ground(o) and key not in grounds:
+                grounds[key] = grounds_cached[key] if key in grounds_cached else ground_of(o, -1, extent)
+        placed = _Placed(objects, [meshes[key] for key in keys], *Frames(objects).at(0.0))
+        arenas = [k for k, o in enumerate(objects) if o.role == "arena"]
+        cut_box = None
+        if arenas:
+            corners = np.concatenate([placed.vertices(k) for k in arenas])
+            cut_box = 0.5 * (corners.min(axis=0) + corners.max(axis=0)), 0.5 * np.ptp(corners, axis=0)
+        still = [k for k, o in enumerate(objects) if o.motion is None and o.role != "arena"]
+        walls = np.concatenate([placed.triangles(k) for k in arenas]) if arenas else None
+        objects_of = {  # the still objects that are not the ground, by whether they are closed
+            closed: [k for k in still if not is_ground(objects[k]) and placed.meshes[k].closed == closed]
+            for closed in (False, True)
+        }
+        fills = {
+            "still_arena": placed.fill([k for k in arenas if objects[k].motion is None], True),
+            "still": placed.fill(objects_of[False], True, walls),
+            "still_closed": placed.fill(objects_of[True], True, walls),
+            "still_ground": placed.fill([k for k in still if is_ground(objects[k])], True),
+        }
+        for k, o in enumerate(objects):
+            if o.motion is not None:
+                fills[k] = placed.fill([k], False)
+        cast = None
+        if light is not None and grounds:
+            ground_list = [grounds[key]._replace(index=k) for k, key in enumerate(keys) if key in grounds]
+            casting = {k: _casting_mesh(objects[k], meshes[keys[k]]) for k in _casters(objects, moving=False)}
+            cast = light, casting, placed.cast(casting, ground_list, *light)
+        return WorldArrays(objects, extent, meshes, grounds, fills, cut_box, cast)
+
+    def show(self, world: WorldArrays) -> None:
+        """Draw the objects of ``world`` (:meth:`arrays`)."""
+        self._meshes, self._ground_of, self.extent = world.meshes, world.grounds, world.extent
+        self.objects = world.objects
         keys = [shape_key(o) for o in self.objects]
-        for key, o in zip(keys, self.objects, strict=True):
-            if key not in self._meshes:
-                self._meshes[key] = object_mesh(o, extent)
-            if is_ground(o) and key not in self._ground_of:
-                self._ground_of[key] = ground_of(o, -1, extent)
-        self._meshes = {key: self._meshes[key] for key in keys}  # forget the shapes gone
-        self._ground_of = {key: g for key, g in self._ground_of.items() if key in self._meshes}
         self.meshes = [self._meshes[key] for key in keys]
         self.frames = Frames(self.objects)
         self._grounds = [
@@ -167,88 +306,35 @@ class Scenery:
         for visual in self.moving.values():
             visual.parent = None
         self.moving = {}
-        arenas = [k for k, o in enumerate(self.objects) if o.role == "arena"]
-        self._cut_box = None
-        if arenas:
-            corners = np.concatenate(
-                [self.origins[k] + self.meshes[k].vertices @ self.rotations[k].T for k in arenas]
-            )
-            self._cut_box = 0.5 * (corners.min(axis=0) + corners.max(axis=0)), 0.5 * np.ptp(corners, axis=0)
-        still = [k for k, o in enumerate(self.objects) if o.motion is None and o.role != "arena"]
-        self._fill(self.still_arena, [k for k in arenas if self.objects[k].motion is None], placed=True)
-        walls = np.concatenate([self.triangles(k) for k in arenas]) if arenas else None
-        for visual, closed in ((self.still, False), (self.still_closed, True)):
-            chosen = [k for k in still if not is_ground(self.objects[k]) and self.meshes[k].closed == closed]
-            self._fill(visual, chosen, placed=True, walls=walls)
-        self._fill(self.still_ground, [k for k in still if is_ground(self.objects[k])], placed=True)
+        self._cut_box = world.cut_box
+        for name in ("still_arena", "still", "still_closed", "still_ground"):
+            getattr(self, name).set_mesh(*world.fills[name])
         for k in self.frames.moving:
             arena = self.objects[k].role == "arena"
             visual = self.moving[k] = self._visual(
                 arena=arena, cut=arena, grid=is_ground(self.objects[k]), closed=self.meshes[k].closed
             )
-            self._fill(visual, [k], placed=False)
+            visual.set_mesh(*world.fills[k])
         self._cast_still = self._cast_light = None
         self._casting = {}
+        if world.cast is not None:  # made for the light of the scene's sky: the first frame's
+            self._cast_light, casting, self._cast_still = world.cast
+            self._casting = dict(casting)
+            self.cast.set_triangles(*self._cast_still)  # the moving objects' join them each frame
         for visual in self._visuals():
             visual.uniforms.update(self._uniforms)
-
-    def _fill(
-        self, visual: Objects, indices: list[int], placed: bool, walls: np.ndarray | None = None
-    ) -> None:
-        """Put the meshes of objects ``indices`` into ``visual``: in world coordinates at their
-        frames when ``placed`` (still objects), else in their own (moved by ``u_model``); those
-        reaching out through ``walls`` (T, 3, 3), the arena objects' triangles (a cave's roof),
-        drawn inside them."""
-        parts = []
-        base = 0
-        for k in indices:
-            mesh = self.meshes[k]
-            v, n = mesh.vertices.astype(np.float64), mesh.normals.astype(np.float64)
-            grid = v[:, [0, 2]] if mesh.ground else np.zeros((len(v), 2))
-            if placed:
-                rotation = self.rotations[k]
-                v, n = self.origins[k] + v @ rotation.T, n @ rotation.T
-                if walls is not None and not mesh.ground:
-                    v = pull_inside(v, walls)
-            color = np.broadcast_to(object_color(self.objects[k]), v.shape)
-            if mesh.ground:
-                color = ground_colors(mesh, color[0])
-            ground = np.full(len(v), float(mesh.ground))
-            parts.append((v, n, mesh.faces.astype(np.int64) + base, color, grid, ground))
-            base += len(v)
-        if not parts:
-            visual.set_mesh(np.zeros((0, 3)), np.zeros((0, 3)), np.zeros((0, 3), np.uint32), np.zeros((0, 3)))
-            return
-        visual.set_mesh(*(np.concatenate(column) for column in zip(*parts, strict=True)))
 
     def _visuals(self) -> list[Objects]:
         return [self.still, self.still_closed, self.still_ground, self.still_arena, *self.moving.values()]
 
-    def _casters(self, moving: bool) -> list[int]:
-        """The objects that cast shadows (not the ground, not an arena), still or moving."""
-        return [
-            k
-            for k, o in enumerate(self.objects)
-            if not is_ground(o) and o.role != "arena" and (o.motion is not None) == moving
-        ]
-
     def _cast(self, indices: list[int]) -> tuple[np.ndarray, np.ndarray]:
         """The shadows of objects ``indices`` where they are now, under the light of the last aim."""
-        parts = [np.zeros((0, 3)), np.zeros((0, 3))]
-        light, up = self._uniforms["u_light"], self._uniforms["u_up"]
         for k in indices:
             if k not in self._casting:
-                round_shape = shape_of(self.objects[k]).round
-                self._casting[k] = (
-                    object_mesh(self.objects[k], 0.0, CAST_SEGMENTS) if round_shape else self.meshes[k]
-                )
-            mesh = self._casting[k]
-            v = self.origins[k] + mesh.vertices.astype(np.float64) @ self.rotations[k].T
-            points, normals = cast_shadow(
-                v, mesh.faces, self._grounds, self.origins, self.rotations, light, up
-            )
-            parts = [np.concatenate([parts[0], points]), np.concatenate([parts[1], normals])]
-        return parts[0], parts[1]
+                self._casting[k] = _casting_mesh(self.objects[k], self.meshes[k])
+        placed = _Placed(self.objects, self.meshes, self.origins, self.rotations)
+        casting = {k: self._casting[k] for k in indices}
+        return placed.cast(casting, self._grounds, self._uniforms["u_light"], self._uniforms["u_up"])
 
     # -- per frame --------------------------------------------------------------------------
 
@@ -259,9 +345,10 @@ class Scenery:
         :class:`~flock3d.look.sky.SkyLook`), the fog's depths (clip w where it starts and
         where it hides everything) and the ground grid's spacing, world units."""
         top, bottom = sky
+        light, up = sunlight(light, up)
         self._uniforms = dict(
-            u_light=tuple(float(x) for x in light),
-            u_up=tuple(float(x) for x in up),
+            u_light=light,
+            u_up=up,
             u_eye=tuple(float(x) for x in eye),
             u_sky_top=tuple(float(x) for x in top),
             u_sky_bottom=tuple(float(x) for x in bottom),
@@ -309,9 +396,9 @@ class Scenery:
         light = (self._uniforms.get("u_light"), self._uniforms.get("u_up"))
         if light[0] is None:
             return
-        moving = self._casters(moving=True)
+        moving = _casters(self.objects, moving=True)
         if self._cast_still is None or light != self._cast_light:
-            self._cast_still, self._cast_light = self._cast(self._casters(moving=False)), light
+            self._cast_still, self._cast_light = self._cast(_casters(self.objects, moving=False)), light
         elif not moving:
             return  # the shadows on the GPU are still right
         points, normals = self._cast_still
@@ -324,9 +411,7 @@ class Scenery:
 
     def triangles(self, k: int) -> np.ndarray:
         """(F, 3, 3) object ``k``'s triangles in the world where it is drawn now."""
-        mesh = self.meshes[k]
-        corners = mesh.vertices.astype(np.float64)[mesh.faces.astype(np.int64)]
-        return self.origins[k] + corners @ self.rotations[k].T
+        return _Placed(self.objects, self.meshes, self.origins, self.rotations).triangles(k)
 
     def pick(self, origin, direction) -> tuple[int, float]:
         """The object the ray ``origin + s * direction`` meets first, as drawn now: (its index,
