@@ -371,6 +371,47 @@ def test_a_world_opened_is_made_beside_the_event_loop_and_drawn_as_if_made_on_it
     np.testing.assert_array_equal(viewer.canvas.render(alpha=False), kept)
 
 
+def test_a_scene_opened_is_set_up_and_first_drawn_in_turns_of_the_event_loop_of_their_own(
+    qt_app, viewer, tmp_path
+):
+    """The frame asked for before the scene was read, the scene set up, and its first frame (the
+    longest: in software OpenGL a world's took 60-70 ms): each in a turn of its own, with the
+    timers and input due between, where they were one turn of 110-130 ms."""
+    from PySide6 import QtCore
+
+    from flock3d.viewer import scene_controller
+
+    marks: list[tuple[float, str]] = []
+    real_apply = scene_controller.SceneController.apply
+
+    def apply(self, scene, world=None):
+        marks.append((time.monotonic(), "apply"))
+        real_apply(self, scene, world)
+        marks.append((time.monotonic(), "applied"))
+
+    scene_controller.SceneController.apply = apply
+    viewer.canvas.events.draw.connect(lambda _: marks.append((time.monotonic(), "draw")), position="first")
+    timer = QtCore.QTimer()
+    timer.timeout.connect(lambda: marks.append((time.monotonic(), "tick")))
+    timer.start(2)
+    world = tmp_path / "world.toml"
+    world.write_text(EDITED_WORLD)
+    try:
+        assert viewer.open_scene(world)
+        pump(qt_app, 0.3)
+    finally:
+        timer.stop()
+        scene_controller.SceneController.apply = real_apply
+    kinds = [kind for _, kind in sorted(marks)]
+    k = kinds.index("apply")
+    before, after = kinds[:k], kinds[k + 2 :]
+    assert kinds[k + 1] == "applied"
+    assert "draw" in before
+    assert after.index("tick") < after.index("draw")  # the new scene's first frame after a turn
+    last_draw = len(before) - 1 - before[::-1].index("draw")
+    assert "tick" in before[last_draw:]  # the frame before it, in a turn of its own
+
+
 def test_a_broken_scene_keeps_the_current_one(qt_app, viewer, tmp_path):
     bad = tmp_path / "bad.toml"
     bad.write_text("[perception]\nfvo = 3\n")

@@ -16,6 +16,9 @@ A vispy ``SceneCanvas`` with two changes:
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
+
 import numpy as np
 from vispy import gloo, scene
 from vispy.gloo import gl
@@ -84,11 +87,32 @@ class Canvas(scene.SceneCanvas):
     """A ``SceneCanvas`` with FXAA (when ``fxaa``) and 24-bit depth offscreen; see the module
     docstring. Takes ``SceneCanvas``'s arguments and ``fxaa`` (default off)."""
 
+    _held: list[bool] | None = None  # within held(): whether a draw was asked for
+
     def __init__(self, *args, fxaa: bool = False, **kwargs) -> None:
         self.fxaa = fxaa
         self._copy: gloo.Texture2D | None = None
         self._fxaa: gloo.Program | None = None
         super().__init__(*args, **kwargs)
+
+    @contextlib.contextmanager
+    def held(self) -> Iterator[list[bool]]:
+        """A block whose requests to draw the picture are not passed on. It yields a list that
+        holds True once one was made: the caller asks for that draw in a later turn of its event
+        loop. A window opening a scene sets it up in one turn and draws its first frame, the
+        longest (its buffers sent, new shaders built), in the next, not both in one."""
+        asked: list[bool] = []
+        self._held = asked
+        try:
+            yield asked
+        finally:
+            self._held = None
+
+    def update(self, node=None) -> None:
+        if self._held is not None:
+            self._held[:] = [True]
+            return
+        super().update(node)
 
     def render(self, region=None, size=None, bgcolor=None, crop=None, alpha=True) -> np.ndarray:
         """The picture as an (H, W, 4) uint8 array (RGB with ``alpha=False``), as

@@ -17,6 +17,9 @@ __all__ = ["SceneController", "EXPORT_SECONDS"]
 
 #: Simulated seconds the Export button offers.
 EXPORT_SECONDS = 20.0
+#: Seconds of a timer that lets the event loop turn: it fires after the timers already due (Qt
+#: delivers posted events, a zero timer's among them, before any timer).
+TURN = 0.001
 
 
 class SceneController:
@@ -81,8 +84,11 @@ class SceneController:
         wait beside the window at a time (:class:`~flock3d.viewer.event_loop.Beside`): a scene
         asked for meanwhile is refused with a word.
         """
+        from PySide6 import QtCore
+
         from flock3d.core.elsewhere import CompileFailed
         from flock3d.errors import Flock3dError
+        from flock3d.viewer.event_loop import run_event_loop
 
         w = self.w
         if w.busy():
@@ -106,8 +112,18 @@ class SceneController:
         if problem is not None:
             w.warn("Cannot open scene", problem)
             return False
-        w.session.load(scene, flock)
-        self.apply(scene, world)
+        # Three turns of the event loop, not one of 110-130 ms (software OpenGL, a world): the
+        # frame asked for meanwhile (the scene before), the scene set up, its first frame (the
+        # longest: its buffers sent, its shaders built). Each waits for a timer, not a posted
+        # event, so that the timers and input already due come between.
+        with w.canvas.held() as asked:
+            run_event_loop(TURN)
+            if w.closed:
+                return False
+            w.session.load(scene, flock)
+            self.apply(scene, world)
+        if asked:
+            QtCore.QTimer.singleShot(round(1000 * TURN), w.canvas.update)
         w.status.showMessage(f"opened {path}", 5000)
         return True
 
