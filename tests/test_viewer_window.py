@@ -412,6 +412,29 @@ def test_a_scene_opened_is_set_up_and_first_drawn_in_turns_of_the_event_loop_of_
     assert "tick" in before[last_draw:]  # the frame before it, in a turn of its own
 
 
+def test_a_window_draws_each_visual_a_world_needs_before_a_world_opens(qt_app, viewer):
+    """The default scene has no objects and no ground, so its window never drew their visuals:
+    the first world opened built their shaders in its first frame, the window's longest. They are
+    drawn, with nothing to draw, in the window's first frame, and hidden again."""
+    scenery = viewer.visuals.scenery
+    parser = viewer.canvas.context.shared.parser
+    visuals = [scenery.still, scenery.still_closed, scenery.still_ground, scenery.still_arena,
+               scenery.shadows, scenery.cast]  # fmt: skip
+    for visual in visuals:
+        assert not visual.visible
+        programs = [parser.get_object(program.id) for program in visual.shared_program._programs.values()]
+        assert programs and all(p is not None and p._validated for p in programs)  # validated: drawn
+    viewer.session.paused = True
+    pump(qt_app, 0.3)
+    plain = viewer.canvas.render(alpha=False)
+    scenery.prime()
+    assert all(visual.visible for visual in visuals)
+    viewer.frames.push_state()
+    np.testing.assert_array_equal(viewer.canvas.render(alpha=False), plain)  # no pixel of theirs
+    scenery.unprime()
+    assert not any(visual.visible for visual in visuals)
+
+
 def test_a_broken_scene_keeps_the_current_one(qt_app, viewer, tmp_path):
     bad = tmp_path / "bad.toml"
     bad.write_text("[perception]\nfvo = 3\n")

@@ -257,6 +257,7 @@ class ViewerWindow:
         self.window.closeEvent = self._close_event  # type: ignore[method-assign]
 
         self.scenes.apply(scene)
+        self.visuals.scenery.prime()  # until the first frame is drawn (FrameLoop.drawn)
         # What is built so far (numba, vispy, Qt: about 200,000 objects) lives as long as the
         # window. A full collection walked it all for 100-170 ms on the UI thread whenever an
         # open's allocations set one off; frozen, one walks only what came after. Closing thaws it.

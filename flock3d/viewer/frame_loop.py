@@ -134,6 +134,7 @@ class FrameLoop:
         w.frames_drawn += 1
         if w.first_frame_seconds is None:
             w.first_frame_seconds = time.perf_counter() - w.started
+            w.visuals.scenery.unprime()
             w.status.showMessage(START_HINT, 8000)
 
 

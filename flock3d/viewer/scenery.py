@@ -238,6 +238,8 @@ class Scenery:
         """The ground's grid's opacity (``view.ground_grid``)."""
         self._cut_box: tuple[np.ndarray, np.ndarray] | None = None
         """The arena objects' box where they start: its centre and half sides, world units."""
+        self._primed: list = []
+        """The visuals :meth:`prime` showed with nothing to draw, until :meth:`unprime`."""
 
     def _visual(self, arena: bool, cut: bool = False, grid: bool = True, closed: bool = False) -> Objects:
         visual = Objects(arena=arena, cut=cut, grid=grid, closed=closed, parent=self.view.scene)
@@ -294,6 +296,7 @@ class Scenery:
 
     def show(self, world: WorldArrays) -> None:
         """Draw the objects of ``world`` (:meth:`arrays`)."""
+        self._primed = []  # each visual drawn from here shows what it has
         self._meshes, self._ground_of, self.extent = world.meshes, world.grounds, world.extent
         self.objects = world.objects
         keys = [shape_key(o) for o in self.objects]
@@ -323,6 +326,29 @@ class Scenery:
             self.cast.set_triangles(*self._cast_still)  # the moving objects' join them each frame
         for visual in self._visuals():
             visual.uniforms.update(self._uniforms)
+
+    def prime(self) -> None:
+        """Show each visual this scene hides (no objects, no ground under the flock) with one
+        triangle of no area, until :meth:`unprime`: drawn, it draws no pixel but builds its
+        shaders, which otherwise fall in the first frame of the first world opened (in software
+        OpenGL 10-15 ms each, and that frame the window's longest)."""
+        nothing, face = np.zeros((3, 3)), np.array([[0, 1, 2]])
+        primed = []
+        for visual in (self.still, self.still_closed, self.still_ground, self.still_arena):
+            if not visual.visible:  # as ground (with its grid): its branch of the shader runs too
+                visual.set_mesh(nothing, nothing, face, nothing, np.zeros((3, 2)), np.ones(3))
+                primed.append(visual)
+        if not self._grounds:  # the flock's shadows and the objects' fall on the ground
+            self.shadows.set_shadows(np.zeros((1, 3)), np.array([[0.0, 1.0, 0.0]]), np.zeros(1), np.zeros(1))
+            self.cast.set_triangles(nothing, np.tile([0.0, 1.0, 0.0], (3, 1)))
+            primed += [self.shadows, self.cast]
+        self._primed = primed
+
+    def unprime(self) -> None:
+        """Hide again what :meth:`prime` showed, unless objects were shown since (their own)."""
+        for visual in self._primed:
+            visual.visible = False
+        self._primed = []
 
     def _visuals(self) -> list[Objects]:
         return [self.still, self.still_closed, self.still_ground, self.still_arena, *self.moving.values()]
@@ -376,7 +402,8 @@ class Scenery:
             for k, visual in self.moving.items():
                 visual.set_frame(self.origins[k], self.rotations[k])
         if not self._grounds:
-            self.shadows.visible = self.cast.visible = False
+            if not self._primed:
+                self.shadows.visible = self.cast.visible = False
             return
         self._update_cast()
         step = max(1, math.ceil(sum(len(p) for p, _ in bodies) / MAX_SHADOWS))
