@@ -7,9 +7,14 @@ import threading
 from collections.abc import Callable
 from typing import TypeVar
 
-__all__ = ["run_event_loop", "run_beside_event_loop", "Beside"]
+__all__ = ["run_event_loop", "run_beside_event_loop", "Beside", "TURN"]
 
 T = TypeVar("T")
+
+#: Seconds of a timer that lets the event loop turn once: it fires after the timers and input
+#: already due. (Qt delivers posted events, a zero timer's among them, before any timer: a
+#: zero timer lets nothing in between.)
+TURN = 0.001
 
 
 def run_event_loop(seconds: float) -> None:
@@ -72,6 +77,15 @@ class Beside:
 
     def __init__(self) -> None:
         self.running: str | None = None
+
+    def turn(self, what: str) -> None:
+        """Let the event loop turn once (:data:`TURN`), as part of ``what``: a job asked for
+        meanwhile is refused as during :meth:`run`."""
+        self.running = what
+        try:
+            run_event_loop(TURN)
+        finally:
+            self.running = None
 
     def run(self, what: str, job: Callable[[], T]) -> T:
         """``job()`` beside the event loop, ``what`` it does said in :attr:`running` meanwhile.

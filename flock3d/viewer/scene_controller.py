@@ -10,16 +10,17 @@ import shutil
 import sys
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from flock3d.scene import Scene, SceneError, load_scene
+
+if TYPE_CHECKING:
+    from flock3d.viewer.scenery import WorldArrays
 
 __all__ = ["SceneController", "EXPORT_SECONDS"]
 
 #: Simulated seconds the Export button offers.
 EXPORT_SECONDS = 20.0
-#: Seconds of a timer that lets the event loop turn: it fires after the timers already due (Qt
-#: delivers posted events, a zero timer's among them, before any timer).
-TURN = 0.001
 
 
 class SceneController:
@@ -33,7 +34,7 @@ class SceneController:
         self.w = window
         self._exports: list = []  # the export processes running, kept alive while they run
 
-    def apply(self, scene: Scene, world=None) -> None:
+    def apply(self, scene: Scene, world: WorldArrays | None = None) -> None:
         """Show ``scene`` (the session runs it already): its view hints on the drawing and the
         panel, its parameters on the panel, its camera framing its arena, its name as the title.
         ``world``: its objects' meshes made already
@@ -80,15 +81,15 @@ class SceneController:
         The scene is read, its flock built and its objects' meshes made beside the window, which
         goes on drawing the current flock meanwhile: reading a world samples its meshes' grids,
         and placing its boids on a fresh install waits for a child compiling the objects'
-        distances (seconds each). One
-        wait beside the window at a time (:class:`~flock3d.viewer.event_loop.Beside`): a scene
-        asked for meanwhile is refused with a word.
+        distances (seconds each). One wait beside the window at a time
+        (:class:`~flock3d.viewer.event_loop.Beside`): a scene asked for meanwhile is refused
+        with a word.
         """
         from PySide6 import QtCore
 
         from flock3d.core.elsewhere import CompileFailed
         from flock3d.errors import Flock3dError
-        from flock3d.viewer.event_loop import run_event_loop
+        from flock3d.viewer.event_loop import TURN
 
         w = self.w
         if w.busy():
@@ -117,7 +118,7 @@ class SceneController:
         # longest: its buffers sent, its shaders built). Each waits for a timer, not a posted
         # event, so that the timers and input already due come between.
         with w.canvas.held() as asked:
-            run_event_loop(TURN)
+            w.beside.turn(f"opening {path}")
             if w.closed:
                 return False
             w.session.load(scene, flock)
