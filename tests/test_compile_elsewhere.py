@@ -33,6 +33,11 @@ def broken(x):
     raise ValueError("no such thing:\\n  a second line")
 
 
+@numba.njit(cache=True)
+def untypable(x):
+    return x.no_such_attribute
+
+
 def hang():
     time.sleep(600)
 """
@@ -129,6 +134,21 @@ def test_a_cached_function_starts_no_child(jitted, compiles, monkeypatch):
     monkeypatch.setattr(elsewhere, "compile_in_child", lambda *a, **k: started.append(a))
     twin = numba.njit(cache=True)(jitted.twice.py_func)  # a new dispatcher: loads
     assert elsewhere.load_or_compile(lambda: twin(2.0), "unused:name") and started == [] and compiles == []
+
+
+def test_a_function_loading_beside_is_compiled_by_a_child_and_a_failure_is_kept(jitted, compiles, caplog):
+    # As `flock3d run` has its closing summary's function compiled while it steps, and a window
+    # the functions of its colour modes.
+    loading = elsewhere.Loading(jitted.twice, (1.0,), niceness=19)
+    loading.start()
+    loading.join(timeout=300)
+    assert loading.loaded and loading.failed is None
+    assert jitted.twice.signatures and compiles == []  # the child compiled, this process loaded
+    failing = elsewhere.Loading(jitted.untypable, (1.0,))
+    failing.start()
+    failing.join(timeout=300)
+    assert not failing.loaded and "no_such_attribute" in str(failing.failed)
+    assert "no_such_attribute" in caplog.text and not jitted.untypable.signatures
 
 
 def test_a_forbidden_compile_is_not_a_compile_and_can_be_asked_for_again(jitted, compiles):

@@ -34,7 +34,7 @@ from typing import Any
 
 from flock3d.core import compiling
 
-__all__ = ["CompileFailed", "compile_in_child", "load_or_compile", "cancel_all"]
+__all__ = ["CompileFailed", "Loading", "compile_in_child", "load_or_compile", "cancel_all"]
 
 _log = logging.getLogger("flock3d")
 
@@ -219,6 +219,42 @@ def load_or_compile(
             )
     load()
     return True
+
+
+class Loading(threading.Thread):
+    """A thread that makes the numba ``function`` ready to call in this process for arguments
+    like ``example`` (picklable), compiling nothing here: it loads it from numba's cache, after a
+    child at ``niceness`` compiled it there where the cache lacks it (:func:`load_or_compile`; the
+    wait shown as ``line``). Started by the caller, who calls the function once it ended.
+
+    Attributes:
+        loaded: whether it loaded the function (False while it runs, and after a child that
+            was cancelled or failed).
+        failed: the child's failure, logged in one line; None otherwise.
+    """
+
+    def __init__(
+        self, function, example: tuple, *, line: str = compiling.COMPILING, niceness: int = NICENESS
+    ) -> None:
+        super().__init__(name=f"flock3d-load {function.py_func.__qualname__}", daemon=True)
+        self.function, self.example, self.line, self.niceness = function, example, line, niceness
+        self.loaded = False
+        self.failed: CompileFailed | None = None
+
+    def run(self) -> None:
+        py_func = self.function.py_func
+        target = f"{py_func.__module__}:{py_func.__qualname__}"
+        try:
+            self.loaded = load_or_compile(
+                lambda: self.function(*self.example),
+                target,
+                self.example,
+                line=self.line,
+                niceness=self.niceness,
+            )
+        except CompileFailed as error:
+            self.failed = error
+            _log.warning("flock3d: %s", error)
 
 
 # -- the child ----------------------------------------------------------------------------------

@@ -27,9 +27,7 @@ loses it; the objects cast their shadows away from it.
 
 from __future__ import annotations
 
-import logging
 import math
-import threading
 from dataclasses import dataclass
 
 import numpy as np
@@ -110,35 +108,26 @@ def _arena_of(params: Params) -> tuple:
             params.dimensions, arena)  # fmt: skip
 
 
-_log = logging.getLogger("flock3d")
-
 #: numba functions the window calls, by name: the thread loading each (compiled by a child).
-_compiles: dict[str, threading.Thread] = {}
+_compiles: dict[str, elsewhere.Loading] = {}
 
 
 def compiled_elsewhere(function, *example, line: str = compiling.COMPILING_MEASUREMENTS) -> bool:
     """Whether the numba ``function`` is ready to call on the UI thread; if not, a thread of its
     own loads it from numba's cache from ``example`` arguments, after a child process compiled it
-    there where the cache lacks it (:mod:`flock3d.core.elsewhere`), and this says False until that
+    there where the cache lacks it (:class:`~flock3d.core.elsewhere.Loading`), and this says False until that
     is done (the wait shown as ``line``). A compile on the UI thread froze the window for seconds;
     one on another thread of its process, holding the GIL, held the window's turns up to 0.4 s."""
     if function.signatures:
         return True
-    py_func = function.py_func
-    name = py_func.__qualname__
-    if name not in _compiles:
-        target = f"{py_func.__module__}:{name}"
-
-        def load() -> None:
-            try:
-                if not elsewhere.load_or_compile(lambda: function(*example), target, example, line=line):
-                    del _compiles[name]  # cancelled (a window closed): a later frame starts again
-            except elsewhere.CompileFailed as error:
-                _log.warning("flock3d: %s", error)  # the mode stays uniform; the window goes on
-
-        _compiles[name] = threading.Thread(target=load, name=f"compile {name}", daemon=True)
-        _compiles[name].start()
-    return False
+    name = function.py_func.__qualname__
+    loading = _compiles.get(name)
+    if loading is None:
+        _compiles[name] = loading = elsewhere.Loading(function, example, line=line)
+        loading.start()
+    elif not loading.is_alive() and not loading.loaded and loading.failed is None:
+        del _compiles[name]  # cancelled (a window closed): a later frame starts again
+    return False  # after a failure (logged) the mode stays uniform; the window goes on
 
 
 #: Arguments :func:`follow_banks` is compiled for, as BoidMotion passes them (float64, C-contiguous).
