@@ -38,6 +38,11 @@ def untypable(x):
     return x.no_such_attribute
 
 
+@numba.njit(cache=True)
+def thrice(x):
+    return 3.0 * x
+
+
 def hang():
     time.sleep(600)
 """
@@ -149,6 +154,13 @@ def test_a_function_loading_beside_is_compiled_by_a_child_and_a_failure_is_kept(
     failing.join(timeout=300)
     assert not failing.loaded and "no_such_attribute" in str(failing.failed)
     assert "no_such_attribute" in caplog.text and not jitted.untypable.signatures
+    # Not waited for (the run's steps are done first): its child is ended, nothing is loaded.
+    unwanted = elsewhere.Loading(jitted.thrice, (1.0,))
+    unwanted.start()
+    unwanted.cancel()
+    unwanted.join(timeout=60)
+    assert not unwanted.is_alive() and not unwanted.loaded and unwanted.failed is None
+    assert not jitted.thrice.signatures and compiles == []
 
 
 def test_a_forbidden_compile_is_not_a_compile_and_can_be_asked_for_again(jitted, compiles):

@@ -28,6 +28,9 @@ def add_run(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
 #: The niceness of the child compiling the closing summary's nearest neighbours on a first run:
 #: it takes what the simulation's compiles leave of the cores, not a share of them.
 SUMMARY_NICENESS = 19
+#: Seconds the summary waits for that child once the steps are done (the cores then free, it
+#: ends soon) before it ends it and compiles here: about what compiling it here takes.
+SUMMARY_WAIT = 3.0
 
 
 def run_run(args: argparse.Namespace) -> int:
@@ -47,7 +50,9 @@ def run_run(args: argparse.Namespace) -> int:
     out = output_path(args.out, (".h5", ".hdf5"), "--out") if args.out is not None else None
 
     # On a first run the summary's compile (about 2 s) came after the steps, one core idle; a
-    # child compiles it meanwhile on what the simulation's compiles leave (a cached one just loads).
+    # child compiles it meanwhile on what the simulation's compiles leave (a cached one just
+    # loads). On cores kept busy (a sweep beside) it could take minutes: one not done
+    # SUMMARY_WAIT after the steps is ended, and the summary compiles here as before.
     summary = Loading(neighbors.nearest_distances, (np.zeros((2, 3)),), niceness=SUMMARY_NICENESS)
     summary.start()
     flock = Flock.from_scene(scene, rules=rules, forces=forces, engine=args.engine)
@@ -62,6 +67,8 @@ def run_run(args: argparse.Namespace) -> int:
             with TrajectoryWriter(out, len(flock), scene, every, flock.state.n_predators) as writer:
                 stats = run(flock, steps, writer=writer, every=every, progress=progress, stop=stop)
 
+    summary.join(SUMMARY_WAIT)
+    summary.cancel()
     summary.join()  # loaded, or else compiled here by the first call
     nn = metrics.nearest_neighbour_stats(flock.positions)
     print(

@@ -225,7 +225,8 @@ class Loading(threading.Thread):
     """A thread that makes the numba ``function`` ready to call in this process for arguments
     like ``example`` (picklable), compiling nothing here: it loads it from numba's cache, after a
     child at ``niceness`` compiled it there where the cache lacks it (:func:`load_or_compile`; the
-    wait shown as ``line``). Started by the caller, who calls the function once it ended.
+    wait shown as ``line``). Started by the caller, who calls the function once it ended, or
+    cancels it (:meth:`cancel`) and compiles the function itself.
 
     Attributes:
         loaded: whether it loaded the function (False while it runs, and after a child that
@@ -240,6 +241,12 @@ class Loading(threading.Thread):
         self.function, self.example, self.line, self.niceness = function, example, line, niceness
         self.loaded = False
         self.failed: CompileFailed | None = None
+        self._unwanted = threading.Event()
+
+    def cancel(self) -> None:
+        """Stop the child if it still compiles (it is killed and waited for); :attr:`loaded`
+        stays False."""
+        self._unwanted.set()
 
     def run(self) -> None:
         py_func = self.function.py_func
@@ -250,6 +257,7 @@ class Loading(threading.Thread):
                 target,
                 self.example,
                 line=self.line,
+                cancelled=self._unwanted.is_set,
                 niceness=self.niceness,
             )
         except CompileFailed as error:
