@@ -49,23 +49,27 @@ def run_run(args: argparse.Namespace) -> int:
     steps, every = run_length(args, p.dt)
     out = output_path(args.out, (".h5", ".hdf5"), "--out") if args.out is not None else None
 
+    flock = Flock.from_scene(scene, rules=rules, forces=forces, engine=args.engine)
     # On a first run the summary's compile (about 2 s) came after the steps, one core idle; a
     # child compiles it meanwhile on what the simulation's compiles leave (a cached one just
     # loads). On cores kept busy (a sweep beside) it could take minutes: one not done
     # SUMMARY_WAIT after the steps is ended, and the summary compiles here as before.
     summary = Loading(neighbors.nearest_distances, (np.zeros((2, 3)),), niceness=SUMMARY_NICENESS)
     summary.start()
-    flock = Flock.from_scene(scene, rules=rules, forces=forces, engine=args.engine)
     progress = False if args.no_progress else None  # None: only on a terminal
     print(f"{scene.name}: {len(flock):,} boids, {steps:,} steps of {p.dt:g} s (seed {scene.seed})")
     if rules or forces:
         print(rules_line(rules, forces))
-    with stop_on_signals() as stop:
-        if out is None:
-            stats = run(flock, steps, progress=progress, stop=stop)
-        else:
-            with TrajectoryWriter(out, len(flock), scene, every, flock.state.n_predators) as writer:
-                stats = run(flock, steps, writer=writer, every=every, progress=progress, stop=stop)
+    try:
+        with stop_on_signals() as stop:
+            if out is None:
+                stats = run(flock, steps, progress=progress, stop=stop)
+            else:
+                with TrajectoryWriter(out, len(flock), scene, every, flock.state.n_predators) as writer:
+                    stats = run(flock, steps, writer=writer, every=every, progress=progress, stop=stop)
+    except BaseException:
+        summary.cancel()  # its child ended now, not left to compile for a summary never printed
+        raise
 
     summary.join(SUMMARY_WAIT)
     summary.cancel()
