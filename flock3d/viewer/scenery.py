@@ -253,9 +253,10 @@ class Scenery:
 
     def arrays(self, objects: Sequence[Object], extent: float, light: tuple | None = None) -> WorldArrays:
         """What drawing ``objects`` (valid) takes, planes reaching ``extent`` units each way from
-        their origins, and their shadows when the sun is ``light`` ((towards the sun, up), unit
-        vectors), made without OpenGL and without changing what is drawn: a window makes a scene's
-        beside its event loop as the scene opens, and :meth:`show` draws them."""
+        their origins, and their shadows when the sun is ``light`` (towards the sun and the
+        world's up, as :func:`sunlight` gives them), made without OpenGL and without changing what
+        is drawn: a window makes a scene's beside its event loop as the scene opens, and
+        :meth:`show` draws them."""
         objects = tuple(objects)
         cached = self._meshes if extent == self.extent else {}  # shapes already made keep their meshes
         grounds_cached = self._ground_of if extent == self.extent else {}
