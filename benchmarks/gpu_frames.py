@@ -38,6 +38,7 @@ def frames(n: int, engine: str, count: int, warm: int, scene_name: str = "murmur
     renderer, for ``n`` boids of ``scene_name`` (murmuration or bench)."""
     from flock3d import Flock
     from flock3d.bench import bench_params
+    from flock3d.look.motion import FrameAcceleration
     from flock3d.scene import Scene, resolve_scene
     from flock3d.viewer.offscreen import OffscreenRenderer
 
@@ -50,15 +51,13 @@ def frames(n: int, engine: str, count: int, warm: int, scene_name: str = "murmur
     per_frame = max(1, round(1.0 / 30.0 / flock.params.dt))
     times: dict[str, list[float]] = {phase: [] for phase in PHASES}
     with OffscreenRenderer(scene, size=(1280, 800), supersample=1) as renderer:
-        state, last = flock.state, None
+        state, change = flock.state, FrameAcceleration()
         for k in range(warm + count):
             t0 = time.perf_counter()
             flock.step(per_frame)
             t1 = time.perf_counter()
             with state.reading():  # the first read after a step downloads the device's state
-                velocities = state.velocities.copy()
-                acceleration = None if last is None else (velocities - last) / (per_frame * flock.params.dt)
-                last = velocities
+                acceleration = change.read(state.velocities, state.time)
                 t2 = time.perf_counter()
                 renderer.visuals.update(state, acceleration=acceleration)
                 t3 = time.perf_counter()

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, NamedTuple
 import numpy as np
 
 from flock3d.errors import Flock3dError
+from flock3d.look.motion import FrameAcceleration
 
 if TYPE_CHECKING:
     from flock3d.core.state import FlockState
@@ -210,25 +211,22 @@ def simulated_frames(flock: Flock, plan: Playback) -> Iterator[tuple[FlockState,
         edit it (it is read within :meth:`~flock3d.core.state.FlockState.reading`: a GPU
         flock's state is not sent back).
     """
-    # The velocities are read once a frame, after its steps: reading them before a frame's last
-    # step too cost a GPU flock a second download of its whole state every frame.
-    acceleration, last = None, None  # last: (velocities, time) at the frame before
+    change = FrameAcceleration()
+    acceleration = None
     state = flock.state
     for step in plan.indices:
         due = int(step) - flock.step_count
-        if due > 0:
-            if last is None:
-                if due > 1:
-                    flock.step(due - 1)
-                with state.reading():
-                    last = state.velocities.copy(), state.time
-                flock.step(1)
-            else:
-                flock.step(due)
+        if not change.read_once:  # the first frame: its velocities a step before it, or at it
+            if due > 1:
+                flock.step(due - 1)
+                due = 1
             with state.reading():
-                acceleration = (state.velocities - last[0]) / (state.time - last[1])
+                change.read(state.velocities, state.time)
+        if due > 0:
+            flock.step(due)
+            with state.reading():
+                acceleration = change.read(state.velocities, state.time)
         with state.reading():
-            last = state.velocities.copy(), state.time
             yield state, acceleration
 
 

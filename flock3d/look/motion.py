@@ -23,7 +23,7 @@ from flock3d.core.space import up_axis
 from flock3d.core.terms.flight import bank_angles
 
 __all__ = [
-    "BoidMotion", "beat", "flap", "follow_banks",
+    "BoidMotion", "FrameAcceleration", "beat", "flap", "follow_banks",
     "GRAVITY", "MAX_BANK", "BANK_SECONDS", "WING_BEATS_PER_SECOND", "WING_BEAT",
 ]  # fmt: skip
 
@@ -59,6 +59,35 @@ def follow_banks(orientations, acceleration, up, keep, gravity, limit, banks):
             lateral = (acceleration[i, 0] * rx + acceleration[i, 1] * ry + acceleration[i, 2] * rz) / norm
             target = min(max(math.atan(lateral / gravity), -limit), limit)
         banks[i] += (target - banks[i]) * keep
+
+
+class FrameAcceleration:
+    """The boids' mean acceleration between two reads of their velocities: what banks them in a
+    picture drawn once every few steps (a window's frame, a video's). Each read copies the
+    velocities once: a GPU flock's read downloads its whole state, so a picture reads them after
+    its steps only, never before its last step too."""
+
+    def __init__(self) -> None:
+        self._last: tuple[np.ndarray, float] | None = None  # the velocities and when they were read
+
+    @property
+    def read_once(self) -> bool:
+        """Whether velocities were read since it was made or :meth:`forget` was called."""
+        return self._last is not None
+
+    def forget(self) -> None:
+        """Start again: the next read has nothing to compare with (a new flock)."""
+        self._last = None
+
+    def read(self, velocities: np.ndarray, time: float) -> np.ndarray | None:
+        """Copy ``velocities`` (N, 3), read at simulated ``time`` [s]; return their change since
+        the last read over the time between, units/s^2. None at the first read, and after a read
+        of another count of boids or at a time not after the last read's (a flock started over)."""
+        now = np.array(velocities, dtype=np.float64, copy=True)
+        last, self._last = self._last, (now, time)
+        if last is None or last[0].shape != now.shape or time <= last[1]:
+            return None
+        return (now - last[0]) / (time - last[1])
 
 
 class BoidMotion:

@@ -35,6 +35,7 @@ from flock3d.core.params import Params
 from flock3d.core.state import FlockState
 from flock3d.errors import Flock3dError
 from flock3d.flock import Flock
+from flock3d.look.motion import FrameAcceleration
 from flock3d.look.world import shape_key
 from flock3d.scene import Scene
 from flock3d.viewer.phases import PhaseTimes
@@ -226,7 +227,7 @@ class Session:
         self.lock = threading.RLock()
         self._generation = 0
         self._acceleration = np.zeros_like(self.flock.velocities)
-        self._last_velocities: tuple[np.ndarray, float] | None = None  # and the time they were read
+        self._change = FrameAcceleration()  # the velocities of the last read, and when
         self._snapshot: Snapshot | None = None
         self._first_step_done = threading.Event()
         self._worker = Worker(self)
@@ -279,7 +280,7 @@ class Session:
             self.clock.reset()
             self._generation += 1
             self._acceleration = np.zeros_like(flock.velocities)
-            self._last_velocities = None
+            self._change.forget()
             self._publish()
 
     def new_flock(self, params: Params, seed: int) -> Flock:
@@ -393,14 +394,10 @@ class Session:
         flock = self.flock
         flock.step(n)
         state = flock.state
-        with state.reading():
-            velocities, time_now = state.velocities.copy(), state.time
-        last = self._last_velocities
-        if last is not None and last[0].shape == velocities.shape and time_now > last[1]:
-            self._acceleration = (velocities - last[0]) / (time_now - last[1])
-        else:
-            self._acceleration = np.zeros_like(velocities)  # a new flock, or a jump back in time
-        self._last_velocities = (velocities, time_now)
+        with state.reading():  # read, not edited: nothing goes back to a GPU flock's device
+            change = self._change.read(state.velocities, state.time)
+            # None: a new flock, or a jump back in time
+            self._acceleration = np.zeros_like(state.velocities) if change is None else change
         self._first_step_done.set()
 
     def advance(self, real_elapsed: float) -> int:
