@@ -12,8 +12,8 @@ of a simulated second. Each phase is the median ms a frame over ``--frames`` fra
 (:mod:`flock3d.viewer.session`), in one thread rather than two, without Qt:
 
 - steps: the flock's steps to the frame's time (on the GPU: until its one read back);
-- copy: the state read once into host arrays (a GPU flock's download) and the acceleration
-  since the last frame's velocities (which banks the boids);
+- copy: the state read once into host arrays (a GPU flock's download);
+- acceleration: the velocities' change since the last frame's (which banks the boids);
 - instance data: the boids' buffers written (:meth:`FlockVisuals.update`);
 - draw: the canvas drawn into its frame buffer and read back as an image.
 
@@ -30,7 +30,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's flock3d
 
-PHASES = ("steps", "copy", "instance data", "draw")
+PHASES = ("steps", "copy", "acceleration", "instance data", "draw")
 
 
 def frames(n: int, engine: str, count: int, warm: int, scene_name: str = "murmuration") -> dict:
@@ -57,15 +57,18 @@ def frames(n: int, engine: str, count: int, warm: int, scene_name: str = "murmur
             flock.step(per_frame)
             t1 = time.perf_counter()
             with state.reading():  # the first read after a step downloads the device's state
-                acceleration = change.read(state.velocities, state.time)
+                velocities = state.velocities
                 t2 = time.perf_counter()
-                renderer.visuals.update(state, acceleration=acceleration)
+                acceleration = change.read(velocities, state.time)
                 t3 = time.perf_counter()
-                image = renderer.canvas.render(alpha=False)
+                renderer.visuals.update(state, acceleration=acceleration)
                 t4 = time.perf_counter()
+                image = renderer.canvas.render(alpha=False)
+                t5 = time.perf_counter()
             assert image.shape[:2] == (800, 1280)
             if k >= warm:
-                for phase, (a, b) in zip(PHASES, ((t0, t1), (t1, t2), (t2, t3), (t3, t4)), strict=True):
+                stamps = (t0, t1, t2, t3, t4, t5)
+                for phase, a, b in zip(PHASES, stamps, stamps[1:], strict=False):
                     times[phase].append((b - a) * 1e3)
         from vispy.gloo import gl
 

@@ -15,7 +15,7 @@ import threading
 import numba
 import numpy as np
 
-__all__ = ["cuda", "missing", "simulated", "jit_options", "INSTALL"]
+__all__ = ["cuda", "missing", "simulated", "jit_options", "pin", "PIN_BYTES", "INSTALL"]
 
 #: How a user gets what the GPU engine needs.
 INSTALL = 'pip install "flock3d[gpu]"'
@@ -130,3 +130,20 @@ def jit_options(max_registers: int | None) -> dict:
     """``cuda.jit``'s keywords for a step's kernel: a cap on its registers a thread, if any (more
     threads resident, each with fewer registers; the simulator takes no cap)."""
     return {"max_registers": int(max_registers)} if max_registers and not simulated() else {}
+
+
+#: Host arrays smaller than this are copied as they are, not page-locked (:func:`pin`).
+PIN_BYTES = 1 << 20
+
+
+def pin(array: np.ndarray) -> object | None:
+    """Page-lock ``array``'s memory for the device's copies while the handle returned is held
+    (the driver copies pageable memory through a buffer of its own, at a fraction of the bus's
+    speed); None where it is not: an array under :data:`PIN_BYTES` or not contiguous, the
+    simulator, or memory the driver refuses (a page another array already locked)."""
+    if simulated() or array.nbytes < PIN_BYTES or not array.flags.c_contiguous:
+        return None
+    try:
+        return cuda.current_context().mempin(array, array.ctypes.data, array.nbytes)
+    except Exception:  # noqa: BLE001 - the driver's refusal: the copy is then a pageable one
+        return None
