@@ -17,6 +17,7 @@ features the covering set compiles in other combinations. A step kernel takes 5-
 
 from __future__ import annotations
 
+import re
 import sys
 
 import numba.cuda.dispatcher
@@ -136,6 +137,11 @@ RULES = {
 }
 
 
+#: A load from generic memory (no state space named: ``ld.f64``, ``ld.v2.u32``), which the device
+#: resolves at run time; a kernel argument's elements load as ``ld.global``.
+GENERIC_LOAD = re.compile(r"^\s*ld(?:\.v\d)?\.[bfsu]\d+\s", re.MULTILINE)
+
+
 class _Device:
     compute_capability = CC
 
@@ -177,8 +183,9 @@ def main(words: list[str]) -> int:
     jobs = [job for job in jobs if not only or any(word in job[0] for word in only)][part - 1 :: parts]
     for name, fn, sig in jobs:
         try:
-            cuda.compile_ptx(fn, sig, cc=CC)
-            print(f"ok {name}", flush=True)
+            ptx, _ = cuda.compile_ptx(fn, sig, cc=CC)
+            generic = len(GENERIC_LOAD.findall(ptx))
+            print(f"ok {name}" + (f" [{generic} generic loads]" if generic else ""), flush=True)
         except Exception as error:  # noqa: BLE001 - each kernel's own verdict
             failed += 1
             print(f"FAIL {name}: {type(error).__name__}: {str(error)[:2000]}", flush=True)

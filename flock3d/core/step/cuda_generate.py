@@ -19,6 +19,7 @@ as a batch of one.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -36,6 +37,8 @@ __all__ = ["Shape", "DEFAULT_SHAPE", "MAX_FLOAT32_BOIDS", "generate", "unsupport
 #: The columns the pair sums run over with topological neighbours: the candidates' (read in
 #: place), at the rows ``sel`` of the k nearest chosen.
 _NEAREST = {**_CANDIDATES, "m": "n_sel"}
+#: The template's views of the columns of ``cols`` (N, 8) every boid reads, in column order.
+_COLUMNS = ("bx", "by", "bz", "bvx", "bvy", "bvz", "bid")
 #: A part of the candidates a model's sums are called on (:meth:`_CudaGenerator.summed`): the
 #: thread's local arrays of positions and velocities (or headings).
 _PART = ("qbx", "qby", "qbz", "qbvx", "qbvy", "qbvz")
@@ -154,12 +157,22 @@ class _CudaGenerator(_Generator):
             batch += [f"{name} = cuda.local.array({MAX_NEAREST}, numba.float64)" for name in _PART]
         holes = {"boid": list(boid), "turn": [] if self.shape.split else list(turn),
                  "species": self._species_lines(), "batch": batch, "world": self._world_lines()}  # fmt: skip
-        source = self._header() + "\n@_kernel\n" + self._fill(cuda_template.advance, holes)
+        source = self._header() + "\n@_kernel\n" + self._direct(self._fill(cuda_template.advance, holes))
         if self.shape.split:  # the turn and the move, uncapped: its own registers, not the pair loop's
             holes = {"turned": self._turned_lines(), "turn": [*self._carried_lines(), *turn],
                      "world": self._world_lines()}  # fmt: skip
             source += "\n\n@_settle\n" + self._fill(cuda_template.settle, holes)
         return source
+
+    @staticmethod
+    def _direct(source: str) -> str:
+        """``source`` with each read of a candidate's column view at a plain row (``bx[j]``, as
+        the terms' lines read it) made a read of ``cols`` itself (``cols[j, 0]``): numba-cuda
+        loads a kernel argument's element as global memory at a fixed stride, a strided view's as
+        generic memory at a run-time one (on an H200 the bench scene's step at 1M was 3-4 % the
+        faster, benchmarks/NOTES.md). The views stay for what takes a whole column."""
+        return re.sub(r"\b(bx|by|bz|bvx|bvy|bvz|bid)\[(\w+)\]",
+                      lambda m: f"cols[{m.group(2)}, {_COLUMNS.index(m.group(1))}]", source)  # fmt: skip
 
     def call_at(self, called: Any, owner: str = "") -> str:
         # numba-cuda compiles the function itself as a device function: no address to call.
@@ -283,8 +296,7 @@ class _CudaGenerator(_Generator):
           "qw, qx, qy, qz = quat[i, 0], quat[i, 1], quat[i, 2], quat[i, 3]")  # fmt: skip
         c(*tail)
 
-    @staticmethod
-    def _in_runs(c: _Lines, body: list[str], after: Sequence[str] = ()) -> None:
+    def _in_runs(self, c: _Lines, body: list[str], after: Sequence[str] = ()) -> None:
         """``body`` (a loop's body over the candidates ``jj``) run over the candidate runs, and
         ``after`` after each run."""
         c("for run in range(RUNS):", "    lo, hi = candidate_run(run, cx, cy, cz, gi, start, periodic)")
@@ -302,13 +314,17 @@ class _CudaGenerator(_Generator):
             wrapped = self.layout.periodic and not (axis == "z" and self.layout.planar)
             return f"image({d}, sides[{side}], True)" if wrapped else d
 
-        return [f"j = {j}", f"dx = {offset('x', 0)}", f"dy = {offset('y', 1)}", f"dz = {offset('z', 2)}",
-                "d2 = dx * dx + dy * dy + dz * dz", "dot = fx * dx + fy * dy + fz * dz"]  # fmt: skip
+        # an unsigned row, as the CPU's: no test of a negative index wrapping around
+        return [f"j = numba.uint64({j})", f"dx = {offset('x', 0)}", f"dy = {offset('y', 1)}",
+                f"dz = {offset('z', 2)}", "d2 = dx * dx + dy * dy + dz * dz",
+                "dot = fx * dx + fy * dy + fz * dz"]  # fmt: skip
 
     def _offset_to_candidate(self, c: _Lines, b: dict[str, str], rel: bool = True) -> None:
-        c(*self._offset_lines("sel[jj]" if b is _NEAREST else "jj"))
+        *offset, dot = self._offset_lines("sel[jj]" if b is _NEAREST else "jj")
         if self.shape.guard and not rel:  # the built-in pair loop (a NaN distance goes on, as on the CPU)
-            c("if d2 >= reach2:", "    continue")
+            c(*offset, "if d2 >= reach2:", "    continue", dot)  # nothing more computed for one beyond
+        else:
+            c(*offset, dot)
         if self.layout.species and rel:
             c(f"rel = row + C.species_index(bid[j], {self.v('ends')})")
 
