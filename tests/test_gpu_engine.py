@@ -301,8 +301,8 @@ PTX_KERNELS, PTX_PARTS = 10 + 5 + 14 + 2 + 3 * 2, 3
 #: Layouts whose step reads nothing through a view: every load names its state space (the
 #: candidates' columns are read from the kernel's argument, ``cols[j, c]``; a strided view's
 #: element is a generic load, resolved at run time, 3-4 % of the bench scene's step on an H200).
-DIRECT_READS = ("sphere, wander, containment", "box", "periodic 2D", "open, predators", "mesh turn limit, roost",
-                "vicsek 2D", "couzin", "cucker-smale")  # fmt: skip
+DIRECT_READS = ("sphere, wander, containment", "box", "periodic 2D", "open, predators",
+                "mesh turn limit, roost", "vicsek 2D", "couzin", "cucker-smale")  # fmt: skip
 
 
 @needs_numba_cuda

@@ -135,6 +135,10 @@ class Instances:
         self.buffers = {name: gloo.VertexBuffer(np.zeros((1, width), np.float32), divisor=1)
                         for name, width in self.LAYOUT}  # fmt: skip
         self.n = 0
+        # Each buffer's rows in float32, kept from frame to frame and written over: a new array a
+        # frame cost the memory's first touch too (a third of the instance data's time at 1M boids).
+        # vispy uploads them when it next draws, so what a buffer shows is the last frame written.
+        self._rows: dict[str, np.ndarray] = {}
 
     def write(self, **values) -> None:
         """Rows for the next frame, by attribute name without its ``a_`` (``position=(N, 3)``,
@@ -145,7 +149,12 @@ class Instances:
         if self.n == 0:
             return  # vispy cannot draw zero instances: the visuals hide
         for name, rows in values.items():
-            write_rows(self.buffers[f"a_{name}"], rows, self.n)
+            name = f"a_{name}"
+            kept = self._rows.get(name)
+            if kept is None or len(kept) != self.n:
+                kept = self._rows[name] = np.empty((self.n, dict(self.LAYOUT)[name]), np.float32)
+            np.copyto(kept, np.reshape(rows, (self.n, -1)))
+            write_rows(self.buffers[name], kept, self.n)
         for name, width in self.LAYOUT:  # vispy draws only buffers of one size: zeros until written
             if self.buffers[name].size != self.n:
                 write_rows(self.buffers[name], np.zeros((self.n, width), np.float32), self.n)
