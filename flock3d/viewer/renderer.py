@@ -210,14 +210,9 @@ class FlockVisuals:
     show_arena = property(lambda self: self.guides.show_arena, doc="Whether the arena's outline is wanted.")
     show_guides = property(lambda self: self.guides.show_guides, doc="Whether the guides are shown.")
 
-    @property
-    def show_vectors(self) -> bool:
-        """Whether each boid's velocity and steering lines are drawn."""
-        return self.tracks.show_vectors
-
-    @show_vectors.setter
-    def show_vectors(self, on: bool) -> None:
-        self.tracks.show_vectors = on
+    show_vectors = property(lambda self: self.tracks.show_vectors,
+                            lambda self, on: setattr(self.tracks, "show_vectors", on),
+                            doc="Whether each boid's velocity and steering lines are drawn.")  # fmt: skip
 
     def _show_world(self, params: Params, show_arena: bool, world: WorldArrays | None = None) -> None:
         """(Re)build the objects, obstacles, path and attractors (the objects from ``world`` when it
