@@ -243,7 +243,9 @@ def test_flock_shape_quick_the_altitude_spring_makes_the_thin_vertical_axis(tmp_
 @pytest.mark.slow
 @pytest.mark.gui
 def test_agitation_waves_quick_bands_outrun_the_flock_and_fade_when_the_bank_decays_not_the_copying(tmp_path):
-    out = flock3d("experiment", "agitation-waves", "--out", tmp_path, "--quick")
+    # In a process of its own: it renders offscreen (EGL), and vispy binds one backend a process;
+    # the window tests use Qt in the test processes, and one after it in this process could not.
+    out = flock3d("experiment", "agitation-waves", "--out", tmp_path, "--quick", process=True)
     if out.returncode != 0 and "needs EGL" in out.stderr:
         pytest.skip("no EGL/OpenGL for offscreen rendering here")
     assert out.returncode == 0, out.stderr
