@@ -74,6 +74,24 @@ def test_deeply_nested_toml_is_one_line(tmp_path, text):
     assert_one_line_failure(flock3d("check", path), f"{path}: arrays or tables nested too deeply")
 
 
+def test_a_key_of_thousands_of_parts_is_refused_before_it_is_parsed(tmp_path, monkeypatch):
+    # tomllib takes time quadratic in a dotted key's parts: a 1 MB file of one key would take most
+    # of an hour. A key of more parts than a scene can hold is refused without parsing.
+    import tomllib
+
+    parsed = []
+    monkeypatch.setattr(tomllib, "loads", lambda text: parsed.append(text) or {})
+    path = tmp_path / "long-key.toml"
+    path.write_text('name = "long key"\n' + "seed" + ".a" * (MAX_SCENE_BYTES // 2 - 20) + " = 1\n")
+    with pytest.raises(SceneError, match="nested too deeply"):
+        load_scene(path)
+    assert parsed == []
+    # a description with a few dots on a line of its own, in a multi-line string, is still read
+    monkeypatch.undo()
+    path.write_text('name = "dots"\ndescription = """\nsee a.b.c.d.e.f.g.h.i.j = 1 in the notes\n"""\n')
+    assert load_scene(path).name == "dots"
+
+
 def test_deeply_nested_set_and_param_values_are_one_line(tmp_path):
     deep = "[" * 5000 + "]" * 5000
     out = flock3d("run", "default", "--steps", "1", "--set", f"flock.count={deep}")

@@ -161,6 +161,12 @@ MAX_SCENE_BYTES = 1 << 20
 #: a path's points, is 3 levels below its section.
 MAX_SCENE_DEPTH = 8
 
+#: Most dots before the ``=`` of a line a scene may have: a key of more parts is refused before
+#: it is parsed. tomllib takes time quadratic in a dotted key's parts (20,000 parts took seconds;
+#: a 1 MB file of one key would take most of an hour), and a scene's keys have at most
+#: MAX_SCENE_DEPTH; the margin leaves alone any line of a multi-line string that has a few dots.
+MAX_KEY_DOTS = 64
+
 
 def load_scene(
     path: str | Path, overrides: Iterable[str] = (), rule_names: Sequence[str] | None = None
@@ -233,6 +239,8 @@ def parse_scene(
         raise SceneError([f"{source}: not a text file (contains NUL bytes); expected a TOML scene"])
     if not text.strip():
         raise SceneError([f'{source}: empty file; a scene needs at least one key, e.g. name = "my scene"'])
+    if any(line.partition("=")[0].count(".") > MAX_KEY_DOTS for line in text.splitlines() if "=" in line):
+        raise SceneError([f"{source}: {_too_deep()}"])
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
