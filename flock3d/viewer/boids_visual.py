@@ -135,9 +135,9 @@ class Instances:
         self.buffers = {name: gloo.VertexBuffer(np.zeros((1, width), np.float32), divisor=1)
                         for name, width in self.LAYOUT}  # fmt: skip
         self.n = 0
-        # Each buffer's rows in float32, kept from frame to frame and written over: a new array a
-        # frame cost the memory's first touch too (a third of the instance data's time at 1M boids).
-        # vispy uploads them when it next draws, so what a buffer shows is the last frame written.
+        # Each buffer's rows in float32, kept from frame to frame and written over (a new array a
+        # frame is memory touched for the first time, every frame). vispy uploads them when it
+        # next draws, so what a buffer shows is the last frame written before that draw.
         self._rows: dict[str, np.ndarray] = {}
 
     def write(self, **values) -> None:

@@ -296,7 +296,8 @@ class _CudaGenerator(_Generator):
           "qw, qx, qy, qz = quat[i, 0], quat[i, 1], quat[i, 2], quat[i, 3]")  # fmt: skip
         c(*tail)
 
-    def _in_runs(self, c: _Lines, body: list[str], after: Sequence[str] = ()) -> None:
+    @staticmethod
+    def _in_runs(c: _Lines, body: list[str], after: Sequence[str] = ()) -> None:
         """``body`` (a loop's body over the candidates ``jj``) run over the candidate runs, and
         ``after`` after each run."""
         c("for run in range(RUNS):", "    lo, hi = candidate_run(run, cx, cy, cz, gi, start, periodic)")
