@@ -106,6 +106,12 @@ def _in_this_process(args: tuple[str, ...], env: dict, cwd) -> subprocess.Comple
         except Exception:  # noqa: BLE001 - what the interpreter does with it
             traceback.print_exc()
             code = 1
+    offscreen = sys.modules.get("flock3d.viewer.offscreen")
+    # vispy binds one backend a process, and the window tests use Qt in the test processes: a
+    # command that rendered offscreen here would fail whichever window test came after it
+    assert offscreen is None or not offscreen._selected, (
+        f"flock3d {' '.join(args)} rendered offscreen in the test process: give it process=True"
+    )
     texts = []
     for stream in (out, err):
         stream.flush()
