@@ -303,3 +303,28 @@ def test_the_readme_states_the_layers_the_test_checks():
     for names in LAYERS:
         line = ", ".join(names)
         assert line in section, f"README.md's Layers section does not list: {line}"
+
+
+def model_names_written_outside_their_modules(package: pathlib.Path) -> list[str]:
+    """Where a model's name is written as a string in the package outside ``core/models/``."""
+    from flock3d.core.models import MODELS
+
+    names = {f'"{model.name}"' for model in MODELS if model.name != "boids"}
+    models = package / "core" / "models"
+    found = []
+    for path in sorted(package.rglob("*.py")):
+        if models in path.parents:
+            continue
+        for number, line in enumerate(path.read_text().splitlines(), 1):
+            found += [f"{path.relative_to(package.parent)}:{number}: {n}" for n in names if n in line]
+    return found
+
+
+def test_a_models_name_is_written_only_in_its_own_module(tmp_path):
+    # A model is one module (issue 36): everything else asks the registry, so adding a model
+    # touches nothing outside it. The check must see a name written elsewhere.
+    assert model_names_written_outside_their_modules(PACKAGE) == []
+    (tmp_path / "flock3d" / "core" / "models").mkdir(parents=True)
+    (tmp_path / "flock3d" / "core" / "models" / "vicsek.py").write_text('name = "vicsek"\n')
+    (tmp_path / "flock3d" / "panel.py").write_text('if model == "vicsek":\n    pass\n')
+    assert model_names_written_outside_their_modules(tmp_path / "flock3d") == ['flock3d/panel.py:1: "vicsek"']

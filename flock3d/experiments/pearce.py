@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 
 from flock3d import metrics
+from flock3d.core.models.pearce import Pearce
 from flock3d.core.params import Params
 from flock3d.flock import Flock
 from flock3d.opacity import sky_opacity, view_opacity
@@ -33,7 +34,7 @@ LINK = 2.25
 KINDS = {
     "metric": {},
     "topological": {"neighbours": 7, "view_distance": 10.0},
-    "projection": {"model": "pearce", "speed": 1.0, "dt": 1.0},
+    "projection": {"model": Pearce.name, "speed": 1.0, "dt": 1.0},
 }
 
 

@@ -21,6 +21,7 @@ import numpy as np
 from flock3d import metrics
 from flock3d.core import quaternion
 from flock3d.core.models import model_of
+from flock3d.core.models.ism import InertialSpin
 from flock3d.core.models.vicsek import DEFAULTS as VICSEK_DEFAULTS
 from flock3d.core.params import Params
 from flock3d.flock import Flock
@@ -218,8 +219,8 @@ def turning_waves(quick: bool, seed: int, progress: bool | None) -> Result:
         60.0,
         0.05,
     )
-    spin = Params(model="ism", count=n, arena_shape="none", speed=speed, view_distance=radius, fov=360.0,
-                  max_turn_rate=math.inf, dt=dt, ism_inertia=1.25, ism_friction=0.02,
+    spin = Params(model=InertialSpin.name, count=n, arena_shape="none", speed=speed, view_distance=radius,
+                  fov=360.0, max_turn_rate=math.inf, dt=dt, ism_inertia=1.25, ism_friction=0.02,
                   ism_temperature=0.05)  # fmt: skip
     runs = [(f"ISM, J = {j:g}", spin.replace(ism_coupling=j),
              spin.replace(ism_coupling=j, ism_friction=0.3 * math.sqrt(j))) for j in couplings]  # fmt: skip

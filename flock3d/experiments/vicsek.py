@@ -24,8 +24,8 @@ def vicsek_fig2a(quick: bool, seed: int, progress: bool | None) -> Result:
 
     v_a = |sum v_i| / (N v0), for N = 40, 100, 400 and 4,000.
 
-    The paper's model and values (``model = "vicsek"``: a periodic square of side L = sqrt(N / 4),
-    v0 = 0.03, r = 1, Delta t = 1, noise uniform in [-eta/2, eta/2]). Each run starts from
+    The paper's model (:mod:`flock3d.core.models.vicsek`) and values (a periodic square of side
+    L = sqrt(N / 4), v0 = 0.03, r = 1, Delta t = 1, noise uniform in [-eta/2, eta/2]). Each run starts from
     random positions and directions, settles, and then v_a is averaged over the measuring
     steps (sampled every 10) and over repeats (more for the small flocks, which fluctuate
     more). Ordering from random directions takes longer in a larger box, so N = 4,000
