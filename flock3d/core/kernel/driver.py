@@ -135,7 +135,7 @@ def _move_rows(lo, hi, ids, unpermute, pos, vel, quat, waypoints, pos_to, vel_to
         wp_to[i] = waypoints[k]
 
 
-def _make_advance(periodic, predators):
+def _make_advance(periodic, hunting):
     """The driver's step loop for a periodic arena or not, with predators or not.
 
     Both are constants of the closure, so numba drops the branches a flock does not use
@@ -186,7 +186,7 @@ def _make_advance(periodic, predators):
             grid = (chunk_cells(cells.cell_start, n, n_chunks), gf, gi, cells.order, cells.cell_start)
             hunters = pred_pos.copy()  # boids flee from where the predators were
             inputs = (pv, flags, box, sides, world, world_at, hunters, status)
-            if predators:
+            if hunting:  # not the argument `predators`, a tuple, always true
                 hunt(pred_pos, pred_vel, pred_quat, pos_c, rows[0], box, periodic, flags[WRAPS],
                      flags[PLANAR], fixed[2], dt, fixed[3], fixed[4], fixed[5])  # fmt: skip
             for phase in (GATHER, ADVANCE):
