@@ -5,6 +5,7 @@ import math
 
 import numpy as np
 import pytest
+from scipy.spatial import cKDTree
 
 from flock3d.core import geometry as g
 from flock3d.core.objects import Object, object_sdf, pack_objects
@@ -67,12 +68,13 @@ def local_sdf(shape, p):
 @pytest.mark.slow
 @pytest.mark.parametrize("shape", ["box", "cylinder", "capsule", "torus"])
 def test_closed_forms_are_the_distance_to_the_surface(shape):
-    surface = surface_samples(shape)
+    # The nearest of ~10^6 surface samples, found by a k-d tree (exactly the brute force's minimum).
+    surface = cKDTree(surface_samples(shape))
     points = RNG.uniform(-5, 5, (300, 3))
     spacing = 2 * math.pi * 4 / 400  # the samples' widest gap bounds the brute force's error
-    for p in points:
+    nearest, _ = surface.query(points)
+    for p, brute in zip(points, nearest, strict=True):
         d = local_sdf(shape, p)[0]
-        brute = np.min(np.linalg.norm(surface - p, axis=1))
         assert abs(abs(d) - brute) < spacing, (p, d, brute)
 
 
