@@ -1,7 +1,7 @@
-"""Two versions of flock3d, side by side: how long the default scene's first step takes cold;
+"""Two versions of flock3d, side by side: how long a scene's first step takes cold;
 or, for one checkout, how long every shipped scene takes to open cold and warm.
 
-    python benchmarks/cold_start.py OLD_CHECKOUT NEW_CHECKOUT [--rounds 3]
+    python benchmarks/cold_start.py OLD_CHECKOUT NEW_CHECKOUT [--rounds 3] [--scene NAME] [--fresh-install]
     python benchmarks/cold_start.py --scenes CHECKOUT [NAME ...]
     python benchmarks/cold_start.py --after-background CHECKOUT [NAME ...]
 
@@ -19,9 +19,12 @@ rather than after a minute), and then each scene is opened in that session in tu
 
 Each checkout is a folder holding a ``flock3d`` package (a git worktree of the commit to
 compare). Each measurement is a fresh process with an empty step cache (its own
-``FLOCK3D_CACHE_DIR``) that imports that checkout, builds the default scene's flock and takes
-one step: the step is generated and compiled then. The versions alternate, round after round.
-Prints each version's first-step seconds, their median, and the median of import + build.
+``FLOCK3D_CACHE_DIR``) that imports that checkout, builds the flock of the default scene (or
+``--scene NAME``) and takes one step: the step is generated and compiled then. With
+``--fresh-install`` numba's cache is empty too (its own ``NUMBA_CACHE_DIR``): everything the step
+shares with other scenes (the driver, the turn and move, a world's distances) compiles as well, as
+on a new machine. The versions alternate, round after round. Prints each version's first-step
+seconds, their median, and the median of import + build.
 """
 
 from __future__ import annotations
@@ -42,8 +45,8 @@ t0 = time.perf_counter()
 import flock3d
 assert flock3d.__file__.startswith({root!r}), flock3d.__file__
 from flock3d.flock import Flock
-from flock3d.scene import default_scene
-flock = Flock(default_scene().params, seed=0)
+from flock3d.scene import resolve_scene
+flock = Flock.from_scene(resolve_scene({name!r}))
 t1 = time.perf_counter()
 flock.step(1)
 print(json.dumps({{"build": t1 - t0, "first": time.perf_counter() - t1}}))
@@ -137,10 +140,12 @@ def scene_table(root: Path, names: list[str]) -> None:
           f"{statistics.median(warm):.1f})")  # fmt: skip
 
 
-def measure(root: Path) -> dict:
+def measure(root: Path, name: str, fresh_install: bool) -> dict:
     with tempfile.TemporaryDirectory() as cache:
         env = {**os.environ, "FLOCK3D_CACHE_DIR": cache}
-        return run_fresh(MEASURE.format(root=str(root.resolve())), str(root), env)
+        if fresh_install:
+            env["NUMBA_CACHE_DIR"] = os.path.join(cache, "numba")
+        return run_fresh(MEASURE.format(root=str(root.resolve()), name=name), str(root), env)
 
 
 def main() -> None:
@@ -148,6 +153,10 @@ def main() -> None:
     parser.add_argument("old", type=Path, help="a checkout (with --scenes: the one to measure)")
     parser.add_argument("new", nargs="*", help="a checkout (with --scenes: scene names; default all)")
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--scene", default="default", help="the scene of the side-by-side runs")
+    parser.add_argument(
+        "--fresh-install", action="store_true", help="side by side, with numba's cache empty too"
+    )
     parser.add_argument("--scenes", action="store_true", help="every shipped scene's open, cold and warm")
     parser.add_argument(
         "--after-background", action="store_true", help="every shipped scene's open in a viewer's session"
@@ -165,7 +174,8 @@ def main() -> None:
     runs: dict[str, list[dict]] = {"old": [], "new": []}
     for r in range(args.rounds):
         for version in ("old", "new") if r % 2 == 0 else ("new", "old"):
-            runs[version].append(measure(args.old if version == "old" else args.new))
+            root = args.old if version == "old" else args.new
+            runs[version].append(measure(root, args.scene, args.fresh_install))
     for version, root in (("old", args.old), ("new", args.new)):
         firsts = [x["first"] for x in runs[version]]
         build = statistics.median(x["build"] for x in runs[version])
