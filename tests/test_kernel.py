@@ -257,15 +257,17 @@ def test_a_world_keep_out_missing_from_the_cache_is_compiled_by_the_warm_up_chil
     assemble.warm_up_in_background(world, placed=True)
     rest = "_compile_shared((False, False), False, ('avoidance',))"
     assert len(launched) == 3 and launched[2][-1].endswith(rest)
-    # While the child compiles the driver (the longest), this process compiles the turn and move.
+    # While the child compiles the driver (the longest) and then the move, this process compiles
+    # the turn.
     monkeypatch.setattr(assemble, "_warm_up", None)
     monkeypatch.setattr(assemble, "driver_is_cached", lambda *options: False)
     monkeypatch.setattr(type(KEEP_OUT), "cached", lambda self: self not in (TURN_ROWS, MOVE_ROWS))
     for called in (TURN_ROWS, MOVE_ROWS):  # not looked up yet in this process
         monkeypatch.setattr(called, "_address", None)
     assemble.warm_up_in_background(Params())
-    assert len(launched) == 4 and launched[3][-1].endswith("_compile_shared((False, False), True, ())")
-    assert TURN_ROWS._address is not None and MOVE_ROWS._address is not None
+    shared = "_compile_shared((False, False), True, ('move_rows',))"
+    assert len(launched) == 4 and launched[3][-1].endswith(shared)
+    assert TURN_ROWS._address is not None and MOVE_ROWS._address is None
     monkeypatch.undo()
     env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "numba"), "FLOCK3D_NO_WARM_UP": "1"}
     check = "from flock3d.core.terms.objects import KEEP_OUT; print(KEEP_OUT.cached())"

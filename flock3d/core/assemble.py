@@ -462,8 +462,9 @@ def warm_up_in_background(params: Params, placed: bool = False) -> None:
     loads the result from the cache. Nothing happens once the cache holds them.
 
     The child compiles one function after another, so this process takes a share at once: the
-    batch's turn and move (2 s on 2 cores) when the child compiles the driver (6 s), and, called
-    after a placement that compiled the distances (``placed``: see
+    batch's turn (1.5 s on 2 cores) while the child compiles the driver (5-6 s) and then the move
+    (0.6 s), which balances the default scene's first run (its chunk, 5-6 s, compiles here after the
+    turn); and, called after a placement that compiled the distances (``placed``: see
     :func:`compile_step_beside_placement`), the keep-out. A window's process leaves all to the
     child (:func:`flock3d.core.compiling.compiles_here`).
     """
@@ -475,7 +476,7 @@ def warm_up_in_background(params: Params, placed: bool = False) -> None:
     called = [TURN_ROWS, MOVE_ROWS, *_terms_called(params)]
     here: tuple[str, ...] = ()
     if compiling.compiles_here():
-        here = (_AFTER_PLACEMENT if placed else ()) + ((TURN_ROWS.name, MOVE_ROWS.name) if driver else ())
+        here = (_AFTER_PLACEMENT if placed else ()) + ((TURN_ROWS.name,) if driver else ())
     missing = [c for c in called if not c.cached()]
     names = tuple(c.name for c in missing if c.name not in here)
     if driver or names:
