@@ -26,6 +26,7 @@ import argparse
 import statistics
 import sys
 import time
+from itertools import pairwise
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's flock3d
@@ -67,8 +68,7 @@ def frames(n: int, engine: str, count: int, warm: int, scene_name: str = "murmur
                 t5 = time.perf_counter()
             assert image.shape[:2] == (800, 1280)
             if k >= warm:
-                stamps = (t0, t1, t2, t3, t4, t5)
-                for phase, a, b in zip(PHASES, stamps, stamps[1:], strict=False):
+                for phase, (a, b) in zip(PHASES, pairwise((t0, t1, t2, t3, t4, t5)), strict=True):
                     times[phase].append((b - a) * 1e3)
         from vispy.gloo import gl
 

@@ -39,6 +39,8 @@ __all__ = ["Shape", "DEFAULT_SHAPE", "MAX_FLOAT32_BOIDS", "generate", "unsupport
 _NEAREST = {**_CANDIDATES, "m": "n_sel"}
 #: The template's views of the columns of ``cols`` (N, 8) every boid reads, in column order.
 _COLUMNS = ("bx", "by", "bz", "bvx", "bvy", "bvz", "bid")
+#: A read of one of those views at a plain row: ``bx[j]``.
+_COLUMN_READ = re.compile(rf"\b({'|'.join(_COLUMNS)})\[(\w+)\]")
 #: A part of the candidates a model's sums are called on (:meth:`_CudaGenerator.summed`): the
 #: thread's local arrays of positions and velocities (or headings).
 _PART = ("qbx", "qby", "qbz", "qbvx", "qbvy", "qbvz")
@@ -171,8 +173,7 @@ class _CudaGenerator(_Generator):
         loads a kernel argument's element as global memory at a fixed stride, a strided view's as
         generic memory at a run-time one (on an H200 the bench scene's step at 1M was 3-4 % the
         faster, benchmarks/NOTES.md). The views stay for what takes a whole column."""
-        return re.sub(r"\b(bx|by|bz|bvx|bvy|bvz|bid)\[(\w+)\]",
-                      lambda m: f"cols[{m.group(2)}, {_COLUMNS.index(m.group(1))}]", source)  # fmt: skip
+        return _COLUMN_READ.sub(lambda m: f"cols[{m.group(2)}, {_COLUMNS.index(m.group(1))}]", source)
 
     def call_at(self, called: Any, owner: str = "") -> str:
         # numba-cuda compiles the function itself as a device function: no address to call.
