@@ -593,7 +593,7 @@ def _turn_pass(pos, vel, quat, heads, turn, box, moved, n_chunks):
                 staged[kernel.P_X + a, r] = pos[k, a]
                 staged[kernel.LIMIT + a, r] = turn[3 + a]
             staged[kernel.S_MIN, r], staged[kernel.S_MAX, r] = turn[1], turn[2]
-        kernel.turn_rows(k1 - k0, staged, turned, False, 0.0, 1.0, 0.0)
+        kernel.turn_rows(k1 - k0, staged, turned)
         kernel.move_rows(k0, k1 - k0, staged, turned, failed, dt, box, False, False, to_quat, to_vel, to_pos,
                          ids, status, t)  # fmt: skip
 

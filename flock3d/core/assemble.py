@@ -64,7 +64,7 @@ from flock3d.core.kernel import (
     synchronous_driver,
 )
 from flock3d.core.kernel.calls import REGISTRY
-from flock3d.core.kernel.motion import MOVE_ROWS, TURN_ROWS
+from flock3d.core.kernel.motion import MOVE_ROWS, turn_called
 from flock3d.core.models import MODELS_BY_NAME, model_of
 from flock3d.core.objects import clearances_cached, load_clearances
 from flock3d.core.params import TERMS, Params
@@ -462,7 +462,7 @@ def warm_up_in_background(params: Params, placed: bool = False) -> None:
     loads the result from the cache. Nothing happens once the cache holds them.
 
     The child compiles one function after another, so this process takes a share at once: the
-    batch's turn (1.5 s on 2 cores) while the child compiles the driver (5-6 s) and then the move
+    batch's turn (0.7 s on 2 cores) while the child compiles the driver (5-6 s) and then the move
     (0.6 s), which balances the default scene's first run (its chunk, 5-6 s, compiles here after the
     turn); and, called after a placement that compiled the distances (``placed``: see
     :func:`compile_step_beside_placement`), the keep-out. A window's process leaves all to the
@@ -473,10 +473,11 @@ def warm_up_in_background(params: Params, placed: bool = False) -> None:
         return
     options = (params.arena_shape == "periodic", params.predator_count > 0)
     driver = params.update == "synchronous" and not driver_is_cached(*options)
-    called = [TURN_ROWS, MOVE_ROWS, *_terms_called(params)]
+    turn = turn_called(layout_of(params).turn)
+    called = [turn, MOVE_ROWS, *_terms_called(params)]
     here: tuple[str, ...] = ()
     if compiling.compiles_here():
-        here = (_AFTER_PLACEMENT if placed else ()) + ((TURN_ROWS.name,) if driver else ())
+        here = (_AFTER_PLACEMENT if placed else ()) + ((turn.name,) if driver else ())
     missing = [c for c in called if not c.cached()]
     names = tuple(c.name for c in missing if c.name not in here)
     if driver or names:

@@ -31,7 +31,7 @@ How a synchronous step is organised, and why (the measurements behind each choic
   contiguous vectors; signed ones become gathers); the cone test compares ``(f.d)|f.d|`` with
   ``cos|cos| |d|^2``: no square root or arccos per pair; the quaternion turn uses
   precomputed cosines and sines of the limit: no trigonometry per boid.
-- A chunk's boids turn together (:func:`turn_rows`): each stages its desired velocity in a
+- A chunk's boids turn together (:func:`turn_rows`, :func:`turn_mesh_rows`): each stages its desired velocity in a
   batch, column by column, and the batch turns as SIMD vectors, rather than each boid
   waiting on its own chain of square roots and divisions.
 - Each boid writes only its own rows and sums its neighbours in an order fixed by the
@@ -106,6 +106,7 @@ from flock3d.core.kernel.motion import (
     STAGED,
     S_MAX,
     S_MIN,
+    TURN_MESH_ROWS,
     TURN_ROWS,
     U_X,
     clamp_speed,
@@ -118,6 +119,9 @@ from flock3d.core.kernel.motion import (
     slerp_towards,
     turn_heading,
     turn_mesh,
+    turn_mesh_rows,
+    turn_mesh_rows_at,
+    turn_called,
     turn_rows,
     turn_rows_at,
     wrap_into_box,
@@ -180,10 +184,14 @@ __all__ = [
     "turn_heading",
     "turn_mesh",
     "turn_rows",
+    "turn_mesh_rows",
     "move_rows",
     "TURN_ROWS",
+    "TURN_MESH_ROWS",
     "MOVE_ROWS",
     "turn_rows_at",
+    "turn_mesh_rows_at",
+    "turn_called",
     "move_rows_at",
     "STAGED",
     "Q_W",

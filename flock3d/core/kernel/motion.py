@@ -102,30 +102,35 @@ Q_W, U_X, F_X, S_MIN, S_MAX, LIMIT, P_X, STAGED = slots(
 
 
 @inlined
-def turn_rows(n, staged, turned, mesh, upx, upy, upz):
-    """Steps 8 and 9 of the model for a batch of boids: the new orientation and velocity of
-    columns ``0 .. n - 1`` of ``staged`` (rows as :data:`STAGED` says) into ``turned`` (7, n):
-    qw, qx, qy, qz, vx, vy, vz (see :func:`turn_heading` and :func:`turn_mesh`).
+def turn_rows(n, staged, turned):
+    """Steps 8 and 9 of the model for a batch of boids, the heading turn limit: the new
+    orientation and velocity of columns ``0 .. n - 1`` of ``staged`` (rows as :data:`STAGED`
+    says) into ``turned`` (7, n): qw, qx, qy, qz, vx, vy, vz (see :func:`turn_heading`).
 
     A batch rather than boid by boid: the heading turn is a chain of square roots and
     divisions, each waiting for the last (about 160 cycles a boid), and over a batch whose
     columns are contiguous the loop runs as SIMD vectors, 8 boids at a time.
     """
-    if mesh:  # arc cosines and sines: no SIMD form
-        for r in range(n):
-            nw, nx, ny, nz, nvx, nvy, nvz = turn_mesh(
-                staged[Q_W, r], staged[Q_W + 1, r], staged[Q_W + 2, r], staged[Q_W + 3, r], staged[U_X, r],
-                staged[U_X + 1, r], staged[U_X + 2, r], staged[S_MIN, r], staged[S_MAX, r], upx, upy, upz,
-                staged[LIMIT, r],
-            )  # fmt: skip
-            turned[0, r], turned[1, r], turned[2, r], turned[3, r] = nw, nx, ny, nz
-            turned[4, r], turned[5, r], turned[6, r] = nvx, nvy, nvz
-        return
     for r in range(n):
         nw, nx, ny, nz, nvx, nvy, nvz = turn_heading(
             staged[Q_W, r], staged[Q_W + 1, r], staged[Q_W + 2, r], staged[Q_W + 3, r], staged[U_X, r],
             staged[U_X + 1, r], staged[U_X + 2, r], staged[F_X, r], staged[F_X + 1, r], staged[F_X + 2, r],
             staged[S_MIN, r], staged[S_MAX, r], staged[LIMIT, r], staged[LIMIT + 1, r], staged[LIMIT + 2, r],
+        )  # fmt: skip
+        turned[0, r], turned[1, r], turned[2, r], turned[3, r] = nw, nx, ny, nz
+        turned[4, r], turned[5, r], turned[6, r] = nvx, nvy, nvz
+
+
+@inlined
+def turn_mesh_rows(n, staged, turned, upx, upy, upz):
+    """:func:`turn_rows` for the mesh turn limit (:func:`turn_mesh`, up towards ``up``; the
+    angle in the first row of LIMIT). A function of its own: its arc cosines and sines have no
+    SIMD form, and the heading limit's first runs do not compile them (0.8 s on 2 cores)."""
+    for r in range(n):
+        nw, nx, ny, nz, nvx, nvy, nvz = turn_mesh(
+            staged[Q_W, r], staged[Q_W + 1, r], staged[Q_W + 2, r], staged[Q_W + 3, r], staged[U_X, r],
+            staged[U_X + 1, r], staged[U_X + 2, r], staged[S_MIN, r], staged[S_MAX, r], upx, upy, upz,
+            staged[LIMIT, r],
         )  # fmt: skip
         turned[0, r], turned[1, r], turned[2, r], turned[3, r] = nw, nx, ny, nz
         turned[4, r], turned[5, r], turned[6, r] = nvx, nvy, nvz
@@ -156,16 +161,22 @@ def move_rows(k0, n, staged, turned, failed, dt, box, wraps, planar, quat, vel, 
 
 
 _F2C = types.float64[:, ::1]
-#: :func:`turn_rows` and :func:`move_rows` as a chunk calls them, once a batch, at their addresses
-#: (:mod:`flock3d.core.kernel.calls`), with the argument types a chunk has.
-TURN_ROWS = Called(turn_rows, types.void(types.int64, _F2C, _F2C, types.boolean, *[types.float64] * 3))
+#: :func:`turn_rows`, :func:`turn_mesh_rows` and :func:`move_rows` as a chunk calls them, once a
+#: batch, at their addresses (:mod:`flock3d.core.kernel.calls`), with the argument types a chunk has.
+TURN_ROWS = Called(turn_rows, types.void(types.int64, _F2C, _F2C))
+TURN_MESH_ROWS = Called(turn_mesh_rows, types.void(types.int64, _F2C, _F2C, *[types.float64] * 3))
 MOVE_ROWS = Called(
     move_rows,
     types.void(types.int64, types.int64, _F2C, _F2C, types.boolean[::1], types.float64, types.float64[::1],
                types.boolean, types.boolean, _F2C, _F2C, _F2C, types.int64[::1], types.int64[:, ::1],
                types.int64),
 )  # fmt: skip
-turn_rows_at, move_rows_at = TURN_ROWS.at, MOVE_ROWS.at
+turn_rows_at, turn_mesh_rows_at, move_rows_at = TURN_ROWS.at, TURN_MESH_ROWS.at, MOVE_ROWS.at
+
+
+def turn_called(turn: str) -> Called:
+    """The batch turn a step of ``sim.turn_limit`` ``turn`` ("heading" or "mesh") calls."""
+    return TURN_ROWS if turn == "heading" else TURN_MESH_ROWS
 
 
 @shared

@@ -37,6 +37,7 @@ from flock3d.core.kernel import (
     image,
     move_rows,
     record,
+    turn_mesh_rows,
     turn_rows,
 )
 

@@ -7,7 +7,7 @@ A mixin of :class:`flock3d.core.step.generate._Generator` (see :mod:`~flock3d.co
 
 from __future__ import annotations
 
-from flock3d.core.kernel import MOVE_ROWS, TURN_ROWS
+from flock3d.core.kernel import MOVE_ROWS, TURN_ROWS, turn_called
 from flock3d.core.params import TERMS, TERMS_BY_NAME
 from flock3d.core.step.lines import _Lines
 from flock3d.core.terms import PairTerm
@@ -19,15 +19,16 @@ class _Moves:
     def _turn_batch(self, c: _Lines, k0: str, n: str, ids: str) -> None:
         """Turn (heading or mesh limit), move, settle and write the batch: columns 0 .. n - 1,
         rows k0 .. k0 + n - 1 of the state (public indices ``ids``); a failed boid keeps its row."""
-        mesh = self.layout.turn != "heading"
         dt = "0.0" if self.layout.position_update == "old" else self.v("dt")  # staged where it moves to
+        turning = turn_called(self.layout.turn)
+        up = "" if turning is TURN_ROWS else ", UP[0], UP[1], UP[2]"
         # A chunk's batch calls them at their addresses (compiled once for every layout); a batch of
         # one boid (the in-place updates) inlines them: two calls a boid cost 6 % of its step.
         turn, move = (
-            (self.call_at(TURN_ROWS), self.call_at(MOVE_ROWS)) if n != "1" else ("turn_rows", "move_rows")
+            (self.call_at(turning), self.call_at(MOVE_ROWS)) if n != "1" else (turning.name, MOVE_ROWS.name)
         )
         if self.layout.flight != "aerodynamic":  # a flying bird has turned itself (_fly)
-            c(f"{turn}({n}, staged, turned, {mesh}, UP[0], UP[1], UP[2])")
+            c(f"{turn}({n}, staged, turned{up})")
         c(f"{move}({k0}, {n}, staged, turned, failed_rows, {dt}, box, wraps, planar, quat, vel, pos, {ids}, "
           f"status, t)")  # fmt: skip
         constraints = [term for term in TERMS if term.constrains and term.name in self.layout.stages]

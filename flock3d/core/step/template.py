@@ -37,6 +37,8 @@ from flock3d.core.kernel import (
     move_rows_at,
     record,
     row_span,
+    turn_mesh_rows,
+    turn_mesh_rows_at,
     turn_rows,
     turn_rows_at,
     wrap_into_box,
