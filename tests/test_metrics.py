@@ -69,6 +69,20 @@ def test_nearest_neighbour_distances_match_brute_force():
     assert (stats.min, stats.max, stats.mean) == pytest.approx((2.0, 3.0, 7 / 3))
 
 
+def test_the_nearest_distances_on_every_core_are_those_on_one(monkeypatch):
+    # Large flocks search in parallel (PARALLEL_NEAREST), smaller ones on one core: the same
+    # distances, to the bit, a NaN or infinite boid included.
+    rng = np.random.default_rng(2)
+    p = rng.normal(size=(700, 3)) * 10
+    p[5], p[9, 1] = np.nan, np.inf
+    alone = metrics.nearest_neighbour_distances(p)
+    monkeypatch.setattr(neighbors, "PARALLEL_NEAREST", 100)
+    assert neighbors.nearest_search(700) is not neighbors.nearest_search(99)
+    np.testing.assert_array_equal(metrics.nearest_neighbour_distances(p), alone)
+    assert alone[5] == math.inf and np.isfinite(np.delete(alone, [5, 9])).all()
+    np.testing.assert_array_equal(np.delete(alone, [5, 9]), brute_force_nn(np.delete(p, [5, 9], axis=0)))
+
+
 def test_groups_match_brute_force():
     rng = np.random.default_rng(2)
     p = rng.uniform(0, 30, (400, 3))

@@ -54,7 +54,7 @@ def run_run(args: argparse.Namespace) -> int:
     # child compiles it meanwhile on what the simulation's compiles leave (a cached one just
     # loads). On cores kept busy (a sweep beside) it could take minutes: one not done
     # SUMMARY_WAIT after the steps is ended, and the summary compiles here as before.
-    summary = Loading(neighbors.nearest_distances, (np.zeros((2, 3)),), niceness=SUMMARY_NICENESS)
+    summary = Loading(neighbors.nearest_search(len(flock)), (np.zeros((2, 3)),), niceness=SUMMARY_NICENESS)
     summary.start()
     progress = False if args.no_progress else None  # None: only on a terminal
     print(f"{scene.name}: {len(flock):,} boids, {steps:,} steps of {p.dt:g} s (seed {scene.seed})")

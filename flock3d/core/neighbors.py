@@ -24,6 +24,8 @@ __all__ = [
     "axis_span",
     "count_within",
     "nearest_distances",
+    "nearest_search",
+    "PARALLEL_NEAREST",
     "components",
     "nearest_k",
     "MAX_CELLS_PER_BOID",
@@ -234,7 +236,12 @@ def count_within(positions, radius):
     return counts
 
 
-@numba.njit(cache=True, parallel=True)
+#: From this many boids :func:`nearest_distances` searches on every core. Below it one core
+#: does: the parallel loop's compile (1.4 s more on 2 cores, on a first run's closing summary)
+#: costs more than it gains (100,000 boids: 0.28 s on one core, 0.16 s on two).
+PARALLEL_NEAREST = 100_000
+
+
 def nearest_distances(positions):
     """(N,) distance from each boid to its nearest other boid (inf when it is alone).
 
@@ -242,43 +249,71 @@ def nearest_distances(positions):
     once the next ring cannot hold anything closer than the best found.
     """
     n = positions.shape[0]
+    return nearest_search(n)(positions) if n >= 2 else np.full(n, np.inf)
+
+
+def nearest_search(n):
+    """The compiled search :func:`nearest_distances` runs for ``n`` boids (two or more): on one
+    core, or on every core from :data:`PARALLEL_NEAREST` boids."""
+    return _nearest_everywhere if n >= PARALLEL_NEAREST else _nearest_here
+
+
+@numba.njit(cache=True)
+def _nearest_here(positions):
+    out, g = _nearest_grid(positions)
+    order, start, ox, oy, oz, size, nx, ny, nz = g.order, g.cell_start, g.origin_x, g.origin_y, g.origin_z, g.cell_size, g.nx, g.ny, g.nz  # fmt: skip
+    for i in range(positions.shape[0]):
+        out[i] = _nearest_of(i, positions, order, start, ox, oy, oz, size, nx, ny, nz)
+    return out
+
+
+@numba.njit(cache=True, parallel=True)
+def _nearest_everywhere(positions):
+    out, g = _nearest_grid(positions)
+    order, start, ox, oy, oz, size, nx, ny, nz = g.order, g.cell_start, g.origin_x, g.origin_y, g.origin_z, g.cell_size, g.nx, g.ny, g.nz  # fmt: skip
+    for i in numba.prange(positions.shape[0]):  # the grid's fields one by one: a parfor takes no tuple
+        out[i] = _nearest_of(i, positions, order, start, ox, oy, oz, size, nx, ny, nz)
+    return out
+
+
+@numba.njit(cache=True, inline="always")
+def _nearest_grid(positions):
+    """The distances' array (inf) and the grid they are searched on: about one boid per cell if
+    they filled their bounding box."""
+    n = positions.shape[0]
     out = np.full(n, np.inf)
-    if n < 2:
-        return out
     lo, hi = _finite_bounds(positions)
     extent = max(hi[0] - lo[0], hi[1] - lo[1], hi[2] - lo[2])
-    # About one boid per cell if they filled their bounding box.
-    size = max(extent / max(n ** (1.0 / 3.0), 1.0), 1e-12)
-    grid = build_grid(positions, size)
-    order, start, nx, ny, nz = grid.order, grid.cell_start, grid.nx, grid.ny, grid.nz
-    size = grid.cell_size
+    return out, build_grid(positions, max(extent / max(n ** (1.0 / 3.0), 1.0), 1e-12))
+
+
+@numba.njit(cache=True, inline="always")
+def _nearest_of(i, positions, order, start, ox, oy, oz, size, nx, ny, nz):
+    """Boid i's distance to its nearest other boid, searched ring by ring on a grid's cells (a
+    :class:`CellGrid`'s fields)."""
     inv = 1.0 / size
-    ox, oy, oz = grid.origin_x, grid.origin_y, grid.origin_z
-    max_ring = max(nx, ny, nz)
-    for i in numba.prange(n):
-        px, py, pz = positions[i, 0], positions[i, 1], positions[i, 2]
-        cx, cy, cz = cell_index(px, ox, inv, nx), cell_index(py, oy, inv, ny), cell_index(pz, oz, inv, nz)
-        best2 = np.inf
-        for ring in range(max_ring + 1):
-            for z in range(max(cz - ring, 0), min(cz + ring, nz - 1) + 1):
-                for y in range(max(cy - ring, 0), min(cy + ring, ny - 1) + 1):
-                    on_shell_yz = abs(z - cz) == ring or abs(y - cy) == ring
-                    for x in range(max(cx - ring, 0), min(cx + ring, nx - 1) + 1):
-                        if not on_shell_yz and abs(x - cx) != ring:
-                            continue  # inside the shell: already searched
-                        c = (z * ny + y) * nx + x
-                        for k in range(start[c], start[c + 1]):
-                            j = order[k]
-                            if j == i:
-                                continue
-                            dx, dy, dz = positions[j, 0] - px, positions[j, 1] - py, positions[j, 2] - pz
-                            best2 = min(best2, dx * dx + dy * dy + dz * dz)
-            # Anything in ring + 1 or beyond is at least ring * size away.
-            reach = ring * size
-            if best2 <= reach * reach:
-                break
-        out[i] = math.sqrt(best2)
-    return out
+    px, py, pz = positions[i, 0], positions[i, 1], positions[i, 2]
+    cx, cy, cz = cell_index(px, ox, inv, nx), cell_index(py, oy, inv, ny), cell_index(pz, oz, inv, nz)
+    best2 = np.inf
+    for ring in range(max(nx, ny, nz) + 1):
+        for z in range(max(cz - ring, 0), min(cz + ring, nz - 1) + 1):
+            for y in range(max(cy - ring, 0), min(cy + ring, ny - 1) + 1):
+                on_shell_yz = abs(z - cz) == ring or abs(y - cy) == ring
+                for x in range(max(cx - ring, 0), min(cx + ring, nx - 1) + 1):
+                    if not on_shell_yz and abs(x - cx) != ring:
+                        continue  # inside the shell: already searched
+                    c = (z * ny + y) * nx + x
+                    for k in range(start[c], start[c + 1]):
+                        j = order[k]
+                        if j == i:
+                            continue
+                        dx, dy, dz = positions[j, 0] - px, positions[j, 1] - py, positions[j, 2] - pz
+                        best2 = min(best2, dx * dx + dy * dy + dz * dz)
+        # Anything in ring + 1 or beyond is at least ring * size away.
+        reach = ring * size
+        if best2 <= reach * reach:
+            break
+    return math.sqrt(best2)
 
 
 @numba.njit(cache=True)
