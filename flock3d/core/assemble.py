@@ -447,8 +447,10 @@ _warm_up: subprocess.Popen | None = None
 
 
 #: What this process compiles itself once placing a world's boids compiled the objects' distances:
-#: the keep-out, the longest of a world's called functions (3 s on 2 cores), which calls them.
-_AFTER_PLACEMENT = ("keep_out",)
+#: the keep-out, the longest of a world's called functions (3-4 s on 2 cores), which calls them,
+#: and the batch's move (1 s), which leaves the child the driver and the avoidance: the two
+#: processes then end together.
+_AFTER_PLACEMENT = ("keep_out", MOVE_ROWS.name)
 
 
 def warm_up_in_background(params: Params, placed: bool = False) -> None:
@@ -465,8 +467,8 @@ def warm_up_in_background(params: Params, placed: bool = False) -> None:
     batch's turn (0.7 s on 2 cores) while the child compiles the driver (5-6 s) and then the move
     (0.6 s), which balances the default scene's first run (its chunk, 5-6 s, compiles here after the
     turn); and, called after a placement that compiled the distances (``placed``: see
-    :func:`compile_step_beside_placement`), the keep-out. A window's process leaves all to the
-    child (:func:`flock3d.core.compiling.compiles_here`).
+    :func:`compile_step_beside_placement`), the keep-out and the move (:data:`_AFTER_PLACEMENT`).
+    A window's process leaves all to the child (:func:`flock3d.core.compiling.compiles_here`).
     """
     global _warm_up
     if _warm_up is not None or os.environ.get("FLOCK3D_NO_WARM_UP"):
