@@ -260,8 +260,7 @@ def nearest_search(n):
 
 @numba.njit(cache=True)
 def _nearest_here(positions):
-    out, g = _nearest_grid(positions)
-    order, start, ox, oy, oz, size, nx, ny, nz = g.order, g.cell_start, g.origin_x, g.origin_y, g.origin_z, g.cell_size, g.nx, g.ny, g.nz  # fmt: skip
+    out, order, start, ox, oy, oz, size, nx, ny, nz = _nearest_grid(positions)
     for i in range(positions.shape[0]):
         out[i] = _nearest_of(i, positions, order, start, ox, oy, oz, size, nx, ny, nz)
     return out
@@ -269,22 +268,23 @@ def _nearest_here(positions):
 
 @numba.njit(cache=True, parallel=True)
 def _nearest_everywhere(positions):
-    out, g = _nearest_grid(positions)
-    order, start, ox, oy, oz, size, nx, ny, nz = g.order, g.cell_start, g.origin_x, g.origin_y, g.origin_z, g.cell_size, g.nx, g.ny, g.nz  # fmt: skip
-    for i in numba.prange(positions.shape[0]):  # the grid's fields one by one: a parfor takes no tuple
+    out, order, start, ox, oy, oz, size, nx, ny, nz = _nearest_grid(positions)
+    for i in numba.prange(positions.shape[0]):
         out[i] = _nearest_of(i, positions, order, start, ox, oy, oz, size, nx, ny, nz)
     return out
 
 
 @numba.njit(cache=True, inline="always")
 def _nearest_grid(positions):
-    """The distances' array (inf) and the grid they are searched on: about one boid per cell if
-    they filled their bounding box."""
+    """The distances' array (inf) and the grid they are searched on, about one boid a cell if
+    they filled their bounding box: ``out, order, cell_start, ox, oy, oz, size, nx, ny, nz``
+    (the :class:`CellGrid`'s fields one by one: a parallel loop's body takes no named tuple)."""
     n = positions.shape[0]
     out = np.full(n, np.inf)
     lo, hi = _finite_bounds(positions)
     extent = max(hi[0] - lo[0], hi[1] - lo[1], hi[2] - lo[2])
-    return out, build_grid(positions, max(extent / max(n ** (1.0 / 3.0), 1.0), 1e-12))
+    g = build_grid(positions, max(extent / max(n ** (1.0 / 3.0), 1.0), 1e-12))
+    return out, g.order, g.cell_start, g.origin_x, g.origin_y, g.origin_z, g.cell_size, g.nx, g.ny, g.nz
 
 
 @numba.njit(cache=True, inline="always")

@@ -180,7 +180,11 @@ def _measure(
     rows = np.empty((len(p), len(COLUMNS)))
     if n * (n - 1) // 2 <= MAX_PAIRS:
         link2 = float(group_distance) ** 2
-        _pair_pass(p, v, link2, np.zeros(3) if box is None else box, rows[:, :8])
+        # Sums into an array of its own: a view of rows is C-contiguous for one frame only, and
+        # each layout of `out` compiles the pass again (6 s on 2 cores).
+        pairs = np.empty((len(p), 8))
+        _pair_pass(p, v, link2, np.zeros(3) if box is None else box, pairs)
+        rows[:, :8] = pairs
     else:
         for t in range(len(p)):
             rows[t, :8] = _large_frame_row(p[t], v[t], group_distance, box)

@@ -31,9 +31,9 @@ How a synchronous step is organised, and why (the measurements behind each choic
   contiguous vectors; signed ones become gathers); the cone test compares ``(f.d)|f.d|`` with
   ``cos|cos| |d|^2``: no square root or arccos per pair; the quaternion turn uses
   precomputed cosines and sines of the limit: no trigonometry per boid.
-- A chunk's boids turn together (:func:`turn_rows`, :func:`turn_mesh_rows`): each stages its desired velocity in a
-  batch, column by column, and the batch turns as SIMD vectors, rather than each boid
-  waiting on its own chain of square roots and divisions.
+- A chunk's boids turn together (:func:`turn_rows`, :func:`turn_mesh_rows`): each stages its
+  desired velocity in a batch, column by column, and the batch turns as SIMD vectors, rather
+  than each boid waiting on its own chain of square roots and divisions.
 - Each boid writes only its own rows and sums its neighbours in an order fixed by the
   current positions, so a step is a pure function of the state: the same bit for bit
   whatever the thread count, and ``step(n)`` equals n single steps.
