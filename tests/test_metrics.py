@@ -69,18 +69,23 @@ def test_nearest_neighbour_distances_match_brute_force():
     assert (stats.min, stats.max, stats.mean) == pytest.approx((2.0, 3.0, 7 / 3))
 
 
-def test_the_nearest_distances_on_every_core_are_those_on_one(monkeypatch):
+def test_the_nearest_searches_on_every_core_find_what_they_find_on_one(monkeypatch):
     # Large flocks search in parallel (PARALLEL_NEAREST), smaller ones on one core: the same
-    # distances, to the bit, a NaN or infinite boid included.
+    # distances and neighbours, to the bit (a NaN and an infinite boid included for the nearest).
     rng = np.random.default_rng(2)
     p = rng.normal(size=(700, 3)) * 10
     p[5], p[9, 1] = np.nan, np.inf
-    alone = metrics.nearest_neighbour_distances(p)
+    finite = np.delete(p, [5, 9], axis=0)
+    alone, k_alone = metrics.nearest_neighbour_distances(p), neighbors.nearest_k(finite, 4)
     monkeypatch.setattr(neighbors, "PARALLEL_NEAREST", 100)
     assert neighbors.nearest_search(700) is not neighbors.nearest_search(99)
+    assert neighbors.nearest_k_search(700) is not neighbors.nearest_k_search(99)
     np.testing.assert_array_equal(metrics.nearest_neighbour_distances(p), alone)
+    for every, one in zip(neighbors.nearest_k(finite, 4), k_alone, strict=True):
+        np.testing.assert_array_equal(every, one)
     assert alone[5] == math.inf and np.isfinite(np.delete(alone, [5, 9])).all()
-    np.testing.assert_array_equal(np.delete(alone, [5, 9]), brute_force_nn(np.delete(p, [5, 9], axis=0)))
+    np.testing.assert_array_equal(np.delete(alone, [5, 9]), brute_force_nn(finite))
+    np.testing.assert_array_equal(k_alone[1][:, 0], brute_force_nn(finite))
 
 
 def test_groups_match_brute_force():

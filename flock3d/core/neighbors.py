@@ -25,6 +25,7 @@ __all__ = [
     "count_within",
     "nearest_distances",
     "nearest_search",
+    "nearest_k_search",
     "PARALLEL_NEAREST",
     "components",
     "nearest_k",
@@ -369,7 +370,6 @@ def components(positions, radius):
     return count, labels
 
 
-@numba.njit(cache=True, parallel=True)
 def nearest_k(positions, k):
     """The ``k`` nearest other boids of each boid, nearest first.
 
@@ -387,56 +387,94 @@ def nearest_k(positions, k):
         fewer than ``k`` others, the missing entries are -1 and inf.
     """
     n = positions.shape[0]
+    if n < 2:
+        return np.full((n, k), -1, dtype=np.int64), np.full((n, k), np.inf)
+    return nearest_k_search(n)(positions, k)
+
+
+def nearest_k_search(n):
+    """The compiled search :func:`nearest_k` runs for ``n`` boids (two or more): on one core, or
+    on every core from :data:`PARALLEL_NEAREST` boids (as :func:`nearest_search`)."""
+    return _nearest_k_everywhere if n >= PARALLEL_NEAREST else _nearest_k_here
+
+
+@numba.njit(cache=True)
+def _nearest_k_here(positions, k):
+    indices, distances, order, start, ox, oy, oz, size, nx, ny, nz = _nearest_k_grid(positions, k)
+    for i in range(positions.shape[0]):
+        _k_nearest_of(i, positions, k, order, start, ox, oy, oz, size, nx, ny, nz, indices, distances)
+    return indices, distances
+
+
+@numba.njit(cache=True, parallel=True)
+def _nearest_k_everywhere(positions, k):
+    indices, distances, order, start, ox, oy, oz, size, nx, ny, nz = _nearest_k_grid(positions, k)
+    for i in numba.prange(positions.shape[0]):
+        _k_nearest_of(i, positions, k, order, start, ox, oy, oz, size, nx, ny, nz, indices, distances)
+    return indices, distances
+
+
+@numba.njit(cache=True, inline="always")
+def _nearest_k_grid(positions, k):
+    """The result's arrays (-1 and inf) and the grid searched, about k boids a cell if they
+    filled their bounding box (its fields one by one, as :func:`_nearest_grid`)."""
+    n = positions.shape[0]
     indices = np.full((n, k), -1, dtype=np.int64)
     distances = np.full((n, k), np.inf)
-    if n < 2:
-        return indices, distances
     lo, hi = _finite_bounds(positions)
     extent = max(hi[0] - lo[0], hi[1] - lo[1], hi[2] - lo[2])
-    # About k boids per cell if they filled their bounding box.
-    size = max(extent / max((n / k) ** (1.0 / 3.0), 1.0), 1e-12)
-    grid = build_grid(positions, size)
-    order, start, nx, ny, nz = grid.order, grid.cell_start, grid.nx, grid.ny, grid.nz
-    size = grid.cell_size
+    g = build_grid(positions, max(extent / max((n / k) ** (1.0 / 3.0), 1.0), 1e-12))
+    return (
+        indices,
+        distances,
+        g.order,
+        g.cell_start,
+        g.origin_x,
+        g.origin_y,
+        g.origin_z,
+        g.cell_size,
+        g.nx,
+        g.ny,
+        g.nz,
+    )
+
+
+@numba.njit(cache=True, inline="always")
+def _k_nearest_of(i, positions, k, order, start, ox, oy, oz, size, nx, ny, nz, indices, distances):
+    """Row i of ``indices`` and ``distances``: boid i's k nearest others, searched ring by ring."""
     inv = 1.0 / size
-    ox, oy, oz = grid.origin_x, grid.origin_y, grid.origin_z
-    max_ring = max(nx, ny, nz)
-    for i in numba.prange(n):
-        px, py, pz = positions[i, 0], positions[i, 1], positions[i, 2]
-        cx, cy, cz = cell_index(px, ox, inv, nx), cell_index(py, oy, inv, ny), cell_index(pz, oz, inv, nz)
-        best_d2 = np.full(k, np.inf)
-        best_j = np.full(k, -1, dtype=np.int64)
-        for ring in range(max_ring + 1):
-            for z in range(max(cz - ring, 0), min(cz + ring, nz - 1) + 1):
-                for y in range(max(cy - ring, 0), min(cy + ring, ny - 1) + 1):
-                    on_shell_yz = abs(z - cz) == ring or abs(y - cy) == ring
-                    for x in range(max(cx - ring, 0), min(cx + ring, nx - 1) + 1):
-                        if not on_shell_yz and abs(x - cx) != ring:
-                            continue  # inside the shell: already searched
-                        c = (z * ny + y) * nx + x
-                        for s in range(start[c], start[c + 1]):
-                            j = order[s]
-                            if j == i:
-                                continue
-                            dx, dy, dz = positions[j, 0] - px, positions[j, 1] - py, positions[j, 2] - pz
-                            d2 = dx * dx + dy * dy + dz * dz
-                            last = k - 1
-                            if d2 > best_d2[last] or (d2 == best_d2[last] and j > best_j[last]):
-                                continue
-                            # Insert (d2, j) into the sorted list, dropping the k-th.
-                            m = last
-                            while m > 0 and (
-                                best_d2[m - 1] > d2 or (best_d2[m - 1] == d2 and best_j[m - 1] > j)
-                            ):
-                                best_d2[m] = best_d2[m - 1]
-                                best_j[m] = best_j[m - 1]
-                                m -= 1
-                            best_d2[m] = d2
-                            best_j[m] = j
-            reach = ring * size
-            if best_d2[k - 1] <= reach * reach:
-                break
-        for m in range(k):
-            indices[i, m] = best_j[m]
-            distances[i, m] = math.sqrt(best_d2[m])
-    return indices, distances
+    px, py, pz = positions[i, 0], positions[i, 1], positions[i, 2]
+    cx, cy, cz = cell_index(px, ox, inv, nx), cell_index(py, oy, inv, ny), cell_index(pz, oz, inv, nz)
+    best_d2 = np.full(k, np.inf)
+    best_j = np.full(k, -1, dtype=np.int64)
+    for ring in range(max(nx, ny, nz) + 1):
+        for z in range(max(cz - ring, 0), min(cz + ring, nz - 1) + 1):
+            for y in range(max(cy - ring, 0), min(cy + ring, ny - 1) + 1):
+                on_shell_yz = abs(z - cz) == ring or abs(y - cy) == ring
+                for x in range(max(cx - ring, 0), min(cx + ring, nx - 1) + 1):
+                    if not on_shell_yz and abs(x - cx) != ring:
+                        continue  # inside the shell: already searched
+                    c = (z * ny + y) * nx + x
+                    for s in range(start[c], start[c + 1]):
+                        j = order[s]
+                        if j == i:
+                            continue
+                        dx, dy, dz = positions[j, 0] - px, positions[j, 1] - py, positions[j, 2] - pz
+                        d2 = dx * dx + dy * dy + dz * dz
+                        last = k - 1
+                        if d2 > best_d2[last] or (d2 == best_d2[last] and j > best_j[last]):
+                            continue
+                        # Insert (d2, j) into the sorted list, dropping the k-th.
+                        m = last
+                        while m > 0 and (best_d2[m - 1] > d2 or (best_d2[m - 1] == d2 and best_j[m - 1] > j)):
+                            best_d2[m] = best_d2[m - 1]
+                            best_j[m] = best_j[m - 1]
+                            m -= 1
+                        best_d2[m] = d2
+                        best_j[m] = j
+        reach = ring * size
+        if best_d2[k - 1] <= reach * reach:
+            break
+    for m in range(k):
+        indices[i, m] = best_j[m]
+        distances[i, m] = math.sqrt(best_d2[m])
