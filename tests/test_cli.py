@@ -6,8 +6,9 @@ import numpy as np
 import pytest
 from helpers import flock3d
 
-from flock3d import bench
+from flock3d import Flock, bench, metrics
 from flock3d.cli import main
+from flock3d.scene import resolve_scene
 
 
 def test_help_lists_the_commands(capsys):
@@ -188,3 +189,15 @@ def test_bench_threads_apply_here_and_in_the_benchs_own_processes():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split()[-3:] == ["threads", "1", "1"]
+
+
+def test_runs_closing_summary_measures_by_the_minimum_image_in_a_periodic_box():
+    # Vicsek's box wraps: a particle by a face has its nearest neighbour across it, which the
+    # summary ignored (it measured the open distances).
+    out = flock3d("run", "vicsek/ordered", "--steps", "3")
+    assert out.returncode == 0, out.stderr
+    flock = Flock.from_scene(resolve_scene("vicsek/ordered"))
+    flock.step(3)
+    nn = metrics.nearest_neighbour_stats(flock.positions, metrics.periodic_box(flock.params))
+    assert f"nearest-neighbour distance {nn.mean:.3f} (min {nn.min:.3f})" in out.stdout
+    assert round(nn.mean, 3) < round(metrics.nearest_neighbour_stats(flock.positions).mean, 3)

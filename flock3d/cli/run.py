@@ -34,13 +34,12 @@ SUMMARY_WAIT = 3.0
 
 
 def run_run(args: argparse.Namespace) -> int:
-    import numpy as np
 
     from flock3d import metrics
-    from flock3d.core import neighbors
     from flock3d.core.elsewhere import Loading
     from flock3d.flock import Flock
     from flock3d.io import TrajectoryWriter
+    from flock3d.metrics import spacing
     from flock3d.runner import run, stop_on_signals
 
     rules, forces = rules_from(args)
@@ -50,11 +49,14 @@ def run_run(args: argparse.Namespace) -> int:
     out = output_path(args.out, (".h5", ".hdf5"), "--out") if args.out is not None else None
 
     flock = Flock.from_scene(scene, rules=rules, forces=forces, engine=args.engine)
-    # On a first run the summary's compile (about 2 s) came after the steps, one core idle; a
+    # On a first run the summary's compile (1-2 s) came after the steps, one core idle; a
     # child compiles it meanwhile on what the simulation's compiles leave (a cached one just
     # loads). On cores kept busy (a sweep beside) it could take minutes: one not done
     # SUMMARY_WAIT after the steps is ended, and the summary compiles here as before.
-    summary = Loading(neighbors.nearest_search(len(flock)), (np.zeros((2, 3)),), niceness=SUMMARY_NICENESS)
+    # It measures as the metrics do: by the minimum image in a periodic box.
+    period = metrics.periodic_box(flock.params)
+    search, example = spacing.nearest_search(len(flock), period)
+    summary = Loading(search, example, niceness=SUMMARY_NICENESS)
     summary.start()
     progress = False if args.no_progress else None  # None: only on a terminal
     print(f"{scene.name}: {len(flock):,} boids, {steps:,} steps of {p.dt:g} s (seed {scene.seed})")
@@ -74,7 +76,7 @@ def run_run(args: argparse.Namespace) -> int:
     summary.join(SUMMARY_WAIT)
     summary.cancel()
     summary.join()  # loaded, or else compiled here by the first call
-    nn = metrics.nearest_neighbour_stats(flock.positions)
+    nn = metrics.nearest_neighbour_stats(flock.positions, period)
     print(
         f"ran {stats.steps:,} steps ({flock.time:.2f} s simulated) in {stats.seconds:.2f} s: "
         f"{stats.steps_per_second:,.0f} steps/s"

@@ -3,7 +3,7 @@ the groups linked within a distance and the order within each."""
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -31,6 +31,19 @@ def nearest_neighbour_distances(positions: np.ndarray, period=None) -> np.ndarra
     if box is None:
         return neighbors.nearest_distances(p)
     return nearest_k(p, 1, box)[1][:, 0]
+
+
+def nearest_search(n: int, period=None) -> tuple[Any, tuple]:
+    """The compiled search :func:`nearest_neighbour_distances` runs for ``n`` boids (and
+    ``period``), with arguments of the types it passes: what a caller may have compiled or
+    loaded beforehand (``flock3d run``'s closing summary, beside the steps).
+
+    Returns:
+        ``(function, example)``: a numba dispatcher and a tuple of arguments for it.
+    """
+    if period_of(period) is None:
+        return neighbors.nearest_search(max(n, 2)), (np.zeros((2, 3)),)
+    return neighbors.nearest_k_search(max(n, 2)), (np.zeros((2, 3)), 1)
 
 
 class NearestNeighbourStats(NamedTuple):
