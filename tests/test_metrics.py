@@ -71,14 +71,13 @@ def test_nearest_neighbour_distances_match_brute_force():
 
 def test_the_nearest_searches_on_every_core_find_what_they_find_on_one(monkeypatch):
     # Large flocks search in parallel (PARALLEL_NEAREST), smaller ones on one core: the same
-    # distances and neighbours, to the bit (a NaN and an infinite boid included for the nearest).
+    # distances and neighbours, to the bit (a NaN and an infinite boid are nobody's nearest).
     rng = np.random.default_rng(2)
     p = rng.normal(size=(700, 3)) * 10
     p[5], p[9, 1] = np.nan, np.inf
     finite = np.delete(p, [5, 9], axis=0)
     alone, k_alone = metrics.nearest_neighbour_distances(p), neighbors.nearest_k(finite, 4)
     monkeypatch.setattr(neighbors, "PARALLEL_NEAREST", 100)
-    assert neighbors.nearest_search(700) is not neighbors.nearest_search(99)
     assert neighbors.nearest_k_search(700) is not neighbors.nearest_k_search(99)
     np.testing.assert_array_equal(metrics.nearest_neighbour_distances(p), alone)
     for every, one in zip(neighbors.nearest_k(finite, 4), k_alone, strict=True):
@@ -86,6 +85,8 @@ def test_the_nearest_searches_on_every_core_find_what_they_find_on_one(monkeypat
     assert alone[5] == math.inf and np.isfinite(np.delete(alone, [5, 9])).all()
     np.testing.assert_array_equal(np.delete(alone, [5, 9]), brute_force_nn(finite))
     np.testing.assert_array_equal(k_alone[1][:, 0], brute_force_nn(finite))
+    idx, dist = neighbors.nearest_k(p, 4)
+    assert (idx[5] == -1).all() and (dist[5] == math.inf).all() and not np.isin(idx, [5, 9]).any()
 
 
 def test_groups_match_brute_force():

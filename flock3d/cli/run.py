@@ -55,7 +55,7 @@ def run_run(args: argparse.Namespace) -> int:
     # SUMMARY_WAIT after the steps is ended, and the summary compiles here as before.
     # It measures as the metrics do: by the minimum image in a periodic box.
     period = metrics.periodic_box(flock.params)
-    search, example = spacing.nearest_search(len(flock), period)
+    search, example = spacing.nearest_search(len(flock))
     summary = Loading(search, example, niceness=SUMMARY_NICENESS)
     summary.start()
     progress = False if args.no_progress else None  # None: only on a terminal

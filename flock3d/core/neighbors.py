@@ -24,7 +24,6 @@ __all__ = [
     "axis_span",
     "count_within",
     "nearest_distances",
-    "nearest_search",
     "nearest_k_search",
     "PARALLEL_NEAREST",
     "components",
@@ -237,84 +236,18 @@ def count_within(positions, radius):
     return counts
 
 
-#: From this many boids :func:`nearest_distances` searches on every core. Below it one core
-#: does: the parallel loop's compile (1.4 s more on 2 cores, on a first run's closing summary)
-#: costs more than it gains (100,000 boids: 0.28 s on one core, 0.16 s on two).
+#: From this many boids :func:`nearest_k` (and so :func:`nearest_distances`) searches on every
+#: core. Below it one core does: the parallel loop's compile (1.5-3 s more on 2 cores, paid by a
+#: first run's closing summary) costs more than it gains (100,000 boids: 0.29 s on one core,
+#: 0.15 s on two).
 PARALLEL_NEAREST = 100_000
 
 
 def nearest_distances(positions):
-    """(N,) distance from each boid to its nearest other boid (inf when it is alone).
-
-    Searches rings of cells of growing Chebyshev radius around each boid and stops
-    once the next ring cannot hold anything closer than the best found.
-    """
+    """(N,) distance from each boid to its nearest other boid (inf when it is alone): the
+    distances of :func:`nearest_k` for k = 1. A NaN or infinite coordinate is never nearest."""
     n = positions.shape[0]
-    return nearest_search(n)(positions) if n >= 2 else np.full(n, np.inf)
-
-
-def nearest_search(n):
-    """The compiled search :func:`nearest_distances` runs for ``n`` boids (two or more): on one
-    core, or on every core from :data:`PARALLEL_NEAREST` boids."""
-    return _nearest_everywhere if n >= PARALLEL_NEAREST else _nearest_here
-
-
-@numba.njit(cache=True)
-def _nearest_here(positions):
-    out, order, start, ox, oy, oz, size, nx, ny, nz = _nearest_grid(positions)
-    for i in range(positions.shape[0]):
-        out[i] = _nearest_of(i, positions, order, start, ox, oy, oz, size, nx, ny, nz)
-    return out
-
-
-@numba.njit(cache=True, parallel=True)
-def _nearest_everywhere(positions):
-    out, order, start, ox, oy, oz, size, nx, ny, nz = _nearest_grid(positions)
-    for i in numba.prange(positions.shape[0]):
-        out[i] = _nearest_of(i, positions, order, start, ox, oy, oz, size, nx, ny, nz)
-    return out
-
-
-@numba.njit(cache=True, inline="always")
-def _nearest_grid(positions):
-    """The distances' array (inf) and the grid they are searched on, about one boid a cell if
-    they filled their bounding box: ``out, order, cell_start, ox, oy, oz, size, nx, ny, nz``
-    (the :class:`CellGrid`'s fields one by one: a parallel loop's body takes no named tuple)."""
-    n = positions.shape[0]
-    out = np.full(n, np.inf)
-    lo, hi = _finite_bounds(positions)
-    extent = max(hi[0] - lo[0], hi[1] - lo[1], hi[2] - lo[2])
-    g = build_grid(positions, max(extent / max(n ** (1.0 / 3.0), 1.0), 1e-12))
-    return out, g.order, g.cell_start, g.origin_x, g.origin_y, g.origin_z, g.cell_size, g.nx, g.ny, g.nz
-
-
-@numba.njit(cache=True, inline="always")
-def _nearest_of(i, positions, order, start, ox, oy, oz, size, nx, ny, nz):
-    """Boid i's distance to its nearest other boid, searched ring by ring on a grid's cells (a
-    :class:`CellGrid`'s fields)."""
-    inv = 1.0 / size
-    px, py, pz = positions[i, 0], positions[i, 1], positions[i, 2]
-    cx, cy, cz = cell_index(px, ox, inv, nx), cell_index(py, oy, inv, ny), cell_index(pz, oz, inv, nz)
-    best2 = np.inf
-    for ring in range(max(nx, ny, nz) + 1):
-        for z in range(max(cz - ring, 0), min(cz + ring, nz - 1) + 1):
-            for y in range(max(cy - ring, 0), min(cy + ring, ny - 1) + 1):
-                on_shell_yz = abs(z - cz) == ring or abs(y - cy) == ring
-                for x in range(max(cx - ring, 0), min(cx + ring, nx - 1) + 1):
-                    if not on_shell_yz and abs(x - cx) != ring:
-                        continue  # inside the shell: already searched
-                    c = (z * ny + y) * nx + x
-                    for k in range(start[c], start[c + 1]):
-                        j = order[k]
-                        if j == i:
-                            continue
-                        dx, dy, dz = positions[j, 0] - px, positions[j, 1] - py, positions[j, 2] - pz
-                        best2 = min(best2, dx * dx + dy * dy + dz * dz)
-        # Anything in ring + 1 or beyond is at least ring * size away.
-        reach = ring * size
-        if best2 <= reach * reach:
-            break
-    return math.sqrt(best2)
+    return nearest_k(positions, 1)[1][:, 0] if n >= 2 else np.full(n, np.inf)
 
 
 @numba.njit(cache=True)
@@ -373,13 +306,14 @@ def components(positions, radius):
 def nearest_k(positions, k):
     """The ``k`` nearest other boids of each boid, nearest first.
 
-    Searches rings of cells of growing Chebyshev radius around each boid, as
-    :func:`nearest_distances` does, keeping the ``k`` best; it stops once the next
-    ring cannot hold anything closer than the ``k``-th best found. Equal distances
-    are ordered by boid index, so the result does not depend on the grid.
+    Searches rings of cells of growing Chebyshev radius around each boid, keeping the
+    ``k`` best; it stops once the next ring cannot hold anything closer than the
+    ``k``-th best found. Equal distances are ordered by boid index, so the result does
+    not depend on the grid.
 
     Args:
-        positions: (N, 3) float64, finite.
+        positions: (N, 3) float64 (a boid with a NaN or infinite coordinate is nobody's
+            neighbour, and has none itself).
         k: neighbours wanted per boid, >= 1.
 
     Returns:
@@ -394,7 +328,7 @@ def nearest_k(positions, k):
 
 def nearest_k_search(n):
     """The compiled search :func:`nearest_k` runs for ``n`` boids (two or more): on one core, or
-    on every core from :data:`PARALLEL_NEAREST` boids (as :func:`nearest_search`)."""
+    on every core from :data:`PARALLEL_NEAREST` boids."""
     return _nearest_k_everywhere if n >= PARALLEL_NEAREST else _nearest_k_here
 
 
@@ -417,7 +351,8 @@ def _nearest_k_everywhere(positions, k):
 @numba.njit(cache=True, inline="always")
 def _nearest_k_grid(positions, k):
     """The result's arrays (-1 and inf) and the grid searched, about k boids a cell if they
-    filled their bounding box (its fields one by one, as :func:`_nearest_grid`)."""
+    filled their bounding box (the :class:`CellGrid`'s fields one by one: a parallel loop's body
+    takes no named tuple)."""
     n = positions.shape[0]
     indices = np.full((n, k), -1, dtype=np.int64)
     distances = np.full((n, k), np.inf)
@@ -462,8 +397,8 @@ def _k_nearest_of(i, positions, k, order, start, ox, oy, oz, size, nx, ny, nz, i
                         dx, dy, dz = positions[j, 0] - px, positions[j, 1] - py, positions[j, 2] - pz
                         d2 = dx * dx + dy * dy + dz * dz
                         last = k - 1
-                        if d2 > best_d2[last] or (d2 == best_d2[last] and j > best_j[last]):
-                            continue
+                        if not (d2 < best_d2[last] or (d2 == best_d2[last] and j < best_j[last])):
+                            continue  # not among the k best (nor a NaN)
                         # Insert (d2, j) into the sorted list, dropping the k-th.
                         m = last
                         while m > 0 and (best_d2[m - 1] > d2 or (best_d2[m - 1] == d2 and best_j[m - 1] > j)):

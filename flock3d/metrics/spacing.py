@@ -33,16 +33,14 @@ def nearest_neighbour_distances(positions: np.ndarray, period=None) -> np.ndarra
     return nearest_k(p, 1, box)[1][:, 0]
 
 
-def nearest_search(n: int, period=None) -> tuple[Any, tuple]:
-    """The compiled search :func:`nearest_neighbour_distances` runs for ``n`` boids (and
-    ``period``), with arguments of the types it passes: what a caller may have compiled or
-    loaded beforehand (``flock3d run``'s closing summary, beside the steps).
+def nearest_search(n: int) -> tuple[Any, tuple]:
+    """The compiled search :func:`nearest_neighbour_distances` runs for ``n`` boids (in a
+    periodic box, over them and their images), with arguments of the types it passes: what a
+    caller may compile or load beforehand (``flock3d run``'s closing summary, beside the steps).
 
     Returns:
         ``(function, example)``: a numba dispatcher and a tuple of arguments for it.
     """
-    if period_of(period) is None:
-        return neighbors.nearest_search(max(n, 2)), (np.zeros((2, 3)),)
     return neighbors.nearest_k_search(max(n, 2)), (np.zeros((2, 3)), 1)
 
 
