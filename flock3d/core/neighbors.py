@@ -407,6 +407,7 @@ def _k_nearest_of(i, positions, k, order, start, ox, oy, oz, size, nx, ny, nz, i
                             m -= 1
                         best_d2[m] = d2
                         best_j[m] = j
+        # Anything in ring + 1 or beyond is at least ring * size away.
         reach = ring * size
         if best_d2[k - 1] <= reach * reach:
             break
