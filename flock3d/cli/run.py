@@ -34,7 +34,6 @@ SUMMARY_WAIT = 3.0
 
 
 def run_run(args: argparse.Namespace) -> int:
-
     from flock3d import metrics
     from flock3d.core.elsewhere import Loading
     from flock3d.flock import Flock
