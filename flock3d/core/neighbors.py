@@ -4,8 +4,7 @@ Boids are counting-sorted into cubic cells covering their bounding box. Cells
 are numbered x-fastest, so the cells of one (y, z) row that a search touches
 are a single contiguous run of the sorted order. The step kernel uses the grid
 directly; the queries at the end of this module (counts within a radius,
-nearest-neighbour distances, connected groups, the k nearest neighbours) serve
-metrics and analysis.
+connected groups, the k nearest neighbours) serve metrics and analysis.
 """
 
 from __future__ import annotations
@@ -23,7 +22,6 @@ __all__ = [
     "cell_index",
     "axis_span",
     "count_within",
-    "nearest_distances",
     "nearest_k_search",
     "PARALLEL_NEAREST",
     "components",
@@ -236,20 +234,6 @@ def count_within(positions, radius):
     return counts
 
 
-#: From this many boids :func:`nearest_k` (and so :func:`nearest_distances`) searches on every
-#: core. Below it one core does: the parallel loop's compile (1.5-3 s more on 2 cores, paid by a
-#: first run's closing summary) costs more than it gains (100,000 boids: 0.29 s on one core,
-#: 0.15 s on two).
-PARALLEL_NEAREST = 100_000
-
-
-def nearest_distances(positions):
-    """(N,) distance from each boid to its nearest other boid (inf when it is alone): the
-    distances of :func:`nearest_k` for k = 1. A NaN or infinite coordinate is never nearest."""
-    n = positions.shape[0]
-    return nearest_k(positions, 1)[1][:, 0] if n >= 2 else np.full(n, np.inf)
-
-
 @numba.njit(cache=True)
 def _find(parent, i):
     root = i
@@ -301,6 +285,12 @@ def components(positions, radius):
         else:
             labels[i] = labels[root]
     return count, labels
+
+
+#: From this many boids :func:`nearest_k` searches on every core; below it, on one: the parallel
+#: loop's compile (1.5-3 s more on 2 cores, paid by a first run's closing summary) costs more
+#: than it gains (100,000 boids: 0.29 s on one core, 0.15 s on two).
+PARALLEL_NEAREST = 100_000
 
 
 def nearest_k(positions, k):

@@ -26,11 +26,7 @@ def nearest_neighbour_distances(positions: np.ndarray, period=None) -> np.ndarra
     Returns:
         (N,) float64 distances [units]; inf when N < 2.
     """
-    p = array3(positions)
-    box = period_of(period)
-    if box is None:
-        return neighbors.nearest_distances(p)
-    return nearest_k(p, 1, box)[1][:, 0]
+    return nearest_k(array3(positions), 1, period_of(period))[1][:, 0]
 
 
 def nearest_search(n: int) -> tuple[Any, tuple]:
