@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 import threading
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
@@ -249,6 +249,9 @@ class Body:
     """A mesh's distance grid, in its scaled frame."""
     ground: Terrain | None = None
     """A heightfield's ground."""
+    _placed: dict = field(default_factory=dict, repr=False)
+    """A moving body's :meth:`placed` frames at the last few times asked: every boid of a step
+    asks for the same time, and the frame is slerped from Euler angles."""
 
     def frame(self, t: float) -> tuple[np.ndarray, Quaternion]:
         """Its origin (3,) and rotation at time t [s]."""
@@ -266,8 +269,13 @@ class Body:
         world is R^T (p - origin) in the frame."""
         if self.motion is None:
             return self.position, self._still_matrix
-        origin, rotation = self.frame(t)
-        return origin, rotation.rotation_matrix
+        at = self._placed.get(t)
+        if at is None:
+            origin, rotation = self.frame(t)
+            if len(self._placed) >= 4:
+                self._placed.clear()
+            at = self._placed[t] = (origin, rotation.rotation_matrix)
+        return at
 
     def sdf(self, t: float, p: np.ndarray) -> tuple[float, np.ndarray]:
         """The signed distance of the world point p (3,) at time t, and the outward normal in the

@@ -43,7 +43,7 @@ def keep_out_reference(position, start, bodies: Sequence[Body], t: float, planar
             b.room(t, p)
             for b in bodies
             if not (inside_convex and b.side < 0.0 and b.convex)
-            and (b.side < 0.0 or norm(near - b.frame(t)[0]) <= b.bound + reach)
+            and (b.side < 0.0 or norm(near - b.placed(t)[0]) <= b.bound + reach)
         ]
         return min(rooms, default=math.inf)
 
