@@ -26,10 +26,11 @@ def readme_pipeline() -> list[list[str]]:
 @pytest.mark.slow
 def test_the_readme_pipeline_shows_the_mill_it_promises(tmp_path):
     for args in readme_pipeline():
-        if args[0] == "render":  # the README's video, smaller: that it is made is what is checked
-            args = [*args, "--size", "160x120", "--no-progress"]
+        if args[0] == "render":  # the README's video, small and at one frame a second: its whole
+            args = [*args, "--size", "160x120", "--fps", "1", "--no-progress"]  # minute, 60 frames
         out = flock3d(*args, cwd=tmp_path)
         assert out.returncode == 0, (args, out.stderr)
+    assert "60 frames, 160x120, 60.00 s at 1 fps, showing simulated t = 0.00 to 60.00 s" in out.stdout
     with Trajectory(tmp_path / "x.h5") as traj:
         last = traj.frame(-1)
         assert traj.scene.name == "Torus (mill)" and traj.times[-1] >= 59.9
