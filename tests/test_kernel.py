@@ -217,6 +217,30 @@ def test_a_flock_stepping_never_waits_for_a_warm_up_child_started_for_another(mo
     assert flock.state.step_count == 3
 
 
+def test_a_worlds_step_child_compiles_the_avoidance_where_this_process_compiles_the_keep_out(monkeypatch):
+    # On a first run of a world this process compiles the distances, then the keep-out, while the
+    # warm-up child compiles the driver: the step's child takes the avoidance after the chunk. A
+    # window's process leaves the keep-out and the avoidance to its placement's child.
+    from flock3d.core import assemble, compiling, elsewhere
+
+    def not_cached(params):
+        raise compiling.CompileNeeded("the step")
+
+    started = []
+    monkeypatch.setattr(assemble, "clearances_cached", lambda: False)
+    monkeypatch.setattr(assemble, "stepper_for", not_cached)
+    monkeypatch.setattr(
+        elsewhere, "compile_in_child", lambda target, args, **kw: started.append((target, args))
+    )
+    monkeypatch.delenv("FLOCK3D_NO_WARM_UP", raising=False)
+    world = Params(objects=[Object("sphere", radius=1.0, position=(5.0, 0.0, 0.0))])
+    for children_only, names in ((False, ("avoidance",)), (True, ())):
+        monkeypatch.setattr(compiling, "_children_only", children_only)
+        assert assemble.compile_step_beside_placement(world)
+        assemble._await_step_elsewhere(assemble.layout_of(world))
+        assert started.pop() == ("flock3d.core.assemble:_compile_step", (world, names))
+
+
 @pytest.mark.slow  # the child compiles the keep-out's chain from an empty cache: 6-8 s
 def test_a_world_keep_out_missing_from_the_cache_is_compiled_by_the_warm_up_child(monkeypatch, tmp_path):
     # A first run of a world compiles the keep-out in the background child, into numba's cache,

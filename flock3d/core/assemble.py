@@ -448,8 +448,8 @@ _warm_up: subprocess.Popen | None = None
 
 #: What this process compiles itself once placing a world's boids compiled the objects' distances:
 #: the keep-out, the longest of a world's called functions (3-4 s on 2 cores), which calls them,
-#: and the batch's move (1 s), which leaves the child the driver and the avoidance: the two
-#: processes then end together.
+#: and the batch's move (1 s), which leaves the child the driver (the step's child, done first,
+#: compiles the avoidance: :func:`compile_step_beside_placement`): the processes then end together.
 _AFTER_PLACEMENT = ("keep_out", MOVE_ROWS.name)
 
 
@@ -593,9 +593,15 @@ def compile_step_beside_placement(params: Params) -> bool:
     except compiling.CompileNeeded:
         pass
 
+    # Where this process compiles the keep-out itself (_AFTER_PLACEMENT), the child then takes what
+    # else the step calls (a world's avoidance): the warm-up child, busy with the driver until
+    # after this process's keep-out, would compile it last, with the other core idle.
+    here = compiling.compiles_here()
+    names = tuple(c.name for c in _terms_called(params) if here and c.name not in _AFTER_PLACEMENT)
+
     def compile_elsewhere() -> None:
         try:
-            elsewhere.compile_in_child("flock3d.core.assemble:stepper_for", (params,), niceness=0)
+            elsewhere.compile_in_child("flock3d.core.assemble:_compile_step", (params, names), niceness=0)
         except elsewhere.CompileFailed:
             pass  # stepper_for compiles it here
 
@@ -604,6 +610,14 @@ def compile_step_beside_placement(params: Params) -> bool:
         _steps_elsewhere[layout] = thread
     thread.start()
     return True
+
+
+def _compile_step(params: Params, names: tuple[str, ...]) -> None:
+    """What :func:`compile_step_beside_placement`'s child compiles into the caches: the step of
+    ``params``, then the functions ``names``."""
+    stepper_for(params)
+    for name in names:
+        REGISTRY[name].address()
 
 
 def _await_step_elsewhere(layout: Any) -> None:
