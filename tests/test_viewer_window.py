@@ -477,6 +477,20 @@ def test_record_writes_a_video(qt_app, viewer, tmp_path):
     assert frames[0].shape[:2] == tuple(s - s % 2 for s in viewer.canvas.size[::-1])
 
 
+def test_the_3d_view_keeps_its_least_size_however_small_the_window_or_wide_the_panel(qt_app, viewer):
+    # At its least width the window was all panel: the view had no width and drew no frame.
+    from flock3d.viewer.app import CANVAS_MIN_SIZE
+
+    viewer.window.resize(200, 150)  # below the window's minimum: Qt holds it there
+    viewer.window.centralWidget().setSizes([0, 2000])  # the panel dragged over the view
+    pump(qt_app, 0.5)
+    drawn = viewer.frames_drawn
+    pump(qt_app, 0.5)
+    width, height = viewer.canvas.size
+    assert width >= CANVAS_MIN_SIZE[0] and height >= CANVAS_MIN_SIZE[1], (width, height)
+    assert viewer.frames_drawn > drawn
+
+
 def test_ctrl_q_quits(qt_app, viewer):
     assert viewer.window.isVisible() and viewer.session.running
     xdotool("key", "ctrl+q")

@@ -48,6 +48,10 @@ the frame rate; its window is anti-aliased by FXAA, one pass over the finished p
 (:mod:`flock3d.viewer.canvas`)."""
 SOFTWARE_RENDERERS = ("llvmpipe", "softpipe", "swrast", "swiftshader")
 WINDOW_SIZE = (1280, 800)
+#: The least size of the 3D view: the window's minimum width is the panel's and this, and the
+#: splitter cannot collapse the view (the panel alone once filled a window at its minimum width,
+#: and a view of no width draws nothing).
+CANVAS_MIN_SIZE = (320, 240)
 
 
 def seconds_since_process_start() -> float | None:
@@ -242,6 +246,8 @@ class ViewerWindow:
         splitter.addWidget(self.tabs)
         splitter.setStretchFactor(0, 1)
         splitter.setStretchFactor(1, 0)
+        self.canvas.native.setMinimumSize(*CANVAS_MIN_SIZE)
+        splitter.setCollapsible(0, False)
         self.window.setCentralWidget(splitter)
         self.window.resize(*WINDOW_SIZE)
         self.status = self.window.statusBar()
