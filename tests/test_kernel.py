@@ -229,6 +229,7 @@ def test_a_worlds_step_child_compiles_the_avoidance_where_this_process_compiles_
     started = []
     monkeypatch.setattr(assemble, "clearances_cached", lambda: False)
     monkeypatch.setattr(assemble, "stepper_for", not_cached)
+    monkeypatch.setattr(assemble, "_steppers", {})  # none assembled by another test of this process
     monkeypatch.setattr(
         elsewhere, "compile_in_child", lambda target, args, **kw: started.append((target, args))
     )
