@@ -26,6 +26,7 @@ import os
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -52,6 +53,27 @@ WINDOW_SIZE = (1280, 800)
 #: splitter cannot collapse the view (the panel alone once filled a window at its minimum width,
 #: and a view of no width draws nothing).
 CANVAS_MIN_SIZE = (320, 240)
+
+
+def _main_window(view: Any, panel: Any) -> Any:
+    """The window: the 3D view, which takes what the window gains and keeps its least size, and
+    the panel beside it."""
+    from PySide6 import QtWidgets
+
+    from flock3d.viewer.panel import apply_dark_theme
+
+    window = QtWidgets.QMainWindow()
+    apply_dark_theme(window)
+    splitter = QtWidgets.QSplitter()
+    splitter.addWidget(view)
+    splitter.addWidget(panel)
+    splitter.setStretchFactor(0, 1)
+    splitter.setStretchFactor(1, 0)
+    view.setMinimumSize(*CANVAS_MIN_SIZE)
+    splitter.setCollapsible(0, False)
+    window.setCentralWidget(splitter)
+    window.resize(*WINDOW_SIZE)
+    return window
 
 
 def seconds_since_process_start() -> float | None:
@@ -189,7 +211,6 @@ class ViewerWindow:
             ControlPanel,
             SceneBrowser,
             WorldPanel,
-            apply_dark_theme,
             scene_entries,
         )
         from flock3d.viewer.picking import FocusVisuals
@@ -239,17 +260,7 @@ class ViewerWindow:
         self.records = RecordController(self)
         self.bindings = Bindings(self)
 
-        self.window = QtWidgets.QMainWindow()
-        apply_dark_theme(self.window)
-        splitter = QtWidgets.QSplitter()
-        splitter.addWidget(self.canvas.native)
-        splitter.addWidget(self.tabs)
-        splitter.setStretchFactor(0, 1)
-        splitter.setStretchFactor(1, 0)
-        self.canvas.native.setMinimumSize(*CANVAS_MIN_SIZE)
-        splitter.setCollapsible(0, False)
-        self.window.setCentralWidget(splitter)
-        self.window.resize(*WINDOW_SIZE)
+        self.window = _main_window(self.canvas.native, self.tabs)
         self.status = self.window.statusBar()
 
         self.frames = FrameLoop(self)
