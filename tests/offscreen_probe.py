@@ -3,13 +3,14 @@
 vispy binds one backend per process and the window tests use Qt in the pytest
 process, so the pixel tests run this script and assert on what it saves:
 
-    python offscreen_probe.py CASE OUT.npz
+    python offscreen_probe.py FOLDER CASE...    # FOLDER/CASE.npz for each case
 """
 
 from __future__ import annotations
 
 import itertools
 import math
+import pathlib
 import sys
 
 import numpy as np
@@ -256,13 +257,17 @@ def case_specks() -> dict:
 
     state = random_flock(9, 7.0, n=400)
     out = {}
-    for name, speck_pixels in (("specks", renderer_module.SPECK_PIXELS), ("birds", 0.0)):
-        renderer_module.SPECK_PIXELS = speck_pixels
-        r = renderer(ViewHints(show_arena=False, mesh="bird", boid_size=0.3, color_mode="uniform"))
-        r.render(state)  # the first frame lays the view out: sizes on screen are known from the second
-        out[name] = r.render(state)
-        out[f"{name}_drawn_as_specks"] = np.array(r.visuals.specks.count)
-        r.close()
+    kept = renderer_module.SPECK_PIXELS  # put back: the cases after this one in its process draw specks
+    try:
+        for name, speck_pixels in (("specks", kept), ("birds", 0.0)):
+            renderer_module.SPECK_PIXELS = speck_pixels
+            r = renderer(ViewHints(show_arena=False, mesh="bird", boid_size=0.3, color_mode="uniform"))
+            r.render(state)  # the first frame lays the view out: sizes on screen are known from the second
+            out[name] = r.render(state)
+            out[f"{name}_drawn_as_specks"] = np.array(r.visuals.specks.count)
+            r.close()
+    finally:
+        renderer_module.SPECK_PIXELS = kept
     return out
 
 
@@ -323,20 +328,24 @@ def case_species_meshes() -> dict:
     out = {}
     looks = {"darts": ("dart", None, None), "mixed": ("dart", None, "bird"), "birds": ("bird", None, None),
              "cones": ("cone", None, None), "panel_cone": ("dart", None, "bird")}  # fmt: skip
-    for speck_pixels, suffix in ((0.0, ""), (1e6, "_specks")):
-        renderer_module.SPECK_PIXELS = speck_pixels
-        for name, (panel, a, b) in looks.items():
-            hints = ViewHints(show_arena=False, mesh=panel, boid_size=1.5, color_mode="uniform",
-                              species=(SpeciesLook("a", mesh=a), SpeciesLook("b", mesh=b)))  # fmt: skip
-            r = renderer(hints, species=species)
-            if name == "panel_cone":
-                r.render(state)
-                r.visuals.set_mesh("cone")  # the panel's choice: for a, which has no mesh of its own
-            r.render(state)  # the first frame lays the view out: sizes on screen are known from the second
-            out[name + suffix] = r.render(state)
-            out[f"{name}{suffix}_counts"] = np.array([r.visuals.specks.count, r.visuals.boids.count])
-            out["middle"] = project(r, np.zeros((1, 3)))[0, 0]  # the column between the species
-            r.close()
+    kept = renderer_module.SPECK_PIXELS
+    try:
+        for speck_pixels, suffix in ((0.0, ""), (1e6, "_specks")):
+            renderer_module.SPECK_PIXELS = speck_pixels
+            for name, (panel, a, b) in looks.items():
+                hints = ViewHints(show_arena=False, mesh=panel, boid_size=1.5, color_mode="uniform",
+                                  species=(SpeciesLook("a", mesh=a), SpeciesLook("b", mesh=b)))  # fmt: skip
+                r = renderer(hints, species=species)
+                if name == "panel_cone":
+                    r.render(state)
+                    r.visuals.set_mesh("cone")  # the panel's choice: for a, which has no mesh of its own
+                r.render(state)  # the first frame lays the view out: sizes are known from the second
+                out[name + suffix] = r.render(state)
+                out[f"{name}{suffix}_counts"] = np.array([r.visuals.specks.count, r.visuals.boids.count])
+                out["middle"] = project(r, np.zeros((1, 3)))[0, 0]  # the column between the species
+                r.close()
+    finally:
+        renderer_module.SPECK_PIXELS = kept
     return out
 
 
@@ -446,5 +455,6 @@ CASES = {
 }
 
 if __name__ == "__main__":
-    case, out = sys.argv[1], sys.argv[2]
-    np.savez(out, **CASES[case]())
+    folder = pathlib.Path(sys.argv[1])
+    for case in sys.argv[2:]:
+        np.savez(folder / f"{case}.npz", **CASES[case]())

@@ -2,30 +2,54 @@
 the arena's outline, and that the colour modes differ."""
 
 import pathlib
+import shutil
 import subprocess
 import sys
 
 import numpy as np
 import pytest
-from helpers import foreground_mask, sky
+from helpers import foreground_mask, once_per_run, sky
 
 pytestmark = pytest.mark.gui
 PROBE = pathlib.Path(__file__).with_name("offscreen_probe.py")
+#: The cases of this module's quick tests, rendered one after another in one process, once a run
+#: (:func:`rendered`): a process a case spent most of each test starting (about 1.3 s of 1.5-2.4).
+BATCHED = ("positions", "heading", "arena", "periodic_box", "antialias", "lit_box", "shadow", "moving",
+           "small", "specks", "gpu_colors", "straddling_specks", "camera_direction")  # fmt: skip
 
 
 def probe(case: str, tmp_path) -> dict:
-    out = tmp_path / f"{case}.npz"
-    run = subprocess.run(
-        [sys.executable, str(PROBE), case, str(out)], capture_output=True, text=True, timeout=300
-    )
+    """What ``offscreen_probe.py`` renders for ``case``, in a process of its own."""
+    _render(tmp_path, case)
+    return dict(np.load(tmp_path / f"{case}.npz"))
+
+
+def _render(folder: pathlib.Path, *cases: str) -> None:
+    """``offscreen_probe.py``'s ``folder/CASE.npz`` of each case, in one process."""
+    folder.mkdir(parents=True, exist_ok=True)
+    run = subprocess.run([sys.executable, str(PROBE), str(folder), *cases], capture_output=True, text=True,
+                         timeout=300)  # fmt: skip
     if run.returncode != 0 and "needs EGL" in run.stderr:
         pytest.skip("no EGL/OpenGL for offscreen rendering here")
     assert run.returncode == 0, run.stderr
-    return dict(np.load(out))
 
 
-def test_boids_appear_where_their_positions_project(tmp_path):
-    data = probe("positions", tmp_path)
+@pytest.fixture
+def rendered(tmp_path_factory):
+    """``rendered(case)``: what ``offscreen_probe.py`` rendered for a case of :data:`BATCHED`."""
+
+    def make(path: pathlib.Path) -> None:
+        part = path.with_name(path.name + ".part")  # whole, or not there for the next test to make
+        shutil.rmtree(part, ignore_errors=True)
+        _render(part, *BATCHED)
+        part.rename(path)
+
+    folder = once_per_run(tmp_path_factory, "offscreen-probes", make)
+    return lambda case: dict(np.load(folder / f"{case}.npz"))
+
+
+def test_boids_appear_where_their_positions_project(rendered):
+    data = rendered("positions")
     lit = foreground_mask(data["image"])
     h, w = lit.shape
     for x, y in data["screen"]:
@@ -38,8 +62,8 @@ def test_boids_appear_where_their_positions_project(tmp_path):
     assert nearest.max() < 25
 
 
-def test_a_boid_points_along_its_heading(tmp_path):
-    data = probe("heading", tmp_path)
+def test_a_boid_points_along_its_heading(rendered):
+    data = rendered("heading")
     for image, centre, arrow in zip(data["images"], data["screen"], data["arrows"], strict=True):
         ys, xs = np.nonzero(foreground_mask(image))
         assert len(xs) > 50
@@ -54,8 +78,8 @@ def test_a_boid_points_along_its_heading(tmp_path):
         assert abs(tip @ np.array([-direction[1], direction[0]])) < 3.0  # the tip is on the axis
 
 
-def test_the_arena_outline_appears(tmp_path):
-    data = probe("arena", tmp_path)
+def test_the_arena_outline_appears(rendered):
+    data = rendered("arena")
     lit = foreground_mask(data["image"], tolerance=6)
     ys, xs = np.nonzero(lit)
     assert len(xs) > 500
@@ -65,8 +89,8 @@ def test_the_arena_outline_appears(tmp_path):
     assert np.mean(r > 0.9 * radius) > 0.15  # a visible outline near its silhouette
 
 
-def test_a_periodic_box_is_framed_whole_from_every_side(tmp_path):
-    data = probe("periodic_box", tmp_path)
+def test_a_periodic_box_is_framed_whole_from_every_side(rendered):
+    data = rendered("periodic_box")
     h, w = data["images"].shape[1:3]
     for image, corners in zip(data["images"], data["corners"], strict=True):
         assert np.all((corners > 4) & (corners < [w - 4, h - 4])), corners  # every corner on the picture
@@ -110,8 +134,8 @@ def luminance(image: np.ndarray) -> np.ndarray:
     return relative_luminance(image[..., :3] / 255.0)
 
 
-def test_edges_are_anti_aliased(tmp_path):
-    images = probe("antialias", tmp_path)
+def test_edges_are_anti_aliased(rendered):
+    images = rendered("antialias")
 
     def blended_edge_pixels(image):
         """Drawn pixels much darker than the boid's darkest face: partly covered, blended with the sky."""
@@ -133,8 +157,8 @@ def test_edges_are_anti_aliased(tmp_path):
     assert changed.sum() > 100 and not (changed & ~foreground_mask(plain)).any()
 
 
-def test_a_lit_box_shows_its_faces_in_the_shades_the_sun_gives_them(tmp_path):
-    data = probe("lit_box", tmp_path)
+def test_a_lit_box_shows_its_faces_in_the_shades_the_sun_gives_them(rendered):
+    data = rendered("lit_box")
     image, eye, sun = data["image"], data["eye"], data["sun"]
     seen = [(n, (x, y)) for n, c, (x, y) in zip(data["normals"], data["centres"], data["screen"], strict=True)
             if np.dot(n, eye - c) > 0]  # fmt: skip
@@ -150,8 +174,8 @@ def test_a_lit_box_shows_its_faces_in_the_shades_the_sun_gives_them(tmp_path):
     assert np.diff(by_sun).min() > 0.02 and by_sun[-1] > 4 * by_sun[0], shades
 
 
-def test_a_boid_casts_its_shadow_straight_down_onto_the_ground(tmp_path):
-    data = probe("shadow", tmp_path)
+def test_a_boid_casts_its_shadow_straight_down_onto_the_ground(rendered):
+    data = rendered("shadow")
     (fx, fy), (bx, by), (ax, ay) = data["foot"]  # under the boid, the boid, a point of ground away
     assert by < fy - 20  # the boid is drawn well above its foot
 
@@ -163,8 +187,8 @@ def test_a_boid_casts_its_shadow_straight_down_onto_the_ground(tmp_path):
     assert darkening(ax, ay) == 0.0  # and nowhere else
 
 
-def test_a_moving_object_is_drawn_where_its_keyframes_put_it(tmp_path):
-    data = probe("moving", tmp_path)
+def test_a_moving_object_is_drawn_where_its_keyframes_put_it(rendered):
+    data = rendered("moving")
     for name, (x, y) in zip(("t0", "t2", "t4"), data["centres"], strict=True):
         ys, xs = np.nonzero(foreground_mask(data[name]))
         assert len(xs) > 100
@@ -218,8 +242,8 @@ def test_in_aerodynamic_flight_the_drawn_roll_is_the_orientation_s(tmp_path):
     assert wing_angle(data["rolled_left"]) == pytest.approx(40, abs=6)
 
 
-def test_a_far_boid_keeps_a_readable_size(tmp_path):
-    data = probe("small", tmp_path)
+def test_a_far_boid_keeps_a_readable_size(rendered):
+    data = rendered("small")
     ys, xs = np.nonzero(foreground_mask(data["image"]))
     # 0.02 units long is a fraction of a pixel here; it is drawn MIN_BOID_PIXELS (7) long.
     assert xs.max() - xs.min() + 1 >= 5
@@ -251,8 +275,8 @@ def test_every_map_colour_keeps_its_contrast_against_the_lightest_sky():
     assert contrast_ratio(map_colors(), np.asarray(SKY_BOTTOM)).min() >= MIN_CONTRAST
 
 
-def test_far_boids_drawn_as_specks_look_like_the_bird(tmp_path):
-    data = probe("specks", tmp_path)
+def test_far_boids_drawn_as_specks_look_like_the_bird(rendered):
+    data = rendered("specks")
     # Boids a few pixels long are drawn with two triangles instead of the bird's eleven...
     assert data["specks_drawn_as_specks"] == 400 and data["birds_drawn_as_specks"] == 0
     # ...covering about as much of the picture, in the same colour.
@@ -261,16 +285,16 @@ def test_far_boids_drawn_as_specks_look_like_the_bird(tmp_path):
     assert np.abs(data["specks"][specks].mean(axis=0) - data["birds"][birds].mean(axis=0)).max() < 20
 
 
-def test_the_gpu_colours_each_boid_by_heading_as_the_cpu_map_does(tmp_path):
-    data = probe("gpu_colors", tmp_path)
+def test_the_gpu_colours_each_boid_by_heading_as_the_cpu_map_does(rendered):
+    data = rendered("gpu_colors")
     drawn = foreground_mask(data["cpu"])
     assert drawn.sum() > 2000  # 300 birds
     assert np.array_equal(foreground_mask(data["gpu"]), drawn)
     assert np.abs(data["gpu"].astype(int) - data["cpu"].astype(int)).max() <= 2
 
 
-def test_a_flock_straddling_the_speck_length_draws_each_boid_once_in_one_visual(tmp_path):
-    data = probe("straddling_specks", tmp_path)
+def test_a_flock_straddling_the_speck_length_draws_each_boid_once_in_one_visual(rendered):
+    data = rendered("straddling_specks")
     speck = data["speck"]
     assert 0 < speck.sum() < len(speck)  # the row does straddle it
     assert list(data["counts"]) == [speck.sum(), len(speck) - speck.sum()]
@@ -310,8 +334,8 @@ def test_each_species_is_drawn_with_its_own_mesh(tmp_path):
     assert list(data["mixed_specks_counts"]) == [16, 0]
 
 
-def test_the_one_camera_convention_is_the_turntables(tmp_path):
+def test_the_one_camera_convention_is_the_turntables(rendered):
     """look.camera.view_direction, which exports and the axis camera use, points where the
     viewer's turntable camera stands: the target and a point towards the eye share a pixel."""
-    pixels = probe("camera_direction", tmp_path)["pixels"]
+    pixels = rendered("camera_direction")["pixels"]
     np.testing.assert_allclose(pixels[:, 0], pixels[:, 1], atol=0.01)
