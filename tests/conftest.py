@@ -17,6 +17,11 @@ from helpers import RUN_FLOCK3D, process_env
 from flock3d import Flock, Params
 
 ENGINES = ["fast", "reference"]
+#: ``@pytest.mark.parametrize("engine", FAST_IS_SLOW)`` on a test of one feature whose fast case
+#: compiles a step layout no other quick test uses (2-4 s on 2 cores, where a quick run from empty
+#: caches spends a third of its time compiling layouts): the fast case runs with the slow tests, the
+#: reference case stays quick. The slow snapshot tests hold every layout's fast step to the reference.
+FAST_IS_SLOW = [pytest.param("fast", marks=pytest.mark.slow), "reference"]
 
 
 @pytest.fixture(params=ENGINES)

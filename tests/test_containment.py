@@ -11,7 +11,7 @@ import pytest
 from flock3d import Flock, Params
 from flock3d.scene import shipped_scenes
 
-from conftest import acceleration, free_params, hand_flock
+from conftest import FAST_IS_SLOW, acceleration, free_params, hand_flock
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 import containment  # noqa: E402  (benchmarks/containment.py: the same check, printed)
@@ -31,6 +31,7 @@ def test_containment_steers_across_the_heading_when_a_turn_radius_ahead_is_past_
     np.testing.assert_allclose(a[1:], 0.0, atol=1e-12)
 
 
+@pytest.mark.parametrize("engine", FAST_IS_SLOW)
 def test_containment_in_a_box_steers_away_from_the_faces_it_would_cross(engine):
     params = free_params(arena_shape="box", arena_radius=10.0, confinement_start=0.8, containment=3.0,
                          max_turn_rate=math.inf)  # fmt: skip

@@ -13,7 +13,7 @@ from flock3d.core.params import Object
 from flock3d.core.terms.flight import bank_angles
 from flock3d.scene import SceneError, parse_scene
 
-from conftest import free_params
+from conftest import FAST_IS_SLOW, free_params
 
 G, V0, RATIO, TAU = 9.81, 5.0, 3.3, 1.0
 
@@ -40,6 +40,7 @@ def test_at_cruise_speed_a_level_bird_flies_straight_on(engine):
     np.testing.assert_allclose(bank_angles(flock.orientations), 0.0, atol=1e-12)
 
 
+@pytest.mark.parametrize("engine", FAST_IS_SLOW)
 def test_a_slow_bird_sinks_and_speeds_up_by_the_closed_form(engine):
     # At s = 3: lift g (s/v0)^2 up, gravity g down; thrust g/eps + (v0 - s)/tau, drag (g/eps)(s/v0)^2.
     s, dt = 3.0, 0.02
@@ -73,6 +74,7 @@ def test_a_bird_steered_sideways_banks_and_its_lift_turns_it(engine):
     assert 0.0 < bank_angles(flock.orientations)[0] < beta
 
 
+@pytest.mark.parametrize("engine", FAST_IS_SLOW)
 def test_the_roll_rate_and_the_steepest_bank_bound_the_roll(engine):
     dt, rate = 0.02, 90.0
     wind = tuple(50.0 * np.cross([0.0, 1.0, 0.0], [1.0, 0.0, 0.0]))  # asks for atan(50 / g) = 79 degrees
@@ -100,6 +102,7 @@ def test_the_bank_is_the_orientation_s_roll():
     np.testing.assert_allclose(bank_angles(quaternion.look_rotation(forward)), 0.0, atol=1e-9)
 
 
+@pytest.mark.parametrize("engine", FAST_IS_SLOW)
 def test_the_roost_pulls_towards_its_axis_beyond_its_radius_and_to_its_height(engine):
     from conftest import acceleration, hand_flock
 

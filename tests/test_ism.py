@@ -11,6 +11,8 @@ from flock3d import Flock, Params
 from flock3d.core.models.ism import DEFAULTS as ISM_DEFAULTS
 from flock3d.scene import SceneError, parse_scene
 
+from conftest import FAST_IS_SLOW
+
 
 def ism(**overrides) -> Params:
     """Open space, no noise, no friction, metric neighbours within 2: each closed form by hand."""
@@ -70,6 +72,7 @@ def test_three_birds_the_torque_is_the_sum_over_the_neighbours_seen(engine):
     np.testing.assert_allclose(flock.state.spins[3], 0.0, atol=1e-15)  # it sees no one
 
 
+@pytest.mark.parametrize("engine", FAST_IS_SLOW)
 def test_a_planar_bird_s_spin_is_along_the_plane_s_normal(engine):
     params = ism(dimensions=2, ism_temperature=0.5, ism_friction=0.2)
     flock = birds(params, [[0, 0, 0], [1.0, 0.5, 0]], [[1.0, 0, 0], [0.6, 0.8, 0]], engine)

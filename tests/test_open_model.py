@@ -13,7 +13,7 @@ from flock3d import Flock, Params, RuleError, SimulationError
 from flock3d.core import quaternion
 from flock3d.rules import Force
 
-from conftest import acceleration, free_params, hand_flock
+from conftest import FAST_IS_SLOW, acceleration, free_params, hand_flock
 
 
 @f3.force
@@ -448,6 +448,7 @@ def test_per_rule_update_applies_each_rule_to_every_boid_before_the_next(engine)
     np.testing.assert_allclose(flock.positions, p + v, atol=1e-9)
 
 
+@pytest.mark.parametrize("engine", FAST_IS_SLOW)
 def test_the_mesh_turn_limit_turns_only_the_drawn_orientation_by_pyquaternions_slerp(engine):
     params = free_params(turn_limit="mesh", max_turn_rate=90.0, dt=0.5, wind=(4.0, 0.0, 0.0))
     flock = hand_flock(params, [[0.0, 0.0, 0.0]], [[0.0, 0.0, 2.0]], engine)

@@ -12,7 +12,7 @@ from flock3d.core import quaternion
 from flock3d.core.params import Attractor, Obstacle, WaypointPath
 from flock3d.core.space import visible
 
-from conftest import acceleration, free_params, hand_flock
+from conftest import FAST_IS_SLOW, acceleration, free_params, hand_flock
 
 DT = 0.01
 
@@ -20,6 +20,7 @@ DT = 0.01
 # -- arenas -----------------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("engine", FAST_IS_SLOW)
 def test_box_pushes_back_along_each_axis_beyond_its_margin(engine):
     params = free_params(arena_shape="box", arena_radius=10.0, confinement=3.0, confinement_start=0.8)
     p = [[9.0, 0.0, 0.0], [-9.0, 8.5, 0.0], [0.0, 0.0, 7.9], [-8.5, -8.5, -9.5]]
@@ -27,6 +28,7 @@ def test_box_pushes_back_along_each_axis_beyond_its_margin(engine):
     np.testing.assert_allclose(a, [[-3, 0, 0], [3, -3, 0], [0, 0, 0], [3, 3, 3]], atol=1e-9)
 
 
+@pytest.mark.parametrize("engine", FAST_IS_SLOW)
 def test_open_arena_has_no_walls(engine):
     params = Params(arena_shape="none", arena_radius=1.0, confinement=50.0)
     flock = hand_flock(params, [[100.0, 0, 0]], [[0, 0, 4.0]], engine)
@@ -117,6 +119,7 @@ def test_separation_averages_or_sums(engine, average):
     np.testing.assert_allclose(a[0], total / 2 if average else total, atol=1e-9)
 
 
+@pytest.mark.parametrize("engine", FAST_IS_SLOW)
 def test_each_rule_has_its_own_radius_and_cone(engine):
     params = free_params(
         view_distance=10.0, separation_distance=2.0, separation=1.0, separation_falloff="linear",
@@ -146,6 +149,7 @@ def test_global_perception_pulls_to_the_centre_of_the_whole_flock(engine):
 # -- world features -------------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("engine", FAST_IS_SLOW)
 def test_attractor_seek_and_its_radius(engine):
     params = free_params(
         max_speed=5.0, attractors=[Attractor((10.0, 0, 0), 2.0, 20.0), Attractor((0, 50, 0), 1.0, 20.0)]
@@ -168,6 +172,7 @@ def test_path_moves_on_to_the_next_waypoint_within_reach(engine):
     np.testing.assert_array_equal(flock.state.waypoints, [1, 0])
 
 
+@pytest.mark.parametrize("engine", FAST_IS_SLOW)
 def test_boids_steer_around_an_obstacle_ahead(engine):
     params = free_params(obstacles=[Obstacle((0.0, 0.0, 10.0), 2.0)], avoidance=10.0, avoidance_lookahead=2.0,
                          avoidance_margin=1.0, max_speed=6.0)  # fmt: skip
@@ -241,6 +246,7 @@ def test_predators_reduce_the_number_of_boids_near_them():
     assert crowding(flee=60.0) < 0.6 * crowding(flee=0.0)
 
 
+@pytest.mark.parametrize("engine", FAST_IS_SLOW)
 def test_wind_uniform_and_linear_field(engine):
     gradient = ((0.0, -0.5, 0.0), (0.5, 0.0, 0.0), (0.0, 0.0, 0.0))  # a vortex about z
     params = free_params(wind=(1.0, 0.0, -2.0), wind_gradient=gradient, arena_center=(1.0, 1.0, 0.0))

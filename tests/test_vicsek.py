@@ -10,6 +10,8 @@ from flock3d import Flock, Params, metrics
 from flock3d.core.models.vicsek import DEFAULTS as VICSEK_DEFAULTS
 from flock3d.scene import SceneError, parse_scene, resolve_scene, shipped_scenes
 
+from conftest import FAST_IS_SLOW
+
 
 def vicsek(**overrides) -> Params:
     return Params(**{**VICSEK_DEFAULTS, **overrides})
@@ -61,6 +63,7 @@ def test_in_3d_and_through_the_faces_of_the_box(engine):
     assert np.all(np.abs(flock.positions) < 2.0)
 
 
+@pytest.mark.parametrize("engine", FAST_IS_SLOW)
 def test_topological_vicsek_takes_itself_and_its_k_nearest(engine):
     params = vicsek(noise_eta=0.0, count=4, neighbours=1, view_distance=2.0)
     p = [[0, 0, 0], [0.9, 0, 0], [0, 0.5, 0], [0, -1.5, 0]]

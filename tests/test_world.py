@@ -14,6 +14,8 @@ from flock3d.core.objects import Motion, Object, clearances, pack_objects
 from flock3d.core.params import Attractor
 from flock3d.scene import SceneError
 
+from conftest import FAST_IS_SLOW
+
 trimesh = pytest.importorskip("trimesh")
 pytest.importorskip("igl")
 
@@ -246,6 +248,7 @@ PERCH = dict(count=1, arena_shape="none", objects=[GROUND], separation=0.0, alig
              perching_height=0.5, perching_duration=1.0, perching_cooldown=0.5)  # fmt: skip
 
 
+@pytest.mark.parametrize("engine", FAST_IS_SLOW)
 def test_a_boid_that_comes_low_lands_rests_and_takes_off(engine):
     # Gliding down at 45 degrees from 1 above the ground: after 3 steps it is 1 - 3 * 0.177 =
     # 0.47 above it, within 0.5: it lands there.
