@@ -249,7 +249,7 @@ class Body:
     """A mesh's distance grid, in its scaled frame."""
     ground: Terrain | None = None
     """A heightfield's ground."""
-    _placed: dict = field(default_factory=dict, repr=False)
+    _placed: dict = field(default_factory=dict, init=False, repr=False)
     """A moving body's :meth:`placed` frames at the last few times asked: every boid of a step
     asks for the same time, and the frame is slerped from Euler angles."""
 
