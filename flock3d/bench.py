@@ -455,9 +455,9 @@ class _Phases:
             cells = build_grid(pos, self.reach)
         gf = np.array([cells.origin_x, cells.origin_y, cells.origin_z, cells.cell_size, cells.cell_size_y,
                        cells.cell_size_z])  # fmt: skip
-        crowded = kernel.from_python(kernel.crowded)(cells.cell_start)
+        crowded = kernel.crowded(cells.cell_start)
         gi = np.array([cells.nx, cells.ny, cells.nz, 1 if crowded else 0], dtype=np.int64)
-        bounds = kernel.from_python(kernel.chunk_cells)(cells.cell_start, self.n, self.n_chunks)
+        bounds = kernel.chunk_cells(cells.cell_start, self.n, self.n_chunks)
         return cells, (bounds, gf, gi, cells.order, cells.cell_start)
 
     def gather(self, grid, rows, rows_to) -> None:

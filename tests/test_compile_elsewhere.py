@@ -17,6 +17,7 @@ import pytest
 
 from flock3d.core import compiling, elsewhere
 from flock3d.core.compiling import COMPILING
+from flock3d.core.no_entry import from_python, no_entry
 
 MODULE = """
 import time
@@ -102,6 +103,14 @@ def compiles():
     watching = _Compiles()
     yield watching.done
     watching.close()
+
+
+def _fresh(fn):
+    """A new dispatcher of the no-entry function ``fn`` (nothing compiled or loaded in it yet),
+    that reads and writes the same entries of numba's cache."""
+    options = {k: v for k, v in fn.targetoptions.items() if k not in ("nopython", "no_cpython_wrapper",
+                                                                       "no_cfunc_wrapper")}  # fmt: skip
+    return no_entry(cache=True, **options)(fn.py_func)
 
 
 def test_what_the_cache_lacks_is_compiled_by_a_child_and_only_loaded_here(
@@ -352,7 +361,7 @@ def test_a_windows_process_places_a_worlds_boids_with_distances_a_child_compiled
     # An empty numba cache of the test's own, for a fresh dispatcher here and for the child.
     monkeypatch.setattr(numba.config, "CACHE_DIR", str(tmp_path / "numba"))
     monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path / "numba"))
-    fresh = numba.njit(cache=True, nogil=True, error_model="numpy")(distance.clearances.py_func)
+    fresh = _fresh(distance.clearances)
     monkeypatch.setattr(distance, "clearances", fresh)
     monkeypatch.setattr(objects, "clearances", fresh)
     assert not objects.clearances_cached()
@@ -360,7 +369,7 @@ def test_a_windows_process_places_a_worlds_boids_with_distances_a_child_compiled
     sphere = Object("sphere", radius=2.0, position=(1.0, 0.0, 0.0))
     params = Params(count=200, init_radius=3.0, objects=[sphere])
     flock = Flock(params, seed=3, engine="reference")
-    assert fresh.signatures and "clearances" not in compiles  # compiled by a child, loaded here
+    assert from_python(fresh).signatures and "clearances" not in compiles  # compiled by a child, loaded here
     room = [oracle.bodies(params.objects)[0].clearance(0.0, p)[0] for p in flock.positions]
     assert min(room) >= params.avoidance_margin
 
@@ -381,12 +390,12 @@ def test_a_windows_process_has_one_child_compile_what_placing_a_worlds_boids_nee
     monkeypatch.setattr(numba.config, "CACHE_DIR", str(tmp_path / "numba"))
     monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path / "numba"))
     monkeypatch.setenv("FLOCK3D_NO_WARM_UP", "1")  # no warm-up child: the placement's is the one
-    fresh = numba.njit(cache=True, nogil=True, error_model="numpy")(distance.clearances.py_func)
+    fresh = _fresh(distance.clearances)
     monkeypatch.setattr(distance, "clearances", fresh)
     monkeypatch.setattr(objects, "clearances", fresh)
     for name in ("keep_out", "avoidance"):
         called = copy.copy(REGISTRY[name])
-        called.fn = numba.njit(cache=True, nogil=True, error_model="numpy")(called.fn.py_func)
+        called.fn = _fresh(called.fn)
         called._address, called._lock = None, threading.Lock()
         monkeypatch.setitem(REGISTRY, name, called)
     monkeypatch.setattr(compiling, "_children_only", True)  # as ViewerWindow marks its process
@@ -395,6 +404,7 @@ def test_a_windows_process_has_one_child_compile_what_placing_a_worlds_boids_nee
     sphere = Object("sphere", radius=2.0, position=(1.0, 0.0, 0.0))
     flock = Flock(Params(count=200, init_radius=3.0, objects=[sphere]), seed=3)
     assert not {"clearances", "keep_out", "avoidance"} & set(compiles)
-    assert fresh.signatures and all(REGISTRY[name]._address for name in ("keep_out", "avoidance"))
+    assert from_python(fresh).signatures
+    assert all(REGISTRY[name]._address for name in ("keep_out", "avoidance"))
     packed = objects.pack_objects(flock.params.objects, None)
     assert (fresh(*packed, flock.positions, 0.0) >= flock.params.avoidance_margin).all()

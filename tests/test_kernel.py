@@ -427,10 +427,9 @@ def test_agreement_whether_candidates_are_gathered_by_rows_or_by_cells():
     from flock3d.core import kernel
     from flock3d.core.neighbors import build_grid
 
-    is_crowded = kernel.from_python(kernel.crowded)
     for params, crowded in ((bench_params(400), False), (Params(count=400, arena_radius=6.0), True)):
         fast, ref = Flock(params, seed=3), Flock(params, seed=3, engine="reference")
-        assert is_crowded(build_grid(fast.positions, params.view_distance).cell_start) == crowded
+        assert kernel.crowded(build_grid(fast.positions, params.view_distance).cell_start) == crowded
         fast.step(10)
         ref.step(10)
         np.testing.assert_allclose(fast.positions, ref.positions, rtol=0, atol=1e-9)
@@ -447,11 +446,13 @@ def test_candidate_buffers_are_sized_for_every_boid_they_may_take(periodic, n, s
     from flock3d.core import kernel
     from flock3d.core.neighbors import build_grid, build_periodic_grid
 
-    count_candidates, fill_candidates, candidate_buffer, row_span, fill_row = (
-        kernel.from_python(f)
-        for f in (kernel.count_candidates, kernel.fill_candidates, kernel.candidate_buffer, kernel.row_span,
-                  kernel.fill_row)
-    )  # fmt: skip
+    # Called from Python, each through its twin (flock3d.core.no_entry).
+    count_candidates, fill_candidates, candidate_buffer = (
+        kernel.count_candidates,
+        kernel.fill_candidates,
+        kernel.candidate_buffer,
+    )
+    row_span, fill_row = kernel.row_span, kernel.fill_row
     rng = np.random.default_rng(n)
     pos = rng.uniform(-side / 2, side / 2, (n, 3))
     if periodic:

@@ -51,9 +51,9 @@ from __future__ import annotations
 
 import math
 
-import numba
 import numpy as np
 
+from flock3d.core.no_entry import no_entry
 from flock3d.core.quaternion import forward_of, multiply_of, normalized_of, right_of, up_of
 
 __all__ = [
@@ -90,10 +90,11 @@ __all__ = [
 BOX, SPHERE, CYLINDER, CAPSULE, TORUS, PLANE, HEIGHTFIELD, MESH = range(8)
 KINDS = ("box", "sphere", "cylinder", "capsule", "torus", "plane", "heightfield", "mesh")
 
-# Callable from Python and from compiled code alike; 'numpy' errors: a division by zero gives
-# inf or NaN as in the kernel, never an exception in a parallel loop.
+# 'numpy' errors: a division by zero gives inf or NaN as in the kernel, never an exception in a
+# parallel loop. No entry point (flock3d.core.no_entry): compiled code calls these; Python's
+# calls reach their twins.
 #: Compiled without fastmath: these functions round as the readable code (and the reference engine) do.
-exact = numba.njit(cache=True, nogil=True, error_model="numpy")
+exact = no_entry(cache=True, nogil=True, error_model="numpy")
 
 
 # -- closed forms, in the shape's own frame ------------------------------------------------------

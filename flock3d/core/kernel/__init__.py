@@ -45,7 +45,7 @@ How a synchronous step is organised, and why (the measurements behind each choic
   driver of a step comes in four kinds (periodic arena or not, predators or not) so
   no scene compiles code it cannot reach; the parallel loop over chunks is one loop
   compiled once and called through a pointer, as the chunk is; and the shared functions
-  have no entry point from Python (:func:`from_python` makes one for tests and tools).
+  have no entry point from Python (:mod:`flock3d.core.no_entry`: a call from Python reaches a twin).
   While one core compiles the driver, the other compiles the scene's own chunk; a world's
   keep-out and avoidance are called at their addresses (:class:`Called`), so they too compile on
   the other core while this one compiles the chunk.
@@ -77,7 +77,6 @@ from flock3d.core.kernel.base import (
     FAST,
     MAX_COORDINATE,
     cone_threshold,
-    from_python,
     inlined,
     shared,
     threads,
@@ -157,7 +156,6 @@ from flock3d.core.status import NOT_FINITE, OK, RULE_NOT_FINITE, RULE_RAISED, RU
 
 __all__ = [
     "FAST",
-    "from_python",
     "shared",
     "inlined",
     "BOIDS_PER_CHUNK",

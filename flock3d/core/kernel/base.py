@@ -7,40 +7,28 @@ import math
 
 import numba
 
+from flock3d.core.no_entry import no_entry
+
 # No 'nnan'/'ninf': view distances and turn rates may legitimately be inf, and a blown-up
 # state must be seen as NaN to be reported. 'reassoc' lets LLVM vectorise the per-boid
 # sums; each boid's summation order is still fixed, so results do not depend on threads.
 FAST = {"nsz", "arcp", "contract", "afn", "reassoc"}
 
-#: Compiled once, cached, and called (not inlined) by every assembled stepper. Compiled code
-#: calls them; Python calls them through :func:`from_python`. They have no CPython entry
-#: point: building one costs about as much as compiling a small function, and a first run
-#: compiles dozens of them.
-shared = numba.njit(fastmath=FAST, error_model="numpy", cache=True, nogil=True, no_cpython_wrapper=True)
+#: Compiled once, cached, and called (not inlined) by every assembled stepper, with no entry
+#: point from Python (:mod:`flock3d.core.no_entry`: a first run compiles dozens of them, and
+#: their wrappers cost about as much as a small function). Python calls them through their
+#: twins (:func:`~flock3d.core.no_entry.from_python`).
+shared = no_entry(fastmath=FAST, error_model="numpy", cache=True, nogil=True)
 
 #: Inlined where it is called (at numba's level), so compiled as part of the caller: for the
 #: small functions a SIMD loop calls, and for code that must round as its caller's own code.
+#: Compiled on its own only where it is called at its address (:class:`Called`) or from Python.
 #: A compiled function calls a :data:`shared` one by its symbol: the process that compiled
 #: the caller runs the shared function's own code, and one that loaded the caller from
 #: numba's cache runs the copy linked into it, which LLVM optimised again with the caller.
 #: With fast-math the two may round differently (the batch turn's did, an ulp a step), and
 #: a run that compiled its step drifted apart from one that loaded it.
-inlined = numba.njit(fastmath=FAST, error_model="numpy", cache=True, nogil=True, inline="always")
-
-
-_twins: dict = {}
-
-
-def from_python(fn):
-    """The :data:`shared` function ``fn`` as Python can call it (for tests and tools): the
-    same source compiled a second time, with an entry point and its own cache entry."""
-    twin = _twins.get(fn)
-    if twin is None:
-        py = fn.py_func
-        copy = type(py)(py.__code__, py.__globals__, py.__name__, py.__defaults__, py.__closure__)
-        copy.__qualname__ = f"{py.__qualname__}.from_python"
-        twin = _twins[fn] = numba.njit(fastmath=FAST, error_model="numpy", cache=True, nogil=True)(copy)
-    return twin
+inlined = no_entry(fastmath=FAST, error_model="numpy", cache=True, nogil=True, inline="always")
 
 
 #: Boids per unit of parallel work: large enough to amortise a candidate buffer,

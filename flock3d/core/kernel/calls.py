@@ -65,21 +65,24 @@ class Called:
 
     def cached(self) -> bool:
         """Whether numba's cache holds ``fn`` compiled for :attr:`signature`."""
-        py_func = getattr(self.fn, "py_func", self.fn)
-        return self._address is not None or is_cached(py_func, self.signature.args)
+        return self._address is not None or is_cached(self.fn, self.signature.args)
 
     def __repr__(self) -> str:
         return f"Called({self.name})"
 
 
-def is_cached(py_func: Any, signature: Any) -> bool:
-    """Whether numba's cache holds ``py_func`` compiled for ``signature`` (as it was asked for:
-    a ``Signature``, or a tuple of argument types) on this machine."""
+def is_cached(fn: Any, signature: Any) -> bool:
+    """Whether numba's cache holds ``fn`` compiled for ``signature`` (as it was asked for: a
+    ``Signature``, or a tuple of argument types) on this machine. ``fn``: a numba dispatcher
+    (its own cache, a no-entry function's included), or the Python function a plain cached
+    ``numba.njit`` would compile."""
     try:
-        from numba.core.caching import FunctionCache
+        from numba.core.caching import Cache, FunctionCache
         from numba.core.registry import cpu_target
 
-        cache = FunctionCache(py_func)
+        cache = getattr(fn, "_cache", None)
+        if not isinstance(cache, Cache):
+            cache = FunctionCache(getattr(fn, "py_func", fn))
         key = cache._index_key(signature, cpu_target.target_context.codegen())
         return key in cache._cache_file._load_index()
     except Exception:  # noqa: BLE001 - numba's internals moved: assume cached, compile where needed
