@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from flock3d.core import assemble
+from flock3d.core import assemble, compiling
 from flock3d.core.kernel import Workspace
 from flock3d.core.params import Params
 from flock3d.core.space import settled_positions, up_axis
@@ -102,7 +102,8 @@ class Flock(FlockViews):
         if placing_compiles:  # a window's process has a child compile what placing needs
             assemble.compile_placement_elsewhere(params)
         params, state = _initial_state(params, seed, fields, positions, velocities, orientations)
-        if placing_compiles:  # the distances are compiled now: the keep-out's compile loads them
+        if placing_compiles and not compiling.compiles_here():
+            # The distances are compiled now: the warm-up child's keep-out loads them.
             assemble.warm_up_in_background(params, placed=True)
         self._state = state
         self._params = params
@@ -316,8 +317,9 @@ def _choose_engine(engine: Engine, params: Params, own_rules: bool = False) -> b
 
     Returns:
         Whether placing the boids compiles the distances (here, or for a window's process in a
-        child): the warm-up child then starts after the placement, since the keep-out calls the
-        same distances and its compile should load them, not compile them too.
+        child). Here, this process also compiles the keep-out, which calls them, and the warm-up
+        child starts at once with the driver; a window's warm-up child starts after the placement,
+        since its keep-out calls the same distances and should load them, not compile them too.
     """
     if engine not in ("fast", "reference", "gpu"):
         raise ValueError(f"engine must be 'fast', 'reference' or 'gpu' (got {engine!r})")
@@ -325,6 +327,8 @@ def _choose_engine(engine: Engine, params: Params, own_rules: bool = False) -> b
     if engine != "fast":
         return False
     if not own_rules and assemble.compile_step_beside_placement(params):
+        if compiling.compiles_here():  # the warm-up child then has the driver alone: it starts now
+            assemble.warm_up_in_background(params, placed=True)
         return True
     assemble.warm_up_in_background(params)
     return False

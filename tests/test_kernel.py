@@ -217,29 +217,52 @@ def test_a_flock_stepping_never_waits_for_a_warm_up_child_started_for_another(mo
     assert flock.state.step_count == 3
 
 
-def test_a_worlds_step_child_compiles_the_avoidance_where_this_process_compiles_the_keep_out(monkeypatch):
-    # On a first run of a world this process compiles the distances, then the keep-out, while the
-    # warm-up child compiles the driver: the step's child takes the avoidance after the chunk. A
-    # window's process leaves the keep-out and the avoidance to its placement's child.
+def test_a_worlds_first_open_starts_its_warm_up_child_before_placing_the_boids(monkeypatch):
+    # From empty caches this process compiles the turn and the keep-out (and with it the distances
+    # that placing the boids needs), the step's child the chunk alone, and the warm-up child the
+    # driver, the move and then the avoidance: none of that waits for the distances here, so the
+    # warm-up child starts before the placement (it used to start after it, and end last).
+    from flock3d import flock as flock_module
     from flock3d.core import assemble, compiling, elsewhere
+    from flock3d.core.terms.objects import KEEP_OUT
 
     def not_cached(params):
         raise compiling.CompileNeeded("the step")
 
-    started = []
+    events = []
+
+    class Recorder:
+        def __init__(self, args, **kwargs):
+            events.append(("warm-up child", args[-1].split("; ")[-1]))
+
+    placing = flock_module._initial_state
+    monkeypatch.setattr(
+        flock_module, "_initial_state", lambda *a: (events.append(("placement",)), placing(*a))[1]
+    )
+    monkeypatch.setattr(assemble.subprocess, "Popen", Recorder)
+    monkeypatch.setattr(assemble, "_warm_up", None)
     monkeypatch.setattr(assemble, "clearances_cached", lambda: False)
+    monkeypatch.setattr(assemble, "driver_is_cached", lambda *options: False)
+    monkeypatch.setattr(type(KEEP_OUT), "cached", lambda self: False)
+    monkeypatch.setattr(type(KEEP_OUT), "address", lambda self: events.append(("here", self.name)))
     monkeypatch.setattr(assemble, "stepper_for", not_cached)
     monkeypatch.setattr(assemble, "_steppers", {})  # none assembled by another test of this process
     monkeypatch.setattr(
-        elsewhere, "compile_in_child", lambda target, args, **kw: started.append((target, args))
+        elsewhere, "compile_in_child", lambda target, args, **kw: events.append(("step child", target, args))
     )
+    monkeypatch.setattr(compiling, "_children_only", False)
     monkeypatch.delenv("FLOCK3D_NO_WARM_UP", raising=False)
-    world = Params(objects=[Object("sphere", radius=1.0, position=(5.0, 0.0, 0.0))])
-    for children_only, names in ((False, ("avoidance",)), (True, ())):
-        monkeypatch.setattr(compiling, "_children_only", children_only)
-        assert assemble.compile_step_beside_placement(world)
-        assemble._await_step_elsewhere(assemble.layout_of(world))
-        assert started.pop() == ("flock3d.core.assemble:_compile_step", (world, names))
+    world = Params(count=50, objects=[Object("sphere", radius=1.0, position=(5.0, 0.0, 0.0))])
+    Flock(world, seed=1)
+    assemble._await_step_elsewhere(assemble.layout_of(world))
+    step = events.pop(next(i for i, e in enumerate(events) if e[0] == "step child"))
+    assert step == ("step child", "flock3d.core.assemble:_compile_step", (world,))
+    assert events == [
+        ("warm-up child", "_compile_shared((False, False), True, ('move_rows', 'avoidance'))"),
+        ("here", "turn_rows"),
+        ("here", "keep_out"),
+        ("placement",),
+    ]
 
 
 @pytest.mark.slow  # the child compiles the keep-out's chain from an empty cache: 6-8 s

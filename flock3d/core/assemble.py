@@ -446,11 +446,9 @@ _lock = threading.Lock()
 _warm_up: subprocess.Popen | None = None
 
 
-#: What this process compiles itself once placing a world's boids compiled the objects' distances:
-#: the keep-out, the longest of a world's called functions (3-4 s on 2 cores), which calls them,
-#: and the batch's move (1 s), which leaves the child the driver (the step's child, done first,
-#: compiles the avoidance: :func:`compile_step_beside_placement`): the processes then end together.
-_AFTER_PLACEMENT = ("keep_out", MOVE_ROWS.name)
+#: What this process compiles itself where placing a world's boids compiles the objects' distances
+#: here: the keep-out, the longest of a world's called functions (3-4 s on 2 cores), which calls them.
+_WITH_THE_DISTANCES = ("keep_out",)
 
 
 def warm_up_in_background(params: Params, placed: bool = False) -> None:
@@ -466,9 +464,13 @@ def warm_up_in_background(params: Params, placed: bool = False) -> None:
     The child compiles one function after another, so this process takes a share at once: the
     batch's turn (0.7 s on 2 cores) while the child compiles the driver (5-6 s) and then the move
     (0.6 s), which balances the default scene's first run (its chunk, 5-6 s, compiles here after the
-    turn); and, called after a placement that compiled the distances (``placed``: see
-    :func:`compile_step_beside_placement`), the keep-out and the move (:data:`_AFTER_PLACEMENT`).
-    A window's process leaves all to the child (:func:`flock3d.core.compiling.compiles_here`).
+    turn). Where placing a world's boids compiles the objects' distances here (``placed``: see
+    :func:`compile_step_beside_placement`), this process also takes the keep-out, which calls them
+    (:data:`_WITH_THE_DISTANCES`), and the child starts before the placement: the driver, the move,
+    and then the avoidance, whose distances this process has cached by then (a world's first open,
+    2 cores: the three processes end within a second of each other). A window's process leaves all
+    to the child, which then starts after the placement (its keep-out loads the distances the
+    placement's child compiled).
     """
     global _warm_up
     if _warm_up is not None or os.environ.get("FLOCK3D_NO_WARM_UP"):
@@ -479,7 +481,7 @@ def warm_up_in_background(params: Params, placed: bool = False) -> None:
     called = [turn, MOVE_ROWS, *_terms_called(params)]
     here: tuple[str, ...] = ()
     if compiling.compiles_here():
-        here = (_AFTER_PLACEMENT if placed else ()) + ((turn.name,) if driver else ())
+        here = (_WITH_THE_DISTANCES if placed else ()) + ((turn.name,) if driver else ())
     missing = [c for c in called if not c.cached()]
     names = tuple(c.name for c in missing if c.name not in here)
     if driver or names:
@@ -569,8 +571,7 @@ def compile_step_beside_placement(params: Params) -> bool:
     after it. The chunk no longer types any object code (it calls the keep-out at an address), so
     it compiles beside the distances: :func:`stepper_for` waits for the child and loads what it
     compiled. A child that fails leaves the compile to this process, as though it had not run.
-    The warm-up child then starts after the placement, the distances cached, and leaves the
-    keep-out to this process meanwhile (``placed`` of :func:`warm_up_in_background`).
+    The warm-up child then compiles the driver alone (``placed`` of :func:`warm_up_in_background`).
 
     Nothing happens without objects, once the distances or the step are cached, while the step
     is already under way, or with ``FLOCK3D_NO_WARM_UP`` set (what a compiling child has).
@@ -593,15 +594,9 @@ def compile_step_beside_placement(params: Params) -> bool:
     except compiling.CompileNeeded:
         pass
 
-    # Where this process compiles the keep-out itself (_AFTER_PLACEMENT), the child then takes what
-    # else the step calls (a world's avoidance): the warm-up child, busy with the driver until
-    # after this process's keep-out, would compile it last, with the other core idle.
-    here = compiling.compiles_here()
-    names = tuple(c.name for c in _terms_called(params) if here and c.name not in _AFTER_PLACEMENT)
-
     def compile_elsewhere() -> None:
         try:
-            elsewhere.compile_in_child("flock3d.core.assemble:_compile_step", (params, names), niceness=0)
+            elsewhere.compile_in_child("flock3d.core.assemble:_compile_step", (params,), niceness=0)
         except elsewhere.CompileFailed:
             pass  # stepper_for compiles it here
 
@@ -612,12 +607,10 @@ def compile_step_beside_placement(params: Params) -> bool:
     return True
 
 
-def _compile_step(params: Params, names: tuple[str, ...]) -> None:
+def _compile_step(params: Params) -> None:
     """What :func:`compile_step_beside_placement`'s child compiles into the caches: the step of
-    ``params``, then the functions ``names``."""
+    ``params``."""
     stepper_for(params)
-    for name in names:
-        REGISTRY[name].address()
 
 
 def _await_step_elsewhere(layout: Any) -> None:
