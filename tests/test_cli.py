@@ -201,3 +201,23 @@ def test_runs_closing_summary_measures_by_the_minimum_image_in_a_periodic_box():
     nn = metrics.nearest_neighbour_stats(flock.positions, metrics.periodic_box(flock.params))
     assert f"nearest-neighbour distance {nn.mean:.3f} (min {nn.min:.3f})" in out.stdout
     assert round(nn.mean, 3) < round(metrics.nearest_neighbour_stats(flock.positions).mean, 3)
+
+
+@pytest.mark.parametrize(
+    "count, header, final",
+    [
+        (0, "Default: 0 boids, 0 steps", "final: no boids to measure"),
+        (
+            1,
+            "Default: 1 boid, 0 steps",
+            "final: polarization 1.000, milling 0.000, no nearest neighbour (one boid)",
+        ),
+    ],
+)
+def test_runs_closing_summary_says_what_a_flock_too_small_has_no_measure_of(count, header, final):
+    # It printed "nan" for every measure of no boids, and for one boid's nearest neighbour.
+    out = flock3d("run", "default", "--set", f"flock.count={count}", "--steps", "0")
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert lines[0].startswith(header) and lines[-1] == final
+    assert "nan" not in out.stdout

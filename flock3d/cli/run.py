@@ -58,7 +58,7 @@ def run_run(args: argparse.Namespace) -> int:
     summary = Loading(search, example, niceness=SUMMARY_NICENESS)
     summary.start()
     progress = False if args.no_progress else None  # None: only on a terminal
-    print(f"{scene.name}: {len(flock):,} boids, {steps:,} steps of {p.dt:g} s (seed {scene.seed})")
+    print(f"{scene.name}: {_boids(len(flock))}, {steps:,} steps of {p.dt:g} s (seed {scene.seed})")
     if rules or forces:
         print(rules_line(rules, forces))
     try:
@@ -75,22 +75,38 @@ def run_run(args: argparse.Namespace) -> int:
     summary.join(SUMMARY_WAIT)
     summary.cancel()
     summary.join()  # loaded, or else compiled here by the first call
-    nn = metrics.nearest_neighbour_stats(flock.positions, period)
     print(
         f"ran {stats.steps:,} steps ({flock.time:.2f} s simulated) in {stats.seconds:.2f} s: "
         f"{stats.steps_per_second:,.0f} steps/s"
     )
-    print(
-        f"final: polarization {metrics.polarization(flock.velocities):.3f}, "
-        f"milling {metrics.milling(flock.positions, flock.velocities):.3f}, "
-        f"nearest-neighbour distance {nn.mean:.3f} (min {nn.min:.3f})"
-    )
+    print(f"final: {_measures(flock, period)}")
     if out is not None:
         print(f"wrote {stats.frames:,} frames to {out} (one every {every} steps)")
     if stats.interrupted:
         print(f"flock3d run: stopped by {stats.interrupted} after {stats.steps:,} steps", file=sys.stderr)
         return signal_status(stats.interrupted)
     return 0
+
+
+def _boids(n: int) -> str:
+    return "1 boid" if n == 1 else f"{n:,} boids"
+
+
+def _measures(flock, period) -> str:
+    """The closing summary's measures of ``flock``: those it has boids enough for (a measure of no
+    boids, or one boid's nearest neighbour, would print nan)."""
+    from flock3d import metrics
+
+    if len(flock) == 0:
+        return "no boids to measure"
+    line = (
+        f"polarization {metrics.polarization(flock.velocities):.3f}, "
+        f"milling {metrics.milling(flock.positions, flock.velocities):.3f}, "
+    )
+    if len(flock) == 1:
+        return line + "no nearest neighbour (one boid)"
+    nn = metrics.nearest_neighbour_stats(flock.positions, period)
+    return line + f"nearest-neighbour distance {nn.mean:.3f} (min {nn.min:.3f})"
 
 
 def add_export(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -130,7 +146,7 @@ def run_export(args: argparse.Namespace) -> int:
     p = scene.params
     steps, every = run_length(args, p.dt)
     flock = Flock.from_scene(scene, rules=rules, forces=forces, engine=args.engine)
-    print(f"{scene.name}: {len(flock):,} boids, {steps:,} steps of {p.dt:g} s, a frame every {every} steps")
+    print(f"{scene.name}: {_boids(len(flock))}, {steps:,} steps of {p.dt:g} s, a frame every {every} steps")
     with stop_on_signals() as stop:
         stats = export_flock(flock, out, steps, scene=scene, every=every, progress=progress, stop=stop)
     if stats.interrupted:
