@@ -95,6 +95,11 @@ KINDS = ("box", "sphere", "cylinder", "capsule", "torus", "plane", "heightfield"
 # calls reach their twins.
 #: Compiled without fastmath: these functions round as the readable code (and the reference engine) do.
 exact = no_entry(cache=True, nogil=True, error_model="numpy")
+#: An :data:`exact` function that only passes its work on, inlined into its one or two callers at
+#: numba's level: typed as part of them, not compiled on its own. Each compiled level of a chain
+#: costs a fixed share and links and optimises everything below it again; three levels fewer took
+#: the objects' distances and keep-out from 6.2-6.6 to 5.0-5.3 CPU-s (benchmarks/NOTES.md).
+exact_inlined = no_entry(cache=True, nogil=True, error_model="numpy", inline="always")
 
 
 # -- closed forms, in the shape's own frame ------------------------------------------------------
@@ -354,7 +359,7 @@ def rotate_inverse(qw, qx, qy, qz, x, y, z):
     return rotate(qw, -qx, -qy, -qz, x, y, z)
 
 
-@exact
+@exact_inlined
 def to_local(px, py, pz, qw, qx, qy, qz, x, y, z):
     """A world point in the frame at position p with rotation q: R^T (x - p)."""
     return rotate_inverse(qw, qx, qy, qz, x - px, y - py, z - pz)

@@ -10,7 +10,7 @@ import numpy as np
 
 from flock3d.core import compiling, elsewhere
 from flock3d.core import geometry as g
-from flock3d.core.geometry import exact
+from flock3d.core.geometry import exact, exact_inlined
 from flock3d.core.objects.packing import FIELD, KIND, MOTION, POSITION, ROTATION, SIDE, SIZES, pack_objects
 from flock3d.core.objects.records import Object
 
@@ -84,7 +84,7 @@ def _local_sdf(data, o, x, y, z):
     )
 
 
-@exact
+@exact_inlined
 def _sdf_in_frame(data, o, px, py, pz, qw, qx, qy, qz, x, y, z):
     """:func:`object_sdf` with the object's frame at the time given."""
     lx, ly, lz = g.to_local(px, py, pz, qw, qx, qy, qz, x, y, z)
@@ -93,7 +93,7 @@ def _sdf_in_frame(data, o, px, py, pz, qw, qx, qy, qz, x, y, z):
     return d, wx, wy, wz
 
 
-@exact
+@exact_inlined
 def object_sdf(data, o, t, x, y, z):
     """The signed distance of the world point (x, y, z) to the object whose record starts at
     ``data[o]``, at time t, and its outward normal in the world: (d, gx, gy, gz), d < 0 inside
