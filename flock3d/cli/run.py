@@ -6,10 +6,16 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from flock3d.cli.errors import signal_status
 from flock3d.cli.inputs import is_recording, output_path, rules_from, rules_line, scene_from
 from flock3d.cli.options import refuse_scene_options, run_arguments, run_length, scene_argument
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from flock3d.flock import Flock
 
 
 def add_run(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -92,9 +98,10 @@ def _boids(n: int) -> str:
     return "1 boid" if n == 1 else f"{n:,} boids"
 
 
-def _measures(flock, period) -> str:
-    """The closing summary's measures of ``flock``: those it has boids enough for (a measure of no
-    boids, or one boid's nearest neighbour, would print nan)."""
+def _measures(flock: Flock, period: np.ndarray | None) -> str:
+    """The closing summary's measures of ``flock`` (``period``: :func:`flock3d.metrics.periodic_box`'s):
+    those it has boids enough for (a measure of no boids, or one boid's nearest neighbour, would
+    print nan)."""
     from flock3d import metrics
 
     if len(flock) == 0:

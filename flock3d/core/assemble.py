@@ -571,7 +571,8 @@ def compile_step_beside_placement(params: Params) -> bool:
     after it. The chunk no longer types any object code (it calls the keep-out at an address), so
     it compiles beside the distances: :func:`stepper_for` waits for the child and loads what it
     compiled. A child that fails leaves the compile to this process, as though it had not run.
-    The warm-up child then compiles the driver alone (``placed`` of :func:`warm_up_in_background`).
+    The warm-up child then compiles all but the keep-out, which this process compiles with the
+    distances (``placed`` of :func:`warm_up_in_background`).
 
     Nothing happens without objects, once the distances or the step are cached, while the step
     is already under way, or with ``FLOCK3D_NO_WARM_UP`` set (what a compiling child has).
