@@ -53,16 +53,22 @@ def run_run(args: argparse.Namespace) -> int:
     steps, every = run_length(args, p.dt)
     out = output_path(args.out, (".h5", ".hdf5"), "--out") if args.out is not None else None
 
-    flock = Flock.from_scene(scene, rules=rules, forces=forces, engine=args.engine)
     # On a first run the summary's compile (1-2 s) came after the steps, one core idle; a
     # child compiles it meanwhile on what the simulation's compiles leave (a cached one just
-    # loads). On cores kept busy (a sweep beside) it could take minutes: one not done
-    # SUMMARY_WAIT after the steps is ended, and the summary compiles here as before.
-    # It measures as the metrics do: by the minimum image in a periodic box.
-    period = metrics.periodic_box(flock.params)
-    search, example = spacing.nearest_search(len(flock))
+    # loads). It starts before the flock is built: a world's first build keeps both cores busy
+    # to its end, and a child started after it compiled alone. On cores kept busy (a sweep
+    # beside) it could take minutes: one not done SUMMARY_WAIT after the steps is ended, and the
+    # summary compiles here as before.
+    search, example = spacing.nearest_search(p.count)
     summary = Loading(search, example, niceness=SUMMARY_NICENESS)
     summary.start()
+    try:
+        flock = Flock.from_scene(scene, rules=rules, forces=forces, engine=args.engine)
+    except BaseException:
+        summary.cancel()  # its child ended now, not left to compile for a summary never printed
+        raise
+    # It measures as the metrics do: by the minimum image in a periodic box.
+    period = metrics.periodic_box(flock.params)
     progress = False if args.no_progress else None  # None: only on a terminal
     print(f"{scene.name}: {_boids(len(flock))}, {steps:,} steps of {p.dt:g} s (seed {scene.seed})")
     if rules or forces:
