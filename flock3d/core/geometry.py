@@ -97,8 +97,7 @@ KINDS = ("box", "sphere", "cylinder", "capsule", "torus", "plane", "heightfield"
 exact = no_entry(cache=True, nogil=True, error_model="numpy")
 #: An :data:`exact` function that only passes its work on, inlined into its one or two callers at
 #: numba's level: typed as part of them, not compiled on its own. Each compiled level of a chain
-#: costs a fixed share and links and optimises everything below it again; three levels fewer took
-#: the objects' distances and keep-out from 6.2-6.6 to 5.0-5.3 CPU-s (benchmarks/NOTES.md).
+#: costs a fixed share and makes numba link and optimise everything below it again.
 exact_inlined = no_entry(cache=True, nogil=True, error_model="numpy", inline="always")
 
 

@@ -5,8 +5,7 @@ every argument, boxing the result) and a C-callable one. Compiled code calls nei
 the function's own code, or its address (:class:`~flock3d.core.kernel.calls.Called`). Building
 them is a fixed cost a function, paid again in every caller that links it, so the functions
 that compiled code calls (the objects' distances, the keep-out, the kernel's shared pieces) are
-compiled without them: :func:`no_entry`. That took the objects' distance chain from 4.2 to 3.3 s
-(one process, numba's cache empty: ``benchmarks/NOTES.md``).
+compiled without them: :func:`no_entry` (what that saves: ``benchmarks/NOTES.md``).
 
 numba crashes the interpreter when Python calls a function that has no entry point. A
 :func:`no_entry` function is a :class:`NoEntry` dispatcher instead, whose call from Python (a
