@@ -467,10 +467,9 @@ def warm_up_in_background(params: Params, placed: bool = False) -> None:
     turn). Where placing a world's boids compiles the objects' distances here (``placed``: see
     :func:`compile_step_beside_placement`), this process also takes the keep-out, which calls them
     (:data:`_WITH_THE_DISTANCES`), and the child starts before the placement: the driver, the move,
-    and then the avoidance, whose distances this process has cached by then: the three processes
-    end together. A window's process leaves all
-    to the child, which then starts after the placement (its keep-out loads the distances the
-    placement's child compiled).
+    and then the avoidance, whose distances this process has cached by then; the three processes
+    end together. A window's process leaves all to the child, which then starts after the
+    placement (its keep-out loads the distances the placement's child compiled).
     """
     global _warm_up
     if _warm_up is not None or os.environ.get("FLOCK3D_NO_WARM_UP"):
