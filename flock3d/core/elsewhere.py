@@ -237,8 +237,9 @@ class Loading(threading.Thread):
     def __init__(
         self, function, example: tuple, *, line: str = compiling.COMPILING, niceness: int = NICENESS
     ) -> None:
-        py_func = getattr(function, "py_func", function)  # function itself where NUMBA_DISABLE_JIT is set
-        super().__init__(name=f"flock3d-load {py_func.__qualname__}", daemon=True)
+        # The function itself where NUMBA_DISABLE_JIT is set.
+        self._py_func = getattr(function, "py_func", function)
+        super().__init__(name=f"flock3d-load {self._py_func.__qualname__}", daemon=True)
         self.function, self.example, self.line, self.niceness = function, example, line, niceness
         self.loaded = False
         self.failed: CompileFailed | None = None
@@ -250,8 +251,7 @@ class Loading(threading.Thread):
         self._unwanted.set()
 
     def run(self) -> None:
-        py_func = getattr(self.function, "py_func", self.function)
-        target = f"{py_func.__module__}:{py_func.__qualname__}"
+        target = f"{self._py_func.__module__}:{self._py_func.__qualname__}"
         try:
             self.loaded = load_or_compile(
                 lambda: self.function(*self.example),

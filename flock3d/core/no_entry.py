@@ -56,11 +56,13 @@ def no_entry(**options: Any) -> Callable[[Callable], NoEntry]:
     """``numba.njit(**options)``, without the wrappers: a decorator making :class:`NoEntry`
     dispatchers."""
 
+    cache = options.pop("cache", False)  # numba's own cache is not made only to be replaced
+
     def decorate(fn: Callable) -> NoEntry:
         dispatcher = numba.njit(no_cpython_wrapper=True, no_cfunc_wrapper=True, **options)(fn)
         if isinstance(dispatcher, CPUDispatcher):  # not where NUMBA_DISABLE_JIT leaves fn itself
             dispatcher.__class__ = NoEntry
-            if options.get("cache"):
+            if cache:
                 dispatcher.enable_caching()
         return dispatcher
 
