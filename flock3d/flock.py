@@ -326,12 +326,12 @@ def _choose_engine(engine: Engine, params: Params, own_rules: bool = False) -> b
     check_precision(params, engine)
     if engine != "fast":
         return False
-    if not own_rules and assemble.compile_step_beside_placement(params):
-        if compiling.compiles_here():  # the warm-up child then has the driver alone: it starts now
-            assemble.warm_up_in_background(params, placed=True)
-        return True
-    assemble.warm_up_in_background(params)
-    return False
+    placing = not own_rules and assemble.placing_compiles(params)
+    if placing and not compiling.compiles_here():
+        assemble.compile_step_beside_placement(params)  # the warm-up child follows the placement
+    else:  # the warm-up child has the driver alone: it starts now, then the step's
+        assemble.warm_up_in_background(params, placed=placing)
+    return placing
 
 
 def _initial_state(

@@ -150,7 +150,7 @@ def _counts(process: psutil.Process) -> bool:
     reaped), nor multiprocessing's helpers (its resource tracker, its fork server), which
     serve this process until it ends, nor the library's background compiles of the shared
     driver and of a world's step (flock3d.core.assemble, waited for by the next step)."""
-    from flock3d.core import assemble
+    from flock3d.core import assemble, elsewhere
 
     try:
         if process.status() == psutil.STATUS_ZOMBIE:
@@ -158,7 +158,11 @@ def _counts(process: psutil.Process) -> bool:
         command = process.cmdline()
         if any(f"multiprocessing.{helper}" in part for part in command for helper in HELPERS):
             return False
-        if assemble._steps_elsewhere and any("flock3d.core.elsewhere" in part for part in command):
+        with elsewhere._children_lock:  # a fresh interpreter's command line, or a fork's pid
+            compiling = any("flock3d.core.elsewhere" in part for part in command) or process.pid in {
+                child.pid for child in elsewhere._children
+            }
+        if assemble._steps_elsewhere and compiling:
             return False
     except psutil.NoSuchProcess:
         return False

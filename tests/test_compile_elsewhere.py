@@ -400,7 +400,8 @@ def test_a_windows_process_has_one_child_compile_what_placing_a_worlds_boids_nee
         monkeypatch.setitem(REGISTRY, name, called)
     monkeypatch.setattr(compiling, "_children_only", True)  # as ViewerWindow marks its process
     # As on a fresh install (the step's own child is another test's).
-    monkeypatch.setattr(assemble, "compile_step_beside_placement", lambda params: True)
+    monkeypatch.setattr(assemble, "placing_compiles", lambda params: True)
+    monkeypatch.setattr(assemble, "compile_step_beside_placement", lambda params: None)
     sphere = Object("sphere", radius=2.0, position=(1.0, 0.0, 0.0))
     flock = Flock(Params(count=200, init_radius=3.0, objects=[sphere]), seed=3)
     assert not {"clearances", "keep_out", "avoidance"} & set(compiles)

@@ -65,30 +65,33 @@ def test_scenes_and_check_say_what_arena_each_scene_has():
 def test_the_background_compile_builds_this_process_flock3d_not_another(monkeypatch, tmp_path):
     # A first run compiles the shared driver in a second process; it must import the same
     # flock3d as this one, or its work is lost: not an installed copy that a source checkout
-    # shadows, nor another checkout in the current directory.
+    # shadows, nor another checkout in the current directory. (A forked child is this process:
+    # here the child is a fresh interpreter, as in a process with threads.)
     import flock3d
-    from flock3d.core import assemble
+    from flock3d.core import assemble, elsewhere, forked
 
     launched = []
 
     class Recorder:
         def __init__(self, args, **kwargs):
             launched.append((args, kwargs["env"]))
+            raise OSError("recorded, not started")
 
     monkeypatch.setattr(assemble, "_warm_up", None)
     monkeypatch.setattr(assemble, "driver_is_cached", lambda *options: False)
     monkeypatch.delenv("FLOCK3D_NO_WARM_UP", raising=False)
-    monkeypatch.setattr(assemble.subprocess, "Popen", Recorder)
+    monkeypatch.setattr(forked, "safe", lambda: False)
+    monkeypatch.setattr(elsewhere.subprocess, "Popen", Recorder)
     assemble.warm_up_in_background(flock3d.Params())
     assert len(launched) == 1
     args, env = launched[0]
-    assert env["FLOCK3D_NO_WARM_UP"] == "1"
+    assert args[1:3] == ["-P", "-c"] and env["FLOCK3D_NO_WARM_UP"] == "1"
     monkeypatch.undo()  # the real Popen again
     decoy = tmp_path / "flock3d"
     decoy.mkdir()
     (decoy / "__init__.py").write_text("raise SystemExit('the decoy was imported')\n")
     which = subprocess.run(
-        [*args[:-1], "import flock3d; print(flock3d.__file__)"], cwd=tmp_path, env=env,
+        [*args[:3], "import flock3d; print(flock3d.__file__)"], cwd=tmp_path, env=env,
         capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     assert which.returncode == 0, which.stderr

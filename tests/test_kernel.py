@@ -231,15 +231,15 @@ def test_a_worlds_first_open_starts_its_warm_up_child_before_placing_the_boids(m
 
     events = []
 
-    class Recorder:
-        def __init__(self, args, **kwargs):
-            events.append(("warm-up child", args[-1].split("; ")[-1]))
+    def start(target, args, **options):
+        events.append(("child", target.partition(":")[2], args))
 
     placing = flock_module._initial_state
     monkeypatch.setattr(
         flock_module, "_initial_state", lambda *a: (events.append(("placement",)), placing(*a))[1]
     )
-    monkeypatch.setattr(assemble.subprocess, "Popen", Recorder)
+    monkeypatch.setattr(elsewhere, "start", start)
+    monkeypatch.setattr(elsewhere, "wait_for", lambda child, target, **options: True)
     monkeypatch.setattr(assemble, "_warm_up", None)
     monkeypatch.setattr(assemble, "clearances_cached", lambda: False)
     monkeypatch.setattr(assemble, "driver_is_cached", lambda *options: False)
@@ -247,18 +247,16 @@ def test_a_worlds_first_open_starts_its_warm_up_child_before_placing_the_boids(m
     monkeypatch.setattr(type(KEEP_OUT), "address", lambda self: events.append(("here", self.name)))
     monkeypatch.setattr(assemble, "stepper_for", not_cached)
     monkeypatch.setattr(assemble, "_steppers", {})  # none assembled by another test of this process
-    monkeypatch.setattr(
-        elsewhere, "compile_in_child", lambda target, args, **kw: events.append(("step child", target, args))
-    )
     monkeypatch.setattr(compiling, "_children_only", False)
     monkeypatch.delenv("FLOCK3D_NO_WARM_UP", raising=False)
     world = Params(count=50, objects=[Object("sphere", radius=1.0, position=(5.0, 0.0, 0.0))])
     Flock(world, seed=1)
     assemble._await_step_elsewhere(assemble.layout_of(world))
-    step = events.pop(next(i for i, e in enumerate(events) if e[0] == "step child"))
-    assert step == ("step child", "flock3d.core.assemble:_compile_step", (world,))
+    # Both children start before this process compiles anything, and before any thread that
+    # waits for them (so that both can be this process forked).
     assert events == [
-        ("warm-up child", "_compile_shared((False, False), True, ('move_rows', 'avoidance'))"),
+        ("child", "_compile_shared", ((False, False), True, ("move_rows", "avoidance"))),
+        ("child", "_compile_step", (world,)),
         ("here", "turn_rows"),
         ("here", "keep_out"),
         ("placement",),
@@ -269,14 +267,14 @@ def test_a_worlds_first_open_starts_its_warm_up_child_before_placing_the_boids(m
 def test_a_world_keep_out_missing_from_the_cache_is_compiled_by_the_warm_up_child(monkeypatch, tmp_path):
     # A first run of a world compiles the keep-out in the background child, into numba's cache,
     # where this process's step then finds it.
-    from flock3d.core import assemble
+    from flock3d.core import assemble, elsewhere
     from flock3d.core.terms.objects import KEEP_OUT
 
     launched = []
 
-    class Recorder:
-        def __init__(self, args, **kwargs):
-            launched.append(args)
+    def start(target, args, **options):
+        launched.append((target, args))
+        return "the child"
 
     monkeypatch.setattr(assemble, "_warm_up", None)
     monkeypatch.setattr(assemble, "driver_is_cached", lambda *options: True)
@@ -284,12 +282,14 @@ def test_a_world_keep_out_missing_from_the_cache_is_compiled_by_the_warm_up_chil
 
     monkeypatch.setattr(type(KEEP_OUT), "cached", lambda self: self in (TURN_ROWS, MOVE_ROWS))
     monkeypatch.delenv("FLOCK3D_NO_WARM_UP", raising=False)
-    monkeypatch.setattr(assemble.subprocess, "Popen", Recorder)
+    monkeypatch.setattr(elsewhere, "start", start)
+    monkeypatch.setattr(assemble, "compile_step_beside_placement", lambda params: None)  # another test's
     assemble.warm_up_in_background(Params())  # no objects, the batch's turn and move cached: nothing
     assert launched == []
     assemble.warm_up_in_background(Params(objects=[Object("sphere", radius=1.0, position=(5.0, 0.0, 0.0))]))
-    compiles = "_compile_shared((False, False), False, ('avoidance', 'keep_out'))"
-    assert len(launched) == 1 and launched[0][-1].endswith(compiles)
+    shared = "flock3d.core.assemble:_compile_shared"
+    compiles = (shared, ((False, False), False, ("avoidance", "keep_out")))
+    assert launched == [compiles]
     # After placing a world's boids compiled the distances, this process compiles the keep-out
     # itself while the child compiles the rest (warm_up_in_background's `placed`); a window's
     # process (a window test may have run in this one) leaves it all to the child.
@@ -299,12 +299,11 @@ def test_a_world_keep_out_missing_from_the_cache_is_compiled_by_the_warm_up_chil
     monkeypatch.setattr(compiling, "_children_only", True)
     monkeypatch.setattr(assemble, "_warm_up", None)
     assemble.warm_up_in_background(world, placed=True)
-    assert len(launched) == 2 and launched[1][-1].endswith(compiles)
+    assert launched[1:] == [compiles]
     monkeypatch.setattr(compiling, "_children_only", False)
     monkeypatch.setattr(assemble, "_warm_up", None)
     assemble.warm_up_in_background(world, placed=True)
-    rest = "_compile_shared((False, False), False, ('avoidance',))"
-    assert len(launched) == 3 and launched[2][-1].endswith(rest)
+    assert launched[2:] == [(shared, ((False, False), False, ("avoidance",)))]
     # While the child compiles the driver (the longest) and then the move, this process compiles
     # the turn.
     monkeypatch.setattr(assemble, "_warm_up", None)
@@ -313,8 +312,7 @@ def test_a_world_keep_out_missing_from_the_cache_is_compiled_by_the_warm_up_chil
     for called in (TURN_ROWS, MOVE_ROWS):  # not looked up yet in this process
         monkeypatch.setattr(called, "_address", None)
     assemble.warm_up_in_background(Params())
-    shared = "_compile_shared((False, False), True, ('move_rows',))"
-    assert len(launched) == 4 and launched[3][-1].endswith(shared)
+    assert launched[3:] == [(shared, ((False, False), True, ("move_rows",)))]
     assert TURN_ROWS._address is not None and MOVE_ROWS._address is None
     monkeypatch.undo()
     env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "numba"), "FLOCK3D_NO_WARM_UP": "1"}
@@ -322,7 +320,8 @@ def test_a_world_keep_out_missing_from_the_cache_is_compiled_by_the_warm_up_chil
     before = subprocess.run(
         [sys.executable, "-c", check], env=env, capture_output=True, text=True, timeout=120
     )
-    child = subprocess.run(launched[0], env=env, capture_output=True, text=True, timeout=600)
+    job = f"from flock3d.core.assemble import _compile_shared; _compile_shared{launched[0][1]!r}"
+    child = subprocess.run([sys.executable, "-c", job], env=env, capture_output=True, text=True, timeout=600)
     after = subprocess.run(
         [sys.executable, "-c", check], env=env, capture_output=True, text=True, timeout=120
     )

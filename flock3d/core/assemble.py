@@ -39,10 +39,10 @@ index order, as their sources do.
 from __future__ import annotations
 
 import functools
+import logging
 import math
 import os
 import subprocess
-import sys
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -52,6 +52,7 @@ import numba
 import numpy as np
 
 from flock3d.core import compiling, elsewhere
+from flock3d.core.forked import Forked
 from flock3d.core.kernel import (
     BOIDS_PER_CHUNK,
     OK,
@@ -443,7 +444,7 @@ _lock = threading.Lock()
 
 # -- the first run on a machine ------------------------------------------------------------------
 
-_warm_up: subprocess.Popen | None = None
+_warm_up: subprocess.Popen | Forked | None = None
 
 
 #: What this process compiles itself where placing a world's boids compiles the objects' distances
@@ -465,37 +466,37 @@ def warm_up_in_background(params: Params, placed: bool = False) -> None:
     batch's turn (0.7 s on 2 cores) while the child compiles the driver (5-6 s) and then the move
     (0.6 s), which balances the default scene's first run (its chunk, 5-6 s, compiles here after the
     turn). Where placing a world's boids compiles the objects' distances here (``placed``: see
-    :func:`compile_step_beside_placement`), this process also takes the keep-out, which calls them
+    :func:`placing_compiles`), this process also takes the keep-out, which calls them
     (:data:`_WITH_THE_DISTANCES`), and the child starts before the placement: the driver, the move,
-    and then the avoidance, whose distances this process has cached by then; the three processes
-    end together. A window's process leaves all to the child, which then starts after the
-    placement (its keep-out loads the distances the placement's child compiled).
+    and then the avoidance, whose distances this process has cached by then; the step's own child
+    (:func:`compile_step_beside_placement`) starts next, and only then this process's share, so
+    that both children can be this process forked (:func:`flock3d.core.elsewhere.start`); the
+    three processes end together. A window's process leaves all to the child, which then starts
+    after the placement (its keep-out loads the distances the placement's child compiled).
     """
     global _warm_up
-    if _warm_up is not None or os.environ.get("FLOCK3D_NO_WARM_UP"):
-        return
-    options = (params.arena_shape == "periodic", params.predator_count > 0)
-    driver = params.update == "synchronous" and not driver_is_cached(*options)
-    turn = turn_called(layout_of(params).turn)
-    called = [turn, MOVE_ROWS, *_terms_called(params)]
-    here: tuple[str, ...] = ()
-    if compiling.compiles_here():
-        here = (_WITH_THE_DISTANCES if placed else ()) + ((turn.name,) if driver else ())
-    missing = [c for c in called if not c.cached()]
-    names = tuple(c.name for c in missing if c.name not in here)
-    if driver or names:
-        job = f"_compile_shared({options}, {driver}, {names})"
-        code = f"from flock3d.core.assemble import _compile_shared; {job}"
-        try:
-            _warm_up = subprocess.Popen(
-                [sys.executable, "-P", "-c", code], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL, env=elsewhere.child_environment(),
-            )  # fmt: skip
-        except OSError:
-            _warm_up = None
-    for c in missing:
-        if c.name in here:
-            c.address()
+    share: list[Any] = []
+    if _warm_up is None and not os.environ.get("FLOCK3D_NO_WARM_UP"):
+        options = (params.arena_shape == "periodic", params.predator_count > 0)
+        driver = params.update == "synchronous" and not driver_is_cached(*options)
+        turn = turn_called(layout_of(params).turn)
+        called = [turn, MOVE_ROWS, *_terms_called(params)]
+        here: tuple[str, ...] = ()
+        if compiling.compiles_here():
+            here = (_WITH_THE_DISTANCES if placed else ()) + ((turn.name,) if driver else ())
+        missing = [c for c in called if not c.cached()]
+        names = tuple(c.name for c in missing if c.name not in here)
+        if driver or names:
+            try:
+                job = (options, driver, names)
+                _warm_up = elsewhere.start(f"{__name__}:_compile_shared", job, niceness=0)
+            except OSError:
+                _warm_up = None
+        share = [c for c in missing if c.name in here]
+    if placed and compiling.compiles_here():
+        compile_step_beside_placement(params)
+    for c in share:
+        c.address()
 
 
 def _terms_called(params: Params) -> list:
@@ -545,14 +546,14 @@ def _compile_shared(options: tuple[bool, bool], driver: bool, names: tuple[str, 
 
 
 def _await_warm_up() -> None:
-    """Wait for the compile :func:`warm_up_in_background` started, if any."""
+    """Wait for the compile :func:`warm_up_in_background` started, if any. A child that failed or
+    ran past its time leaves its compiles to this process."""
     global _warm_up
     if _warm_up is not None:
         try:
-            _warm_up.wait(timeout=300)
-        except subprocess.TimeoutExpired:
-            _warm_up.kill()
-            _warm_up.wait()
+            elsewhere.wait_for(_warm_up, f"{__name__}:_compile_shared", timeout=300, announce=False)
+        except elsewhere.CompileFailed as failed:
+            logging.getLogger("flock3d").debug("flock3d: %s", failed)
         _warm_up = None
 
 
@@ -561,9 +562,17 @@ def _await_warm_up() -> None:
 _steps_elsewhere: dict[Any, threading.Thread] = {}
 
 
-def compile_step_beside_placement(params: Params) -> bool:
-    """On a machine whose numba cache lacks the objects' distance functions, start compiling the
-    fast step of ``params`` (its layout's chunk) in a child process, where the cache lacks it too.
+def placing_compiles(params: Params) -> bool:
+    """Whether placing the boids of ``params`` compiles the objects' distances (numba's cache
+    lacks them): here, or in a window's process in a child (:func:`compile_placement_elsewhere`).
+    Never with ``FLOCK3D_NO_WARM_UP`` set (what a compiling child has)."""
+    return bool(params.objects) and not os.environ.get("FLOCK3D_NO_WARM_UP") and not clearances_cached()
+
+
+def compile_step_beside_placement(params: Params) -> None:
+    """Where placing the boids of ``params`` compiles the objects' distances
+    (:func:`placing_compiles`), start compiling the fast step of ``params`` (its layout's chunk)
+    in a child process, where the cache lacks it too.
 
     Placing a world's boids outside its objects measures them with the compiled distances, which a
     fresh install compiles there first (3-4 s on 2 cores); the step's own compile (4-5 s) came
@@ -573,38 +582,37 @@ def compile_step_beside_placement(params: Params) -> bool:
     The warm-up child then compiles all but the keep-out, which this process compiles with the
     distances (``placed`` of :func:`warm_up_in_background`).
 
-    Nothing happens without objects, once the distances or the step are cached, while the step
-    is already under way, or with ``FLOCK3D_NO_WARM_UP`` set (what a compiling child has).
-
-    Returns:
-        Whether placing the boids of ``params`` compiles the distances (numba's cache lacks them):
-        in this process, or in a window's in a child (:func:`compile_placement_elsewhere`),
-        whether or not the step needed a child.
+    The child starts here, in the caller's thread; a thread then waits for it. Nothing happens
+    once the step is cached or while it is already under way.
     """
-    if not params.objects or os.environ.get("FLOCK3D_NO_WARM_UP") or clearances_cached():
-        return False
+    if not placing_compiles(params):
+        return
     layout = layout_of(params)
     with _lock:
         if (layout, (), ()) in _steppers or layout in _steps_elsewhere:
-            return True
+            return
     try:
         with compiling.forbidden():
             stepper_for(params)  # loads it, where cached
-        return True
+        return
     except compiling.CompileNeeded:
         pass
+    target = f"{__name__}:_compile_step"
+    try:
+        child = elsewhere.start(target, (params,), niceness=0)
+    except OSError:
+        return  # stepper_for compiles it here
 
-    def compile_elsewhere() -> None:
+    def wait() -> None:
         try:
-            elsewhere.compile_in_child("flock3d.core.assemble:_compile_step", (params,), niceness=0)
+            elsewhere.wait_for(child, target)
         except elsewhere.CompileFailed:
             pass  # stepper_for compiles it here
 
-    thread = threading.Thread(target=compile_elsewhere, name="flock3d-step-elsewhere", daemon=True)
+    thread = threading.Thread(target=wait, name="flock3d-step-elsewhere", daemon=True)
     with _lock:
         _steps_elsewhere[layout] = thread
     thread.start()
-    return True
 
 
 def _compile_step(params: Params) -> None:

@@ -9,7 +9,10 @@ then has a child process (:data:`CHILD`) call the same code, which compiles it i
 loads it again.
 
 The child calls ``target(*args)``, its job pickled on its stdin (``target`` is ``"module:name"``):
-no file is written, so a parent killed mid-compile leaves nothing behind. It
+no file is written, so a parent killed mid-compile leaves nothing behind. Where that is safe (a
+process compiling for itself, with no other thread: :mod:`flock3d.core.forked`), the child is
+this process forked, which has imported flock3d and set up numba's compiler already; elsewhere a
+fresh interpreter. It
 says ``compiling`` on stdout when its first compile starts, and the parent shows the wait as its
 own (:func:`~flock3d.core.compiling.child_started`: the stderr line, a window's notice). It ends
 with its parent (its stdin closes), and on a failure with one line on stderr and status 1, which
@@ -20,6 +23,7 @@ the parent raises as a one-line :class:`CompileFailed`. A child the parent no lo
 from __future__ import annotations
 
 import collections
+import functools
 import importlib
 import logging
 import os
@@ -32,9 +36,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from flock3d.core import compiling
+from flock3d.core import compiling, forked
 
-__all__ = ["CompileFailed", "Loading", "compile_in_child", "load_or_compile", "cancel_all"]
+__all__ = [
+    "CompileFailed", "Loading", "start", "wait_for", "compile_in_child", "load_or_compile", "cancel_all"
+]  # fmt: skip
 
 _log = logging.getLogger("flock3d")
 
@@ -92,6 +98,35 @@ def child_environment() -> dict[str, str]:
     return {**os.environ, "FLOCK3D_NO_WARM_UP": "1", "PYTHONPATH": path}
 
 
+def start(target: str, args: tuple = (), *, niceness: int = NICENESS) -> subprocess.Popen | forked.Forked:
+    """A child process calling ``target(*args)`` (``"module:name"``, the arguments picklable) at
+    ``niceness``, its job written: this process forked where :func:`flock3d.core.forked.safe`
+    allows it, a fresh interpreter (:data:`CHILD`) otherwise. :func:`wait_for` waits for it (and
+    ends it); :func:`cancel_all` ends it too.
+
+    Every child a first open needs starts before the threads that wait for them: a process with
+    a second thread is never forked.
+    """
+    if _cancelled_all.is_set():
+        _cancelled_all.clear()  # a new window: children are wanted again
+    job = pickle.dumps((target, args), protocol=pickle.HIGHEST_PROTOCOL)
+    if forked.safe():
+        child: subprocess.Popen | forked.Forked = forked.Forked(functools.partial(_forked_child, niceness))
+    else:
+        child = subprocess.Popen(
+            [sys.executable, *CHILD, str(niceness)],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=child_environment(),
+        )  # fmt: skip
+    with _children_lock:
+        _children.add(child)
+    try:  # the job, on the child's stdin; the pipe stays open, the child's lifeline
+        child.stdin.write(len(job).to_bytes(8, "little") + job)
+        child.stdin.flush()
+    except BrokenPipeError:
+        pass  # the child ended before it read its job: its status says why
+    return child
+
+
 def compile_in_child(
     target: str,
     args: tuple = (),
@@ -102,9 +137,25 @@ def compile_in_child(
     announce: bool = True,
     niceness: int = NICENESS,
 ) -> bool:
-    """Call ``target(*args)`` (``"module:name"``, the arguments picklable) in a child process and
-    wait for it; what it compiles lands in numba's cache (and flock3d's step cache). With
-    ``announce``, its compile is shown as this process's (``line``); a child at ``niceness``.
+    """Call ``target(*args)`` (``"module:name"``, the arguments picklable) in a child process at
+    ``niceness`` and wait for it: :func:`start`, then :func:`wait_for` (which says what the
+    other arguments do, and what it returns and raises)."""
+    child = start(target, args, niceness=niceness)
+    return wait_for(child, target, line=line, cancelled=cancelled, timeout=timeout, announce=announce)
+
+
+def wait_for(
+    child: subprocess.Popen | forked.Forked,
+    target: str,
+    *,
+    line: str = compiling.COMPILING,
+    cancelled: Callable[[], bool] = lambda: False,
+    timeout: float = TIMEOUT,
+    announce: bool = True,
+) -> bool:
+    """Wait for ``child`` (:func:`start`ed for ``target``); what it compiles lands in numba's
+    cache (and flock3d's step cache). With ``announce``, its compile is shown as this process's
+    (``line``). The child is ended and reaped however this returns.
 
     Returns:
         True when the child ended well; False when ``cancelled()`` became true first, or
@@ -113,15 +164,6 @@ def compile_in_child(
     Raises:
         CompileFailed: the child failed, was killed or ran past ``timeout`` [s]; one line.
     """
-    if _cancelled_all.is_set():
-        _cancelled_all.clear()  # a new window: children are wanted again
-    job = pickle.dumps((target, args), protocol=pickle.HIGHEST_PROTOCOL)
-    child = subprocess.Popen(
-        [sys.executable, *CHILD, str(niceness)],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=child_environment(),
-    )  # fmt: skip
-    with _children_lock:
-        _children.add(child)
     announced = threading.Event()
     said: collections.deque[bytes] = collections.deque(maxlen=20)  # the end of the child's stderr
 
@@ -140,11 +182,6 @@ def compile_in_child(
     deadline = time.monotonic() + timeout
     code: int | None = None
     try:
-        try:  # the job, on the child's stdin; the pipe stays open, the child's lifeline
-            child.stdin.write(len(job).to_bytes(8, "little") + job)
-            child.stdin.flush()
-        except BrokenPipeError:
-            pass  # the child ended before it read its job: its status says why
         while code is None:
             try:
                 code = child.wait(POLL)
@@ -321,6 +358,12 @@ def _child(niceness: int) -> int:
         print(f"{type(error).__name__}: {text[:300]}", file=sys.stderr, flush=True)
         return 1
     return 0
+
+
+def _forked_child(niceness: int) -> int:
+    """A forked child's :func:`_child` (:func:`start`), with the environment a fresh one gets."""
+    os.environ["FLOCK3D_NO_WARM_UP"] = "1"
+    return _child(niceness)
 
 
 def _main() -> None:
