@@ -172,6 +172,30 @@ def test_a_function_loading_beside_is_compiled_by_a_child_and_a_failure_is_kept(
     assert not jitted.thrice.signatures and compiles == []
 
 
+def test_a_loading_begun_on_the_callers_thread_is_waited_for_by_its_own(jitted, compiles):
+    # `flock3d run` begins its summary's child before the flock's children start, and starts the
+    # thread that waits for it after them (a process with a thread is never forked).
+    begun = elsewhere.Loading(jitted.thrice, (1.0,))
+    begun.begin()
+    assert begun._child is not None and begun.ident is None and not begun.loaded
+    begun.start()
+    begun.join(timeout=300)
+    assert begun.loaded and jitted.thrice(2.0) == 6.0 and compiles == []
+    again = elsewhere.Loading(jitted.thrice, (1.0,))
+    again.begin()  # cached now: loaded here and then, no child
+    assert again.loaded and again._child is None
+    # Begun, then given up before its thread started (the flock could not be built): its child is
+    # ended there and then, and its thread, started or not, does nothing.
+    given_up = elsewhere.Loading(jitted.untypable, (1.0,))
+    given_up.begin()
+    child = given_up._child
+    given_up.cancel()
+    assert child.poll() is not None and child not in elsewhere._children
+    given_up.start()
+    given_up.join(timeout=60)
+    assert not given_up.loaded and given_up.failed is None and not jitted.untypable.signatures
+
+
 def test_a_forbidden_compile_is_not_a_compile_and_can_be_asked_for_again(jitted, compiles):
     with compiling.forbidden(), pytest.raises(compiling.CompileNeeded, match="twice"):
         jitted.twice(1.0)

@@ -61,12 +61,13 @@ def run_run(args: argparse.Namespace) -> int:
     # summary compiles here as before.
     search, example = spacing.nearest_search(p.count)
     summary = Loading(search, example, niceness=SUMMARY_NICENESS)
-    summary.start()
+    summary.begin()  # its child starts before the flock's, its thread after: so each can be a fork
     try:
         flock = Flock.from_scene(scene, rules=rules, forces=forces, engine=args.engine)
     except BaseException:
         summary.cancel()  # its child ended now, not left to compile for a summary never printed
         raise
+    summary.start()
     # It measures as the metrics do: by the minimum image in a periodic box.
     period = metrics.periodic_box(flock.params)
     progress = False if args.no_progress else None  # None: only on a terminal

@@ -23,6 +23,7 @@ the parent raises as a one-line :class:`CompileFailed`. A child the parent no lo
 from __future__ import annotations
 
 import collections
+import contextlib
 import functools
 import importlib
 import logging
@@ -227,10 +228,12 @@ def load_or_compile(
     line: str = compiling.COMPILING,
     cancelled: Callable[[], bool] = lambda: False,
     niceness: int = NICENESS,
+    child: subprocess.Popen | forked.Forked | None = None,
 ) -> bool:
     """Run ``load()`` with no compile in this process: what it would compile is compiled first by
     a child calling ``target(*args)`` at ``niceness``, which should compile the same (see
-    :func:`compile_in_child`).
+    :func:`compile_in_child`); or by ``child``, already :func:`start`ed for it where ``load()``
+    could not run (:meth:`Loading.begin`).
 
     Returns True once ``load()`` ran, False when the child was cancelled first. Where the child's
     compile did not reach the cache (one that cannot be written), ``load()`` compiles here after all.
@@ -238,23 +241,30 @@ def load_or_compile(
     Raises:
         CompileFailed: the child failed; one line.
     """
-    with compiling.forbidden():
+    if child is None:
         try:
-            load()
-            return True
+            return _without_compiling(load)
         except compiling.CompileNeeded:
-            pass  # nothing of it was compiled here: it can be asked for again
-    if not compile_in_child(target, args, line=line, cancelled=cancelled, niceness=niceness):
+            child = start(target, args, niceness=niceness)  # nothing of it was compiled here
+    if not wait_for(child, target, line=line, cancelled=cancelled):
         return False
-    with compiling.forbidden():
-        try:
-            load()
-            return True
-        except compiling.CompileNeeded as needed:
-            _log.debug(
-                "flock3d: %s compiled in a child did not reach numba's cache; compiling it here", needed.what
-            )
+    try:
+        return _without_compiling(load)
+    except compiling.CompileNeeded as needed:
+        _log.debug("flock3d: %s compiled in a child did not reach numba's cache; compiling it here",
+                   needed.what)  # fmt: skip
     load()
+    return True
+
+
+def _without_compiling(load: Callable[[], object]) -> bool:
+    """``load()``, which compiles nothing here: True once it ran.
+
+    Raises:
+        flock3d.core.compiling.CompileNeeded: it would have compiled.
+    """
+    with compiling.forbidden():
+        load()
     return True
 
 
@@ -278,25 +288,42 @@ class Loading(threading.Thread):
         self._py_func = getattr(function, "py_func", function)
         super().__init__(name=f"flock3d-load {self._py_func.__qualname__}", daemon=True)
         self.function, self.example, self.line, self.niceness = function, example, line, niceness
+        self.target = f"{self._py_func.__module__}:{self._py_func.__qualname__}"
         self.loaded = False
         self.failed: CompileFailed | None = None
         self._unwanted = threading.Event()
+        self._child: subprocess.Popen | forked.Forked | None = None
+
+    def begin(self) -> None:
+        """Load the function now, on the caller's thread, or start the child that compiles it;
+        :meth:`start` then waits for that child. A caller that starts other children next
+        begins this one first: a child is this process forked only while it has no other
+        thread (:func:`start`)."""
+        try:
+            self.loaded = _without_compiling(lambda: self.function(*self.example))
+        except compiling.CompileNeeded:
+            self._child = start(self.target, self.example, niceness=self.niceness)
 
     def cancel(self) -> None:
         """Stop the child if it still compiles (it is killed and waited for); :attr:`loaded`
         stays False."""
         self._unwanted.set()
+        if self.ident is None and self._child is not None:  # begun, never started: ended here
+            with contextlib.suppress(CompileFailed):  # one that failed first: unwanted all the same
+                wait_for(self._child, self.target, cancelled=lambda: True)
 
     def run(self) -> None:
-        target = f"{self._py_func.__module__}:{self._py_func.__qualname__}"
+        if self.loaded or self._unwanted.is_set():
+            return
         try:
             self.loaded = load_or_compile(
                 lambda: self.function(*self.example),
-                target,
+                self.target,
                 self.example,
                 line=self.line,
                 cancelled=self._unwanted.is_set,
                 niceness=self.niceness,
+                child=self._child,
             )
         except CompileFailed as error:
             self.failed = error
