@@ -11,13 +11,13 @@ loads it again.
 The child calls ``target(*args)``, its job pickled on its stdin (``target`` is ``"module:name"``):
 no file is written, so a parent killed mid-compile leaves nothing behind. Where that is safe (a
 process compiling for itself, with no other thread: :mod:`flock3d.core.forked`), the child is
-this process forked, which has imported flock3d and set up numba's compiler already; elsewhere a
-fresh interpreter. It
-says ``compiling`` on stdout when its first compile starts, and the parent shows the wait as its
-own (:func:`~flock3d.core.compiling.child_started`: the stderr line, a window's notice). It ends
-with its parent (its stdin closes), and on a failure with one line on stderr and status 1, which
-the parent raises as a one-line :class:`CompileFailed`. A child the parent no longer wants
-(``cancelled``), or one that runs past its timeout, is killed and waited for: none is left behind.
+this process forked, which has imported flock3d and set up numba's compiler already; elsewhere
+a fresh interpreter. It says ``compiling`` on stdout when its first compile starts, and the
+parent shows the wait as its own (:func:`~flock3d.core.compiling.child_started`: the stderr
+line, a window's notice). It ends with its parent (its stdin closes), and on a failure with one
+line on stderr and status 1, which the parent raises as a one-line :class:`CompileFailed`. A
+child the parent no longer wants (``cancelled``), or one that runs past its timeout, is killed
+and waited for: none is left behind.
 """
 
 from __future__ import annotations
