@@ -1,10 +1,13 @@
 """A compiling child made by forking its parent (flock3d.core.forked): only where that is safe,
 ended with nothing of the parent's run twice, handled as a fresh interpreter's child is."""
 
+import os
 import subprocess
 import sys
 import textwrap
 import threading
+
+import pytest
 
 from flock3d.core import compiling, forked
 
@@ -67,3 +70,15 @@ def test_a_process_with_another_thread_or_a_window_is_never_forked(monkeypatch):
         other.join()
     monkeypatch.setattr(compiling, "_children_only", True)  # a window's process: its toolkit's threads
     assert not forked.safe()
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="counts this process's open files in /proc")
+def test_a_fork_refused_by_the_system_raises_and_leaves_no_pipe_open(monkeypatch):
+    def refused():
+        raise BlockingIOError(11, "Resource temporarily unavailable")
+
+    monkeypatch.setattr(forked.os, "fork", refused)
+    before = sorted(os.listdir("/proc/self/fd"))
+    with pytest.raises(OSError, match="temporarily unavailable"):
+        forked.Forked(lambda: 0)
+    assert sorted(os.listdir("/proc/self/fd")) == before

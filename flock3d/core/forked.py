@@ -70,7 +70,12 @@ class Forked:
             except (AttributeError, OSError, ValueError):
                 pass
         self.returncode: int | None = None
-        self.pid = os.fork()
+        try:
+            self.pid = os.fork()
+        except OSError:  # no process to be had: nothing left open
+            for fd in (fd for pipe in pipes for fd in pipe):
+                os.close(fd)
+            raise
         if self.pid == 0:
             _child(main, pipes)
         (in_r, in_w), (out_r, out_w), (err_r, err_w) = pipes
