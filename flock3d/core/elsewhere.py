@@ -243,13 +243,15 @@ def load_or_compile(
     """
     if child is None:
         try:
-            return _without_compiling(load)
+            _without_compiling(load)
+            return True
         except compiling.CompileNeeded:
             child = start(target, args, niceness=niceness)  # nothing of it was compiled here
     if not wait_for(child, target, line=line, cancelled=cancelled):
         return False
     try:
-        return _without_compiling(load)
+        _without_compiling(load)
+        return True
     except compiling.CompileNeeded as needed:
         _log.debug("flock3d: %s compiled in a child did not reach numba's cache; compiling it here",
                    needed.what)  # fmt: skip
@@ -257,15 +259,14 @@ def load_or_compile(
     return True
 
 
-def _without_compiling(load: Callable[[], object]) -> bool:
-    """``load()``, which compiles nothing here: True once it ran.
+def _without_compiling(load: Callable[[], object]) -> None:
+    """``load()``, compiling nothing here.
 
     Raises:
         flock3d.core.compiling.CompileNeeded: it would have compiled.
     """
     with compiling.forbidden():
         load()
-    return True
 
 
 class Loading(threading.Thread):
@@ -300,7 +301,8 @@ class Loading(threading.Thread):
         begins this one first: a child is this process forked only while it has no other
         thread (:func:`start`)."""
         try:
-            self.loaded = _without_compiling(lambda: self.function(*self.example))
+            _without_compiling(lambda: self.function(*self.example))
+            self.loaded = True
         except compiling.CompileNeeded:
             self._child = start(self.target, self.example, niceness=self.niceness)
 
