@@ -493,7 +493,7 @@ def warm_up_in_background(params: Params, placed: bool = False) -> None:
             except OSError:
                 _warm_up = None
         share = [c for c in missing if c.name in here]
-    if placed and compiling.compiles_here():
+    if placed and compiling.compiles_here():  # placed: placing_compiles(params) said so
         compile_step_beside_placement(params)
     for c in share:
         c.address()
@@ -570,9 +570,9 @@ def placing_compiles(params: Params) -> bool:
 
 
 def compile_step_beside_placement(params: Params) -> None:
-    """Where placing the boids of ``params`` compiles the objects' distances
-    (:func:`placing_compiles`), start compiling the fast step of ``params`` (its layout's chunk)
-    in a child process, where the cache lacks it too.
+    """Start compiling the fast step of ``params`` (its layout's chunk) in a child process, where
+    the cache lacks it: called where placing its boids compiles the objects' distances
+    (:func:`placing_compiles`, which each caller has asked already).
 
     Placing a world's boids outside its objects measures them with the compiled distances, which a
     fresh install compiles there first (3-4 s on 2 cores); the step's own compile (4-5 s) came
@@ -585,8 +585,6 @@ def compile_step_beside_placement(params: Params) -> None:
     The child starts here, in the caller's thread; a thread then waits for it. Nothing happens
     once the step is cached or while it is already under way.
     """
-    if not placing_compiles(params):
-        return
     layout = layout_of(params)
     with _lock:
         if (layout, (), ()) in _steppers or layout in _steps_elsewhere:
