@@ -1,5 +1,7 @@
 import math
+import types
 
+import numba
 import numpy as np
 import pytest
 from pyquaternion import Quaternion
@@ -65,6 +67,29 @@ def test_look_rotation_of_tiny_and_huge_vectors_does_not_underflow():
     np.testing.assert_allclose(
         qm.forward(qm.look_rotation(d)), [[1, 0, 0], [0, 0, -1], [0.6, 0.8, 0]], atol=1e-12
     )
+
+
+@pytest.mark.parametrize("up", [(0.0, 1.0, 0.0), (0.0, 0.0, 1.0)])
+def test_look_rotation_in_python_is_bit_identical_to_the_compiled_loop(up):
+    # Small arrays run the scalar function in Python (qm.PYTHON_ROWS), large ones its compiled loop.
+    d = RNG.standard_normal((qm.PYTHON_ROWS + 1, 3)) * RNG.uniform(1e-3, 1e3, (qm.PYTHON_ROWS + 1, 1))
+    d[:8] = [[0, 1, 0], [0, -1, 0], [0, 0, 0], [1e-300, 0, 0], [0, 1, 1e-10], [0, 0, 1], [0, 0, -1], [3, 4, 5]]
+    compiled = qm.look_rotation(d, up)
+    small = np.vstack([qm.look_rotation(d[k : k + qm.PYTHON_ROWS], up) for k in range(0, len(d), qm.PYTHON_ROWS)])
+    np.testing.assert_array_equal(small, compiled)
+    assert qm.in_python(qm.look_rotation_of) is not qm.look_rotation_of
+
+
+def test_the_euler_quaternion_in_python_rounds_as_its_source_compiled():
+    from flock3d.core import geometry as g
+
+    compiled = numba.njit(types.FunctionType(g.euler_quaternion.__code__, vars(g)))  # its callees compiled
+    for yaw, pitch, roll in RNG.uniform(-720.0, 720.0, (500, 3)):
+        q = g.euler_quaternion(yaw, pitch, roll)
+        assert q == compiled(yaw, pitch, roll)
+        ref = Quaternion(axis=[0, 1, 0], degrees=yaw) * Quaternion(axis=[1, 0, 0], degrees=pitch)
+        ref = (ref * Quaternion(axis=[0, 0, 1], degrees=roll)).elements
+        np.testing.assert_allclose(np.array(q) * np.sign(np.dot(q, ref)), ref, atol=1e-14)
 
 
 @pytest.mark.parametrize("max_angle", [1e-3, 0.05, 0.5, 2.0, math.pi, math.inf])

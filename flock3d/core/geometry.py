@@ -54,7 +54,7 @@ import math
 import numpy as np
 
 from flock3d.core.no_entry import no_entry
-from flock3d.core.quaternion import forward_of, multiply_of, normalized_of, right_of, up_of
+from flock3d.core.quaternion import forward_of, in_python, multiply_of, normalized_of, right_of, up_of
 
 __all__ = [
     "BOX",
@@ -330,7 +330,7 @@ def fractal_heights(seed: int, samples: int = 129, octaves: int = 6) -> np.ndarr
 # -- frames ---------------------------------------------------------------------------------------
 
 
-@exact
+@in_python  # only Python calls it, once an object or keyframe: nothing to compile
 def euler_quaternion(yaw, pitch, roll):
     """The unit quaternion (w, x, y, z) of ``rotation = [yaw, pitch, roll]`` (degrees):
     ``R_y(yaw) R_x(pitch) R_z(roll)``, roll applied first (see the module's notes)."""

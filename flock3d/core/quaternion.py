@@ -12,11 +12,14 @@ it as an independent check.
 
 from __future__ import annotations
 
+import functools
 import math
+import types
 from typing import NamedTuple
 
 import numba
 import numpy as np
+from numba.core.dispatcher import Dispatcher
 
 __all__ = [
     "forward",
@@ -27,9 +30,14 @@ __all__ = [
     "TurnLimit",
     "to_matrices",
     "multiply",
+    "in_python",
 ]
 
 _jit = numba.njit(cache=True, fastmath=False, inline="always")
+
+#: Up to this many rows :func:`look_rotation` runs the scalar function in Python: about 10 ms,
+#: where compiling its loop costs a first run 0.4-0.6 s (placing a flock of a scene's size).
+PYTHON_ROWS = 2048
 
 #: Below this |up x forward| a direction counts as vertical and the up hint becomes +Z.
 VERTICAL_TOLERANCE = 1e-9
@@ -226,6 +234,29 @@ def _to_matrices(q, out):
         out[i, 2, 2] = 1.0 - 2.0 * (x * x + y * y)
 
 
+@functools.cache
+def in_python(fn):
+    """The compiled function ``fn`` as plain Python: its own source, calling its compiled callees
+    as plain Python too, so that calling it compiles nothing. It rounds as its compiled code does
+    where that code is compiled without fast-math (every scalar function here): IEEE arithmetic
+    in the same order, the same C library's ``sqrt``, ``sin`` and ``cos``.
+
+    For what Python calls a few times (a scene's objects' rotations, a small flock's first
+    orientations), where compiling costs more than running.
+    """
+    py = getattr(fn, "py_func", fn)  # fn itself where NUMBA_DISABLE_JIT is set
+    callees = {
+        name: in_python(value)
+        for name in py.__code__.co_names
+        if isinstance(value := py.__globals__.get(name), Dispatcher)
+    }
+    if not callees:
+        return py
+    plain = types.FunctionType(py.__code__, {**py.__globals__, **callees}, py.__name__, py.__defaults__, py.__closure__)
+    plain.__doc__, plain.__qualname__ = py.__doc__, py.__qualname__
+    return plain
+
+
 def _rows(a, width: int) -> np.ndarray:
     a = np.ascontiguousarray(a, dtype=np.float64)
     if a.ndim != 2 or a.shape[1] != width:
@@ -256,8 +287,14 @@ def look_rotation(directions: np.ndarray, up=(0.0, 1.0, 0.0)) -> np.ndarray:
     in the z = const plane uses up = +Z.
     """
     d = _rows(directions, 3)
+    hint = np.asarray(up, dtype=np.float64)
     out = np.empty((d.shape[0], 4))
-    _look_rotation(d, np.asarray(up, dtype=np.float64), out)
+    if d.shape[0] > PYTHON_ROWS:
+        _look_rotation(d, hint, out)
+    else:  # the same arithmetic (see in_python), with nothing to compile
+        turn, (hx, hy, hz) = in_python(look_rotation_of), hint.tolist()
+        for i, (x, y, z) in enumerate(d.tolist()):
+            out[i] = turn(x, y, z, hx, hy, hz)
     return out
 
 
