@@ -72,10 +72,12 @@ def test_look_rotation_of_tiny_and_huge_vectors_does_not_underflow():
 @pytest.mark.parametrize("up", [(0.0, 1.0, 0.0), (0.0, 0.0, 1.0)])
 def test_look_rotation_in_python_is_bit_identical_to_the_compiled_loop(up):
     # Small arrays run the scalar function in Python (qm.PYTHON_ROWS), large ones its compiled loop.
-    d = RNG.standard_normal((qm.PYTHON_ROWS + 1, 3)) * RNG.uniform(1e-3, 1e3, (qm.PYTHON_ROWS + 1, 1))
-    d[:8] = [[0, 1, 0], [0, -1, 0], [0, 0, 0], [1e-300, 0, 0], [0, 1, 1e-10], [0, 0, 1], [0, 0, -1], [3, 4, 5]]
+    rows = qm.PYTHON_ROWS
+    d = RNG.standard_normal((rows + 1, 3)) * RNG.uniform(1e-3, 1e3, (rows + 1, 1))
+    edges = [[0, 1, 0], [0, -1, 0], [0, 0, 0], [1e-300, 0, 0], [0, 1, 1e-10], [0, 0, 1], [0, 0, -1]]
+    d[: len(edges)] = edges  # vertical, zero and tiny directions
     compiled = qm.look_rotation(d, up)
-    small = np.vstack([qm.look_rotation(d[k : k + qm.PYTHON_ROWS], up) for k in range(0, len(d), qm.PYTHON_ROWS)])
+    small = np.vstack([qm.look_rotation(d[k : k + rows], up) for k in range(0, len(d), rows)])
     np.testing.assert_array_equal(small, compiled)
     assert qm.in_python(qm.look_rotation_of) is not qm.look_rotation_of
 

@@ -35,8 +35,8 @@ __all__ = [
 
 _jit = numba.njit(cache=True, fastmath=False, inline="always")
 
-#: Up to this many rows :func:`look_rotation` runs the scalar function in Python: about 10 ms,
-#: where compiling its loop costs a first run 0.4-0.6 s (placing a flock of a scene's size).
+#: Up to this many rows :func:`look_rotation` runs the scalar function in Python, in less time
+#: than a first run would spend compiling its loop (placing a scene's flock, a few predators).
 PYTHON_ROWS = 2048
 
 #: Below this |up x forward| a direction counts as vertical and the up hint becomes +Z.
@@ -242,7 +242,8 @@ def in_python(fn):
     in the same order, the same C library's ``sqrt``, ``sin`` and ``cos``.
 
     For what Python calls a few times (a scene's objects' rotations, a small flock's first
-    orientations), where compiling costs more than running.
+    orientations), where compiling costs more than running. The copy sees its module's globals
+    as they are when it is made: as a decorator, only names defined above the function.
     """
     py = getattr(fn, "py_func", fn)  # fn itself where NUMBA_DISABLE_JIT is set
     callees = {
@@ -252,7 +253,9 @@ def in_python(fn):
     }
     if not callees:
         return py
-    plain = types.FunctionType(py.__code__, {**py.__globals__, **callees}, py.__name__, py.__defaults__, py.__closure__)
+    plain = types.FunctionType(
+        py.__code__, {**py.__globals__, **callees}, py.__name__, py.__defaults__, py.__closure__
+    )
     plain.__doc__, plain.__qualname__ = py.__doc__, py.__qualname__
     return plain
 
