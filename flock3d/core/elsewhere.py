@@ -121,9 +121,6 @@ def start(target: str, args: tuple = (), *, niceness: int = NICENESS) -> subproc
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=child_environment(),
         )  # fmt: skip
     with _children_lock:
-        # One started and never waited for (the warm-up child of a flock that never stepped) has
-        # ended by now, or will: reaped here, so that the set holds the running ones.
-        _children.difference_update([c for c in _children if c.poll() is not None])
         _children.add(child)
     try:  # the job, on the child's stdin; the pipe stays open, the child's lifeline
         child.stdin.write(len(job).to_bytes(8, "little") + job)
