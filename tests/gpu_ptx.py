@@ -7,12 +7,13 @@ are missing. Run as a script, in a process of its own (numba-cuda as it is, no s
     python tests/gpu_ptx.py             # the covering set: one line a kernel, ok or FAIL and why
     python tests/gpu_ptx.py --all       # every layout in every precision and shape (minutes more)
     python tests/gpu_ptx.py rules       # only the kernels whose names hold a word given
-    python tests/gpu_ptx.py --part 2/3  # every third kernel from the second (the suite's share)
+    python tests/gpu_ptx.py --part 2/2  # every second kernel from the second (the suite's share)
 
 The covering set (what the test suite compiles) holds every fixed kernel in both precisions and
-a step with each arena, term, option and model at least once (perching, the adaptive radius,
-aerodynamic flight and escapes in one layout, fused and split); ``--all`` adds the layouts whose
-features the covering set compiles in other combinations. A step kernel takes 5-15 s on one core.
+a step with each arena, term, option and model at least once (the world's objects, perching,
+the adaptive radius, aerodynamic flight and escapes in one layout, fused and split); ``--all``
+adds the layouts whose features the covering set compiles in other combinations. A step kernel
+takes 3-15 s on one core.
 """
 
 from __future__ import annotations
@@ -72,22 +73,33 @@ SPLIT_SCENES = ("sphere, wander, containment", "periodic", "species", "rules, to
 #: A scene the covering set compiles split too (float64 only): what a boid keeps if it moves (its
 #: adaptive radius) and how a bird in aerodynamic flight turned, passed from the first kernel to
 #: the second.
-KEPT_SPLIT = "perching, adaptive, aerodynamic, escape"
+KEPT_SPLIT = "objects, obstacles, wind, attractors, perching, adaptive, aerodynamic, escape"
 #: The layouts only ``--all`` compiles: the covering set has each of their features in another
-#: (periodic in "periodic 2D", chain and species in "rules, chain, periodic, species"); it compiles
-#: the split shape and float32 on the first and last of SPLIT_SCENES.
+#: (periodic in "periodic 2D", chain and species in "rules, chain, periodic, species, 16
+#: topological"); it compiles the split shape and float32 on the first and last of SPLIT_SCENES.
 ALL_ONLY = ("periodic", "chain", "species")
-#: Layouts whose generated step is compiled: each arena, term and option the GPU engine runs.
+#: Layouts whose generated step is compiled: each arena, term, option and model the GPU engine runs.
+#: A layout is a kernel compile of 3-15 s, most of it for what every step has, so the features
+#: that can share a layout share one (the world's terms, the box's options, an open arena with a
+#: model that takes it).
 SCENES = {
     "sphere, wander, containment": Params(count=50, wander=5.0, containment=40.0),
-    "box": Params(count=50, arena_shape="box", containment=40.0),
+    "box, mesh turn limit, roost": Params(
+        count=50, arena_shape="box", containment=40.0, turn_limit="mesh", roost_weight=2.0
+    ),
     "periodic": Params(count=50, arena_shape="periodic", arena_radius=8.0),
     "periodic 2D": Params(count=50, arena_shape="periodic", arena_radius=8.0, dimensions=2),
-    "open, predators": Params(count=50, arena_shape="none", predator_count=2),
     "chain": Params(count=50, combine="chain"),
-    "mesh turn limit, roost": Params(count=50, turn_limit="mesh", roost_weight=2.0),
     "species": Params(species=[Species("a", 10), Species("b", 10, fov=120.0, sees=("b",))]),
-    "obstacles, wind, objects, attractors": Params(
+    "rules, topological": Params(count=50, neighbours=7),
+    "rules, chain, periodic, species, 16 topological": Params(
+        arena_shape="periodic",
+        arena_radius=8.0,
+        combine="chain",
+        neighbours=16,
+        species=[Species("a", 10), Species("b", 10, fov=120.0, sees=("b",))],
+    ),  # fmt: skip
+    "objects, obstacles, wind, attractors, perching, adaptive, aerodynamic, escape": Params(
         count=50,
         attractors=[
             Attractor((2.0, 0.0, 0.0), 1.0),
@@ -96,25 +108,15 @@ SCENES = {
         obstacles=[Obstacle((3.0, 0.0, 0.0), 1.0)],
         wind=(1.5, 0.0, 0.0),
         objects=[
+            Object("plane", position=(0.0, -3.0, 0.0)),
             Object("box", position=(0.0, -4.0, 0.0), size=(1.0, 2.0, 1.0)),
             Object("torus", position=(0.0, 4.0, 0.0), radius=1.5, tube=0.3),
-        ],  # fmt: skip
-    ),
-    "rules, topological": Params(count=50, neighbours=7),
-    "rules, chain, periodic, species": Params(
-        arena_shape="periodic",
-        arena_radius=8.0,
-        combine="chain",
-        species=[Species("a", 10), Species("b", 10, fov=120.0, sees=("b",))],
-    ),  # fmt: skip
-    "perching, adaptive, aerodynamic, escape": Params(
-        count=50,
+        ],
         neighbours=7,
         adaptive=True,
         flight="aerodynamic",
-        objects=[Object("plane", position=(0.0, -3.0, 0.0))],
         perching_height=1.0,
-        predator_count=1,
+        predator_count=2,
         escape_distance=5.0,
     ),  # fmt: skip
     "vicsek 2D": Params(
@@ -122,18 +124,12 @@ SCENES = {
     ),
     "ism, topological": Params(model="ism", count=50, neighbours=6, view_distance=2.0),
     "couzin": Params(model="couzin", count=50),
-    "cucker-smale": Params(model="cucker-smale", count=50),
-    "topological, periodic, species": Params(
-        arena_shape="periodic",
-        arena_radius=8.0,
-        neighbours=16,
-        species=[Species("a", 10), Species("b", 10, fov=120.0, sees=("b",))],
-    ),  # fmt: skip
+    "open, cucker-smale": Params(model="cucker-smale", count=50, arena_shape="none"),
 }
 #: The rules and forces of yours each scene runs (each a device function of its Python function).
 RULES = {
     "rules, topological": ([apart], [breeze]),
-    "rules, chain, periodic, species": ([apart, follow], [breeze]),
+    "rules, chain, periodic, species, 16 topological": ([apart, follow], [breeze]),
 }
 
 
