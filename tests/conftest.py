@@ -12,7 +12,7 @@ import sys
 import numpy as np
 import psutil
 import pytest
-from helpers import RUN_FLOCK3D, process_env
+from helpers import OFFSCREEN, RUN_FLOCK3D, process_env
 
 from flock3d import Flock, Params
 
@@ -148,12 +148,14 @@ HELPERS = ("resource_tracker", "forkserver")
 def _counts(process: psutil.Process) -> bool:
     """Whether a process left behind is the test's doing: not a zombie (ended, waiting to be
     reaped), nor multiprocessing's helpers (its resource tracker, its fork server), which
-    serve this process until it ends, nor the library's background compiles of the shared
-    driver and of a world's step (flock3d.core.assemble, waited for by the next step)."""
+    serve this process until it ends, nor the offscreen process of the render commands (ended
+    with this process; its own children end before it replies: tests/offscreen_commands.py),
+    nor the library's background compiles of the shared driver and of a world's step
+    (flock3d.core.assemble, waited for by the next step)."""
     from flock3d.core import assemble, elsewhere
 
     try:
-        if process.status() == psutil.STATUS_ZOMBIE:
+        if process.status() == psutil.STATUS_ZOMBIE or process.pid == OFFSCREEN.pid():
             return False
         command = process.cmdline()
         if any(f"multiprocessing.{helper}" in part for part in command for helper in HELPERS):

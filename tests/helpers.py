@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import atexit
 import contextlib
+import json
 import os
 import resource
+import select
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -17,9 +21,12 @@ import numpy as np
 #: .`` (which has no scipy): numba then has no linear algebra (np.dot does not compile).
 WITHOUT_SCIPY = "import sys; sys.modules['scipy'] = None; "
 
-#: The commands that always run in a process of their own: vispy binds one backend per process
-#: (EGL for render, Qt for view), and the window tests use Qt in the test's process.
+#: The commands that never run in the test's process: vispy binds one backend per process (EGL for
+#: render, Qt for view), and the window tests use Qt in the test's process. ``render`` runs in the
+#: test process's offscreen process (:class:`OffscreenProcess`), ``view`` in a process of its own.
 OWN_PROCESS = ("render", "view")
+
+HERE = Path(__file__).parent
 
 #: Code that runs the flock3d command as ``python -m flock3d.cli`` does, its arguments after ``-c CODE``.
 RUN_FLOCK3D = "runpy.run_module('flock3d.cli', run_name='__main__', alter_sys=True)"
@@ -37,16 +44,22 @@ def flock3d(
     """Run ``flock3d ARGS`` as a user would; returns its exit status and what it wrote.
 
     It runs in this process (:func:`flock3d.cli.main`, with ``env`` set and ``cwd`` current
-    for the call), where what other tests compiled is not compiled again. A test that needs an
-    interpreter of its own asks for ``process``: a hang that must be ended (``timeout`` [s],
-    which allows for a cold numba compile under load), a compile notice or a log line that a
-    process shows once, environment variables read at import; so do ``without_scipy`` (as if
-    scipy were not installed) and ``file_size`` (a disk that is full after that many bytes
-    of any file: :func:`file_size_limit`), and the commands of :data:`OWN_PROCESS`.
+    for the call), where what other tests compiled is not compiled again; ``render`` in this
+    process's offscreen process (:class:`OffscreenProcess`), as long as the environment is the
+    one that process started in. A test that needs an interpreter of its own asks for
+    ``process``: a hang that must be ended (``timeout`` [s], which allows for a cold numba
+    compile under load), a compile notice or a log line that a process shows once, environment
+    variables read at import; so do ``without_scipy`` (as if scipy were not installed) and
+    ``file_size`` (a disk that is full after that many bytes of any file:
+    :func:`file_size_limit`), and ``view``.
     """
     args = tuple(map(str, args))
-    process = process or bool(args) and args[0] in OWN_PROCESS
-    if not (process or without_scipy or file_size is not None):
+    own = process or without_scipy or file_size is not None
+    if not own and args[:1] == ("render",):
+        done = OFFSCREEN.run(args, process_env(env), cwd, timeout)
+        if done is not None:
+            return done
+    if not (own or args[:1] in {(name,) for name in OWN_PROCESS}):
         return _in_this_process(args, env or {}, cwd)
     command = ["-m", "flock3d.cli"]
     if without_scipy:
@@ -73,7 +86,105 @@ def process_env(env: dict | None = None) -> dict:
     return {**os.environ, "PYTHONPATH": path, **(env or {})}
 
 
+class OffscreenProcess:
+    """A process of the test process's own that runs ``flock3d render`` commands one after
+    another (``offscreen_commands.py``): vispy binds EGL there once and each compiled step is
+    loaded once, where a process of each command's own spent about a second of CPU starting
+    (57 renders in the suite). It starts with the environment a process of the command's own
+    would have had, and again for a command in another (a test's own cache, ``env``). A
+    command that outlives ``timeout`` ends it; one that ends it (a crash) runs again in a
+    process of its own (``run`` returns None).
+    """
+
+    SCRIPT = HERE / "offscreen_commands.py"
+
+    def __init__(self) -> None:
+        self.process: subprocess.Popen | None = None
+        self.env: dict = {}
+
+    def run(
+        self, args: tuple[str, ...], env: dict, cwd, timeout: float
+    ) -> subprocess.CompletedProcess | None:
+        """``flock3d ARGS`` run there, in the environment ``env``, or None where it ended."""
+        if self.process is not None and (self.process.poll() is not None or _differs(env, self.env)):
+            self.close()
+        if self.process is None:
+            self.env = env
+            self.process = subprocess.Popen(
+                [sys.executable, str(self.SCRIPT)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                text=True, env=env, cwd=HERE,
+            )  # fmt: skip
+        try:
+            self.process.stdin.write(json.dumps([args, str(cwd or os.getcwd())]) + "\n")
+            self.process.stdin.flush()
+            ready, _, _ = select.select([self.process.stdout], [], [], timeout)
+            if not ready:
+                self.close()
+                raise subprocess.TimeoutExpired(["flock3d", *args], timeout)
+            reply = self.process.stdout.readline()
+        except BrokenPipeError:
+            reply = ""
+        if not reply:
+            self.close()
+            return None
+        code, out, err = json.loads(reply)
+        return subprocess.CompletedProcess(["flock3d", *args], code, out, err)
+
+    def pid(self) -> int | None:
+        """The process's id, while it runs."""
+        return None if self.process is None else self.process.pid
+
+    def close(self) -> None:
+        """End the process (its commands have all replied: nothing is lost)."""
+        if self.process is not None:
+            self.process.kill()
+            self.process.wait()
+            self.process.stdin.close()
+            self.process.stdout.close()
+            self.process = None
+
+
+def _differs(env: dict, started: dict) -> bool:
+    """Whether a command's environment is not the one the offscreen process started in (pytest's
+    name of the current test aside)."""
+
+    def kept(variables: dict) -> dict:
+        return {k: v for k, v in variables.items() if k != "PYTEST_CURRENT_TEST"}
+
+    return kept(env) != kept(started)
+
+
+OFFSCREEN = OffscreenProcess()
+atexit.register(OFFSCREEN.close)
+
+
+def await_compiles() -> None:
+    """Wait for every child compiling for this process: the warm-up child of a flock built and
+    never stepped, which nothing else waits for, and a world's step child, whose thread waits
+    for it (at most 300 s: a cold compile under load)."""
+    from flock3d.core import assemble, elsewhere
+
+    assemble._await_warm_up()
+    for layout in list(assemble._steps_elsewhere):
+        assemble._await_step_elsewhere(layout)
+    deadline = time.monotonic() + 300
+    while elsewhere._children and time.monotonic() < deadline:  # one its own thread still waits for
+        time.sleep(0.05)
+
+
 def _in_this_process(args: tuple[str, ...], env: dict, cwd) -> subprocess.CompletedProcess:
+    """:func:`call_main` in the test's process, which must not have rendered offscreen."""
+    done = call_main(args, env, cwd)
+    offscreen = sys.modules.get("flock3d.viewer.offscreen")
+    # vispy binds one backend a process, and the window tests use Qt in the test processes: a
+    # command that rendered offscreen here would fail whichever window test came after it
+    assert offscreen is None or not offscreen._selected, (
+        f"flock3d {' '.join(args)} rendered offscreen in the test process: give it process=True"
+    )
+    return done
+
+
+def call_main(args: tuple[str, ...], env: dict, cwd) -> subprocess.CompletedProcess:
     """``flock3d.cli.main(args)`` with stdout and stderr captured, as the interpreter would run it.
 
     A ``SystemExit`` (argparse's errors, --help) is its status; an uncaught exception exits 1
@@ -106,12 +217,6 @@ def _in_this_process(args: tuple[str, ...], env: dict, cwd) -> subprocess.Comple
         except Exception:  # noqa: BLE001 - what the interpreter does with it
             traceback.print_exc()
             code = 1
-    offscreen = sys.modules.get("flock3d.viewer.offscreen")
-    # vispy binds one backend a process, and the window tests use Qt in the test processes: a
-    # command that rendered offscreen here would fail whichever window test came after it
-    assert offscreen is None or not offscreen._selected, (
-        f"flock3d {' '.join(args)} rendered offscreen in the test process: give it process=True"
-    )
     texts = []
     for stream in (out, err):
         stream.flush()

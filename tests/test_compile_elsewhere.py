@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numba
 import pytest
+from helpers import await_compiles
 
 from flock3d.core import compiling, elsewhere
 from flock3d.core.compiling import COMPILING
@@ -54,14 +55,7 @@ def no_child_before():
     """Each test starts with no child compiling for this process: another test's are waited for
     first (the warm-up child of a flock built and never stepped, which nothing else waits for; a
     world's step child, whose thread waits for it)."""
-    from flock3d.core import assemble
-
-    assemble._await_warm_up()
-    for layout in list(assemble._steps_elsewhere):
-        assemble._await_step_elsewhere(layout)
-    deadline = time.monotonic() + 300
-    while elsewhere._children and time.monotonic() < deadline:  # one its own thread still waits for
-        time.sleep(0.05)
+    await_compiles()
     assert not elsewhere._children
 
 
