@@ -89,9 +89,9 @@ def process_env(env: dict | None = None) -> dict:
 class OffscreenProcess:
     """A process of the test process's own that runs ``flock3d render`` commands one after
     another (``offscreen_commands.py``): vispy binds EGL there once and each compiled step is
-    loaded once, where a process of each command's own spent about a second of CPU starting
-    (57 renders in the suite). It starts with the environment a process of the command's own
-    would have had, and again for a command in another (a test's own cache, ``env``). A
+    loaded once, where a process of each command's own spent most of its CPU starting. It
+    starts with the environment a process of the command's own would have had, and again for a
+    command in another (a test's own cache, ``env``). A
     command that outlives ``timeout`` ends it; one that ends it (a crash) runs again in a
     process of its own (``run`` returns None).
     """
