@@ -13,7 +13,7 @@ The covering set (what the test suite compiles) holds every fixed kernel in both
 a step with each arena, term, option and model at least once (the world's objects, perching,
 the adaptive radius, aerodynamic flight and escapes in one layout, fused and split); ``--all``
 adds the layouts whose features the covering set compiles in other combinations. A step kernel
-takes 3-15 s on one core.
+takes 3-23 s on one core, more the more code its layout holds.
 """
 
 from __future__ import annotations
@@ -78,10 +78,9 @@ KEPT_SPLIT = "objects, obstacles, wind, attractors, perching, adaptive, aerodyna
 #: (periodic in "periodic 2D", chain and species in "rules, chain, periodic, species, 16
 #: topological"); it compiles the split shape and float32 on the first and last of SPLIT_SCENES.
 ALL_ONLY = ("periodic", "chain", "species")
-#: Layouts whose generated step is compiled: each arena, term, option and model the GPU engine runs.
-#: A layout is a kernel compile of 3-15 s, most of it for what every step has, so the features
-#: that can share a layout share one (the world's terms, the box's options, an open arena with a
-#: model that takes it).
+#: Layouts whose generated step is compiled: each arena, term, option and model the GPU engine runs
+#: is in at least one; features that can share a layout share one (the world's terms, the box's
+#: options, an open arena with a model that takes it).
 SCENES = {
     "sphere, wander, containment": Params(count=50, wander=5.0, containment=40.0),
     "box, mesh turn limit, roost": Params(
