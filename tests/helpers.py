@@ -54,12 +54,13 @@ def flock3d(
     :func:`file_size_limit`), and ``view``.
     """
     args = tuple(map(str, args))
+    command_name = args[0] if args else None
     own = process or without_scipy or file_size is not None
-    if not own and args[:1] == ("render",):
+    if not own and command_name == "render":
         done = OFFSCREEN.run(args, process_env(env), cwd, timeout)
         if done is not None:
             return done
-    if not (own or args[:1] in {(name,) for name in OWN_PROCESS}):
+    if not (own or command_name in OWN_PROCESS):
         return _in_this_process(args, env or {}, cwd)
     command = ["-m", "flock3d.cli"]
     if without_scipy:

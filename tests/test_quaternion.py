@@ -75,7 +75,8 @@ def test_look_rotation_in_python_is_bit_identical_to_the_compiled_loop(up):
     rows = qm.PYTHON_ROWS
     d = RNG.standard_normal((rows + 1, 3)) * RNG.uniform(1e-3, 1e3, (rows + 1, 1))
     edges = [[0, 1, 0], [0, -1, 0], [0, 0, 0], [1e-300, 0, 0], [0, 1, 1e-10], [0, 0, 1], [0, 0, -1]]
-    d[: len(edges)] = edges  # vertical, zero and tiny directions
+    edges.append([3, 4, 5])
+    d[: len(edges)] = edges  # vertical, zero and tiny directions, and a plain one
     compiled = qm.look_rotation(d, up)
     small = np.vstack([qm.look_rotation(d[k : k + rows], up) for k in range(0, len(d), rows)])
     np.testing.assert_array_equal(small, compiled)
