@@ -185,6 +185,19 @@ def test_render_and_sweep_judge_rules_order_with_the_rules_given_in_one_line(tmp
     )
 
 
+def test_rules_order_naming_a_built_in_stage_and_a_force_of_yours_alike_is_one_line(tmp_path):
+    # examples/wind.py's force is named "wind", as the built-in stage this scene does not use.
+    scene = tmp_path / "order.toml"
+    scene.write_text('[rules]\ncombine = "chain"\norder = ["wind"]\n')
+    rules = Path(__file__).parents[1] / "examples" / "wind.py"
+    for command in ("check", "run"):
+        out = flock3d(command, scene, "--rules", rules, cwd=tmp_path)
+        assert_one_line_failure(
+            out, "rules.order names 'wind', which is both a built-in stage and one of your rules: rename yours"
+        )
+    assert list(tmp_path.iterdir()) == [scene]
+
+
 def test_a_set_value_is_one_toml_value():
     out = flock3d("run", "default", "--steps", "1", "--set", "perception.fov=120\n[arena]\nradius=1e308")
     assert_one_line_failure(

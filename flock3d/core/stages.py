@@ -95,7 +95,8 @@ def stage_names(params: Params, rule_names: Sequence[str] = (), force_names: Seq
 def rule_order_problems(
     params: Params | Mapping[str, Any], rule_names: Sequence[str] | None = None
 ) -> list[Problem]:
-    """The names in ``rule_order`` that name no stage of the flock.
+    """The names in ``rule_order`` that name no stage of the flock, or two: a built-in stage and
+    one of your rules or forces of the same name.
 
     Args:
         params: a ``Params``, or a mapping of field values valid but for ``rule_order``'s names.
@@ -108,9 +109,11 @@ def rule_order_problems(
     stages = ", ".join(repr(name) for name in used + yours)
     problems = []
     for name in v["rule_order"]:
-        if name in yours or name in used:
+        if name in yours and name in STAGES:  # which of the two would the chain order?
+            why = "which is both a built-in stage and one of your rules: rename yours to order it"
+        elif name in yours or name in used:
             continue
-        if name in STAGES:
+        elif name in STAGES:
             why = f"which this flock does not use: {TERMS_BY_NAME[name].needs} (its stages: {stages})"
         elif yours:
             why = f"which is neither a stage of this flock nor one of your rules (its stages: {stages})"

@@ -16,8 +16,10 @@ loaded it (which fast-math code called by its symbol does not promise).
 
 The addresses travel in the step's ``world_at`` array, after the world terms' offsets, in the
 order the generated module names them (its ``CALLED``), so the chunk's signature is every
-layout's. A call through an address costs what a call of a compiled function does: numba links
-a callee from its cache as machine code, which LLVM does not inline either.
+layout's. A call through an address is an indirect call that LLVM cannot inline, where numba
+links a called function's bitcode into its caller (from its cache too), which LLVM may inline. So
+only functions called once a batch, or whose every call does much work (the keep-out's chain of
+distances), are called so: ``benchmarks/ab.py`` shows each such choice against the inlined one.
 """
 
 from __future__ import annotations
