@@ -193,7 +193,8 @@ def test_rules_order_naming_a_built_in_stage_and_a_force_of_yours_alike_is_one_l
     for command in ("check", "run"):
         out = flock3d(command, scene, "--rules", rules, cwd=tmp_path)
         assert_one_line_failure(
-            out, "rules.order names 'wind', which is both a built-in stage and one of your rules: rename yours"
+            out,
+            "rules.order names 'wind', which is both a built-in stage and one of your rules: rename yours",
         )
     assert list(tmp_path.iterdir()) == [scene]
 

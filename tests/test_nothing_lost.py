@@ -155,6 +155,30 @@ def test_a_recording_that_fills_the_disk_where_there_was_none_keeps_its_frames(t
     assert_only(tmp_path, "rec.h5")
 
 
+def test_a_run_that_fails_keeps_the_old_recording_and_writes_its_frames_only_where_none_was(tmp_path):
+    rules = tmp_path / "blows_up.py"  # from its fifth step on (t = 4/60 s), the force is infinite
+    rules.write_text(
+        "import numpy as np, flock3d\n@flock3d.force\ndef up(position, velocity, time):\n"
+        "    return np.array([np.inf if time > 0.06 else 0.0, 0.0, 0.0])\n"
+    )
+    path = tmp_path / "rec.h5"
+    first = flock3d(*RUN, "--steps", "20", "--every", "2", "--out", path, cwd=tmp_path)
+    assert first.returncode == 0, first.stderr
+    old = path.read_bytes()
+    failed = ("--steps", "20", "--every", "1", "--rules", rules)
+    out = flock3d(*RUN, *failed, "--out", path, cwd=tmp_path)
+    assert_one_line_failure(
+        out, "force 'up'", f"non-finite value (nan or inf); {path} kept as it was, without"
+    )
+    assert path.read_bytes() == old
+    new = tmp_path / "new.h5"
+    out = flock3d(*RUN, *failed, "--out", new, cwd=tmp_path)
+    assert_one_line_failure(out, "step 5, boid 0: force 'up'", f"; the 5 frames before it are in {new}")
+    with Trajectory(new) as traj:
+        assert traj.n_frames == 5  # the start and the four steps before the failing one
+    assert_only(tmp_path, "rec.h5", "new.h5", "blows_up.py")
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
 def test_a_run_stopped_by_a_signal_replaces_the_old_recording_with_every_frame(tmp_path, sig, child):

@@ -288,9 +288,13 @@ def test_rule_order_refuses_a_name_both_a_built_in_stage_and_one_of_your_rules()
     both = "which is both a built-in stage and one of your rules: rename yours to order it"
     used = Params(count=20, combine="chain", rule_order=("cohesion",))  # a stage this flock runs
     assert rule_order_problems(used) == [] and rule_order_problems(used, ["tend"]) == []
-    assert [str(p) for p in rule_order_problems(used, ["cohesion"])] == [f"rule_order names 'cohesion', {both}"]
+    assert [str(p) for p in rule_order_problems(used, ["cohesion"])] == [
+        f"rule_order names 'cohesion', {both}"
+    ]
     unused = dict(count=20, combine="chain", rule_order=("wind",))  # a stage this flock lacks
-    assert [str(p) for p in params_problems(unused, rule_names=["wind"])] == [f"rule_order names 'wind', {both}"]
+    assert [str(p) for p in params_problems(unused, rule_names=["wind"])] == [
+        f"rule_order names 'wind', {both}"
+    ]
 
 
 def test_a_periodic_arena_holds_at_most_a_million_cells_a_side():

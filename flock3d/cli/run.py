@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from flock3d.cli.errors import signal_status
 from flock3d.cli.inputs import is_recording, output_path, rules_from, rules_line, scene_from
 from flock3d.cli.options import refuse_scene_options, run_arguments, run_length, scene_argument
+from flock3d.errors import Flock3dError
 
 if TYPE_CHECKING:
     import numpy as np
@@ -74,6 +75,7 @@ def run_run(args: argparse.Namespace) -> int:
     print(f"{scene.name}: {_boids(len(flock))}, {steps:,} steps of {p.dt:g} s (seed {scene.seed})")
     if rules or forces:
         print(rules_line(rules, forces))
+    writer = None
     try:
         with stop_on_signals() as stop:
             if out is None:
@@ -81,6 +83,17 @@ def run_run(args: argparse.Namespace) -> int:
             else:
                 with TrajectoryWriter(out, len(flock), scene, every, flock.state.n_predators) as writer:
                     stats = run(flock, steps, writer=writer, every=every, progress=progress, stop=stop)
+    except Flock3dError as error:
+        summary.cancel()
+        if writer is None:
+            raise
+        n = writer.frames_written
+        kept = (
+            f"{out} kept as it was, without this run's frames"
+            if writer.kept_previous
+            else f"the {n:,} frame{'s' if n != 1 else ''} before it {'are' if n != 1 else 'is'} in {out}"
+        )
+        raise Flock3dError(f"{error}; {kept}") from error
     except BaseException:
         summary.cancel()  # its child ended now, not left to compile for a summary never printed
         raise

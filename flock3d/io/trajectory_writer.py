@@ -78,6 +78,8 @@ class TrajectoryWriter:
         self._times = np.empty(self._block)
         self._buffered = 0
         self._failed: RecordingError | None = None
+        self.kept_previous = False
+        """Whether a run that failed left the file at ``path`` as it was (:meth:`close_cut_short`)."""
         try:
             self._on_disk = AtomicFile(self.path)
         except OSError as error:
@@ -309,8 +311,28 @@ class TrajectoryWriter:
     def __enter__(self) -> TrajectoryWriter:
         return self
 
-    def __exit__(self, *exc) -> None:
-        self.close()
+    def __exit__(self, kind, error, trace) -> None:
+        if kind is None or issubclass(kind, KeyboardInterrupt):
+            self.close()  # a run that ended, or that its user stopped: its frames at ``path``
+        else:
+            self.close_cut_short()
+
+    def close_cut_short(self) -> None:
+        """Close the recording of a run that failed (a step raised): as a run cut short by a full
+        disk, its frames are put at ``path`` where no file was, and a file that was there is kept
+        as it was (:attr:`kept_previous`), the new frames dropped.
+
+        Raises:
+            DiskFullError, RecordingError: as :meth:`close`, where no file was.
+        """
+        if not self._file.id.valid:
+            return
+        if not self._on_disk.existed:
+            self.close()
+            return
+        self._abandon()
+        self._on_disk.discard()
+        self.kept_previous = True
 
 
 def _reserve(file, datasets: list, start: int, stop: int) -> str | None:
