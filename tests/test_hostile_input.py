@@ -199,6 +199,20 @@ def test_rules_order_naming_a_built_in_stage_and_a_force_of_yours_alike_is_one_l
     assert list(tmp_path.iterdir()) == [scene]
 
 
+@pytest.mark.parametrize(
+    "command, first, second",
+    [(("metrics",), "--csv", "--correlation"), (("infer", "maxent"), "--csv", "--likelihood")],
+    ids=["metrics", "infer"],
+)
+def test_two_tables_asked_into_one_file_are_refused_before_either_is_written(
+    tmp_path, command, first, second
+):
+    recording = small_recording(tmp_path / "rec.h5")
+    out = flock3d(*command, recording, first, "same.csv", second, "./same.csv", cwd=tmp_path)
+    assert_one_line_failure(out, f"./same.csv: {first} and {second} name the same file; give each its own")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["rec.h5"]
+
+
 def test_a_set_value_is_one_toml_value():
     out = flock3d("run", "default", "--steps", "1", "--set", "perception.fov=120\n[arena]\nradius=1e308")
     assert_one_line_failure(

@@ -4,6 +4,7 @@ the files to write and the extras a command needs."""
 from __future__ import annotations
 
 import argparse
+import os
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -89,6 +90,15 @@ def outputs(args: argparse.Namespace, **suffixes: str) -> dict[str, Path | None]
         name: None if path is None else output_path(path, (suffixes[name],), f"--{name}")
         for name, path in given.items()
     }
+    named: dict[str, str] = {}
+    for name, path in paths.items():  # two tables written to one file: the first would be lost
+        if path is not None:
+            where = os.path.realpath(path)
+            if where in named:
+                raise Flock3dError(
+                    f"{given[name]}: --{named[where]} and --{name} name the same file; give each its own"
+                )
+            named[where] = name
     if paths.get("plot") is not None:
         require("plot", option="--plot")
     return paths
