@@ -10,7 +10,7 @@ import re
 import h5py
 import numpy as np
 import pytest
-from helpers import assert_clean_failure, flock3d
+from helpers import assert_clean_failure, flock3d, small_recording
 
 import flock3d as f3d
 from flock3d import inference, metrics
@@ -311,6 +311,7 @@ def test_the_command_refuses_bad_input_in_one_line(tmp_path):
     good = h5md_file(tmp_path / "good.h5", positions, velocities)
     still = velocities.copy()
     still[1, 3] = 0.0
+    ours = small_recording(tmp_path / "ours.h5")
     two = tmp_path / "two.h5"
     h5md_file(two, positions, velocities, group="starlings")
     with h5py.File(two, "a") as f:
@@ -329,6 +330,10 @@ def test_the_command_refuses_bad_input_in_one_line(tmp_path):
         (["maxent", two], "holds several particles groups (jackdaws, starlings); choose one"),
         (["maxent", two, "--group", "gulls"], "no particles group 'gulls' with positions"),
         (["maxent", two, "--group", "jackdaws"], "no particles/jackdaws/velocity/value"),
+        (
+            ["maxent", ours, "--group", "predators"],
+            "a flock3d recording, whose boids are the particles group 'flock'",
+        ),
         (["bayes", good], "invalid choice: 'bayes'"),
     ]
     for args, message in cases:

@@ -214,6 +214,12 @@ def check_layout(
     layout = Layout()
     params = stored.member("parameters/flock3d")
     ours = isinstance(params, h5py.Group) and "scene" in params.attrs
+    boids = FLOCK.removeprefix("particles/")
+    if ours and chosen not in (None, boids):  # its predators are read beside its boids, never alone
+        raise RecordingError(
+            f"{stored.path}: a flock3d recording, whose boids are the particles group {boids!r} "
+            f"(not {chosen!r})"
+        )
     layout.group = FLOCK if ours else stored.particle_group(chosen)
     # The elements read: all three in a flock3d recording; elsewhere the orientation may be missing.
     layout.elements = tuple(
