@@ -389,11 +389,15 @@ def run_sweep(
                     try:
                         result = future.result()
                     except Exception as error:  # noqa: BLE001 - whatever broke on the worker
-                        what = ", ".join(_overrides(axes, t.values))
+                        what, n = ", ".join(_overrides(axes, t.values)), len(rows)
+                        kept = (
+                            f"the {n} finished run{'s are' if n != 1 else ' is'} kept in {out}"
+                            if n
+                            else "no run had finished"
+                        )
                         raise SweepError(
                             f"the run {what} (repeat {t.repeat}) failed on its worker "
-                            f"({type(error).__name__}: {error}); the {len(rows)} finished runs are kept "
-                            f"in {out}"
+                            f"({type(error).__name__}: {error}); {kept}"
                         ) from None
                     identity = {
                         **dict(zip(columns, t.values, strict=True)),
@@ -510,7 +514,7 @@ class _client:
             threads_per_worker=1,
             processes=True,
             dashboard_address=None,
-            silence_logs=logging.ERROR,
+            silence_logs=logging.CRITICAL,  # a run that fails is said in one line, not as the worker logs it
         )
         self.client = Client(self.cluster)
         return self.client

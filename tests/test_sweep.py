@@ -7,7 +7,7 @@ import time
 import numpy as np
 import pandas as pd
 import pytest
-from helpers import assert_clean_failure, flock3d
+from helpers import assert_clean_failure, assert_one_line_failure, flock3d
 
 from flock3d import Flock, metrics
 from flock3d.scene import parse_scene, resolve_scene
@@ -197,7 +197,32 @@ def test_a_failing_run_is_reported_and_the_finished_ones_kept(tmp_path, monkeypa
         with pytest.raises(SweepError, match=re.escape(f"{failed} (RuntimeError: worker blew up)")):
             run_sweep(small_scene(), [parse_axis("zones.orientation_width=0.5,6")], 1, STEPS, DISCARD, out,
                       scheduler=cluster.scheduler_address, progress=False)  # fmt: skip
-    assert list(pd.read_csv(out)["zones.orientation_width"]) == [0.5]
+        assert list(pd.read_csv(out)["zones.orientation_width"]) == [0.5]
+        nothing = tmp_path / "none.csv"  # the only run fails: no table is written, none said to be
+        with pytest.raises(
+            SweepError, match=re.escape(f"{failed} (RuntimeError: worker blew up); no run had finished")
+        ):
+            run_sweep(small_scene(), [parse_axis("zones.orientation_width=6")], 1, STEPS, DISCARD, nothing,
+                      scheduler=cluster.scheduler_address, progress=False)  # fmt: skip
+        assert not nothing.exists()
+
+
+@pytest.mark.slow
+def test_a_run_failing_on_a_worker_of_the_command_is_one_line_not_the_workers_log(tmp_path):
+    rules = tmp_path / "blows_up.py"
+    rules.write_text(
+        "import numpy as np, flock3d\n@flock3d.force\ndef up(position, velocity, time):\n"
+        "    return np.array([np.inf if time > 0.04 else 0.0, 0.0, 0.0])\n"
+    )
+    sweep = ("default", "--set", "flock.count=20", "--param", "rules.cohesion=0,1", "--steps", "10")
+    files = ("--rules", rules, "--out", tmp_path / "r.csv")
+    out = flock3d(
+        "sweep", *sweep, "--workers", "1", *files, "--no-progress", process=True
+    )  # its workers' log
+    assert_one_line_failure(
+        out, "failed on its worker (RuleError: step 4, boid 0: force 'up'", "; no run had finished"
+    )
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["blows_up.py"]
 
 
 @pytest.mark.slow
