@@ -63,6 +63,15 @@ def test_frames_and_stills_within_the_recording():
     assert list(last.indices) == [30] and last.first == 30
     tenth = playback(times, 15.0, frames=10, still=True)
     assert list(tenth.indices) == [9] and tenth.first == 9
+    named_last = playback(times, 15.0, frames=31, still=True)  # the default's frame, asked for by number
+    assert list(named_last.indices) == [30] and named_last.first == 30
+    with pytest.raises(
+        PlaybackError, match=r"^--frames 32: a still of this recording is one of its frames 1 to 31 "
+    ):
+        playback(times, 15.0, frames=32, still=True)
+    at_start = playback(times, 15.0, start=1.0, still=True)  # with --start, the frame at it
+    assert list(at_start.indices) == [15] and at_start.first == 0 and at_start.start == 1.0
+    assert list(playback(times, 15.0, start=1.0, frames=16, still=True).indices) == [30]
     one = playback(np.array([4.0]))  # a single frame still makes one video frame
     assert list(one.indices) == [0] and one.start == 4.0
 

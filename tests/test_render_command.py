@@ -70,6 +70,20 @@ def test_start_simulates_before_drawing(tmp_path):
     assert simulated_time(stdout) == pytest.approx(12.5, abs=1 / 120)
 
 
+def test_a_still_of_a_recording_is_its_last_frame_or_the_one_at_start_or_the_one_named(tmp_path):
+    traj = small_recording(tmp_path / "r.h5", frames=7, every=6)  # t = 0, 0.1, ..., 0.6
+    assert simulated_time(rendered(traj, "--out", tmp_path / "a.png", *SMALL)) == pytest.approx(0.6)
+    assert simulated_time(
+        rendered(traj, "--out", tmp_path / "b.png", "--start", "0.3", *SMALL)
+    ) == pytest.approx(0.3)
+    assert simulated_time(
+        rendered(traj, "--out", tmp_path / "c.png", "--frames", "7", *SMALL)
+    ) == pytest.approx(0.6)
+    out = flock3d("render", traj, "--out", tmp_path / "d.png", "--frames", "8", *SMALL)
+    assert_clean_failure(out, "--frames 8: a still of this recording is one of its frames 1 to 7")
+    assert not (tmp_path / "d.png").exists()
+
+
 @pytest.mark.slow
 def test_a_trajectory_plays_at_its_recorded_pace(tmp_path):
     for every, fps, frames in ((4, 15.0, 30), (60, 30.0, 60)):

@@ -126,7 +126,7 @@ def add_render(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
         type=frame_count,
         help=f"frames to render, at most {MAX_RENDER_FRAMES:,} (default: 300 from a scene, the whole "
         "recording from a trajectory); a PNG shows frame N alone (default: the first frame of a scene, "
-        "the last of a trajectory)",
+        "the last of a trajectory, or its frame at --start)",
     )
     p.add_argument(
         "--start",
@@ -184,7 +184,7 @@ def run_render(args: argparse.Namespace) -> int:
                 raise Flock3dError(f"{args.source}: the trajectory has no frames")
             scene = recorded_scene(traj, "render")
             check_scene(scene)
-            plan = playback(traj.times, args.fps, args.start or 0.0, args.frames, still=is_png,
+            plan = playback(traj.times, args.fps, args.start, args.frames, still=is_png,
                             max_frames=MAX_RENDER_FRAMES)  # fmt: skip
             check_recording(traj, plan.indices, args.source)  # before any frame is drawn
             frames = recorded_frames(traj, plan)

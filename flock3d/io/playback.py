@@ -102,7 +102,7 @@ def own_rate(times: np.ndarray) -> float | None:
 def playback(
     times: np.ndarray,
     fps: float | None = None,
-    start: float = 0.0,
+    start: float | None = None,
     frames: int | None = None,
     still: bool = False,
     max_frames: int = 100_000,
@@ -113,20 +113,22 @@ def playback(
         times: (T,) simulated time of each recorded frame, T >= 1, finite and never decreasing.
         fps: video frames per simulated second; None: the recording's own rate
             (:func:`own_rate`) when it is 10 to 60, else 30.
-        start: seconds after the first recorded frame at which the video begins, >= 0.
+        start: seconds after the first recorded frame at which the video begins, >= 0 (None: 0).
         frames: video frames wanted, at most those that fit in the recording (None: all).
-        still: one frame alone (a PNG): video frame ``frames`` (1-based), by default the
-            recording's last frame.
+        still: one frame alone (a PNG): video frame ``frames`` (1-based), from the one at
+            ``start`` to the one of the recording's last frame; by default the frame at
+            ``start`` when it is given, else the recording's last frame.
         max_frames: most video frames a playback may take.
 
     Raises:
-        PlaybackError: ``start`` is past the end, or more than ``max_frames`` frames
-            would be needed to play the recording whole.
+        PlaybackError: ``start`` is past the end, more than ``max_frames`` frames would be
+            needed to play the recording whole, or a still's ``frames`` is past its last frame.
     """
     t = np.asarray(times, dtype=np.float64)
     if fps is None:
         rate = own_rate(t)
         fps = rate if rate is not None and 10.0 <= rate <= 60.0 else 30.0
+    chosen, start = start is not None, start or 0.0
     t0 = float(t[0])
     with np.errstate(over="ignore"):
         length = float(t[-1] - t0)
@@ -134,11 +136,16 @@ def playback(
         raise PlaybackError(f"--start {start:g} is past the end of the recording ({length:g} s long)")
     # Video frames whose span [k / fps, (k + 1) / fps) lies within the recording (at least one).
     fitting = max(1, math.floor(min((length - start) * fps, max_frames + 1) + 1e-6))
-    if still:
-        if frames is None:  # the last recorded frame, at its own video frame number
-            k = min(round(min((length - start) * fps, max_frames)), max_frames)
-            return Playback(np.array([len(t) - 1]), k, t0 + start, fps)
-        first = min(frames, fitting) - 1
+    if still:  # any video frame from start's to the last recorded frame's (which a video leaves out)
+        last = min(round(min((length - start) * fps, max_frames)), max_frames)
+        if frames is None and not chosen:  # the recording's last frame, at its own frame number
+            return Playback(np.array([len(t) - 1]), last, t0 + start, fps)
+        first = 0 if frames is None else frames - 1
+        if first > last:
+            raise PlaybackError(
+                f"--frames {frames}: a still of this recording is one of its frames 1 to {last + 1:,} "
+                f"({fps:g} per simulated second from t = {t0 + start:g} s)"
+            )
         count = 1
     else:
         if frames is None and fitting > max_frames:
