@@ -213,6 +213,17 @@ def test_two_tables_asked_into_one_file_are_refused_before_either_is_written(
     assert sorted(p.name for p in tmp_path.iterdir()) == ["rec.h5"]
 
 
+def test_a_scene_with_several_problems_is_a_line_each_naming_the_command(tmp_path):
+    scene = tmp_path / "two.toml"
+    scene.write_text("[sim]\ndt = -1\n[flock]\ncount = -5\n")
+    out = flock3d("run", scene, "--steps", "1", cwd=tmp_path)
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert out.stderr.splitlines() == [
+        f"flock3d run: {scene}: sim.dt must be > 0 (got -1)",
+        f"flock3d run: {scene}: flock.count must be a whole number from 0 to 100,000,000 (got -5)",
+    ]
+
+
 def test_a_set_value_is_one_toml_value():
     out = flock3d("run", "default", "--steps", "1", "--set", "perception.fov=120\n[arena]\nradius=1e308")
     assert_one_line_failure(

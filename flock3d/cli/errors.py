@@ -32,8 +32,9 @@ def reported(command: str, run: Callable[[], int]) -> int:
     it fails as expected (:class:`Flock3dError`, :class:`OSError`, :class:`MemoryError`)."""
     try:
         return run()
-    except Flock3dError as error:
-        print(f"flock3d {command}: {error}", file=sys.stderr)
+    except Flock3dError as error:  # a line a problem (a scene's several), each naming the command
+        for line in str(error).splitlines() or [""]:
+            print(f"flock3d {command}: {line}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except OSError as error:  # an output that cannot be written: a full disk, no permission
         where = f"{error.filename}: " if error.filename else ""
