@@ -224,6 +224,20 @@ def test_a_scene_with_several_problems_is_a_line_each_naming_the_command(tmp_pat
     ]
 
 
+def test_a_recording_given_for_a_scene_is_named_as_one(tmp_path):
+    recording = small_recording(tmp_path / "rec.h5")
+    renamed = tmp_path / "rec.dat"
+    renamed.write_bytes(recording.read_bytes())
+    for args in (("run", recording), ("check", recording), ("render", renamed, "--out", tmp_path / "x.png")):
+        out = flock3d(*args, cwd=tmp_path)
+        assert out.returncode == 2 and "Traceback" not in out.stderr
+        assert out.stderr.strip().endswith(
+            f"{args[1]}: an HDF5 file (a recording?), not a scene; render, metrics, export and infer read "
+            "recordings named .h5 or .hdf5"
+        ), out.stderr
+    assert not (tmp_path / "x.png").exists()
+
+
 def test_a_set_value_is_one_toml_value():
     out = flock3d("run", "default", "--steps", "1", "--set", "perception.fov=120\n[arena]\nradius=1e308")
     assert_one_line_failure(

@@ -196,6 +196,12 @@ def load_scene(
     return resolve_scene(path, overrides, rule_names)
 
 
+#: How an HDF5 file (a flock3d recording) begins.
+_HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
+#: What a recording given for a scene is for.
+_READ_RECORDINGS = "render, metrics, export and infer read recordings named .h5 or .hdf5"
+
+
 def _read_scene_file(path: Path) -> bytes:
     """The bytes of a scene file: a regular file of at most MAX_SCENE_BYTES, else SceneError."""
     import stat
@@ -206,6 +212,9 @@ def _read_scene_file(path: Path) -> bytes:
             raise SceneError([f"{path}: is a directory, not a scene file"])
         if not stat.S_ISREG(info.st_mode):  # a device or a FIFO: reading could never end
             raise SceneError([f"{path}: not a regular file; a scene is a TOML file"])
+        with path.open("rb") as handle:
+            if handle.read(len(_HDF5_SIGNATURE)) == _HDF5_SIGNATURE:
+                raise SceneError([f"{path}: an HDF5 file (a recording?), not a scene; {_READ_RECORDINGS}"])
         if info.st_size > MAX_SCENE_BYTES:
             raise SceneError(
                 [f"{path}: {info.st_size:,} bytes; a scene file may hold at most {MAX_SCENE_BYTES:,}"]
