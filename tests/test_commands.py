@@ -92,7 +92,13 @@ def test_check_judges_rules_order_against_the_rules_given(tmp_path):
 
 
 def test_unknown_options_and_bad_values_exit_2():
-    assert_clean_failure(flock3d("run", "default", "--stepz", "5"), "unrecognized arguments: --stepz")
+    assert_clean_failure(  # named by the command, which points to its own help
+        flock3d("run", "default", "--stepz", "5"),
+        "flock3d run: error: unrecognized arguments: --stepz 5 (see flock3d run --help)",
+    )
+    assert_clean_failure(
+        flock3d("--stepz"), "flock3d: error: unrecognized option --stepz: a COMMAND comes first"
+    )
     assert_clean_failure(flock3d("run", "default", "--steps", "-5"), "must be >= 0")
     assert_clean_failure(
         flock3d("run", "default", "--set", "perception.fov=999"), "perception.fov must be in (0, 360]"

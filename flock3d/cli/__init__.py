@@ -50,6 +50,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub.required = True
     for add, run_command in COMMANDS.values():
         add(sub).set_defaults(run=run_command)
+    parser.commands = sub.choices  # each command's parser, which says what it does not know
     return parser
 
 
@@ -60,7 +61,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not argv:  # a first try: show what there is to do
         parser.print_help()
         return 0
-    args = parser.parse_args(argv)
+    if argv[0].startswith("-") and argv[0] not in ("-h", "--help", "--version"):
+        parser.error(f"unrecognized option {argv[0]}: a COMMAND comes first")
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:  # named by the command's own parser, which points to its own help
+        parser.commands[args.command].error(f"unrecognized arguments: {' '.join(unknown)}")
 
     def run_command() -> int:
         with compiling.notices(COMPILING_MEASUREMENTS if args.command in MEASURING else COMPILING):
