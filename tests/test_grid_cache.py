@@ -5,18 +5,17 @@ place is read again, whatever its stat says."""
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
 import shutil
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 
 trimesh = pytest.importorskip("trimesh")
 pytest.importorskip("igl")
+
+from helpers import read_only  # noqa: E402
 
 from flock3d.core.objects import Object  # noqa: E402
 from flock3d.io import meshes  # noqa: E402
@@ -128,26 +127,6 @@ def test_a_giant_array_in_an_entry_is_refused_from_its_header(ball, caplog):
         assert stored["values"].shape == (1, 1)
     (line,) = _rebuilt(obj, first, caplog)
     assert "it holds a 1x1 float64 grid, not " in line
-
-
-@contextlib.contextmanager
-def read_only(folder):
-    """``folder`` read-only for this process: a read-only bind mount for root (whom file modes do
-    not stop), else its mode."""
-    if os.geteuid() == 0 and sys.platform == "linux":
-        if subprocess.run(["mount", "--bind", folder, folder]).returncode != 0:
-            pytest.skip("cannot bind-mount here")
-        try:
-            subprocess.run(["mount", "-o", "remount,ro,bind", folder], check=True)
-            yield
-        finally:
-            subprocess.run(["umount", folder], check=True)
-    else:
-        folder.chmod(0o555)
-        try:
-            yield
-        finally:
-            folder.chmod(0o755)
 
 
 @pytest.mark.parametrize("damage", ["truncated", "negated", "folder"])

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers import altered_copy, assert_one_line_failure, flock3d, small_recording
+from helpers import altered_copy, assert_one_line_failure, flock3d, read_only, small_recording
 
 from flock3d.cli import COMPILING
 from flock3d.core.state import random_state
@@ -236,6 +236,30 @@ def test_a_recording_given_for_a_scene_is_named_as_one(tmp_path):
             "recordings named .h5 or .hdf5"
         ), out.stderr
     assert not (tmp_path / "x.png").exists()
+
+
+def test_outputs_are_checked_before_any_work(tmp_path):
+    recording = small_recording(tmp_path / "rec.h5")
+    folder = tmp_path / "shut"
+    folder.mkdir()
+    cases = [
+        (
+            ("run", "default", "--out", recording / "x.h5"),
+            f"{recording / 'x.h5'}: {recording} is not a folder",
+        ),
+        (("run", "default", "--out", ".h5"), ".h5: --out needs a file name before .h5"),
+        (("experiment", "couzin-memory", "--quick", "--out", ""), "--out needs a folder name"),
+    ]
+    for args, message in cases:
+        assert_one_line_failure(flock3d(*args, cwd=tmp_path), message)
+    with read_only(folder):  # refused at once, not once the measurements or the runs are done
+        for args in (
+            ("metrics", recording, "--csv", folder / "m.csv"),
+            ("experiment", "couzin-memory", "--quick", "--out", folder / "e"),
+            ("sweep", "default", "--param", "rules.cohesion=0,1", "--steps", "2", "--out", folder / "s.csv"),
+        ):
+            assert_one_line_failure(flock3d(*args, cwd=tmp_path), f": cannot write in {folder} (")
+    assert list(folder.iterdir()) == []
 
 
 def test_a_set_value_is_one_toml_value():

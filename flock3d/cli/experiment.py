@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from flock3d.cli.inputs import require
+from flock3d.cli.inputs import require, writable_folder
 from flock3d.cli.options import engine_argument, engine_of, seed
 from flock3d.errors import Flock3dError
 
@@ -40,11 +40,12 @@ def run_experiment_command(args: argparse.Namespace) -> int:
         from flock3d.gpu import check_device
 
         check_device()
+    if not args.out.strip():
+        raise Flock3dError("--out needs a folder name")
     out = Path(args.out)
     if out.exists() and not out.is_dir():
         raise Flock3dError(f"{args.out}: exists and is not a folder")
-    if not out.parent.is_dir():
-        raise Flock3dError(f"{args.out}: folder {out.parent} does not exist")
+    writable_folder(out if out.is_dir() else out.parent, args.out)
     out.mkdir(exist_ok=True)
     e = EXPERIMENTS[args.name]
     print(f"{e.name}: {e.title}\n  reproducing {e.reference}" + (" (quick)" if args.quick else ""))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -105,17 +106,32 @@ def outputs(args: argparse.Namespace, **suffixes: str) -> dict[str, Path | None]
 
 
 def output_path(path: str, suffixes: tuple[str, ...], what: str) -> Path:
-    """Check an output path before any work is done: right suffix, existing folder."""
+    """Check an output path before any work is done: a name, the right suffix, a folder that
+    exists and takes new files."""
     if not path.strip():
         raise Flock3dError(f"{what} needs a file name")
     out = Path(path)
+    if out.name.lower() in suffixes:
+        raise Flock3dError(f"{path}: {what} needs a file name before {out.name}")
     if out.suffix.lower() not in suffixes:
         raise Flock3dError(f"{path}: {what} must end in {' or '.join(suffixes)}")
-    if not out.parent.is_dir():
-        raise Flock3dError(f"{path}: folder {out.parent} does not exist")
+    writable_folder(out.parent, path)
     if out.is_dir():
         raise Flock3dError(f"{path}: is a directory")
     return out
+
+
+def writable_folder(folder: Path, named: str) -> None:
+    """Check that ``folder`` (of the output ``named``) exists and takes new files, before any work
+    (a file made and dropped at once: what the system allows, for root too, without guessing)."""
+    if not folder.is_dir():
+        what = f"{folder} is not a folder" if folder.exists() else f"folder {folder} does not exist"
+        raise Flock3dError(f"{named}: {what}")
+    try:
+        with tempfile.TemporaryFile(dir=folder):
+            pass
+    except OSError as error:
+        raise Flock3dError(f"{named}: cannot write in {folder} ({error.strerror or error})") from None
 
 
 def recorded_scene(traj, command: str):
