@@ -8,7 +8,7 @@ import time
 import imageio.v2 as imageio
 import numpy as np
 import pytest
-from helpers import assert_clean_failure, flock3d, foreground_mask
+from helpers import assert_clean_failure, assert_one_line_failure, flock3d, foreground_mask
 
 from flock3d import Flock, metrics
 from flock3d.io import RecordingError, Trajectory
@@ -89,6 +89,15 @@ def test_check_judges_rules_order_against_the_rules_given(tmp_path):
     out = flock3d("check", "--rules", rules, "default")
     assert_clean_failure(out, "flock3d check: force", "raised ValueError on a test call: no")
     assert len(out.stderr.splitlines()) == 1
+
+
+def test_options_that_would_do_nothing_are_refused_in_one_line():
+    assert_one_line_failure(flock3d("bench", "--after", "5"), "--after sets when --profile's second profile")
+    assert_one_line_failure(
+        flock3d("debug", "step", "default", "--engine", "reference"), "the reference engine generates no step"
+    )
+    described = " ".join(flock3d("experiment", "--help").stdout.split())  # an experiment takes no scene
+    assert 'pip install "flock3d[gpu]"); default: fast' in described and "sim.engine" not in described
 
 
 def test_unknown_options_and_bad_values_exit_2():

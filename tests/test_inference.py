@@ -340,6 +340,8 @@ def test_the_command_refuses_bad_input_in_one_line(tmp_path):
         out = flock3d("infer", *args)
         assert_clean_failure(out, message)
         assert len(out.stderr.strip().splitlines()) == 1, out.stderr
+    out = flock3d("infer", "maxent", ours, "--no-progress")  # a flock3d recording says its arena
+    assert out.returncode == 0 and "20 boids in a sphere of radius 30 (scene " in out.stdout, out.stdout
     tables = ("--csv", tmp_path / "c.csv", "--likelihood", tmp_path / "l.csv")
     out = flock3d("infer", "maxent", two, "--group", "starlings", "--no-progress", *tables)
     assert out.returncode == 0, out.stderr

@@ -38,7 +38,6 @@ def add_bench(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument(
         "--after",
         type=positive_float,
-        default=60.0,
         help="with --profile: simulated seconds before the second profile (default 60)",
     )
     p.add_argument("--steps", type=positive_int, default=20, help="steps per timed run (default 20)")
@@ -55,6 +54,9 @@ def add_bench(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 def run_bench(args: argparse.Namespace) -> int:
     import numba
+
+    if args.after is not None and not args.profile:
+        raise Flock3dError("--after sets when --profile's second profile is taken; give --profile too")
 
     if args.threads is not None:
         # numba is loaded (flock3d imports it), so its thread pool is sized: at most its
@@ -85,7 +87,7 @@ def run_bench(args: argparse.Namespace) -> int:
     elif args.variants:
         bench.run_variants(steps=args.steps)
     elif args.profile:
-        bench.profile(after=args.after)
+        bench.profile(after=60.0 if args.after is None else args.after)
     else:
         bench.run(large=args.large, steps=args.steps, engine=args.engine)
     return 0

@@ -27,7 +27,7 @@ def add_experiment(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--quick", action="store_true", help="a small instance that runs in seconds")
     p.add_argument("--seed", type=seed, default=0, help="base seed of the runs (default 0)")
     p.add_argument("--no-progress", action="store_true", help="do not show the progress bar")
-    engine_argument(p)
+    engine_argument(p, scenes=False)
     return p
 
 

@@ -109,7 +109,7 @@ def run_infer(args: argparse.Namespace) -> int:
                                 progress=False if args.no_progress else None)  # fmt: skip
         except ValueError as error:
             raise Flock3dError(f"{args.trajectory}: {error}") from None
-    where = "periodic box " + " x ".join(f"{s:g}" for s in box[box > 0]) if box is not None else "open space"
+    where = _where(box, traj.scene)
     print(
         f"{args.trajectory}: {fit.frames:,} of {traj.n_frames:,} frames (t = {times[0]:g} to {times[-1]:g}), "
         f"{fit.boids:,} boids in {where} ({source})"
@@ -149,3 +149,13 @@ def run_infer(args: argparse.Namespace) -> int:
         plot_maxent(fit, files["plot"], title=f"{args.trajectory} ({source})")
         print(f"wrote {files['plot']}")
     return 0
+
+
+def _where(box, scene) -> str:
+    """Where the recorded boids flew: a periodic box's sides, a flock3d scene's arena, else open space."""
+    if box is not None:
+        return "periodic box " + " x ".join(f"{s:g}" for s in box[box > 0])
+    if scene is None or scene.params.arena_shape == "none":
+        return "open space"
+    shape, radius = scene.params.arena_shape, scene.params.arena_radius
+    return f"a sphere of radius {radius:g}" if shape == "sphere" else f"a {shape} arena"

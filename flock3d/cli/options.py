@@ -106,14 +106,16 @@ def run_arguments(p: argparse.ArgumentParser, scene_only: str = "") -> None:
     engine_argument(p)
 
 
-def engine_argument(p: argparse.ArgumentParser, scene_only: str = "") -> None:
+def engine_argument(p: argparse.ArgumentParser, scene_only: str = "", scenes: bool = True) -> None:
     """``--engine``: which engine steps the flock (``Flock``'s ``engine``); None when not given, so
-    that a scene's own ``sim.engine`` applies (:func:`engine_of`)."""
+    that a scene's own ``sim.engine`` applies (:func:`engine_of`); ``scenes``: whether the command
+    takes a scene at all."""
+    default = "the scene's sim.engine, else fast" if scenes else "fast"
     p.add_argument(
         "--engine",
         choices=["fast", "reference", "gpu"],
         help=f"{scene_only}what steps the flock: fast (the CPU's cores), reference (readable and slow) or "
-        'gpu (an NVIDIA GPU: pip install "flock3d[gpu]"); default: the scene\'s sim.engine, else fast',
+        f'gpu (an NVIDIA GPU: pip install "flock3d[gpu]"); default: {default}',
     )
 
 

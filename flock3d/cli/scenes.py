@@ -9,6 +9,7 @@ import sys
 from flock3d.cli.errors import EXIT_BAD_INPUT
 from flock3d.cli.inputs import check_rules, rule_names, rules_from, scene_from
 from flock3d.cli.options import engine_argument, engine_of, rules_argument, scene_argument, set_argument
+from flock3d.errors import Flock3dError
 
 
 def add_scenes(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -102,7 +103,13 @@ def run_debug(args: argparse.Namespace) -> int:
     rules, forces = rules_from(args)
     args.seed = None  # the step does not depend on it
     scene = scene_from(args, args.scene, (rules, forces), stepped=False)  # printed, not stepped
-    if engine_of(args, scene) == "gpu":  # the CUDA kernel (flock3d.core.step.cuda_generate)
+    engine = engine_of(args, scene)
+    if engine == "reference":
+        raise Flock3dError(
+            "the reference engine generates no step (it is flock3d/core/reference.py as written); "
+            "debug step shows the fast engine's, or with --engine gpu the GPU's kernel"
+        )
+    if engine == "gpu":  # the CUDA kernel (flock3d.core.step.cuda_generate)
         from flock3d.gpu import kernel_source
 
         source, names = kernel_source(scene.params, rules, forces)
