@@ -72,7 +72,8 @@ def run_run(args: argparse.Namespace) -> int:
     # It measures as the metrics do: by the minimum image in a periodic box.
     period = metrics.periodic_box(flock.params)
     progress = False if args.no_progress else None  # None: only on a terminal
-    print(f"{scene.name}: {_boids(len(flock))}, {steps:,} steps of {p.dt:g} s (seed {scene.seed})")
+    boids, stepped = _counted(len(flock), "boid"), _counted(steps, "step")
+    print(f"{scene.name}: {boids}, {stepped} of {p.dt:g} s (seed {scene.seed})")
     if rules or forces:
         print(rules_line(rules, forces))
     writer = None
@@ -91,7 +92,7 @@ def run_run(args: argparse.Namespace) -> int:
         kept = (
             f"{out} kept as it was, without this run's frames"
             if writer.kept_previous
-            else f"the {n:,} frame{'s' if n != 1 else ''} before it {'are' if n != 1 else 'is'} in {out}"
+            else f"the {_counted(n, 'frame')} before it {'are' if n != 1 else 'is'} in {out}"
         )
         raise Flock3dError(f"{error}; {kept}") from error
     except BaseException:
@@ -102,20 +103,21 @@ def run_run(args: argparse.Namespace) -> int:
     summary.cancel()
     summary.join()  # loaded, or else compiled here by the first call
     print(
-        f"ran {stats.steps:,} steps ({flock.time:.2f} s simulated) in {stats.seconds:.2f} s: "
+        f"ran {_counted(stats.steps, 'step')} ({flock.time:.2f} s simulated) in {stats.seconds:.2f} s: "
         f"{stats.steps_per_second:,.0f} steps/s"
     )
     print(f"final: {_measures(flock, period)}")
     if out is not None:
-        print(f"wrote {stats.frames:,} frames to {out} (one every {every} steps)")
+        print(f"wrote {_counted(stats.frames, 'frame')} to {out} (one every {_counted(every, 'step')})")
     if stats.interrupted:
         print(f"flock3d run: stopped by {stats.interrupted} after {stats.steps:,} steps", file=sys.stderr)
         return signal_status(stats.interrupted)
     return 0
 
 
-def _boids(n: int) -> str:
-    return "1 boid" if n == 1 else f"{n:,} boids"
+def _counted(n: int, noun: str) -> str:
+    """``n`` ``noun``s, in words: "1 boid", "2,000 boids"."""
+    return f"1 {noun}" if n == 1 else f"{n:,} {noun}s"
 
 
 def _measures(flock: Flock, period: np.ndarray | None) -> str:
@@ -173,7 +175,8 @@ def run_export(args: argparse.Namespace) -> int:
     p = scene.params
     steps, every = run_length(args, p.dt)
     flock = Flock.from_scene(scene, rules=rules, forces=forces, engine=args.engine)
-    print(f"{scene.name}: {_boids(len(flock))}, {steps:,} steps of {p.dt:g} s, a frame every {every} steps")
+    boids, stepped = _counted(len(flock), "boid"), _counted(steps, "step")
+    print(f"{scene.name}: {boids}, {stepped} of {p.dt:g} s, a frame every {_counted(every, 'step')}")
     with stop_on_signals() as stop:
         stats = export_flock(flock, out, steps, scene=scene, every=every, progress=progress, stop=stop)
     if stats.interrupted:
