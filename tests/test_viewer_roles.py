@@ -205,6 +205,15 @@ def test_files_are_named_after_the_scene_and_the_time(tmp_path):
     assert path.name.startswith("flock3d-default-") and len(path.stem) == len(
         "flock3d-default-20250101-120000"
     )
+    # Several in one second: each a name of its own, none replacing one taken before.
+    taken = []
+    for _ in range(3):
+        taken.append(output_path(tmp_path, "Default", ".png"))
+        taken[-1].write_bytes(b"")
+    stems = [p.stem for p in taken]
+    if len({stem[:31] for stem in stems}) == 1:  # the same second (a tick between is possible)
+        assert [stem[31:] for stem in stems] == ["", "-2", "-3"]
+    assert len(set(taken)) == 3
 
 
 # -- the panel's controls, by model ---------------------------------------------------------

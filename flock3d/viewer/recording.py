@@ -31,8 +31,14 @@ def slug(name: str) -> str:
 
 def output_path(folder: str | Path, scene_name: str, suffix: str) -> Path:
     """``folder/flock3d-SLUG-YYYYmmdd-HHMMSS{suffix}``: where a screenshot or a recording
-    of the scene ``scene_name`` taken now goes."""
-    return Path(folder) / f"flock3d-{slug(scene_name)}-{time.strftime('%Y%m%d-%H%M%S')}{suffix}"
+    of the scene ``scene_name`` taken now goes; ``...-HHMMSS-2{suffix}``, ``-3``, ... after
+    the first of the same second, so that none replaces another."""
+    stem = Path(folder) / f"flock3d-{slug(scene_name)}-{time.strftime('%Y%m%d-%H%M%S')}"
+    path, k = stem.with_name(stem.name + suffix), 1
+    while path.exists():
+        k += 1
+        path = stem.with_name(f"{stem.name}-{k}{suffix}")
+    return path
 
 
 class VideoClock:
