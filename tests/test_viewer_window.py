@@ -328,6 +328,15 @@ def test_a_couzin_scene_puts_its_zones_on_the_panel(qt_app, viewer, tmp_path):
     for field in ("separation", "alignment", "cohesion", "min_speed", "zone_repulsion", "noise_sigma"):
         assert panel.controls[field].isHidden(), field
     assert panel.controls["noise_eta"].spin.value() == pytest.approx(2.0)
+    # Each box shows the flock's own value: the paper's v0 = 0.03, and a literal scene's 300
+    # pixels/s past the declared range, which the control then takes, with room to nudge it.
+    assert panel.controls["speed"].spin.value() == pytest.approx(0.03)
+    assert panel.controls["speed"].to_slider(0.03) > 0
+    assert viewer.open_scene(resolve_scene("classics/raylib-2d").save(tmp_path / "raylib.toml"))
+    pump(qt_app, 0.2)
+    speed = panel.controls["max_speed"]
+    assert speed.spin.value() == 300.0 and speed.slider.value() == speed.to_slider(300.0) > 0
+    assert speed.scaled(300.0, 1.1) == pytest.approx(330.0)
 
 
 def test_a_world_opened_is_made_beside_the_event_loop_and_drawn_as_if_made_on_it(
@@ -660,8 +669,13 @@ def test_an_unlimited_turn_rate_reads_the_same_on_the_panel_and_the_hud(qt_app, 
     assert shown() == ("2000 °/s", "2000") and viewer.session.params.max_turn_rate == 2000
     turn.spin.setValue(turn.spin.maximum())
     assert shown() == ("∞ °/s", "∞") and math.isinf(viewer.session.params.max_turn_rate)
-    turn.set_value(5000.0)  # a finite rate past the range sits at its end, as on every control: not ∞
-    assert turn.spin.text() == "2000 °/s" and turn.slider.value() == turn.slider.maximum() - 1
+    turn.set_value(5000.0)  # a finite rate past the range reads as it is (the range takes it): not ∞
+    assert (
+        turn.spin.text() == "5000 °/s"
+        and turn.slider.value() == turn.to_slider(5000.0) < turn.slider.maximum()
+    )
+    turn.set_value(math.inf)
+    assert turn.spin.text() == "∞ °/s" and turn.slider.value() == turn.slider.maximum()
 
 
 def test_the_fly_camera_moves_with_the_keys_in_the_help(qt_app, viewer):

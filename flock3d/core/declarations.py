@@ -179,7 +179,7 @@ SPEED = Spec(
     low_open=True,
     model=", ".join(_CONSTANT_SPEED),
     label="Speed s",
-    slider=(0.1, 20.0),
+    slider=(0.01, 20.0),  # down to the Vicsek model's v0 = 0.03
 )
 
 # -- arena extras and how a step is carried out (the defaults: the model's) --------------

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from PySide6 import QtCore, QtGui, QtWidgets
@@ -171,12 +171,12 @@ _TERM_OF = {name: term for term in TERMS for name in term.fields}
 
 
 def _declared_control(name: str) -> Control:
-    """The slider a field's declaration asks for (its Spec's label and slider)."""
+    """The slider a field's declaration asks for (its Spec's label and slider): three decimals for a
+    range that starts below 0.1 or ends below 1, logarithmic over three decades or more (the speed)."""
     spec = spec_of(Params.__dataclass_fields__[name])
-    decimals = 3 if spec.slider[1] <= 1.0 else 2
-    return Control(
-        name, spec.label, *spec.slider, decimals=decimals, suffix=" rad" if spec.unit == "radians" else ""
-    )
+    (low, high), rad = spec.slider, " rad" if spec.unit == "radians" else ""
+    log, decimals = low > 0.0 and high >= 1000.0 * low, 3 if high <= 1.0 or 0.0 < low < 0.1 else 2
+    return Control(name, spec.label, low, high, log=log, decimals=decimals, suffix=rad)
 
 
 #: The constant speed and the models' own parameters that declare a slider: each shown only for a
@@ -223,7 +223,7 @@ class ParamControl(QtWidgets.QWidget):
 
     def __init__(self, control: Control, parent: QtWidgets.QWidget | None = None) -> None:
         super().__init__(parent)
-        self.control = control
+        self.control = self.declared = control
         self.slider = QtWidgets.QSlider(QtCore.Qt.Orientation.Horizontal)
         self.slider.setRange(0, _STEPS + 1 if control.unlimited else _STEPS)
         self.slider.setObjectName(f"slider_{control.field}")
@@ -276,16 +276,29 @@ class ParamControl(QtWidgets.QWidget):
         return min(max(scaled, c.low), c.high)
 
     def set_value(self, value: float) -> None:
-        """Show ``value`` without emitting ``edited``."""
+        """Show ``value`` without emitting ``edited``; a finite value past the declared range (a
+        literal scene's 300 pixels/s) widens the control's range to it, so that the box shows
+        the flock's own value and a nudge starts from it."""
         for widget in (self.slider, self.spin):
             widget.blockSignals(True)
+        self._take_range(value)
         self.spin.setValue(self._spin_value(value))
         self.slider.setValue(self.to_slider(value))
         for widget in (self.slider, self.spin):
             widget.blockSignals(False)
 
+    def _take_range(self, value: float) -> None:
+        c, low, high = self.declared, self.declared.low, self.declared.high
+        if math.isfinite(value) and not low <= value <= high and (value > 0.0 or not c.log):  # with room
+            low, high = min(low, value / 2.0 if value > 0.0 else value), max(high, 2.0 * value)
+        self.control = replace(c, low=low, high=high)
+        self._unlimited_value = high + 10.0**-c.decimals
+        if c.unlimited:
+            self.spin.unlimited_above = high
+        self.spin.setRange(low, self._unlimited_value if c.unlimited else high)
+
     def _spin_value(self, value: float) -> float:
-        # A finite value past the range is shown at its end, as every control does; only inf is ∞.
+        # Only inf is shown as ∞, one notch past the range.
         if not self.control.unlimited:
             return value
         return self._unlimited_value if math.isinf(value) else min(value, self.control.high)
