@@ -62,6 +62,23 @@ def test_the_meter_measures_each_span_from_the_snapshots():
     assert meter.measure(11.5, snapshot([[1, 0, 0]]), time_scale=0.0).real_time_factor == 1.0
 
 
+def test_a_flock_of_a_step_a_second_reads_one_step_a_second_and_a_fast_one_each_span():
+    meter, now = HudMeter(0.0, snapshot([[1, 0, 0]], step_count=0)), 0.0
+    rates = []
+    for k in range(1, 41):  # ten seconds of quarter-second spans, a step at each whole second
+        now = k * HUD_INTERVAL_S
+        rates.append(meter.measure(now, snapshot([[1, 0, 0]], step_count=int(now)), 1.0).steps_per_second)
+    assert all(r == pytest.approx(1.0, abs=0.34) for r in rates[12:])  # 0 and 4 by turns, per span alone
+    # A fast flock: each span's own count (600 steps/s, then 120 once it slowed).
+    assert (
+        meter.measure(now + 0.25, snapshot([[1, 0, 0]], step_count=10 + 150), 1.0).steps_per_second == 600.0
+    )
+    assert meter.measure(now + 0.5, snapshot([[1, 0, 0]], step_count=10 + 180), 1.0).steps_per_second == 120.0
+    slow = status_text(snapshot([[1, 0, 0]], dt=1.0), Rates(60, 1.0, 1.0), paused=False, first_step_done=True,
+                       recording=False)  # fmt: skip
+    assert slow.startswith("60 fps   1.0 steps/s   t ")
+
+
 def test_the_status_line_says_the_rates_the_flock_and_its_order():
     snap = snapshot([[1, 0, 0], [1, 0, 0], [0, 1, 0], [0, 1, 0]], time=12.34, step_count=740, fov=270.0,
                     max_turn_rate=180.0)  # fmt: skip
@@ -92,7 +109,7 @@ def test_the_status_line_says_when_the_flock_cannot_keep_up():
 def test_the_status_line_of_an_empty_flock_and_an_unlimited_turn_rate():
     text = status_text(snapshot(np.zeros((0, 3)), max_turn_rate=math.inf), Rates(60, 0, 1.0), paused=False,
                        first_step_done=True, recording=False)  # fmt: skip
-    assert "N 0" in text and "turn ∞°/s" in text and "P nan" in text
+    assert "N 0" in text and "turn ∞°/s" in text and "P –" in text  # no boids, no order: not "nan"
 
 
 def test_the_notice_says_a_stopped_simulation_before_a_compile():

@@ -9,6 +9,7 @@ notice. :class:`Hud` only shows them, as Qt labels over the canvas.
 
 from __future__ import annotations
 
+import collections
 import math
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -30,6 +31,10 @@ __all__ = [
 
 #: Seconds between rewrites of the status line: its rates are measured over this span.
 HUD_INTERVAL_S = 0.25
+#: Steps/s is measured over the latest spans that hold this many steps (:class:`HudMeter`) ...
+STEPS_COUNTED = 10
+#: ... or over this many seconds when fewer steps are taken.
+STEPS_WINDOW_S = 4.0
 #: Below this real-time factor a running flock is said not to keep up.
 SLOW_FACTOR = 0.95
 #: Steps at least this long come in bursts longer than the HUD's span, so that one span's
@@ -78,6 +83,7 @@ class HudMeter:
         self._since = now
         self._sim = (snapshot.time, snapshot.step_count)
         self._frames = 0
+        self._marks = collections.deque([(now, snapshot.step_count)])  # spans' ends, STEPS_WINDOW_S back
 
     def frame_drawn(self) -> None:
         self._frames += 1
@@ -97,11 +103,27 @@ class HudMeter:
         simulated = max(snapshot.time - sim_time, 0.0)
         rates = Rates(
             fps=self._frames / span,
-            steps_per_second=(snapshot.step_count - steps) / span,
+            steps_per_second=self._steps_per_second(now, snapshot.step_count),
             real_time_factor=simulated / (span * time_scale) if time_scale > 0 else 1.0,
         )
         self._since, self._sim, self._frames = now, (snapshot.time, snapshot.step_count), 0
         return rates
+
+    def _steps_per_second(self, now: float, count: int) -> float:
+        """Steps/s over the latest spans that hold :data:`STEPS_COUNTED` steps, at most
+        :data:`STEPS_WINDOW_S` back: a fast flock's rate follows each span, and one of a step a
+        second (dt = 1) reads 1, not 0 and 4 by turns as a quarter second's count would."""
+        marks = self._marks
+        if count < marks[-1][1]:  # a reset: counted from this span's start
+            marks.clear()
+            marks.append((self._since, 0))
+        marks.append((now, count))
+        while len(marks) > 2 and now - marks[1][0] >= STEPS_WINDOW_S:
+            marks.popleft()
+        for since, counted in reversed(marks):
+            if since < now and (count - counted >= STEPS_COUNTED or since == marks[0][0]):
+                return (count - counted) / (now - since)
+        return 0.0
 
 
 def status_text(
@@ -114,7 +136,7 @@ def status_text(
     from flock3d.viewer.panel import UNLIMITED_TEXT
 
     p, state = snapshot.params, snapshot.state
-    pol = polarization(state.velocities) if len(state) else float("nan")
+    pol = f"{polarization(state.velocities):.2f}" if len(state) else "–"  # no boids: no order to tell
     slow = (
         rates.real_time_factor < SLOW_FACTOR
         and first_step_done
@@ -123,12 +145,13 @@ def status_text(
         and p.dt < BURST_DT
     )
     lag = f"  (x{rates.real_time_factor:.2f} real time: cannot keep up)" if slow else ""
-    running = "paused" if paused else f"{rates.steps_per_second:,.0f} steps/s"
+    rate = rates.steps_per_second
+    running = "paused" if paused else f"{rate:.1f} steps/s" if 0.0 < rate < 9.95 else f"{rate:,.0f} steps/s"
     turn = UNLIMITED_TEXT if math.isinf(p.max_turn_rate) else f"{p.max_turn_rate:g}"
     rec = "   ● REC" if recording else ""
     return (
         f"{rates.fps:.0f} fps   {running}{lag}   t {snapshot.time:.1f} s   N {len(state):,}   "
-        f"FOV {p.fov:g}°   turn {turn}°/s   P {pol:.2f}{rec}   [h: help]"
+        f"FOV {p.fov:g}°   turn {turn}°/s   P {pol}{rec}   [h: help]"
     )
 
 
