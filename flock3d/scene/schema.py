@@ -157,7 +157,9 @@ KEYS: list[Key] = [
     Key("seed", "scene", "seed", "integer", "Seed of the random initial state (>= 0)."),
     *(_key_of(field) for field in dataclasses.fields(Params)),
     Key("sim.engine", "scene", "engine", "choice", "What steps the flock: fast (the CPU's cores), reference (readable and slow) or gpu (an NVIDIA GPU); a command's --engine overrides it.", ENGINES),
-    Key("view.camera", "view", "camera", "choice", "Camera kind.", CAMERAS),
+    Key("view.camera", "view", "camera", "choice",
+        "Camera kind: the viewer's orbit, arcball, fly or follow; fixed and axis are render's (the "
+        "viewer orbits).", CAMERAS),  # fmt: skip
     Key("view.camera_distance", "view", "camera_distance", "number", "Camera distance from the arena centre; unset: frame the arena."),
     Key("view.camera_azimuth", "view", "camera_azimuth", "number", "Camera azimuth, degrees."),
     Key("view.camera_elevation", "view", "camera_elevation", "number", "Camera elevation, degrees, in [-90, 90]."),
