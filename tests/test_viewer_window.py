@@ -820,9 +820,17 @@ def test_the_world_is_edited_with_the_mouse_and_saved(qt_app, tmp_path):
         xdotool("keyup", "ctrl")
         lifted = np.asarray(v.session.params.objects[1].position)
         assert lifted[1] == pytest.approx(-5.0, abs=1.0) and np.allclose(lifted[[0, 2]], moved[[0, 2]])
-        # The panel sets one coordinate alone (the others keep their unrounded values), turns and
-        # scales it; the Add button puts a sphere where the box was clicked.
-        v.world_panel.position[1].setValue(-4.0)
+        # The panel sets one coordinate alone (the others keep their unrounded values), typed and
+        # entered (Return gives the keys back to the view: del and ctrl+z below edit the world, not
+        # the box's text), turns and scales it; the Add button puts a sphere where the box was clicked.
+        box = v.world_panel.position[1]
+        box.setFocus()
+        box.selectAll()  # as clicking into it and selecting its text does
+        pump(qt_app, 0.1)
+        xdotool("type", "--", "-4")
+        xdotool("key", "Return")
+        pump(qt_app, 0.2)
+        assert v.canvas.native.hasFocus()
         placed = np.asarray(v.session.params.objects[1].position)
         assert placed[1] == -4.0 and np.array_equal(placed[[0, 2]], lifted[[0, 2]])
         v.world_panel.rotation[0].setValue(30.0)

@@ -47,6 +47,7 @@ class EditController:
         w.add_chosen.connect(lambda what: self.add(what))
         w.delete_clicked.connect(self.delete_selected)
         w.undo_clicked.connect(self.undo)
+        w.entered.connect(self.w.canvas.native.setFocus)
         events = self.w.canvas.events
         events.mouse_press.connect(self.mouse_press)
         events.mouse_release.connect(self.mouse_release)

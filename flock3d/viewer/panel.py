@@ -555,9 +555,10 @@ class WorldPanel(QtWidgets.QWidget):
     Signals: ``position_edited(axis, value)`` (0, 1, 2: x, y, z), ``rotation_edited(axis,
     degrees)`` (0, 1, 2: yaw, pitch, roll), each the one value the user changed,
     ``scale_edited(factor)``, ``add_chosen(what)`` (a primitive's shape, ``attractor`` or
-    ``predator``), ``delete_clicked()``, ``undo_clicked()``.
-    """
+    ``predator``), ``delete_clicked()``, ``undo_clicked()``, ``entered()`` (Return in a box: keys
+    go back to the view, where del and ctrl+z edit the world)."""
 
+    entered = QtCore.Signal()
     position_edited = QtCore.Signal(int, float)
     rotation_edited = QtCore.Signal(int, float)
     scale_edited = QtCore.Signal(float)
@@ -568,7 +569,7 @@ class WorldPanel(QtWidgets.QWidget):
     HINT = (
         "Click an object, attractor or predator to select it; drag it to move it over the ground "
         "(ctrl-drag: up and down). Right-click: add here, delete. Del deletes, ctrl+z undoes. "
-        "Save… writes the world into a scene file."
+        "Save… (on the Flock tab) writes the world into a scene file."
     )
 
     def __init__(self, parent: QtWidgets.QWidget | None = None) -> None:
@@ -628,9 +629,9 @@ class WorldPanel(QtWidgets.QWidget):
         column.addStretch(1)
         self.show_selection(None)
 
-    @staticmethod
-    def _spin(low, high, decimals, field, what, suffix="") -> QtWidgets.QDoubleSpinBox:
+    def _spin(self, low, high, decimals, field, what, suffix="") -> QtWidgets.QDoubleSpinBox:
         spin = QtWidgets.QDoubleSpinBox()
+        spin.lineEdit().returnPressed.connect(self.entered.emit)
         spin.setRange(low, high)
         spin.setDecimals(decimals)
         spin.setSuffix(suffix)
