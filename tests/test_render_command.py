@@ -163,7 +163,7 @@ def test_frames_that_cannot_be_drawn_are_one_line_before_anything_is_drawn(
 @pytest.mark.parametrize(
     "out, extra, message",
     [
-        ("/proc/f.mp4", (), "/proc/f.mp4: cannot write the video"),
+        ("/proc/f.mp4", (), "/proc/f.mp4: cannot write in /proc ("),  # told before anything is drawn
         ("x.png", ("--fps", "1e-9"), "--fps: must be from 1 to 240"),
         ("x.png", ("--frames", "1000000000"), "at most 100,000 frames"),
         ("x.mp4", ("--start", "1e12"), "more than the 10,000,000 a render may take"),
