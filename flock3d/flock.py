@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import time
 from collections.abc import Mapping, Sequence
@@ -11,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from flock3d.core import assemble, compiling
+from flock3d.core.fields import checked_count, is_real_number
 from flock3d.core.kernel import Workspace
 from flock3d.core.params import Params
 from flock3d.core.space import settled_positions, up_axis
@@ -27,6 +29,7 @@ from flock3d.errors import EngineError, SimulationError
 from flock3d.flock_views import Boids, Engine, FlockViews
 from flock3d.gpu import GpuEngine
 from flock3d.rules import check_rules
+from flock3d.runner import MAX_STEPS
 from flock3d.step_errors import compile_error, failure_error
 from flock3d.stepping import fast_steps, reference_steps
 
@@ -34,6 +37,11 @@ if TYPE_CHECKING:
     from flock3d.scene import Scene
 
 __all__ = ["Flock", "Boids", "Engine", "failure_error", "compile_error"]
+
+
+#: Most steps one call of :meth:`Flock.step` may ask for: what the compiled driver counts (int64).
+#: A call of a trillion steps, ended by Ctrl-C or :meth:`Flock.interrupt`, is a way to run on.
+MOST_STEPS_A_CALL = 2**63 - 1
 
 
 class Flock(FlockViews):
@@ -159,12 +167,13 @@ class Flock(FlockViews):
                 cause. Every other boid keeps that step's result; the failing boid keeps
                 its state from before it.
             RuleError: one of your rules cannot be compiled.
-            ValueError: ``n`` is negative, or one of the state's arrays was replaced by one of the
-                wrong shape or type.
+            TypeError: ``n`` is no whole number.
+            ValueError: ``n`` is negative or over :data:`MOST_STEPS_A_CALL`, or one of the
+                state's arrays was replaced by one of the wrong shape or type.
         """
-        n = int(n)
-        if n < 0:
-            raise ValueError(f"n must be >= 0 (got {n})")
+        n = checked_count(
+            n, "n", most=MOST_STEPS_A_CALL
+        )  # 1.5 or "3" refused, not rounded: run() counts on it
         if self._abandoned:
             raise SimulationError(self._abandoned)
         self._stop[0] = False
@@ -257,7 +266,7 @@ class Flock(FlockViews):
     def export(
         self,
         path: str | os.PathLike,
-        seconds: float = 10.0,
+        seconds: float | None = None,
         *,
         steps: int | None = None,
         every: int | None = None,
@@ -273,8 +282,8 @@ class Flock(FlockViews):
 
         Args:
             path: the file to write; its suffix picks the format.
-            seconds: simulated time to fly [s] (ignored when ``steps`` is given).
-            steps: steps to fly instead.
+            seconds: simulated time to fly [s], > 0 (None: 10 s, or ``steps``).
+            steps: steps to fly instead (not with ``seconds``).
             every: steps between frames (None: one frame per 0.1 s of simulated time).
             scene: the scene the flock came from, for its look (boid shapes, colours, camera);
                 None: the flock's parameters with the default look.
@@ -286,15 +295,24 @@ class Flock(FlockViews):
         Raises:
             flock3d.io.ExportError: an unknown suffix, a missing extra, too many boids for the
                 format, or a folder that cannot take the file.
+            TypeError, ValueError: ``seconds``, ``steps`` or ``every`` is out of range or of the wrong
+                kind, or both ``seconds`` and ``steps`` are given.
         """
         from flock3d.io.export import ExportError, export_flock
         from flock3d.runner import steps_for
 
+        if steps is not None and seconds is not None:
+            raise ValueError(f"give seconds or steps, not both (got seconds={seconds!r}, steps={steps!r})")
         if steps is None:
+            seconds = 10.0 if seconds is None else seconds
+            if not is_real_number(seconds) or not 0.0 < seconds < math.inf:
+                raise ValueError(f"seconds must be a number > 0 (got {seconds!r})")
             try:
                 steps = steps_for(seconds, self._params.dt)
             except ValueError as error:
                 raise ExportError(f"seconds: {error}") from None
+        steps = checked_count(steps, "steps", most=MAX_STEPS)
+        every = None if every is None else checked_count(every, "every", least=1)
         export_flock(self, path, steps, scene=scene, every=every, progress=progress)
         return Path(path)
 

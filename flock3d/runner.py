@@ -12,6 +12,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from flock3d.core.fields import checked_count
+
 if TYPE_CHECKING:
     from flock3d.flock import Flock
     from flock3d.io.trajectory import TrajectoryWriter
@@ -152,9 +154,13 @@ def run(
         every: steps between recorded frames.
         progress: show a progress bar on stderr (None: only when stderr is a terminal).
         stop: a :class:`StopFlag`; when it becomes set, the run ends after the current steps.
+
+    Raises:
+        TypeError, ValueError: ``steps`` or ``every`` is no whole number, or out of range.
     """
     from tqdm import tqdm
 
+    steps, every = checked_count(steps, "steps", most=MAX_STEPS), checked_count(every, "every", least=1)
     if writer is not None and writer.frames == 0:
         with flock.state.reading():  # a GPU flock's state is copied back, and not sent again
             writer.append(flock.state)

@@ -169,3 +169,43 @@ def test_state_assign_copies_values_into_the_live_arrays():
     np.testing.assert_array_equal(view, saved.positions)  # ...holding the saved values
     np.testing.assert_array_equal(flock.state.predator_positions, saved.predator_positions)
     assert (flock.time, flock.step_count) == (0.0, 0)
+
+
+# -- counts, whole or refused --------------------------------------------------------------------
+
+
+def test_step_run_export_and_a_writer_take_whole_counts_and_refuse_the_rest(tmp_path):
+    # A count of 1.5 was rounded down to 0 a call, and run()'s loop never ended (nor export's).
+    from flock3d.flock import MOST_STEPS_A_CALL
+    from flock3d.io import TrajectoryWriter
+    from flock3d.runner import run
+    from flock3d.scene import Scene
+
+    flock = Flock(Params(count=20), seed=1)
+    for count, error, words in [
+        (1.5, TypeError, "n must be a whole number (got 1.5)"),
+        ("3", TypeError, "n must be a whole number (got '3')"),
+        (True, TypeError, "n must be a whole number (got True)"),
+        (-1, ValueError, f"n must be from 0 to {MOST_STEPS_A_CALL:,} (got -1)"),
+        (10**30, ValueError, f"n must be from 0 to {MOST_STEPS_A_CALL:,}"),
+    ]:
+        with pytest.raises(error, match=f"^{words.replace('(', '[(]').replace(')', '[)]')}"):
+            flock.step(count)
+    assert flock.step_count == 0
+    flock.step(np.int64(2))  # any integral type
+    with pytest.raises(TypeError, match="^steps must be a whole number"):
+        run(flock, 1.5)
+    with pytest.raises(ValueError, match="^every must be >= 1 [(]got 0[)]"):
+        run(flock, 10, every=0)
+    for kwargs, words in [
+        (dict(steps=1.5), "steps must be a whole number"),
+        (dict(seconds=1.0, every=0), "every must be >= 1"),
+        (dict(seconds=-1.0), "seconds must be a number > 0"),
+        (dict(steps=-3), "steps must be from 0"),
+        (dict(seconds=1.0, steps=10), "give seconds or steps, not both"),
+    ]:
+        with pytest.raises((TypeError, ValueError), match=f"^{words}"):
+            flock.export(tmp_path / "a.html", **kwargs)
+    with pytest.raises(ValueError, match="^every must be >= 1 [(]got 0[)]"):
+        TrajectoryWriter(tmp_path / "r.h5", 20, Scene(Params(count=20)), every=0)
+    assert flock.step_count == 2 and list(tmp_path.iterdir()) == []

@@ -624,3 +624,12 @@ def test_mean_anisotropy_of_a_real_table_and_of_none():
     assert len(empty.gamma) == 0 and math.isnan(empty.n_c)
     with pytest.raises(ValueError, match="ranks 1 to 6"):
         metrics.mean_anisotropy({k: v[:-1] for k, v in curves.items()})
+
+
+def test_a_boid_not_finite_makes_the_order_parameters_nan_not_a_smaller_number():
+    # Its direction used to count as none: P of the others times 19/20.
+    rng = np.random.default_rng(0)
+    positions, velocities = rng.normal(size=(20, 3)), rng.normal(size=(20, 3))
+    velocities[0, 0] = np.nan
+    assert math.isnan(metrics.polarization(velocities))
+    assert math.isnan(metrics.milling(positions, velocities))

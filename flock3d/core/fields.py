@@ -132,6 +132,17 @@ def is_whole_number(value: object) -> bool:
     return isinstance(value, numbers.Integral) and not isinstance(value, bool)
 
 
+def checked_count(value: object, name: str, least: int = 0, most: int | None = None) -> int:
+    """``value`` as the count ``name``: TypeError for anything but a whole number (a float, a
+    bool, a numeric string: never rounded or parsed), ValueError outside ``[least, most]``."""
+    if not is_whole_number(value):
+        raise TypeError(f"{name} must be a whole number (got {value!r})")
+    if value < least or (most is not None and value > most):
+        bound = f">= {least:,}" if most is None else f"from {least:,} to {most:,}"
+        raise ValueError(f"{name} must be {bound} (got {value:,})")
+    return int(value)
+
+
 def is_real_number(value: object) -> bool:
     """A real number that converts to a float (a 400-digit integer does not)."""
     if not isinstance(value, numbers.Real) or isinstance(value, bool):

@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from flock3d.core.atomic import AtomicFile
+from flock3d.core.fields import checked_count
 from flock3d.core.state import FlockState
 from flock3d.io.h5md import (
     ELEMENTS,
@@ -61,6 +62,8 @@ class TrajectoryWriter:
     ) -> None:
         import h5py
 
+        n_boids, n_predators = checked_count(n_boids, "n_boids"), checked_count(n_predators, "n_predators")
+        every = checked_count(every, "every", least=1)  # what its reader asks of the file
         self.path = Path(path)
         self.n_boids, self.n_predators = n_boids, n_predators
         self.frames_written = 0

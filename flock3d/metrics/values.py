@@ -36,10 +36,13 @@ def array3(a) -> np.ndarray:
 
 
 def unit_rows(vectors: np.ndarray) -> np.ndarray:
-    """Rows scaled to unit length; zero rows stay zero (they carry no direction)."""
+    """Rows scaled to unit length; zero rows stay zero (they carry no direction), and rows not
+    finite are NaN (a measure over them is NaN, not one that left them out)."""
     v = np.asarray(vectors, dtype=np.float64).reshape(-1, 3)
     norms = np.linalg.norm(v, axis=1, keepdims=True)
-    return np.divide(v, norms, out=np.zeros_like(v), where=norms > 0.0)
+    out = np.divide(v, norms, out=np.zeros_like(v), where=norms > 0.0)
+    out[~np.isfinite(norms[:, 0])] = np.nan
+    return out
 
 
 def finite_mean(values, axis: int | None = None):
