@@ -513,7 +513,7 @@ class _client:
             n_workers=self.workers or os.cpu_count() or 1,
             threads_per_worker=1,
             processes=True,
-            dashboard_address=None,
+            dashboard_address=":0",  # any free port: None still took 8787, and warned when another had it
             silence_logs=logging.CRITICAL,  # a run that fails is said in one line, not as the worker logs it
         )
         self.client = Client(self.cluster)

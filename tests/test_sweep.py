@@ -1,7 +1,9 @@
 """Parameter sweeps on a local Dask cluster: the table, the seeds, resume, the plot."""
 
+import contextlib
 import os
 import re
+import socket
 import time
 
 import numpy as np
@@ -216,9 +218,11 @@ def test_a_run_failing_on_a_worker_of_the_command_is_one_line_not_the_workers_lo
     )
     sweep = ("default", "--set", "flock.count=20", "--param", "rules.cohesion=0,1", "--steps", "10")
     files = ("--rules", rules, "--out", tmp_path / "r.csv")
-    out = flock3d(
-        "sweep", *sweep, "--workers", "1", *files, "--no-progress", process=True
-    )  # its workers' log
+    with socket.socket() as dashboard:  # Dask's dashboard port taken (as by another sweep): no warning
+        with contextlib.suppress(OSError):  # taken already: as good
+            dashboard.bind(("", 8787))
+            dashboard.listen()
+        out = flock3d("sweep", *sweep, "--workers", "1", *files, "--no-progress", process=True)  # its log
     assert_one_line_failure(
         out, "failed on its worker (RuleError: step 4, boid 0: force 'up'", "; no run had finished"
     )
