@@ -171,9 +171,8 @@ class Flock(FlockViews):
             ValueError: ``n`` is negative or over :data:`MOST_STEPS_A_CALL`, or one of the
                 state's arrays was replaced by one of the wrong shape or type.
         """
-        n = checked_count(
-            n, "n", most=MOST_STEPS_A_CALL
-        )  # 1.5 or "3" refused, not rounded: run() counts on it
+        # 1.5 or "3" refused, not rounded: run()'s loop counts on each call taking what it asked.
+        n = checked_count(n, "n", most=MOST_STEPS_A_CALL)
         if self._abandoned:
             raise SimulationError(self._abandoned)
         self._stop[0] = False
