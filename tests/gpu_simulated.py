@@ -399,13 +399,15 @@ def scans(grids: list[tuple[int, int, int]], n: int = 3000) -> list[bool]:
     """For each grid (cells along x, y, z) of a device flock of ``n`` boids: whether the
     device's scan of random counts in the grid's cells (the rest of the counts' capacity left
     at zero, as the step leaves it) starts each of them, and the end of the last, where numpy's
-    cumulative sum does. The scan spans blocks at two levels and stops at the grid's cells."""
+    cumulative sum does. The scan spans blocks, then one block scans their totals a span at a
+    time, and it stops at the grid's cells."""
     from flock3d.core.gpu import engine
     from flock3d.core.gpu.device import cuda
 
     rng, flock, same = np.random.default_rng(5), engine.DeviceFlock(n), []
     capacity = flock._grid(Params(count=n), 1.0)
     for grid in grids:
+        assert np.prod(grid) <= capacity
         used = int(np.prod(grid))
         counts = np.zeros(capacity + 1, dtype=np.int64)
         counts[:used] = rng.integers(0, 9, used)
@@ -417,6 +419,19 @@ def scans(grids: list[tuple[int, int, int]], n: int = 3000) -> list[bool]:
         expected = np.concatenate([[0], np.cumsum(counts[:used])])
         same.append(bool(np.array_equal(flock.start.copy_to_host()[: used + 1], expected)))
     return same
+
+
+def totals(n: int) -> bool:
+    """Whether the one block that scans the blocks' totals (kernels.scan_totals) scans ``n``
+    random totals, more than a span holds (at 1,000,000 boids: a few hundred), as numpy does."""
+    from flock3d.core.gpu import kernels
+    from flock3d.core.gpu.device import cuda
+
+    values = np.random.default_rng(6).integers(0, 1000, n)
+    out = cuda.to_device(np.full(n, -1, dtype=np.int64))
+    grid = cuda.to_device(np.array([n * kernels.SPAN, 1, 1, 1], dtype=np.int64))  # uses all n
+    kernels.scan_totals[1, kernels.TPB](cuda.to_device(values), out, n, grid, 1)
+    return bool(np.array_equal(out.copy_to_host(), np.concatenate([[0], np.cumsum(values)[:-1]])))
 
 
 def split_shared_arrays(rounds: int) -> int:
@@ -520,7 +535,8 @@ if __name__ == "__main__":
         print(json.dumps({"split": sizings([1, 2, 3]), "whole": sizings([6])}))
         sys.exit(0)
     if sys.argv[1:2] == ["--scan"]:
-        print(json.dumps(scans([(1, 1, 1), (7, 5, 3), (255, 1, 1), (16, 16, 1), (11, 37, 14)])))
+        grids = [(1, 1, 1), (7, 5, 3), (255, 1, 1), (16, 16, 1), (11, 37, 14)]
+        print(json.dumps([*scans(grids), totals(600)]))
         sys.exit(0)
     if sys.argv[1:2] == ["--float32"]:
         warnings.simplefilter("ignore", RuntimeWarning)

@@ -137,10 +137,11 @@ def test_the_device_sizes_its_grid_at_the_same_steps_of_the_flock_however_the_ca
 @needs_numba_cuda
 def test_the_scan_of_the_cells_counts_starts_each_cell_of_the_grid_in_use_as_numpy_does():
     # One cell; 35; a block's span exactly (256 under the simulator); one entry past it; 5,698
-    # cells, 23 blocks at the first level and one at the second. The counts are sized for 6,064.
+    # cells, 23 blocks whose totals one span holds (the counts sized for 6,064); and 600 blocks'
+    # totals scanned by one block in three spans.
     out = python(str(HERE / "gpu_simulated.py"), "--scan")
     assert out.returncode == 0, out.stderr[-3000:]
-    assert json.loads(out.stdout) == [True] * 5
+    assert json.loads(out.stdout) == [True] * 6
 
 
 @needs_numba_cuda
@@ -296,9 +297,9 @@ def test_an_unknown_engine_lists_the_gpu():
 #: The kernels gpu_ptx.py compiles: the fixed ones (5 again in float32), the covering set's 10
 #: steps (every arena, term, option and model at least once), two again in float32, and three
 #: split (step and settle; one passes an adaptive radius and an aerodynamic turn between them)
-#: (``gpu_ptx.py --all``: 42). In two parts: a process a part, one for each of two cores; each
+#: (``gpu_ptx.py --all``: 44). In two parts: a process a part, one for each of two cores; each
 #: process compiles the device functions its kernels call again.
-PTX_KERNELS, PTX_PARTS = 10 + 5 + 10 + 2 + 3 * 2, 2
+PTX_KERNELS, PTX_PARTS = 12 + 5 + 10 + 2 + 3 * 2, 2
 #: Layouts whose step reads nothing through a view: every load names its state space (the
 #: candidates' columns are read from the kernel's argument, ``cols[j, c]``; a strided view's
 #: element is a generic load, resolved at run time, 3-4 % of the bench scene's step on an H200).

@@ -4,11 +4,12 @@ A step, as launched (no host round trip between steps; the call reads back one f
 
     grid <- the bounding box of the positions, cells at least `reach` wide (cut in
             SHAPE.x_cells along x), every REGRID_STEPS steps (a periodic box: fixed)
-    count the boids of each cell, scan the counts (of the cells in use), scatter the boids,
-    sort each cell by index
+    count the boids of each cell (unless the last step's kernel counted them on this grid),
+    scan the counts (of the cells in use), scatter the boids, sort each cell by index
     gather the start-of-step state in that order (positions, velocities, indices, headings)
     one thread a boid: the generated kernel (flock3d.core.step.cuda_template) writes its new state
-    (split: one kernel stages each boid's desired velocity, a second turns and moves it)
+    and counts it in its cell (split: one kernel stages each boid's desired velocity, a second
+    turns, moves and counts it)
 
 Between steps the state stays in the last step's cell order, in two sets of arrays used in
 turn (the gather reads one and writes the other), as the CPU engine keeps it; ``ids`` holds
@@ -110,6 +111,9 @@ class DeviceFlock:
         self.current = 0  # the set holding the state
         self.cols, self.heads = cuda.device_array((n, 8), dtype), cuda.device_array((3, n), dtype)
         self.keys, self.order = cuda.device_array(n, np.int64), cuda.device_array(n, np.int64)
+        # Whether the counts hold the last step's kernel's (each boid of the current rows counted in
+        # its cell of the grid in gf, gi, its cell in keys): the next step of the call sorts by them.
+        self.counted = False
         # where a split step's first kernel stages each boid for its second (see stepper), made
         # for the step that needs it (cuda_generate.staged_rows); a whole step reads neither
         self.staged, self.failed = cuda.device_array((1, 1)), cuda.device_array(n, np.bool_)
@@ -143,6 +147,7 @@ class DeviceFlock:
         into the arena first), and its carried arrays ``riding`` (name, width: what the step of
         :func:`~flock3d.core.step.values.riders` reads and writes)."""
         self.riding = list(riding)
+        self._uncount()  # counted for rows written over now
         carried = (state.carried[name].reshape(-1) for name, _ in riding)
         self._carried = np.concatenate([np.zeros(0), *carried])
         self.pv_d = None  # made with the carried numbers at the next call
@@ -212,25 +217,31 @@ class DeviceFlock:
         """Fix what the grid needs before a call: a periodic box's cells (they tile the box, as the
         CPU engine's), or the cell capacity of a grid sized on the device. Returns the capacity."""
         cells = CELLS_PER_BOID * self.n + 64
-        self.periodic_grid = None
+        before, self.periodic_grid = self.periodic_grid, None
         if params.arena_shape == "periodic":  # cells that tile the box, as the CPU engine's
             box = np.array([*params.arena_center, *params.half_extents])
             *gf, kx, ky, kz = periodic_shape(box[:3], box[3:], reach, params.dimensions == 2, cells)
-            self.gf.copy_to_device(np.array(gf))
-            self.gi.copy_to_device(np.array([kx, ky, kz, 1], dtype=np.int64))
-            self.periodic_grid = (kx, ky, kz)
+            self.periodic_grid = (kx, ky, kz, *map(float, gf))
+            if self.periodic_grid != before:
+                self._uncount()  # counted on another grid
+                self.gf.copy_to_device(np.array(gf))
+                self.gi.copy_to_device(np.array([kx, ky, kz, 1], dtype=np.int64))
             self.sized_for = None
             cells = max(cells, kx * ky * kz)
         if cells != self.cells:
             self.counts = cuda.to_device(np.zeros(cells + 1, dtype=np.int64))
+            self.counted = False
             self.start = cuda.device_array(cells + 1, np.int64)
-            self.levels = []  # the scan's block totals and their scan, level by level
-            m = cells + 1
-            while m > 1:
-                m = (m + K.SPAN - 1) // K.SPAN
-                self.levels.append((cuda.device_array(m, np.int64), cuda.device_array(m, np.int64)))
+            m = (cells + K.SPAN) // K.SPAN  # the blocks of the scan of cells + 1 counts
+            self.totals = (cuda.device_array(m, np.int64), cuda.device_array(m, np.int64))  # and their scan
             self.cells = cells
         return cells
+
+    def _uncount(self) -> None:
+        """The counts back to zero where the last step's kernel left them (:attr:`counted`)."""
+        if self.counted:
+            K.uncount[K.blocks(self.n), K.TPB](self.keys, self.counts)
+            self.counted = False
 
     def _world(self, world: tuple[np.ndarray, np.ndarray]) -> tuple[Any, Any]:
         """The device's copy of ``world`` (data, offsets), made again whenever it is another array:
@@ -247,14 +258,15 @@ class DeviceFlock:
             self._world_host = world
         return self._world_d
 
-    def _scan(self, values: Any, out: Any, n: int, level: int = 0) -> None:
-        """out[:n] <- the exclusive scan of values[:n] (of the entries the grid uses: K.in_use)."""
+    def _scan(self, values: Any, out: Any, n: int) -> None:
+        """out[:n] <- the exclusive scan of values[:n] (of the entries the grid uses: K.in_use), in
+        three launches at most: each block's span, the spans' totals in one block, their offsets."""
         n_blocks = (n + K.SPAN - 1) // K.SPAN
-        sums, offsets = self.levels[level]
-        K.scan_blocks[n_blocks, K.TPB](values, out, sums, n, self.gi, level)
+        sums, offsets = self.totals
+        K.scan_blocks[n_blocks, K.TPB](values, out, sums, n, self.gi, 0)
         if n_blocks > 1:
-            self._scan(sums, offsets, n_blocks, level + 1)
-            K.add_offsets[K.blocks(n), K.TPB](out, offsets, n, self.gi, level)
+            K.scan_totals[1, K.TPB](sums, offsets, n_blocks, self.gi, 1)
+            K.add_offsets[K.blocks(n), K.TPB](out, offsets, n, self.gi, 0)
 
     def advance(self, stepper: Stepper, params: Params, n_steps: int, time0: float, clock0: int, step0: int,
                 seed: int, world: tuple[np.ndarray, np.ndarray]) -> StepStatus:  # fmt: skip
@@ -291,25 +303,30 @@ class DeviceFlock:
             if self.periodic_grid is None and (
                 (step0 + s) % REGRID_STEPS == 0 or self.sized_for != (reach, cells, spread)
             ):  # sized by the flock's step count, so that step(8) runs as step(3) then step(5)
+                self._uncount()  # counted on the grid sized before
                 K.bounds_partial[bounding, K.TPB](rows.pos, partial)
                 K.bounds_grid[1, K.TPB](partial, reach, max_cells, spread, self.gf, self.gi)
                 self.sized_for = (reach, cells, spread)
             if len(self.hunters):  # from the start-of-step positions, before the boids move
                 K.hunting[1, 1](*self.predators, self.hunters, rows.pos, rows.ids, box_d, flags,
                                 self.first_failed, s, params.predator_speed, params.dt, *turn)  # fmt: skip
-            K.count_cells[threads](rows.pos, self.gf, self.gi, self.keys, self.counts)
+            if not self.counted:
+                K.count_cells[threads](rows.pos, self.gf, self.gi, self.keys, self.counts)
             self._scan(self.counts, self.start, cells + 1)
             K.scatter[threads](self.keys, self.start, self.counts, self.order)
             K.sort_cells[K.blocks(cells), K.TPB](self.start, self.order, rows.ids, self.gi)
-            K.gather[threads](self.order, rows.ids, rows.pos, rows.vel, rows.quat, rows.wp, out.ids, out.pos,
-                              out.vel, out.quat, out.wp, self.cols, self.heads, L.turn == "mesh")  # fmt: skip
+            K.gather[threads](self.order, rows.ids, rows.pos, rows.vel, rows.quat, rows.wp, out.ids, out.quat,
+                              out.wp, self.cols, self.heads, L.turn == "mesh")  # fmt: skip
             now = time0 + (clock0 + s) * params.dt
             kernel[threads](self.cols, self.heads, out.ids, out.quat, out.pos, out.vel, out.wp, self.start,
                             self.gf, self.gi, *args, *world_d, self.hunters, self.status, self.first_failed,
-                            s, now, seed, step0 + s, self.staged, self.failed)  # fmt: skip
+                            s, now, seed, step0 + s, self.staged, self.failed, self.keys,
+                            self.counts)  # fmt: skip
             if settle is not None:
-                settle[threads](self.staged, self.failed, out.ids, out.quat, out.pos, out.vel, pv_d, flags,
-                                box_d, *world_d, self.status, self.first_failed, s, now)  # fmt: skip
+                settle[threads](self.staged, self.failed, self.cols, out.ids, out.quat, out.pos, out.vel,
+                                self.gf, self.gi, pv_d, flags, box_d, *world_d, self.status,
+                                self.first_failed, s, now, self.keys, self.counts)  # fmt: skip
+            self.counted = True  # each boid of the new rows, in its cell of this grid
             self.current = 1 - self.current
         first = int(self.first_failed.copy_to_host()[0])  # the call's one read back
         if first == _NONE_FAILED:

@@ -20,9 +20,9 @@ from flock3d.core.gpu.device import cuda, simulated
 from flock3d.core.kernel import heading, hunt
 from flock3d.core.neighbors import grid_shape
 
-__all__ = ["TPB", "blocks", "BOUND_THREADS", "bounds_partial", "bounds_grid", "count_cells", "in_use",
-           "scan_blocks", "add_offsets", "SPAN", "scatter", "sort_cells", "gather", "unsort",
-           "hunting"]  # fmt: skip
+__all__ = ["TPB", "blocks", "BOUND_THREADS", "bounds_partial", "bounds_grid", "count_cells", "uncount",
+           "in_use", "scan_blocks", "scan_totals", "add_offsets", "SPAN", "scatter", "sort_cells", "gather",
+           "unsort", "hunting"]  # fmt: skip
 
 #: Threads a block. numba's CUDA simulator runs each thread of a block as a Python thread and
 #: polls them all: the tests' flocks of tens of boids there take blocks of 32, a quarter of the
@@ -103,6 +103,16 @@ def count_cells(pos, gf, gi, keys, counts):
         cuda.atomic.add(counts, key, 1)
 
 
+@cuda.jit
+def uncount(keys, counts):
+    """counts[keys[i]] -= 1 for every row i: the counts the step's kernel left for the next sort
+    (each boid in its cell) taken back to zero, when that sort counts afresh (a grid sized
+    again, a state uploaded)."""
+    i = cuda.grid(1)
+    if i < keys.shape[0]:
+        cuda.atomic.sub(counts, keys[i], 1)
+
+
 @cuda.jit(device=True)
 def in_use(n, gi, level):
     """How many of ``n`` entries of level ``level`` of the scan of the cells' counts
@@ -151,6 +161,40 @@ def scan_blocks(values, out, sums, n, gi, level):
 
 
 @cuda.jit
+def scan_totals(values, out, n, gi, level):
+    """One block: the exclusive scan of ``values[:n]`` (the entries the grid uses at ``level``,
+    :func:`in_use`) into ``out``, SPAN entries at a time, each span moved by the total of those
+    before it. The blocks' totals of :func:`scan_blocks` are a few hundred at 1,000,000 boids:
+    one launch scans them, where a block a span and the scan of their totals took two more."""
+    n = in_use(n, gi, level)
+    partial = cuda.shared.array(TPB, int64)
+    t = cuda.threadIdx.x
+    carry = 0
+    for first in range(0, n, SPAN):  # every thread runs each span: the barriers are the block's
+        base = first + t * ITEMS
+        own = 0
+        for a in range(ITEMS):
+            if base + a < n:
+                own += values[base + a]
+        partial[t] = own
+        cuda.syncthreads()
+        d = 1
+        while d < TPB:  # Hillis and Steele, as scan_blocks
+            x = partial[t - d] if t >= d else 0
+            cuda.syncthreads()
+            partial[t] += x
+            cuda.syncthreads()
+            d *= 2
+        running = carry + partial[t] - own
+        for a in range(ITEMS):
+            if base + a < n:
+                out[base + a] = running
+                running += values[base + a]
+        carry += partial[TPB - 1]
+        cuda.syncthreads()  # every thread has read the span's total before the next span writes
+
+
+@cuda.jit
 def add_offsets(out, offsets, n, gi, level):
     """out[c] += offsets[c // SPAN]: each block's scan moved by the scan of the blocks' totals
     (the entries of level ``level`` the grid uses)."""
@@ -189,13 +233,13 @@ def sort_cells(start, order, ids, gi):
 
 
 @cuda.jit
-def gather(
-    order, ids, pos, vel, quat, wp, ids_to, pos_to, vel_to, quat_to, wp_to, cols, heads, from_velocity
-):
-    """Row k of the sorted state <- row order[k]: into the arrays the step writes (a boid whose
-    step fails keeps this; ``wp``: the waypoint it seeks), and its start-of-step position, velocity
-    and index into ``cols``
-    (N, 8), its heading into ``heads`` (3, N), which every boid's step reads."""
+def gather(order, ids, pos, vel, quat, wp, ids_to, quat_to, wp_to, cols, heads, from_velocity):
+    """Row k of the sorted state <- row order[k]: its index, orientation and the waypoint it seeks
+    into the arrays the step reads them from and writes them to (a boid that does not turn keeps
+    this orientation), its start-of-step position, velocity and index into ``cols`` (N, 8), its
+    heading into ``heads`` (3, N), which every boid's step reads. The step writes every row of
+    the positions and velocities (a boid that does not move: its row of ``cols``), so they are
+    not copied twice."""
     k = cuda.grid(1)
     if k >= order.shape[0]:
         return
@@ -204,8 +248,6 @@ def gather(
     vx, vy, vz = vel[i, 0], vel[i, 1], vel[i, 2]
     qw, qx, qy, qz = quat[i, 0], quat[i, 1], quat[i, 2], quat[i, 3]
     ids_to[k], wp_to[k] = ids[i], wp[i]
-    pos_to[k, 0], pos_to[k, 1], pos_to[k, 2] = px, py, pz
-    vel_to[k, 0], vel_to[k, 1], vel_to[k, 2] = vx, vy, vz
     quat_to[k, 0], quat_to[k, 1], quat_to[k, 2], quat_to[k, 3] = qw, qx, qy, qz
     cols[k, 0], cols[k, 1], cols[k, 2], cols[k, 3], cols[k, 4], cols[k, 5] = px, py, pz, vx, vy, vz
     cols[k, 6] = ids[i]

@@ -41,6 +41,16 @@ _NEAREST = {**_CANDIDATES, "m": "n_sel"}
 _COLUMNS = ("bx", "by", "bz", "bvx", "bvy", "bvz", "bid")
 #: A read of one of those views at a plain row: ``bx[j]``.
 _COLUMN_READ = re.compile(rf"\b({'|'.join(_COLUMNS)})\[(\w+)\]")
+#: A boid that does not move (its step failed, or an earlier one of the call did) writes its
+#: start-of-step row: the gather writes no row of the positions or velocities the step writes.
+_KEPT = ["pos[k, 0], pos[k, 1], pos[k, 2] = cols[k, 0], cols[k, 1], cols[k, 2]",
+         "vel[k, 0], vel[k, 1], vel[k, 2] = cols[k, 3], cols[k, 4], cols[k, 5]"]  # fmt: skip
+#: Each boid counted in its cell (after its move) for the next step's sort, as
+#: :func:`flock3d.core.gpu.kernels.count_cells` counts it: the next step launches no count unless
+#: it sizes the grid again (:class:`flock3d.core.gpu.engine.DeviceFlock`).
+_COUNTED = ["ncx, ncy, ncz = cell_of(pos[k, 0], pos[k, 1], pos[k, 2], gf, gi)",
+            "keys[k] = next_key = cell_key(ncx, ncy, ncz, gi)",
+            "cuda.atomic.add(counts, next_key, 1)"]  # fmt: skip
 #: A part of the candidates a model's sums are called on (:meth:`_CudaGenerator.summed`): the
 #: thread's local arrays of positions and velocities (or headings).
 _PART = ("qbx", "qby", "qbz", "qbvx", "qbvy", "qbvz")
@@ -157,12 +167,15 @@ class _CudaGenerator(_Generator):
                 batch.append(f"kid = cuda.local.array({MAX_NEAREST}, numba.float64)")
         if self.kind.update_kind != "terms":  # a part of the candidates a model's sums are called on
             batch += [f"{name} = cuda.local.array({MAX_NEAREST}, numba.float64)" for name in _PART]
+        # The kernel that writes the positions writes every row and counts it (the other: nothing).
+        writes = {"kept": _KEPT, "counted": _COUNTED}
         holes = {"boid": list(boid), "turn": [] if self.shape.split else list(turn),
-                 "species": self._species_lines(), "batch": batch, "world": self._world_lines()}  # fmt: skip
+                 "species": self._species_lines(), "batch": batch, "world": self._world_lines(),
+                 **(dict.fromkeys(writes, ["pass"]) if self.shape.split else writes)}  # fmt: skip
         source = self._header() + "\n@_kernel\n" + self._direct(self._fill(cuda_template.advance, holes))
         if self.shape.split:  # the turn and the move, uncapped: its own registers, not the pair loop's
             holes = {"turned": self._turned_lines(), "turn": [*self._carried_lines(), *turn],
-                     "world": self._world_lines()}  # fmt: skip
+                     "world": self._world_lines(), **writes}  # fmt: skip
             source += "\n\n@_settle\n" + self._fill(cuda_template.settle, holes)
         return source
 

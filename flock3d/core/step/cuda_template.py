@@ -25,7 +25,7 @@ import math
 import numba
 import numpy as np
 
-from flock3d.core.gpu.cells import RUNS, candidate_run, cell_of
+from flock3d.core.gpu.cells import RUNS, candidate_run, cell_key, cell_of
 from flock3d.core.gpu.device import cuda, jit_options
 from flock3d.core.gpu.nearest import insert_nearest
 from flock3d.core.kernel import (
@@ -48,21 +48,30 @@ def hole(name: str, *values: str) -> None:
 
 
 def advance(cols, heads, ids, quat, pos, vel, waypoints, start, gf, gi, pv, flags, box, sides, world, world_at,
-            hunters, status, first_failed, call_step, now, seed, step_count, staged_all, failed_all):  # fmt: skip
+            hunters, status, first_failed, call_step, now, seed, step_count, staged_all, failed_all, keys,
+            counts):  # fmt: skip
     """Step ``call_step`` of a call for the boid of thread k: row k of the state sorted by (cell, index).
 
     It reads the start-of-step state every boid reads (``cols`` (N, 8): positions, velocities
     and indices; ``heads`` (3, N): headings) and its own row of ``quat``, and writes its new
-    state to row k of ``pos``, ``vel`` and ``quat`` (a boid whose step fails keeps the row the
-    gather wrote). ``hunters``: the predators' start-of-step positions. A failure is recorded in its row of ``status`` (N, 3), and the first step of
-    the call that failed in ``first_failed`` (1,), an atomic minimum of integers; a step after
-    it moves no boid. ``staged_all`` (cuda_generate.staged_rows, N) and ``failed_all`` (N,):
-    where a split step stages each boid for :func:`settle`, and after the STAGED rows the carried
-    state it keeps if it moves (unused by a whole one). The carried state rides after the values
-    in ``pv``.
+    state to row k of ``pos``, ``vel`` and ``quat``: every row of ``pos`` and ``vel`` (the gather
+    writes neither; a boid that does not move writes its start-of-step row, the ``kept`` lines),
+    ``quat`` where it turns (the gather wrote its start). ``hunters``: the predators'
+    start-of-step positions. A failure is recorded in its row of ``status`` (N, 3), and the
+    first step of the call that failed in ``first_failed`` (1,), an atomic minimum of integers;
+    a step after it moves no boid. ``staged_all`` (cuda_generate.staged_rows, N) and
+    ``failed_all`` (N,): where a split step stages each boid for :func:`settle`, and after the
+    STAGED rows the carried state it keeps if it moves (unused by a whole one). The carried
+    state rides after the values in ``pv``. The kernel that writes the positions counts each
+    boid in its cell of the grid ``gf``, ``gi`` for the next step's sort (``keys`` (N,),
+    ``counts``: the ``counted`` lines, as :func:`flock3d.core.gpu.kernels.count_cells` counts).
     """
     k = cuda.grid(1)
-    if k >= ids.shape[0] or first_failed[0] < call_step:
+    if k >= ids.shape[0]:
+        return
+    if first_failed[0] < call_step:  # a step after a failed one moves no boid
+        hole("kept")
+        hole("counted")
         return
     hole("values", "reach")
     periodic, wraps, planar, mesh = flags[0], flags[1], flags[2], flags[3]
@@ -81,14 +90,21 @@ def advance(cols, heads, ids, quat, pos, vel, waypoints, start, gf, gi, pv, flag
     hole("turn")  # it turns, moves, settles and is written (a split step: in settle)
     if failed_rows[0]:
         cuda.atomic.min(first_failed, 0, call_step)
+        hole("kept")
+    hole("counted")
 
 
-def settle(staged_all, failed_all, ids, quat, pos, vel, pv, flags, box, world, world_at, status, first_failed,
-           call_step, now):  # fmt: skip
+def settle(staged_all, failed_all, cols, ids, quat, pos, vel, gf, gi, pv, flags, box, world, world_at, status,
+           first_failed, call_step, now, keys, counts):  # fmt: skip
     """A split step's second kernel: the boid of thread k, staged by :func:`advance` in column k of
-    ``staged_all``, turns, moves, settles and is written to row k of ``quat``, ``vel``, ``pos``."""
+    ``staged_all``, turns, moves, settles and is written to row k of ``quat``, ``vel``, ``pos``
+    (its start-of-step row of ``cols`` where it does not move), and counted in its cell."""
     k = cuda.grid(1)
-    if k >= ids.shape[0] or first_failed[0] < call_step:
+    if k >= ids.shape[0]:
+        return
+    if first_failed[0] < call_step:
+        hole("kept")
+        hole("counted")
         return
     hole("values")
     periodic, wraps, planar, mesh = flags[0], flags[1], flags[2], flags[3]
@@ -99,3 +115,5 @@ def settle(staged_all, failed_all, ids, quat, pos, vel, pv, flags, box, world, w
     hole("turn")
     if failed_rows[0]:
         cuda.atomic.min(first_failed, 0, call_step)
+        hole("kept")
+    hole("counted")
