@@ -194,7 +194,7 @@ def _stepper(params: Params, rules: Sequence, forces: Sequence) -> Any:
 
     rules, forces = tuple(rules), tuple(forces)
     _check_compiles(rules, forces)
-    return stepper(layout_of(params, rules, forces), rules, forces)
+    return stepper(layout_of(params, rules, forces), rules, forces, params.precision)
 
 
 def _check_compiles(rules: Sequence, forces: Sequence) -> None:

@@ -62,16 +62,18 @@ SHAPE: Shape = DEFAULT_SHAPE
 _steppers: dict[tuple, Stepper] = {}
 
 
-def stepper(layout: Layout, rules: Sequence[PairRule] = (), forces: Sequence[Force] = ()) -> Stepper:
+def stepper(layout: Layout, rules: Sequence[PairRule] = (), forces: Sequence[Force] = (),
+            precision: str = "float64") -> Stepper:  # fmt: skip
     """The GPU step of ``layout`` (with the user's ``rules`` and ``forces``, each a device function
-    of its own Python function): its source, the names of its values, and its module (whose
-    ``advance`` is the kernel, and ``settle`` the second of a split step), generated and loaded
-    once per process (and shape, and functions)."""
+    of its own Python function) for a state in ``precision``: its source, the names of its values,
+    and its module (whose ``advance`` is the kernel, and ``settle`` the second of a split step),
+    generated and loaded once per process (and shape, and functions)."""
     rules, forces = tuple(rules), tuple(forces)
-    key = (layout, SHAPE, tuple(id(r.fn) for r in rules), tuple(id(f.fn) for f in forces))
+    shape = SHAPE.of_precision(precision)
+    key = (layout, shape, tuple(id(r.fn) for r in rules), tuple(id(f.fn) for f in forces))
     kept = _steppers.get(key)
     if kept is None:
-        source, names = generate(layout, SHAPE)
+        source, names = generate(layout, shape)
         kept = Stepper(
             layout, source, names, load_module(source, device_functions(rules, forces)), rules, forces
         )

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from flock3d.core.gpu.nearest import MAX_NEAREST
@@ -70,6 +70,8 @@ class Shape:
         max_registers: the registers a thread of the pair loop's kernel may hold (None: as many
             as the compiler wants). Fewer let more threads be resident at once, which hides
             memory latency.
+        float32_registers: the same cap for a float32 state (None: ``max_registers``), whose
+            values take half the registers (:meth:`of_precision`).
         split: two kernels a step, ``advance`` (the pair loop and the desired velocity) then
             ``settle`` (the turn and the move), rather than one.
         guard: a candidate farther than the step's reach is skipped before the terms' lines (it
@@ -83,17 +85,26 @@ class Shape:
     split: bool = False
     guard: bool = False
     x_cells: int = 1
+    float32_registers: int | None = None
 
     def __str__(self) -> str:
         parts = ["split" if self.split else "fused", *(["guard"] if self.guard else [])]
         parts += [f"x{self.x_cells}"] if self.x_cells != 1 else []
-        return "+".join(parts) + (f"/{self.max_registers}" if self.max_registers else "")
+        float32 = f" ({self.float32_registers} in float32)" if self.float32_registers else ""
+        return "+".join(parts) + (f"/{self.max_registers}" if self.max_registers else "") + float32
+
+    def of_precision(self, precision: str) -> Shape:
+        """The shape a step of a state in ``precision`` ("float64" or "float32") is compiled in."""
+        if precision != "float32" or self.float32_registers is None:
+            return self
+        return replace(self, max_registers=self.float32_registers, float32_registers=None)
 
 
-#: The GPU engine's shape: one kernel a step, capped at 72 registers a thread, with the reach
-#: guard, cells cut in 3 along x: the fastest measured on an H200 (benchmarks/NOTES.md has the
-#: shapes beside it; x2 and x4 ran as fast as x3, x1 8-10 % slower).
-DEFAULT_SHAPE = Shape(max_registers=72, guard=True, x_cells=3)
+#: The GPU engine's shape: one kernel a step, capped at 72 registers a thread (64 in float32),
+#: with the reach guard, cells cut in 3 along x: the fastest measured on an H200
+#: (benchmarks/NOTES.md has the shapes beside it; x2 and x4 ran as fast as x3, x1 8-10 % slower;
+#: float32 at 64 ran 2-4 % faster than at 72, float64 slower).
+DEFAULT_SHAPE = Shape(max_registers=72, guard=True, x_cells=3, float32_registers=64)
 
 
 #: The most boids a float32 flock holds: what every boid reads of the others carries their
