@@ -106,6 +106,7 @@ class Flock(FlockViews):
         params = Params() if params is None else params
         if not isinstance(params, Params):
             raise TypeError(f"params must be a flock3d.Params, got {type(params).__name__}")
+        seed = None if seed is None else checked_count(seed, "seed")  # numpy's own words name no argument
         placing_compiles = _choose_engine(engine, params, own_rules=bool(rules or forces))
         if placing_compiles:  # a window's process has a child compile what placing needs
             assemble.compile_placement_elsewhere(params)
@@ -133,12 +134,13 @@ class Flock(FlockViews):
 
     @classmethod
     def from_scene(
-        cls, scene: Scene, seed: int | None = None, engine: Engine | None = None, **kwargs
+        cls, scene: Scene | str | os.PathLike, seed: int | None = None, engine: Engine | None = None, **kwargs
     ) -> Flock:
         """A flock made from a scene: its params, its seed, its engine and its objects' fields.
 
         Args:
-            scene: the scene (:func:`flock3d.load_scene`).
+            scene: the scene (:func:`flock3d.load_scene`), or what :func:`flock3d.load_scene`
+                reads: a scene file's path or a shipped scene's name (``"torus"``).
             seed: seed of the initial state; None: the scene's.
             engine: what steps the flock; None: the scene's ``sim.engine``.
             **kwargs: the other arguments of :class:`Flock` (``rules``, ``forces``, ...).
@@ -146,6 +148,10 @@ class Flock(FlockViews):
         Returns:
             The new :class:`Flock`.
         """
+        if isinstance(scene, str | os.PathLike):
+            from flock3d.scene import load_scene
+
+            scene = load_scene(scene)
         seed = scene.seed if seed is None else seed
         return cls(scene.params, seed, engine=engine or scene.engine, **{"fields": scene.fields, **kwargs})
 

@@ -174,6 +174,31 @@ def test_state_assign_copies_values_into_the_live_arrays():
 # -- counts, whole or refused --------------------------------------------------------------------
 
 
+def test_a_seed_is_a_whole_number_of_zero_or_more_or_none():
+    # numpy's own message ("SeedSequence expects int or sequence of ints for entropy") named no seed.
+    for seed, error, words in [("a", TypeError, "seed must be a whole number [(]got 'a'[)]"),
+                               (1.5, TypeError, "seed must be a whole number [(]got 1.5[)]"),
+                               (True, TypeError, "seed must be a whole number [(]got True[)]"),
+                               (-1, ValueError, "seed must be >= 0 [(]got -1[)]")]:  # fmt: skip
+        with pytest.raises(error, match=f"^{words}$"):
+            Flock(Params(count=5), seed=seed, engine="reference")
+    three = Flock(Params(count=5), seed=3, engine="reference").positions
+    assert np.array_equal(Flock(Params(count=5), seed=np.int64(3), engine="reference").positions, three)
+    assert Flock(Params(count=5), seed=None, engine="reference").positions.shape == (5, 3)
+
+
+def test_from_scene_takes_what_load_scene_reads(tmp_path):
+    from flock3d import load_scene
+
+    path = tmp_path / "small.toml"
+    path.write_text("[flock]\ncount = 12\n")
+    for source in ("torus", path, str(path)):
+        flock = Flock.from_scene(source, engine="reference")
+        scene = load_scene(source)
+        assert flock.params == scene.params and flock.seed == scene.seed
+    assert len(Flock.from_scene(path, engine="reference")) == 12
+
+
 def test_step_run_export_and_a_writer_take_whole_counts_and_refuse_the_rest(tmp_path):
     # A count of 1.5 was rounded down to 0 a call, and run()'s loop never ended (nor export's).
     from flock3d.flock import MOST_STEPS_A_CALL

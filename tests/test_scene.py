@@ -138,6 +138,13 @@ def test_empty_and_binary_files(tmp_path):
             load_scene(path)
 
 
+def test_one_override_may_be_given_as_a_string_alone():
+    # A string was taken as its characters: "--set 'f': expected key=value", once a letter.
+    one = resolve_scene("default", overrides="flock.count=20")
+    assert one.params == resolve_scene("default", overrides=["flock.count=20"]).params
+    assert one.params.count == 20
+
+
 def test_overrides_are_validated_like_the_file():
     scene = resolve_scene(
         "default", overrides=["perception.fov=120", "view.mesh=cone", "arena.center=[1,2,3]"]

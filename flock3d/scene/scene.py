@@ -179,7 +179,7 @@ def load_scene(
             command line takes them; a file that exists wins over a name.
         overrides: ``key=value`` assignments applied on top of the file (as
             ``flock3d run --set``), each value one TOML value, validated like the
-            file's own keys.
+            file's own keys; one assignment may be given as a string alone.
         rule_names: the names of the rules and forces of yours the scene will run
             with, which ``rules.order`` may name too. None (the default) when they
             are not known yet: then a name that is no built-in stage may be one of
@@ -552,6 +552,8 @@ def resolve_scene(
     """
     if name_or_path is None:
         name_or_path = DEFAULT_SCENE
+    if isinstance(overrides, str):  # one assignment, not its characters
+        overrides = [overrides]
     path = Path(name_or_path)
     if path.exists() or path.is_symlink():
         return parse_scene(_read_scene_file(path), str(path), overrides, rule_names)
