@@ -176,3 +176,26 @@ def test_files_of_the_earlier_layout_are_still_read(tmp_path):
     with Trajectory(path) as traj:
         assert traj.n_frames == 1 and traj.scene == scene
         np.testing.assert_array_equal(traj.frame(0).positions, state.positions)
+
+
+def test_a_frame_index_is_a_whole_number_and_a_closed_trajectory_says_so(tmp_path):
+    # frame(1.5) and a read after close() were reported as "damaged frames" of a sound file.
+    scene = Scene(Params(count=10), seed=3)
+    flock = Flock.from_scene(scene, engine="reference")
+    path = tmp_path / "t.h5"
+    with TrajectoryWriter(path, len(flock), scene, every=1) as writer:
+        for _ in range(3):
+            writer.append(flock.state)
+            flock.step(1)
+    trajectory = Trajectory(path)
+    for index in (1.5, "1", True):
+        with pytest.raises(TypeError, match="^a frame's index must be a whole number"):
+            trajectory.frame(index)
+    with pytest.raises(IndexError, match="^frame 3 out of range: the file has 3 frames$"):
+        trajectory.frame(3)
+    assert trajectory.frame(np.int64(-1)).step_count == 2
+    trajectory.close()
+    with pytest.raises(ValueError, match="the trajectory is closed$"):
+        trajectory.frame(0)
+    with pytest.raises(ValueError, match="the trajectory is closed$"):
+        next(trajectory.frames())

@@ -69,6 +69,7 @@ from pathlib import Path
 
 import numpy as np
 
+from flock3d.core.fields import is_whole_number
 from flock3d.core.state import FlockState
 from flock3d.io.h5md import BLOCK_BYTES, ELEMENTS, PREDATORS, DiskFullError, RecordingError, block_frames
 from flock3d.io.recorded_files import recorded_files_first
@@ -169,7 +170,16 @@ class Trajectory:
         return self._file[f"{self._group}/position/time"][:].astype(np.float64)
 
     def frame(self, index: int) -> FlockState:
-        """Frame ``index`` (negative counts from the end) as a :class:`FlockState`."""
+        """Frame ``index`` (negative counts from the end) as a :class:`FlockState`.
+
+        Raises:
+            TypeError: ``index`` is no whole number (a float is not rounded).
+            IndexError: there is no such frame.
+            ValueError: the trajectory is closed.
+            RecordingError: the file's frame cannot be read.
+        """
+        if not is_whole_number(index):
+            raise TypeError(f"a frame's index must be a whole number (got {index!r})")
         if not -self.n_frames <= index < self.n_frames:
             raise IndexError(f"frame {index} out of range: the file has {self.n_frames} frames")
         i = index % self.n_frames
@@ -184,6 +194,8 @@ class Trajectory:
 
     def _read(self, start: int, end: int) -> Iterator[FlockState]:
         f = self._file
+        if not f:  # h5py's closed file: its error would read as a damaged frame
+            raise ValueError(f"{self.path}: the trajectory is closed")
         try:
             arrays = {
                 (g, name): self._in_3d(name, f[f"{g}/{name}/value"][start:end])
