@@ -91,7 +91,7 @@ from flock3d import metrics
 from flock3d.core.neighbors import _find  # the union-find of neighbors.components
 from flock3d.core.params import short_repr
 from flock3d.metrics.periodic import minimum_image, nearest_k, period_of
-from flock3d.metrics.values import array3, measurable, whole_number
+from flock3d.metrics.values import measurable, pair3, whole_number
 
 __all__ = [
     "MaxentFit",
@@ -350,9 +350,7 @@ def _ranges(n_c_range, n: int) -> np.ndarray:
 
 def _directions(positions, velocities) -> tuple[np.ndarray, np.ndarray, int]:
     """Positions (N, 3), unit directions (N, 3) and the dimension of space (2 for a planar flock)."""
-    p, v = array3(positions), array3(velocities)
-    if len(p) != len(v):
-        raise ValueError(f"positions and velocities must hold the same boids: {len(p)} and {len(v)} rows")
+    p, v = pair3(positions, velocities)
     if len(p) > MAX_BOIDS:
         raise ValueError(
             f"a maximum-entropy fit takes at most {MAX_BOIDS:,} boids a snapshot (got {len(p):,}): "

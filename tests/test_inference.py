@@ -148,7 +148,7 @@ def test_the_predicted_correlations_are_those_of_the_model():
 def test_bad_arguments_are_refused_with_the_value():
     p, v = np.random.default_rng(0).normal(size=(2, 50, 3))
     cases = [
-        (dict(positions=p, velocities=v[:40]), "same boids: 50 and 40"),
+        (dict(positions=p, velocities=v[:40]), "must hold as many boids, got 50 and 40"),
         (dict(positions=p, velocities=v, n_c_range=[3, 2]), "increasing whole numbers from 1 to N - 1 = 49"),
         (dict(positions=p, velocities=v, n_c_range=range(1, 60)), "from 1 to 49 (got 50)"),
         (dict(positions=p, velocities=v, bins=0), "bins must be a whole number from 1"),

@@ -329,6 +329,53 @@ def test_neighbours_outside_their_range_are_a_value_error(value):
         metrics.anisotropy_table([Frame(p, p, 0)], neighbours=value)
 
 
+@pytest.mark.parametrize("value", [0, -1.0, math.nan, math.inf, "2"])
+def test_an_r_max_given_is_a_finite_distance(value):
+    # 0 and NaN measured an all-NaN correlation, as if the flock could not be measured.
+    p = np.random.default_rng(0).normal(size=(20, 3))
+    message = f"r_max must be None or a finite number > 0 (got {value!r})"
+    with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
+        metrics.velocity_correlation(p, p, r_max=value)
+
+
+@pytest.mark.parametrize("value", [-1.0, math.nan, "2"])
+def test_a_link_distance_is_a_number_of_zero_or_more(value):
+    # NaN linked every boid into one group (and gave the whole flock's polarization).
+    p = np.random.default_rng(0).normal(size=(20, 3))
+    message = f"distance must be a number >= 0 (got {value!r})"
+    with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
+        metrics.groups(p, value)
+    with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
+        metrics.group_polarization(p, p, value)
+    assert metrics.groups(p, 0.0)[0] == 20 and metrics.groups(p, math.inf)[0] == 1
+
+
+def test_positions_and_velocities_are_n_by_3_arrays_of_as_many_boids():
+    # An (N, 2) array or one vector was reshaped into rows of other numbers and measured.
+    p = np.random.default_rng(0).normal(size=(20, 3))
+    for bad, shape in ((p[:, :2], "(20, 2)"), (p[0], "(3,)"), (p[None], "(1, 20, 3)")):
+        with pytest.raises(
+            ValueError, match=f"^velocities must be an [(]N, 3[)] array, got shape {re.escape(shape)}$"
+        ):
+            metrics.polarization(bad)
+        with pytest.raises(
+            ValueError, match=f"^positions must be an [(]N, 3[)] array, got shape {re.escape(shape)}$"
+        ):
+            metrics.flock_size(bad)
+    message = "^positions and velocities must hold as many boids, got 5 and 20$"
+    for measure in (
+        metrics.milling,
+        metrics.velocity_correlation,
+        metrics.neighbour_anisotropy,
+        metrics.summary,
+    ):
+        args = (p[:5], p) + ((1.0,) if measure is metrics.summary else ())
+        with pytest.raises(ValueError, match=message):
+            measure(*args)
+    assert math.isnan(metrics.polarization(np.zeros((0, 3)))) and math.isnan(metrics.polarization([]))
+    assert metrics.polarization([[1.0, 0.0, 0.0], [1.0, 0.0, 0.0]]) == 1.0
+
+
 @pytest.mark.parametrize("value", [0, -1, 1.5])
 def test_max_pairs_below_one_is_a_value_error(value):
     p = np.random.default_rng(0).normal(size=(20, 3))

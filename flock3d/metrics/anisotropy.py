@@ -10,7 +10,7 @@ import numpy as np
 
 from flock3d.metrics.periodic import minimum_image, nearest_k, period_of
 from flock3d.metrics.shape import principal
-from flock3d.metrics.values import array3, finite_mean, measurable, whole_number
+from flock3d.metrics.values import finite_mean, measurable, pair3, whole_number
 
 #: Largest neighbour rank of :func:`neighbour_anisotropy` (it finds that many neighbours
 #: of every boid).
@@ -138,7 +138,7 @@ def neighbour_anisotropy(
         ValueError: ``neighbours`` is not a whole number from 1 to :data:`MAX_NEIGHBOURS`.
     """
     neighbours = whole_number("neighbours", neighbours, 1, MAX_NEIGHBOURS)
-    p, v = array3(positions), array3(velocities)
+    p, v = pair3(positions, velocities)
     n = len(p)
     box = period_of(period)
     ranks = np.arange(1, neighbours + 1)

@@ -11,9 +11,11 @@ import numba
 import numpy as np
 
 from flock3d.core import neighbors
+from flock3d.core.fields import is_real_number
+from flock3d.core.params import short_repr
 from flock3d.metrics.periodic import nearest_image, period_of
 from flock3d.metrics.shape import flock_size
-from flock3d.metrics.values import array3, measurable, unit_rows, whole_number
+from flock3d.metrics.values import measurable, pair3, unit_rows, whole_number
 
 #: Most distance bins of :func:`velocity_correlation` (its sums take 2.5 kB a bin).
 MAX_BINS = 10_000
@@ -176,12 +178,15 @@ def velocity_correlation(
         no fluctuation at all (c_0 = 0, e.g. the speed at constant speed) is NaN.
 
     Raises:
-        ValueError: ``bins`` or ``max_pairs`` is not a whole number in its range, or
-            ``remove_modes`` in a periodic box.
+        ValueError: ``bins`` or ``max_pairs`` is not a whole number in its range, ``r_max``
+            is given and no finite number > 0, ``positions`` and ``velocities`` are no
+            (N, 3) arrays of as many boids, or ``remove_modes`` in a periodic box.
     """
     bins = whole_number("bins", bins, 1, MAX_BINS)
     max_pairs = whole_number("max_pairs", max_pairs, 1)
-    p, v = array3(positions), array3(velocities)
+    if r_max is not None and not (is_real_number(r_max) and 0.0 < r_max < math.inf):
+        raise ValueError(f"r_max must be None or a finite number > 0 (got {short_repr(r_max)})")
+    p, v = pair3(positions, velocities)
     n = len(p)
     box = period_of(period)
     size = float("nan") if box is not None else flock_size(p)

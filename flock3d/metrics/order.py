@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from flock3d.metrics.values import unit_rows
+from flock3d.metrics.values import pair3, unit_rows
 
 
 def polarization(velocities: np.ndarray) -> float:
@@ -35,8 +35,8 @@ def milling(positions: np.ndarray, velocities: np.ndarray) -> float:
     Returns:
         M in [0, 1]; NaN for an empty flock.
     """
-    p = np.asarray(positions, dtype=np.float64).reshape(-1, 3)
+    p, v = pair3(positions, velocities)
     if len(p) == 0:
         return float("nan")
     r = unit_rows(p - p.mean(axis=0))
-    return float(np.linalg.norm(np.cross(r, unit_rows(velocities)).sum(axis=0)) / len(p))
+    return float(np.linalg.norm(np.cross(r, unit_rows(v)).sum(axis=0)) / len(p))

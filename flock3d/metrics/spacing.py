@@ -9,7 +9,7 @@ import numpy as np
 
 from flock3d.core import neighbors
 from flock3d.metrics.periodic import minimum_image, nearest_k, period_of, with_images
-from flock3d.metrics.values import array3, unit_rows, whole_number
+from flock3d.metrics.values import array3, at_least, pair3, unit_rows, whole_number
 
 #: Pairs the per-frame table visits exactly; beyond it the mean pair distance is
 #: estimated from that many seeded random pairs (see :func:`mean_pair_distance`).
@@ -95,7 +95,7 @@ def mean_pair_distance(
         ValueError: ``max_pairs`` is not a whole number >= 1.
     """
     max_pairs = whole_number("max_pairs", max_pairs, 1)
-    p = np.asarray(positions, dtype=np.float64).reshape(-1, 3)
+    p = array3(positions)
     n = len(p)
     if n < 2:
         return float("nan")
@@ -133,13 +133,17 @@ def groups(positions: np.ndarray, distance: float, period=None) -> tuple[int, np
 
     Args:
         positions: (N, 3) positions [units].
-        distance: link distance [units] (> 0, may be inf).
+        distance: link distance [units] (>= 0, may be inf).
         period: (3,) box sides for the minimum image [units], or None.
 
     Returns:
         ``(count, labels)`` with labels (N,) int64 in [0, count), numbered in
         order of each group's lowest boid index.
+
+    Raises:
+        ValueError: ``distance`` is NaN or negative, or ``positions`` no (N, 3) array.
     """
+    distance = at_least("distance", distance, 0.0)
     p = array3(positions)
     if len(p) == 0:
         return 0, np.zeros(0, dtype=np.int64)
@@ -169,10 +173,11 @@ def group_polarization(positions: np.ndarray, velocities: np.ndarray, distance: 
     Returns:
         The group polarization in [0, 1]; NaN for an empty flock.
     """
-    u = unit_rows(velocities)
+    p, v = pair3(positions, velocities)
+    u = unit_rows(v)
     if len(u) == 0:
         return float("nan")
-    count, labels = groups(positions, distance, period)
+    count, labels = groups(p, distance, period)
     sums = np.zeros((count, 3))
     np.add.at(sums, labels, u)
     return float(np.linalg.norm(sums, axis=1).sum() / len(u))

@@ -26,7 +26,7 @@ from flock3d.metrics.spacing import (
     mean_pair_distance,
     nearest_neighbour_stats,
 )
-from flock3d.metrics.values import MAX_MEASURED, MeasurementWarning, array3, measurable
+from flock3d.metrics.values import MAX_MEASURED, MeasurementWarning, measurable, pair3
 
 #: Columns of :func:`table`, after ``step`` and ``time``, with what they mean.
 COLUMNS = {
@@ -210,7 +210,7 @@ def summary(
         The measurements by column name. A frame holding a NaN or infinite value, or one
         beyond :data:`MAX_MEASURED` in size, measures NaN throughout.
     """
-    p, v = array3(positions), array3(velocities)
+    p, v = pair3(positions, velocities)
     row = _measure(p[None], v[None], group_distance, period_of(period))[0][0]
     return {name: float(x) for name, x in zip(COLUMNS, row, strict=True)}
 
@@ -234,7 +234,7 @@ def species_summary(
     Raises:
         ValueError: ``species`` does not give one species per boid.
     """
-    p, v = array3(positions), array3(velocities)
+    p, v = pair3(positions, velocities)
     kinds = np.asarray(species).ravel()
     if len(kinds) != len(p):
         raise ValueError(f"species must give one species per boid: {len(kinds)} for {len(p)} boids")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from flock3d.core.fields import is_whole_number
+from flock3d.core.fields import is_real_number, is_whole_number
 from flock3d.core.params import short_repr
 
 #: The largest size of a coordinate or velocity component that is measured. Measurements
@@ -31,14 +31,37 @@ def whole_number(name: str, value, low: int, high: int | None = None) -> int:
     return int(value)
 
 
-def array3(a) -> np.ndarray:
-    return np.ascontiguousarray(np.asarray(a, dtype=np.float64).reshape(-1, 3))
+def array3(a, name: str = "positions") -> np.ndarray:
+    """``a`` as a C-contiguous (N, 3) float64 array (an empty one of any shape: (0, 3));
+    ValueError naming ``name`` for any other shape, which reshaping would have made rows of
+    other numbers (an (N, 2) array's, a single vector's components)."""
+    a = np.asarray(a, dtype=np.float64)
+    if a.size == 0:
+        return np.zeros((0, 3))
+    if a.ndim != 2 or a.shape[1] != 3:
+        raise ValueError(f"{name} must be an (N, 3) array, got shape {a.shape}")
+    return np.ascontiguousarray(a)
 
 
-def unit_rows(vectors: np.ndarray) -> np.ndarray:
+def pair3(positions, velocities) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`array3` of both, which must hold as many boids."""
+    p, v = array3(positions), array3(velocities, "velocities")
+    if len(p) != len(v):
+        raise ValueError(f"positions and velocities must hold as many boids, got {len(p):,} and {len(v):,}")
+    return p, v
+
+
+def at_least(name: str, value, low: float) -> float:
+    """``value`` as a float; ValueError naming ``name`` unless a number >= ``low`` (inf allowed)."""
+    if not is_real_number(value) or not value >= low:  # NaN fails the comparison
+        raise ValueError(f"{name} must be a number >= {low:g} (got {short_repr(value)})")
+    return float(value)
+
+
+def unit_rows(vectors: np.ndarray, name: str = "velocities") -> np.ndarray:
     """Rows scaled to unit length; zero rows stay zero (they carry no direction), and rows not
     finite are NaN (a measure over them is NaN, not one that left them out)."""
-    v = np.asarray(vectors, dtype=np.float64).reshape(-1, 3)
+    v = array3(vectors, name)
     norms = np.linalg.norm(v, axis=1, keepdims=True)
     out = np.divide(v, norms, out=np.zeros_like(v), where=norms > 0.0)
     out[~np.isfinite(norms[:, 0])] = np.nan
