@@ -97,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
         row = frames(n, args.engine, args.frames, args.warm, args.scene)
         cells = " | ".join(f"{row[phase]:.2f}" for phase in PHASES)
         engine = f"{args.engine} ({row['steps a frame']} steps a frame)"
-        print(f"| {n:,} | {engine} | {cells} | {row['fps']:.1f} |", flush=True)
+        print(f"| {n:,} | {engine} | {cells} | {row['fps']:.3g} |", flush=True)
     print(f"renderer: {row['renderer']}")
     return 0
 

@@ -51,7 +51,7 @@ def fixed(S: T.Array) -> dict[str, tuple]:
         "add_offsets": (I1, I1, i8, I1, i8),
         "scatter": (I1, I1, I1, I1),
         "sort_cells": (I1, I1, I1, I1),
-        "gather": (I1, I1, S, S, S, I1, I1, S, I1, S, S, T.boolean),
+        "gather": (I1, I1, S, S, S, I1, I1, I1, S, S, T.boolean),
         "unsort": (I1, S, S, S, I1, S, S, S, I1),
         "hunting": (F2, F2, F2, F2, S, I1, F1, B1, I1, i8, f8, f8, f8, f8, f8),
     }
@@ -60,12 +60,12 @@ def fixed(S: T.Array) -> dict[str, tuple]:
 def step(S: T.Array) -> tuple:
     """The generated step's argument types (flock3d.core.step.cuda_template.advance)."""
     return (S, S, I1, S, S, S, I1, I1, F1, I1, F1, B1, F1, F1, F1, I1, F2, I2, I1, i8, f8, i8, i8, F2, B1,
-            I1, I1)  # fmt: skip
+            I1, I1, I1, S)  # fmt: skip
 
 
 def settle(S: T.Array) -> tuple:
     """A split step's second kernel's (flock3d.core.step.cuda_template.settle)."""
-    return (F2, B1, S, I1, S, S, S, F1, I1, F1, B1, F1, F1, I1, I2, I1, i8, f8, I1, I1)
+    return (F2, B1, S, I1, S, S, S, F1, I1, F1, B1, F1, F1, I1, I2, I1, i8, f8, I1, I1, I1, S)
 
 
 #: The state's precisions: float64, and float32 (each kernel compiles again for it).

@@ -317,17 +317,18 @@ class DeviceFlock:
             self._scan(self.counts, self.start, cells + 1)
             K.scatter[threads](self.keys, self.start, self.counts, self.order)
             K.sort_cells[K.blocks(cells), K.TPB](self.start, self.order, rows.ids, self.gi)
-            K.gather[threads](self.order, rows.ids, rows.pos, rows.vel, rows.quat, rows.wp, out.ids, out.quat,
-                              out.wp, self.cols, self.heads, L.turn == "mesh")  # fmt: skip
+            K.gather[threads](self.order, rows.ids, rows.pos, rows.vel, rows.quat, rows.wp, out.ids, out.wp,
+                              self.cols, self.heads, L.turn == "mesh")  # fmt: skip
             now = time0 + (clock0 + s) * params.dt
             kernel[threads](self.cols, self.heads, out.ids, out.quat, out.pos, out.vel, out.wp, self.start,
                             self.gf, self.gi, *args, *world_d, self.hunters, self.status, self.first_failed,
-                            s, now, seed, step0 + s, self.staged, self.failed, self.keys,
-                            self.counts)  # fmt: skip
+                            s, now, seed, step0 + s, self.staged, self.failed, self.keys, self.counts,
+                            self.order, rows.quat)  # fmt: skip
             if settle is not None:
                 settle[threads](self.staged, self.failed, self.cols, out.ids, out.quat, out.pos, out.vel,
                                 self.gf, self.gi, pv_d, flags, box_d, *world_d, self.status,
-                                self.first_failed, s, now, self.keys, self.counts)  # fmt: skip
+                                self.first_failed, s, now, self.keys, self.counts, self.order,
+                                rows.quat)  # fmt: skip
             self.counted = True  # each boid of the new rows, in its cell of this grid
             self.current = 1 - self.current
         first = int(self.first_failed.copy_to_host()[0])  # the call's one read back

@@ -233,25 +233,24 @@ def sort_cells(start, order, ids, gi):
 
 
 @cuda.jit
-def gather(order, ids, pos, vel, quat, wp, ids_to, quat_to, wp_to, cols, heads, from_velocity):
-    """Row k of the sorted state <- row order[k]: its index, orientation and the waypoint it seeks
-    into the arrays the step reads them from and writes them to (a boid that does not turn keeps
-    this orientation), its start-of-step position, velocity and index into ``cols`` (N, 8), its
-    heading into ``heads`` (3, N), which every boid's step reads. The step writes every row of
-    the positions and velocities (a boid that does not move: its row of ``cols``), so they are
-    not copied twice."""
+def gather(order, ids, pos, vel, quat, wp, ids_to, wp_to, cols, heads, from_velocity):
+    """Row k of the sorted state <- row order[k]: its index and the waypoint it seeks into the
+    arrays the step reads and writes them in, its start-of-step position, velocity and index into
+    ``cols`` (N, 8) and its heading into ``heads`` (3, N), which every boid's step reads. The step
+    writes every row of the positions, velocities and orientations, reading its own orientation
+    where the last step left it (a boid that does not move writes its start-of-step state), so
+    none is copied twice. (A heading computed in the step rather than read from ``heads`` held
+    more registers through its pair loop: twice the spills at its cap.)"""
     k = cuda.grid(1)
     if k >= order.shape[0]:
         return
     i = order[k]
     px, py, pz = pos[i, 0], pos[i, 1], pos[i, 2]
     vx, vy, vz = vel[i, 0], vel[i, 1], vel[i, 2]
-    qw, qx, qy, qz = quat[i, 0], quat[i, 1], quat[i, 2], quat[i, 3]
     ids_to[k], wp_to[k] = ids[i], wp[i]
-    quat_to[k, 0], quat_to[k, 1], quat_to[k, 2], quat_to[k, 3] = qw, qx, qy, qz
     cols[k, 0], cols[k, 1], cols[k, 2], cols[k, 3], cols[k, 4], cols[k, 5] = px, py, pz, vx, vy, vz
     cols[k, 6] = ids[i]
-    hx, hy, hz = heading(qw, qx, qy, qz, vx, vy, vz, from_velocity)
+    hx, hy, hz = heading(quat[i, 0], quat[i, 1], quat[i, 2], quat[i, 3], vx, vy, vz, from_velocity)
     heads[0, k], heads[1, k], heads[2, k] = hx, hy, hz
 
 

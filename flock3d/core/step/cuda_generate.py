@@ -42,9 +42,12 @@ _COLUMNS = ("bx", "by", "bz", "bvx", "bvy", "bvz", "bid")
 #: A read of one of those views at a plain row: ``bx[j]``.
 _COLUMN_READ = re.compile(rf"\b({'|'.join(_COLUMNS)})\[(\w+)\]")
 #: A boid that does not move (its step failed, or an earlier one of the call did) writes its
-#: start-of-step row: the gather writes no row of the positions or velocities the step writes.
+#: start-of-step state: the gather writes no row of the state the step writes.
 _KEPT = ["pos[k, 0], pos[k, 1], pos[k, 2] = cols[k, 0], cols[k, 1], cols[k, 2]",
-         "vel[k, 0], vel[k, 1], vel[k, 2] = cols[k, 3], cols[k, 4], cols[k, 5]"]  # fmt: skip
+         "vel[k, 0], vel[k, 1], vel[k, 2] = cols[k, 3], cols[k, 4], cols[k, 5]",
+         "last = order[k]",
+         "quat[k, 0], quat[k, 1], quat[k, 2], quat[k, 3] = quat0[last, 0], quat0[last, 1], quat0[last, 2], "
+         "quat0[last, 3]"]  # fmt: skip
 #: Each boid counted in its cell (after its move) for the next step's sort, as
 #: :func:`flock3d.core.gpu.kernels.count_cells` counts it: the next step launches no count unless
 #: it sizes the grid again (:class:`flock3d.core.gpu.engine.DeviceFlock`).
@@ -318,7 +321,8 @@ class _CudaGenerator(_Generator):
             self._in_runs(c, body)
         # Read again what the loop does not use, rather than hold it in registers through it.
         c("vx, vy, vz = cols[k, 3], cols[k, 4], cols[k, 5]",
-          "qw, qx, qy, qz = quat[i, 0], quat[i, 1], quat[i, 2], quat[i, 3]")  # fmt: skip
+          "last = order[k]",
+          "qw, qx, qy, qz = quat0[last, 0], quat0[last, 1], quat0[last, 2], quat0[last, 3]")  # fmt: skip
         c(*tail)
 
     @staticmethod

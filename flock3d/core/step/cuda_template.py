@@ -49,15 +49,15 @@ def hole(name: str, *values: str) -> None:
 
 def advance(cols, heads, ids, quat, pos, vel, waypoints, start, gf, gi, pv, flags, box, sides, world, world_at,
             hunters, status, first_failed, call_step, now, seed, step_count, staged_all, failed_all, keys,
-            counts):  # fmt: skip
+            counts, order, quat0):  # fmt: skip
     """Step ``call_step`` of a call for the boid of thread k: row k of the state sorted by (cell, index).
 
     It reads the start-of-step state every boid reads (``cols`` (N, 8): positions, velocities
-    and indices; ``heads`` (3, N): headings) and its own row of ``quat``, and writes its new
-    state to row k of ``pos``, ``vel`` and ``quat``: every row of ``pos`` and ``vel`` (the gather
-    writes neither; a boid that does not move writes its start-of-step row, the ``kept`` lines),
-    ``quat`` where it turns (the gather wrote its start). ``hunters``: the predators'
-    start-of-step positions. A failure is recorded in its row of ``status`` (N, 3), and the
+    and indices; ``heads`` (3, N): headings), its own orientation where the last step left it
+    (row ``order[k]`` of ``quat0``), and writes its new
+    state to row k of ``pos``, ``vel`` and ``quat``: every row (the gather writes none; a boid
+    that does not move writes its start-of-step state, the ``kept`` lines). ``hunters``: the
+    predators' start-of-step positions. A failure is recorded in its row of ``status`` (N, 3), and the
     first step of the call that failed in ``first_failed`` (1,), an atomic minimum of integers;
     a step after it moves no boid. ``staged_all`` (cuda_generate.staged_rows, N) and
     ``failed_all`` (N,): where a split step stages each boid for :func:`settle`, and after the
@@ -80,8 +80,9 @@ def advance(cols, heads, ids, quat, pos, vel, waypoints, start, gf, gi, pv, flag
     boid = ids[k]
     px, py, pz = cols[k, 0], cols[k, 1], cols[k, 2]
     vx, vy, vz = cols[k, 3], cols[k, 4], cols[k, 5]
+    last = order[k]  # its row of the last step's state
+    qw, qx, qy, qz = quat0[last, 0], quat0[last, 1], quat0[last, 2], quat0[last, 3]
     fx, fy, fz = heads[0, k], heads[1, k], heads[2, k]
-    qw, qx, qy, qz = quat[i, 0], quat[i, 1], quat[i, 2], quat[i, 3]
     cx, cy, cz = cell_of(px, py, pz, gf, gi)  # its candidates: the runs around this cell
     bx, by, bz, bvx, bvy, bvz, bid = cols[:, 0], cols[:, 1], cols[:, 2], cols[:, 3], cols[:, 4], cols[:, 5], cols[:, 6]  # fmt: skip
     hole("batch")  # staged, turned, failed_rows: the boid's batch of one
@@ -95,10 +96,10 @@ def advance(cols, heads, ids, quat, pos, vel, waypoints, start, gf, gi, pv, flag
 
 
 def settle(staged_all, failed_all, cols, ids, quat, pos, vel, gf, gi, pv, flags, box, world, world_at, status,
-           first_failed, call_step, now, keys, counts):  # fmt: skip
+           first_failed, call_step, now, keys, counts, order, quat0):  # fmt: skip
     """A split step's second kernel: the boid of thread k, staged by :func:`advance` in column k of
     ``staged_all``, turns, moves, settles and is written to row k of ``quat``, ``vel``, ``pos``
-    (its start-of-step row of ``cols`` where it does not move), and counted in its cell."""
+    (its start-of-step state where it does not move), and counted in its cell."""
     k = cuda.grid(1)
     if k >= ids.shape[0]:
         return
