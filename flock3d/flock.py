@@ -134,13 +134,13 @@ class Flock(FlockViews):
 
     @classmethod
     def from_scene(
-        cls, scene: Scene | str | os.PathLike, seed: int | None = None, engine: Engine | None = None, **kwargs
+        cls, scene: Scene, seed: int | None = None, engine: Engine | None = None, **kwargs
     ) -> Flock:
         """A flock made from a scene: its params, its seed, its engine and its objects' fields.
 
         Args:
-            scene: the scene (:func:`flock3d.load_scene`), or what :func:`flock3d.load_scene`
-                reads: a scene file's path or a shipped scene's name (``"torus"``).
+            scene: the scene (:func:`flock3d.load_scene` reads one from a file or a shipped
+                scene's name).
             seed: seed of the initial state; None: the scene's.
             engine: what steps the flock; None: the scene's ``sim.engine``.
             **kwargs: the other arguments of :class:`Flock` (``rules``, ``forces``, ...).
@@ -148,10 +148,8 @@ class Flock(FlockViews):
         Returns:
             The new :class:`Flock`.
         """
-        if isinstance(scene, str | os.PathLike):
-            from flock3d.scene import load_scene
-
-            scene = load_scene(scene)
+        if isinstance(scene, str | os.PathLike):  # the core reads no scene files (a layer above it)
+            raise TypeError(f"scene must be a flock3d.Scene: flock3d.load_scene({str(scene)!r}) reads one")
         seed = scene.seed if seed is None else seed
         return cls(scene.params, seed, engine=engine or scene.engine, **{"fields": scene.fields, **kwargs})
 

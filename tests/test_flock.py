@@ -187,16 +187,13 @@ def test_a_seed_is_a_whole_number_of_zero_or_more_or_none():
     assert Flock(Params(count=5), seed=None, engine="reference").positions.shape == (5, 3)
 
 
-def test_from_scene_takes_what_load_scene_reads(tmp_path):
-    from flock3d import load_scene
-
-    path = tmp_path / "small.toml"
-    path.write_text("[flock]\ncount = 12\n")
-    for source in ("torus", path, str(path)):
-        flock = Flock.from_scene(source, engine="reference")
-        scene = load_scene(source)
-        assert flock.params == scene.params and flock.seed == scene.seed
-    assert len(Flock.from_scene(path, engine="reference")) == 12
+def test_from_scene_given_a_name_says_what_reads_one(tmp_path):
+    # It raised AttributeError: 'str' object has no attribute 'seed'.
+    for source in ("torus", tmp_path / "small.toml"):
+        with pytest.raises(
+            TypeError, match=f"^scene must be a flock3d.Scene: flock3d.load_scene[(]'{source}'[)] reads one$"
+        ):
+            Flock.from_scene(source)
 
 
 def test_step_run_export_and_a_writer_take_whole_counts_and_refuse_the_rest(tmp_path):
