@@ -69,6 +69,19 @@ def rule_snippets(document: str) -> str:
     return "\n".join(block for block in blocks if "@flock3d." in block)
 
 
+def test_the_documented_chained_order_of_your_rules_runs(tmp_path):
+    # The warm-up's layout had none of the rules the order names: a traceback in a fresh process
+    # (whose warm-up runs), where `check` passed the scene.
+    text = (ROOT / "docs" / "rules.md").read_text()
+    order = re.search(r"`(order = \[.*?\])`", text).group(1)
+    scene, rules_file = tmp_path / "chained.toml", tmp_path / "rules.py"
+    rules_file.write_text(rule_snippets("docs/rules.md"))
+    scene.write_text(f'[rules]\ncombine = "chain"\n{order}\n')
+    out = flock3d("run", scene, "--rules", rules_file, "--steps", "3", "--no-progress", process=True)
+    assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr[-2000:]
+    assert "ran 3 steps" in out.stdout, out.stdout
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("document", ["README.md", "docs/rules.md", "flock3d/rules.py"])
 def test_each_documented_rule_runs_where_scipy_is_not_installed(document, tmp_path):

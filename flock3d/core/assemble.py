@@ -71,6 +71,7 @@ from flock3d.core.objects import clearances_cached, load_clearances
 from flock3d.core.params import TERMS, Params
 from flock3d.core.params import stage_names as params_stage_names
 from flock3d.core.quaternion import turn_limit
+from flock3d.core.stages import used_stages
 from flock3d.core.state import FlockState
 from flock3d.core.step.cache import fingerprint, load_module
 from flock3d.core.step.generate import (
@@ -479,7 +480,7 @@ def warm_up_in_background(params: Params, placed: bool = False) -> None:
     if _warm_up is None and not os.environ.get("FLOCK3D_NO_WARM_UP"):
         options = (params.arena_shape == "periodic", params.predator_count > 0)
         driver = params.update == "synchronous" and not driver_is_cached(*options)
-        turn = turn_called(layout_of(params).turn)
+        turn = turn_called(_built_in_layout(params).turn)
         called = [turn, MOVE_ROWS, *_terms_called(params)]
         here: tuple[str, ...] = ()
         if compiling.compiles_here():
@@ -501,8 +502,15 @@ def warm_up_in_background(params: Params, placed: bool = False) -> None:
 
 def _terms_called(params: Params) -> list:
     """What the terms of ``params``'s step call at their addresses (a world's keep-out, ...)."""
-    stages = layout_of(params).stages
+    stages = _built_in_layout(params).stages
     return [c for term in TERMS if term.name in stages for c in term.called]
+
+
+def _built_in_layout(params: Params) -> Layout:
+    """The layout of ``params``' built-in stages alone: what the warm-up compiles for every flock
+    of them, whose ``rule_order`` may name rules of yours that the warm-up is not handed."""
+    built_in = set(used_stages(params))
+    return layout_of(params.replace(rule_order=tuple(n for n in params.rule_order if n in built_in)))
 
 
 def compile_placement_elsewhere(params: Params) -> None:
