@@ -79,6 +79,26 @@ def test_a_nan_in_a_recording_is_reported_not_fatal(recording, tmp_path):
     assert np.isfinite(columns["polarization"][[4, 6]]).all()
 
 
+def test_a_recording_of_which_no_frame_can_be_measured_is_refused_and_writes_nothing(recording, tmp_path):
+    # It printed a table of NaN, wrote it over the CSV and the plot given, and exited 0.
+    def alter(f):
+        f["particles/flock/position/value"][...] = np.nan
+
+    damaged = altered_copy(recording, tmp_path / "nan.h5", alter)
+    kept = {tmp_path / "m.csv": b"kept table", tmp_path / "m.png": b"kept plot"}
+    for path, data in kept.items():
+        path.write_bytes(data)
+    out = flock3d(
+        "metrics", damaged, "--csv", tmp_path / "m.csv", "--plot", tmp_path / "m.png", "--no-progress"
+    )
+    assert out.returncode == 2 and "Traceback" not in out.stderr, out.stderr
+    assert out.stderr.strip().splitlines()[-1] == (
+        f"flock3d metrics: {damaged}: no frame could be measured (13 of 13 frames hold NaN, infinite or "
+        "huge (beyond 1e+150) positions or velocities (the first at step 0); their measurements are NaN)"
+    )
+    assert all(path.read_bytes() == data for path, data in kept.items())
+
+
 @pytest.mark.parametrize(
     "values",
     [{5: 1e308}, {(3, 0): 1e300, (8, 1): -1e300}],  # every coordinate of a frame; a boid far out

@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+import numpy as np
+
 from flock3d.cli.inputs import outputs, recorded_scene
 from flock3d.cli.options import metrics_bound, positive_int
 from flock3d.errors import Flock3dError
@@ -70,6 +72,9 @@ def run_metrics(args: argparse.Namespace) -> int:
             progress=False if args.no_progress else None,
         )
     columns, extra = measured.columns, measured.extra
+    if all(np.isnan(columns[name]).all() for name in metrics.COLUMNS):  # nothing written over
+        why = f" ({measured.warnings[0]})" if measured.warnings else ""
+        raise Flock3dError(f"{args.trajectory}: no frame could be measured{why}")
     print(
         f"{args.trajectory}: {traj.n_frames:,} frames of {traj.n_boids:,} boids, "
         f"t = {columns['time'][0]:g} to {columns['time'][-1]:g} s (scene {scene.name!r})"
