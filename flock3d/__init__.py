@@ -36,10 +36,12 @@ __all__ = [
     "SimulationError",
     "experiments",
     "force",
+    "inference",
     "io",
     "load_rules",
     "load_scene",
     "metrics",
+    "opacity",
     "pair_rule",
     "show",
     "__version__",
@@ -53,9 +55,9 @@ def __getattr__(name: str):
         from flock3d.viewer.notebook import show
 
         return show
-    # flock3d.experiments and flock3d.io are imported on first use, as `import flock3d.experiments`
+    # The modules the README names as flock3d.NAME, imported on first use as `import flock3d.io`
     # would: a plain `import flock3d` loads neither the experiments' registry nor h5py.
-    if name in ("experiments", "io"):
+    if name in ("experiments", "inference", "io", "opacity"):
         import importlib
 
         return importlib.import_module(f"flock3d.{name}")

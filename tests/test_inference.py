@@ -6,11 +6,13 @@ their k nearest give back k; any H5MD file with positions and velocities can be 
 
 import gc
 import re
+import subprocess
+import sys
 
 import h5py
 import numpy as np
 import pytest
-from helpers import assert_clean_failure, flock3d, small_recording
+from helpers import assert_clean_failure, flock3d, process_env, small_recording
 
 import flock3d as f3d
 from flock3d import inference, metrics
@@ -370,3 +372,18 @@ def test_a_flock_outside_the_spin_wave_assumption_is_told_so(tmp_path):
     assert out.returncode == 0, out.stderr
     warnings = [line for line in out.stderr.splitlines() if "not polarized" in line]
     assert len(warnings) == 1 and warnings[0].startswith("flock3d infer: warning:"), out.stderr
+
+
+def test_the_readmes_flock3d_inference_and_opacity_work_after_a_plain_import():
+    # `flock3d.inference.maxent(...)` after `import flock3d` was an AttributeError; both modules
+    # are still loaded only when first asked for.
+    code = (
+        "import sys, flock3d\n"
+        "assert 'flock3d.inference' not in sys.modules and 'flock3d.opacity' not in sys.modules\n"
+        "print(flock3d.inference.maxent.__name__, flock3d.opacity.__name__)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=process_env()
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["maxent", "flock3d.opacity"]
