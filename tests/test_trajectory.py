@@ -199,3 +199,22 @@ def test_a_frame_index_is_a_whole_number_and_a_closed_trajectory_says_so(tmp_pat
         trajectory.frame(0)
     with pytest.raises(ValueError, match="the trajectory is closed$"):
         next(trajectory.frames())
+
+
+def test_the_predators_group_of_a_file_read_as_another_programs_is_its_particles(tmp_path):
+    # A recording without its flock3d parameters is another program's to the reader: its predators
+    # group, chosen as the particles, was counted as predators too ("KeyError: pop from an empty set").
+    scene = Scene(Params(count=10, predator_count=2), seed=3)
+    flock = Flock.from_scene(scene, engine="reference")
+    path = tmp_path / "t.h5"
+    with TrajectoryWriter(path, len(flock), scene, every=1, n_predators=2) as writer:
+        for _ in range(3):
+            writer.append(flock.state)
+            flock.step(1)
+    with h5py.File(path, "r+") as f:
+        del f["parameters"]
+    with Trajectory(path, group="predators") as predators:
+        assert (predators.n_boids, predators.n_predators, predators.scene) == (2, 0, None)
+        assert predators.frame(-1).positions.shape == (2, 3)
+    with Trajectory(path, group="flock") as boids:
+        assert (boids.n_boids, boids.n_predators) == (10, 0)

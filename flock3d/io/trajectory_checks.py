@@ -268,8 +268,9 @@ def check_layout(
         raise stored.damaged("inconsistent array shapes")
     layout.n_frames = frames.pop()
     stored.check_clock(layout.group, layout.n_frames)
-    layout.n_boids = counts[layout.group].pop()
-    layout.n_predators = counts[PREDATORS].pop() if PREDATORS in counts else 0
+    (layout.n_boids,) = counts[layout.group]
+    # the predators beside the boids (ours); another program's predators group read as the particles has none
+    layout.n_predators = next(iter(counts[PREDATORS])) if PREDATORS in layout.groups[1:] else 0
     if not ours:
         _check_foreign(stored, layout, box)
         return layout
