@@ -329,7 +329,7 @@ def test_the_command_refuses_bad_input_in_one_line(tmp_path):
             ["maxent", h5md_file(tmp_path / "still.h5", positions, still), "--frames", "::"],
             "boid 3 has zero velocity",
         ),
-        (["maxent", two], "holds several particles groups (jackdaws, starlings); choose one"),
+        (["maxent", two], "groups (jackdaws, starlings); choose one (flock3d infer --group NAME;"),
         (["maxent", two, "--group", "gulls"], "no particles group 'gulls' with positions"),
         (["maxent", two, "--group", "jackdaws"], "no particles/jackdaws/velocity/value"),
         (

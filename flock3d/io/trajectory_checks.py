@@ -200,7 +200,8 @@ class StoredFile:
             raise RecordingError(f"{self.path}: not a flock3d trajectory (no {FLOCK}/position/value)")
         if len(names) > 1:
             raise RecordingError(
-                f"{self.path}: holds several particles groups ({', '.join(names)}); choose one"
+                f"{self.path}: holds several particles groups ({', '.join(names)}); choose one "
+                "(flock3d infer --group NAME; Trajectory(path, group=NAME))"
             )
         return f"particles/{names[0]}"
 
