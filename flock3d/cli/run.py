@@ -145,7 +145,7 @@ def add_export(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
         description="Write a recorded flock as a file Blender, Houdini, Unity or a browser opens: "
         ".usd/.usda/.usdc (a point instancer, any number of boids), .glb/.gltf (a node per boid, "
         "at most 5,000) or .html. A scene is run first (as `flock3d run`) into a temporary "
-        "recording, removed afterwards. Needs the export extra.",
+        "recording, removed afterwards. USD and glTF need the export extra; a web page needs none.",
     )
     p.add_argument("source", metavar="TRAJ.h5|SCENE", help="a recording (`flock3d run --out`) or a scene")
     p.add_argument(
