@@ -226,6 +226,12 @@ DAMAGED = {
     "latin-1.stl": (lambda p: p.write_bytes(
         trimesh.creation.box().export(file_type="stl_ascii").replace("solid", "solid café", 1)
         .encode("latin-1")), "is not UTF-8 text (byte 0xe9 at offset 9)"),
+    # A cut or random binary STL was called text that is not UTF-8.
+    "cut.stl": (lambda p: p.write_bytes(trimesh.creation.icosphere(2).export(file_type="stl")[:1000]),
+                "is a binary STL of 320 triangles, which takes 16,084 bytes, but it has 1,000: the file is "
+                "truncated or damaged"),
+    "short.stl": (lambda p: p.write_bytes(b"\xd7" * 50),
+                  "is too short for a binary STL (50 bytes; its header alone takes 84)"),
 }  # fmt: skip
 
 

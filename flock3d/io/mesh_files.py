@@ -111,7 +111,18 @@ def _text_problem(path: str) -> str | None:
         return None
     with open(path, "rb") as handle:
         data = handle.read()
-    # A binary STL says how many triangles follow its 80-byte header, and is that long.
+    # A binary STL says how many triangles follow its 80-byte header, and is that long; an ASCII
+    # one begins "solid" (a binary header may too).
+    if suffix == ".stl" and not data.lstrip().startswith(b"solid"):
+        if len(data) < 84:
+            return f"is too short for a binary STL ({len(data)} bytes; its header alone takes 84)"
+        triangles = int.from_bytes(data[80:84], "little")
+        if len(data) != 84 + 50 * triangles:
+            return (
+                f"is a binary STL of {triangles:,} triangles, which takes {84 + 50 * triangles:,} bytes, "
+                f"but it has {len(data):,}: the file is truncated or damaged"
+            )
+        return None
     if suffix == ".stl" and len(data) >= 84 and len(data) == 84 + 50 * int.from_bytes(data[80:84], "little"):
         return None
     problem = _not_utf8(path, data)
