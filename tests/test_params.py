@@ -124,6 +124,21 @@ def test_structured_features_name_the_item_and_its_field():
     assert "path.points must be a list of at least 2 points" in text and "path.reach must be > 0" in text
 
 
+def test_a_point_beyond_the_largest_size_is_named_so_not_called_infinite():
+    # [[attractors]] position = [1e10, 0, 0] was "must be 3 finite numbers": it is finite.
+    from flock3d.core.params import Attractor, Obstacle, WaypointPath
+
+    far = (1e10, 0.0, 0.0)
+    for kwargs, name in [(dict(attractors=[Attractor(far, 1.0)]), "attractors[0].position"),
+                         (dict(obstacles=[Obstacle(far, 1.0)]), "obstacles[0].center"),
+                         (dict(path=WaypointPath(((0, 0, 0), far), 1.0, 1.0)), "path.points"),
+                         (dict(arena_center=far), "arena_center")]:  # fmt: skip
+        with pytest.raises(
+            ValueError, match=f"{re.escape(name)} must be (a list of .*)?3 finite numbers of at most 1e[+]09"
+        ):
+            Params(**kwargs)
+
+
 def test_features_from_dicts_and_tuples_become_records_or_are_reported():
     p = Params(
         attractors=[{"position": [1, 2, 3], "weight": 2.0}, ((0, 0, 5),)],

@@ -208,8 +208,12 @@ def vector(value: object) -> tuple[float, float, float] | None:
     return None
 
 
+#: What :func:`finite_vector` takes, in a problem's words.
+FINITE_VECTOR = f"3 finite numbers of at most {MAX_MAGNITUDE:g}"
+
+
 def finite_vector(value: Any) -> bool:
-    """Three finite numbers, each at most MAX_MAGNITUDE in size."""
+    """Three finite numbers, each at most MAX_MAGNITUDE in size (:data:`FINITE_VECTOR`)."""
     return (
         is_sequence(value)
         and len(value) == 3

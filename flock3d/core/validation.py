@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from flock3d.core.declarations import Values, either, field_values, params_fields
 from flock3d.core.fields import (
+    FINITE_VECTOR,
     MAX_MAGNITUDE,
     Problem,
     Spec,
@@ -63,7 +64,7 @@ def _declared_problem(spec: Spec, value: Any) -> str | None:
     if spec.kind == "boolean" and not isinstance(value, bool):
         return f"must be true or false (got {value!r})"
     if spec.kind == "vector3" and not finite_vector(value):
-        return f"must be 3 finite numbers of at most {MAX_MAGNITUDE:g} (got {value!r})"
+        return f"must be {FINITE_VECTOR} (got {value!r})"
     if spec.kind == "matrix3" and not (
         is_sequence(value) and len(value) == 3 and all(map(finite_vector, value))
     ):

@@ -13,7 +13,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from flock3d.core.fields import Part, Spec, finite_vector, number_problem, record, vector
+from flock3d.core.fields import FINITE_VECTOR, Part, Spec, finite_vector, number_problem, record, vector
 from flock3d.core.geometry import keyframe_frame
 from flock3d.core.kernel import image
 from flock3d.core.objects import Motion, motion_block, motion_problems, normalise_motion
@@ -170,7 +170,7 @@ class Attractors(Term):
         elif a.position is None:
             out.append(".position is required (or a .motion)")
         elif not finite_vector(a.position):
-            out.append(f".position must be 3 finite numbers (got {a.position!r})")
+            out.append(f".position must be {FINITE_VECTOR} (got {a.position!r})")
         if p := number_problem(a.weight, 0.0, math.inf, False, True, False):
             out.append(f".weight {p}")
         if p := number_problem(a.radius, 0.0, math.inf, True, True, True):

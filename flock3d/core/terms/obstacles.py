@@ -13,6 +13,7 @@ from typing import ClassVar, NamedTuple
 import numpy as np
 
 from flock3d.core.fields import (
+    FINITE_VECTOR,
     Part,
     Problem,
     Spec,
@@ -156,7 +157,7 @@ class Obstacles(Term):
             return [f" must have a center and a radius (got {o!r})"]
         out = []
         if not finite_vector(o.center):
-            out.append(f".center must be 3 finite numbers (got {o.center!r})")
+            out.append(f".center must be {FINITE_VECTOR} (got {o.center!r})")
         if p := number_problem(o.radius, 0.0, math.inf, True, True, False):
             out.append(f".radius {p}")
         return out

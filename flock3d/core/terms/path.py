@@ -12,6 +12,7 @@ from typing import NamedTuple
 import numpy as np
 
 from flock3d.core.fields import (
+    FINITE_VECTOR,
     Part,
     Problem,
     Spec,
@@ -114,7 +115,7 @@ class Path(Term):
         out = []
         points = path.points
         if not (is_sequence(points) and len(points) >= 2 and all(finite_vector(p) for p in points)):
-            out.append(f".points must be a list of at least 2 points of 3 finite numbers (got {points!r})")
+            out.append(f".points must be a list of at least 2 points of {FINITE_VECTOR} (got {points!r})")
         if p := number_problem(path.weight, 0.0, math.inf, False, True, False):
             out.append(f".weight {p}")
         if p := number_problem(path.reach, 0.0, math.inf, True, True, False):
