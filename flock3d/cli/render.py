@@ -29,6 +29,7 @@ from flock3d.cli.options import (
     seed,
     set_argument,
 )
+from flock3d.cli.words import counted
 from flock3d.errors import Flock3dError
 
 
@@ -228,7 +229,7 @@ def render_frames(args, out: Path, is_png: bool, scene, frames, plan) -> int:
     # frames cover [start, start + frames / fps).
     seconds = count / fps
     print(
-        f"wrote {out}: {count} frames, {args.size[0]}x{args.size[1]}, {seconds:.2f} s at "
+        f"wrote {out}: {counted(count, 'frame')}, {args.size[0]}x{args.size[1]}, {seconds:.2f} s at "
         f"{fps:g} fps, showing simulated t = {start:.2f} to {start + seconds:.2f} s "
         f"({scene.name!r})"
     )

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from flock3d.cli.errors import signal_status
 from flock3d.cli.inputs import is_recording, output_path, rules_from, rules_line, scene_from
 from flock3d.cli.options import refuse_scene_options, run_arguments, run_length, scene_argument
+from flock3d.cli.words import counted
 from flock3d.errors import Flock3dError
 
 if TYPE_CHECKING:
@@ -72,7 +73,7 @@ def run_run(args: argparse.Namespace) -> int:
     # It measures as the metrics do: by the minimum image in a periodic box.
     period = metrics.periodic_box(flock.params)
     progress = False if args.no_progress else None  # None: only on a terminal
-    boids, stepped = _counted(len(flock), "boid"), _counted(steps, "step")
+    boids, stepped = counted(len(flock), "boid"), counted(steps, "step")
     print(f"{scene.name}: {boids}, {stepped} of {p.dt:g} s (seed {scene.seed})")
     if rules or forces:
         print(rules_line(rules, forces))
@@ -92,7 +93,7 @@ def run_run(args: argparse.Namespace) -> int:
         kept = (
             f"{out} kept as it was, without this run's frames"
             if writer.kept_previous
-            else f"the {_counted(n, 'frame')} before it {'are' if n != 1 else 'is'} in {out}"
+            else f"the {counted(n, 'frame')} before it {'are' if n != 1 else 'is'} in {out}"
         )
         raise Flock3dError(f"{error}; {kept}") from error
     except BaseException:
@@ -103,21 +104,16 @@ def run_run(args: argparse.Namespace) -> int:
     summary.cancel()
     summary.join()  # loaded, or else compiled here by the first call
     print(
-        f"ran {_counted(stats.steps, 'step')} ({flock.time:.2f} s simulated) in {stats.seconds:.2f} s: "
+        f"ran {counted(stats.steps, 'step')} ({flock.time:.2f} s simulated) in {stats.seconds:.2f} s: "
         f"{stats.steps_per_second:,.0f} steps/s"
     )
     print(f"final: {_measures(flock, period)}")
     if out is not None:
-        print(f"wrote {_counted(stats.frames, 'frame')} to {out} (one every {_counted(every, 'step')})")
+        print(f"wrote {counted(stats.frames, 'frame')} to {out} (one every {counted(every, 'step')})")
     if stats.interrupted:
         print(f"flock3d run: stopped by {stats.interrupted} after {stats.steps:,} steps", file=sys.stderr)
         return signal_status(stats.interrupted)
     return 0
-
-
-def _counted(n: int, noun: str) -> str:
-    """``n`` ``noun``s, in words: "1 boid", "2,000 boids"."""
-    return f"1 {noun}" if n == 1 else f"{n:,} {noun}s"
 
 
 def _measures(flock: Flock, period: np.ndarray | None) -> str:
@@ -175,8 +171,8 @@ def run_export(args: argparse.Namespace) -> int:
     p = scene.params
     steps, every = run_length(args, p.dt)
     flock = Flock.from_scene(scene, rules=rules, forces=forces, engine=args.engine)
-    boids, stepped = _counted(len(flock), "boid"), _counted(steps, "step")
-    print(f"{scene.name}: {boids}, {stepped} of {p.dt:g} s, a frame every {_counted(every, 'step')}")
+    boids, stepped = counted(len(flock), "boid"), counted(steps, "step")
+    print(f"{scene.name}: {boids}, {stepped} of {p.dt:g} s, a frame every {counted(every, 'step')}")
     with stop_on_signals() as stop:
         stats = export_flock(flock, out, steps, scene=scene, every=every, progress=progress, stop=stop)
     if stats.interrupted:
