@@ -126,18 +126,13 @@ def in_use(n, gi, level):
     return min(n, m)
 
 
-@cuda.jit
-def scan_blocks(values, out, sums, n, gi, level):
-    """Block b's part of an exclusive scan of ``values[:n]`` into ``out``: entries b * SPAN ..
-    (b + 1) * SPAN - 1, each the sum of the block's entries before it; the block's total into
-    ``sums[b]`` (its offset is added by :func:`add_offsets`). ``out`` is not ``values``. Only
-    the entries the grid uses (:func:`in_use`) are scanned; a block past them does nothing."""
-    n = in_use(n, gi, level)
-    if cuda.blockIdx.x * SPAN >= n:  # the whole block returns, before any barrier
-        return
-    partial = cuda.shared.array(TPB, int64)
+@cuda.jit(device=True)
+def _scan_span(values, out, n, first, carry, partial):
+    """The block's part of an exclusive scan: ``out[first + i]`` <- ``carry`` plus the entries of
+    ``values[first : first + SPAN]`` (those below ``n``) before it; returns the span's total.
+    Every thread of the block calls it (its barriers are the block's); ``partial``: TPB shared."""
     t = cuda.threadIdx.x
-    base = cuda.blockIdx.x * SPAN + t * ITEMS
+    base = first + t * ITEMS
     own = 0
     for a in range(ITEMS):
         if base + a < n:
@@ -151,13 +146,29 @@ def scan_blocks(values, out, sums, n, gi, level):
         partial[t] += x
         cuda.syncthreads()
         d *= 2
-    running = partial[t] - own
+    running = carry + partial[t] - own
     for a in range(ITEMS):
         if base + a < n:
             out[base + a] = running
             running += values[base + a]
-    if t == TPB - 1:
-        sums[cuda.blockIdx.x] = partial[t]
+    total = partial[TPB - 1]
+    cuda.syncthreads()  # every thread has read the total before the block writes partial again
+    return total
+
+
+@cuda.jit
+def scan_blocks(values, out, sums, n, gi, level):
+    """Block b's part of an exclusive scan of ``values[:n]`` into ``out``: entries b * SPAN ..
+    (b + 1) * SPAN - 1, each the sum of the block's entries before it; the block's total into
+    ``sums[b]`` (its offset is added by :func:`add_offsets`). ``out`` is not ``values``. Only
+    the entries the grid uses (:func:`in_use`) are scanned; a block past them does nothing."""
+    n = in_use(n, gi, level)
+    if cuda.blockIdx.x * SPAN >= n:  # the whole block returns, before any barrier
+        return
+    partial = cuda.shared.array(TPB, int64)
+    total = _scan_span(values, out, n, cuda.blockIdx.x * SPAN, 0, partial)
+    if cuda.threadIdx.x == 0:
+        sums[cuda.blockIdx.x] = total
 
 
 @cuda.jit
@@ -168,30 +179,9 @@ def scan_totals(values, out, n, gi, level):
     one launch scans them, where a block a span and the scan of their totals took two more."""
     n = in_use(n, gi, level)
     partial = cuda.shared.array(TPB, int64)
-    t = cuda.threadIdx.x
     carry = 0
     for first in range(0, n, SPAN):  # every thread runs each span: the barriers are the block's
-        base = first + t * ITEMS
-        own = 0
-        for a in range(ITEMS):
-            if base + a < n:
-                own += values[base + a]
-        partial[t] = own
-        cuda.syncthreads()
-        d = 1
-        while d < TPB:  # Hillis and Steele, as scan_blocks
-            x = partial[t - d] if t >= d else 0
-            cuda.syncthreads()
-            partial[t] += x
-            cuda.syncthreads()
-            d *= 2
-        running = carry + partial[t] - own
-        for a in range(ITEMS):
-            if base + a < n:
-                out[base + a] = running
-                running += values[base + a]
-        carry += partial[TPB - 1]
-        cuda.syncthreads()  # every thread has read the span's total before the next span writes
+        carry += _scan_span(values, out, n, first, carry, partial)
 
 
 @cuda.jit
