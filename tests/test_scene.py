@@ -138,6 +138,15 @@ def test_empty_and_binary_files(tmp_path):
             load_scene(path)
 
 
+def test_a_scene_file_beginning_with_a_byte_order_mark_reads_as_without(tmp_path):
+    # Notepad's UTF-8 files begin with EF BB BF: "TOML syntax error at line 1, column 1".
+    text = 'name = "marked"\n[flock]\ncount = 20\n'
+    (tmp_path / "bom.toml").write_bytes(b"\xef\xbb\xbf" + text.encode())
+    (tmp_path / "plain.toml").write_text(text)
+    marked, plain = load_scene(tmp_path / "bom.toml"), load_scene(tmp_path / "plain.toml")
+    assert marked.name == "marked" and marked.params == plain.params
+
+
 def test_one_override_may_be_given_as_a_string_alone():
     # A string was taken as its characters: "--set 'f': expected key=value", once a letter.
     one = resolve_scene("default", overrides="flock.count=20")

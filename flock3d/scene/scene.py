@@ -239,7 +239,7 @@ def parse_scene(
     """Validate scene TOML text (see :func:`load_scene`); ``source`` names it in messages."""
     if isinstance(text, bytes):
         try:
-            text = text.decode("utf-8")
+            text = text.decode("utf-8-sig")  # a byte-order mark (Notepad writes one) read as none
         except UnicodeDecodeError as error:
             raise SceneError(
                 [f"{source}: not a text file (invalid UTF-8 at byte {error.start}); expected a TOML scene"]
