@@ -280,7 +280,15 @@ def _resumable_rows(out: Path, columns: list[str], tasks: list[Task], settings: 
         raise SweepError(
             f"{out}: holds results of another sweep (it also sweeps {extra[0]}); choose another --out"
         )
+    import pandas as pd
+
     rows = old.to_dict("records")
+    for k, row in enumerate(rows):  # a row cut short reads as empty cells, not as other settings
+        if any(pd.isna(row[name]) for name in (*settings, "repeat", "seed", "seconds")):
+            raise SweepError(
+                f"{out}: row {k + 1:,} of its results is incomplete (was the file cut short?); "
+                "choose another --out, or remove that row to resume"
+            )
     what = {"steps": "--steps", "discard": "--discard", "params_hash": "scene parameters (or --rules file)"}
     for name, value in settings.items():
         found = {row[name] for row in rows} - {value}

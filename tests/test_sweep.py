@@ -167,6 +167,11 @@ def test_resuming_needs_the_same_sweep(tmp_path, scheduler):
     with pytest.raises(SweepError, match=r"holds results of another sweep \(no column perception.fov\)"):
         run(axes=[parse_axis("perception.fov=200")])
     assert len(pd.read_csv(out)) == 2  # nothing lost
+    whole = out.read_bytes()
+    out.write_bytes(whole[: whole.rindex(b",", 0, len(whole) - 1)])  # its last row cut short
+    with pytest.raises(SweepError, match=r"row 2 of its results is incomplete \(was the file cut short\?\)"):
+        run()  # was: "holds runs made with other --steps (nan, not 60)"
+    assert out.read_bytes() == whole[: whole.rindex(b",", 0, len(whole) - 1)]
 
 
 def test_a_swept_model_brings_its_own_defaults(tmp_path, scheduler):
