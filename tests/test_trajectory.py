@@ -1,5 +1,6 @@
 """The H5MD trajectory format: layout, round trip, bounded memory."""
 
+import re
 import subprocess
 import sys
 
@@ -218,3 +219,30 @@ def test_the_predators_group_of_a_file_read_as_another_programs_is_its_particles
         assert predators.frame(-1).positions.shape == (2, 3)
     with Trajectory(path, group="flock") as boids:
         assert (boids.n_boids, boids.n_predators) == (10, 0)
+
+
+def test_a_missing_recording_names_the_frames_a_killed_run_left_beside_it(tmp_path):
+    # A run killed outright (kill -9) leaves its frames in .NAME.XXXXXXXX.tmp.h5, which the
+    # reader then called "no such file" without a word of them.
+    import shutil
+
+    from flock3d.io.trajectory import RecordingError
+
+    scene = Scene(Params(count=10), seed=3)
+    flock = Flock.from_scene(scene, engine="reference")
+    with TrajectoryWriter(tmp_path / "done.h5", len(flock), scene, every=1) as writer:
+        writer.append(flock.state)
+    left = tmp_path / ".k9.h5.0efb7f28.tmp.h5"  # as AtomicFile names k9.h5's temporary file
+    shutil.copy(tmp_path / "done.h5", left)
+    (tmp_path / ".other.h5.0efb7f28.tmp.h5").touch()  # another file's: not named
+    message = (
+        f"{tmp_path / 'k9.h5'}: no such file; .k9.h5.0efb7f28.tmp.h5 beside it holds the frames of a run "
+        "stopped before it could put them there (rename it to k9.h5 to read them)"
+    )
+    with pytest.raises(RecordingError, match=f"^{re.escape(message)}$"):
+        Trajectory(tmp_path / "k9.h5")
+    with pytest.raises(RecordingError, match="no such file$"):
+        Trajectory(tmp_path / "other-name.h5")
+    left.rename(tmp_path / "k9.h5")
+    with Trajectory(tmp_path / "k9.h5") as recovered:
+        assert recovered.n_frames == 1

@@ -24,11 +24,32 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
-__all__ = ["AtomicFile", "atomic_write"]
+__all__ = ["AtomicFile", "atomic_write", "left_behind"]
 
 #: Longest part of the target's name kept in the temporary file's, in UTF-8 bytes (the file
 #: system's limit, 255, counts bytes): a name near the limit must leave room for the marks.
 _NAME_KEPT = 180
+
+
+def _temporary_parts(target: Path) -> tuple[str, str]:
+    """What a temporary file of ``target`` is named before and after its 8 hex digits:
+    ``.NAME.`` and ``.tmp.SUFFIX``."""
+    name = os.fsencode(target.name)[:_NAME_KEPT].decode(errors="ignore")  # whole characters
+    return f".{name}.", f".tmp{target.suffix[:16]}"
+
+
+def left_behind(path: str | Path) -> list[Path]:
+    """The temporary files of ``path`` that writers killed outright left beside it, newest first."""
+    target = Path(path)
+    head, tail = _temporary_parts(target)
+    found = []
+    with contextlib.suppress(OSError), os.scandir(target.parent) as entries:
+        for entry in entries:
+            token = entry.name[len(head) : len(entry.name) - len(tail)]
+            if entry.name.startswith(head) and entry.name.endswith(tail) and len(token) == 8:
+                with contextlib.suppress(OSError):
+                    found.append((entry.stat().st_mtime, Path(entry.path)))
+    return [p for _, p in sorted(found, reverse=True)]
 
 
 class AtomicFile:
@@ -67,9 +88,8 @@ class AtomicFile:
             return
         if status is not None and not os.access(self._target, os.W_OK):  # read-only: not ours to replace
             raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(self.path))
-        name = os.fsencode(self._target.name)[:_NAME_KEPT].decode(errors="ignore")  # whole characters
-        suffix = self._target.suffix[:16]
-        self.temp = self._target.with_name(f".{name}.{secrets.token_hex(4)}.tmp{suffix}")
+        head, tail = _temporary_parts(self._target)
+        self.temp = self._target.with_name(f"{head}{secrets.token_hex(4)}{tail}")
         try:  # created here, exclusively: the name is this writer's, with the umask's permissions
             os.close(os.open(self.temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
         except OSError as error:

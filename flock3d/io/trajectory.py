@@ -49,7 +49,8 @@ or its user stopped it: a file already at ``path`` is never truncated or left ha
 A run that failed (a step raised, as a user rule's error does) puts its frames at ``path``
 only where nothing was: a file that was there is kept, as after a full disk (below).
 Only a writer that is never closed (its process killed outright) leaves the
-temporary file, ``.NAME.XXXXXXXX.tmp.h5``, a valid recording of the frames written.
+temporary file, ``.NAME.XXXXXXXX.tmp.h5``, a valid recording of the frames written; opening
+``NAME`` then names it.
 
 A disk that fills up must not cost the frames already written: HDF5 cannot undo
 a flush that fails half way, so the space for each block is reserved
@@ -69,6 +70,7 @@ from pathlib import Path
 
 import numpy as np
 
+from flock3d.core.atomic import left_behind
 from flock3d.core.fields import is_whole_number
 from flock3d.core.state import FlockState
 from flock3d.io.h5md import BLOCK_BYTES, ELEMENTS, PREDATORS, DiskFullError, RecordingError, block_frames
@@ -113,6 +115,12 @@ class Trajectory:
         try:
             mode = self.path.stat().st_mode
         except FileNotFoundError:
+            left = left_behind(self.path)
+            if left:  # a run killed outright (SIGKILL, a power cut) leaves its frames there
+                raise RecordingError(
+                    f"{self.path}: no such file; {left[0].name} beside it holds the frames of a run "
+                    f"stopped before it could put them there (rename it to {self.path.name} to read them)"
+                ) from None
             raise RecordingError(f"{self.path}: no such file") from None
         except OSError as error:
             raise RecordingError(f"{self.path}: cannot read ({error.strerror or error})") from None
