@@ -262,6 +262,21 @@ def test_outputs_are_checked_before_any_work(tmp_path):
     assert list(folder.iterdir()) == []
 
 
+def test_a_read_only_output_file_is_refused_before_any_work(tmp_path):
+    # It was refused only when written: after the whole metrics table, or a run's compile.
+    recording = small_recording(tmp_path / "rec.h5")
+    table, frames = tmp_path / "m.csv", tmp_path / "kept.h5"
+    table.write_text("kept")
+    frames.write_bytes(recording.read_bytes())
+    for kept, args in ((table, ("metrics", recording, "--csv", table)),
+                       (frames, ("run", "default", "--steps", "1", "--out", frames))):  # fmt: skip
+        with read_only(kept):  # the file alone: its folder takes new files
+            out = flock3d(*args, cwd=tmp_path)
+        assert_one_line_failure(out, f"{kept}: is read-only; it is kept as it is (give another name")
+        assert "polarization" not in out.stdout and "compiling" not in out.stderr, out.stdout
+    assert table.read_text() == "kept" and frames.read_bytes() == recording.read_bytes()
+
+
 def test_a_set_value_is_one_toml_value():
     out = flock3d("run", "default", "--steps", "1", "--set", "perception.fov=120\n[arena]\nradius=1e308")
     assert_one_line_failure(

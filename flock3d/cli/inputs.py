@@ -107,7 +107,8 @@ def outputs(args: argparse.Namespace, **suffixes: str) -> dict[str, Path | None]
 
 def output_path(path: str, suffixes: tuple[str, ...], what: str) -> Path:
     """Check an output path before any work is done: a name, the right suffix, a folder that
-    exists and takes new files."""
+    exists and takes new files, and no file there that is read-only (which the writer would
+    refuse to replace, after the work: :class:`~flock3d.core.atomic.AtomicFile`)."""
     if not path.strip():
         raise Flock3dError(f"{what} needs a file name")
     out = Path(path)
@@ -118,6 +119,10 @@ def output_path(path: str, suffixes: tuple[str, ...], what: str) -> Path:
     writable_folder(out.parent, path)
     if out.is_dir():
         raise Flock3dError(f"{path}: is a directory")
+    if out.exists() and not os.access(out, os.W_OK):
+        raise Flock3dError(
+            f"{path}: is read-only; it is kept as it is (give another name, or make it writable)"
+        )
     return out
 
 
