@@ -264,7 +264,7 @@ def test_a_frame_that_cannot_be_drawn_is_refused_as_render_refuses_it(tmp_path, 
     for suffix in (".usdc", ".glb"):
         status, err = run("export", bad, "--out", tmp_path / f"x{suffix}", capsys=capsys)
         assert status == 2 and err.count("\n") == 1, err
-        assert "frame 4 (t = 0.4 s) cannot be drawn" in err and "NaN" in err
+        assert "recorded frame 5 of " in err and "(t = 0.4 s) cannot be drawn" in err and "NaN" in err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.h5"]  # no file, no temporary left
 
 

@@ -255,7 +255,7 @@ def test_a_frame_that_cannot_be_drawn_is_refused(tmp_path):
             if k == 2:
                 positions[3] = np.nan
             writer.append(FlockState(positions, velocities, orientations, k * DT, k))
-    with Trajectory(path) as tr, pytest.raises(ExportError, match="frame 2 "):
+    with Trajectory(path) as tr, pytest.raises(ExportError, match="recorded frame 3 of 3 "):
         html.write(tr, tmp_path / "blown.html", None)
 
 

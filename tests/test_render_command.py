@@ -153,7 +153,10 @@ def test_frames_that_cannot_be_drawn_are_one_line_before_anything_is_drawn(
     traj = altered_copy(good, tmp_path / "bad.h5", spoil)
     out = tmp_path / f"bad{suffix}"
     result = flock3d("render", traj, "--out", out, *SMALL, *(("--frames", "5") if suffix == ".png" else ()))
-    assert_clean_failure(result, f"{traj}: frame 4 (t = 0.4 s) cannot be drawn: it holds {problem}")
+    # counted from 1, as --frames 5 asks for the frame it names
+    assert_clean_failure(
+        result, f"{traj}: recorded frame 5 of 7 (t = 0.4 s) cannot be drawn: it holds {problem}"
+    )
     assert len(result.stderr.strip().splitlines()) == 1, result.stderr  # no RuntimeWarning either
     assert not out.exists()
     if suffix == ".mp4":  # the frames before it still render

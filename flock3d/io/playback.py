@@ -260,7 +260,10 @@ def check_recording(trajectory: Trajectory, indices: np.ndarray, source: str) ->
     position = 0
     for i, state in enumerate(trajectory.frames(stop=int(wanted[-1]) + 1)):
         if i == wanted[position]:
-            check_drawable(state, f"{source}: frame {i:,} (t = {state.time:g} s)")
+            # counted from 1, as --frames and the render's own line count
+            check_drawable(
+                state, f"{source}: recorded frame {i + 1:,} of {trajectory.n_frames:,} (t = {state.time:g} s)"
+            )
             position += 1
 
 

@@ -229,13 +229,14 @@ def checked_frames(recording: Trajectory, progress: Progress | None = None) -> I
     velocities, unit quaternions); ``progress`` is called with the count done after each frame.
 
     Raises:
-        ExportError: a frame that cannot be drawn, named by its index and time.
+        ExportError: a frame that cannot be drawn, named by its number (from 1) and time.
     """
     if recording.n_frames == 0:
         raise ExportError(f"{recording.path}: the trajectory has no frames")
     for k, state in enumerate(recording.frames()):
         try:
-            check_drawable(state, f"{recording.path}: frame {k:,} (t = {state.time:g} s)")
+            which = f"recorded frame {k + 1:,} of {recording.n_frames:,}"  # counted from 1, as render's
+            check_drawable(state, f"{recording.path}: {which} (t = {state.time:g} s)")
         except PlaybackError as error:
             raise ExportError(str(error)) from None
         yield state

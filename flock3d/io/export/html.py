@@ -48,8 +48,7 @@ from pathlib import Path
 
 import numpy as np
 
-from flock3d.io.export.common import ExportError
-from flock3d.io.playback import PlaybackError, check_drawable
+from flock3d.io.export.common import ExportError, checked_frames
 from flock3d.io.trajectory import Trajectory
 from flock3d.look.boids import PREDATOR_SCALE
 from flock3d.look.camera import (
@@ -379,7 +378,7 @@ def write(recording: Trajectory, path: Path, progress: Callable[[int], None] | N
     placed = Frames([objects[k] for k in moving]) if moving else None
     with open(path, "w", encoding="utf-8", newline="\n") as out:
         out.write(head)
-        states = recording.frames()
+        states = checked_frames(recording)  # each refused as flock3d render refuses a frame
         for first in range(0, total, block):
             count = min(block, total - first)
             boxes = np.empty((count, 6), "<f4")
@@ -389,7 +388,7 @@ def write(recording: Trajectory, path: Path, progress: Callable[[int], None] | N
             for i in range(count):
                 state = next(states)
                 k = first + i
-                _pack(recording, state, k, boxes[i], turns[i], spots[i])
+                _pack(recording, state, boxes[i], turns[i], spots[i])
                 if placed is not None:
                     origins, rotations = placed.at(float(times[k]))
                     frames_of[i] = np.concatenate([rotations.reshape(-1, 9), origins], axis=1)
@@ -404,20 +403,14 @@ def write(recording: Trajectory, path: Path, progress: Callable[[int], None] | N
         out.write(f"<script>{_script_safe(player)}</script>\n</body>\n</html>\n")
 
 
-def _pack(
-    recording: Trajectory, state, k: int, box: np.ndarray, turns: np.ndarray, spots: np.ndarray
-) -> None:
-    """Pack frame ``k`` (``state``) into its box, orientations and positions (see the module's
-    notes), or refuse a frame that cannot be drawn."""
+def _pack(recording: Trajectory, state, box: np.ndarray, turns: np.ndarray, spots: np.ndarray) -> None:
+    """Pack a frame (``state``, checked: :func:`~flock3d.io.export.common.checked_frames`) into
+    its box, orientations and positions (see the module's notes)."""
     if recording.n_predators:
         positions = np.vstack([state.positions, state.predator_positions])
         orientations = np.vstack([state.orientations, state.predator_orientations])
     else:
         positions, orientations = state.positions, state.orientations
-    try:  # as flock3d render checks a frame it draws
-        check_drawable(state, f"{recording.path}: frame {k:,} (t = {state.time:g} s)")
-    except PlaybackError as error:
-        raise ExportError(str(error)) from None
     if not len(positions):
         box[:] = 0.0
         return
