@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from helpers import process_env
 
 from flock3d.core.compiling import COMPILING
 
@@ -144,3 +145,20 @@ def test_the_step_cache_key_covers_every_core_module_with_compiled_code():
         if compiled and path not in covered:
             missing.append(str(path.relative_to(folder)))
     assert missing == []
+
+
+@pytest.mark.skipif(not hasattr(__import__("numba").config, "CACHE_LOCATOR_CLASSES"),
+                    reason="this numba takes no NUMBA_CACHE_LOCATOR_CLASSES")  # fmt: skip
+def test_where_numba_finds_nowhere_to_cache_it_caches_in_the_temporary_folder(tmp_path):
+    # An installed package and a home that take no files (a container's user of another uid):
+    # numba ended `import flock3d` in "cannot cache function 'cell_index': no locator available".
+    # Its locators are narrowed to the one a user gives (NUMBA_CACHE_DIR), left unset, to be so.
+    env = {k: v for k, v in process_env().items() if k != "NUMBA_CACHE_DIR"}
+    env.update(NUMBA_CACHE_LOCATOR_CLASSES="UserProvidedCacheLocator", TMPDIR=str(tmp_path))
+    code = "import os, flock3d; flock3d.metrics.nearest_neighbour_distances([[0, 0, 0], [1, 0, 0]]); " \
+           "print(os.environ['NUMBA_CACHE_DIR'])"  # fmt: skip
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    folder = Path(out.stdout.strip())
+    assert folder.parent.parent == tmp_path and folder.name == "numba"
+    assert any(folder.rglob("*.nbi")), "nothing cached there"

@@ -16,7 +16,10 @@ valid entry put in its place) is dropped like an unreadable one, never loaded. T
 catches accidents (bit rot, a copy gone wrong), not someone who recomputes it.
 
 A cache that cannot be written (a read-only or full disk, a folder where a file should be)
-costs the next run its compile, never this one.
+costs the next run its compile, never this one. Where numba finds nowhere to cache at all (an
+installed package and a home that take no files, as for a container's user of another uid),
+numba's cache is a folder of the temporary directory, as flock3d's own step cache then is
+(:func:`flock3d.core.step.cache.cache_dir`), where numba would end every import in a traceback.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ import logging
 import os
 import pickle
 import shutil
+import tempfile
 
 __all__ = ["guard", "report_damage"]
 
@@ -141,9 +145,35 @@ def _drop(cache, error: BaseException) -> None:
             pass
 
 
+def _somewhere() -> None:
+    """Where numba finds no folder to cache a function of this package in (it raises
+    "cannot cache function ...: no locator available"), a folder of the temporary directory
+    (``NUMBA_CACHE_DIR`` too, for the processes this one starts)."""
+    import numba
+    from numba.core import config
+
+    if config.CACHE_DIR:
+        return
+    if not getattr(config, "CACHE_LOCATOR_CLASSES", None) and os.access(os.path.dirname(__file__), os.W_OK):
+        return  # numba's own locators cache beside the source, in a folder that takes files
+    try:
+        numba.njit(cache=True)(_probe)  # numba looks for a folder when it is told to cache
+    except RuntimeError:
+        user = os.getuid() if hasattr(os, "getuid") else "user"
+        folder = os.path.join(tempfile.gettempdir(), f"flock3d-{user}", "numba")
+        os.environ["NUMBA_CACHE_DIR"] = config.CACHE_DIR = folder
+
+
+def _probe() -> None:
+    """A function of this package for numba to find a cache folder for (never compiled)."""
+
+
 def guard() -> None:
-    """Make numba drop damaged cache entries of flock3d's functions instead of failing (idempotent)."""
+    """Make numba drop damaged cache entries of flock3d's functions instead of failing, and give
+    it a folder where it has none (idempotent)."""
     from numba.core import caching
+
+    _somewhere()
 
     cls = caching.Cache
     if getattr(cls, "_flock3d_guarded", False):
