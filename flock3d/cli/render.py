@@ -126,7 +126,8 @@ def add_render(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
         "--frames",
         type=frame_count,
         help=f"frames to render, at most {MAX_RENDER_FRAMES:,} (default: 300 from a scene, the whole "
-        "recording from a trajectory); a PNG shows frame N alone (default: the first frame of a scene, "
+        "recording from a trajectory); a PNG shows the video's frame N alone, the flock at "
+        "t = start + (N - 1) / fps, not the recording's Nth frame (default: the first frame of a scene, "
         "the last of a trajectory, or its frame at --start)",
     )
     p.add_argument(
