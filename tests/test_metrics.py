@@ -329,20 +329,27 @@ def test_neighbours_outside_their_range_are_a_value_error(value):
         metrics.anisotropy_table([Frame(p, p, 0)], neighbours=value)
 
 
-@pytest.mark.parametrize("value", [0, -1.0, math.nan, math.inf, "2"])
-def test_an_r_max_given_is_a_finite_distance(value):
+@pytest.mark.parametrize(
+    ("value", "words"),
+    [(0, "must be > 0"), (-1.0, "must be > 0"), (math.nan, "must be a number > 0"),
+     (math.inf, "must be finite and > 0"), ("2", "must be a number > 0")],
+)  # fmt: skip
+def test_an_r_max_given_is_a_finite_distance(value, words):
     # 0 and NaN measured an all-NaN correlation, as if the flock could not be measured.
     p = np.random.default_rng(0).normal(size=(20, 3))
-    message = f"r_max must be None or a finite number > 0 (got {value!r})"
+    message = f"r_max {words} (got {value!r})"
     with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
         metrics.velocity_correlation(p, p, r_max=value)
 
 
-@pytest.mark.parametrize("value", [-1.0, math.nan, "2"])
-def test_a_link_distance_is_a_number_of_zero_or_more(value):
+@pytest.mark.parametrize(
+    ("value", "words"),
+    [(-1.0, "must be >= 0"), (math.nan, "must be a number >= 0"), ("2", "must be a number >= 0")],
+)
+def test_a_link_distance_is_a_number_of_zero_or_more(value, words):
     # NaN linked every boid into one group (and gave the whole flock's polarization).
     p = np.random.default_rng(0).normal(size=(20, 3))
-    message = f"distance must be a number >= 0 (got {value!r})"
+    message = f"distance {words} (got {value!r})"
     with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
         metrics.groups(p, value)
     with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):

@@ -11,11 +11,9 @@ import numba
 import numpy as np
 
 from flock3d.core import neighbors
-from flock3d.core.fields import is_real_number
-from flock3d.core.params import short_repr
 from flock3d.metrics.periodic import nearest_image, period_of
 from flock3d.metrics.shape import flock_size
-from flock3d.metrics.values import measurable, pair3, unit_rows, whole_number
+from flock3d.metrics.values import measurable, number, pair3, unit_rows, whole_number
 
 #: Most distance bins of :func:`velocity_correlation` (its sums take 2.5 kB a bin).
 MAX_BINS = 10_000
@@ -184,8 +182,8 @@ def velocity_correlation(
     """
     bins = whole_number("bins", bins, 1, MAX_BINS)
     max_pairs = whole_number("max_pairs", max_pairs, 1)
-    if r_max is not None and not (is_real_number(r_max) and 0.0 < r_max < math.inf):
-        raise ValueError(f"r_max must be None or a finite number > 0 (got {short_repr(r_max)})")
+    if r_max is not None:
+        number("r_max", r_max, 0.0, low_open=True, allow_inf=False)
     p, v = pair3(positions, velocities)
     n = len(p)
     box = period_of(period)
