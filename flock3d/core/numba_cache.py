@@ -32,7 +32,7 @@ import pickle
 import shutil
 import tempfile
 
-__all__ = ["guard", "report_damage"]
+__all__ = ["guard", "report_damage", "temporary_cache"]
 
 _log = logging.getLogger("flock3d")
 _dropped: list[str] = []  # the index files of the entries dropped in this process
@@ -159,9 +159,14 @@ def _somewhere() -> None:
     try:
         numba.njit(cache=True)(_probe)  # numba looks for a folder when it is told to cache
     except RuntimeError:
-        user = os.getuid() if hasattr(os, "getuid") else "user"
-        folder = os.path.join(tempfile.gettempdir(), f"flock3d-{user}", "numba")
-        os.environ["NUMBA_CACHE_DIR"] = config.CACHE_DIR = folder
+        os.environ["NUMBA_CACHE_DIR"] = config.CACHE_DIR = temporary_cache("numba")
+
+
+def temporary_cache(name: str) -> str:
+    """Cache folder ``name`` of this user's in the temporary directory (``flock3d-UID/NAME``): where
+    a cache goes when its own place takes no files."""
+    user = os.getuid() if hasattr(os, "getuid") else "user"
+    return os.path.join(tempfile.gettempdir(), f"flock3d-{user}", name)
 
 
 def _probe() -> None:

@@ -33,7 +33,7 @@ import numba
 import numpy as np
 
 from flock3d.core.atomic import atomic_write
-from flock3d.core.numba_cache import report_damage
+from flock3d.core.numba_cache import report_damage, temporary_cache
 
 __all__ = ["fingerprint", "cache_dir", "core_fingerprint", "load_module"]
 
@@ -127,9 +127,7 @@ def cache_dir() -> Path:
             return folder
     except OSError:
         pass
-    folder = (
-        Path(tempfile.gettempdir()) / f"flock3d-{os.getuid() if hasattr(os, 'getuid') else 'user'}" / "steps"
-    )
+    folder = Path(temporary_cache("steps"))
     folder.mkdir(parents=True, exist_ok=True)
     return folder
 
