@@ -42,6 +42,7 @@ __all__ = [
     "simulated_frames",
     "own_rate",
     "check_drawable",
+    "recorded_frame",
     "check_recording",
     "check_scene",
     "MAX_DRAWN",
@@ -260,11 +261,14 @@ def check_recording(trajectory: Trajectory, indices: np.ndarray, source: str) ->
     position = 0
     for i, state in enumerate(trajectory.frames(stop=int(wanted[-1]) + 1)):
         if i == wanted[position]:
-            # counted from 1, as --frames and the render's own line count
-            check_drawable(
-                state, f"{source}: recorded frame {i + 1:,} of {trajectory.n_frames:,} (t = {state.time:g} s)"
-            )
+            check_drawable(state, f"{source}: {recorded_frame(i, trajectory.n_frames, state.time)}")
             position += 1
+
+
+def recorded_frame(k: int, n: int, time: float) -> str:
+    """Recorded frame ``k`` (from 0) of ``n`` in words, counted from 1 as ``--frames`` and
+    render's own line count: "recorded frame 5 of 7 (t = 0.4 s)"."""
+    return f"recorded frame {k + 1:,} of {n:,} (t = {time:g} s)"
 
 
 def check_drawable(state: FlockState, what: str) -> None:

@@ -23,7 +23,7 @@ from pyquaternion import Quaternion
 from flock3d.core.params import Params
 from flock3d.core.state import FlockState
 from flock3d.errors import Flock3dError
-from flock3d.io.playback import PlaybackError, check_drawable, own_rate
+from flock3d.io.playback import PlaybackError, check_drawable, own_rate, recorded_frame
 from flock3d.io.trajectory import Trajectory
 from flock3d.look.boids import PREDATOR_SCALE, mesh
 from flock3d.look.camera import BOX_SHAPES, CAMERA_FOV, frame_distance, view_direction, world_extent
@@ -235,8 +235,7 @@ def checked_frames(recording: Trajectory, progress: Progress | None = None) -> I
         raise ExportError(f"{recording.path}: the trajectory has no frames")
     for k, state in enumerate(recording.frames()):
         try:
-            which = f"recorded frame {k + 1:,} of {recording.n_frames:,}"  # counted from 1, as render's
-            check_drawable(state, f"{recording.path}: {which} (t = {state.time:g} s)")
+            check_drawable(state, f"{recording.path}: {recorded_frame(k, recording.n_frames, state.time)}")
         except PlaybackError as error:
             raise ExportError(str(error)) from None
         yield state
