@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 import os
 import time
 from collections.abc import Mapping, Sequence
@@ -12,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from flock3d.core import assemble, compiling
-from flock3d.core.fields import checked_count, is_real_number
+from flock3d.core.fields import checked_count, checked_number
 from flock3d.core.kernel import Workspace
 from flock3d.core.params import Params
 from flock3d.core.space import settled_positions, up_axis
@@ -307,9 +306,9 @@ class Flock(FlockViews):
         if steps is not None and seconds is not None:
             raise ValueError(f"give seconds or steps, not both (got seconds={seconds!r}, steps={steps!r})")
         if steps is None:
-            seconds = 10.0 if seconds is None else seconds
-            if not is_real_number(seconds) or not 0.0 < seconds < math.inf:
-                raise ValueError(f"seconds must be a number > 0 (got {seconds!r})")
+            seconds = checked_number(
+                10.0 if seconds is None else seconds, "seconds", 0.0, low_open=True, allow_inf=False
+            )
             try:
                 steps = steps_for(seconds, self._params.dt)
             except ValueError as error:

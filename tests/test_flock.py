@@ -222,7 +222,7 @@ def test_step_run_export_and_a_writer_take_whole_counts_and_refuse_the_rest(tmp_
     for kwargs, words in [
         (dict(steps=1.5), "steps must be a whole number"),
         (dict(seconds=1.0, every=0), "every must be >= 1"),
-        (dict(seconds=-1.0), "seconds must be a number > 0"),
+        (dict(seconds=-1.0), "seconds must be > 0"),
         (dict(steps=-3), "steps must be from 0"),
         (dict(seconds=1.0, steps=10), "give seconds or steps, not both"),
     ]:

@@ -20,6 +20,8 @@ from typing import Any, Literal, NamedTuple
 
 __all__ = [
     "is_whole_number",
+    "checked_count",
+    "checked_number",
     "Kind",
     "Part",
     "Spec",
@@ -141,6 +143,18 @@ def checked_count(value: object, name: str, least: int = 0, most: int | None = N
         bound = f">= {least:,}" if most is None else f"from {least:,} to {most:,}"
         raise ValueError(f"{name} must be {bound} (got {value:,})")
     return int(value)
+
+
+def checked_number(
+    value: object, name: str, low: float, low_open: bool = False, allow_inf: bool = True
+) -> float:
+    """``value`` as the float ``name``: ValueError unless a number above ``low`` (or equal to it,
+    unless ``low_open``), infinite only with ``allow_inf``, in the parameters' own words
+    (:func:`number_problem`)."""
+    problem = number_problem(value, low, math.inf, low_open, True, allow_inf)
+    if problem:
+        raise ValueError(f"{name} {problem}")
+    return float(value)
 
 
 def is_real_number(value: object) -> bool:

@@ -11,9 +11,10 @@ import numba
 import numpy as np
 
 from flock3d.core import neighbors
+from flock3d.core.fields import checked_number
 from flock3d.metrics.periodic import nearest_image, period_of
 from flock3d.metrics.shape import flock_size
-from flock3d.metrics.values import measurable, number, pair3, unit_rows, whole_number
+from flock3d.metrics.values import measurable, pair3, unit_rows, whole_number
 
 #: Most distance bins of :func:`velocity_correlation` (its sums take 2.5 kB a bin).
 MAX_BINS = 10_000
@@ -183,7 +184,7 @@ def velocity_correlation(
     bins = whole_number("bins", bins, 1, MAX_BINS)
     max_pairs = whole_number("max_pairs", max_pairs, 1)
     if r_max is not None:
-        number("r_max", r_max, 0.0, low_open=True, allow_inf=False)
+        checked_number(r_max, "r_max", 0.0, low_open=True, allow_inf=False)
     p, v = pair3(positions, velocities)
     n = len(p)
     box = period_of(period)

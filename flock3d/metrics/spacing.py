@@ -8,8 +8,9 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from flock3d.core import neighbors
+from flock3d.core.fields import checked_number
 from flock3d.metrics.periodic import minimum_image, nearest_k, period_of, with_images
-from flock3d.metrics.values import array3, number, pair3, unit_rows, whole_number
+from flock3d.metrics.values import array3, pair3, unit_rows, whole_number
 
 #: Pairs the per-frame table visits exactly; beyond it the mean pair distance is
 #: estimated from that many seeded random pairs (see :func:`mean_pair_distance`).
@@ -143,7 +144,7 @@ def groups(positions: np.ndarray, distance: float, period=None) -> tuple[int, np
     Raises:
         ValueError: ``distance`` is NaN or negative, or ``positions`` no (N, 3) array.
     """
-    distance = number("distance", distance, 0.0)
+    distance = checked_number(distance, "distance", 0.0)
     p = array3(positions)
     if len(p) == 0:
         return 0, np.zeros(0, dtype=np.int64)

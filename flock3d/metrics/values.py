@@ -3,11 +3,9 @@ unit directions, and means over frames that leave undefined frames out."""
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
-from flock3d.core.fields import is_whole_number, number_problem
+from flock3d.core.fields import is_whole_number
 from flock3d.core.params import short_repr
 
 #: The largest size of a coordinate or velocity component that is measured. Measurements
@@ -51,16 +49,6 @@ def pair3(positions, velocities) -> tuple[np.ndarray, np.ndarray]:
     if len(p) != len(v):
         raise ValueError(f"positions and velocities must hold as many boids, got {len(p):,} and {len(v):,}")
     return p, v
-
-
-def number(name: str, value, low: float, low_open: bool = False, allow_inf: bool = True) -> float:
-    """``value`` as a float; ValueError naming ``name`` unless a number above ``low`` (or equal
-    to it, unless ``low_open``), infinite only with ``allow_inf``: the parameters' own check
-    (:func:`~flock3d.core.fields.number_problem`) and words."""
-    problem = number_problem(value, low, math.inf, low_open, True, allow_inf)
-    if problem:
-        raise ValueError(f"{name} {problem}")
-    return float(value)
 
 
 def unit_rows(vectors: np.ndarray, name: str = "velocities") -> np.ndarray:
