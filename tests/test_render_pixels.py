@@ -339,3 +339,22 @@ def test_the_one_camera_convention_is_the_turntables(rendered):
     viewer's turntable camera stands: the target and a point towards the eye share a pixel."""
     pixels = rendered("camera_direction")["pixels"]
     np.testing.assert_allclose(pixels[:, 0], pixels[:, 1], atol=0.01)
+
+
+def test_a_following_camera_keeps_a_spreading_flock_framed_at_the_zoom_chosen():
+    """The follow camera of the window, the notebook and renders (FollowDistance): it backs off as
+    the flock spreads, closes in as it gathers, and keeps a wheel's zoom while doing so."""
+    from flock3d.look.camera import FollowDistance, frame_distance
+
+    follow = FollowDistance()
+    d = follow.next(10.0)
+    assert d == frame_distance(10.0)  # the first frame frames the flock at once
+    d = follow.next(40.0, d)
+    assert frame_distance(10.0) < d < frame_distance(40.0)  # then eased, no jump
+    for _ in range(80):  # the Couzin swarm spreading: within a few dozen frames it is framed whole
+        d = follow.next(40.0, d)
+    assert d == pytest.approx(frame_distance(40.0), rel=1e-4)
+    d = follow.next(40.0, d / 2.0)  # a wheel turn halves the distance: a zoom of 2 ...
+    for _ in range(80):
+        d = follow.next(20.0, d)  # ... kept as the flock gathers
+    assert d == pytest.approx(0.5 * frame_distance(20.0), rel=1e-4)

@@ -15,6 +15,8 @@ from flock3d.core.params import Params
 __all__ = [
     "BOX_SHAPES",
     "CAMERA_FOV",
+    "FOLLOW_EASE",
+    "FollowDistance",
     "arena_bounds",
     "flock_extent",
     "frame_distance",
@@ -78,3 +80,34 @@ def flock_extent(points: np.ndarray, boid_size: float) -> tuple[np.ndarray, floa
     centre = points.mean(axis=0)
     spread = float(np.percentile(np.linalg.norm(points - centre, axis=1), 90))
     return centre, max(spread, 4.0 * boid_size) if math.isfinite(spread) else 4.0 * boid_size
+
+
+#: The share of the way a following camera's distance moves, each frame, towards the distance
+#: that frames the flock: smooth, yet the flock's spread is caught within a few frames.
+FOLLOW_EASE = 0.15
+
+
+class FollowDistance:
+    """The distance of a camera that follows the flock, frame after frame: eased towards the
+    distance that frames it (:func:`frame_distance` of its radius, :func:`flock_extent`), so that
+    a flock that spreads stays in view and one that gathers stays large, times the zoom the viewer
+    chose. A distance changed by someone else since the last frame (a mouse wheel) is that zoom:
+    it is kept, and the framing follows the flock from there.
+    """
+
+    def __init__(self) -> None:
+        self._last: float | None = None
+        self.zoom = 1.0
+
+    def next(self, radius: float, current: float | None = None) -> float:
+        """The camera's distance this frame, for a flock of ``radius``; ``current``: the camera's
+        distance now (None, or the last one given: nobody zoomed)."""
+        wanted = frame_distance(radius)
+        last = self._last
+        if last is not None and current is not None and math.isfinite(current) and current > 0.0:
+            if current != last:
+                self.zoom *= current / last
+            last = current
+        target = self.zoom * wanted
+        self._last = target if last is None else last + FOLLOW_EASE * (target - last)
+        return self._last

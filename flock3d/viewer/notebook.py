@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from flock3d.errors import Flock3dError
+from flock3d.look.camera import flock_extent
 from flock3d.scene import Scene, resolve_scene
 
 __all__ = ["NotebookViewer", "show"]
@@ -146,7 +147,7 @@ class NotebookViewer:
         snap = self._snapshot = self.session.snapshot()
         self.visuals.update(snap.state, acceleration=snap.acceleration)
         if self.camera_kind == "follow" and len(snap.state):
-            self.view.camera.center = tuple(snap.state.positions.mean(axis=0))
+            self.visuals.follow(*flock_extent(snap.state.positions, self.visuals.boid_size))
 
     def frame(self) -> np.ndarray:
         """Draw now and return the widget's frame, (H, W, 3) uint8, as the notebook shows it."""

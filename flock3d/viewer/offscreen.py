@@ -104,9 +104,8 @@ class OffscreenRenderer:
         use_offscreen()
         from flock3d.look.colors import BACKGROUND
         from flock3d.viewer.canvas import Canvas
-        from flock3d.viewer.renderer import FlockVisuals, frame_distance
+        from flock3d.viewer.renderer import FlockVisuals
 
-        self._frame_distance = frame_distance
         self.supersample = s = max(1, int(supersample))
         self.size = tuple(size)
         try:
@@ -122,7 +121,6 @@ class OffscreenRenderer:
         self.fps = fps
         self.frames_rendered = 0
         self._start_azimuth = self.camera.azimuth
-        self._follow_distance: float | None = None
         self._axis: np.ndarray | None = None
 
     def render(self, state: FlockState, acceleration: np.ndarray | None = None) -> np.ndarray:
@@ -135,13 +133,7 @@ class OffscreenRenderer:
         elif self.mode == "axis" and len(state):
             self._look_down_the_axis(state)
         elif self.mode == "follow" and len(state):
-            centre, radius = flock_extent(state.positions, self.visuals.boid_size)
-            wanted = self._frame_distance(radius)
-            # Ease towards the wanted distance so that the camera does not jump.
-            d = self._follow_distance
-            self._follow_distance = wanted if d is None else d + 0.15 * (wanted - d)
-            self.camera.center = tuple(centre)
-            self.camera.distance = self._follow_distance
+            self.visuals.follow(*flock_extent(state.positions, self.visuals.boid_size))
         self.frames_rendered += 1
         return downsample(self.canvas.render(alpha=False), self.supersample)
 

@@ -42,6 +42,7 @@ from flock3d.look.boids import PREDATOR_SCALE
 from flock3d.look.camera import (
     BOX_SHAPES,
     CAMERA_FOV,
+    FollowDistance,
     arena_bounds,
     flock_extent,
     frame_distance,
@@ -180,6 +181,7 @@ class FlockVisuals:
         self.last: FrameData | None = None
         self.camera_frame: CameraFrame | None = None
         self._state: FlockState | None = None
+        self._follow = FollowDistance()
 
         # Made in the order they draw in, within an order of their own (vispy keeps that order).
         self.sky = Sky(SKY_TOP, SKY_BOTTOM, parent=view.scene)
@@ -298,6 +300,7 @@ class FlockVisuals:
         the flock itself. ``target`` (centre, radius) frames that sphere instead."""
         if kind == "follow" and target is None and positions is not None and len(positions):
             target = flock_extent(positions, self.boid_size)
+        self._follow = FollowDistance()
         replaced = self.view.camera
         if replaced is None or not renew(replaced, kind):
             self.view.camera = new_camera(kind)
@@ -305,6 +308,13 @@ class FlockVisuals:
                 replaced.parent = None  # a view keeps each camera it was given among its scene's nodes
         self.frame(positions, target)
         return self.view.camera
+
+    def follow(self, centre: np.ndarray, radius: float) -> None:
+        """One frame of the follow camera: centred on ``centre``, its distance eased towards the one
+        framing ``radius`` at the zoom the viewer chose (:class:`~flock3d.look.camera.FollowDistance`)."""
+        camera = self.view.camera
+        camera.center = tuple(centre)
+        camera.distance = self._follow.next(radius, camera.distance)
 
     def frame(
         self, positions: np.ndarray | None = None, target: tuple[np.ndarray, float] | None = None
