@@ -295,6 +295,9 @@ def test_the_template_lists_every_key_with_its_default():
                 for k in KEYS if k.target != "scene"}  # fmt: skip
     unset = {name for name, value in defaults.items() if value is None}
     assert commented == unset | set(STRUCTURED)
+    # Words name values as a scene writes them: a choice's in lower case, a model's key by its value.
+    assert "# heading (the limit steers the motion) or mesh" in listed["flock.turn_limit"]
+    assert '# model = "couzin" only: radius of the zone of repulsion' in listed["zones.repulsion"]
 
 
 def test_the_shipped_scenes_are_found_when_the_source_checkout_shadows_the_installed_package(monkeypatch):

@@ -136,7 +136,8 @@ SKIES = ("day", "dusk", "night")
 def _key_of(field: dataclasses.Field) -> Key:
     """The scene key of a Params field, from its declaration (:class:`~flock3d.core.fields.Spec`)."""
     spec = spec_of(field)
-    words = spec.doc[0].upper() + spec.doc[1:]
+    # A choice's words begin with one of its values, which a scene writes in lower case.
+    words = spec.doc if spec.kind == "choice" else spec.doc[0].upper() + spec.doc[1:]
     if spec.unit:
         words += f", {spec.unit}"
     if spec.allowed_text() and spec.kind != "choice":  # a choice's words name its values
@@ -144,7 +145,9 @@ def _key_of(field: dataclasses.Field) -> Key:
     if spec.unset:
         words += f"; unset: {spec.unset}"
     if spec.model:
-        words = f"{spec.model.title()} model: {words[0].lower()}{words[1:]}"
+        names = [f'"{name}"' for name in spec.model.split(", ")]
+        which = names[0] if len(names) == 1 else f"{', '.join(names[:-1])} or {names[-1]}"
+        words = f"model = {which} only: {words[0].lower()}{words[1:]}"
     parts = spec.parts
     if field.name == "species":  # a species' look (a view hint) is written in its table too
         parts += (Part("color", "color"), Part("mesh", "choice", choices=MESHES))
