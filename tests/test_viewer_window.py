@@ -813,9 +813,32 @@ def test_the_world_is_edited_with_the_mouse_and_saved(qt_app, tmp_path):
         def where(point):
             return on_screen(v.canvas.native, *where_on_canvas(v, point))
 
-        # A click on the box's top selects it: the World tab says so. A click picks what is drawn
-        # nearest, so it is made with the flock held still, where no boid is drawn near.
+        assert not v.scenes.unsaved()  # a scene just opened has nothing to lose
+        # A click on the ground selects it, yet a drag from it orbits the camera, as a drag
+        # anywhere else: the ground moves only by the World tab's fields. A click picks what is
+        # drawn nearest, so it is made with the flock held still, where no boid is drawn near.
         v.set_paused(True)
+        pump(qt_app, 0.2)
+        drawn = screen_positions(v.view.scene.node_transform(v.canvas.scene), v.snapshot.state.positions)
+        w, h = v.canvas.size
+
+        def clear(p):  # on the canvas, away from its edges and from every boid drawn
+            x, y = where_on_canvas(v, p)
+            inside = 0.1 * w < x < 0.9 * w and 0.1 * h < y < 0.9 * h
+            return inside and pick(drawn, (x, y), PICK_RADIUS_PX + 4.0) is None
+
+        spot = next(p for x in (12.0, 16.0, 8.0, 20.0) for z in (10.0, -10.0, 14.0, -14.0)
+                    if clear(p := np.array([x, -15.0, z])))  # fmt: skip
+        xdotool("mousemove", *where(spot))
+        pump(qt_app, 0.1)
+        xdotool("click", 1)
+        pump(qt_app, 0.3)
+        assert v.editing.editor.selection == Selection("object", 0)
+        azimuth = v.view.camera.azimuth
+        drag(qt_app, where(spot), where(spot + [0.0, 0.0, 10.0]))
+        assert v.session.params.objects[0].position == (0, -15, 0) and v.view.camera.azimuth != azimuth
+        assert not v.scenes.unsaved()
+        # A click on the box's top selects it: the World tab says so.
         pump(qt_app, 0.2)
         drawn = screen_positions(v.view.scene.node_transform(v.canvas.scene), v.snapshot.state.positions)
         tops = [np.array([x, -7.0, z]) for x in (0.0, -2.0, 2.0) for z in (0.0, -2.0, 2.0)]
@@ -869,10 +892,20 @@ def test_the_world_is_edited_with_the_mouse_and_saved(qt_app, tmp_path):
         xdotool("key", "ctrl+z")
         pump(qt_app, 0.2)
         assert len(v.session.params.objects) == 3
+        # Edits are not lost unasked: the title marks them, and opening another scene or quitting
+        # asks first (here the user cancels: the scene and its edits stay).
+        assert v.scenes.unsaved() and v.window.isWindowModified()
+        v.scenes.ask = lambda doing: "cancel"
+        v.browser.list.itemActivated.emit(v.browser.list.item(v.browser.names().index("torus")))
+        pump(qt_app, 0.3)
+        v.window.close()  # as ctrl+q and the window's close button do
+        pump(qt_app, 0.2)
+        assert v.session.scene.name == "workbench" and not v.closed and v.window.isVisible()
         # Saved, the world loads back the same; boids flew all along.
         assert v.session.snapshot().step_count > 0
         saved = v.save_scene(tmp_path / "edited.toml")
         assert load_scene(saved).params == v.session.params != params
+        assert not v.scenes.unsaved()
         # Every shipped scene is in the browser; opening one from it switches the window.
         assert v.browser.names() == shipped_scenes()
         item = v.browser.list.item(v.browser.names().index("torus"))
@@ -882,6 +915,29 @@ def test_the_world_is_edited_with_the_mouse_and_saved(qt_app, tmp_path):
     finally:
         v.close()
         pump(qt_app, 0.2)
+
+
+def test_unsaved_changes_ask_before_they_are_left(qt_app, viewer):
+    from PySide6 import QtCore, QtWidgets
+
+    def answering(button):  # the message box's button pressed once it shows
+        def press():
+            box = QtWidgets.QApplication.activeModalWidget()
+            box.button(getattr(QtWidgets.QMessageBox.StandardButton, button)).click()
+
+        QtCore.QTimer.singleShot(300, press)
+
+    pump(qt_app, 0.5)
+    assert not viewer.scenes.unsaved() and not viewer.window.isWindowModified()
+    assert viewer.editing.add("box")
+    pump(qt_app, 0.5)
+    assert viewer.scenes.unsaved() and viewer.window.isWindowModified()
+    viewer.dialogs = True  # the fixture's window has none: the real question, answered
+    answering("Cancel")
+    assert not viewer.scenes.may_leave("quitting")
+    answering("Discard")
+    assert viewer.scenes.may_leave("quitting")
+    viewer.dialogs = False
 
 
 @pytest.mark.slow

@@ -455,6 +455,9 @@ class ViewerWindow:
     def _close_event(self, event) -> None:
         from PySide6 import QtWidgets
 
+        if not self.closed and not self.scenes.may_leave("quitting"):
+            event.ignore()  # the user kept the scene and its changes
+            return
         self.closed = True
         self.timer.stop()
         self.session.stop()

@@ -54,8 +54,8 @@ class Bindings:
         p.antialias_toggled.connect(w.set_antialias)
         p.quietly(p.antialias, lambda: p.antialias.setChecked(w.canvas.fxaa))
         p.antialias.setVisible(w.samples == 0)  # a multisampled window needs none
-        w.browser.scene_chosen.connect(w.open_scene)
         b, scenes = p.buttons, w.scenes
+        w.browser.scene_chosen.connect(scenes.open_chosen)
         b["pause"].toggled.connect(w.set_paused)
         b["step"].clicked.connect(w.single_step)
         b["reset"].clicked.connect(w.reset)

@@ -200,7 +200,9 @@ class EditController:
         # Boids cannot be dragged, and one flying across the pixel must not turn the drag of
         # what is selected into an orbit of the camera: look through them.
         thing, point, _ = self.under(event.pos, boids=False)
-        if thing == selection:  # pressed on what is selected: drag it, not the camera
+        # Pressed on what is selected: drag it, not the camera. Not the ground, where the eye
+        # rests and a drag means to orbit: a ground moves by the World tab's fields.
+        if thing == selection and not self._is_ground(selection):
             self.editor.begin_drag(selection, point)
             self.w.view.camera.interactive = False
 

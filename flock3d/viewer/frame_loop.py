@@ -108,6 +108,7 @@ class FrameLoop:
             QtWidgets.QApplication.focusWidget()
         ):
             w.editing.show_selected()  # a predator or a moving object moves on: its fields follow
+        w.window.setWindowModified(w.scenes.unsaved())  # the title's * says what quitting would lose
         rates = self.meter.measure(now, snap, s.time_scale)
         w.hud.set_status(
             status_text(

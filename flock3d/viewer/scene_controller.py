@@ -1,7 +1,9 @@
 """What opening, saving and exporting a scene does in a :class:`~flock3d.viewer.app.ViewerWindow`:
 a scene opened (from a file, the Scenes tab or at the start) is applied to the drawing, the
 panel and the camera; the scene as it is now is saved, or run in a process of its own and exported.
-Each says in the status bar how it went; a bad file keeps the current scene."""
+Each says in the status bar how it went; a bad file keeps the current scene. A scene whose world
+or parameters changed since it was opened or saved is not left (for another scene, or by quitting)
+before the user says whether to save the changes (:meth:`SceneController.may_leave`)."""
 
 from __future__ import annotations
 
@@ -33,6 +35,7 @@ class SceneController:
     def __init__(self, window) -> None:
         self.w = window
         self._exports: list = []  # the export processes running, kept alive while they run
+        self._kept = None  # the parameters as last opened or saved: the baseline of unsaved()
 
     def apply(self, scene: Scene, world: WorldArrays | None = None) -> None:
         """Show ``scene`` (the session runs it already): its view hints on the drawing and the
@@ -72,7 +75,47 @@ class SceneController:
         p.quietly(p.camera, lambda: p.camera.setCurrentText(w.camera_kind))
         w.snapshot = w.session.snapshot()
         w.set_camera(w.camera_kind)  # re-frames the camera for the new arena
-        w.window.setWindowTitle(f"flock3d — {scene.name}")
+        w.window.setWindowTitle(f"flock3d — {scene.name}[*]")  # Qt shows [*] as * while modified
+        self._kept = w.session.params
+        w.window.setWindowModified(False)
+
+    def unsaved(self) -> bool:
+        """Whether the parameters or the world changed since the scene was opened or saved."""
+        return self.w.session.params != self._kept
+
+    def may_leave(self, doing: str) -> bool:
+        """Whether the scene may be left for ``doing`` (``"opening torus"``, ``"quitting"``): at
+        once when nothing is unsaved, else as the user answers :meth:`ask`: saved first (a save
+        dialog cancelled or failed keeps the scene), discarded, or kept."""
+        if not self.unsaved():
+            return True
+        answer = self.ask(doing)
+        if answer == "save":
+            self.save_dialog()
+            return not self.unsaved()
+        return answer == "discard"
+
+    def ask(self, doing: str) -> str:
+        """``"save"``, ``"discard"`` or ``"cancel"``: the user's answer to unsaved changes before
+        ``doing``. A window without dialogs (tests, measurements) discards them, as it did before."""
+        if not self.w.dialogs:
+            return "discard"
+        from PySide6.QtWidgets import QMessageBox
+
+        button = QMessageBox.StandardButton
+        box = QMessageBox(
+            QMessageBox.Icon.Warning, "Unsaved changes",
+            f"The scene has changes that are not saved. Save them before {doing}?",
+            button.Save | button.Discard | button.Cancel, self.w.window,
+        )  # fmt: skip
+        box.setDefaultButton(button.Save)
+        answer = button(box.exec())
+        return "save" if answer == button.Save else "discard" if answer == button.Discard else "cancel"
+
+    def open_chosen(self, path: str | Path) -> bool:
+        """Open the scene the user chose (in the Scenes tab), once the changes to this one are
+        saved or discarded (:meth:`may_leave`)."""
+        return self.may_leave(f"opening {path}") and self.open_scene(path)
 
     def open_scene(self, path: str | Path) -> bool:
         """Switch to the scene in ``path`` (or a shipped scene's name); on a bad file, say why
@@ -148,6 +191,8 @@ class SceneController:
         except OSError as error:  # a full disk, no permission: the scene file there is kept as it was
             w.warn("Scene not saved", f"{path}: {error.strerror or error}")
             return Path(path)
+        self._kept = w.session.params
+        w.window.setWindowModified(False)
         w.status.showMessage(f"saved {saved}", 5000)
         return saved
 
@@ -160,6 +205,8 @@ class SceneController:
     def open_dialog(self) -> None:
         from PySide6 import QtWidgets
 
+        if not self.may_leave("opening another scene"):
+            return
         path, _ = QtWidgets.QFileDialog.getOpenFileName(
             self.w.window, "Open scene", str(self.w.output_dir), "Scenes (*.toml)"
         )
