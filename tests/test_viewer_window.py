@@ -647,6 +647,20 @@ def test_the_follow_camera_keeps_a_spreading_swarm_in_the_picture(qt_app, viewer
         assert inside.mean() >= 0.95, inside.mean()
 
 
+def test_the_arcball_camera_starts_where_the_orbit_camera_looks_from(qt_app, viewer):
+    # Unturned, vispy's arcball looked up from below the world (+z up): in the cave, at the
+    # underside of its shell, which no cutaway opens from there.
+    frames = {}
+    for kind in ("orbit", "arcball"):
+        viewer.set_camera(kind)
+        pump(qt_app, 0.3)
+        frames[kind] = viewer.visuals.camera_frame
+    orbit, arcball = frames["orbit"], frames["arcball"]
+    np.testing.assert_allclose(arcball.into, orbit.into, atol=1e-6)
+    np.testing.assert_allclose(arcball.up, orbit.up, atol=1e-6)
+    np.testing.assert_allclose(arcball.eye, orbit.eye, atol=1e-6 * np.linalg.norm(orbit.eye))
+
+
 def test_every_camera_frames_a_periodic_box_whole(qt_app, viewer, tmp_path):
     import itertools
 

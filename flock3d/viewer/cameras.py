@@ -80,7 +80,27 @@ def aim(camera, target: np.ndarray, distance: float, azimuth: float, elevation: 
     else:
         camera.center = tuple(target)
         camera.distance = distance
+        if isinstance(camera, scene.cameras.ArcballCamera):
+            _turn_arcball(camera, -view_direction(azimuth, elevation, planar))
     camera.view_changed()
+
+
+def _turn_arcball(camera, into: np.ndarray) -> None:
+    """Turn an ArcballCamera to look along ``into`` (unit), the world's +y up, as the turntables
+    look from the same angles. Unturned, vispy's arcball looks along +y with +z up (from below,
+    for a world whose up is +y), and it turns by its quaternion's axis with y and z swapped."""
+    from pyquaternion import Quaternion as Rotation
+    from vispy.util.quaternion import Quaternion
+
+    up = np.array([0.0, 1.0, 0.0]) - into[1] * into
+    if np.linalg.norm(up) < 1e-9:  # looking straight down or up: any level direction is up
+        up = np.array([0.0, 0.0, -1.0])
+    up /= np.linalg.norm(up)
+    # Rows: where the camera's right (+x), forward (+y) and up (+z) go; vispy maps p to p @ turn.
+    turn = np.array([np.cross(into, up), into, up])
+    rotation = Rotation(matrix=turn.T)
+    x, y, z = rotation.axis if rotation.angle != 0.0 else (0.0, 0.0, 1.0)
+    camera._quaternion = Quaternion.create_from_axis_angle(rotation.angle, x, z, y)
 
 
 def camera_frame(view) -> CameraFrame | None:
