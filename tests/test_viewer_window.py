@@ -661,6 +661,34 @@ def test_the_arcball_camera_starts_where_the_orbit_camera_looks_from(qt_app, vie
     np.testing.assert_allclose(arcball.eye, orbit.eye, atol=1e-6 * np.linalg.norm(orbit.eye))
 
 
+def test_a_saved_scene_keeps_the_camera_where_the_user_left_it(qt_app, viewer, tmp_path):
+    from flock3d.scene import load_scene
+
+    hints = viewer.session.scene.view
+    untouched = load_scene(viewer.save_scene(tmp_path / "untouched.toml")).view
+    assert untouched.camera_azimuth == hints.camera_azimuth
+    assert untouched.camera_distance == hints.camera_distance
+    viewer.panel.camera.setCurrentText("arcball")
+    pump(qt_app, 0.2)
+    untouched = load_scene(viewer.save_scene(tmp_path / "arcball.toml")).view
+    assert untouched.camera == "arcball" and untouched.camera_distance == hints.camera_distance
+    viewer.panel.camera.setCurrentText("orbit")
+    camera = viewer.view.camera
+    camera.azimuth, camera.elevation, camera.distance = 75.0, 12.0, 40.0  # as a drag and the wheel leave it
+    pump(qt_app, 0.2)
+    saved = load_scene(viewer.save_scene(tmp_path / "turned.toml")).view
+    assert (saved.camera, saved.camera_azimuth, saved.camera_elevation, saved.camera_distance) == (
+        "orbit",
+        75.0,
+        12.0,
+        40.0,
+    )
+    assert viewer.open_scene(tmp_path / "turned.toml")
+    pump(qt_app, 0.2)
+    camera = viewer.view.camera
+    assert (camera.azimuth, camera.elevation, camera.distance) == (75.0, 12.0, 40.0)
+
+
 def test_every_camera_frames_a_periodic_box_whole(qt_app, viewer, tmp_path):
     import itertools
 

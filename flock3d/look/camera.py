@@ -20,6 +20,7 @@ __all__ = [
     "arena_bounds",
     "flock_extent",
     "frame_distance",
+    "view_angles",
     "view_direction",
     "world_extent",
 ]
@@ -48,6 +49,15 @@ def view_direction(azimuth: float, elevation: float, planar: bool = False) -> np
         return np.array([0.0, 0.0, 1.0])
     az, el = math.radians(azimuth), math.radians(elevation)
     return np.array([-math.cos(az) * math.cos(el), math.sin(el), math.sin(az) * math.cos(el)])
+
+
+def view_angles(direction: np.ndarray) -> tuple[float, float]:
+    """(azimuth, elevation), degrees: the inverse of :func:`view_direction` for a unit
+    ``direction`` from the target towards the camera; the elevation at most 89.9 degrees either
+    way, where the turntable's azimuth still means something."""
+    elevation = math.degrees(math.asin(min(1.0, max(-1.0, float(direction[1])))))
+    azimuth = math.degrees(math.atan2(float(direction[2]), -float(direction[0])))
+    return azimuth, min(89.9, max(-89.9, elevation))
 
 
 def world_extent(params: Params) -> tuple[np.ndarray, float]:

@@ -14,9 +14,9 @@ import numpy as np
 from vispy import scene
 
 from flock3d.core import quaternion
-from flock3d.look.camera import CAMERA_FOV, view_direction
+from flock3d.look.camera import CAMERA_FOV, view_angles, view_direction
 
-__all__ = ["CameraFrame", "FLY_KEYS", "aim", "camera_frame", "new_camera", "renew"]
+__all__ = ["CameraFrame", "FLY_KEYS", "aim", "camera_frame", "new_camera", "placement", "renew"]
 
 #: The fly camera's keys, chosen to leave the viewer's own shortcuts alone:
 #: arrows move forward, back and sideways, page up/down rise and sink,
@@ -132,6 +132,20 @@ def camera_frame(view) -> CameraFrame | None:
             t, _ = np.linalg.lstsq(a, corner - centre, rcond=None)[0]
             eye = centre + t * into
     return CameraFrame(into, up, right, eye)
+
+
+def placement(view, target: np.ndarray) -> tuple[float, float, float] | None:
+    """Where ``view``'s camera is, as a scene's view hints place one: (azimuth, elevation,
+    distance) about ``target`` (a turntable's own centre); None for a camera seen from no point."""
+    camera = view.camera
+    if isinstance(camera, scene.cameras.TurntableCamera) and camera.distance is not None:
+        return float(camera.azimuth), float(camera.elevation), float(camera.distance)
+    frame = camera_frame(view)
+    if frame is None or frame.eye is None:
+        return None
+    offset = frame.eye - target
+    distance = float(np.linalg.norm(offset))
+    return (*view_angles(offset / distance), distance) if distance > 0.0 else None
 
 
 def _aim_fly_camera(camera, eye: np.ndarray, target: np.ndarray, planar: bool) -> None:

@@ -14,7 +14,7 @@ import numpy as np
 
 from flock3d.core.state import FlockState
 from flock3d.errors import Flock3dError
-from flock3d.look.camera import flock_extent
+from flock3d.look.camera import flock_extent, view_angles
 from flock3d.scene import Scene
 
 __all__ = [
@@ -149,10 +149,7 @@ class OffscreenRenderer:
         eased = self._axis if self._axis is not None else axis
         eased = eased + AXIS_EASING * (axis - eased)
         self._axis = eased = eased / np.linalg.norm(eased)
-        # The inverse of look.camera.view_direction; 89.9 deg at most, where the turntable's
-        # azimuth still means something.
-        self.camera.elevation = float(np.degrees(np.arcsin(np.clip(eased[1], -1.0, 1.0))).clip(-89.9, 89.9))
-        self.camera.azimuth = float(np.degrees(np.arctan2(eased[2], -eased[0])))
+        self.camera.azimuth, self.camera.elevation = view_angles(eased)
 
     def project(self, points: np.ndarray) -> np.ndarray:
         """(K, 2) pixel positions in the rendered images of world ``points`` (K, 3)."""

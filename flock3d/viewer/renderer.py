@@ -61,7 +61,7 @@ from flock3d.look.outlines import arena_lines
 from flock3d.look.sky import sky_look
 from flock3d.scene.schema import COLOR_MODES, ViewHints
 from flock3d.viewer.bodies import Bodies
-from flock3d.viewer.cameras import CameraFrame, aim, camera_frame, new_camera, renew
+from flock3d.viewer.cameras import CameraFrame, aim, camera_frame, new_camera, placement, renew
 from flock3d.viewer.guides import ARENA_COLOR, Guides
 from flock3d.viewer.scenery import Scenery, WorldArrays, grid_spacing, sunlight
 from flock3d.viewer.sun import Sun
@@ -182,6 +182,7 @@ class FlockVisuals:
         self.camera_frame: CameraFrame | None = None
         self._state: FlockState | None = None
         self._follow = FollowDistance()
+        self._aimed = np.zeros(3), (math.nan, math.nan, math.nan)  # target and placement of frame()
 
         # Made in the order they draw in, within an order of their own (vispy keeps that order).
         self.sky = Sky(SKY_TOP, SKY_BOTTOM, parent=view.scene)
@@ -330,6 +331,14 @@ class FlockVisuals:
             distance = frame_distance(radius)
         planar = self.params.dimensions == 2
         aim(self.view.camera, target, distance, h.camera_azimuth, h.camera_elevation, planar)
+        angles = (90.0, 0.0) if planar else (h.camera_azimuth, h.camera_elevation)  # as aim() turns it
+        self._aimed = np.asarray(target, np.float64), (*angles, distance)
+
+    def placed_by_hand(self) -> tuple[float, float, float] | None:
+        """The camera's (azimuth, elevation, distance) (:func:`~flock3d.viewer.cameras.placement`)
+        where it was turned or zoomed since it was last aimed from the scene's hints, else None."""
+        now = placement(self.view, self._aimed[0])
+        return None if now is None or np.allclose(now, self._aimed[1], rtol=1e-6, atol=1e-6) else now
 
     def framed(self, positions: np.ndarray | None = None) -> tuple[np.ndarray, float]:
         """Centre and radius of what the camera should frame: the arena, or the flock in open space."""

@@ -172,11 +172,20 @@ class SceneController:
         return True
 
     def save_scene(self, path: str | Path) -> Path:
-        """Write the current parameters and seed as a scene file."""
+        """Write the current parameters and seed as a scene file, with the window's look: its
+        camera's kind, and its angles and distance where the user turned or zoomed it (a follow
+        camera's distance follows the flock: not kept)."""
         w = self.w
         visuals = w.visuals
+        camera = {"camera": w.camera_kind}
+        if (placed := visuals.placed_by_hand()) is not None:
+            azimuth, elevation, distance = placed
+            camera.update(camera_azimuth=round(azimuth, 3), camera_elevation=round(elevation, 3))
+            if w.camera_kind != "follow":
+                camera["camera_distance"] = round(distance, 4)
         view = dataclasses.replace(
             w.session.scene.view,
+            **camera,
             mesh=w.panel.mesh.currentText(),
             color_mode=visuals.color_mode,
             show_arena=bool(visuals.show_arena),
