@@ -532,6 +532,19 @@ def test_correlation_of_degenerate_flocks_is_nan():
     )
     assert np.all(np.isnan(same_speed.speed)) and math.isnan(same_speed.xi_speed)
     assert np.isfinite(same_speed.xi_orientation)
+    # A constant-speed model's speeds differ by rounding alone (1e-16 of them): no fluctuation
+    # either, where correlating the rounding drew a curve and a length out of noise.
+    rng = np.random.default_rng(1)
+    directions = rng.normal(size=(300, 3))
+    rounded = 4.0 * directions / np.linalg.norm(directions, axis=1, keepdims=True)
+    assert np.ptp(np.linalg.norm(rounded, axis=1)) > 0.0
+    constant = metrics.velocity_correlation(rng.normal(size=(300, 3)), rounded)
+    assert np.all(np.isnan(constant.speed)) and math.isnan(constant.xi_speed)
+    assert np.isfinite(constant.xi_velocity) and np.isfinite(constant.xi_orientation)
+    # A real spread, however small, still counts.
+    slower = rounded * (1.0 + 1e-9 * rng.random((300, 1)))
+    spread = metrics.velocity_correlation(rng.normal(size=(300, 3)), slower)
+    assert np.all(np.isfinite(spread.speed[spread.pairs > 0]))
 
 
 def test_flock_size_is_the_largest_pair_distance():

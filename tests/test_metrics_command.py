@@ -45,7 +45,7 @@ def test_metrics_with_correlation_and_anisotropy_tables(recording, tmp_path):
     out = flock3d("metrics", recording, "--csv", table, "--correlation", corr, "--anisotropy", aniso,
                   "--bins", "10", "--neighbours", "8", "--stride", "2")  # fmt: skip
     assert out.returncode == 0, out.stderr
-    assert "xi / L" in out.stdout and "n_c" in out.stdout
+    assert "xi / L" in out.stdout and "n_c" in out.stdout and "note:" not in out.stdout
     columns, curves, gammas = read_csv(table), read_csv(corr), read_csv(aniso)
     np.testing.assert_array_equal(columns["step"], np.arange(0, 241, 40))
     assert {"xi_velocity", "xi_orientation", "xi_speed", "n_c", "size", "thickness"} <= set(columns)
@@ -170,6 +170,19 @@ def test_metrics_of_a_periodic_recording_look_through_the_faces(tmp_path):
     assert columns["nn_mean"][-1] == pytest.approx(metrics.nearest_neighbour_stats(last.positions, box).mean)
     assert np.all(np.isnan(columns["size"])) and np.all(np.isnan(columns["length"]))
     assert np.all(np.isfinite(columns["xi_velocity"]))
+    # The table's nan says why: the box, not a damaged frame.
+    assert "note: size, thickness, width and length (and xi / L) are NaN in a periodic box" in out.stdout
+
+
+@pytest.mark.slow
+def test_a_constant_speed_flock_has_no_speed_correlation_and_says_so(tmp_path):
+    path = tmp_path / "swarm.h5"
+    assert flock3d("run", "couzin/swarm", "--steps", "20", "--every", "10", "--out", path).returncode == 0
+    out = flock3d("metrics", path, "--csv", tmp_path / "m.csv", "--correlation", tmp_path / "c.csv")
+    assert out.returncode == 0, out.stderr
+    columns = read_csv(tmp_path / "m.csv")
+    assert np.all(np.isnan(columns["xi_speed"])) and np.all(np.isfinite(columns["xi_velocity"]))
+    assert "note: xi_speed is NaN: the speeds do not fluctuate" in out.stdout
 
 
 def test_each_row_of_the_table_says_what_it_measures(recording):

@@ -95,6 +95,8 @@ def run_metrics(args: argparse.Namespace) -> int:
         v = columns[name]
         mean = metrics.finite_mean(v)
         print(f"{name:<20}{v[0]:>10.3f}{v[-1]:>10.3f}{mean:>10.3f}   {meanings.get(name, '')}")
+    for note in _nan_notes(scene.params, columns, extra):
+        print(f"note: {note}")
     if files["correlation"]:
         ratios = ", ".join(
             f"{k[3:]} {metrics.finite_mean(columns[k] / columns['size']):.3f}"
@@ -119,3 +121,19 @@ def run_metrics(args: argparse.Namespace) -> int:
         plot_metrics(columns, files["plot"], title=f"{scene.name} ({args.trajectory})")
         print(f"wrote {files['plot']}")
     return 0
+
+
+def _nan_notes(params, columns, extra) -> list[str]:
+    """Why whole columns are NaN where the flock, not a damaged frame, is why: a table of nan
+    says nothing of its reason."""
+    from flock3d.metrics import periodic_box
+
+    notes = []
+    if periodic_box(params) is not None and np.isnan(columns["size"]).all():
+        xi = " (and xi / L)" if any(k[:3] == "xi_" for k in extra) else ""
+        notes.append(f"size, thickness, width and length{xi} are NaN in a periodic box: a flock spread "
+                     "through it has no outline")  # fmt: skip
+    measured = not np.isnan(columns.get("xi_velocity", np.nan)).all()
+    if "xi_speed" in extra and np.isnan(columns["xi_speed"]).all() and measured:
+        notes.append("xi_speed is NaN: the speeds do not fluctuate (the model flies at one speed)")
+    return notes

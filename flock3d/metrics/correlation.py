@@ -18,6 +18,9 @@ from flock3d.metrics.values import measurable, pair3, unit_rows, whole_number
 
 #: Most distance bins of :func:`velocity_correlation` (its sums take 2.5 kB a bin).
 MAX_BINS = 10_000
+#: Fluctuations whose root mean square is at most this share of the speed are rounding alone:
+#: float64's own error is about 1e-16 of it, a flock's real fluctuations far above 1e-12.
+ROUNDING = 1e-12
 
 _CHUNKS = 64  # fixed work split: sums are the same whatever the thread count
 
@@ -174,7 +177,7 @@ def velocity_correlation(
     Returns:
         A :class:`Correlation`. With fewer than 2 boids, or values that cannot be measured
         (NaN, infinite or beyond :data:`MAX_MEASURED`), everything is NaN; a kind with
-        no fluctuation at all (c_0 = 0, e.g. the speed at constant speed) is NaN.
+        no fluctuation (c_0 at most rounding's, :data:`ROUNDING`: e.g. the speed at constant speed) is NaN.
 
     Raises:
         ValueError: ``bins`` or ``max_pairs`` is not a whole number in its range, ``r_max``
@@ -224,9 +227,13 @@ def velocity_correlation(
     with np.errstate(invalid="ignore", divide="ignore"):
         r = sums[:, 1] / count
         curves = []
-        for k, f in ((2, u), (3, o), (4, s)):
+        typical = float(np.sqrt(np.mean(speed * speed)))  # the size of a velocity, and of a speed
+        for k, f, scale in ((2, u, typical), (3, o, 1.0), (4, s, typical)):
             c0 = float(np.sum(f * f) / n)
-            curves.append(sums[:, k] / count / c0 if c0 > 0.0 else np.full(bins, np.nan))
+            # Fluctuations no larger than rounding (a constant-speed model's speeds, 1e-16 of
+            # them) are none: correlating them would draw a curve out of noise.
+            fluctuates = c0 > (ROUNDING * scale) ** 2
+            curves.append(sums[:, k] / count / c0 if fluctuates else np.full(bins, np.nan))
     xis = [correlation_length(r, c) for c in curves]
     return Correlation(r, count, *curves, *xis, size, float(r_max), centres)
 
