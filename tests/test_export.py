@@ -223,6 +223,22 @@ def test_gltf_moves_each_boid_node_through_its_recorded_frames(recording, tmp_pa
     assert "camera" in nodes and "object_3_box" in nodes
 
 
+def test_gltf_of_nothing_moving_has_no_animation(tmp_path):
+    """glTF's schema requires an animation to have a channel: a flock of no boids, in a world that
+    stands still, is written without one (it was written with an empty one)."""
+    import flock3d.io
+
+    scene = parse_scene('name = "empty"\n[flock]\ncount = 0\n', "empty.toml")
+    with TrajectoryWriter(tmp_path / "empty.h5", 0, scene, EVERY, 0) as writer:
+        for k in range(3):
+            writer.append(
+                FlockState(np.zeros((0, 3)), np.zeros((0, 3)), np.zeros((0, 4)), k * EVERY * DT, k * EVERY)
+            )
+    out = flock3d.io.export(tmp_path / "empty.h5", tmp_path / "empty.glb", progress=False)
+    gltf = gl.GLTF2.load(str(out))
+    assert gltf.animations == [] and [n.name for n in gltf.nodes] == ["flock3d", "camera"]
+
+
 def test_gltf_refuses_more_boids_than_its_limit_suggesting_usd(recording, tmp_path, capsys, monkeypatch):
     import flock3d.io.export.gltf
 

@@ -186,14 +186,17 @@ def write(recording: Trajectory, path: Path, progress: Progress | None) -> None:
         gltf.nodes[node].translation = moves[0, k].tolist()
         gltf.nodes[node].rotation = turns[0, k].tolist()
 
-    clock = (times - times[0]).astype(np.float32)
-    animation = gl.Animation(name="flight", samplers=[], channels=[], extras={"flock3d:start_time": times[0]})
-    time_accessor = blob.accessor(blob.view(clock), clock, gl.SCALAR, bounds=True)
-    _animate(blob, animation, boid_nodes, time_accessor, moves, turns)
-    if moving:
-        nodes = [object_nodes[objects.index(o)] for o in moving]
-        _animate(blob, animation, nodes, time_accessor, object_moves, object_turns)
-    if t > 1:
+    # glTF requires an animation to have a channel: none without frames to play or nodes moving
+    # (a flock of no boids in a world that stands still).
+    if t > 1 and (boid_nodes or moving):
+        clock = (times - times[0]).astype(np.float32)
+        start = {"flock3d:start_time": times[0]}
+        animation = gl.Animation(name="flight", samplers=[], channels=[], extras=start)
+        time_accessor = blob.accessor(blob.view(clock), clock, gl.SCALAR, bounds=True)
+        _animate(blob, animation, boid_nodes, time_accessor, moves, turns)
+        if moving:
+            nodes = [object_nodes[objects.index(o)] for o in moving]
+            _animate(blob, animation, nodes, time_accessor, object_moves, object_turns)
         gltf.animations.append(animation)
     gltf.set_binary_blob(blob.finish())
     if path.suffix.lower() == ".glb":
