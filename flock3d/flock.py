@@ -277,10 +277,11 @@ class Flock(FlockViews):
     ) -> Path:
         """Fly the flock on and write its flight to ``path`` for another program.
 
-        The formats: ``.usd``, ``.usda`` or ``.usdc`` (Blender, Houdini), ``.glb`` or ``.gltf``
-        (game engines, at most 5,000 boids), ``.html`` (:mod:`flock3d.io.export`; needs the
-        export extra). The flock moves on as :meth:`step` moves it; the frames go through a temporary
-        recording beside ``path``, removed afterwards.
+        The formats (:mod:`flock3d.io.export`): ``.usd``, ``.usda`` or ``.usdc`` (Blender,
+        Houdini) and ``.glb`` or ``.gltf`` (game engines, at most 5,000 boids), which need the
+        export extra, and ``.html`` (a web page), which needs none. The flock moves on as
+        :meth:`step` moves it; the frames go through a temporary recording beside ``path``,
+        removed afterwards.
 
         Args:
             path: the file to write; its suffix picks the format.

@@ -30,6 +30,15 @@ def test_the_command_runs_as_a_program_with_its_exit_status():
     assert bad.returncode == 2 and "Traceback" not in bad.stderr and len(bad.stderr.splitlines()) == 1
 
 
+def test_a_reader_that_goes_away_ends_the_command_quietly(tmp_path):
+    # `flock3d metrics x.h5 | head` ended with "flock3d metrics: Broken pipe" on stderr.
+    # `true` reads nothing and is gone long before flock3d writes (its import alone takes longer).
+    err = tmp_path / "err.txt"
+    command = f"'{sys.executable}' -m flock3d.cli scenes 2>'{err}' | true; echo ${{PIPESTATUS[0]}}"
+    status = subprocess.run(["bash", "-c", command], capture_output=True, text=True, timeout=120).stdout
+    assert status.strip() == "141" and err.read_text() == ""  # 128 + SIGPIPE, as a shell reports it
+
+
 def test_unknown_command_and_option_exit_2_without_traceback():
     for args in (["fly"], ["bench", "--stepz", "3"], ["bench", "--steps", "0"]):
         out = flock3d(*args)

@@ -83,6 +83,8 @@ def test_experiment_command_bad_input(tmp_path):
                          "is not a folder")  # fmt: skip
     assert_clean_failure(flock3d("experiment", "couzin-memory", "--out", tmp_path / "no" / "such"),
                          "does not exist")  # fmt: skip
+    with pytest.raises(KeyError, match="no experiment is named 'vicsek-nope'; choose one of .*couzin-memory"):
+        experiments.run_experiment("vicsek-nope")  # the API names the choices as the command does
 
 
 def test_an_experiment_registers_itself():

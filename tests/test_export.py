@@ -259,6 +259,7 @@ def test_gltf_refuses_more_boids_than_its_limit_suggesting_usd(recording, tmp_pa
 def test_bad_input_is_one_line_exit_2_and_no_file(recording, tmp_path, capsys, monkeypatch):
     cases = {
         "suffix": (["export", recording, "--out", tmp_path / "x.obj"], "cannot export to '.obj'"),
+        "a folder": (["export", recording, "--out", tmp_path], "a folder; name the file to write in it"),
         "folder": (["export", recording, "--out", tmp_path / "none" / "x.usdc"], "does not exist"),
         "options": (
             ["export", recording, "--out", tmp_path / "x.usdc", "--seconds", "3"],

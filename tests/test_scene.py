@@ -317,3 +317,9 @@ def test_the_shipped_scenes_are_found_when_the_source_checkout_shadows_the_insta
     monkeypatch.setattr(scene_module.resources, "files", without_package_data)
     assert load_scene("torus").params.count > 0
     assert "worlds/city" in shipped_scenes()
+
+
+def test_an_empty_scene_name_is_no_scene_not_the_working_folder():
+    for name in ("", "  "):  # Path("") is ".": it was refused as "a directory, not a scene file"
+        with pytest.raises(SceneError, match="no scene given: name a shipped scene"):
+            resolve_scene(name)

@@ -8,6 +8,7 @@ what went wrong``; Ctrl-C ends with status 130, as a shell reports SIGINT.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable
 
@@ -18,6 +19,9 @@ EXIT_BAD_INPUT = 2
 
 #: The exit status of a command stopped by Ctrl-C (128 + SIGINT).
 EXIT_INTERRUPTED = 130
+
+#: The exit status of a command whose reader went away (128 + SIGPIPE, as a shell reports it).
+EXIT_BROKEN_PIPE = 141
 
 
 class Parser(argparse.ArgumentParser):
@@ -31,7 +35,12 @@ def reported(command: str, run: Callable[[], int]) -> int:
     """``run()``'s exit status, or :data:`EXIT_BAD_INPUT` after one line naming ``command`` when
     it fails as expected (:class:`Flock3dError`, :class:`OSError`, :class:`MemoryError`)."""
     try:
-        return run()
+        status = run()
+        sys.stdout.flush()  # here, where a reader gone is caught, rather than at the interpreter's exit
+        return status
+    except BrokenPipeError:  # `flock3d metrics x.h5 | head`: nobody reads on, and nothing is wrong
+        _stdout_to_nowhere()
+        return EXIT_BROKEN_PIPE
     except Flock3dError as error:  # a line a problem (a scene's several), each naming the command
         for line in str(error).splitlines() or [""]:
             print(f"flock3d {command}: {line}", file=sys.stderr)
@@ -51,3 +60,12 @@ def reported(command: str, run: Callable[[], int]) -> int:
 def signal_status(signal_name: str) -> int:
     """The exit status of a run a signal stopped: 128 + the signal's number, as a shell reports it."""
     return EXIT_INTERRUPTED if signal_name == "SIGINT" else 143
+
+
+def _stdout_to_nowhere() -> None:
+    """Point standard output at the null device, so that the interpreter's last flush of what is
+    still buffered for a reader that went away does not fail again at exit."""
+    try:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):  # no file behind it (a test's capture)
+        pass

@@ -9,6 +9,7 @@ import numpy as np
 
 from flock3d.cli.inputs import outputs, recorded_scene
 from flock3d.cli.options import metrics_bound, positive_int
+from flock3d.cli.words import counted
 from flock3d.errors import Flock3dError
 
 
@@ -76,7 +77,7 @@ def run_metrics(args: argparse.Namespace) -> int:
         why = f" ({measured.warnings[0]})" if measured.warnings else ""
         raise Flock3dError(f"{args.trajectory}: no frame could be measured{why}")
     print(
-        f"{args.trajectory}: {traj.n_frames:,} frames of {traj.n_boids:,} boids, "
+        f"{args.trajectory}: {counted(traj.n_frames, 'frame')} of {counted(traj.n_boids, 'boid')}, "
         f"t = {columns['time'][0]:g} to {columns['time'][-1]:g} s (scene {scene.name!r})"
         + (f", every {args.stride} frames measured" if args.stride > 1 else "")
     )

@@ -21,7 +21,6 @@ from flock3d.cli.options import (
     check_engine,
     engine_argument,
     engine_of,
-    positive_float,
     positive_int,
     refuse_scene_options,
     rules_argument,
@@ -82,9 +81,12 @@ RENDER_FPS_RANGE = (1.0, 240.0)
 
 
 def video_fps(text: str) -> float:
-    value = positive_float(text)
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
     low, high = RENDER_FPS_RANGE
-    if not low <= value <= high:
+    if not low <= value <= high:  # one range in one sentence, 0 and nan alike
         raise argparse.ArgumentTypeError(f"must be from {low:g} to {high:g} frames per second, got {text}")
     return value
 
@@ -189,7 +191,7 @@ def run_render(args: argparse.Namespace) -> int:
             plan = playback(traj.times, args.fps, args.start, args.frames, still=is_png,
                             max_frames=MAX_RENDER_FRAMES)  # fmt: skip
             check_recording(traj, plan.indices, args.source)  # before any frame is drawn
-            frames = recorded_frames(traj, plan)
+            frames, recorded = recorded_frames(traj, plan), traj.n_frames
         else:
             rules, forces = rules_from(args)
             scene = scene_from(args, args.source, (rules, forces))
@@ -203,12 +205,14 @@ def run_render(args: argparse.Namespace) -> int:
             frames = simulated_frames(
                 Flock.from_scene(scene, rules=rules, forces=forces, engine=args.engine), plan
             )
-        return render_frames(args, out, is_png, scene, frames, plan)
+            recorded = None
+        return render_frames(args, out, is_png, scene, frames, plan, recorded)
 
 
-def render_frames(args, out: Path, is_png: bool, scene, frames, plan) -> int:
+def render_frames(args, out: Path, is_png: bool, scene, frames, plan, recorded: int | None = None) -> int:
     """Draw ``frames``, the (state, acceleration) pairs of ``plan``
-    (:class:`flock3d.io.playback.Playback`): a PNG or an MP4."""
+    (:class:`flock3d.io.playback.Playback`): a PNG or an MP4. ``recorded``: the frames of the
+    recording they are taken from (None: simulated)."""
     from flock3d.io.video import write_image, write_video
     from flock3d.viewer.offscreen import OffscreenRenderer
 
@@ -218,10 +222,11 @@ def render_frames(args, out: Path, is_png: bool, scene, frames, plan) -> int:
         if is_png:
             state, acceleration = next(iter(frames))
             write_image(out, renderer.render(state, acceleration))
-            print(
-                f"wrote {out} ({args.size[0]}x{args.size[1]}, frame {first + 1} of {scene.name!r}, "
-                f"t = {state.time:.2f} s)"
-            )
+            # Which recorded frame, not the video frame --frames counts: the recording's own numbers.
+            size = f"{args.size[0]}x{args.size[1]}"
+            k = int(plan.indices[0]) + 1
+            which = "" if recorded is None else f": recorded frame {k:,} of {recorded:,}"
+            print(f"wrote {out} ({size}, {scene.name!r} at t = {state.time:.2f} s{which})")
             return 0
         images = (renderer.render(state, acceleration) for state, acceleration in frames)
         count = write_video(out, images, fps, total=len(plan.indices),

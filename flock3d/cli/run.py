@@ -152,6 +152,7 @@ def add_export(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 
 def run_export(args: argparse.Namespace) -> int:
+    from flock3d.io import Trajectory
     from flock3d.io.export import check_size, export, export_flock, writer_for
 
     out = Path(args.out)
@@ -160,7 +161,9 @@ def run_export(args: argparse.Namespace) -> int:
     if is_recording(args.source):
         refuse_scene_options(args, ("steps", "seconds", "every", "seed", "rules", "engine", "set"))
         export(args.source, out, progress=progress)
-        print(f"wrote {out} ({out.stat().st_size / 1e6:.1f} MB)")
+        with Trajectory(args.source) as trajectory:
+            frames = trajectory.n_frames
+        print(f"wrote {out} ({out.stat().st_size / 1e6:.1f} MB, {counted(frames, 'frame')})")
         return 0
     from flock3d.flock import Flock
     from flock3d.runner import stop_on_signals
@@ -178,5 +181,5 @@ def run_export(args: argparse.Namespace) -> int:
     if stats.interrupted:
         print(f"flock3d export: stopped by {stats.interrupted}; nothing written", file=sys.stderr)
         return signal_status(stats.interrupted)
-    print(f"wrote {out} ({out.stat().st_size / 1e6:.1f} MB, {stats.frames:,} frames)")
+    print(f"wrote {out} ({out.stat().st_size / 1e6:.1f} MB, {counted(stats.frames, 'frame')})")
     return 0

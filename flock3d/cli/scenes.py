@@ -9,6 +9,7 @@ import sys
 from flock3d.cli.errors import EXIT_BAD_INPUT
 from flock3d.cli.inputs import check_rules, rule_names, rules_from, scene_from
 from flock3d.cli.options import engine_argument, engine_of, rules_argument, scene_argument, set_argument
+from flock3d.cli.words import counted
 from flock3d.errors import Flock3dError
 
 
@@ -77,7 +78,7 @@ def run_check(args: argparse.Namespace) -> int:
                 print(problem, file=sys.stderr)
             continue
         p = scene.params
-        print(f"{name}: ok ({scene.name!r}: {p.count:,} boids, {describe_arena(p)}, fov {p.fov:g})")
+        print(f"{name}: ok ({scene.name!r}: {counted(p.count, 'boid')}, {describe_arena(p)}, fov {p.fov:g})")
     return EXIT_BAD_INPUT if failed else 0
 
 

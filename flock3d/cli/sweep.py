@@ -17,6 +17,7 @@ from flock3d.cli.options import (
     seed,
     set_argument,
 )
+from flock3d.cli.words import counted
 from flock3d.errors import Flock3dError
 from flock3d.runner import MAX_STEPS
 
@@ -75,7 +76,8 @@ def run_sweep_command(args: argparse.Namespace) -> int:
     n_runs = sweep_size(axes, args.repeats)
     check_rules(rules, forces)
     check_engine(engine_of(args, scene), scene.params, rules, forces)
-    print(f"{scene.name}: {n_runs:,} runs of {args.steps:,} steps ({', '.join(a.key for a in axes)})")
+    swept = ", ".join(a.key for a in axes)
+    print(f"{scene.name}: {counted(n_runs, 'run')} of {counted(args.steps, 'step')} ({swept})")
     if rules or forces:
         print(rules_line(rules, forces))
     table, stats = run_sweep(

@@ -133,6 +133,8 @@ def run_experiment(
     Raises:
         KeyError: no experiment is named ``name``.
     """
+    if name not in EXPERIMENTS:
+        raise KeyError(f"no experiment is named {name!r}; choose one of {', '.join(EXPERIMENTS)}")
     start = time.perf_counter()
     token = _ENGINE.set(engine)
     try:

@@ -554,6 +554,8 @@ def resolve_scene(
         name_or_path = DEFAULT_SCENE
     if isinstance(overrides, str):  # one assignment, not its characters
         overrides = [overrides]
+    if not str(name_or_path).strip():  # Path("") is ".", the working folder
+        raise SceneError(["no scene given: name a shipped scene (`flock3d scenes` lists them) or a file"])
     path = Path(name_or_path)
     if path.exists() or path.is_symlink():
         return parse_scene(_read_scene_file(path), str(path), overrides, rule_names)

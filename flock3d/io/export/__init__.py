@@ -19,6 +19,7 @@ the command line: ``flock3d export (TRAJ.h5 | SCENE) --out FILE``.
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 import tempfile
 from pathlib import Path
@@ -59,6 +60,8 @@ def writer_for(path: str | Path) -> ModuleType:
     name = WRITERS.get(suffix)
     if name is None:
         known = ", ".join(WRITERS)
+        if Path(path).is_dir() or str(path).endswith(("/", os.sep)):
+            raise ExportError(f"{path}: a folder; name the file to write in it, ending in one of {known}")
         raise ExportError(f"{path}: cannot export to {suffix or 'a file without a suffix'!r}; choose {known}")
     module = f"{__name__}.{name}"
     try:
@@ -97,7 +100,7 @@ def _check_folder(path: Path) -> None:
         raise ExportError(f"{path}: folder {path.parent} does not exist")
 
 
-def export(recording: Trajectory | str | Path, path: str | Path, *, progress: bool | None = True) -> Path:
+def export(recording: Trajectory | str | Path, path: str | Path, *, progress: bool | None = None) -> Path:
     """Write a recording to ``path`` in the format its suffix names (see :data:`WRITERS`).
 
     Args:
