@@ -173,6 +173,30 @@ def test_a_press_on_the_selected_object_looks_through_a_boid_flying_across_it():
     np.testing.assert_allclose(point, [0.0, 0.0, -5.0])
 
 
+def test_a_click_over_nothing_is_a_point_within_what_is_framed():
+    # Right-click "Add box here" inside a sphere's outline put the box where the ray met the
+    # level plane, outside the arena (x = -64 for a world of radius 55): an edit that then said
+    # "outside the arena". The point over nothing is now within the framed sphere.
+    state = FlockState(np.zeros((0, 3)), np.zeros((0, 3)), np.zeros((0, 4)), 0.0, 0)
+
+    class Nothing:
+        def pick(self, origin, direction):
+            return -1, np.inf
+
+    eye = np.array([0.0, 20.0, 100.0])
+    framed = (np.zeros(3), 30.0)
+    # Rays meeting the level plane inside the sphere, beyond it (40 and 32 from the centre, where
+    # the old bound of 4 radii took the plane's point), and above the eye's height (not at all).
+    targets = ([0.0, 0.0, 0.0], [25.0, 0.0, 0.0], [0.0, 0.0, -40.0], [28.0, 0.0, -12.0], [0.0, 28.0, 0.0])
+    for target in targets:
+        direction = (np.asarray(target) - eye) / np.linalg.norm(np.asarray(target) - eye)
+        args = ((eye, direction), (0, 0), Camera(), Nothing(), state, Params(count=0), framed)
+        thing, point, surface = thing_under(*args)
+        assert thing is None and not surface
+        assert np.linalg.norm(point) <= 30.0 + 1e-9, (target, point)
+        assert np.linalg.norm(np.cross(point - eye, direction)) < 1e-9  # on the ray under the pixel
+
+
 def test_a_drag_is_not_a_click():
     clicks = Clicks()
     assert not clicks.release((10, 10), 1)  # no press

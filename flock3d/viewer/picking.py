@@ -127,7 +127,8 @@ def thing_under(
     triangles (``scenery.pick``); attractors, predators and boids within
     :data:`PICK_RADIUS_PX` of ``pos`` on the screen. Over nothing, the point is where the
     ray meets the level plane through the middle of the view (``framed``: its centre and
-    radius), or, when that is far off or behind, the ray's point nearest that centre."""
+    radius), or, when that lies outside what is framed (the arena) or behind, the ray's point
+    nearest that centre: within it wherever the ray crosses it, as what is added there should be."""
     from flock3d.core.space import up_axis
     from flock3d.viewer.editing import Selection, ray_plane
 
@@ -153,7 +154,7 @@ def thing_under(
         return thing, np.asarray(point, np.float64), surface
     centre, radius = framed
     point = ray_plane(origin, direction, centre, np.asarray(up_axis(params), np.float64))
-    if point is None or np.linalg.norm(point - centre) > 4.0 * radius:
+    if point is None or np.linalg.norm(point - centre) > radius:
         point = origin + float((centre - origin) @ direction) * direction
     return None, point, False
 
