@@ -751,6 +751,9 @@ def test_the_fly_camera_moves_with_the_keys_in_the_help(qt_app, viewer):
     xdotool("keyup", "Up")
     pump(qt_app, 0.2)
     assert np.linalg.norm(np.array(viewer.view.camera.center) - centre) > 1.0  # flew forward
+    xdotool("key", "Escape")  # as a dialog or an overlay closes
+    pump(qt_app, 0.2)
+    assert not viewer.hud.help.isVisible()
 
 
 @pytest.mark.slow

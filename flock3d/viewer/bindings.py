@@ -88,7 +88,7 @@ class Bindings:
             ("C",): lambda: p.camera.setCurrentText(_cycle(CAMERA_KINDS, w.camera_kind)),
             ("V",): lambda: p.color_mode.setCurrentText(_cycle(COLOR_MODES, w.visuals.color_mode)),
             ("F",): lambda: w.set_focus(0 if len(w.snapshot.state) else None),
-            ("Escape",): lambda: w.set_focus(None),
+            ("Escape",): lambda: (w.set_focus(None), w.hud.help.setVisible(False)),
             ("T",): lambda: p.trails.setValue(0.0 if w.visuals.trail_seconds else DEFAULT_TRAIL_SECONDS),
             ("D",): lambda: p.vectors.toggle(),
             ("P",): w.screenshot,

@@ -52,7 +52,7 @@ r       reset (same seed)     n   reseed
 - =     max turn rate / x 1.25
 c       cycle camera (orbit, arcball, fly, follow)
 v       cycle colours ({", ".join(COLOR_MODES)})
-f       focus on boid 0       esc  clear focus
+f       focus on boid 0       esc  clear focus, hide help
 t       trails on / off       d    velocity and steering lines
 p       screenshot (PNG)      m    record / stop video (MP4)
 a       arena   x  axes       g    guides (path, waypoints, attractors)
