@@ -89,6 +89,34 @@ def test_the_nearest_ground_below_takes_the_shadow():
     np.testing.assert_allclose(normals[:2], [[0.0, 1.0, 0.0]] * 2)
 
 
+def test_an_object_sunk_into_the_ground_casts_its_shadow_from_its_foot():
+    # A box reaching 3 units under a plane (scaled about its centre, or a trunk on a slope): its
+    # faces with a corner underground cast nothing, and the top's shadow lay off its foot.
+    from flock3d.look.world import cast_shadow
+
+    objects = [Object("plane"), Object("box", size=(4.0, 10.0, 4.0), position=(0.0, 2.0, 0.0))]
+    origins, rotations = Frames(objects).at(0.0)
+    mesh = object_mesh(objects[1], 0.0)
+    light = np.array([1.0, 1.0, 0.0]) / math.sqrt(2.0)  # the sun 45 degrees up, towards +x
+    points, _ = cast_shadow(mesh.vertices @ rotations[1].T + origins[1], mesh.faces,
+                            grounds_of(objects, 100.0), origins, rotations, light)  # fmt: skip
+    triangles = points.reshape(-1, 3, 3)[:, :, [0, 2]]
+
+    def shaded(x, z):
+        a, b, c = triangles[:, 0], triangles[:, 1], triangles[:, 2]
+
+        def cross(u, v):  # the z of the cross product of (N, 2) rows
+            return u[:, 0] * v[:, 1] - u[:, 1] * v[:, 0]
+
+        side = np.array([cross(q - p, np.array([x, z]) - p) for p, q in ((a, b), (b, c), (c, a))])
+        return bool((np.all(side >= -1e-9, axis=0) | np.all(side <= 1e-9, axis=0)).any())
+
+    np.testing.assert_allclose(points[:, 1], 0.0, atol=1e-6)  # on the ground
+    assert points[:, 0].min() == pytest.approx(-9.0, abs=1e-4)  # the top, 7 up, casts 7 away
+    assert all(shaded(x, z) for x in (-2.5, -5.0, -8.5) for z in (-1.5, 0.0, 1.5))  # from the foot on
+    assert not shaded(-9.5, 0.0) and not shaded(2.5, 0.0) and not shaded(-5.0, 2.5)
+
+
 def test_a_moving_object_is_placed_where_the_engines_place_it():
     motion = Motion(((0.0, 0.0, 0.0), (10.0, 0.0, 0.0), (0.0, 0.0, 0.0)), (0.0, 2.0, 4.0), True,
                     ((0.0, 0.0, 0.0), (90.0, 0.0, 0.0), (0.0, 0.0, 0.0)))  # fmt: skip

@@ -392,18 +392,22 @@ def ground_under(
     origins: np.ndarray,
     rotations: np.ndarray,
     up=(0.0, 1.0, 0.0),
+    above: bool = False,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Where the ground lies under each point: the nearest ground below it along ``-up``.
+    """Where the ground lies under each point: the nearest ground below it along ``-up``
+    (``above``: the nearest over it, for a point under the ground).
 
     Args:
         points: (N, 3) world units.
         grounds: the ground (:func:`grounds_of`).
         origins, rotations: every object's frame (:meth:`Frames.at`), indexed by object.
         up: the world's up (a heightfield's own up when it is tilted).
+        above: look up from the points rather than down.
 
     Returns:
         ``(feet, normals, heights)``: (N, 3) the ground's point under each point and its unit
-        normal there, (N,) the height above it; NaN feet and inf heights where none is below.
+        normal there, (N,) the height above it (``above``: the depth under it); NaN feet and inf
+        heights where none is below (above).
     """
     p = np.asarray(points, np.float64).reshape(-1, 3)
     up = np.asarray(up, np.float64)
@@ -429,6 +433,8 @@ def ground_under(
             foot = origin + np.c_[local[:, 0], h, local[:, 2]] @ rotation.T
             n = np.c_[-slope_x, np.ones_like(h), -slope_z]
             normal = (n / np.linalg.norm(n, axis=1, keepdims=True)) @ rotation.T
+        if above:
+            height = -height
         nearer = over & (height >= 0.0) & (height < best)
         best[nearer] = height[nearer]
         feet[nearer] = foot[nearer]
@@ -444,7 +450,8 @@ def ground_along(
     points: np.ndarray, grounds: Sequence[Ground], origins, rotations, light, up=(0.0, 1.0, 0.0)
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Where the sun's ray through each point meets the ground below it: the point moved away
-    from the sun (along ``-light``) until it lies on the ground (:func:`ground_under`).
+    from the sun (along ``-light``) until it lies on the ground (:func:`ground_under`); a point
+    under the ground, where it comes out of it (straight above).
 
     The ray is walked by fixed-point steps: each drops the point by its height over the ground
     straight below it, along the ray. On a plane the first step lands; on a heightfield each
@@ -467,8 +474,18 @@ def ground_along(
     if fall < math.sin(math.radians(3.0)) or not grounds:
         return np.full(p.shape, np.nan), np.zeros(p.shape), np.zeros(len(p), bool)
     q = p + 1e-6 * max(1.0, float(np.abs(p).max(initial=0.0))) * up  # a vertex on the ground stays over it
-    for _ in range(SHADOW_ITERATIONS):
+    for k in range(SHADOW_ITERATIONS):
         _, _, heights = ground_under(q, grounds, origins, rotations, up)
+        if k == 0:
+            # A point under the ground casts from where it comes out of it, straight above: the
+            # part of an object sunk into the ground (a trunk on a slope, a building scaled about
+            # its centre) then casts nothing past its own footprint, where its faces' shadows
+            # were dropped and the rest fell off its foot.
+            lost = np.flatnonzero(~np.isfinite(heights))
+            exits, _, depths = ground_under(q[lost], grounds, origins, rotations, up, above=True)
+            under = lost[np.isfinite(depths)]
+            q[under] = exits[np.isfinite(depths)]
+            heights[under] = 0.0
         heights = np.where(np.isfinite(heights), heights, 0.0)
         q = q - (heights / fall)[:, None] * light
     feet, normals, heights = ground_under(q + 1e-6 * up, grounds, origins, rotations, up)
