@@ -169,6 +169,23 @@ def test_a_boid_flying_into_a_spike_continued_beyond_the_ground_is_not_flung_ove
 
 
 @pytest.mark.slow
+def test_a_fast_thin_blade_carries_the_boids_it_meets_alike_in_both_engines(tmp_path):
+    # The fan: a blade 0.2 thick turning once a second passes over the boids beside its middle
+    # between two steps. Each engine carries them with it (keep_out's carried / the reference's
+    # readable twin); before, a boid the blade had passed over stayed where it was, on the other
+    # side of it (247 crossings in this run's 150 boids, 120 steps).
+    world = adversarial.build("fan", tmp_path)
+    params = world.params.replace(count=40, init_radius=4.0)
+    fast, ref = Flock(params, seed=3), Flock(params, seed=3, engine="reference")
+    for _ in range(20):
+        fast.step()
+        ref.step()
+    np.testing.assert_allclose(fast.positions, ref.positions, atol=1e-9, rtol=0)
+    result = adversarial.run(world, 60, engine="reference", count=40)
+    assert result["inside"] == 0 and result["through"] == 0, result
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(adversarial.BUILDERS))
 def test_each_adversarial_world_of_the_benchmark_holds_for_a_short_run(name, tmp_path):
     # The benchmark's worlds and judge, short: 150 boids, 120 steps (the edits start at step 50).

@@ -13,8 +13,8 @@ from flock3d.core.objects.distance import object_clearance, object_frame, object
 from flock3d.core.objects.packing import BOUND, KIND, MOTION, POSITION, SIDE
 from flock3d.core.quaternion import right_of
 
-__all__ = ["avoidance", "away", "keep_out", "listed", "march", "push", "project", "escape", "MARCH",
-           "MAX_PUSHES", "SKIN", "TRUSTED_NORMAL", "ESCAPE_RINGS"]  # fmt: skip
+__all__ = ["avoidance", "away", "carried", "keep_out", "listed", "march", "push", "project", "escape",
+           "MARCH", "MAX_PUSHES", "SKIN", "TRUSTED_NORMAL", "ESCAPE_RINGS"]  # fmt: skip
 
 #: Projections out of the objects a covered point gets at most (one is exact for a primitive).
 MAX_PUSHES = 8
@@ -34,9 +34,15 @@ ESCAPE_RINGS = 24
 @inlined
 def listed(world):
     """How many objects a world record holds, and where their offsets start: the record is the
-    packed data, then the K + 1 offsets (as floats), then K."""
+    packed data, then the K + 1 offsets (as floats), then how many of them move, then K."""
     count = int(world[world.shape[0] - 1])
-    return count, world.shape[0] - count - 2
+    return count, world.shape[0] - count - 3
+
+
+@inlined
+def moving(world):
+    """Whether any object of a world record moves (has keyframes)."""
+    return world[world.shape[0] - 2] > 0.0
 
 
 @inlined
@@ -274,10 +280,55 @@ def _move(world, count, at, t, ox, oy, oz, x, y, z, length, room, room_p, planar
     return march(world, count, at, t, ox, oy, oz, x, y, z, room, 0.0)
 
 
+@inlined
+def _near_path(world, o, t0, t1, x, y, z):
+    """Whether object o's solid may have passed over (x, y, z) between t0 and t1: the point lies
+    within its bound of the segment its origin moved along (a step is short: the segment stands
+    for the path)."""
+    ax, ay, az = _origin(world, o, t0)
+    bx, by, bz = _origin(world, o, t1)
+    dx, dy, dz = bx - ax, by - ay, bz - az
+    d2 = dx * dx + dy * dy + dz * dz
+    u = 0.0 if d2 == 0.0 else min(1.0, max(0.0, ((x - ax) * dx + (y - ay) * dy + (z - az) * dz) / d2))
+    return _within(ax + u * dx, ay + u * dy, az + u * dz, world[o + BOUND], x, y, z)
+
+
 @exact
-def keep_out(x, y, z, ox, oy, oz, world, t, planar):
-    """Where a boid that moved from o = (ox, oy, oz) to p = (x, y, z) may be at time t: out of
-    every object (with room > 0, :func:`object_room`).
+def carried(world, count, at, t0, t1, x, y, z):
+    """(x, y, z), a point free at t0, where the moving objects leave it at t1: where one's solid
+    passed over it during the step (a blade, a plate faster than half its thickness a step), the
+    point goes with the object, to the last free point of its way back (the segment from where the
+    object carried it, rigidly, to where it was): on the side it was on. Elsewhere the point
+    itself. The way back is a chord of a turning object's arc, which a step keeps short."""
+    for j in range(count):
+        o = int(world[at + j])
+        if world[o + MOTION] < 0.0 or not _near_path(world, o, t0, t1, x, y, z):
+            continue
+        p0x, p0y, p0z, q0w, q0x, q0y, q0z = object_frame(world, o, t0)
+        p1x, p1y, p1z, q1w, q1x, q1y, q1z = object_frame(world, o, t1)
+        lx, ly, lz = g.rotate_inverse(q0w, q0x, q0y, q0z, x - p0x, y - p0y, z - p0z)
+        wx, wy, wz = g.rotate(q1w, q1x, q1y, q1z, lx, ly, lz)
+        ax, ay, az = p1x + wx, p1y + wy, p1z + wz  # the point carried with the object
+        dx, dy, dz = x - ax, y - ay, z - az
+        length = math.sqrt(dx * dx + dy * dy + dz * dz)
+        if length == 0.0:
+            continue
+        room = _least_room(world, count, at, t1, ax, ay, az, ax, ay, az, length, 0.0)
+        if not room > 0.0:  # another object covers it there: the keep-out's own search decides
+            continue
+        mx, my, mz = march(world, count, at, t1, ax, ay, az, x, y, z, room, 0.0)
+        if mx != x or my != y or mz != z:
+            return mx, my, mz
+    return x, y, z
+
+
+@exact
+def keep_out(x, y, z, ox, oy, oz, world, t0, t, planar):
+    """Where a boid that moved from o = (ox, oy, oz) at t0 to p = (x, y, z) may be at time t: out
+    of every object (with room > 0, :func:`object_room`).
+
+    - Swept at o: a moving object whose solid passed over o during the step carries the boid
+      (:func:`carried`), which then moves by the same move from where it was carried to.
 
     - Free at o: the move is a segment, checked against every object (:func:`march`). p when
       nothing solid lies between; where p landed in a solid, its projection out (sliding along
@@ -291,6 +342,11 @@ def keep_out(x, y, z, ox, oy, oz, world, t, planar):
       by the same move. So a boid an object sweeps over leaves it on the side it was on."""
     count, at = listed(world)
     dx, dy, dz = x - ox, y - oy, z - oz
+    if moving(world):  # a still world carries nothing: most worlds skip the call
+        cx, cy, cz = carried(world, count, at, t0, t, ox, oy, oz)
+        if cx != ox or cy != oy or cz != oz:
+            ox, oy, oz = cx, cy, cz
+            x, y, z = cx + dx, cy + dy, cz + dz
     length = math.sqrt(dx * dx + dy * dy + dz * dz)
     room_p = _least_room(world, count, at, t, x, y, z, x, y, z, length, 0.0)
     if room_p > length:  # the ball of room around p holds the whole move: most boids, most steps

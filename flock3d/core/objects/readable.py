@@ -30,9 +30,9 @@ def push_reference(c: float, n: np.ndarray, last_c: float, last_n: np.ndarray, c
     return (SKIN - c) / (n @ n) * n
 
 
-def keep_out_reference(position, start, bodies: Sequence[Body], t: float, planar: bool):
-    """:func:`keep_out`, readably: the same segment, projections and search, measured body by
-    body with :meth:`Body.clearance` and :meth:`Body.room`."""
+def keep_out_reference(position, start, bodies: Sequence[Body], t0: float, t: float, planar: bool):
+    """:func:`keep_out`, readably: the same carrying, segment, projections and search, measured
+    body by body with :meth:`Body.clearance` and :meth:`Body.room`."""
 
     def norm(v):  # as the compiled code rounds it
         return math.sqrt(v[0] * v[0] + v[1] * v[1] + v[2] * v[2])
@@ -111,8 +111,31 @@ def keep_out_reference(position, start, bodies: Sequence[Body], t: float, planar
             return q
         return along(o, p, room, False)
 
+    def near_path(b, o):  # whether the body's solid may have passed over o during the step
+        a, e = b.placed(t0)[0], b.placed(t)[0]
+        d = e - a
+        u = 0.0 if d @ d == 0.0 else min(1.0, max(0.0, ((o - a) @ d) / (d @ d)))
+        return norm(o - (a + u * d)) <= b.bound
+
+    def carried(o):  # a moving body whose solid passed over o takes it along, back to its last free point
+        for b in bodies:
+            if b.motion is None or not near_path(b, o):
+                continue
+            (p0, r0), (p1, r1) = b.placed(t0), b.placed(t)
+            a = p1 + r1 @ (r0.T @ (o - p0))  # o carried rigidly with the body
+            length = norm(o - a)
+            if length == 0.0 or not room_at(a, a, length) > 0.0:
+                continue
+            m = along(a, o, room_at(a, a, length), False)
+            if not np.array_equal(m, o):
+                return m
+        return o
+
     p, o = np.array(position, dtype=np.float64), np.array(start, dtype=np.float64)
     move = p - o
+    c = carried(o)
+    if not np.array_equal(c, o):
+        o, p = c, c + move
     length = norm(move)
     room_p = room_at(p, p, length)
     if room_p > length:

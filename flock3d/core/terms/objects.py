@@ -32,11 +32,12 @@ __all__ = [
 ]  # fmt: skip
 
 #: :func:`keep_out` as the step calls it: the boid's new and old positions, the packed objects,
-#: the time and whether the flock is planar; where the boid may be.
+#: the step's start and end times and whether the flock is planar; where the boid may be.
 KEEP_OUT = Called(
     keep_out,
-    types.UniTuple(types.float64, 3)(*[types.float64] * 6, types.float64[::1], types.float64, types.boolean),
-)
+    types.UniTuple(types.float64, 3)(*[types.float64] * 6, types.float64[::1], *[types.float64] * 2,
+                                     types.boolean),
+)  # fmt: skip
 keep_out_at = KEEP_OUT.at
 #: :func:`avoidance` as the step calls it, at its address: the boid's position, velocity, heading
 #: and orientation, the time, the packed objects, the weight, the margin and the turn rate.
@@ -71,7 +72,7 @@ class Objects(Term):
     fields = ("objects",)
     switches = ("objects",)
     needs = "it needs objects"
-    world_width = 1  # one record: the packed objects, their offsets, their count
+    world_width = 1  # one record: the packed objects, their offsets, how many move, their count
     constrains = True
     species_values: ClassVar[frozenset[str]] = frozenset({"omega"})
     label = "5 objects (primitives)"
@@ -86,7 +87,8 @@ class Objects(Term):
 
     def world(self, params, fields=None):
         data, offsets = packed(params.objects, fields)
-        return np.concatenate([data, offsets.astype(np.float64), [len(offsets) - 1.0]]).reshape(-1, 1)
+        moving = sum(o.motion is not None for o in params.objects)  # keep_out's `moving`
+        return np.concatenate([data, offsets.astype(np.float64), [moving, len(offsets) - 1.0]]).reshape(-1, 1)
 
     def line(self, g):
         v = g.v
@@ -109,7 +111,7 @@ class Objects(Term):
     def constraint(self, g):
         start = ", ".join(f"staged[{P_X + a}, slot]" for a in range(3))
         keep_out_at = g.called(self, KEEP_OUT)
-        return [f"mx, my, mz = {keep_out_at}(mx, my, mz, {start}, {g.world(self)}, later, planar)"]
+        return [f"mx, my, mz = {keep_out_at}(mx, my, mz, {start}, {g.world(self)}, now, later, planar)"]
 
     def reference(self, boid, world, velocity, params):
         f = boid.heading(params)
@@ -126,12 +128,12 @@ class Objects(Term):
         return total
 
     def constrained(self, boid, before, world, params):
-        later = world.time + params.dt
         position = keep_out_reference(
             boid.position,
             before.position,
             bodies(params.objects, world.fields),
-            later,
+            world.time,
+            world.time + params.dt,
             params.dimensions == 2,
         )
         return replace(boid, position=position)
