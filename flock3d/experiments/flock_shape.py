@@ -127,9 +127,11 @@ def flock_shape(quick: bool, seed: int, progress: bool | None) -> Result:
     lines.append(
         "Hemelrijk and Hildenbrandt 2011 (StarDisplay, starlings' aerodynamics and roost): flocks are "
         "thinner vertically than horizontally, in many cases wider than long (the longest axis across the "
-        "motion, turning with it), and their shape varies with their size; they attribute the shape to "
-        "aerodynamic flight over a roost. Ballerini et al. 2008's starling flocks were thin, of constant "
-        "proportions, and slid parallel to the ground."
+        "motion, turning with it), and their shape varies; in their model (StarDisplay: aerodynamic "
+        "flight over a roost) the variation comes with the flock's size, fewer interaction partners, "
+        "rolling while turning and a fixed speed, which this experiment does not vary one by one. 'wider' "
+        "above is how often these flocks were wider than long. Ballerini et al. 2008's starling flocks were "
+        "thin, of constant proportions, and slid parallel to the ground."
     )
 
     def plot(path: Path) -> None:

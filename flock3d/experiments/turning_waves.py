@@ -312,8 +312,8 @@ def turning_waves(quick: bool, seed: int, progress: bool | None) -> Result:
         "Attanasi et al. 2014 (starlings) and Cavagna et al. 2015 (the model): a turn reaches the birds in "
         "a time linear in their distance from the first (linear dispersion) with negligible attenuation, "
         "at c = sqrt(K/chi), so c ~ J^0.5, and at fixed noise c ~ (1 - P)^-0.5 (starlings: 20 to 40 m/s, "
-        "faster in more polarized flocks); a model of alignment alone spreads it by diffusion (p = 2), "
-        "slowly and damped."
+        "faster in more polarized flocks); by their theory a model of alignment alone spreads it by "
+        "diffusion (p = 2), slowly and damped (p above is what these runs measured: on the arrived birds)."
     )
 
     def plot(path: Path) -> None:

@@ -86,7 +86,8 @@ def vicsek_fig2a(quick: bool, seed: int, progress: bool | None) -> Result:
             + ", ".join(f"{d:+.3f} (eta {e:g})" for d, e in zip(shift, etas, strict=True))
         )
     lines.append(
-        "Vicsek et al. 1995, Fig. 2a (density 4, N = 40 to 4,000): v_a ~ 1 at eta = 0 for every N, "
+        "Vicsek et al. 1995, Fig. 2a (density 4, N = 40 to 10,000; here to 4,000): v_a ~ 1 at eta = 0 "
+        "for every N, "
         "falling towards 0 as eta grows to 5; the larger N, the sharper the fall (in the limit a "
         "transition at eta_c, v_a ~ (eta_c - eta)^0.45). The paper's Eq. 1 moves a particle with "
         "its old velocity; Chate et al. 2008 and most later work with the new one."
