@@ -71,6 +71,17 @@ def problem(**params) -> str:
             ],
             "objects[0].motion loops, so it must end where it starts",
         ),  # fmt: skip
+        (  # 0 to 360 in one keyframe was taken as no turn at all, 0 to 270 as -90 (the shorter way)
+            [
+                {
+                    "shape": "box",
+                    "size": [4, 1, 1],
+                    "motion": {"points": [[0, 0, 0], [0, 0, 0]], "times": [0, 3],
+                               "rotations": [[0, 0, 0], [360, 0, 0]]},
+                }
+            ],
+            "objects[0].motion.rotations[0] to [1] turns 360 degrees; each keyframe turns the shorter way",
+        ),  # fmt: skip
         (
             [
                 {

@@ -174,6 +174,16 @@ def motion_problems(m: Any) -> list[str]:
                 f".motion.rotations has {len(rotations)} values but .motion.points has "
                 f"{len(m.points)}; they go in pairs"
             )
+        else:  # spherical interpolation turns the shorter way: 0 to 360 would not turn, 0 to 270 -90
+            for k, (a, b) in enumerate(zip(rotations, rotations[1:], strict=False)):
+                turn = max(abs(y - x) for x, y in zip(a, b, strict=True))
+                if turn >= 180.0:
+                    out.append(
+                        f".motion.rotations[{k}] to [{k + 1}] turns {turn:g} degrees; each keyframe turns "
+                        "the shorter way from the last, so keep them less than 180 degrees apart (add "
+                        "keyframes between, e.g. every 120 degrees)"
+                    )
+                    break
     if not isinstance(m.loop, bool):
         out.append(f".motion.loop must be true or false (got {short_repr(m.loop)})")
     if out:
