@@ -37,7 +37,7 @@ def problem(**params) -> str:
             "objects[0].height must be at least twice its radius",
         ),
         ([{"shape": "torus", "radius": 1, "tube": 2}], "objects[0].tube must be < its radius"),
-        ([{"shape": "heightfield", "size": [10, 10], "height": 2}], "objects[0].image or .seed is required"),
+        ([{"shape": "heightfield", "size": [10, 10], "height": 2}], "takes one; neither was given"),
         ([{"shape": "plane", "role": "arena"}], "objects[0].role 'arena' needs a closed shape"),
         (
             [{"shape": "sphere", "radius": 1, "position": [0, math.inf, 0]}],
