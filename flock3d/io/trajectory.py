@@ -180,6 +180,10 @@ class Trajectory:
     def frame(self, index: int) -> FlockState:
         """Frame ``index`` (negative counts from the end) as a :class:`FlockState`.
 
+        A recording holds the boids' (and predators') positions, velocities and orientations: the
+        per-boid state a term or model carries (``perches``, ``spins``, ``radii``: the state's
+        ``carried``) is not recorded, and reads as its declaration's zeros, not as it was.
+
         Raises:
             TypeError: ``index`` is no whole number (a float is not rounded).
             IndexError: there is no such frame.
