@@ -76,8 +76,11 @@ def problem(**params) -> str:
                 {
                     "shape": "box",
                     "size": [4, 1, 1],
-                    "motion": {"points": [[0, 0, 0], [0, 0, 0]], "times": [0, 3],
-                               "rotations": [[0, 0, 0], [360, 0, 0]]},
+                    "motion": {
+                        "points": [[0, 0, 0], [0, 0, 0]],
+                        "times": [0, 3],
+                        "rotations": [[0, 0, 0], [360, 0, 0]],
+                    },
                 }
             ],
             "objects[0].motion.rotations[0] to [1] turns 360 degrees; each keyframe turns the shorter way",

@@ -219,9 +219,7 @@ class Heightfield(Shape):
     def problems(self, o):
         if (o.image is None) == (o.seed is None):
             given = "neither was given" if o.image is None else "both were given"
-            return [
-                f".image (a greyscale PNG) or .seed (fractal terrain): a heightfield takes one; {given}"
-            ]
+            return [f".image (a greyscale PNG) or .seed (fractal terrain): a heightfield takes one; {given}"]
         if o.seed is not None and not (is_whole_number(o.seed) and 0 <= o.seed < 2**63):
             return [f".seed must be a whole number from 0 to 2**63 - 1 (got {short_repr(o.seed)})"]
         if o.image is not None and not (isinstance(o.image, str) and o.image):
