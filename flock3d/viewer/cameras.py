@@ -8,15 +8,16 @@ this module turns that into vispy cameras.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
 from vispy import scene
 
 from flock3d.core import quaternion
-from flock3d.look.camera import CAMERA_FOV, view_angles, view_direction
+from flock3d.look.camera import CAMERA_FOV, FollowDistance, view_angles, view_direction
 
-__all__ = ["CameraFrame", "FLY_KEYS", "aim", "camera_frame", "new_camera", "placement", "renew"]
+__all__ = ["CameraFrame", "FLY_KEYS", "Framing", "aim", "camera_frame", "new_camera", "placement", "renew"]
 
 #: The fly camera's keys, chosen to leave the viewer's own shortcuts alone:
 #: arrows move forward, back and sideways, page up/down rise and sink,
@@ -146,6 +147,34 @@ def placement(view, target: np.ndarray) -> tuple[float, float, float] | None:
     offset = frame.eye - target
     distance = float(np.linalg.norm(offset))
     return (*view_angles(offset / distance), distance) if distance > 0.0 else None
+
+
+class Framing:
+    """Where a view's camera was last aimed from the scene's hints, and the distance its follow
+    camera keeps: what tells a camera the user moved from one left alone, and what eases a
+    following camera's distance (:class:`~flock3d.look.camera.FollowDistance`)."""
+
+    def __init__(self) -> None:
+        self.follow_distance = FollowDistance()
+        self.target = np.zeros(3)
+        self.placement = (math.nan, math.nan, math.nan)
+
+    def aimed(self, target: np.ndarray, azimuth: float, elevation: float, distance: float, planar: bool):
+        """The camera was aimed at ``target`` from these hints (as :func:`aim` turns it)."""
+        self.target = np.asarray(target, np.float64)
+        self.placement = (90.0, 0.0, distance) if planar else (azimuth, elevation, distance)
+
+    def follow(self, camera, centre: np.ndarray, radius: float) -> None:
+        """One frame of a follow camera: centred on ``centre``, its distance eased towards the
+        one framing ``radius`` at the zoom the viewer chose."""
+        camera.center = tuple(centre)
+        camera.distance = self.follow_distance.next(radius, camera.distance)
+
+    def by_hand(self, view) -> tuple[float, float, float] | None:
+        """``view``'s camera's (azimuth, elevation, distance) (:func:`placement`) where it was
+        turned or zoomed since it was last aimed, else None."""
+        now = placement(view, self.target)
+        return None if now is None or np.allclose(now, self.placement, rtol=1e-6, atol=1e-6) else now
 
 
 def _aim_fly_camera(camera, eye: np.ndarray, target: np.ndarray, planar: bool) -> None:

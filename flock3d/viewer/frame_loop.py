@@ -88,7 +88,7 @@ class FrameLoop:
         editor = w.editing.editor
         w.visuals.show_selection(editor.valid(editor.selection))
         if w.camera_kind == "follow" and len(state):
-            w.visuals.follow(*w.follow_target())
+            w.visuals.framing.follow(w.view.camera, *w.follow_target())
         # Any compile of over a second says so, whatever started it (a scene, a colour mode).
         since = compiling_since()
         compiling = w.threaded and (

@@ -147,7 +147,9 @@ class NotebookViewer:
         snap = self._snapshot = self.session.snapshot()
         self.visuals.update(snap.state, acceleration=snap.acceleration)
         if self.camera_kind == "follow" and len(snap.state):
-            self.visuals.follow(*flock_extent(snap.state.positions, self.visuals.boid_size))
+            self.visuals.framing.follow(
+                self.view.camera, *flock_extent(snap.state.positions, self.visuals.boid_size)
+            )
 
     def frame(self) -> np.ndarray:
         """Draw now and return the widget's frame, (H, W, 3) uint8, as the notebook shows it."""

@@ -133,7 +133,7 @@ class OffscreenRenderer:
         elif self.mode == "axis" and len(state):
             self._look_down_the_axis(state)
         elif self.mode == "follow" and len(state):
-            self.visuals.follow(*flock_extent(state.positions, self.visuals.boid_size))
+            self.visuals.framing.follow(self.camera, *flock_extent(state.positions, self.visuals.boid_size))
         self.frames_rendered += 1
         return downsample(self.canvas.render(alpha=False), self.supersample)
 

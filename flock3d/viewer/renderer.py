@@ -61,7 +61,7 @@ from flock3d.look.outlines import arena_lines
 from flock3d.look.sky import sky_look
 from flock3d.scene.schema import COLOR_MODES, ViewHints
 from flock3d.viewer.bodies import Bodies
-from flock3d.viewer.cameras import CameraFrame, aim, camera_frame, new_camera, placement, renew
+from flock3d.viewer.cameras import CameraFrame, Framing, aim, camera_frame, new_camera, renew
 from flock3d.viewer.guides import ARENA_COLOR, Guides
 from flock3d.viewer.scenery import Scenery, WorldArrays, grid_spacing, sunlight
 from flock3d.viewer.sun import Sun
@@ -181,8 +181,7 @@ class FlockVisuals:
         self.last: FrameData | None = None
         self.camera_frame: CameraFrame | None = None
         self._state: FlockState | None = None
-        self._follow = FollowDistance()
-        self._aimed = np.zeros(3), (math.nan, math.nan, math.nan)  # target and placement of frame()
+        self.framing = Framing()
 
         # Made in the order they draw in, within an order of their own (vispy keeps that order).
         self.sky = Sky(SKY_TOP, SKY_BOTTOM, parent=view.scene)
@@ -301,7 +300,7 @@ class FlockVisuals:
         the flock itself. ``target`` (centre, radius) frames that sphere instead."""
         if kind == "follow" and target is None and positions is not None and len(positions):
             target = flock_extent(positions, self.boid_size)
-        self._follow = FollowDistance()
+        self.framing.follow_distance = FollowDistance()
         replaced = self.view.camera
         if replaced is None or not renew(replaced, kind):
             self.view.camera = new_camera(kind)
@@ -309,13 +308,6 @@ class FlockVisuals:
                 replaced.parent = None  # a view keeps each camera it was given among its scene's nodes
         self.frame(positions, target)
         return self.view.camera
-
-    def follow(self, centre: np.ndarray, radius: float) -> None:
-        """One frame of the follow camera: centred on ``centre``, its distance eased towards the one
-        framing ``radius`` at the zoom the viewer chose (:class:`~flock3d.look.camera.FollowDistance`)."""
-        camera = self.view.camera
-        camera.center = tuple(centre)
-        camera.distance = self._follow.next(radius, camera.distance)
 
     def frame(
         self, positions: np.ndarray | None = None, target: tuple[np.ndarray, float] | None = None
@@ -331,14 +323,7 @@ class FlockVisuals:
             distance = frame_distance(radius)
         planar = self.params.dimensions == 2
         aim(self.view.camera, target, distance, h.camera_azimuth, h.camera_elevation, planar)
-        angles = (90.0, 0.0) if planar else (h.camera_azimuth, h.camera_elevation)  # as aim() turns it
-        self._aimed = np.asarray(target, np.float64), (*angles, distance)
-
-    def placed_by_hand(self) -> tuple[float, float, float] | None:
-        """The camera's (azimuth, elevation, distance) (:func:`~flock3d.viewer.cameras.placement`)
-        where it was turned or zoomed since it was last aimed from the scene's hints, else None."""
-        now = placement(self.view, self._aimed[0])
-        return None if now is None or np.allclose(now, self._aimed[1], rtol=1e-6, atol=1e-6) else now
+        self.framing.aimed(target, h.camera_azimuth, h.camera_elevation, distance, planar)
 
     def framed(self, positions: np.ndarray | None = None) -> tuple[np.ndarray, float]:
         """Centre and radius of what the camera should frame: the arena, or the flock in open space."""

@@ -178,7 +178,7 @@ class SceneController:
         w = self.w
         visuals = w.visuals
         camera = {"camera": w.camera_kind}
-        if (placed := visuals.placed_by_hand()) is not None:
+        if (placed := visuals.framing.by_hand(w.view)) is not None:
             azimuth, elevation, distance = placed
             camera.update(camera_azimuth=round(azimuth, 3), camera_elevation=round(elevation, 3))
             if w.camera_kind != "follow":
