@@ -50,9 +50,15 @@ def couzin_memory(quick: bool, seed: int, progress: bool | None) -> Result:
     columns = {k: np.array(v) for k, v in rows.items()}
     columns["repeat"] = columns["repeat"].astype(np.int64)
 
-    def mean(branch: str, name: str) -> np.ndarray:
+    def over_repeats(branch: str, name: str) -> list[np.ndarray]:  # each value's repeats
         pick = columns["branch"] == branch
-        return np.array([columns[name][pick & (columns["delta_r_o"] == v)].mean() for v in values])
+        return [columns[name][pick & (columns["delta_r_o"] == v)] for v in values]
+
+    def mean(branch: str, name: str) -> np.ndarray:
+        return np.array([runs.mean() for runs in over_repeats(branch, name)])
+
+    def quartiles(branch: str, name: str) -> np.ndarray:  # (2, values): the repeats' middle half
+        return np.array([np.percentile(runs, [25, 75]) for runs in over_repeats(branch, name)]).T
 
     up_p, up_m, down_p, down_m = (
         mean("up", "polarization"),
@@ -85,7 +91,11 @@ def couzin_memory(quick: bool, seed: int, progress: bool | None) -> Result:
         order.plot(values, down_p, "s--", color="C0", mfc="none", label="polarization, decreasing")
         order.plot(values, up_m, "o-", color="C3", label="milling, increasing")
         order.plot(values, down_m, "s--", color="C3", mfc="none", label="milling, decreasing")
-        order.set_xlabel("width of the zone of orientation, Delta r_o")
+        for branch in ("up", "down"):  # the repeats' spread: a branch's runs may end in either state
+            for name, color in (("polarization", "C0"), ("milling", "C3")):
+                order.fill_between(values, *quartiles(branch, name), color=color, alpha=0.12, lw=0)
+        order.set_xlabel("width of the zone of orientation, Delta r_o (units)")
+        order.set_title("shaded: the middle half of the repeats", fontsize="small")
         order.set_ylabel("order")
         order.set_ylim(-0.02, 1.02)
         order.legend(loc="center right", fontsize="small")
