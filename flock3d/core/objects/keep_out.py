@@ -281,16 +281,14 @@ def _move(world, count, at, t, ox, oy, oz, x, y, z, length, room, room_p, planar
 
 
 @inlined
-def _near_path(world, o, t0, t1, x, y, z):
-    """Whether object o's solid may have passed over (x, y, z) between t0 and t1: the point lies
-    within its bound of the segment its origin moved along (a step is short: the segment stands
-    for the path)."""
-    ax, ay, az = _origin(world, o, t0)
-    bx, by, bz = _origin(world, o, t1)
+def _near_path(ax, ay, az, bx, by, bz, bound, x, y, z):
+    """Whether an object whose origin moved from a to b in a step may have passed its solid over
+    (x, y, z): the point lies within its ``bound`` of the segment (a step is short: the segment
+    stands for the path)."""
     dx, dy, dz = bx - ax, by - ay, bz - az
     d2 = dx * dx + dy * dy + dz * dz
     u = 0.0 if d2 == 0.0 else min(1.0, max(0.0, ((x - ax) * dx + (y - ay) * dy + (z - az) * dz) / d2))
-    return _within(ax + u * dx, ay + u * dy, az + u * dz, world[o + BOUND], x, y, z)
+    return _within(ax + u * dx, ay + u * dy, az + u * dz, bound, x, y, z)
 
 
 @exact
@@ -302,10 +300,12 @@ def carried(world, count, at, t0, t1, x, y, z):
     itself. The way back is a chord of a turning object's arc, which a step keeps short."""
     for j in range(count):
         o = int(world[at + j])
-        if world[o + MOTION] < 0.0 or not _near_path(world, o, t0, t1, x, y, z):
+        if world[o + MOTION] < 0.0:
             continue
         p0x, p0y, p0z, q0w, q0x, q0y, q0z = object_frame(world, o, t0)
         p1x, p1y, p1z, q1w, q1x, q1y, q1z = object_frame(world, o, t1)
+        if not _near_path(p0x, p0y, p0z, p1x, p1y, p1z, world[o + BOUND], x, y, z):
+            continue
         lx, ly, lz = g.rotate_inverse(q0w, q0x, q0y, q0z, x - p0x, y - p0y, z - p0z)
         wx, wy, wz = g.rotate(q1w, q1x, q1y, q1z, lx, ly, lz)
         ax, ay, az = p1x + wx, p1y + wy, p1z + wz  # the point carried with the object

@@ -111,22 +111,24 @@ def keep_out_reference(position, start, bodies: Sequence[Body], t0: float, t: fl
             return q
         return along(o, p, room, False)
 
-    def near_path(b, o):  # whether the body's solid may have passed over o during the step
-        a, e = b.placed(t0)[0], b.placed(t)[0]
+    def near_path(a, e, bound, o):  # whether a body whose origin moved from a to e passed over o
         d = e - a
         u = 0.0 if d @ d == 0.0 else min(1.0, max(0.0, ((o - a) @ d) / (d @ d)))
-        return norm(o - (a + u * d)) <= b.bound
+        return norm(o - (a + u * d)) <= bound
 
     def carried(o):  # a moving body whose solid passed over o takes it along, back to its last free point
         for b in bodies:
-            if b.motion is None or not near_path(b, o):
+            if b.motion is None:
                 continue
             (p0, r0), (p1, r1) = b.placed(t0), b.placed(t)
+            if not near_path(p0, p1, b.bound, o):
+                continue
             a = p1 + r1 @ (r0.T @ (o - p0))  # o carried rigidly with the body
             length = norm(o - a)
-            if length == 0.0 or not room_at(a, a, length) > 0.0:
+            room = room_at(a, a, length) if length > 0.0 else 0.0
+            if not room > 0.0:
                 continue
-            m = along(a, o, room_at(a, a, length), False)
+            m = along(a, o, room, False)
             if not np.array_equal(m, o):
                 return m
         return o
