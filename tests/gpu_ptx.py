@@ -32,6 +32,7 @@ from flock3d.core.gpu import engine, kernels
 from flock3d.core.objects import Motion
 from flock3d.core.params import Attractor, Object, Obstacle, Species
 from flock3d.core.step.cuda_generate import DEFAULT_SHAPE, Shape
+from flock3d.core.terms.objects import KEEP_OUT
 
 CC = (9, 0)
 F1, F2, I1, I2, B1 = T.float64[::1], T.float64[:, ::1], T.int64[::1], T.int64[:, ::1], T.boolean[::1]
@@ -54,7 +55,15 @@ def fixed(S: T.Array) -> dict[str, tuple]:
         "gather": (I1, I1, S, S, S, I1, I1, I1, S, S, T.boolean),
         "unsort": (I1, S, S, S, I1, S, S, S, I1),
         "hunting": (F2, F2, F2, F2, S, I1, F1, B1, I1, i8, f8, f8, f8, f8, f8),
+        "keeping_out": (F2, F2, F1, I1, i8, I1, i8, f8, f8, T.boolean),
     }
+
+
+def kernel(name: str):
+    """Fixed kernel ``name``'s Python function (the predators' keep-out: the world's objects')."""
+    if name == "keeping_out":
+        return kernels.keeping_out(KEEP_OUT.fn).py_func
+    return getattr(kernels, name).py_func
 
 
 def step(S: T.Array) -> tuple:
@@ -160,7 +169,7 @@ def main(words: list[str]) -> int:
         return 3
     failed = 0
     jobs = [
-        (f"{name} ({precision})", getattr(kernels, name).py_func, sig)
+        (f"{name} ({precision})", kernel(name), sig)
         for precision, S in PRECISIONS.items()
         for name, sig in fixed(S).items()
         if precision == "float64" or S in sig

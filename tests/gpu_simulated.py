@@ -192,6 +192,7 @@ SCRIPTED = (
     "carried state edited, retuned",
     "perching, call after call",
     "moved out of the grid",
+    "a predator in a wall",
 )
 
 
@@ -212,6 +213,11 @@ def scripted(name: str, engine: str) -> tuple[Flock, str]:
             flock.step(1)
             flock.params = flock.params.replace(adaptive=False)  # no radii ride: they wait on the host
             flock.step(1)
+        elif name == "a predator in a wall":  # the world holds the predators as it holds the boids
+            wall = Object("box", position=(-2.25, 0.0, 0.0), size=(0.5, 12.0, 12.0))
+            flock.params = flock.params.replace(objects=[wall], predator_count=1, predator_speed=20.0)
+            flock.state.predator_positions[0] = (-2.3, 0.5, 0.0)  # the keep-out projects it out
+            flock.step(3)
         elif name == "perching, call after call":  # the timers stay on the device, nothing read between
             for _ in range(3):
                 flock.step(1)

@@ -298,9 +298,9 @@ def test_an_unknown_engine_lists_the_gpu():
 #: The kernels gpu_ptx.py compiles: the fixed ones (5 again in float32), the covering set's 10
 #: steps (every arena, term, option and model at least once), two again in float32, and three
 #: split (step and settle; one passes an adaptive radius and an aerodynamic turn between them)
-#: (``gpu_ptx.py --all``: 44). In two parts: a process a part, one for each of two cores; each
+#: (``gpu_ptx.py --all``: 45). In two parts: a process a part, one for each of two cores; each
 #: process compiles the device functions its kernels call again.
-PTX_KERNELS, PTX_PARTS = 12 + 5 + 10 + 2 + 3 * 2, 2
+PTX_KERNELS, PTX_PARTS = 13 + 5 + 10 + 2 + 3 * 2, 2
 #: Layouts whose step reads nothing through a view: every load names its state space (the
 #: candidates' columns are read from the kernel's argument, ``cols[j, c]``; a strided view's
 #: element is a generic load, resolved at run time, 3-4 % of the bench scene's step on an H200).

@@ -211,3 +211,27 @@ def test_the_room_beyond_a_mesh_grids_box_is_no_more_than_the_distance(tmp_path,
     flock = Flock(params, positions=[start], velocities=[(end - start) / 0.1], engine=engine, fields=fields)
     flock.step()
     assert crossings(start[None], flock.positions, (0.0, 0.0, 0.0), (1.0, 0.05, 1.0), samples=20_001) == 0
+
+
+@pytest.mark.parametrize("update", ["synchronous", "sequential"])
+def test_a_predator_never_enters_or_crosses_a_wall_between_it_and_its_prey(update):
+    # Prey behind a wall 0.5 thick, a hawk moving 0.5 a step straight at it: it used to fly through.
+    center, half = (0.0, 0.0, 0.0), (0.25, 20.0, 20.0)
+    wall = Object("box", size=(0.5, 40.0, 40.0))
+    params = Params(count=4, arena_shape="none", objects=[wall], separation=0.0, alignment=0.0, cohesion=0.0,
+                    min_speed=0.5, max_speed=0.5, predator_count=1, predator_speed=10.0,
+                    predator_turn_rate=float("inf"), flee=0.0, dt=0.05, update=update)  # fmt: skip
+    positions = [[6.0, 0.0, 0.0], [6.0, 1.0, 0.0], [7.0, 0.0, 1.0], [7.0, -1.0, 0.0]]
+    runs = {}
+    for engine in ("fast", "reference"):
+        flock = Flock(params, positions=positions, velocities=[[0.0, 0.5, 0.0]] * 4, engine=engine)
+        flock.state.predator_positions[0] = [-3.0, 0.0, 0.0]
+        track = [flock.state.predator_positions.copy()]
+        for _ in range(40):
+            flock.step()
+            track.append(flock.state.predator_positions.copy())
+        runs[engine] = track = np.concatenate(track)
+        assert np.all(box_depth(track, center, half) <= 0.0)
+        assert crossings(track[:-1], track[1:], center, half) == 0
+        assert track[-1, 0] > -0.26  # it reached the wall and presses on it, on its own side
+    np.testing.assert_allclose(runs["fast"], runs["reference"], atol=1e-9)

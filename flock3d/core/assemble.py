@@ -83,6 +83,7 @@ from flock3d.core.step.generate import (
     riders,
     value_slots,
 )
+from flock3d.core.step.values import NO_SHIELD, predators_shield
 from flock3d.core.user_rules import Force, PairRule
 
 __all__ = [
@@ -388,9 +389,10 @@ class Stepper:
                               *turn_limit(math.radians(params.predator_turn_rate) * params.dt)])  # fmt: skip
             driver = _driver(L.periodic, len(state.predator_positions) > 0)
             work = (workspace or Workspace()).arrays(len(state))
+            shield = predators_shield(L, world_at) if len(state.predator_positions) else NO_SHIELD
             done = driver(self._chunk(), state_arrays, predators, int(n), time0, clock0,
-                          int(state.step_count), int(seed), pv, flags, box, world, world_at, status, fixed,
-                          stop, work)  # fmt: skip
+                          int(state.step_count), int(seed), pv, flags, box, world, world_at, shield, status,
+                          fixed, stop, work)  # fmt: skip
         else:
             done = self.module.advance(*state_arrays, *predators, int(n), time0, clock0, pv, flags, box,
                                        world, world_at, status, stop, int(seed))  # fmt: skip

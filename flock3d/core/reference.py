@@ -416,6 +416,9 @@ def step(
     else:  # per rule: each stage changes every velocity in place, in order; then all move
         moved = _per_rule(world, attempt, failed)
     hunted = [predator.updated(flock, params) for predator in predators]
+    for term in TERMS:  # the world holds the predators as it holds the boids
+        if term.keeps_predators is not None and term.name in world.stages:
+            hunted = [term.constrained(h, p, world, params) for h, p in zip(hunted, predators, strict=True)]
     n, m = len(moved), len(hunted)
     new = FlockState(
         np.array([b.position for b in moved]).reshape(n, 3),

@@ -280,7 +280,7 @@ def random_state(
         state.carried[c.name] = c.start(params)
     m = params.predator_count
     if m:
-        state.predator_positions = _uniform_positions(rng, m, params)
+        state.predator_positions = spawn_points(params, rng, m, fields)
         hunting = _unit_vectors(rng, m, params.dimensions)
         state.predator_velocities = hunting * params.predator_speed
         state.predator_orientations = quaternion.look_rotation(hunting, up)

@@ -39,7 +39,7 @@ from flock3d.core.space import settled_positions
 from flock3d.core.state import FlockState
 from flock3d.core.step.cache import load_module
 from flock3d.core.step.cuda_generate import DEFAULT_SHAPE, Shape, generate, staged_rows
-from flock3d.core.step.generate import offsets, riders
+from flock3d.core.step.values import offsets, predators_keepers, riders
 from flock3d.core.user_rules import Force, PairRule
 
 __all__ = ["DeviceFlock", "stepper", "SHAPE", "CELLS_PER_BOID"]
@@ -297,6 +297,7 @@ class DeviceFlock:
         if settle is not None and self.staged.shape[0] != staged_rows(L):
             self.staged = cuda.device_array((staged_rows(L), n))
         turn = turn_limit(math.radians(params.predator_turn_rate) * params.dt)
+        shields = [(k, term.keeps_predators.fn) for k, term in predators_keepers(L)]
         max_cells, spread = float(cells), SHAPE.x_cells
         bounding = min(K.BOUND_THREADS // K.TPB, K.blocks(n))  # blocks that bound the positions
         partial = self.partial[: bounding * K.TPB]
@@ -309,9 +310,13 @@ class DeviceFlock:
                 K.bounds_partial[bounding, K.TPB](rows.pos, partial)
                 K.bounds_grid[1, K.TPB](partial, reach, max_cells, spread, self.gf, self.gi)
                 self.sized_for = (reach, cells, spread)
+            now = time0 + (clock0 + s) * params.dt
             if len(self.hunters):  # from the start-of-step positions, before the boids move
                 K.hunting[1, 1](*self.predators, self.hunters, rows.pos, rows.ids, box_d, flags,
                                 self.first_failed, s, params.predator_speed, params.dt, *turn)  # fmt: skip
+                for k, keep in shields:
+                    K.keeping_out(keep)[1, 1](self.predators[0], self.hunters, *world_d, k, self.first_failed,
+                                              s, now, now + params.dt, L.planar)  # fmt: skip
             if not self.counted:
                 K.count_cells[threads](rows.pos, self.gf, self.gi, self.keys, self.counts)
             self._scan(self.counts, self.start, cells + 1)
@@ -319,7 +324,6 @@ class DeviceFlock:
             K.sort_cells[K.blocks(cells), K.TPB](self.start, self.order, rows.ids, self.gi)
             K.gather[threads](self.order, rows.ids, rows.pos, rows.vel, rows.quat, rows.wp, out.ids, out.wp,
                               self.cols, self.heads, L.turn == "mesh")  # fmt: skip
-            now = time0 + (clock0 + s) * params.dt
             kernel[threads](self.cols, self.heads, out.ids, out.quat, out.pos, out.vel, out.wp, self.start,
                             self.gf, self.gi, *args, *world_d, self.hunters, self.status, self.first_failed,
                             s, now, seed, step0 + s, self.staged, self.failed, self.keys, self.counts,

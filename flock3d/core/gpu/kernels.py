@@ -11,7 +11,9 @@ Importing this module needs numba-cuda (:mod:`flock3d.core.gpu.device`).
 
 from __future__ import annotations
 
+import functools
 import math
+from typing import Any
 
 from numba import float64, int64
 
@@ -22,7 +24,7 @@ from flock3d.core.neighbors import grid_shape
 
 __all__ = ["TPB", "blocks", "BOUND_THREADS", "bounds_partial", "bounds_grid", "count_cells", "uncount",
            "in_use", "scan_blocks", "scan_totals", "add_offsets", "SPAN", "scatter", "sort_cells", "gather",
-           "unsort", "hunting"]  # fmt: skip
+           "unsort", "hunting", "keeping_out"]  # fmt: skip
 
 #: Threads a block. numba's CUDA simulator runs each thread of a block as a Python thread and
 #: polls them all: the tests' flocks of tens of boids there take blocks of 32, a quarter of the
@@ -273,3 +275,24 @@ def hunting(pred_pos, pred_vel, pred_quat, hunters, pos, ids, box, flags, first_
     periodic, wraps, planar = flags[0], flags[1], flags[2]
     hunt(pred_pos, pred_vel, pred_quat, pos, ids, box, periodic, wraps, planar, speed, dt, cos_max, cos_half,
          sin_half)  # fmt: skip
+
+
+@functools.cache
+def keeping_out(keep: Any) -> Any:
+    """The kernel that keeps the predators out of the world after the hunt (one thread), by the
+    constraint ``keep`` that keeps the boids out (:attr:`flock3d.core.terms.Term.keeps_predators`'s
+    function, compiled here as a device function), on the term's record ``world[world_at[k] :
+    world_at[k + 1]]``: the CPU engine's :func:`flock3d.core.kernel.predators.kept_out`."""
+
+    @cuda.jit
+    def kernel(pred_pos, hunters, world, world_at, k, first_failed, call_step, now, later, planar):
+        if cuda.grid(1) != 0 or first_failed[0] < call_step:
+            return
+        record = world[world_at[k] : world_at[k + 1]]
+        for m in range(pred_pos.shape[0]):
+            pred_pos[m, 0], pred_pos[m, 1], pred_pos[m, 2] = keep(
+                pred_pos[m, 0], pred_pos[m, 1], pred_pos[m, 2], hunters[m, 0], hunters[m, 1], hunters[m, 2],
+                record, now, later, planar,
+            )  # fmt: skip
+
+    return kernel

@@ -24,6 +24,7 @@ distances), are called so: ``benchmarks/ab.py`` shows each such choice against t
 
 from __future__ import annotations
 
+import functools
 import threading
 from typing import Any
 
@@ -32,7 +33,7 @@ from numba.core import cgutils
 from numba.experimental.function_type import _get_jit_address
 from numba.extending import intrinsic
 
-__all__ = ["Called", "REGISTRY", "is_cached"]
+__all__ = ["Called", "REGISTRY", "is_cached", "function_at"]
 
 #: Every :class:`Called`, by name: a generated step names those it calls in its ``CALLED``.
 REGISTRY: dict[str, Called] = {}
@@ -50,7 +51,7 @@ class Called:
         self.fn, self.signature = fn, signature
         self.name: str = getattr(fn, "py_func", fn).__name__  # fn itself where NUMBA_DISABLE_JIT is set
         self.type = types.FunctionType(signature)
-        self.at = _function_at(self.type)
+        self.at = function_at(self.type)
         self._address: int | None = None
         self._lock = threading.Lock()
         if REGISTRY.setdefault(self.name, self) is not self:
@@ -91,10 +92,12 @@ def is_cached(fn: Any, signature: Any) -> bool:
         return True
 
 
-def _function_at(ftype: types.FunctionType) -> Any:
+@functools.cache
+def function_at(ftype: types.FunctionType) -> Any:
     """An intrinsic: ``at(address)`` -> a first-class function of type ``ftype`` whose compiled
     code is at ``address`` (numba's own calling convention: the ``jit_addr`` of numba's function
-    values; no C wrapper, no Python object behind it)."""
+    values; no C wrapper, no Python object behind it). One a type: the step and the driver call
+    a function of one signature through the same intrinsic."""
 
     @intrinsic
     def at(typingctx: Any, address: Any) -> Any:

@@ -16,7 +16,7 @@ from flock3d.core.kernel.base import FAST, shared
 from flock3d.core.kernel.calls import is_cached
 from flock3d.core.kernel.candidates import COLUMNS, chunk_cells, crowded, gather
 from flock3d.core.kernel.motion import wrap_into_box
-from flock3d.core.kernel.predators import hunt
+from flock3d.core.kernel.predators import hunt, kept_out
 from flock3d.core.neighbors import build_grid, build_periodic_grid
 from flock3d.core.status import OK
 
@@ -144,7 +144,7 @@ def _make_advance(periodic, hunting):
     """
 
     def _advance(run, chunk, state, predators, n_steps, time0, clock0, step0, seed, pv, flags, box, world,
-                 world_at, status, fixed, stop, work):  # fmt: skip
+                 world_at, shield, status, fixed, stop, work):  # fmt: skip
         pos, vel, quat, waypoints = state
         pred_pos, pred_vel, pred_quat = predators
         cols, heads, ids, ids_b, pos_b, vel_b, quat_b, wp_b = work
@@ -189,6 +189,8 @@ def _make_advance(periodic, hunting):
             if hunting:  # not the argument `predators`, a tuple, always true
                 hunt(pred_pos, pred_vel, pred_quat, pos_c, rows[0], box, periodic, flags[WRAPS],
                      flags[PLANAR], fixed[2], dt, fixed[3], fixed[4], fixed[5])  # fmt: skip
+                now = time0 + (clock0 + s) * dt  # the boids' step's times, to the bit
+                kept_out(pred_pos, hunters, world, shield, now, now + dt, flags[PLANAR])
             for phase in (GATHER, ADVANCE):
                 run(phase, n_chunks, chunk, grid, gathered, rows, rows_to, inputs, time0 + (clock0 + s) * dt,
                     seed, step0 + s)  # fmt: skip
@@ -225,8 +227,8 @@ _RUN_TYPE = types.FunctionType(
 )  # fmt: skip
 _ADVANCE_SIGNATURE = types.int64(
     _RUN_TYPE, _CHUNK_TYPE, types.Tuple((_F2, _F2, _F2, _I1)), types.Tuple((_F2, _F2, _F2)), types.int64,
-    types.float64, types.int64, types.int64, types.int64, _F1, types.boolean[::1], _F1, _F1, _I1, _I2, _F1,
-    types.boolean[::1], types.Tuple((_F2, _F2, _I1, _I1, _F2, _F2, _F2, _I1)),
+    types.float64, types.int64, types.int64, types.int64, _F1, types.boolean[::1], _F1, _F1, _I1, _I1, _I2,
+    _F1, types.boolean[::1], types.Tuple((_F2, _F2, _I1, _I1, _F2, _F2, _F2, _I1)),
 )  # fmt: skip
 
 
@@ -294,7 +296,9 @@ def synchronous_driver(periodic: bool = False, predators: bool = False):
 
     ``chunk`` is an assembled chunk function (:data:`CHUNK_SIGNATURE`) as :func:`chunk_pointer`
     gives it; step s of the call runs at time ``time0 + (clock0 + s) * dt`` (see
-    :meth:`~flock3d.core.state.FlockState.clock`); ``fixed`` holds the grid's cell size, dt and
+    :meth:`~flock3d.core.state.FlockState.clock`); ``shield`` says where the world's objects lie in
+    ``world`` and the address of their keep-out, which holds the predators too
+    (:func:`~flock3d.core.kernel.predators.kept_out`); ``fixed`` holds the grid's cell size, dt and
     the predators' speed and turn limit; ``stop`` (1,) bool, when another thread sets it, ends
     the call before its next step; ``work`` is a :class:`Workspace`'s arrays for the flock's size.
     One driver serves every layout of a kind (periodic arena or not, predators or not); each is compiled on

@@ -1,17 +1,30 @@
-"""The predators' hunt: each chases the nearest boid it sees, at its own speed and turn limit."""
+"""The predators' hunt: each chases the nearest boid it sees, at its own speed and turn limit, and
+stays out of the world's objects as the boids do."""
 
 from __future__ import annotations
 
 import math
 
 import numpy as np
+from numba import types
 
 from flock3d.core.kernel.base import shared
+from flock3d.core.kernel.calls import function_at
 from flock3d.core.kernel.motion import image, settle
 from flock3d.core.quaternion import (
     forward_of,
     rotate_towards_of,
 )
+
+__all__ = ["hunt", "kept_out", "KEEP_OUT_SIGNATURE"]
+
+#: A world's keep-out as compiled code calls it at its address (the objects term's ``KEEP_OUT``):
+#: a point's new and old positions, the world's record of objects, the step's start and end
+#: times and whether the flock is planar; where the point may be.
+KEEP_OUT_SIGNATURE = types.UniTuple(types.float64, 3)(
+    *[types.float64] * 6, types.float64[::1], *[types.float64] * 2, types.boolean
+)
+_keep_out_at = function_at(types.FunctionType(KEEP_OUT_SIGNATURE))
 
 # -- predators -------------------------------------------------------------------------------
 
@@ -61,3 +74,20 @@ def hunt(pred_pos, pred_vel, pred_quat, pos, ids, box, periodic, wrap, planar, s
         px, py, pz, vz = settle(qx + dt * vx, qy + dt * vy, qz + dt * vz, vz, box, wrap, planar)
         pred_pos[k, 0], pred_pos[k, 1], pred_pos[k, 2] = px, py, pz
         pred_vel[k, 0], pred_vel[k, 1], pred_vel[k, 2] = vx, vy, vz
+
+
+@shared
+def kept_out(pred_pos, hunters, world, shield, now, later, planar):
+    """The predators, moved from ``hunters`` to ``pred_pos`` in the step from ``now`` to
+    ``later``, kept out of the world's objects as a boid is: by the keep-out at address
+    ``shield[2]`` (:data:`KEEP_OUT_SIGNATURE`), on the record ``world[shield[0]:shield[1]]``.
+    A world without objects (``shield[1] == shield[0]``) keeps nothing out."""
+    if shield[1] <= shield[0]:
+        return
+    keep_out = _keep_out_at(shield[2])
+    record = world[shield[0] : shield[1]]
+    for k in range(pred_pos.shape[0]):
+        pred_pos[k, 0], pred_pos[k, 1], pred_pos[k, 2] = keep_out(
+            pred_pos[k, 0], pred_pos[k, 1], pred_pos[k, 2], hunters[k, 0], hunters[k, 1], hunters[k, 2],
+            record, now, later, planar,
+        )  # fmt: skip

@@ -10,6 +10,7 @@ from __future__ import annotations
 from flock3d.core.kernel import MOVE_ROWS, TURN_ROWS, turn_called
 from flock3d.core.params import TERMS, TERMS_BY_NAME
 from flock3d.core.step.lines import _Lines
+from flock3d.core.step.values import predators_keepers
 from flock3d.core.terms import PairTerm
 
 
@@ -84,6 +85,7 @@ class _Moves:
                 f"{v('predator_speed')}, dt, {v('predator_cos_max')}, {v('predator_cos_half')}, "
                 f"{v('predator_sin_half')})"
             )
+            hunt += self._predators_kept_out()
         update = _Lines()
         if L.update == "sequential":
             self._sequential(update, reach)
@@ -92,6 +94,18 @@ class _Moves:
         holes = {"batch": self._batch("n"), "grid": grid, "hunt": hunt, "update": list(update)}
         holes["world"] = self._world_lines()
         return holes
+
+    def _predators_kept_out(self) -> list[str]:
+        """The predators, moved by the hunt, kept out of the world as the boids are by the terms
+        that hold them (:attr:`~flock3d.core.terms.Term.keeps_predators`): the synchronous
+        driver's :func:`~flock3d.core.kernel.predators.kept_out`, in place."""
+        lines = []
+        for _, term in predators_keepers(self.layout):
+            keep, world = self.called(term, term.keeps_predators), self.world(term)
+            new, old = (", ".join(f"{a}[m, {k}]" for k in range(3)) for a in ("pred_pos", "hunters"))
+            lines += ["for m in range(pred_pos.shape[0]):",
+                      f"    {new} = {keep}({new}, {old}, {world}, now, now + dt, planar)"]  # fmt: skip
+        return lines
 
     def _boid_state(self, c: _Lines) -> None:
         """Boid i's state from the live arrays (and its species' values)."""

@@ -10,12 +10,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
 from flock3d.core.models import MODELS_BY_NAME
 from flock3d.core.params import TERMS
 from flock3d.core.terms import PairTerm, Term
 
 __all__ = [
     "WORLD_TERMS", "CALLS_AT", "SPECIES_VALUES", "MATRICES", "riders", "value_slots", "offsets",
+    "predators_keepers", "predators_shield", "NO_SHIELD",
 ]  # fmt: skip
 
 #: The terms with world data, in the registry's order: the k-th holds entries ``world_at[k] ..
@@ -32,6 +35,37 @@ SPECIES_VALUES = frozenset(
 #: The interaction matrix of the species, one (S * S,) array per rule (> 0: acts): sees, and the
 #: matrix of each pair term.
 MATRICES = ("sees_m", *(term.matrix for term in TERMS if isinstance(term, PairTerm)))
+
+
+def predators_keepers(layout: Any) -> list[tuple[int, Any]]:
+    """The world terms of ``layout`` whose constraint keeps the predators out of the world after
+    their move, as it keeps the boids (:attr:`~flock3d.core.terms.Term.keeps_predators`), each
+    with its index in :data:`WORLD_TERMS` (its record in ``world`` runs from ``world_at[k]`` to
+    ``world_at[k + 1]``)."""
+    return [
+        (k, term)
+        for k, term in enumerate(WORLD_TERMS)
+        if term.keeps_predators is not None and term.name in layout.stages
+    ]
+
+
+#: The shield of a world the predators fly through (:func:`predators_shield`).
+NO_SHIELD = np.zeros(3, dtype=np.int64)
+
+
+def predators_shield(layout: Any, world_at: np.ndarray) -> np.ndarray:
+    """What the synchronous driver's hunt keeps the predators out of the world with
+    (:func:`~flock3d.core.kernel.predators.kept_out`): the start and end of the record of the
+    term that holds them (:func:`predators_keepers`: the objects, the one such term) in
+    ``world``, and its compiled constraint's address. Nothing holds them (start == end) where the
+    layout lacks such a term."""
+    keepers = predators_keepers(layout)
+    if not keepers:
+        return NO_SHIELD
+    (k, term), *others = keepers
+    if others:
+        raise NotImplementedError("the driver keeps the predators out of one term's world")
+    return np.array([world_at[k], world_at[k + 1], term.keeps_predators.address()], dtype=np.int64)
 
 
 def riders(layout: Any) -> list[tuple[str, int]]:

@@ -113,6 +113,11 @@ class Term:
     """The compiled functions its lines call through their address
     (:class:`~flock3d.core.kernel.calls.Called`), as ``g.called(term, c)`` names them: compiling
     the step does not compile them (a large chain a scene may lack, compiled beside it)."""
+    keeps_predators: ClassVar[Any] = None
+    """The compiled constraint (one of :attr:`called`, of signature
+    :data:`~flock3d.core.kernel.predators.KEEP_OUT_SIGNATURE`) that keeps the predators out of
+    this term's world after their move, as it keeps the boids (:meth:`constraint`); None: the
+    predators fly through it. Its readable twin is :meth:`constrained`, on a predator."""
     reads_chosen: ClassVar[bool] = False
     """Whether its lines read the public indices of a boid's k nearest chosen (``kid``, ``n_sel``):
     the GPU step then keeps them, as the CPU's compacted column does."""

@@ -18,6 +18,7 @@ from numba import types
 
 from flock3d.core.fields import Part, Problem, Spec
 from flock3d.core.kernel import P_X, Called
+from flock3d.core.kernel.predators import KEEP_OUT_SIGNATURE
 from flock3d.core.objects.checks import covered_start_problems, objects_problems
 from flock3d.core.objects.keep_out import avoidance, keep_out
 from flock3d.core.objects.oracle import bodies
@@ -33,11 +34,7 @@ __all__ = [
 
 #: :func:`keep_out` as the step calls it: the boid's new and old positions, the packed objects,
 #: the step's start and end times and whether the flock is planar; where the boid may be.
-KEEP_OUT = Called(
-    keep_out,
-    types.UniTuple(types.float64, 3)(*[types.float64] * 6, types.float64[::1], *[types.float64] * 2,
-                                     types.boolean),
-)  # fmt: skip
+KEEP_OUT = Called(keep_out, KEEP_OUT_SIGNATURE)
 keep_out_at = KEEP_OUT.at
 #: :func:`avoidance` as the step calls it, at its address: the boid's position, velocity, heading
 #: and orientation, the time, the packed objects, the weight, the margin and the turn rate.
@@ -61,8 +58,10 @@ class Objects(Term):
     """The world's objects: boids steer away from them looking one turn radius ahead (as the
     arena's containment does), and after each move a boid that entered one is put back on its
     surface (:func:`keep_out`): no boid is ever inside an obstacle or outside the arena object.
-    The constraint moves the position only: the velocity and orientation keep the turn and speed
-    limits, and the steer turns the boid away at the next step. The fast engine measures with the
+    The same constraint holds the predators after their hunt (:attr:`keeps_predators`); they do
+    not steer away. The constraint moves the position only: the velocity and orientation keep
+    the turn and speed limits, and the steer turns the boid away at the next step. The fast
+    engine measures with the
     compiled functions (:func:`~flock3d.core.objects.object_clearance`), the reference engine with
     their readable twins written from each shape's definition (:mod:`flock3d.core.objects.oracle`),
     on the same grids."""
@@ -77,6 +76,7 @@ class Objects(Term):
     species_values: ClassVar[frozenset[str]] = frozenset({"omega"})
     label = "5 objects (primitives)"
     called: ClassVar[tuple[Called, ...]] = (AVOIDANCE, KEEP_OUT)
+    keeps_predators: ClassVar[Called | None] = KEEP_OUT
 
     def present(self, params):
         return bool(params.objects)
