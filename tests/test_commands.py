@@ -41,6 +41,31 @@ def test_check_accepts_every_shipped_scene():
     out = flock3d("check", *shipped_scenes())
     assert out.returncode == 0, out.stderr
     assert out.stdout.count(": ok") == len(shipped_scenes())
+    assert "warning" not in out.stderr, out.stderr  # they mean what they say
+
+
+def test_check_warns_of_a_wall_too_thin_to_stop_a_move_and_an_object_no_boid_reaches(tmp_path):
+    # A box arena 20 wide. The hawk moves 30 x 0.02 = 0.6 a step: a wall 0.005 thick is thinner
+    # than the march's 0.6 / 64. A sphere wholly beyond the walls, and another whose path only
+    # starts there, and a plane (unbounded) below: no warning for those two.
+    path = tmp_path / "odd.toml"
+    path.write_text(
+        '[sim]\ndt = 0.02\n[arena]\nshape = "box"\nradius = 10.0\n[predators]\ncount = 1\nspeed = 30.0\n'
+        '[[objects]]\nshape = "box"\nsize = [0.005, 4.0, 4.0]\nposition = [6.0, 0.0, 0.0]\n'
+        '[[objects]]\nshape = "sphere"\nradius = 2.0\nposition = [0.0, 0.0, 12.5]\n'
+        '[[objects]]\nshape = "sphere"\nradius = 2.0\n'
+        "motion = {points = [[0.0, 0.0, 12.5], [0.0, 0.0, 0.0]], times = [0.0, 5.0]}\n"
+        '[[objects]]\nshape = "plane"\nposition = [0.0, -30.0, 0.0]\n'
+    )
+    out = flock3d("check", path)
+    assert out.returncode == 0, out.stderr
+    assert f"{path}: ok" in out.stdout
+    warnings = out.stderr.splitlines()
+    assert len(warnings) == 2, out.stderr
+    assert warnings[0].startswith(f"{path}: warning: objects[0] (box) is 0.005 thick at its thinnest")
+    assert "(predators.speed 30 x dt 0.02, so 0.00937): the predators may pass through it" in warnings[0]
+    assert warnings[1].startswith(f"{path}: warning: objects[1] (sphere) lies wholly outside the arena")
+    assert "box 20 x 20 x 20 around (0, 0, 0)" in warnings[1]
 
 
 @pytest.mark.parametrize("name", list(BROKEN))

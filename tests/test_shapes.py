@@ -16,6 +16,7 @@ from flock3d.core.objects import (
     pack_objects,
     shape_of,
 )
+from flock3d.core.objects.records import scales
 from flock3d.look.world import object_mesh
 
 
@@ -62,3 +63,31 @@ def test_a_shape_refuses_its_own_bad_sizes_in_one_line_each():
     assert object_problems(Object("sphere", radius=1.0, tube=1.0)) == [
         ".tube does not apply to a sphere (a sphere takes radius)"
     ]
+
+
+@pytest.mark.parametrize(
+    ("o", "deepest"),
+    [
+        (Object("box", size=(3.0, 0.4, 2.0), scale=(1.0, 0.5, 2.0)), (0.0, 0.0, 0.0)),
+        (Object("sphere", radius=0.7, scale=3.0), (0.0, 0.0, 0.0)),
+        (Object("cylinder", radius=2.0, height=0.5), (0.0, 0.0, 0.0)),
+        (Object("cylinder", radius=0.2, height=5.0, scale=(2.0, 1.0, 2.0)), (0.0, 0.0, 0.0)),
+        (Object("capsule", radius=0.3, height=4.0), (0.0, 1.0, 0.0)),
+        (Object("torus", radius=3.0, tube=0.25, scale=2.0), (6.0, 0.0, 0.0)),
+    ],
+)
+def test_a_primitives_thinnest_part_is_twice_its_deepest_point(o, deepest):
+    # The keep-out stops a move at least 64 times this (check warns of thinner walls): the ball
+    # inscribed at the deepest point spans the thinnest part of each primitive.
+    data, offsets = pack_objects([o])
+    depth = -object_sdf(data, offsets[0], 0.0, *deepest)[0]
+    assert SHAPES[o.shape].thinnest(o, *scales(o)) == pytest.approx(2.0 * depth, rel=1e-12)
+
+
+def test_ground_is_never_thin_and_a_meshs_thickness_is_not_known_unmeasured():
+    assert SHAPES["plane"].thinnest(Object("plane"), 1.0, 1.0, 1.0) == np.inf
+    assert (
+        SHAPES["heightfield"].thinnest(Object("heightfield", size=(4, 4), height=1, seed=1), 1, 1, 1)
+        == np.inf
+    )
+    assert np.isnan(SHAPES["mesh"].thinnest(Object("mesh", file="x.stl"), 1.0, 1.0, 1.0))

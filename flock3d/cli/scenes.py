@@ -51,7 +51,9 @@ def add_check(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
         "check",
         help="validate scene files",
         description="Validate scene files and print every problem found; exit 2 if there is any. "
-        "A problem `flock3d run` would refuse a scene for is a problem here.",
+        "A problem `flock3d run` would refuse a scene for is a problem here. Warnings name what a "
+        "scene allows but probably does not mean (an obstacle outside the arena, a wall thinner "
+        "than a step's move can be stopped by); they do not change the exit status.",
     )
     scene_argument(p, nargs="+")
     p.add_argument(
@@ -65,6 +67,7 @@ def add_check(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 def run_check(args: argparse.Namespace) -> int:
     from flock3d.scene import SceneError, describe_arena, resolve_scene
+    from flock3d.scene.advice import advice
 
     rules, forces = rules_from(args)
     check_rules(rules, forces)  # as a run would, before its first step
@@ -79,6 +82,8 @@ def run_check(args: argparse.Namespace) -> int:
             continue
         p = scene.params
         print(f"{name}: ok ({scene.name!r}: {counted(p.count, 'boid')}, {describe_arena(p)}, fov {p.fov:g})")
+        for warning in advice(scene):
+            print(f"{name}: warning: {warning}", file=sys.stderr)
     return EXIT_BAD_INPUT if failed else 0
 
 

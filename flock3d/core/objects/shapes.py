@@ -108,6 +108,12 @@ class Shape:
         standing upright as :meth:`upright` made it."""
         return o.radius
 
+    def thinnest(self, o: Any, sx: float, sy: float, sz: float) -> float:
+        """How thick its thinnest solid part is, scaled by (sx, sy, sz): what a move must not
+        outstep to be stopped (inf: a ground, solid all the way down; nan: not known without
+        measuring, a mesh)."""
+        return 2.0 * o.radius * max(sx, sy, sz)
+
 
 class Box(Shape):
     name = "box"
@@ -126,6 +132,9 @@ class Box(Shape):
 
     def lift(self, o, up):
         return 0.5 * float(np.abs(up) @ o.size)
+
+    def thinnest(self, o, sx, sy, sz):
+        return min(o.size[0] * sx, o.size[1] * sy, o.size[2] * sz)
 
 
 class Sphere(Shape):
@@ -159,6 +168,9 @@ class Cylinder(Shape):
     def lift(self, o, up):
         return 0.5 * o.height if up[1] else o.radius
 
+    def thinnest(self, o, sx, sy, sz):
+        return min(2.0 * o.radius * sx, o.height * sy)
+
 
 class Capsule(Cylinder):
     name = "capsule"
@@ -178,6 +190,9 @@ class Capsule(Cylinder):
 
     def upright(self, size):
         return {"radius": 0.25 * size, "height": size}
+
+    def thinnest(self, o, sx, sy, sz):
+        return 2.0 * o.radius * sx
 
 
 class Torus(Shape):
@@ -200,11 +215,17 @@ class Torus(Shape):
     def lift(self, o, up):
         return o.tube if up[1] else o.radius + o.tube
 
+    def thinnest(self, o, sx, sy, sz):
+        return 2.0 * o.tube * sx
+
 
 class Plane(Shape):
     name = "plane"
     ground = True
     edgeless = True
+
+    def thinnest(self, o, sx, sy, sz):
+        return math.inf
 
 
 class Heightfield(Shape):
@@ -232,6 +253,9 @@ class Heightfield(Shape):
     def source(self, o):
         return o.image
 
+    def thinnest(self, o, sx, sy, sz):
+        return math.inf
+
 
 class Mesh(Shape):
     name = "mesh"
@@ -248,6 +272,9 @@ class Mesh(Shape):
 
     def source(self, o):
         return o.file
+
+    def thinnest(self, o, sx, sy, sz):
+        return math.nan
 
 
 #: Every shape by name, in the order messages list them.

@@ -1,0 +1,92 @@
+"""What a scene allows but probably does not mean: the warnings ``flock3d check`` prints beside its
+verdict. A warning never refuses a scene (a run takes it as it is); each names the object, what
+is odd about it, and what to change."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from flock3d.core.models import model_of
+from flock3d.core.objects import MARCH
+from flock3d.core.objects.oracle import Body, bodies
+from flock3d.core.objects.records import scales
+from flock3d.core.objects.shapes import shape_of
+from flock3d.core.params import Params
+from flock3d.scene.scene import Scene
+
+__all__ = ["advice"]
+
+
+def advice(scene: Scene) -> list[str]:
+    """The scene's warnings, one line each (none for a scene that means what it says)."""
+    return _thinner_than_a_move(scene.params) + _beyond_the_arena(scene)
+
+
+def _fastest(params: Params) -> tuple[float, str]:
+    """The fastest anything in the world moves [units/s], and the key that sets it."""
+    if model_of(params).constant_speed:
+        fastest = (params.speed, "speed")
+    else:
+        fastest = (
+            max(params.of_species(k).max_speed for k in range(max(1, len(params.species)))),
+            "max_speed",
+        )
+    if params.predator_count and params.predator_speed > fastest[0]:
+        fastest = (params.predator_speed, "predators.speed")
+    return fastest
+
+
+def _thinner_than_a_move(params: Params) -> list[str]:
+    """Obstacles thinner than the keep-out stops for sure: the march along a move steps
+    1/MARCH of it, so a solid thinner than that along the move may be stepped over."""
+    speed, key = _fastest(params)
+    least = speed * params.dt / MARCH
+    out = []
+    for k, o in enumerate(params.objects):
+        thickness = shape_of(o).thinnest(o, *scales(o))
+        if o.role != "arena" and thickness < least:
+            out.append(
+                f"objects[{k}] ({o.shape}) is {thickness:.3g} thick at its thinnest, less than 1/{MARCH} of "
+                f"the longest move a step makes ({key} {speed:g} x dt {params.dt:g}, so {least:.3g}): "
+                f"{'the predators' if key.startswith('predators') else 'boids'} may pass through it; "
+                "make it thicker, or dt smaller"
+            )
+    return out
+
+
+def _beyond_the_arena(scene: Scene) -> list[str]:
+    """Obstacles that lie wholly outside the arena's walls, wherever they move: no boid meets them."""
+    params = scene.params
+    if params.arena_shape == "none" or not params.objects:
+        return []
+    try:
+        measured = bodies(params.objects, scene.fields)
+    except ValueError:  # a mesh or an image not read (no world extra): judged where it is
+        return []
+    return [
+        f"objects[{k}] ({o.shape}) lies wholly outside the arena ({_arena_words(params)}): no boid "
+        "reaches it; move it inside, or make the arena larger"
+        for k, (o, body) in enumerate(zip(params.objects, measured, strict=True))
+        if o.role != "arena" and math.isfinite(body.bound) and _outside(body, params)
+    ]
+
+
+def _outside(body: Body, params: Params) -> bool:
+    """Whether the body's bounding ball lies beyond the arena's walls at every keyframe."""
+    points = np.array(body.motion.points if body.motion is not None else [body.position], dtype=np.float64)
+    offsets = np.abs(points - np.asarray(params.arena_center))
+    if params.arena_shape == "sphere":
+        gap = np.linalg.norm(offsets, axis=1) - params.arena_radius
+    else:  # a box, periodic or wrapping: the distance to it, 0 inside
+        gap = np.linalg.norm(np.maximum(offsets - np.asarray(params.half_extents), 0.0), axis=1)
+    return bool(np.all(gap > body.bound))
+
+
+def _arena_words(params: Params) -> str:
+    centre = ", ".join(f"{c:g}" for c in params.arena_center)
+    if params.arena_shape == "sphere":
+        return f"radius {params.arena_radius:g} around ({centre})"
+    sides = " x ".join(f"{2.0 * h:g}" for h in params.half_extents)
+    return f"{params.arena_shape} {sides} around ({centre})"
