@@ -115,6 +115,7 @@ RULE_CASES = {
         [breeze],
     ),
     "rules: a force fails": (Params(**SMALL), [apart], [hole]),
+    "rules, topological, adaptive": (Params(**SMALL, neighbours=5, adaptive=True), [apart, follow], []),
     "rules, species": (
         Params(arena_radius=6.0, species=[Species("a", 30, sees=("a",)), Species("b", 30, fov=180.0)]),
         [apart],

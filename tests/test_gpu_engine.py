@@ -40,8 +40,9 @@ needs_numba_cuda = pytest.mark.skipif(
 #: The cases run together in the quick suite; the rest are marked slow.
 QUICK = ("defaults", "box, containment", "periodic", "periodic, 2 cells a side", "periodic 2D", "wander",
          "chain", "species", "predators", "forest (primitives, keep-out)", "rules: a pair rule and a force",
-         "rules: a force fails", "topological, sphere", "topological, periodic", "perching",
-         "adaptive radius", "vicsek 2D", "ism, topological", "couzin", "cucker-smale",
+         "rules: a force fails", "rules, topological, adaptive", "topological, sphere",
+         "topological, periodic", "perching", "adaptive radius", "vicsek 2D", "ism, topological", "couzin",
+         "cucker-smale",
          "ism, topological (split+guard)", "aerodynamic, roost, perching", "escape", "attractors, one moving",
          "defaults (x1)",
          *SCRIPTED)  # fmt: skip

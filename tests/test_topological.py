@@ -8,6 +8,7 @@ import re
 import numpy as np
 import pytest
 
+import flock3d
 from flock3d import Flock, Params
 from flock3d.core import space
 
@@ -189,3 +190,28 @@ def test_bad_topological_keys_are_one_line_naming_the_key():
     ]:
         with pytest.raises(ValueError, match=re.escape(text)):
             Params(**bad)
+
+
+@flock3d.pair_rule(average=False, radius=2.2, name="count")
+def _count(p_i, v_i, p_j, v_j):
+    return (1.0, 0.0, 0.0)
+
+
+@pytest.mark.parametrize(
+    "update, adaptive",
+    [("synchronous", False), ("sequential", False), ("per_rule", False), ("synchronous", True)],
+)
+def test_a_rule_of_yours_acts_on_the_k_nearest_within_its_own_radius(engine, update, adaptive):
+    # Each boid counts its partners: of its 2 nearest seen within the view distance 5, those
+    # within the rule's 2.2. The fast step counted every candidate seen within 2.2 (up to 4).
+    p = np.array([[0, 0, 0.0], [1, 0, 0], [0, 2, 0], [0, 0, 2.5], [-3.5, 0, 0], [0, -4.5, 0], [1.5, 1.5, 0]])
+    params = free_params(view_distance=5.0, neighbours=2, adaptive=adaptive, adaptation=0.5, update=update,
+                         combine="chain" if update == "per_rule" else "sum")  # fmt: skip
+    flock = Flock(params, positions=p, velocities=[[0.0, 0.0, 1.0]] * len(p), rules=[_count], engine=engine)
+    v0 = flock.velocities.copy()
+    flock.step(1)
+    d = np.linalg.norm(p[:, None] - p[None], axis=-1)
+    np.fill_diagonal(d, np.inf)
+    nearest = np.sort(np.where(d < 5.0, d, np.inf), axis=1)[:, :2]  # no ties among these distances
+    expected = np.sum(nearest < 2.2, axis=1)
+    np.testing.assert_allclose((flock.velocities - v0)[:, 0] / params.dt, expected, atol=1e-9)

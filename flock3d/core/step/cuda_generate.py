@@ -358,15 +358,17 @@ class _CudaGenerator(_Generator):
         if self.layout.species and rel:
             c(f"rel = row + C.species_index(bid[j], {self.v('ends')})")
 
-    def _user_pair_loop(self, c: _Lines, k: int) -> None:
-        """The CPU's loop of user pair rule k (every candidate it sees, whatever the neighbours),
-        run over the candidate runs."""
+    def _user_pair_loop(self, c: _Lines, k: int, b: dict[str, str]) -> None:
+        """The CPU's loop of user pair rule k, run over the candidate runs (or over the k nearest
+        chosen)."""
         inner = _Lines()
-        super()._user_pair_loop(inner, k)
-        head, body, tail = _loop_parts(inner, f"for jj in range({_CANDIDATES['m']}):")
+        super()._user_pair_loop(inner, k, b)
+        head, body, tail = _loop_parts(inner, f"for jj in range({b['m']}):")
         c(*head)
-        # A failed boid's step is dropped: the rest of its candidates would change nothing.
-        self._in_runs(c, body, after=["if failed:", "    break"])
+        if b is _NEAREST:  # the loop's own break ends it
+            c(f"for jj in range({b['m']}):", *body)
+        else:  # a failed boid's step is dropped: the rest of its candidates would change nothing
+            self._in_runs(c, body, after=["if failed:", "    break"])
         c(*tail)
 
     def _candidate_position(self, b: dict[str, str]) -> str:

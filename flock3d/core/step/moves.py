@@ -159,7 +159,7 @@ class _Moves:
                 if isinstance(term, PairTerm):
                     self._pair_loop(c, [term], b)
                 else:
-                    self._user_rule(c, int(stage[len("rule") :]))
+                    self._user_rule(c, int(stage[len("rule") :]), b)
             self._finish(c, stage)
             if L.planar:
                 c("tz = 0.0")

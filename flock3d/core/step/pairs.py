@@ -126,18 +126,18 @@ class _Pairs:
             if first != term.name:
                 c(f"n_{term.name} = n_{first}")
 
-    def _user_rule(self, c: _Lines, k: int) -> None:
-        """User pair rule k's sums over the boid's candidates (``n_rule<k>``, ``s_rule<k>_*``), in
-        place or by a function of the module's own (:meth:`_outlined` chooses); a failed call sets
-        ``failed``."""
+    def _user_rule(self, c: _Lines, k: int, b: dict[str, str]) -> None:
+        """User pair rule k's sums over the boid's candidates ``b`` (all in reach, or the k
+        nearest it sees: :meth:`_choose`'s) (``n_rule<k>``, ``s_rule<k>_*``), in place or by a
+        function of the module's own (:meth:`_outlined` chooses); a failed call sets ``failed``."""
         body = _Lines()
-        self._user_pair_loop(body, k)
+        self._user_pair_loop(body, k, b)
         self._outlined(c, f"_rule{k}", body, ["failed", f"n_rule{k}", *(f"s_rule{k}_{a}" for a in "xyz")])
 
-    def _user_pair_loop(self, c: _Lines, k: int) -> None:
-        """The loop of user pair rule k: called for the candidates it sees, with the boid's current v."""
+    def _user_pair_loop(self, c: _Lines, k: int, b: dict[str, str]) -> None:
+        """The loop of user pair rule k over the candidates ``b``: called for those it sees within
+        its own radius and cone, with the boid's current v."""
         r2, cone = self._neighbourhood(f"rule{k}")
-        b = _CANDIDATES
         c(f"n_rule{k} = 0.0", f"s_rule{k}_x = s_rule{k}_y = s_rule{k}_z = 0.0",
           "p_i[0], p_i[1], p_i[2] = px, py, pz", "v_i[0], v_i[1], v_i[2] = vx, vy, vz",
           "ro_p_i, ro_v_i, ro_p_j, ro_v_j = read_only(p_i), read_only(v_i), read_only(p_j), read_only(v_j)",

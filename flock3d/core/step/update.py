@@ -49,7 +49,7 @@ class _BoidUpdate:
         self._pair_loop(c, pair, b)
         if L.combine == "sum":
             for k in range(n_rules):
-                self._user_rule(c, k)
+                self._user_rule(c, k, b)
             c("ax = ay = az = 0.0")
             for stage in L.stages:
                 self._finish(c, stage)
@@ -71,7 +71,7 @@ class _BoidUpdate:
                     c(*term.line(self))
                     continue
                 if stage.startswith("rule"):
-                    self._user_rule(c, int(stage[len("rule") :]))
+                    self._user_rule(c, int(stage[len("rule") :]), b)
                 self._finish(c, stage)
                 if L.planar:
                     c("tz = 0.0")
