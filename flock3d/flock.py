@@ -27,7 +27,7 @@ from flock3d.core.user_rules import Force, PairRule
 from flock3d.errors import EngineError, SimulationError
 from flock3d.flock_views import Boids, Engine, FlockViews
 from flock3d.gpu import GpuEngine
-from flock3d.rules import check_rules
+from flock3d.rules import check_model_runs_rules, check_rules
 from flock3d.runner import MAX_STEPS
 from flock3d.step_errors import compile_error, failure_error
 from flock3d.stepping import fast_steps, reference_steps
@@ -106,6 +106,7 @@ class Flock(FlockViews):
         if not isinstance(params, Params):
             raise TypeError(f"params must be a flock3d.Params, got {type(params).__name__}")
         seed = None if seed is None else checked_count(seed, "seed")  # numpy's own words name no argument
+        check_model_runs_rules(params, tuple(rules), tuple(forces))  # before anything compiles
         placing_compiles = _choose_engine(engine, params, own_rules=bool(rules or forces))
         if placing_compiles:  # a window's process has a child compile what placing needs
             assemble.compile_placement_elsewhere(params)
@@ -223,13 +224,16 @@ class Flock(FlockViews):
             forces: the per-boid forces (:func:`flock3d.force`).
 
         Raises:
-            RuleError: more than :data:`flock3d.rules.MAX_RULES` together, or a rule or force
-                that, called once in plain Python on read-only sample arguments, raises, writes
-                into its arguments or does not return 3 finite numbers; the message names it.
+            RuleError: more than :data:`flock3d.rules.MAX_RULES` together, two of one name or
+                one named as a built-in stage, a model with an update of its own (which takes
+                none), or a rule or force that, called once in plain Python on read-only sample
+                arguments, raises, writes into its arguments or does not return 3 finite
+                numbers; the message names it.
             ValueError: ``params.rule_order`` names a stage that does not exist.
         """
         rules, forces = tuple(rules), tuple(forces)
         check_rules(rules, forces)
+        check_model_runs_rules(self._params, rules, forces)
         assemble.stage_names(self._params, rules, forces)  # rule_order must name stages that exist
         self._rules, self._forces = rules, forces
 
@@ -242,6 +246,8 @@ class Flock(FlockViews):
         Raises:
             TypeError: the value assigned is not a :class:`Params`.
             ValueError: the value assigned has another ``count`` (a new Flock changes it).
+            RuleError: the flock runs rules or forces of yours and the new model has an update
+                of its own, which takes none.
         """
         return self._params
 
@@ -249,6 +255,7 @@ class Flock(FlockViews):
     def params(self, params: Params) -> None:
         if not isinstance(params, Params):
             raise TypeError(f"params must be a flock3d.Params, got {type(params).__name__}")
+        check_model_runs_rules(params, self._rules, self._forces)
         _retune(self._state, self._params, params, self._seed)
         self._params = params
 

@@ -45,7 +45,17 @@ import numpy as np
 from flock3d.core.user_rules import Force, PairRule, describe, read_only_copy
 from flock3d.errors import Flock3dError
 
-__all__ = ["force", "pair_rule", "load_rules", "describe", "check_rules", "RuleError", "Force", "PairRule"]
+__all__ = [
+    "force",
+    "pair_rule",
+    "load_rules",
+    "describe",
+    "check_rules",
+    "check_model_runs_rules",
+    "RuleError",
+    "Force",
+    "PairRule",
+]
 
 
 class RuleError(Flock3dError):
@@ -127,7 +137,9 @@ def pair_rule(
 
 
 # Sample arguments for a first call in plain Python: distinct, nothing coincident or zero.
-_SAMPLE = (np.array([0.0, 0.0, 0.0]), np.array([1.0, 0.5, 0.25]), np.array([1.5, -0.5, 0.75]),
+#: A test call's arguments: p_i (a force's position), v_i, p_j, v_j. No position is the origin, an
+#: arena's usual centre, where a radial force (-r / |r|, as the confinement) has no direction.
+_SAMPLE = (np.array([0.5, -0.25, 0.75]), np.array([1.0, 0.5, 0.25]), np.array([1.5, -0.5, 1.25]),
            np.array([-0.25, 1.0, 0.5]))  # fmt: skip
 
 
@@ -147,6 +159,7 @@ def check_rules(rules: tuple[PairRule, ...], forces: tuple[Force, ...]) -> None:
             "(each is compiled into the step, whose compile time and memory grow with their number); "
             "combine some into one"
         )
+    _check_names(rules, forces)
     for item, kind, args in [(r, PairRule, _SAMPLE) for r in rules] + [
         (f, Force, (*_SAMPLE[:2], 0.0)) for f in forces
     ]:
@@ -177,6 +190,37 @@ def check_rules(rules: tuple[PairRule, ...], forces: tuple[Force, ...]) -> None:
             )
         if not np.all(np.isfinite(vector)):
             raise RuleError(f"{label} returned a non-finite value on a test call ({_short(out)})")
+
+
+def _check_names(rules: tuple[PairRule, ...], forces: tuple[Force, ...]) -> None:
+    """Each rule's and force's name is its own: ``rules.order`` and the messages tell them apart by
+    it, and a built-in stage's name would be ambiguous there."""
+    from flock3d.core.stages import STAGES
+
+    seen: set[str] = set()
+    for item in (*rules, *forces):
+        name = getattr(item, "name", None)
+        if not isinstance(name, str):
+            continue  # not a rule or force at all: said below
+        kind = "rule" if isinstance(item, PairRule) else "force"
+        if name in STAGES:
+            raise RuleError(f"{kind} {name!r} has the name of a built-in stage: give it another (name=...)")
+        if name in seen:
+            raise RuleError(f"two rules or forces are named {name!r}: give one another (name=...)")
+        seen.add(name)
+
+
+def check_model_runs_rules(params: Any, rules: tuple, forces: tuple) -> None:
+    """Raise :class:`RuleError` when ``params``' model has an update of its own (the Couzin,
+    Vicsek, inertial spin, Cucker-Smale and Pearce models), which takes no rules or forces of
+    yours: they would do nothing."""
+    from flock3d.core.models import model_of
+
+    if (rules or forces) and model_of(params).update_kind != "terms":
+        raise RuleError(
+            f"the {params.model} model runs its own update, which takes no rules or forces of yours: "
+            'they run with model = "boids"'
+        )
 
 
 def writes_arguments(item: PairRule | Force) -> str:

@@ -622,3 +622,46 @@ def test_the_viewer_session_stops_on_a_rule_that_cannot_compile_with_its_one_lin
         f"the simulation stopped: rule {f3.rules.describe(scribbles_away_from_the_origin.fn)} writes into "
         "its arguments, which are read-only: work on a copy (d = p_i.copy())"
     )
+
+
+@f3.force
+def towards_the_centre(position, velocity, time):
+    r = math.sqrt(position[0] ** 2 + position[1] ** 2 + position[2] ** 2)
+    return -position[0] / r, -position[1] / r, -position[2] / r
+
+
+def test_a_radial_force_is_not_refused_for_the_arenas_centre_it_is_never_called_at():
+    # The test call took the position (0, 0, 0), where -r/|r| is 0/0: a valid force was refused.
+    flock = Flock(Params(count=20), forces=[towards_the_centre])
+    flock.step(2)
+    assert np.all(np.isfinite(flock.positions))
+
+
+@pytest.mark.parametrize("model", ["couzin", "vicsek", "ism", "cucker-smale", "pearce"])
+def test_a_model_with_its_own_update_refuses_rules_of_yours_rather_than_ignore_them(model):
+    message = f"the {model} model runs its own update, which takes no rules or forces of yours"
+    with pytest.raises(RuleError, match=message):
+        Flock(Params(model=model, count=20), forces=[towards_the_centre])
+    flock = Flock(Params(count=20), rules=[])
+    flock.set_rules(forces=[towards_the_centre])
+    with pytest.raises(RuleError, match=message):
+        flock.params = flock.params.replace(model=model)
+    assert flock.params.model == "boids"  # unchanged
+
+
+def test_rules_and_forces_each_have_a_name_of_their_own():
+    with pytest.raises(RuleError, match=r"^force 'wind' has the name of a built-in stage"):
+        Flock(Params(count=5), forces=[towards_the_centre.replace(name="wind")])
+    with pytest.raises(RuleError, match=r"^two rules or forces are named 'towards_the_centre'"):
+        Flock(Params(count=5), forces=[towards_the_centre, towards_the_centre])
+
+
+def test_run_and_check_refuse_rules_for_a_model_with_its_own_update_in_one_line(tmp_path):
+    (tmp_path / "ok.py").write_text(RULES_FILE)
+    message = "the couzin model runs its own update, which takes no rules or forces of yours"
+    assert_clean_failure(
+        flock3d("run", "couzin/swarm", "--steps", "2", "--rules", tmp_path / "ok.py"), message
+    )
+    out = flock3d("check", "--rules", tmp_path / "ok.py", "small-arena", "couzin/swarm")
+    assert_clean_failure(out, f"couzin/swarm: {message}")
+    assert "small-arena: ok" in out.stdout

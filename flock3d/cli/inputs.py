@@ -80,6 +80,10 @@ def scene_from(
         check_device()
     names = None if rules is None else rule_names(*rules)
     scene = resolve_scene(name, overrides=args.set, rule_names=names)
+    if rules is not None:
+        from flock3d.rules import check_model_runs_rules
+
+        check_model_runs_rules(scene.params, *rules)
     return scene if args.seed is None else scene.replace(seed=args.seed)
 
 

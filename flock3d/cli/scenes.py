@@ -66,6 +66,7 @@ def add_check(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 
 def run_check(args: argparse.Namespace) -> int:
+    from flock3d.rules import RuleError, check_model_runs_rules
     from flock3d.scene import SceneError, describe_arena, resolve_scene
     from flock3d.scene.advice import advice
 
@@ -79,6 +80,12 @@ def run_check(args: argparse.Namespace) -> int:
             failed = True
             for problem in error.problems:
                 print(problem, file=sys.stderr)
+            continue
+        try:
+            check_model_runs_rules(scene.params, rules, forces)  # as the run would, with --rules
+        except RuleError as error:
+            failed = True
+            print(f"{name}: {error}", file=sys.stderr)
             continue
         p = scene.params
         print(f"{name}: ok ({scene.name!r}: {counted(p.count, 'boid')}, {describe_arena(p)}, fov {p.fov:g})")
