@@ -436,7 +436,7 @@ def direct_correlation(p, v, bins, r_max, box=None):
             if box is not None:
                 d = d - box * np.rint(d / np.where(box > 0, box, 1.0))
             r = math.sqrt(d @ d)
-            if r >= r_max:
+            if r > r_max * (1.0 + 1e-12):  # [0, r_max], the last bin closed (d @ d rounds its own way)
                 continue
             b = min(int(r / (r_max / bins)), bins - 1)
             count[b] += 1
@@ -700,3 +700,24 @@ def test_a_boid_not_finite_makes_the_order_parameters_nan_not_a_smaller_number()
     velocities[0, 0] = np.nan
     assert math.isnan(metrics.polarization(velocities))
     assert math.isnan(metrics.milling(positions, velocities))
+
+
+def test_every_pair_is_binned_the_farthest_one_too():
+    # The bins span [0, L]; the pair at distance L went uncounted, so two boids had no curve.
+    rng = np.random.default_rng(5)
+    p, v = rng.normal(size=(300, 3)), rng.normal(size=(300, 3))
+    c = metrics.velocity_correlation(p, v)
+    assert c.pairs.sum() == 300 * 299 // 2
+    # Summed over every pair (i != j) the fluctuations cancel: sum_ij u_i.u_j = -sum_i |u_i|^2.
+    np.testing.assert_allclose(np.nansum(c.velocity * c.pairs) / c.pairs.sum(), -1.0 / 299, rtol=1e-9)
+    two = metrics.velocity_correlation([[0.0, 0.0, 0.0], [3.0, 0.0, 0.0]], [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]])
+    assert two.pairs[-1] == 1 and two.velocity[-1] == pytest.approx(-1.0)
+
+
+def test_polarization_and_milling_never_exceed_one_however_the_sum_rounds():
+    # 60 copies of one direction whose unit vector rounds up: the sum came to 1 + 7e-16.
+    v = np.tile([0.1, 0.7, -0.3], (60, 1))
+    assert metrics.polarization(v) == 1.0
+    angles = np.linspace(0.0, 2.0 * np.pi, 1000, endpoint=False)
+    ring = np.c_[np.cos(angles), np.sin(angles), np.zeros(1000)]
+    assert metrics.milling(ring, np.c_[-ring[:, 1], ring[:, 0], np.zeros(1000)]) <= 1.0

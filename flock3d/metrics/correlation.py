@@ -35,7 +35,6 @@ def _correlation_sums(p, u, o, s, rows, upper, r_max, bins, box):
     n = p.shape[0]
     m = rows.shape[0]
     inv = bins / r_max
-    r_max2 = r_max * r_max
     periodic = box[0] > 0.0 or box[1] > 0.0 or box[2] > 0.0
     out = np.zeros((_CHUNKS, bins, 5))
     for c in numba.prange(_CHUNKS):
@@ -52,10 +51,9 @@ def _correlation_sums(p, u, o, s, rows, upper, r_max, bins, box):
                 dx, dy, dz = p[j, 0] - px, p[j, 1] - py, p[j, 2] - pz
                 if periodic:
                     dx, dy, dz = nearest_image(dx, dy, dz, box)
-                d2 = dx * dx + dy * dy + dz * dz
-                if d2 >= r_max2:
+                d = math.sqrt(dx * dx + dy * dy + dz * dz)
+                if d > r_max:  # the bins span [0, r_max], the last one closed: a pair at L is in it
                     continue
-                d = math.sqrt(d2)
                 b = min(int(d * inv), bins - 1)
                 h[b, 0] += 1.0
                 h[b, 1] += d
