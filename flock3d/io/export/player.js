@@ -4,7 +4,8 @@
 // URL hash: #t=SECONDS starts at that simulated time; &paused does not start playing; &probe=K
 // writes the decoded state of the first K boids at that time into #flock3d-probe (for tests).
 // The page reports its state in #flock3d-status (data-state "loading", "ready" or "error",
-// errors as text, and data-decode-ms), so that a headless browser can read it from the DOM.
+// errors as text, data-decode-ms, and three.js's warnings in data-warnings), so that a headless
+// browser can read it from the DOM.
 "use strict";
 (() => {
   const status = document.getElementById("flock3d-status");
@@ -20,6 +21,13 @@
   console.error = (...args) => {
     fail(args.join(" "));
     consoleError(...args);
+  };
+  const warnings = [];
+  const consoleWarn = console.warn.bind(console);
+  console.warn = (...args) => {
+    warnings.push(args.join(" "));
+    status.dataset.warnings = warnings.join("\n");
+    consoleWarn(...args);
   };
 
   const began = performance.now();
@@ -87,7 +95,7 @@
   const renderer = new THREE.WebGLRenderer({ canvas, antialias: true, preserveDrawingBuffer: true });
   renderer.setPixelRatio(Math.min(window.devicePixelRatio || 1, 2));
   renderer.shadowMap.enabled = true;
-  renderer.shadowMap.type = THREE.PCFSoftShadowMap;
+  renderer.shadowMap.type = THREE.PCFShadowMap; // soft PCF is gone from three.js 0.187: PCF filters alike
   const scene = new THREE.Scene();
   const srgb = (c) => new THREE.Color().setRGB(c[0], c[1], c[2], THREE.SRGBColorSpace);
 

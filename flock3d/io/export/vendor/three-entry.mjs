@@ -2,6 +2,7 @@
 // (three-flock3d.min.js) that sets the global FLOCK3D_THREE. Add a name here when the player
 // needs another, then run build.sh again.
 export {
+  BackSide,
   BufferAttribute,
   BufferGeometry,
   CanvasTexture,
@@ -11,13 +12,14 @@ export {
   DynamicDrawUsage,
   EquirectangularReflectionMapping,
   Fog,
+  FrontSide,
   HemisphereLight,
   InstancedMesh,
   LineBasicMaterial,
   LineSegments,
   Mesh,
   MeshLambertMaterial,
-  PCFSoftShadowMap,
+  PCFShadowMap,
   PerspectiveCamera,
   Scene,
   SRGBColorSpace,
