@@ -11,7 +11,7 @@ from helpers import process_env
 
 from flock3d import Flock, Params
 from flock3d.io import Trajectory, TrajectoryWriter
-from flock3d.scene import Scene
+from flock3d.scene import Scene, parse_scene
 
 
 def test_round_trip_and_h5md_layout(tmp_path):
@@ -57,7 +57,7 @@ STREAMING = """
 import sys, tracemalloc
 from flock3d import Flock, Params
 from flock3d.io import Trajectory, TrajectoryWriter
-from flock3d.scene import Scene
+from flock3d.scene import Scene, parse_scene
 n, frames, path = 2000, 500, sys.argv[1]
 scene = Scene(Params(count=n))
 state = Flock.from_scene(scene).state
@@ -246,3 +246,15 @@ def test_a_missing_recording_names_the_frames_a_killed_run_left_beside_it(tmp_pa
     left.rename(tmp_path / "k9.h5")
     with Trajectory(tmp_path / "k9.h5") as recovered:
         assert recovered.n_frames == 1
+
+
+def test_each_boids_species_is_recorded(tmp_path):
+    scene = parse_scene(
+        '[[species]]\nname = "swift"\ncount = 3\n[[species]]\nname = "gull"\ncount = 4\n', source="test"
+    )
+    path, _ = _record(tmp_path, scene)
+    with Trajectory(path) as traj:
+        np.testing.assert_array_equal(traj.species, [0, 0, 0, 1, 1, 1, 1])  # was 0 for every boid
+    with h5py.File(path) as f:  # as another program reads it: H5MD's per-particle species
+        np.testing.assert_array_equal(f["particles/flock/species"], [0, 0, 0, 1, 1, 1, 1])
+        assert f["particles/flock/species"].dtype == np.int32

@@ -10,7 +10,8 @@ Layout (N boids, M predators, T frames, D = 3, or 2 for a planar flock)::
         position/{value (T, N, D), step (T,), time (T,)}
         velocity/{value (T, N, D), step, time}        step and time hard-linked
         orientation/{value (T, N, 4) w x y z, step, time}
-        species (N,)            0 for every boid
+        species (N,)            each boid's species, 0 to S - 1 in the order of
+                                [[species]] (0 for every boid of a flock without species)
     particles/predators/        the same, (T, M, ...), when the scene has predators
     parameters/flock3d          scene (the effective scene as TOML), source_text,
                                 seed, every, flock3d_version, units
@@ -166,6 +167,15 @@ class Trajectory:
     def dimensions(self) -> int:
         """2 for a planar flock (stored with x and y), or 3."""
         return self._dimensions
+
+    @property
+    def species(self) -> np.ndarray:
+        """(N,) int64 each boid's species (the index of its ``[[species]]`` table; 0 for every boid
+        of a flock without species, and of a file that records none)."""
+        stored = self._file.get(f"{self._group}/species")
+        if stored is None or stored.shape != (self.n_boids,) or stored.dtype.kind not in "iu":
+            return np.zeros(self.n_boids, dtype=np.int64)
+        return stored[:].astype(np.int64)
 
     @property
     def steps(self) -> np.ndarray:

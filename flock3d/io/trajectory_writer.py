@@ -134,7 +134,9 @@ class TrajectoryWriter:
             edges = create_box(group, d, self._periodic, step, time)
             if edges is not None:
                 self._edges.append(edges)
-            group.create_dataset("species", data=np.zeros(n, dtype=np.int32))
+            # Each boid's species (0 without species; predators all 0): what a reader tells them by.
+            species = scene.params.species_of_boids if group_name == FLOCK else np.zeros(n)
+            group.create_dataset("species", data=np.asarray(species, dtype=np.int32))
         self._step, self._time = step, time
         self._side = 2.0 * scene.params.arena_radius
         write_parameters(f, scene, every)
