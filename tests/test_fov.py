@@ -68,3 +68,24 @@ def test_sight_is_asymmetric(engine):
     flock.step()
     assert not np.allclose(flock.velocities[0], [0, 0, 1])
     np.testing.assert_allclose(flock.velocities[1], v1, atol=1e-12)
+
+
+@pytest.mark.parametrize(
+    "fov, offset",
+    [
+        (90.0, (0.0, 1.0, 1.0)),
+        (270.0, (0.0, 1.0, -1.0)),
+        (180.0, (0.0, 1.0, 0.0)),
+        (90.0, (1.0, 1.0, 1.4142135623730951)),
+    ],
+)
+def test_a_boid_exactly_on_the_cones_edge_is_seen_by_both_engines(fov, offset, engine):
+    # angle == fov / 2 exactly, as the docs' "angle <= fov/2" says; the engines rounded their own
+    # ways and one saw (0, 1, 1) at fov 90 where the other did not.
+    assert sees_through_step(fov, np.array(offset), engine)
+    heading = np.array([0.0, 0.0, 1.0])
+    assert visible(np.zeros(3), heading, np.array([offset]), free_params(fov=fov))[0]
+    # A hair (1e-9 rad) beyond the edge is not seen.
+    a = math.radians(fov / 2.0) + 1e-9
+    beyond = (0.0, math.sin(a), math.cos(a))
+    assert not sees_through_step(fov, np.array(beyond), engine)

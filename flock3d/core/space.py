@@ -11,6 +11,7 @@ of it.
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -23,6 +24,8 @@ if TYPE_CHECKING:
 __all__ = [
     "offsets",
     "visible",
+    "cone_threshold",
+    "CONE_EDGE",
     "nearest_of",
     "neighbours",
     "adapted_radius",
@@ -34,6 +37,28 @@ __all__ = [
     "settle",
     "settled_positions",
 ]
+
+
+#: How far past the cone's edge a neighbour is still seen, relative to the squared cosine both
+#: engines compare: one placed exactly on the edge (the offset (0, 1, 1) of a boid heading +z, with
+#: a fov of 90) is seen by both, as ``angle <= fov/2`` says, however each rounds its products. About
+#: 1e-12 radians of angle at any fov.
+CONE_EDGE = 1e-12
+
+
+def cone_threshold(fov_degrees: float) -> float:
+    """The cone test's threshold: a boid sees an offset d (its heading f) when ``(f.d)|f.d| >=
+    threshold |d|^2``, that is cos(angle)|cos(angle)| >= cos(fov/2)|cos(fov/2)| less
+    :data:`CONE_EDGE` of it (and of 1e-12 besides, where cos(fov/2) is 0); -inf when nothing is
+    hidden (fov 360). Both engines test this one comparison: the fast step without a square root,
+    the reference with the cosine itself.
+
+    cos(fov/2) is computed as sin((180 - fov)/2), which is exactly 0 at fov = 180 (cos(pi/2)
+    would give 6e-17)."""
+    if fov_degrees >= 360.0:
+        return -math.inf
+    c = math.sin(math.radians(180.0 - fov_degrees) / 2.0)
+    return c * abs(c) - CONE_EDGE * (c * c + CONE_EDGE)
 
 
 def offsets(position: np.ndarray, others: np.ndarray, params: Params) -> np.ndarray:
@@ -78,8 +103,7 @@ def visible(
         return in_range
     with np.errstate(invalid="ignore", divide="ignore"):
         cosines = d @ heading / distances
-    angles = np.degrees(np.arccos(np.clip(cosines, -1.0, 1.0)))
-    return in_range & (angles <= fov / 2.0)
+    return in_range & (cosines * np.abs(cosines) >= cone_threshold(fov))  # angle <= fov / 2
 
 
 def nearest_of(seen: np.ndarray, distances: np.ndarray, k: int | None) -> np.ndarray:

@@ -72,11 +72,11 @@ import os
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 # isort: off
+from flock3d.core.space import cone_threshold  # the one cone both engines test
 from flock3d.core.kernel.base import (
     BOIDS_PER_CHUNK,
     FAST,
     MAX_COORDINATE,
-    cone_threshold,
     inlined,
     shared,
     threads,

@@ -3,8 +3,6 @@ compiling (:data:`shared`, :data:`inlined`), the size of a chunk of work and the
 
 from __future__ import annotations
 
-import math
-
 import numba
 
 from flock3d.core.no_entry import no_entry
@@ -41,19 +39,6 @@ MAX_COORDINATE = 1e12
 
 # What a step reports (the first field of a status row): flock3d.core.status, re-exported for the
 # generated step's template.
-
-
-def cone_threshold(fov_degrees: float) -> float:
-    """The cone test's threshold: cos(fov/2) |cos(fov/2)|, or -inf when nothing is hidden.
-
-    cos(fov/2) is computed as sin((180 - fov)/2), which is exactly 0 at fov = 180, so a
-    boid exactly abreast (angle 90) is seen, as ``angle <= fov/2`` says; cos(pi/2)
-    would give 6e-17 and hide it.
-    """
-    if fov_degrees >= 360.0:
-        return -math.inf
-    c = math.sin(math.radians(180.0 - fov_degrees) / 2.0)
-    return c * abs(c)
 
 
 def threads() -> int:
