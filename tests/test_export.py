@@ -258,7 +258,14 @@ def test_gltf_refuses_more_boids_than_its_limit_suggesting_usd(recording, tmp_pa
 
 def test_bad_input_is_one_line_exit_2_and_no_file(recording, tmp_path, capsys, monkeypatch):
     cases = {
-        "suffix": (["export", recording, "--out", tmp_path / "x.obj"], "cannot export to '.obj'"),
+        "suffix": (
+            ["export", recording, "--out", tmp_path / "x.obj"],
+            "cannot export to a .obj file; name one ending in",
+        ),
+        "no suffix": (
+            ["export", recording, "--out", tmp_path / "x"],
+            "cannot export to a file without a suffix; name",
+        ),
         "a folder": (["export", recording, "--out", tmp_path], "a folder; name the file to write in it"),
         "folder": (["export", recording, "--out", tmp_path / "none" / "x.usdc"], "does not exist"),
         "options": (

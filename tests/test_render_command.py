@@ -109,6 +109,9 @@ def test_the_span_stated_is_the_span_recorded(tmp_path):
     stdout = rendered(traj, "--out", movie, "--fps", "2", *SMALL)
     assert "wrote" in stdout and "120 frames" in stdout and "showing simulated t = 0.00 to 60.00 s" in stdout
     assert sum(1 for _ in imageio.get_reader(movie)) == 120  # not 121, a frame past the end
+    # More frames asked than the minute fills: the ones it holds, and the line says so.
+    stdout = rendered(traj, "--out", movie, "--fps", "2", "--frames", "1000", *SMALL)
+    assert "120 frames" in stdout and "the recording holds 120 of the 1,000 frames asked" in stdout
     # Video frame 31 at 15 fps shows t = 2 s, and frame 1 of --start 59.5 t = 59.5 s.
     png = tmp_path / "f.png"
     assert simulated_time(rendered(traj, "--out", png, "--frames", "31", "--fps", "15", *SMALL)) == 2.0

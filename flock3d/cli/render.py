@@ -234,9 +234,15 @@ def render_frames(args, out: Path, is_png: bool, scene, frames, plan, recorded: 
     # Frame k shows the flock at start + k / fps: the video's clock is the flock's, and its
     # frames cover [start, start + frames / fps).
     seconds = count / fps
+    short = args.frames is not None and len(plan.indices) < args.frames  # a recording holds no more
     print(
         f"wrote {out}: {counted(count, 'frame')}, {args.size[0]}x{args.size[1]}, {seconds:.2f} s at "
         f"{fps:g} fps, showing simulated t = {start:.2f} to {start + seconds:.2f} s "
-        f"({scene.name!r})"
+        f"({scene.name!r}"
+        + (
+            f"; the recording holds {len(plan.indices):,} of the {args.frames:,} frames asked)"
+            if short
+            else ")"
+        )
     )
     return 0

@@ -62,7 +62,8 @@ def writer_for(path: str | Path) -> ModuleType:
         known = ", ".join(WRITERS)
         if Path(path).is_dir() or str(path).endswith(("/", os.sep)):
             raise ExportError(f"{path}: a folder; name the file to write in it, ending in one of {known}")
-        raise ExportError(f"{path}: cannot export to {suffix or 'a file without a suffix'!r}; choose {known}")
+        what = f"a {suffix} file" if suffix else "a file without a suffix"
+        raise ExportError(f"{path}: cannot export to {what}; name one ending in {known}")
     module = f"{__name__}.{name}"
     try:
         writer = importlib.import_module(module)
