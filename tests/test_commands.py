@@ -160,6 +160,7 @@ def test_run_out_then_metrics_agree_with_metrics_in_memory(tmp_path):
     )
     assert out.returncode == 0, out.stderr
     assert "wrote 13 frames" in out.stdout and "steps/s" in out.stdout and "polarization" in out.stdout
+    assert "(one every 10 steps)" in out.stdout  # 120 is a whole number of them: nothing left out
 
     out = flock3d("metrics", traj_path, "--csv", csv_path, "--plot", png_path)
     assert out.returncode == 0, out.stderr
@@ -395,3 +396,10 @@ def test_predators_are_recorded_and_rendered(tmp_path):
     image = imageio.imread(png)
     red = (image[..., 0] > 150) & (image[..., 1] < 90) & (image[..., 2] < 90)
     assert red.sum() > 5  # the predators are drawn in red
+
+
+def test_run_says_when_the_last_steps_fall_short_of_a_frame(tmp_path):
+    out = flock3d("run", "small-arena", "--steps", "5", "--out", tmp_path / "x.h5", "--no-progress")
+    assert out.returncode == 0, out.stderr
+    assert "wrote 1 frame to" in out.stdout
+    assert "(one every 6 steps; the last 5 steps, short of a frame, are not recorded)" in out.stdout

@@ -109,7 +109,10 @@ def run_run(args: argparse.Namespace) -> int:
     )
     print(f"final: {_measures(flock, period)}")
     if out is not None:
-        print(f"wrote {counted(stats.frames, 'frame')} to {out} (one every {counted(every, 'step')})")
+        tail = stats.steps % every  # frames stay evenly spaced: a shorter tail is not recorded
+        verb = "is" if tail == 1 else "are"
+        last = f"; the last {counted(tail, 'step')}, short of a frame, {verb} not recorded" if tail else ""
+        print(f"wrote {counted(stats.frames, 'frame')} to {out} (one every {counted(every, 'step')}{last})")
     if stats.interrupted:
         print(f"flock3d run: stopped by {stats.interrupted} after {stats.steps:,} steps", file=sys.stderr)
         return signal_status(stats.interrupted)
