@@ -224,11 +224,10 @@ class Flock(FlockViews):
             forces: the per-boid forces (:func:`flock3d.force`).
 
         Raises:
-            RuleError: more than :data:`flock3d.rules.MAX_RULES` together, two of one name or
-                one named as a built-in stage, a model with an update of its own (which takes
-                none), or a rule or force that, called once in plain Python on read-only sample
-                arguments, raises, writes into its arguments or does not return 3 finite
-                numbers; the message names it.
+            RuleError: more than :data:`flock3d.rules.MAX_RULES` together, two of one name, a
+                model with an update of its own (which takes none), or a rule or force that,
+                called once in plain Python on read-only sample arguments, raises, writes into
+                its arguments or does not return 3 finite numbers; the message names it.
             ValueError: ``params.rule_order`` names a stage that does not exist.
         """
         rules, forces = tuple(rules), tuple(forces)

@@ -396,10 +396,11 @@ def _laplacian(idx: np.ndarray, n_c: int) -> np.ndarray:
 
 
 def _pair_sums(p: np.ndarray, box, r_max: float, bins: int, values: np.ndarray) -> tuple[np.ndarray, ...]:
-    """Per distance bin over the pairs i < j closer than r_max: count, sum of r_ij, sum of values[i, j].
+    """Per distance bin over the pairs i < j at most r_max apart: count, sum of r_ij, sum of values[i, j].
 
-    The bins of :func:`flock3d.metrics.velocity_correlation` (B of equal width from 0, minimum
-    image in a periodic box), so that the predicted C(r) lines up with the measured one.
+    The bins of :func:`flock3d.metrics.velocity_correlation` (B of equal width from 0 to r_max, the
+    last one closed; minimum image in a periodic box), so that the predicted C(r) lines up with
+    the measured one.
     """
     n = len(p)
     count, r_sum, total = np.zeros(bins), np.zeros(bins), np.zeros(bins)
@@ -407,7 +408,7 @@ def _pair_sums(p: np.ndarray, box, r_max: float, bins: int, values: np.ndarray) 
     for start in range(0, n, 256):
         rows = np.arange(start, min(start + 256, n))
         dist = np.linalg.norm(minimum_image(p[None, :, :] - p[rows, None, :], box), axis=2)
-        keep = (columns[None, :] > rows[:, None]) & (dist < r_max)
+        keep = (columns[None, :] > rows[:, None]) & (dist <= r_max)
         d = dist[keep]
         b = np.minimum((d * (bins / r_max)).astype(np.int64), bins - 1)
         count += np.bincount(b, minlength=bins)

@@ -650,8 +650,6 @@ def test_a_model_with_its_own_update_refuses_rules_of_yours_rather_than_ignore_t
 
 
 def test_rules_and_forces_each_have_a_name_of_their_own():
-    with pytest.raises(RuleError, match=r"^force 'wind' has the name of a built-in stage"):
-        Flock(Params(count=5), forces=[towards_the_centre.replace(name="wind")])
     with pytest.raises(RuleError, match=r"^two rules or forces are named 'towards_the_centre'"):
         Flock(Params(count=5), forces=[towards_the_centre, towards_the_centre])
 

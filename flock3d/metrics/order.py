@@ -20,7 +20,7 @@ def polarization(velocities: np.ndarray) -> float:
     if len(u) == 0:
         return float("nan")
     # A sum of N unit vectors, each rounded, may come out an ulp or two above N: P is at most 1.
-    return min(1.0, float(np.linalg.norm(u.sum(axis=0)) / len(u)))
+    return float(np.minimum(1.0, np.linalg.norm(u.sum(axis=0)) / len(u)))  # NaN stays NaN
 
 
 def milling(positions: np.ndarray, velocities: np.ndarray) -> float:
@@ -40,4 +40,4 @@ def milling(positions: np.ndarray, velocities: np.ndarray) -> float:
     if len(p) == 0:
         return float("nan")
     r = unit_rows(p - p.mean(axis=0))
-    return min(1.0, float(np.linalg.norm(np.cross(r, unit_rows(v)).sum(axis=0)) / len(p)))  # as P
+    return float(np.minimum(1.0, np.linalg.norm(np.cross(r, unit_rows(v)).sum(axis=0)) / len(p)))  # as P
