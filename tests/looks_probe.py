@@ -107,6 +107,17 @@ def case_grid() -> dict:
     return out
 
 
+def case_high() -> dict:
+    """A small arena (radius 6) 60 above green ground, seen from its hints' elevation: where the
+    ground below it, and far out along the view, lie."""
+    params = Params(
+        arena_radius=6.0, arena_center=(0.0, 60.0, 0.0), objects=(Object("plane", color="#40a040"),)
+    )
+    r = renderer(params=params, azimuth=30.0, elevation=25.0, sky="day")
+    image = r.render(NO_BOIDS)
+    return {"image": image, "below": r.project(np.array([[0.0, 0.0, 0.0]]))}
+
+
 def case_cave() -> dict:
     """A red stalactite hanging from the roof of a green sphere that is the arena, seen level from
     outside: where its middle is, and where the roof above it and the far wall beside it are."""
@@ -146,6 +157,7 @@ CASES = {
     "guides": case_guides,
     "grid": case_grid,
     "cave": case_cave,
+    "high": case_high,
 }
 
 if __name__ == "__main__":

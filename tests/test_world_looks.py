@@ -137,6 +137,19 @@ def test_the_ground_grid_takes_its_opacity(images):
 
 
 @pytest.mark.gui
+def test_the_ground_far_below_a_small_arena_is_not_lost_in_the_fog(images):
+    # The fog ended 4 diameters past the arena's far side: ground 60 below a sphere of radius 6
+    # was all sky. It now reaches the ground below the world, and the ground the horizon.
+    image, (x, y) = images["high.image"], images["high.below"][0]
+    h, w = image.shape[:2]
+    hue, saturation = hue_saturation(image[int(0.75 * h) :])
+    assert np.mean((hue_distance(hue, 120.0) < 30.0) & (saturation > 0.25)) > 0.5  # green, not sky
+    if 0 <= x < w and 0 <= y < h:
+        below_hue, below_saturation = hue_saturation(window(image, (x, y)))
+        assert np.all(hue_distance(below_hue, 120.0) < 30.0) and np.all(below_saturation > 0.25)
+
+
+@pytest.mark.gui
 def test_a_cave_is_drawn_from_inside_with_its_stalactite_hanging_from_its_roof(images):
     image = images["cave.image"]
     middle, roof, wall = images["cave.points"]

@@ -19,6 +19,7 @@ __all__ = [
     "FollowDistance",
     "arena_bounds",
     "flock_extent",
+    "fog_extent",
     "frame_distance",
     "view_angles",
     "view_direction",
@@ -72,6 +73,22 @@ def world_extent(params: Params) -> tuple[np.ndarray, float]:
     vertices = origins[0] + object_mesh(arena, 0.0).vertices @ rotations[0].T
     centre = 0.5 * (vertices.min(axis=0) + vertices.max(axis=0))
     return centre, float(np.max(np.linalg.norm(vertices - centre, axis=1)))
+
+
+def fog_extent(params: Params, centre: np.ndarray, radius: float) -> tuple[np.ndarray, float]:
+    """The sphere the fog leaves clear: the world's (``centre``, ``radius``: :func:`world_extent`),
+    grown, where the ground lies farther below it, to reach the ground (each plane's or
+    heightfield's base, along its up axis). A small arena high above the ground would otherwise
+    lose the ground in the fog, which begins at the sphere's far side."""
+    from flock3d.look.world import Frames, is_ground
+
+    grounds = [o for o in params.objects if is_ground(o)]
+    if not grounds:
+        return centre, radius
+    origins, rotations = Frames(grounds).at(0.0)
+    # A plane's or heightfield's up is its frame's +Y: the distance to its base is along it.
+    depths = np.abs(np.einsum("ki,ki->k", np.asarray(centre, np.float64) - origins, rotations[:, :, 1]))
+    return centre, max(radius, float(depths.max()))
 
 
 def arena_bounds(params: Params) -> float:

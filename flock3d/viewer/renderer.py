@@ -45,6 +45,7 @@ from flock3d.look.camera import (
     FollowDistance,
     arena_bounds,
     flock_extent,
+    fog_extent,
     frame_distance,
     world_extent,
 )
@@ -93,6 +94,13 @@ FOG_HORIZON = 4.0
 """Objects are lost in the fog this many world diameters beyond the far side of the world."""
 PLANE_EXTENT = 25.0
 """A plane is drawn this many world radii (:func:`world_extent`) each way, far into the fog."""
+
+
+def _cleared(params: Params, world: tuple[np.ndarray, float]) -> tuple[tuple[np.ndarray, float], float]:
+    """The sphere the fog leaves clear (:func:`fog_extent` of the ``world`` sphere), and how far a
+    plane is drawn each way: :data:`PLANE_EXTENT` of its radius, far into the fog."""
+    fogged = fog_extent(params, *world)
+    return fogged, PLANE_EXTENT * fogged[1]
 
 
 def sun_direction(up) -> np.ndarray:
@@ -222,7 +230,7 @@ class FlockVisuals:
         self.guides.show_arena = show_arena  # wished for; an open arena has nothing to show
         if _arena_of(params) != self._world_of:
             self._world, self._world_of = world_extent(params), _arena_of(params)
-        extent = PLANE_EXTENT * self._world[1]
+        self._fogged, extent = _cleared(params, self._world)
         if world is not None and world.objects == params.objects and world.extent == extent:
             self.scenery.show(world)
         elif params.objects != self.scenery.objects or extent != self.scenery.extent:
@@ -236,7 +244,7 @@ class FlockVisuals:
         objects: about 0.1 s) and hands them to :meth:`set_params`."""
         up = up_axis(params)
         light = sunlight(sky_look(hints.sky).sun_direction(up), up)
-        return self.scenery.arrays(params.objects, PLANE_EXTENT * world_extent(params)[1], light)
+        return self.scenery.arrays(params.objects, _cleared(params, world_extent(params))[1], light)
 
     # -- configuration ------------------------------------------------------------------
 
@@ -368,16 +376,16 @@ class FlockVisuals:
         tr = self.view.scene.node_transform(self.view.canvas.scene)
         w_near, w_far = tr.map(np.array([centre - radius * frame.into, centre + radius * frame.into]))[:, 3]
         fogged = frame.eye is not None and w_far > w_near
-        # The world's objects clear up to the far side of the world (the flock's ball in open
+        # Objects clear up to the far side of the world and its ground (the flock's ball in open
         # space would fog the objects around it), then lost in the sky FOG_HORIZON diameters on.
-        world_centre, world_radius = self._world
+        world_centre, world_radius = self._fogged
         near, far = tr.map(np.array([world_centre - world_radius * frame.into,
                                      world_centre + world_radius * frame.into]))[:, 3]  # fmt: skip
         self.scenery.aim(
             towards_light, world_up, frame.eye if frame.eye is not None else centre - 1e9 * frame.into,
             (self.look.top, self.look.bottom), self.look,
             (far, far + FOG_HORIZON * (far - near)) if fogged and far > near else (1e30, 2e30),
-            grid_spacing(world_radius),
+            grid_spacing(self._world[1]),
         )  # fmt: skip
         fog = (float(w_near + 0.3 * (w_far - w_near)), float(w_far)) if fogged else None
         self.bodies.aim(frame, world_up, towards_light, self.look, fog, self.boid_size,
