@@ -128,6 +128,8 @@ def test_vicsek_quick_order_parameter_falls_with_the_noise_and_sharpens_with_n(t
     shift = next(line for line in out.stdout.splitlines() if line.startswith("old - new, N = 400"))
     assert f"{mean(400, 2.5, 'old') - mean(400, 2.5):+.3f} (eta 2.5)" in shift
     assert "Vicsek et al. 1995" in out.stdout
+    # The figure's bars are the repeats' standard deviation, and the output says how many repeats.
+    assert "repeats (bars in the figure: their standard deviation): N = 40: 3, N = 400: 1" in out.stdout
 
 
 @pytest.mark.slow

@@ -63,11 +63,14 @@ def vicsek_fig2a(quick: bool, seed: int, progress: bool | None) -> Result:
                         bar.update(wait + measure)
     columns = {k: np.array(v) for k, v in rows.items()}  # strings, whole numbers and floats
 
-    def curve(update: str, n: int) -> np.ndarray:
+    def runs(update: str, n: int) -> list[np.ndarray]:  # each eta's repeats
         pick = (columns["position_update"] == update) & (columns["n"] == n)
-        return np.array([columns["v_a"][pick & (columns["eta"] == e)].mean() for e in etas])
+        return [columns["v_a"][pick & (columns["eta"] == e)] for e in etas]
 
-    mean = {(u, n): curve(u, n) for u in updates for n in sizes}
+    mean = {(u, n): np.array([r.mean() for r in runs(u, n)]) for u in updates for n in sizes}
+    # The repeats' spread (sample standard deviation); none for a size run once.
+    spread = {(u, n): np.array([r.std(ddof=1) if len(r) > 1 else 0.0 for r in runs(u, n)])
+              for u in updates for n in sizes}  # fmt: skip
     width = 11 * len(sizes) - 1  # a group of columns, each 10 wide and one apart
     lines = [f"{'':>6} {'moved by v(t+1): new':>{width}} {'by v(t): old':>{width}}",
              f"{'eta':>6} " + " ".join(f"{f'N = {n:,}':>10}" for _ in updates for n in sizes)]  # fmt: skip
@@ -75,6 +78,10 @@ def vicsek_fig2a(quick: bool, seed: int, progress: bool | None) -> Result:
         f"{e:>6.2f} " + " ".join(f"{mean[u, n][k]:>10.3f}" for u in updates for n in sizes)
         for k, e in enumerate(etas)
     ]
+    lines.append(
+        "repeats (bars in the figure: their standard deviation): "
+        + ", ".join(f"N = {n:,}: {repeats[n]}" for n in sizes)
+    )
     lines.append(
         "disordered (random directions): "
         + ", ".join(f"N = {n:,}: {math.sqrt(math.pi / (4 * n)):.3f}" for n in sizes)
@@ -97,14 +104,16 @@ def vicsek_fig2a(quick: bool, seed: int, progress: bool | None) -> Result:
         plt, fig, (order,) = _figure(1, 5)
         for k, n in enumerate(sizes):
             for update, style in zip(updates, ("-", "--"), strict=True):
-                order.plot(etas, mean[update, n], "os^D"[k % 4] + style, color=f"C{k}",
-                           mfc="none" if update == "old" else None, label=f"N = {n:,}, {update}")  # fmt: skip
+                order.errorbar(etas, mean[update, n], yerr=spread[update, n], fmt="os^D"[k % 4] + style,
+                               color=f"C{k}", capsize=2, mfc="none" if update == "old" else None,
+                               label=f"N = {n:,}, {update}")  # fmt: skip
         order.set_xlabel("noise eta")
         order.set_ylabel("order parameter v_a")
         order.set_ylim(-0.02, 1.02)
         order.legend(fontsize="small", ncol=2)
         fig.suptitle("Vicsek et al. 1995, Fig. 2a: density 4, v0 = 0.03, r = 1; moved by the new (solid) "
-                     "or old (dashed) velocity", fontsize="medium")  # fmt: skip
+                     "or old (dashed) velocity;\nbars: the repeats' standard deviation",
+                     fontsize="medium")  # fmt: skip
         save_figure(fig, path)
 
     return Result(columns, lines, plot)
