@@ -97,3 +97,41 @@ def test_show_is_loaded_only_when_asked_for():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
+
+
+@pytest.mark.slow
+@needs_rfb
+def test_the_viewer_s_controls_from_code_match_its_buttons_and_refuse_what_they_cannot_do(tmp_path):
+    code = """
+import json
+import flock3d
+
+flock = flock3d.Flock(flock3d.Params(count=30), seed=1)
+viewer = flock3d.show(flock, size=(64, 48), play=True)
+out = {"passed": viewer.flock is flock}
+viewer.set_playing(False)
+out["paused"] = [viewer.session.paused, viewer.controls["play"].value, viewer.controls["play"].description]
+viewer.controls["play"].value = True  # the button plays again once set_playing paused it
+out["button"] = viewer.session.paused
+viewer.set_playing(False)
+viewer.reset()
+out["reset"] = [viewer.flock is flock, viewer.flock.step_count]
+errors = []
+for call in (lambda: viewer.set_camera("bogus"), lambda: flock3d.show(flock, seed=5),
+             lambda: flock3d.show("default", size=(0, 0))):
+    try:
+        call()
+    except (TypeError, ValueError) as error:
+        errors.append(str(error))
+out["errors"] = errors
+viewer.close()
+print(json.dumps(out))
+"""
+    out = json.loads(python(code, tmp_path).strip().splitlines()[-1])
+    assert out["passed"] and out["paused"] == [True, False, "Play"] and out["button"] is False
+    assert out["reset"] == [False, 0]  # a new flock from the same seed, which .flock names
+    assert out["errors"] == [
+        "camera must be one of orbit, arcball, follow (got 'bogus')",
+        "seed is for a scene: a Flock shows its own state (Flock(params, seed) draws it)",
+        "size must be from 16 to 8,192 (got 0)",
+    ]

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from flock3d.core.fields import checked_count
 from flock3d.errors import Flock3dError
 from flock3d.look.camera import flock_extent
 from flock3d.scene import Scene, resolve_scene
@@ -23,11 +24,19 @@ __all__ = ["NotebookViewer", "show"]
 FRAME_INTERVAL_S = 1.0 / 30.0
 
 
+#: The cameras :meth:`NotebookViewer.set_camera` takes.
+CAMERA_KINDS = ("orbit", "arcball", "follow")
+
+
 def _scene_and_flock(source, seed: int | None):
     """(scene, flock or None) from a Flock, a Scene, or a scene name or path."""
     from flock3d.flock import Flock
 
     if isinstance(source, Flock):
+        if seed is not None:
+            raise ValueError(
+                "seed is for a scene: a Flock shows its own state (Flock(params, seed) draws it)"
+            )
         scene = Scene(params=source.params, seed=source.seed if source.seed is not None else 0)
         return scene, source
     if isinstance(source, Scene):
@@ -42,7 +51,7 @@ class NotebookViewer:
     """A flock playing inline in a notebook, with its controls (see :func:`show`).
 
     Attributes:
-        session: the :class:`~flock3d.viewer.session.Session` stepping the flock.
+        session: the :class:`~flock3d.viewer.session.Session` stepping the flock (:attr:`flock`).
         canvas: the vispy canvas; ``canvas.native`` is the frame-buffer widget.
         widget: the whole ipywidgets box (canvas and controls), what the notebook displays.
         controls: the control widgets by name: ``play``, ``reset``, ``camera``, ``colors``,
@@ -97,7 +106,7 @@ class NotebookViewer:
             "play": ipywidgets.ToggleButton(value=play, description="Pause" if play else "Play",
                                             tooltip="Play or pause the simulation"),
             "reset": ipywidgets.Button(description="Reset", tooltip="Start over from the same seed"),
-            "camera": ipywidgets.Dropdown(options=["orbit", "arcball", "follow"], value=self.camera_kind,
+            "camera": ipywidgets.Dropdown(options=list(CAMERA_KINDS), value=self.camera_kind,
                                           description="Camera", layout=layout),
             "colors": ipywidgets.Dropdown(options=list(COLOR_MODES), value=self.visuals.color_mode,
                                           description="Colour by", layout=layout),
@@ -126,16 +135,31 @@ class NotebookViewer:
 
     # -- controls -------------------------------------------------------------------------
 
+    @property
+    def flock(self):
+        """The flock stepped now: the one :func:`show` was given, until :meth:`reset` (or the Reset
+        button) starts a new one from the same seed. Pause before reading its arrays."""
+        return self.session.flock
+
     def set_playing(self, playing: bool) -> None:
+        """Play (True) or pause (False), as the Play/Pause button does; the button follows."""
         self.session.paused = not playing
-        self.controls["play"].description = "Pause" if playing else "Play"
+        button = self.controls["play"]
+        button.value, button.description = bool(playing), "Pause" if playing else "Play"
 
     def reset(self) -> None:
+        """Start over from the same seed: a new flock (:attr:`flock`), the same parameters."""
         self.session.reset()
         self.canvas.update()
 
     def set_camera(self, kind: str) -> None:
-        """orbit or arcball (framing the arena, or the flock in open space), or follow the flock."""
+        """orbit or arcball (framing the arena, or the flock in open space), or follow the flock.
+
+        Raises:
+            ValueError: another name.
+        """
+        if kind not in CAMERA_KINDS:
+            raise ValueError(f"camera must be one of {', '.join(CAMERA_KINDS)} (got {kind!r})")
         self.camera_kind = kind
         self.visuals.make_camera(kind, self._snapshot.state.positions)
         self.canvas.update()
@@ -193,17 +217,24 @@ def show(source="default", *, seed: int | None = None, size: tuple[int, int] = (
     Args:
         source: a :class:`~flock3d.Flock` (the viewer steps it, in the background: pause
             before reading its arrays), a :class:`~flock3d.Scene`, or a scene's name or path.
-        seed: seed for a scene (default: the scene's).
-        size: canvas size (width, height) [pixels].
+        seed: seed for a scene (default: the scene's); none for a Flock, which has its state.
+        size: canvas size (width, height) [pixels], each 16 to 8,192.
         play: start playing (True) or paused.
 
     Returns:
         A :class:`NotebookViewer`; as the last expression of a cell it displays itself.
-        Drag to orbit, scroll to zoom; ``.close()`` stops it.
+        Drag to orbit, scroll to zoom; ``.set_playing(False)`` pauses, ``.close()`` stops it.
+
+    Raises:
+        TypeError, ValueError: a ``size`` that is not two whole numbers from 16 to 8,192, or a
+            ``seed`` given with a Flock.
 
     Examples:
         >>> import flock3d
         >>> flock3d.show("torus")  # doctest: +SKIP
     """
+    if not isinstance(size, (tuple, list)) or len(size) != 2:
+        raise TypeError(f"size must be (width, height) in pixels (got {size!r})")
+    size = tuple(checked_count(v, "size", least=16, most=8192) for v in size)
     scene, flock = _scene_and_flock(source, seed)
     return NotebookViewer(scene, flock, size=size, play=play)
