@@ -37,7 +37,7 @@ from flock3d.scene.scene import parse_value, toml_value, unknown_key_message
 from flock3d.scene.schema import KEYS_BY_NAME, Key, check_kind
 
 __all__ = ["Axis", "Task", "parse_axis", "make_tasks", "task_seed", "run_task", "run_sweep", "sweep_size",
-           "over_repeats", "plot_sweep", "SweepError", "MAX_RUNS"]  # fmt: skip
+           "over_repeats", "plot_sweep", "first_values", "SweepError", "MAX_RUNS"]  # fmt: skip
 
 RESULT_COLUMNS = ["repeat", "seed", "polarization_mean", "polarization_std", "milling_mean", "milling_std",
                   "groups", "steps", "discard", "params_hash", "seconds"]  # fmt: skip
@@ -120,11 +120,20 @@ def parse_axis(spec: str) -> Axis:
             raise SweepError(f"--param {spec!r}: a start:stop:count range needs a numeric key")
         parts = values.split(":")
         try:
+            if len(parts) != 3:
+                raise ValueError
             start, stop, count = float(parts[0]), float(parts[1]), int(parts[2])
-        except (ValueError, IndexError):
-            raise SweepError(f"--param {spec!r}: a range is start:stop:count, e.g. 0:15:16") from None
-        if len(parts) != 3 or count < 1 or not (math.isfinite(start) and math.isfinite(stop)):
-            raise SweepError(f"--param {spec!r}: a range is start:stop:count with count >= 1")
+        except ValueError:
+            raise SweepError(
+                f"--param {spec!r}: a range is start:stop:count, three numbers, e.g. 0:15:16"
+            ) from None
+        if not (math.isfinite(start) and math.isfinite(stop)):
+            raise SweepError(f"--param {spec!r}: a range's start and stop must be finite")
+        if count < 2 and not (count == 1 and start == stop):  # both ends are in it
+            raise SweepError(
+                f"--param {spec!r}: a range holds both its ends, so its count is at least 2 "
+                f"(one value: {name}={parts[0]})"
+            )
         _check_count(name, count)
         grid = [round(float(v), 12) for v in np.linspace(start, stop, count)]
         typed = tuple(_typed(key, v, spec) for v in grid)
@@ -168,6 +177,11 @@ def make_tasks(scene: Scene, axes: list[Axis], repeats: int) -> list[Task]:
 
 def _overrides(axes: list[Axis], values: tuple) -> list[str]:
     return [f"{axis.key}={toml_value(v)}" for axis, v in zip(axes, values, strict=True)]
+
+
+def first_values(axes: list[Axis]) -> list[str]:
+    """The first combination's values as ``--set`` assignments (``key=value``)."""
+    return _overrides(axes, tuple(axis.values[0] for axis in axes))
 
 
 def params_hash(scene: Scene) -> str:

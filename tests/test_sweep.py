@@ -38,6 +38,7 @@ def small_scene():
 
 def test_axes_parse_ranges_and_lists():
     assert parse_axis("zones.orientation_width=0:15:4").values == (0.0, 5.0, 10.0, 15.0)
+    assert parse_axis("zones.orientation_width=3:3:1").values == (3.0,)
     fov = parse_axis("perception.fov=180,270,360").values
     assert fov == (180.0, 270.0, 360.0) and all(type(v) is float for v in fov)  # numbers are floats
     count = parse_axis("flock.count=10:30:3").values
@@ -56,6 +57,10 @@ def test_axes_parse_ranges_and_lists():
         ("seed=1,2", "the seed is swept by --repeats"),
         ("wind.acceleration=0", "only model parameters of one number"),
         ("rules.separation_average=0:1:2", "a start:stop:count range needs a numeric key"),
+        # count 1 dropped the stop without a word; a fourth field was blamed on the count
+        ("zones.orientation_width=0:15:1", "its count is at least 2 (one value: zones.orientation_width=0)"),
+        ("zones.orientation_width=1:2:3:4", "a range is start:stop:count, three numbers"),
+        ("zones.orientation_width=0:inf:3", "a range's start and stop must be finite"),
     ]
     for bad, message in bad_axes:
         with pytest.raises(SweepError, match=re.escape(message)):
@@ -370,3 +375,20 @@ def test_sweep_bad_input(tmp_path):
     ]
     for args, message in cases:
         assert_clean_failure(flock3d(*args), message)
+
+
+@pytest.mark.slow
+def test_a_sweep_whose_values_make_a_scene_valid_is_run_though_its_base_is_not(tmp_path):
+    # A periodic box of radius 10 is too small for the scene's own attraction zone (r_a = 16.5),
+    # which every run replaces: the sweep was refused before its values were applied.
+    base = ["couzin/torus", "--set", "arena.shape=periodic", "--set", "arena.radius=10", "--steps", "20"]
+    out = flock3d("sweep", *base, "--param", "zones.attraction_width=2,3", "--out", tmp_path / "s.csv",
+                  "--workers", "1")  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    assert "computed 2 runs" in out.stdout and len(pd.read_csv(tmp_path / "s.csv")) == 2
+    again = flock3d("sweep", *base, "--param", "zones.attraction_width=2,3", "--repeats", "2",
+                    "--out", tmp_path / "s.csv", "--workers", "1")  # fmt: skip
+    assert again.returncode == 0 and "computed 2 runs" in again.stdout and "2 already in" in again.stdout
+    # A value that leaves the scene invalid is still named, before any run.
+    bad = flock3d("sweep", *base, "--param", "zones.attraction_width=2,30", "--out", tmp_path / "b.csv")
+    assert_clean_failure(bad, "the sweep's values do not make a valid scene", "(got r_a = 32.5)")

@@ -57,6 +57,30 @@ def add_sweep(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     return p
 
 
+def _swept_scene(args: argparse.Namespace, axes: list, rules: tuple) -> tuple:
+    """The scene the sweep's runs start from and the ``--set`` values that made it. Each run is that
+    scene with its swept values applied: the scene with ``--set`` alone need not be valid (a periodic
+    arena too small for the scene's own attraction zone, which every run sweeps), so where it is
+    not, the first combination's values join the ``--set`` ones. Every combination is judged
+    before any run (:func:`flock3d.sweep.run_sweep`)."""
+    from flock3d.scene import SceneError
+    from flock3d.sweep import first_values
+
+    try:
+        return scene_from(args, args.scene, rules), list(args.set)
+    except SceneError as error:
+        if not axes:
+            raise
+        problem = error
+    overrides = [*args.set, *first_values(axes)]
+    try:
+        return scene_from(
+            argparse.Namespace(**{**vars(args), "set": overrides}), args.scene, rules
+        ), overrides
+    except SceneError:  # not the swept keys' doing: what is wrong with the scene itself
+        raise problem from None
+
+
 def run_sweep_command(args: argparse.Namespace) -> int:
     from flock3d.sweep import over_repeats, parse_axis, plot_sweep, run_sweep, sweep_size
 
@@ -67,8 +91,8 @@ def run_sweep_command(args: argparse.Namespace) -> int:
     if plot is not None:
         require("plot", option="--plot")
     rules, forces = rules_from(args)  # refused here, before any worker starts, when broken
-    scene = scene_from(args, args.scene, (rules, forces))
     axes = [parse_axis(spec) for spec in args.param]
+    scene, overrides = _swept_scene(args, axes, (rules, forces))
     if len({a.key for a in axes}) != len(axes):
         raise Flock3dError("each --param key may be swept once")
     if plot is not None and len(axes) > 2:
@@ -83,9 +107,10 @@ def run_sweep_command(args: argparse.Namespace) -> int:
     table, stats = run_sweep(
         scene, axes, args.repeats, args.steps, args.discard, out,
         scheduler=args.scheduler, workers=args.workers, progress=False if args.no_progress else None,
-        overrides=args.set, rules=args.rules, engine=engine_of(args, scene),
+        overrides=overrides, rules=args.rules, engine=engine_of(args, scene),
     )  # fmt: skip
-    print(f"computed {stats.computed:,} runs in {stats.seconds:.1f} s, {stats.skipped:,} already in {out}")
+    done = counted(stats.computed, "run")
+    print(f"computed {done} in {stats.seconds:.1f} s, {stats.skipped:,} already in {out}")
     means = over_repeats(table, axes)[[*(a.key for a in axes), "polarization_mean", "milling_mean"]]
     print(means.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
     if plot is not None:
