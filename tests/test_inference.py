@@ -12,7 +12,7 @@ import sys
 import h5py
 import numpy as np
 import pytest
-from helpers import assert_clean_failure, flock3d, process_env, small_recording
+from helpers import altered_copy, assert_clean_failure, flock3d, process_env, small_recording
 
 import flock3d as f3d
 from flock3d import inference, metrics
@@ -387,3 +387,14 @@ def test_the_readmes_flock3d_inference_and_opacity_work_after_a_plain_import():
     )
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["maxent", "flock3d.opacity"]
+
+
+def test_a_frame_the_fit_cannot_take_is_named_with_its_time(tmp_path):
+    def spoil(f):  # one coordinate of frame 5 not a number
+        f["particles/flock/position/value"][5, 0, 0] = np.nan
+
+    recording = altered_copy(small_recording(tmp_path / "r.h5", frames=8), tmp_path / "nan.h5", spoil)
+    out = flock3d("infer", "maxent", recording, "--frames", "4:7", "--no-progress")
+    assert_clean_failure(out, "frame 5 (t = 0.", "holds NaN, infinite or huge positions or velocities")
+    out = flock3d("infer", "maxent", recording, "--frames", "0:4", "--n-max", "8", "--no-progress")
+    assert out.returncode == 0, out.stderr  # the others fit

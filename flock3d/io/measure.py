@@ -122,14 +122,27 @@ def fit_recording(
         progress: a progress bar on stderr (None: only on a terminal).
 
     Raises:
-        ValueError: a frame the fit cannot take (see :func:`flock3d.inference.maxent_frames`).
+        ValueError: a frame the fit cannot take (see :func:`flock3d.inference.maxent_frames`);
+            one holding NaN, infinite or huge values is named.
     """
     from tqdm import tqdm
+
+    from flock3d.metrics.values import measurable
+
+    def frames():
+        for i in indices:
+            state = trajectory.frame(int(i))
+            if not (measurable(state.positions) and measurable(state.velocities)):
+                raise ValueError(
+                    f"frame {int(i):,} (t = {state.time:g} s) holds NaN, infinite or huge positions or "
+                    "velocities, which no fit can take: choose --frames without it"
+                )
+            yield state
 
     with tqdm(total=len(indices), unit="frame", desc="maxent", file=sys.stderr,
               disable=None if progress is None else not progress) as bar:  # fmt: skip
         return inference.maxent_frames(
-            (trajectory.frame(int(i)) for i in indices),
+            frames(),
             n_c_range=range(1, n_max + 1),
             period=trajectory.period,
             bins=bins,
