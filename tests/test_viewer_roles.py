@@ -88,6 +88,11 @@ def test_the_status_line_says_the_rates_the_flock_and_its_order():
     paused = status_text(snap, Rates(30, 0, 0.0), paused=True, first_step_done=True, recording=True)
     assert "paused   t 12.3 s" in paused and paused.endswith("P 0.71   ● REC   [h: help]")
     assert "cannot keep up" not in paused  # paused is not slow
+    # The turn rate in whole degrees a second, as the panel shows it (the = key made 1676.38).
+    tuned = snapshot([[1, 0, 0]], max_turn_rate=1676.3818)
+    assert "turn 1676°/s" in status_text(
+        tuned, Rates(30, 30, 1.0), paused=False, first_step_done=True, recording=False
+    )
 
 
 def test_the_status_line_says_when_the_flock_cannot_keep_up():
@@ -171,6 +176,24 @@ def test_a_press_on_the_selected_object_looks_through_a_boid_flying_across_it():
     thing, point, surface = thing_under(*args, boids=False)
     assert thing == Selection("object", 1) and surface
     np.testing.assert_allclose(point, [0.0, 0.0, -5.0])
+
+
+def test_a_click_on_a_predator_among_the_flock_picks_the_predator_not_a_nearer_boid():
+    # In the walk, a click on the hawk among the birds focused a boid a little nearer the camera,
+    # and a drag from there orbited the camera instead of moving the hawk.
+    from flock3d.viewer.editing import Selection
+
+    state = FlockState(
+        np.array([[0.0, 0.0, -2.0]]), np.array([[0.0, 0.0, 1.0]]), np.array([IDENTITY]), 0.0, 0
+    )
+    state.predator_positions = np.array([[0.0, 0.0, -3.0]])
+    ray = (np.zeros(3), np.array([0.0, 0.0, -1.0]))
+    args = (ray, (200, 100), Camera(), Scenery(), state, Params(count=1), (np.zeros(3), 10.0))
+    thing, point, _ = thing_under(*args)
+    assert thing == Selection("predator", 0)
+    np.testing.assert_allclose(point, [0.0, 0.0, -3.0])
+    state.predator_positions = np.array([[0.0, 0.0, -8.0]])  # behind the object: the object
+    assert thing_under(*args)[0] == Selection("object", 1)
 
 
 def test_a_click_over_nothing_is_a_point_within_what_is_framed():
@@ -271,3 +294,15 @@ def test_each_model_s_controls_apply_to_it_alone():
     assert not any(applies(ism, f) for f in ("alignment", "separation", "noise_eta", "zone_repulsion"))
     assert not any(applies(boids, f) for f in own)
     assert all(applies(boids, f) for f in ("alignment", "arena_radius", "view_distance", "fov"))
+
+
+def test_the_walls_controls_are_offered_only_where_there_are_walls():
+    # In the cave (open space, an arena object) arena radius 3, confinement 90 and containment 200
+    # changed nothing, yet their controls were offered.
+    pytest.importorskip("PySide6")
+    from flock3d.viewer.panel import applies
+
+    walls = ("arena_radius", "confinement", "confinement_start", "containment")
+    for shape, offered in (("sphere", walls), ("box", walls), ("periodic", ("arena_radius",)), ("none", ())):
+        params = Params(arena_shape=shape)
+        assert tuple(f for f in walls if applies(params, f)) == offered, shape

@@ -687,6 +687,14 @@ def test_a_saved_scene_keeps_the_camera_where_the_user_left_it(qt_app, viewer, t
     pump(qt_app, 0.2)
     camera = viewer.view.camera
     assert (camera.azimuth, camera.elevation, camera.distance) == (75.0, 12.0, 40.0)
+    # A render's fixed camera, which the window shows as an orbit, is kept unless changed here.
+    assert viewer.open_scene(resolve_scene("vicsek/ordered").save(tmp_path / "fixed.toml"))
+    pump(qt_app, 0.2)
+    assert viewer.camera_kind == "orbit"
+    assert load_scene(viewer.save_scene(tmp_path / "fixed-again.toml")).view.camera == "fixed"
+    viewer.panel.camera.setCurrentText("arcball")
+    pump(qt_app, 0.2)
+    assert load_scene(viewer.save_scene(tmp_path / "arcball-now.toml")).view.camera == "arcball"
 
 
 def test_every_camera_frames_a_periodic_box_whole(qt_app, viewer, tmp_path):
@@ -1092,6 +1100,8 @@ def test_a_flock_started_over_is_placed_while_the_window_draws(viewer, qt_app, m
     gaps = np.diff(ticks)
     assert gaps.max() < 1.5, f"the window froze for {gaps.max():.2f} s"  # as the scene-open test
     assert len(ticks) > 20
+    viewer.set_param("count", 100)
+    assert viewer.status.currentMessage() != "placing the boids..."  # the wait's message, up for good
 
 
 @pytest.mark.slow

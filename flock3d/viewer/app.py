@@ -382,6 +382,8 @@ class ViewerWindow:
             return False
         self.session.restart(flock, seed)
         self.editing.world_changed()
+        if self.status.currentMessage() == "placing the boids...":  # not a message said since
+            self.status.clearMessage()
         return True
 
     def set_camera(self, kind: str) -> None:

@@ -147,7 +147,8 @@ def status_text(
     lag = f"  (x{rates.real_time_factor:.2f} real time: cannot keep up)" if slow else ""
     rate = rates.steps_per_second
     running = "paused" if paused else f"{rate:.1f} steps/s" if 0.0 < rate < 9.95 else f"{rate:,.0f} steps/s"
-    turn = UNLIMITED_TEXT if math.isinf(p.max_turn_rate) else f"{p.max_turn_rate:g}"
+    # Whole degrees a second, as the panel's control shows them (the = key multiplies by 1.25).
+    turn = UNLIMITED_TEXT if math.isinf(p.max_turn_rate) else f"{p.max_turn_rate:.0f}"
     rec = "   ● REC" if recording else ""
     return (
         f"{rates.fps:.0f} fps   {running}{lag}   t {snapshot.time:.1f} s   N {len(state):,}   "

@@ -168,6 +168,9 @@ WORLD_CONTROLS: list[Control] = [
 ]
 #: The term owning each world control's field.
 _TERM_OF = {name: term for term in TERMS for name in term.fields}
+#: The fields of the steers that keep the boids within a sphere's or a box's walls (confinement and
+#: containment): no control where the arena has none (open space, a periodic or wrapping box).
+_WALLS = frozenset(_TERM_OF["confinement"].fields + _TERM_OF["containment"].fields)
 
 
 def _declared_control(name: str) -> Control:
@@ -516,10 +519,12 @@ class ControlPanel(QtWidgets.QScrollArea):
 def applies(params: Params, field: str) -> bool:
     """Whether the control of ``field`` belongs to the model of ``params``."""
     model, owner = model_of(params), _MODEL_OF.get(field)
-    if model.update_kind == "terms":  # the boids model: all but the other models' own
-        return owner is None and field != "speed"
     if field == "arena_radius" and params.arena_shape == "none":  # open space has no size
         return False
+    if model.update_kind == "terms":  # the boids model: all but the other models' own
+        if field in _WALLS and not _TERM_OF["confinement"].present(params):
+            return False  # the walls' steers act in a sphere or a box alone
+        return owner is None and field != "speed"
     return owner is model or field in model.panel
 
 

@@ -125,7 +125,8 @@ def thing_under(
 
     Objects are met by ``ray`` (origin, direction: :func:`ray_through`) through the drawn
     triangles (``scenery.pick``); attractors, predators and boids within
-    :data:`PICK_RADIUS_PX` of ``pos`` on the screen. Over nothing, the point is where the
+    :data:`PICK_RADIUS_PX` of ``pos`` on the screen, a boid only where no attractor or predator
+    is. Over nothing, the point is where the
     ray meets the level plane through the middle of the view (``framed``: its centre and
     radius), or, when that lies outside what is framed (the arena) or behind, the ray's point
     nearest that centre: within it wherever the ray crosses it, as what is added there should be."""
@@ -141,14 +142,20 @@ def thing_under(
         "attractor": np.array([a.position for a in params.attractors], np.float64).reshape(-1, 3),
         "predator": state.predator_positions,
     }
-    if boids:
-        points["boid"] = state.positions
+    marked = False  # an attractor or predator picked: the boids around it are looked through
     for kind, positions in points.items():
         index = pick(screen_positions(transform, positions), pos) if len(positions) else None
         if index is not None:
-            thing = ("boid", index) if kind == "boid" else Selection(kind, index)
             depth = float((positions[index] - origin) @ direction)
-            candidates.append((depth, thing, positions[index], False))
+            candidates.append((depth, Selection(kind, index), positions[index], False))
+            marked = True
+    # A boid, one of hundreds, is picked only where no predator or attractor is: a boid a little
+    # nearer the camera took the click meant for the hawk among the flock.
+    if boids and not marked and len(state.positions):
+        index = pick(screen_positions(transform, state.positions), pos)
+        if index is not None:
+            depth = float((state.positions[index] - origin) @ direction)
+            candidates.append((depth, ("boid", index), state.positions[index], False))
     if candidates:
         _, thing, point, surface = min(candidates, key=lambda c: c[0])
         return thing, np.asarray(point, np.float64), surface

@@ -36,6 +36,7 @@ class SceneController:
         self.w = window
         self._exports: list = []  # the export processes running, kept alive while they run
         self._kept = None  # the parameters as last opened or saved: the baseline of unsaved()
+        self._opened_camera = "orbit"  # the camera kind the scene opened with (show)
 
     def apply(self, scene: Scene, world: WorldArrays | None = None) -> None:
         """Show ``scene`` (the session runs it already): its view hints on the drawing and the
@@ -71,7 +72,8 @@ class SceneController:
         visuals.set_color_mode(hints.color_mode)
         visuals.axes.visible = hints.show_axes
         w.editing.forget()
-        w.camera_kind = hints.camera if hints.camera in CAMERA_KINDS else "orbit"
+        w.camera_kind = hints.camera if hints.camera in CAMERA_KINDS else "orbit"  # render's fixed, axis
+        self._opened_camera = w.camera_kind
         p.quietly(p.camera, lambda: p.camera.setCurrentText(w.camera_kind))
         w.snapshot = w.session.snapshot()
         w.set_camera(w.camera_kind)  # re-frames the camera for the new arena
@@ -177,7 +179,9 @@ class SceneController:
         camera's distance follows the flock: not kept)."""
         w = self.w
         visuals = w.visuals
-        camera = {"camera": w.camera_kind}
+        # A kind the window has no camera for (render's "fixed") stays the scene's unless changed here.
+        stand_in = w.camera_kind == self._opened_camera != w.session.scene.view.camera
+        camera = {} if stand_in else {"camera": w.camera_kind}
         if (placed := visuals.framing.by_hand(w.view)) is not None:
             azimuth, elevation, distance = placed
             camera.update(camera_azimuth=round(azimuth, 3), camera_elevation=round(elevation, 3))
