@@ -88,6 +88,10 @@ def test_the_status_line_says_the_rates_the_flock_and_its_order():
     paused = status_text(snap, Rates(30, 0, 0.0), paused=True, first_step_done=True, recording=True)
     assert "paused   t 12.3 s" in paused and paused.endswith("P 0.71   ● REC   [h: help]")
     assert "cannot keep up" not in paused  # paused is not slow
+    slow = Rates(4, 3.1, 0.05)
+    assert "cannot keep up" in status_text(snap, slow, paused=False, first_step_done=True, recording=False)
+    waiting = status_text(snap, slow, paused=False, first_step_done=True, recording=False, compiling=True)
+    assert "cannot keep up" not in waiting  # a step waiting on a compile: the notice says it compiles
     # The turn rate in whole degrees a second, as the panel shows it (the = key made 1676.38).
     tuned = snapshot([[1, 0, 0]], max_turn_rate=1676.3818)
     assert "turn 1676°/s" in status_text(

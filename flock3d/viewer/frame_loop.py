@@ -117,6 +117,7 @@ class FrameLoop:
                 paused=s.paused,
                 first_step_done=s.first_step_done,
                 recording=w.recorder.recording,
+                compiling=compiling_since() is not None,  # the step waits on it: not too slow
             )
         )
 

@@ -127,11 +127,17 @@ class HudMeter:
 
 
 def status_text(
-    snapshot: Snapshot, rates: Rates, *, paused: bool, first_step_done: bool, recording: bool
+    snapshot: Snapshot,
+    rates: Rates,
+    *,
+    paused: bool,
+    first_step_done: bool,
+    recording: bool,
+    compiling: bool = False,
 ) -> str:
     """The status line: frames/s, steps/s (or paused, and a warning when the flock falls
-    behind real time), simulated time, N, field of view, turn rate, polarization, and
-    whether a video is being recorded."""
+    behind real time, unless it waits on a compile, which the notice tells), simulated time, N,
+    field of view, turn rate, polarization, and whether a video is being recorded."""
     from flock3d.metrics import polarization
     from flock3d.viewer.panel import UNLIMITED_TEXT
 
@@ -141,6 +147,7 @@ def status_text(
         rates.real_time_factor < SLOW_FACTOR
         and first_step_done
         and not paused
+        and not compiling
         and snapshot.step_count > 0
         and p.dt < BURST_DT
     )
