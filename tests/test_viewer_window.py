@@ -1233,3 +1233,20 @@ def test_bench_viewer_splits_a_frame_into_its_phases(qt_app):
     # The window's own phases fit in its frames; the worker's, on one thread, in the same wall time.
     assert split["instance data"] + split["draw"] < frame, row
     assert split["simulation"] + split["copy"] < frame, row
+
+
+def test_the_hud_and_the_help_fit_a_small_window(qt_app, viewer):
+    # At 900 x 600 the panel leaves the canvas 484 pixels: the status line lost "[h: help]" and
+    # the help its right-hand column. The line wraps, the help's font shrinks, columns kept.
+    viewer.window.resize(900, 600)
+    pump(qt_app, 0.8)
+    assert viewer.hud.toggle_help()
+    pump(qt_app, 0.5)
+    width = viewer.canvas.native.width()
+    status, help_ = viewer.hud.status.geometry(), viewer.hud.help.geometry()
+    assert status.right() < width and help_.right() < width, (width, status, help_)
+    assert "[h: help]" in viewer.hud.status.text() and help_.top() > status.bottom()
+    viewer.window.resize(1280, 800)
+    pump(qt_app, 0.8)
+    assert viewer.hud.help.geometry().right() < viewer.canvas.native.width()
+    viewer.hud.toggle_help()

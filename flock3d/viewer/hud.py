@@ -41,6 +41,8 @@ SLOW_FACTOR = 0.95
 #: real-time factor says nothing about keeping up; the HUD does not judge them.
 BURST_DT = 0.25
 COMPILING_TEXT = "compiling the simulation (first run only)…"
+#: Pixels between the HUD's labels and the canvas's edges.
+MARGIN_PX = 6
 
 HELP_TEXT = f"""\
 mouse   drag: orbit   wheel: zoom   shift+drag: pan   click a boid: focus on it
@@ -199,7 +201,9 @@ class Hud:
         self.status = label("font-weight: bold;")
         self.status.move(6, 6)
         self.help = label("")
-        self.help.setFont(QtGui.QFontDatabase.systemFont(QtGui.QFontDatabase.SystemFont.FixedFont))
+        self._help_font = QtGui.QFontDatabase.systemFont(QtGui.QFontDatabase.SystemFont.FixedFont)
+        self.help.setFont(self._help_font)
+        self._help_style = self.help.styleSheet()
         self.help.setText(HELP_TEXT)
         self.help.adjustSize()
         self.help.move(6, 34)
@@ -208,8 +212,30 @@ class Hud:
         self.notice.hide()
 
     def set_status(self, text: str) -> None:
+        room = max(60, self.parent.width() - 2 * MARGIN_PX)
         self.status.setText(text)
-        self.status.adjustSize()
+        self.status.setWordWrap(False)
+        self.status.adjustSize()  # one line, as wide as it is
+        if self.status.width() > room:  # a narrow canvas: wrapped within it rather than cut off
+            self.status.setWordWrap(True)
+            self.status.resize(room, self.status.heightForWidth(room))
+        if self.help.isVisible():
+            self._fit_help()
+
+    def _fit_help(self) -> None:
+        """The help below the status line, its columns kept: its font made smaller, down to 6 pt,
+        where the canvas is narrower than the text (the label's style sheet rules its font, so the
+        size is set there: setFont is overruled by it)."""
+        room, points = self.parent.width() - 2 * MARGIN_PX, self._help_font.pointSizeF()
+        for _ in range(3):  # text widths do not scale exactly with the size: measured again
+            size = f"QLabel {{ font-size: {points:.1f}pt; }}"
+            if not self.help.styleSheet().endswith(size):
+                self.help.setStyleSheet(self._help_style + size)
+            self.help.adjustSize()
+            if self.help.width() <= room or points <= 6.0:
+                break
+            points = max(6.0, points * room / self.help.width() - 0.1)
+        self.help.move(MARGIN_PX, self.status.geometry().bottom() + MARGIN_PX)
 
     def set_notice(self, text: str) -> None:
         """Show ``text`` in the middle of the canvas ("" hides it)."""
@@ -225,4 +251,6 @@ class Hud:
 
     def toggle_help(self) -> bool:
         self.help.setVisible(not self.help.isVisible())
+        if self.help.isVisible():
+            self._fit_help()
         return self.help.isVisible()
