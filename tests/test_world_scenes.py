@@ -246,7 +246,7 @@ def test_the_scene_browser_lists_the_worlds_it_cannot_read_without_the_world_ext
     code = (
         "import sys, json\n"
         "for m in ('trimesh', 'igl'): sys.modules[m] = None\n"
-        "from flock3d.viewer.panel import scene_entries\n"
+        "from flock3d.viewer.scene_browser import scene_entries\n"
         "print(json.dumps(scene_entries()))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)

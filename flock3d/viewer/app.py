@@ -207,16 +207,12 @@ class ViewerWindow:
         from flock3d.viewer.edit_controller import EditController
         from flock3d.viewer.frame_loop import FrameLoop
         from flock3d.viewer.hud import Hud
-        from flock3d.viewer.panel import (
-            ControlPanel,
-            SceneBrowser,
-            WorldPanel,
-            scene_entries,
-        )
+        from flock3d.viewer.panel import ControlPanel, WorldPanel
         from flock3d.viewer.picking import FocusVisuals
         from flock3d.viewer.record_controller import RecordController
         from flock3d.viewer.recording import Recorder
         from flock3d.viewer.renderer import FlockVisuals
+        from flock3d.viewer.scene_browser import SceneBrowser, scene_entries
         from flock3d.viewer.scene_controller import SceneController
         from flock3d.viewer.session import Session
 
