@@ -186,14 +186,13 @@ def _make_advance(periodic, hunting):
             grid = (chunk_cells(cells.cell_start, n, n_chunks), gf, gi, cells.order, cells.cell_start)
             hunters = pred_pos.copy()  # boids flee from where the predators were
             inputs = (pv, flags, box, sides, world, world_at, hunters, status)
+            now = time0 + (clock0 + s) * dt
             if hunting:  # not the argument `predators`, a tuple, always true
                 hunt(pred_pos, pred_vel, pred_quat, pos_c, rows[0], box, periodic, flags[WRAPS],
                      flags[PLANAR], fixed[2], dt, fixed[3], fixed[4], fixed[5])  # fmt: skip
-                now = time0 + (clock0 + s) * dt  # the boids' step's times, to the bit
-                kept_out(pred_pos, hunters, world, shield, now, now + dt, flags[PLANAR])
+                kept_out(pred_pos, hunters, world, shield, now, now + dt, flags[PLANAR])  # the boids' times
             for phase in (GATHER, ADVANCE):
-                run(phase, n_chunks, chunk, grid, gathered, rows, rows_to, inputs, time0 + (clock0 + s) * dt,
-                    seed, step0 + s)  # fmt: skip
+                run(phase, n_chunks, chunk, grid, gathered, rows, rows_to, inputs, now, seed, step0 + s)
             failed = False
             for t in range(n_chunks):
                 if status[t, 0] != OK:
