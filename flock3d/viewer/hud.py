@@ -199,14 +199,13 @@ class Hud:
 
         self.parent = parent
         self.status = label("font-weight: bold;")
-        self.status.move(6, 6)
+        self.status.move(MARGIN_PX, MARGIN_PX)
         self.help = label("")
         self._help_font = QtGui.QFontDatabase.systemFont(QtGui.QFontDatabase.SystemFont.FixedFont)
         self.help.setFont(self._help_font)
         self._help_style = self.help.styleSheet()
         self.help.setText(HELP_TEXT)
         self.help.adjustSize()
-        self.help.move(6, 34)
         self.help.hide()
         self.notice = label("font-size: 14pt; font-weight: bold; color: #ffeec0; padding: 8px 14px;")
         self.notice.hide()
