@@ -386,55 +386,62 @@ def run_sweep(
     if pending:
         if engine == "gpu" and scheduler is None and workers is None:
             workers = 1
-        with _client(scheduler, workers) as client:
-            from dask.distributed import as_completed
+        try:
+            with _client(scheduler, workers) as client:
+                from dask.distributed import as_completed
 
-            futures = {
-                client.submit(
-                    run_task,
-                    text,
-                    [*overrides, *_overrides(axes, t.values)],
-                    t.seed,
-                    steps,
-                    discard,
-                    rules,
-                    engine,
-                    pure=False,
-                ): t
-                for t in pending
-            }
-            with tqdm(
-                total=len(pending), unit="task", disable=None if progress is None else not progress
-            ) as bar:
-                for future in as_completed(futures):
-                    t = futures[future]
-                    try:
-                        result = future.result()
-                    except Exception as error:  # noqa: BLE001 - whatever broke on the worker
-                        what, n = ", ".join(_overrides(axes, t.values)), len(rows)
-                        kept = (
-                            f"the {n} finished run{'s are' if n != 1 else ' is'} kept in {out}"
-                            if n
-                            else "no run had finished"
-                        )
-                        raise SweepError(
-                            f"the run {what} (repeat {t.repeat}) failed on its worker "
-                            f"({type(error).__name__}: {error}); {kept}"
-                        ) from None
-                    identity = {
-                        **dict(zip(columns, t.values, strict=True)),
-                        "repeat": t.repeat,
-                        "seed": t.seed,
-                    }
-                    rows.append({**identity, **result, **settings})
-                    _write_table(rows, out)
-                    bar.update()
+                futures = {
+                    client.submit(
+                        run_task,
+                        text,
+                        [*overrides, *_overrides(axes, t.values)],
+                        t.seed,
+                        steps,
+                        discard,
+                        rules,
+                        engine,
+                        pure=False,
+                    ): t
+                    for t in pending
+                }
+                with tqdm(
+                    total=len(pending), unit="task", disable=None if progress is None else not progress
+                ) as bar:
+                    for future in as_completed(futures):
+                        t = futures[future]
+                        try:
+                            result = future.result()
+                        except Exception as error:  # noqa: BLE001 - whatever broke on the worker
+                            what = ", ".join(_overrides(axes, t.values))
+                            raise SweepError(
+                                f"the run {what} (repeat {t.repeat}) failed on its worker "
+                                f"({type(error).__name__}: {error}); {_kept(rows, out)}"
+                            ) from None
+                        identity = {
+                            **dict(zip(columns, t.values, strict=True)),
+                            "repeat": t.repeat,
+                            "seed": t.seed,
+                        }
+                        rows.append({**identity, **result, **settings})
+                        _write_table(rows, out)
+                        bar.update()
+        except KeyboardInterrupt as stop:  # Ctrl-C or SIGTERM: the cluster is shut down, the table kept
+            # Counted on disk: the signal may have come while the last row's table was being written.
+            rows = _read_table(out).to_dict("records") if out.exists() else []
+            rest = "; the same command runs the rest" if rows else ""
+            raise type(stop)(_kept(rows, out) + rest) from None
     elif not out.exists():
         _write_table(rows, out)
     import pandas as pd
 
     table = pd.DataFrame(rows)
     return table, SweepStats(len(pending), len(tasks) - len(pending), time.perf_counter() - start)
+
+
+def _kept(rows: list[dict], out: Path) -> str:
+    """What a sweep that stops early keeps: its finished runs, written to ``out`` as each ended."""
+    n = len(rows)
+    return f"the {n} finished run{'s are' if n != 1 else ' is'} kept in {out}" if n else "no run had finished"
 
 
 def _base_text(scene: Scene, overrides: Sequence[str]) -> tuple[str, list[str]]:

@@ -392,3 +392,37 @@ def test_a_sweep_whose_values_make_a_scene_valid_is_run_though_its_base_is_not(t
     # A value that leaves the scene invalid is still named, before any run.
     bad = flock3d("sweep", *base, "--param", "zones.attraction_width=2,30", "--out", tmp_path / "b.csv")
     assert_clean_failure(bad, "the sweep's values do not make a valid scene", "(got r_a = 32.5)")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sig", ["SIGTERM", "SIGINT"])
+def test_a_signalled_sweep_shuts_its_cluster_down_and_keeps_its_finished_runs(tmp_path, child, sig):
+    import signal
+
+    out = tmp_path / "r.csv"
+    process = child(
+        "sweep", "couzin/torus", "--set", "flock.count=20", "--param", "zones.orientation_width=0:4:200",
+        "--steps", "400", "--out", out, "--workers", "1", "--no-progress",
+    )  # fmt: skip
+    deadline = time.monotonic() + 240
+    while not out.exists() and process.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.2)  # the first run finished and written
+    assert out.exists() and process.poll() is None, process.communicate(timeout=60)
+    process.send_signal(getattr(signal, sig))
+    _, err = process.communicate(timeout=60)
+    assert process.returncode == {"SIGTERM": 143, "SIGINT": 130}[sig], err
+    kept = len(pd.read_csv(out))
+    assert 1 <= kept < 200
+    said = {"SIGTERM": "terminated", "SIGINT": "interrupted"}[sig]
+    assert err.strip().splitlines() == [
+        f"flock3d sweep: {said}; the {kept} finished run{'s are' if kept > 1 else ' is'} kept in {out}; "
+        "the same command runs the rest"
+    ], err  # no worker's log, no "leaked semaphore" warning at exit
+    for _ in range(50):  # the cluster's workers end with it (they share the sweep's process group)
+        try:
+            os.killpg(process.pid, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.2)
+    else:
+        pytest.fail("the sweep's workers outlived it")

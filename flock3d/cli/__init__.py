@@ -11,10 +11,11 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable, Sequence
+from contextlib import nullcontext
 
 from flock3d._version import __version__
 from flock3d.cli import bench, experiment, infer, metrics, render, run, scenes, sweep
-from flock3d.cli.errors import EXIT_BAD_INPUT, Parser, reported
+from flock3d.cli.errors import EXIT_BAD_INPUT, Parser, reported, terminated_as_interrupted
 from flock3d.core import compiling
 from flock3d.core.compiling import COMPILING, COMPILING_MEASUREMENTS
 
@@ -67,8 +68,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     if unknown:  # named by the command's own parser, which points to its own help
         parser.commands[args.command].error(f"unrecognized arguments: {' '.join(unknown)}")
 
+    # SIGTERM unwinds a command as Ctrl-C does, except in a window: Qt's loop would take the
+    # exception raised in one of its slots as that slot's error and go on.
+    windowed = args.command == "view" or getattr(args, "viewer", False)
+
     def run_command() -> int:
-        with compiling.notices(COMPILING_MEASUREMENTS if args.command in MEASURING else COMPILING):
+        with (
+            nullcontext() if windowed else terminated_as_interrupted(),
+            compiling.notices(COMPILING_MEASUREMENTS if args.command in MEASURING else COMPILING),
+        ):
             return args.run(args)
 
     return reported(args.command, run_command)

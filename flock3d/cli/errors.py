@@ -2,15 +2,20 @@
 
 Expected failures (bad input, missing files) raise :class:`flock3d.errors.Flock3dError`; an
 output that cannot be written raises :class:`OSError`. Both end here as ``flock3d COMMAND:
-what went wrong``; Ctrl-C ends with status 130, as a shell reports SIGINT.
+what went wrong``; Ctrl-C ends with status 130, as a shell reports SIGINT, and SIGTERM (a
+scheduler's or ``kill``'s) with 143, after unwinding as Ctrl-C does: outputs closed or left as
+they were, a sweep's cluster shut down.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 from flock3d.errors import Flock3dError
 
@@ -20,8 +25,34 @@ EXIT_BAD_INPUT = 2
 #: The exit status of a command stopped by Ctrl-C (128 + SIGINT).
 EXIT_INTERRUPTED = 130
 
+#: The exit status of a command stopped by SIGTERM (128 + 15).
+EXIT_TERMINATED = 143
+
 #: The exit status of a command whose reader went away (128 + SIGPIPE, as a shell reports it).
 EXIT_BROKEN_PIPE = 141
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where the main thread is, so that the command unwinds as on Ctrl-C."""
+
+
+@contextmanager
+def terminated_as_interrupted() -> Iterator[None]:
+    """Within the block, SIGTERM raises :class:`Terminated` in the main thread (elsewhere, where
+    no handler can be installed, it is left as it is). A run's own handlers
+    (:func:`flock3d.runner.stop_on_signals`) take over inside theirs and give this one back."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def terminate(num, frame):
+        raise Terminated
+
+    previous = signal.signal(signal.SIGTERM, terminate)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 class Parser(argparse.ArgumentParser):
@@ -52,14 +83,16 @@ def reported(command: str, run: Callable[[], int]) -> int:
     except MemoryError:
         print(f"flock3d {command}: out of memory (fewer boids?)", file=sys.stderr)
         return EXIT_BAD_INPUT
-    except KeyboardInterrupt:
-        print(f"flock3d {command}: interrupted", file=sys.stderr)
-        return EXIT_INTERRUPTED
+    except KeyboardInterrupt as stop:  # its text, where there is one, says what was kept
+        terminated = isinstance(stop, Terminated)
+        said = "; ".join(["terminated" if terminated else "interrupted", *[str(stop)] * bool(str(stop))])
+        print(f"flock3d {command}: {said}", file=sys.stderr)
+        return EXIT_TERMINATED if terminated else EXIT_INTERRUPTED
 
 
 def signal_status(signal_name: str) -> int:
     """The exit status of a run a signal stopped: 128 + the signal's number, as a shell reports it."""
-    return EXIT_INTERRUPTED if signal_name == "SIGINT" else 143
+    return EXIT_INTERRUPTED if signal_name == "SIGINT" else EXIT_TERMINATED
 
 
 def _stdout_to_nowhere() -> None:
