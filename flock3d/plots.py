@@ -16,11 +16,22 @@ def save_figure(fig, path: str | Path) -> Path:
     and close it; returns the path.
 
     The file at ``path`` is replaced only once the new one is whole
-    (:class:`~flock3d.core.atomic.AtomicFile`): a failed write leaves it as it was.
+    (:class:`~flock3d.core.atomic.AtomicFile`): a failed write leaves it as it was. Logarithmic
+    axes are labelled with plain numbers (2, 30, 0.4), not matplotlib's 2x10^0.
     """
     import matplotlib
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import LogFormatter
 
+    class Plain(LogFormatter):
+        def _num_to_string(self, x, vmin, vmax):
+            return f"{x:g}"
+
+    for ax in fig.axes:
+        for axis in (ax.xaxis, ax.yaxis):
+            if axis.get_scale() == "log":
+                axis.set_major_formatter(Plain())
+                axis.set_minor_formatter(Plain(labelOnlyBase=False))
     path = Path(path)
     # The format is the target's (matplotlib's default without a suffix), not the temporary name's.
     fmt = path.suffix[1:].lower() or matplotlib.rcParams["savefig.format"]
@@ -62,7 +73,8 @@ def plot_metrics(columns: dict[str, np.ndarray], path: str | Path, title: str = 
         spacing.set_yscale("log")  # not when every boid is at one point: no distance to draw on it
     spacing.set_ylabel("distance (units)")
     spacing.legend(loc="best", fontsize="small")
-    lines = {"size": "size L", "length": "length", "width": "width", "thickness": "thickness",
+    lines = {"size": "size L", "length": "length (ellipsoid)", "width": "width (ellipsoid)",
+             "thickness": "thickness (ellipsoid)",
              "xi_velocity": "correlation length", "xi_speed": "speed correlation length"}  # fmt: skip
     for name, label in lines.items():
         if name in columns and np.isfinite(columns[name]).any():

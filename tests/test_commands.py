@@ -68,6 +68,33 @@ def test_check_warns_of_a_wall_too_thin_to_stop_a_move_and_an_object_no_boid_rea
     assert "box 20 x 20 x 20 around (0, 0, 0)" in warnings[1]
 
 
+def test_check_warns_of_a_start_beyond_the_walls_and_of_boids_starting_on_top_of_each_other(tmp_path):
+    # A box 80 x 40 x 80 with a start ball of radius 30: beyond the walls at y = +-20. A sphere of
+    # radius 4.499 with the margin 1.5 leaves a shell 0.001 thick of a start ball of radius 6: 400
+    # boids there would share a few free points (the spawn's last resort), 0.08 apart at best.
+    beyond, crowded = tmp_path / "beyond.toml", tmp_path / "crowded.toml"
+    box = '[arena]\nshape = "box"\nsize = [80.0, 40.0, 80.0]\n[flock]\ncount = 400\n'
+    beyond.write_text(box + "init_radius = 30.0\n")
+    crowded.write_text(
+        box + "init_radius = 6.0\n[avoidance]\nmargin = 1.5\n"
+        '[[objects]]\nshape = "sphere"\nradius = 4.499\nposition = [0.0, 0.0, 0.0]\n'
+    )
+    out = flock3d("check", beyond, crowded)
+    assert out.returncode == 0 and out.stdout.count(": ok") == 2, out.stderr
+    assert out.stderr.splitlines() == [
+        f"{beyond}: warning: the initial ball of radius 30 (init_radius) reaches beyond the arena (box 80 x "
+        "40 x 80 around (0, 0, 0)): boids start outside its walls, which only steer them back; make "
+        "init_radius smaller",
+        f"{crowded}: warning: 400 boids start crowded in the initial ball of radius 6 (the objects and their "
+        "margin leave 0.024 % of it free): about 0.082 apart, against a separation distance of 2; make "
+        "init_radius larger, the flock smaller, or move the objects",
+    ]
+    roomy = tmp_path / "roomy.toml"  # a sphere of radius 4: the shell 0.5 thick is room enough
+    roomy.write_text(crowded.read_text().replace("4.499", "4.0"))
+    out = flock3d("check", roomy)
+    assert out.returncode == 0 and out.stderr == "", out.stderr
+
+
 @pytest.mark.parametrize("name", list(BROKEN))
 def test_check_reports_each_broken_scene_specifically(tmp_path, name):
     content, message = BROKEN[name]

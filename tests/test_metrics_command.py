@@ -195,3 +195,19 @@ def test_each_row_of_the_table_says_what_it_measures(recording):
     for name, meaning in metrics.COLUMNS.items():
         assert rows[name].endswith(meaning), rows[name]
     assert "largest distance" in rows["size"] and "ellipsoid" in rows["length"]
+
+
+def test_a_logarithmic_axis_is_labelled_with_plain_numbers(tmp_path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from flock3d.plots import save_figure
+
+    fig, ax = plt.subplots()
+    ax.loglog([1.0, 3.0], [0.1, 0.5])  # under a decade each: matplotlib labels the minor ticks too
+    save_figure(fig, tmp_path / "log.png")
+    labels = {t.get_text() for axis in (ax.xaxis, ax.yaxis) for t in axis.get_ticklabels(which="both")} - {""}
+    assert {"1", "2", "3", "0.1", "0.2", "0.3", "0.4"} <= labels, labels  # not 2x10^0, 3x10^-1
+    assert not any("times" in label or "e-" in label for label in labels), labels

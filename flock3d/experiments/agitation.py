@@ -178,7 +178,7 @@ class Bands:
     width: float
     """The band's width along x where the change is over half its peak [units] (median over frames)."""
     pulses: int
-    """Pulses that passed the flock's middle."""
+    """Pulses that passed the flock's middle: how often the change there rose above half its peak."""
     reach: float
     """How far the first pulse went, as a share of the flock's length beyond where it began."""
     damping: float
@@ -186,6 +186,8 @@ class Bands:
     strength is the largest change of darkness it sees, whenever the pulse passes it: a slower
     pulse is not a fainter one. Fitted (a Theil-Sen line through its logarithm) from 4 to 20 units
     beyond where the pulse began, past the birds the predator startles itself."""
+    fitted: tuple[float, float] = (math.nan, math.nan)
+    """Where along x the damping was fitted [units]."""
 
 
 def _shown(value: float, width: int) -> str:
@@ -235,7 +237,8 @@ def measure_bands(change: np.ndarray, centres: np.ndarray, times: np.ndarray) ->
     fit = (beyond > 4.0) & (beyond <= 20.0) & (strength > 0.0)
     fall = _slope(centres[fit], np.log(strength[fit])) if fit.sum() > 3 else 0.0
     width = float(np.median(widths)) if widths else 0.0
-    return Bands(speed, width, pulses, reach, float(np.exp(10.0 * fall)))
+    fitted = (float(centres[origin] + 4.0), float(centres[origin] + 20.0))
+    return Bands(speed, width, pulses, reach, float(np.exp(10.0 * fall)), fitted)
 
 
 @experiment(
@@ -305,7 +308,9 @@ def agitation_waves(quick: bool = False, seed: int = 0, progress: bool | None = 
         f"(x{_VARIANTS['bank decays'][0]:g} a copy), x{bands['copying decays'].damping:.2f} when copying "
         f"decays (x{_VARIANTS['copying decays'][1]:g} a copy), "
         f"x{bands['copying decays, 5 looks'].damping:.2f} when it decays and a bird may copy every reaction "
-        f"time while a neighbour escapes (5 looks), x{main.damping:.2f} when copied as it was",
+        f"time while a neighbour escapes (5 looks), x{main.damping:.2f} when copied as it was (each fitted "
+        "from 4 to 20 units beyond where its band began, shaded in the figure; pulses: how often the change "
+        "at the flock's middle rose above half its peak)",
         "  Hemelrijk et al. 2019: pulses weaken as they go; in StarDisplay when the bank decays along the "
         "chain, not when the tendency to copy does.",
         f"  here: the bank's decay weakens every copy ({np.mean(escaped['bank decays']):.0%} of the birds "
@@ -330,11 +335,14 @@ def agitation_waves(quick: bool = False, seed: int = 0, progress: bool | None = 
 
     def plot(path: Path) -> None:
         plt, fig, axes = _figure(2, 7.0)
-        axes[0].imshow(change.T, origin="lower", aspect="auto", cmap="magma",
-                       extent=(times[0], times[-1], centres[0], centres[-1]))  # fmt: skip
-        axes[0].set(xlabel="time [s]", ylabel="x [units]", title="change of darkness seen from below")
+        image = axes[0].imshow(change.T, origin="lower", aspect="auto", cmap="magma",
+                               extent=(times[0], times[-1], centres[0], centres[-1]))  # fmt: skip
+        fig.colorbar(image, ax=axes[0], label="change of darkness (share of the sky)")
+        title = f"change of darkness seen from below, copied as it was ({repeats} flocks' mean)"
+        axes[0].set(xlabel="time [s]", ylabel="x [units]", title=title)
         for name, c in mean_change.items():
             axes[1].plot(centres, c.max(axis=0), label=name)
+        axes[1].axvspan(*main.fitted, color="0.9", zorder=0, label="the damping's fit (copied as it was)")
         axes[1].set(xlabel="x [units] (predator at the left)", ylabel="the pulse's strength (largest change)")
         axes[1].legend()
         save_figure(fig, path)

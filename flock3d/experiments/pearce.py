@@ -227,13 +227,14 @@ def _lines(columns: dict[str, np.ndarray], density_n: int, spreads: list[float])
     for kind in ("metric", "topological"):
         a, p = _fit(columns, "size", kind)
 
-        def at(opacity: float, a: float = a, p: float = p) -> str:
-            return f"{(-math.log(1 - opacity) / a) ** (1 / p):,.0f}"
+        def at(opacity: float, a: float = a, p: float = p) -> str:  # an extrapolation: two figures
+            return f"{float(f'{(-math.log(1 - opacity) / a) ** (1 / p):.2g}'):,.0f}"
 
+        sizes = len(_at(columns, "size", kind))
         lines.append(
-            f"flock3d, {kind}: optical depth -ln(1 - opacity) ~ N^{p:.2f} (fixed density: 1/3); the sky "
-            f"seen from the ground is {100 * STARLINGS[1]:.0f} % hidden at N ~ {at(STARLINGS[1])} and "
-            f"90 % at N ~ {at(0.9)}"
+            f"flock3d, {kind}: optical depth -ln(1 - opacity) ~ N^{p:.2f} (fixed density: 1/3; fitted to "
+            f"{sizes} sizes); extrapolated, the sky seen from the ground is {100 * STARLINGS[1]:.0f} % "
+            f"hidden at N ~ {at(STARLINGS[1])} and 90 % at N ~ {at(0.9)}"
         )
     change = {}
     for sweep, words, seen, depth in (
@@ -264,11 +265,14 @@ def _lines(columns: dict[str, np.ndarray], density_n: int, spreads: list[float])
         "flocks marginally opaque whatever N, where metric and topological rules let opacity grow with N."
     )
     verdict = "reproduced" if held else "NOT reproduced"
+    at = _at(columns, "plane", "projection")
+    largest = columns["group"][at[-1]] / columns["n"][at[-1]]
     lines.append(
         f"flock3d: {verdict} in the plane: the projection model's blocked view changes by "
         f"{planar['projection']:+.2f} over the sizes, the metric flock's by {planar['metric']:+.2f} and the "
         f"topological one's by {planar['topological']:+.2f} (levels differ: the boids' discs are "
-        f"{BODY:g} r1, the projection model's its own b)."
+        f"{BODY:g} r1, the projection model's its own b; the projection model flies in clusters, its largest "
+        f"{largest:.0%} of its {columns['n'][at[-1]]} birds, its view taken from every bird)."
     )
     at = _at(columns, "size", "projection")
     if len(at) >= 2:

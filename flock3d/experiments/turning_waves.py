@@ -178,8 +178,9 @@ def _power_law(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
 
 @experiment(
     "turning-waves",
-    "Turns travel through an inertial spin flock as waves, linearly and undiminished, and faster at larger "
-    "coupling; through an aligning flock they diffuse and fade",
+    "Turns travel through an inertial spin flock as waves, linearly and reaching the far side (the followers "
+    "overshoot the turn and swing back), faster at larger coupling; through an aligning flock they diffuse "
+    "and fade",
     "Attanasi, Cavagna, Del Castello, Giardina, Grigera, Jelic, Melillo, Parisi, Pohl, Shen and Viale "
     "(2014), Nature Physics 10:691-696; Cavagna et al. (2015), J. Stat. Phys. 158:601-627",
 )

@@ -10,10 +10,12 @@ import numpy as np
 
 from flock3d.core.models import model_of
 from flock3d.core.objects import MARCH
+from flock3d.core.objects.checks import start_samples
 from flock3d.core.objects.oracle import Body, bodies
 from flock3d.core.objects.records import scales
 from flock3d.core.objects.shapes import shape_of
 from flock3d.core.params import Params
+from flock3d.core.state import spawn_blocked
 from flock3d.scene.scene import Scene
 
 __all__ = ["advice"]
@@ -21,7 +23,12 @@ __all__ = ["advice"]
 
 def advice(scene: Scene) -> list[str]:
     """The scene's warnings, one line each (none for a scene that means what it says)."""
-    return _thinner_than_a_move(scene.params) + _beyond_the_arena(scene)
+    return (
+        _thinner_than_a_move(scene.params)
+        + _beyond_the_arena(scene)
+        + _start_beyond_the_walls(scene.params)
+        + _crowded_start(scene)
+    )
 
 
 def _fastest(params: Params) -> tuple[float, str]:
@@ -70,6 +77,56 @@ def _beyond_the_arena(scene: Scene) -> list[str]:
         "reaches it; move it inside, or make the arena larger"
         for k, (o, body) in enumerate(zip(params.objects, measured, strict=True))
         if o.role != "arena" and math.isfinite(body.bound) and _outside(body, params)
+    ]
+
+
+def _start_beyond_the_walls(params: Params) -> list[str]:
+    """An initial ball that reaches beyond a sphere's or a box's walls: boids start outside the
+    arena, and its walls only steer them back in."""
+    if params.arena_shape not in ("sphere", "box") or not params.count or model_of(params).fills_box:
+        return []
+    r0, walls = params.initial_radius, np.asarray(params.half_extents)
+    if params.arena_shape == "sphere":
+        beyond = r0 > params.arena_radius
+    else:
+        beyond = bool(np.any(r0 > walls[: params.dimensions]))
+    if not beyond:
+        return []
+    return [
+        f"the initial ball of radius {r0:g} (init_radius) reaches beyond the arena ({_arena_words(params)}): "
+        "boids start outside its walls, which only steer them back; make init_radius smaller"
+    ]
+
+
+#: A start is crowded where each boid has less than this share of the separation distance to itself.
+CROWDED = 0.25
+
+
+def _crowded_start(scene: Scene) -> list[str]:
+    """A start so crowded that boids begin nearly on top of each other (or, where the objects leave
+    fewer free points than boids, on the same points): the initial ball's free room, less the
+    objects and their margin, shared by the boids, leaves each less than :data:`CROWDED` of the
+    separation distance. Models of their own update (Vicsek's fills its box densely) have none."""
+    params = scene.params
+    if not params.count or model_of(params).update_kind == "own" or params.separation <= 0.0:
+        return []
+    r0, d = params.initial_radius, params.dimensions
+    free = 1.0
+    if params.objects or params.obstacles:
+        samples = start_samples(params.arena_center, r0, d)
+        try:
+            free = 1.0 - float(np.mean(spawn_blocked(params, scene.fields)(samples)))
+        except ValueError:  # a mesh or an image not read (no world extra): judged where it is
+            return []
+    volume = math.pi * r0**2 if d == 2 else 4.0 / 3.0 * math.pi * r0**3
+    spacing = (free * volume / params.count) ** (1.0 / d)
+    if spacing >= CROWDED * params.separation_distance:
+        return []
+    room = f" (the objects and their margin leave {100.0 * free:.2g} % of it free)" if free < 1.0 else ""
+    return [
+        f"{params.count:,} boids start crowded in the initial ball of radius {r0:g}{room}: about "
+        f"{spacing:.2g} apart, against a separation distance of {params.separation_distance:g}; make "
+        "init_radius larger, the flock smaller, or move the objects"
     ]
 
 
