@@ -25,6 +25,15 @@ BROKEN = {
     "type.toml": ('[flock]\nmin_speed = "fast"\n', "flock.min_speed must be a number (got 'fast')"),
     "range.toml": ("[flock]\nmax_turn_rate = -1\n", "flock.max_turn_rate must be > 0 (got -1)"),
     "empty.toml": ("", "empty file"),
+    "one-table.toml": (  # tomllib says "Cannot declare ('objects',) twice"
+        '[objects]\nshape = "sphere"\nradius = 1.0\n[objects]\nshape = "box"\n',
+        "TOML syntax error at line 4, column 9: [objects] is declared twice; several [objects] tables are "
+        "written [[objects]], one per item",
+    ),
+    "twice.toml": (
+        "[arena]\nradius = 5.0\n[arena]\n",
+        "TOML syntax error at line 3, column 7: [arena] is declared twice",
+    ),
     "garbage.toml": (bytes(range(256)), "not a text file"),
     "buried.toml": (
         "[flock]\ninit_radius = 2.0\n[[obstacles]]\ncenter = [0.0, 0.0, 0.0]\nradius = 5.0\n",

@@ -168,6 +168,22 @@ def test_overrides_are_validated_like_the_file():
     ]
 
 
+def test_a_field_of_an_array_of_tables_is_not_set_one_by_one_and_the_message_says_so():
+    # It read "objects[1].position: unknown key; did you mean roost.position?" (the game-developer walk).
+    with pytest.raises(SceneError) as info:
+        resolve_scene("worlds/city", overrides=["objects[1].position=[0,0,0]", "path.loop=true"])
+    assert info.value.problems == [
+        "shipped:worlds/city: --set 'objects[1].position': --set sets a whole key, not a field of objects: "
+        "give objects=... whole, or change it in the scene file",
+        "shipped:worlds/city: --set 'path.loop': --set sets a whole key, not a field of path: give path=... "
+        "whole, or change it in the scene file",
+    ]
+    whole = resolve_scene(
+        "default", overrides=['objects=[{shape = "sphere", radius = 1.0, position = [9, 9, 9]}]']
+    )
+    assert [o.shape for o in whole.params.objects] == ["sphere"]
+
+
 @pytest.mark.parametrize(
     "value",
     ["120\n[arena]\nradius = 1e308", "120\r\n[arena]", "1\nperception.fov = 2", "[1,\n2,\n3]"],

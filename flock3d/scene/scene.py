@@ -307,6 +307,15 @@ def _syntax_message(error: tomllib.TOMLDecodeError, text: str) -> str:
         lines = text.splitlines() or [""]
         where = f"line {len(lines)}, column {len(lines[-1]) + 1} (end of file)"
         message = re.sub(r"\s*\(at end of document\)", "", message)
+    twice = re.fullmatch(r"Cannot declare \(('[^']*',?\s*)+\) twice", message)
+    if twice:  # tomllib names the table as a Python tuple: ('objects',)
+        name = ".".join(re.findall(r"'([^']*)'", message))
+        many = (
+            f"; several [{name}] tables are written [[{name}]], one per item"
+            if (name in KEYS_BY_NAME and KEYS_BY_NAME[name].kind == "items")
+            else ""
+        )
+        message = f"[{name}] is declared twice{many}"
     return f"TOML syntax error at {where}: {message}"
 
 
@@ -318,6 +327,13 @@ def apply_assignments(data: dict, assignments: Iterable[str]) -> list[str]:
         key = key.strip()
         if not sep or not key or not key.isprintable():
             problems.append(f"--set {short_repr(assignment)}: expected key=value, e.g. perception.fov=120")
+            continue
+        tables = key.partition("[")[0].partition(".")[0]  # objects[1].position: a field of a table
+        if key != tables and tables in KEYS_BY_NAME and KEYS_BY_NAME[tables].kind in ("items", "table"):
+            problems.append(
+                f"--set {short_repr(key)}: --set sets a whole key, not a field of {tables}: give "
+                f"{tables}=... whole, or change it in the scene file"
+            )
             continue
         if key not in KEYS_BY_NAME:
             problems.append(unknown_key_message(key))
