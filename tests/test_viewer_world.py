@@ -117,6 +117,33 @@ def test_an_object_sunk_into_the_ground_casts_its_shadow_from_its_foot():
     assert not shaded(-9.5, 0.0) and not shaded(2.5, 0.0) and not shaded(-5.0, 2.5)
 
 
+@pytest.mark.parametrize("shape", ["sphere", "box"])
+def test_an_object_standing_on_a_heightfield_casts_its_whole_shadow_onto_it(shape):
+    # The walk along the sun's rays ended a little under a slope for some corners, which then had
+    # no ground "below" them: every triangle with such a corner was dropped, and a sphere or box
+    # standing on the terrain cast no shadow at all (the game-developer walk's render).
+    from flock3d.look.world import cast_shadow
+
+    ground = Object("heightfield", size=(80.0, 80.0), height=6.0, seed=11)
+    thing = (
+        Object(shape, radius=4.0, position=(15.0, 4.0, -15.0))
+        if shape == "sphere"
+        else Object(shape, size=(6.0, 20.0, 6.0), position=(-15.0, 10.0, 15.0))
+    )
+    objects = [ground, thing]
+    origins, rotations = Frames(objects).at(0.0)
+    mesh = object_mesh(thing, 0.0)
+    v = mesh.vertices @ rotations[1].T + origins[1]
+    light = np.array([0.5, 0.8, 0.3]) / np.linalg.norm([0.5, 0.8, 0.3])
+    facing = (
+        np.cross(v[mesh.faces[:, 1]] - v[mesh.faces[:, 0]], v[mesh.faces[:, 2]] - v[mesh.faces[:, 0]]) @ light
+    )
+    points, _ = cast_shadow(v, mesh.faces, grounds_of(objects, 100.0), origins, rotations, light)
+    assert len(points) == 3 * np.count_nonzero(facing > 0.0)  # every face turned to the sun casts
+    _, _, heights = ground_under(points + [0.0, 1e-3, 0.0], grounds_of(objects, 100.0), origins, rotations)
+    assert np.abs(heights - 1e-3).max() < 1e-6  # each corner on the terrain
+
+
 def test_a_moving_object_is_placed_where_the_engines_place_it():
     motion = Motion(((0.0, 0.0, 0.0), (10.0, 0.0, 0.0), (0.0, 0.0, 0.0)), (0.0, 2.0, 4.0), True,
                     ((0.0, 0.0, 0.0), (90.0, 0.0, 0.0), (0.0, 0.0, 0.0)))  # fmt: skip

@@ -489,6 +489,13 @@ def ground_along(
         heights = np.where(np.isfinite(heights), heights, 0.0)
         q = q - (heights / fall)[:, None] * light
     feet, normals, heights = ground_under(q + 1e-6 * up, grounds, origins, rotations, up)
+    # On a heightfield the walk may end a little under the ground (a slope steeper along the ray
+    # than at the point): such a point's shadow lies on the ground straight above it.
+    lost = np.flatnonzero(~np.isfinite(heights))
+    if len(lost):
+        over, over_normals, depths = ground_under(q[lost], grounds, origins, rotations, up, above=True)
+        found = np.isfinite(depths)
+        feet[lost[found]], normals[lost[found]], heights[lost[found]] = over[found], over_normals[found], 0.0
     return feet, normals, np.isfinite(heights)
 
 
