@@ -524,7 +524,49 @@ def cast_shadow(vertices, faces, grounds: Sequence[Ground], origins, rotations, 
     corners = index[f]
     kept = hit[corners].all(axis=1)
     corners = corners[kept].ravel()
-    return feet[corners], normals[corners]
+    return _draped(feet[corners], normals[corners], grounds, origins, rotations, up)
+
+
+DRAPE_SPLITS = 6
+"""Most times a shadow triangle on a heightfield is split in four (:func:`_draped`)."""
+DRAPE_LIMIT = 200_000
+"""Most triangles a shadow is split into; beyond, its triangles stay as long as they are."""
+
+
+def _draped(points, normals, grounds: Sequence[Ground], origins, rotations, up):
+    """Shadow triangles ``points`` (3S, 3) with their ground's ``normals``, split in four until no
+    edge spans more than four cells of a heightfield, each new corner on the ground under it: a
+    long triangle between corners on the terrain would pass under the bumps between them (a
+    box's shadow had holes). On planes alone, as they are."""
+    fields = [g for g in grounds if g.heights is not None]
+    if not fields or not len(points):
+        return points, normals
+    cell = 4.0 * min(min(g.dx, g.dz) for g in fields)
+    lift = max(float(np.ptp(g.heights)) for g in fields) + 1.0  # above every bump of the terrain
+    up = np.asarray(up, np.float64)
+    tri, nrm = points.reshape(-1, 3, 3), normals.reshape(-1, 3, 3)
+    for _ in range(DRAPE_SPLITS):
+        long = np.linalg.norm(tri - np.roll(tri, -1, axis=1), axis=2).max(axis=1) > cell
+        if not long.any() or len(tri) + 3 * np.count_nonzero(long) > DRAPE_LIMIT:
+            break
+        t, n = tri[long], nrm[long]
+        mid, mid_n = 0.5 * (t + np.roll(t, -1, axis=1)), 0.5 * (n + np.roll(n, -1, axis=1))  # m01, m12, m20
+        feet, feet_n, heights = ground_under(mid.reshape(-1, 3) + lift * up, grounds, origins, rotations, up)
+        on = np.isfinite(heights).reshape(mid.shape[:2])
+        mid[on], mid_n[on] = feet.reshape(mid.shape)[on], feet_n.reshape(mid.shape)[on]
+        a, b, c = t[:, 0], t[:, 1], t[:, 2]
+        m01, m12, m20 = mid[:, 0], mid[:, 1], mid[:, 2]
+        na, nb, nc = n[:, 0], n[:, 1], n[:, 2]
+        k01, k12, k20 = mid_n[:, 0], mid_n[:, 1], mid_n[:, 2]
+        split = np.stack(
+            [np.stack(q, axis=1) for q in ((a, m01, m20), (m01, b, m12), (m20, m12, c), (m01, m12, m20))]
+        )
+        split_n = np.stack(
+            [np.stack(q, axis=1) for q in ((na, k01, k20), (k01, nb, k12), (k20, k12, nc), (k01, k12, k20))]
+        )
+        tri = np.concatenate([tri[~long], split.reshape(-1, 3, 3)])
+        nrm = np.concatenate([nrm[~long], split_n.reshape(-1, 3, 3)])
+    return tri.reshape(-1, 3), nrm.reshape(-1, 3)
 
 
 def pull_inside(points: np.ndarray, triangles: np.ndarray) -> np.ndarray:
