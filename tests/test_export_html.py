@@ -296,3 +296,47 @@ def test_a_recording_from_another_program_plays_with_the_default_look(tmp_path):
     meta = page_meta(tmp_path / "fish.html")
     assert meta["boids"] == 30 and meta["objects"] == [] and meta["arena"] is None
     assert [len(g["rows"]) for g in meta["groups"]] == [30]
+
+
+TERRAIN = SCENE.replace(
+    'shape = "plane"\ncolor = "#4a6b32"',
+    'shape = "heightfield"\nsize = [60.0, 40.0]\nheight = 14.0\nseed = 3',
+)
+
+
+@pytest.mark.slow  # a browser start and a software-drawn page: 3-10 s under load
+@needs_chromium
+def test_a_ground_without_a_colour_is_grass_rock_and_snow_as_in_the_viewer(tmp_path):
+    # The page drew such a heightfield in one dark olive-grey (the game-developer walk), where the
+    # viewer and flock3d render shade it by height and slope.
+    import imageio.v3 as iio
+
+    from flock3d.look.world import GROUND_FILL, ground_colors, object_mesh
+
+    path = tmp_path / "terrain.h5"
+    scene = parse_scene(TERRAIN, source="test")
+    velocities = np.tile([SPEED, 0.0, 0.0], (40, 1))
+    with TrajectoryWriter(path, 40, scene) as writer:
+        for k in range(3):
+            writer.append(
+                FlockState(
+                    block_positions(k * DT), velocities, look_rotation(velocities, (0, 1, 0)), k * DT, k
+                )
+            )
+    with Trajectory(path) as tr:
+        html.write(tr, path.with_suffix(".html"), lambda done: None)
+    meta = page_meta(path.with_suffix(".html"))
+    ground = meta["objects"][0]
+    import base64
+
+    colors = np.frombuffer(base64.b64decode(ground["colors"]), np.uint8).reshape(-1, 3)
+    drawn = object_mesh(scene.params.objects[0], html.PLANE_EXTENT * 40.0)
+    np.testing.assert_array_equal(colors, np.rint(ground_colors(drawn, GROUND_FILL) * 255.0))
+    assert all(o["colors"] is None for o in meta["objects"][1:])  # the box and the ball keep theirs
+    png = tmp_path / "terrain.png"
+    chromium(path.with_suffix(".html"), "t=0&paused", tmp_path, screenshot=png)
+    rgb = iio.imread(png)[60 : WINDOW[1] - BAR, :, :3].astype(int)  # below the title, above the controls
+    r, g, b = rgb[..., 0], rgb[..., 1], rgb[..., 2]
+    grass = (g > r + 20) & (g > b + 20)  # green well above red and blue: 15,652 pixels, 0 before
+    snow = (r > 170) & (g > 170) & (b > 170) & (np.abs(r - b) < 40)  # near white: 43 on the peaks, 0 before
+    assert grass.sum() > 2000 and snow.sum() > 10, (grass.sum(), snow.sum())

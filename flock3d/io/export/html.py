@@ -144,7 +144,7 @@ def _mesh_record(vertices, faces, normals=None) -> dict:
 
 def _objects(params, radius: float, times: np.ndarray) -> tuple[list[dict], list[int]]:
     """The world's objects as the page draws them, and which of them move."""
-    from flock3d.look.world import Frames, is_ground, object_color, object_mesh
+    from flock3d.look.world import Frames, ground_colors, is_ground, object_color, object_mesh
 
     objects = params.objects if params is not None else ()
     frames = Frames(objects)
@@ -152,14 +152,20 @@ def _objects(params, radius: float, times: np.ndarray) -> tuple[list[dict], list
     records = []
     for k, o in enumerate(objects):
         m = object_mesh(o, PLANE_EXTENT * radius)
+        ground = is_ground(o)
         records.append(
             {
                 "color": list(object_color(o)),
                 "arena": o.role == "arena",
-                "ground": is_ground(o),
+                "ground": ground,
                 "mesh": _mesh_record(m.vertices, m.faces, m.normals),
                 "frame": [*rotations[k].ravel().tolist(), *origins[k].tolist()],
                 "moving": frames.moving.index(k) if k in frames.moving else None,
+                # The ground's own colours by height and slope (grass, rock, snow), as the viewer's:
+                # sRGB bytes a vertex.
+                "colors": _b64(np.rint(ground_colors(m, object_color(o)[:3]) * 255.0).astype(np.uint8))
+                if ground
+                else None,
             }
         )
     return records, list(frames.moving)

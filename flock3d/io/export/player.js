@@ -157,10 +157,22 @@
   const moving = [];
   for (const o of meta.objects) {
     const material = new THREE.MeshLambertMaterial({
-      color: srgb(o.color),
+      color: o.colors ? 0xffffff : srgb(o.color),
       side: o.arena ? THREE.BackSide : THREE.FrontSide,
+      vertexColors: Boolean(o.colors),
     });
-    const mesh = new THREE.Mesh(geometryOf(o.mesh), material);
+    const geometry = geometryOf(o.mesh);
+    if (o.colors) {
+      // a ground's colours by height and slope, sRGB bytes: three shades in linear light
+      const bytes = arrayOf(Uint8Array, o.colors), linear = new Float32Array(bytes.length);
+      const c = new THREE.Color();
+      for (let i = 0; i < bytes.length; i += 3) {
+        c.setRGB(bytes[i] / 255, bytes[i + 1] / 255, bytes[i + 2] / 255, THREE.SRGBColorSpace);
+        linear[i] = c.r; linear[i + 1] = c.g; linear[i + 2] = c.b;
+      }
+      geometry.setAttribute("color", new THREE.BufferAttribute(linear, 3));
+    }
+    const mesh = new THREE.Mesh(geometry, material);
     mesh.matrixAutoUpdate = false;
     mesh.receiveShadow = true;
     mesh.castShadow = !o.arena && !o.ground;
