@@ -310,3 +310,6 @@ def test_the_walls_controls_are_offered_only_where_there_are_walls():
     for shape, offered in (("sphere", walls), ("box", walls), ("periodic", ("arena_radius",)), ("none", ())):
         params = Params(arena_shape=shape)
         assert tuple(f for f in walls if applies(params, f)) == offered, shape
+    # A box given its sides (as the worlds' are): its radius sets no wall (the game-developer walk)
+    sided = Params(arena_shape="box", arena_size=(80.0, 40.0, 80.0))
+    assert tuple(f for f in walls if applies(sided, f)) == walls[1:]

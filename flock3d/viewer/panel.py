@@ -518,8 +518,8 @@ class ControlPanel(QtWidgets.QScrollArea):
 def applies(params: Params, field: str) -> bool:
     """Whether the control of ``field`` belongs to the model of ``params``."""
     model, owner = model_of(params), _MODEL_OF.get(field)
-    if field == "arena_radius" and params.arena_shape == "none":  # open space has no size
-        return False
+    if field == "arena_radius" and (params.arena_shape == "none" or params.arena_size is not None):
+        return False  # open space has no size, and a box's sides, where given, are its size
     if model.update_kind == "terms":  # the boids model: all but the other models' own
         if field in _WALLS and not _TERM_OF["confinement"].present(params):
             return False  # the walls' steers act in a sphere or a box alone
