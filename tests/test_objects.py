@@ -24,6 +24,11 @@ def problem(**params) -> str:
         ([{"shape": "box"}], "objects[0].size is required for a box: its side lengths [x, y, z]"),
         ([{"shape": "cylinder", "radius": 1}], "objects[0].height is required for a cylinder"),
         ([{"shape": "box", "size": [1, 1, 1], "radius": 2}], "objects[0].radius does not apply to a box"),
+        (  # the scene's seed written after the last table (the game-developer walk)
+            [{"shape": "box", "size": [1, 1, 1], "seed": 3}],
+            "objects[0].seed does not apply to a box (a box takes size); a key after a [[objects]] table "
+            "belongs to it: the scene's seed goes above the tables",
+        ),
         ([{"shape": "box", "size": [1, 0, 1]}], "objects[0].size must be 3 numbers > 0"),
         ([{"shape": "sphere", "radius": math.nan}], "objects[0].radius must be a number > 0 (got nan)"),
         ([{"shape": "sphere", "radius": 1, "scale": 0}], "objects[0].scale must be a number or 3 numbers"),

@@ -143,6 +143,9 @@ def test_check_names_each_mistake_in_one_line(tmp_path):
         "open.toml": ('arena.shape = "none"\n' + mesh.format("open.obj") + 'role = "arena"\n',
                       "open.obj: is open (not watertight): an arena mesh must be closed"),
         "boulder.toml": (mesh.format("boulder.ply"), covers),
+        # its size said, for a mesh made in other units (millimetres): the game-developer walk
+        "boulder-across.toml": (mesh.format("boulder.ply"),
+                                "; the mesh is 81.36 units across (scale it to the world's units)"),
     }  # fmt: skip
     for name, (text, _) in cases.items():
         write(tmp_path, name, text)

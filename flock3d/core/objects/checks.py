@@ -71,7 +71,12 @@ def _size_problems(o: Object) -> list[str]:
     for name in SHAPE_KEYS:
         if getattr(o, name) is not None and name not in shape.keys:
             takes = ", ".join(shape.keys) if shape.keys else "no size"
-            out.append(f".{name} does not apply to a {o.shape} (a {o.shape} takes {takes})")
+            # A scene's own seed written after its last [[objects]] table is TOML's that object's.
+            stray = "; a key after a [[objects]] table belongs to it: the scene's seed goes above the tables"
+            out.append(
+                f".{name} does not apply to a {o.shape} (a {o.shape} takes {takes})"
+                + (stray if name == "seed" else "")
+            )
     for name in shape.size_keys:
         if getattr(o, name) is None:
             out.append(f".{name} is required for a {o.shape}: {shape.key_text(name)}")
@@ -282,12 +287,18 @@ def covered_start_problems(
 
     for k, body in enumerate(measured):
         if not any(room(body, p) for p in points):  # object k alone
+            # A mesh made in other units (millimetres) is the likely mistake: say its size.
+            across = (
+                f"; the mesh is {2.0 * body.bound:,.4g} units across (scale it to the world's units)"
+                if objects[k].shape == "mesh" and math.isfinite(body.bound)
+                else ""
+            )
             return [
                 (
                     "objects",
                     f"[{k}] with the avoidance_margin covers every spawn point: the initial "
                     f"ball of radius {r0:g} around the arena centre (move it, or set another "
-                    "init_radius)",
+                    f"init_radius){across}",
                 )
             ]
     if not any(all(room(body, p) for body in measured) for p in points):
