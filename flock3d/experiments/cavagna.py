@@ -97,8 +97,8 @@ def cavagna_correlations(quick: bool, seed: int, progress: bool | None) -> Resul
             scaling.plot(columns["size"], columns[key], marker, label=label, alpha=0.8)
         span = np.array([0.0, columns["size"].max() * 1.05])
         scaling.plot(span, 0.35 * span, "k--", label="Cavagna et al. 2010: xi = 0.35 L")
-        scaling.set_xlabel("flock size L (largest distance between two boids)")
-        scaling.set_ylabel("correlation length xi")
+        scaling.set_xlabel("flock size L (largest distance between two boids, units)")
+        scaling.set_ylabel("correlation length xi (units)")
         scaling.legend(fontsize="small")
         for n, snapshots_of_n in curves.items():
             x, y = (metrics.finite_mean([s[k] for s in snapshots_of_n], axis=0) for k in (0, 1))

@@ -142,13 +142,13 @@ def flock_shape(quick: bool, seed: int, progress: bool | None) -> Result:
             label = f"{kind[:4]}., {flight[:4]}., spring {'on' if on else 'off'}, N = {n:,}"
             time, look = columns["time"][at], {"color": f"C{k}", "ls": "-" if on else ":"}
             ratios.plot(time, w_t[at], **look, label=f"{label}: W / T")
-            ratios.plot(time, l_t[at], **look, alpha=0.5, label="L / T")
+            ratios.plot(time, l_t[at], **look, alpha=0.5, label=f"{label}: L / T (faint)")
             angles.plot(time, columns["thin_from_vertical"][at], **look, label=label)
-        ratios.set_xlabel("time, s")
+        ratios.set_xlabel("time (s)")
         ratios.set_ylabel("width / thickness, length / thickness")
         ratios.legend(fontsize="x-small", ncol=2)
         angles.axhline(45.0, color="k", lw=0.5)
-        angles.set_xlabel("time, s")
+        angles.set_xlabel("time (s)")
         angles.set_ylabel("thinnest axis from the vertical, degrees")
         angles.set_ylim(0.0, 90.0)
         angles.legend(fontsize="x-small", ncol=2)

@@ -330,7 +330,7 @@ def turning_waves(quick: bool, seed: int, progress: bool | None) -> Result:
             at = np.digitize(distances, bins) - 1
             reach.plot(middle, [np.degrees(turns[-1, at == b].mean()) if np.any(at == b) else np.nan
                                 for b in range(len(middle))], "o-", color=f"C{k}", label=label)  # fmt: skip
-        arrival.set_xlabel("distance from the nearest leader")
+        arrival.set_xlabel("distance from the nearest leader (units)")
         arrival.set_ylabel("arrival time of the paired response (45 degrees), s")
         arrival.legend(fontsize="small")
         for k, network in enumerate(_NETWORKS):
@@ -344,7 +344,7 @@ def turning_waves(quick: bool, seed: int, progress: bool | None) -> Result:
         speed_ax.set_ylabel("wave speed c (units/s)")
         speed_ax.legend(fontsize="small")
         reach.axhline(90.0, color="k", lw=0.5)
-        reach.set_xlabel("distance from the nearest leader")
+        reach.set_xlabel("distance from the nearest leader (units)")
         reach.set_ylabel(f"paired response after {watch:g} s, degrees")
         reach.legend(fontsize="small")
         fig.suptitle(

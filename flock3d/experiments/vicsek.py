@@ -107,7 +107,7 @@ def vicsek_fig2a(quick: bool, seed: int, progress: bool | None) -> Result:
                 order.errorbar(etas, mean[update, n], yerr=spread[update, n], fmt="os^D"[k % 4] + style,
                                color=f"C{k}", capsize=2, mfc="none" if update == "old" else None,
                                label=f"N = {n:,}, {update}")  # fmt: skip
-        order.set_xlabel("noise eta")
+        order.set_xlabel("noise eta (radians)")
         order.set_ylabel("order parameter v_a")
         order.set_ylim(-0.02, 1.02)
         order.legend(fontsize="small", ncol=2)
