@@ -637,6 +637,24 @@ def test_the_border_correction_removes_the_anisotropy_of_the_outline():
     assert np.mean(fixed.gamma[9:]) < 0.7 and np.all(fixed.boids < raw.boids)
 
 
+def test_no_range_is_read_off_neighbours_found_alike_in_every_direction():
+    # A Poisson cloud of 4,000 points gave n_c = 1.318 (the science walk): its gamma(n) is the
+    # sampling noise's, 0 to 1 at random. A layered flock's nearest neighbours are measured.
+    for seed in range(6):
+        rng = np.random.default_rng(seed)
+        cloud = rng.uniform(0.0, 20.0, (4000, 3))
+        a = metrics.neighbour_anisotropy(cloud, rng.normal(size=(4000, 3)) + [0.2, 0.0, 0.0], 10)
+        assert math.isnan(a.n_c) and np.isfinite(a.gamma).all(), (seed, a.n_c)
+    # Each point's nearest neighbour beside it, across the motion (+z), as starlings' are: gamma(1)
+    # is 1, and the range is read off the curve as before, where it falls past 1/3 (rank 1 to 2).
+    rng = np.random.default_rng(0)
+    centres, turn = rng.uniform(0.0, 60.0, (2000, 3)), rng.uniform(0.0, 2.0 * np.pi, 2000)
+    beside = np.concatenate([centres, centres + 0.3 * np.c_[np.cos(turn), np.sin(turn), np.zeros(2000)]])
+    a = metrics.neighbour_anisotropy(beside, np.tile([0.0, 0.0, 1.0], (4000, 1)), 8, interior=False)
+    assert a.gamma[0] == pytest.approx(1.0, abs=1e-3)
+    assert 1.0 < a.n_c < 2.0 and a.n_c == metrics.topological_range(a.gamma)
+
+
 def test_topological_range_closed_forms():
     gamma = 1 / 3 + 0.6 * np.exp(-np.arange(20) / 2.0)  # 0.6 e^{-(n-1)/2} above 1/3
     expected = 1 + 2 * math.log(0.6 / 0.02)

@@ -3,6 +3,7 @@ of the n-th nearest neighbour and the topological range n_c where it becomes iso
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from typing import NamedTuple
 
@@ -65,6 +66,15 @@ class Anisotropy(NamedTuple):
     boids: np.ndarray
     isotropic: float
     n_c: float
+
+
+#: How many standard errors of an isotropic neighbourhood's eigenvalues the nearest neighbours'
+#: two smallest must lie apart for their direction W to be measured, not drawn by chance.
+ANISOTROPIC = 4.0
+#: The standard deviation of (u . a)^2 for u uniform on the sphere (3D: sqrt(4/45)) or the circle
+#: (2D: sqrt(1/8)), a fixed unit a: an isotropic neighbourhood's eigenvalues scatter by this over
+#: sqrt(boids).
+_SPREAD = {3: math.sqrt(4.0 / 45.0), 2: math.sqrt(1.0 / 8.0)}
 
 
 def topological_range(gamma: np.ndarray, isotropic: float = 1.0 / 3.0, tolerance: float = 0.02) -> float:
@@ -160,11 +170,17 @@ def neighbour_anisotropy(
     e = np.where(used[..., None], e, 0.0)[..., :dimensions]
     counts = used.sum(axis=0)
     m = np.einsum("nki,nkj->kij", e, e) / np.maximum(counts, 1)[:, None, None]
-    _, vectors = np.linalg.eigh(m)
+    values, vectors = np.linalg.eigh(m)
     w = vectors[:, :, 0]  # (K, d): the eigenvector of the smallest eigenvalue
     gamma = (w @ (motion[:dimensions] / np.linalg.norm(motion[:dimensions]))) ** 2
     gamma = np.where(counts > 0, gamma, np.nan)
-    return Anisotropy(ranks, gamma, counts, isotropic, topological_range(gamma, isotropic, tolerance))
+    n_c = topological_range(gamma, isotropic, tolerance)
+    if not values[0, 1] - values[0, 0] > ANISOTROPIC * _SPREAD[dimensions] / math.sqrt(max(counts[0], 1)):
+        # The nearest neighbours are found alike in every direction, as far as this many boids
+        # tell: W, and gamma with it, is the sampling noise's (0 to 1 at random), and no range
+        # can be read off it. gamma is kept: averaged over frames, such noise gives the isotropic value.
+        n_c = float("nan")
+    return Anisotropy(ranks, gamma, counts, isotropic, n_c)
 
 
 def anisotropy_table(
