@@ -312,7 +312,8 @@ def load_rules(path: str | Path) -> tuple[tuple[PairRule, ...], tuple[Force, ...
     except RuleError as error:
         raise RuleError(f"{path}: {error}") from None
     except SyntaxError as error:
-        raise RuleError(f"{path}:{error.lineno}: syntax error: {error.msg}") from None
+        where = f"{path}:{error.lineno}" if error.lineno is not None else str(path)  # NUL bytes: no line
+        raise RuleError(f"{where}: syntax error: {error.msg}") from None
     except SystemExit:
         raise RuleError(f"{path}: running it called exit(); a rules file only defines rules") from None
     except HardExit as error:

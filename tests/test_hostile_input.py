@@ -534,6 +534,25 @@ def test_damaged_recordings_are_one_line_for_render_too(tmp_path):
 
 
 @pytest.mark.slow
+def test_a_recording_whose_time_stands_still_is_measured_but_not_animated(tmp_path):
+    # Every time 0: the glTF export wrote 11 keys at t = 0 (glTF wants them increasing) and the
+    # video was one frame (the hostile-input walk). A snapshot's measures need no clock.
+    def stands(f):
+        f["particles/flock/position/time"][...] = 0.0
+
+    path = altered_copy(small_recording(tmp_path / "good.h5"), tmp_path / "still.h5", stands)
+    said = f"{path}: frames 0 and 1 are both at t = 0 s; an animation needs times that advance"
+    pytest.importorskip("pygltflib")
+    assert_one_line_failure(flock3d("export", path, "--out", tmp_path / "x.glb", "--no-progress"), said)
+    assert not (tmp_path / "x.glb").exists()
+    if importlib.util.find_spec("vispy"):
+        out = flock3d("render", path, "--out", tmp_path / "x.mp4", "--no-progress")
+        assert_one_line_failure(out, said.partition(": ")[2])
+        assert not (tmp_path / "x.mp4").exists()
+    assert flock3d("metrics", path, "--no-progress").returncode == 0
+
+
+@pytest.mark.slow
 def test_degenerate_recordings_are_measured_or_refused_in_one_line(tmp_path):
     def coincide(f):
         f["particles/flock/position/value"][...] = 3.0
@@ -551,7 +570,7 @@ def test_degenerate_recordings_are_measured_or_refused_in_one_line(tmp_path):
     out = flock3d("infer", "maxent", same, "--frames", "::", "--no-progress")
     assert_one_line_failure(out, f"{same}: every boid is at the same point in every frame (the flock's size")
     out = flock3d("infer", "maxent", one, "--frames", "::", "--no-progress")
-    assert_one_line_failure(out, f"{one}: 1 boids; the maximum-entropy fit takes 3 to 5,000 boids a snapshot")
+    assert_one_line_failure(out, f"{one}: 1 boid; the maximum-entropy fit takes 3 to 5,000 boids a snapshot")
     out = flock3d("infer", "maxent", tiny, "--frames", "::", "--no-progress")
     assert out.returncode == 0 and "Traceback" not in out.stderr and "n_c" in out.stdout, out.stderr
     velocities = np.random.default_rng(1).normal(size=(10, 3))

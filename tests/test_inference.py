@@ -329,7 +329,11 @@ def test_the_command_refuses_bad_input_in_one_line(tmp_path):
             ["maxent", h5md_file(tmp_path / "still.h5", positions, still), "--frames", "::"],
             "boid 3 has zero velocity",
         ),
-        (["maxent", two], "groups (jackdaws, starlings); choose one (flock3d infer --group NAME;"),
+        (
+            ["maxent", two],
+            "groups (jackdaws, starlings) and no flock3d scene to say which is the flock; `flock3d "
+            "infer maxent --group NAME` or Trajectory(path, group=NAME) reads one",
+        ),
         (["maxent", two, "--group", "gulls"], "no particles group 'gulls' with positions"),
         (["maxent", two, "--group", "jackdaws"], "no particles/jackdaws/velocity/value"),
         (

@@ -156,6 +156,25 @@ def test_heightfield_images_are_read_as_heights(tmp_path):
         read_heights(tmp_path / "missing.png")
 
 
+@pytest.mark.parametrize("limit", [300, 100])  # Pillow warns past the limit and refuses past twice it
+def test_an_image_too_large_to_decode_is_one_line_naming_its_size(tmp_path, monkeypatch, limit):
+    # A 12,000-pixel square printed Pillow's two-line DecompressionBombWarning before the refusal,
+    # and a 14,000 one read "not an image imageio can read" (the hostile-input walk). The limits
+    # are lowered here, so that a small image stands for a huge one.
+    iio = pytest.importorskip("imageio.v3")
+    from PIL import Image
+
+    monkeypatch.setattr(Image, "MAX_IMAGE_PIXELS", limit)
+    iio.imwrite(tmp_path / "big.png", np.zeros((20, 20), dtype=np.uint8))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # nothing printed beside the one line
+        with pytest.raises(MeshError) as info:
+            read_heights(tmp_path / "big.png")
+    assert (
+        str(info.value) == f"{tmp_path / 'big.png'}: 400 pixels; a heightfield needs 2 to 8,192 pixels a side"
+    )
+
+
 def test_boids_start_outside_mesh_obstacles_and_inside_a_mesh_arena(tmp_path):
     trimesh.creation.icosphere(3, radius=6.0).export(tmp_path / "rock.obj")
     trimesh.creation.box(extents=(30.0, 12.0, 30.0)).export(tmp_path / "room.glb")

@@ -147,6 +147,10 @@ def test_metrics_bad_options_fail_cleanly(recording, tmp_path):
         assert_clean_failure(flock3d("metrics", recording, option, "0"), f"{option}: must be >= 1")
         out = flock3d("metrics", recording, option, "99999999999")
         assert_clean_failure(out, f"{option}: must be at most {most}, got 99,999,999,999")
+    # 200 boids have 199 neighbours each: a rank of 200 gave a table of NaN and exit 0 (the hostile walk)
+    out = flock3d("metrics", recording, "--anisotropy", tmp_path / "a.csv", "--neighbours", "200")
+    assert_clean_failure(out, "--neighbours must be below the number of boids, 200 (got 200)")
+    assert not (tmp_path / "a.csv").exists()
 
 
 @pytest.mark.slow

@@ -583,6 +583,7 @@ def test_render_says_the_same_line(tmp_path):
         ("import os\nos.abort()", "hard.py: running it called os.abort()"),
         ("class Halt(BaseException):\n    pass\nraise Halt('stop')", "hard.py: running it raised Halt: stop"),
         ("raise GeneratorExit", "hard.py: running it raised GeneratorExit"),
+        ("x = 1\0\n", "hard.py: syntax error: source code string cannot contain null bytes"),  # not :None
         (
             RULES_FILE + "\nimport os\n@flock3d.force\ndef leave(p, v, t):\n    os._exit(0)\n",
             "force 'leave' (hard.py:10) called os._exit(0) on a test call",

@@ -8,6 +8,7 @@ import sys
 
 from flock3d.cli.inputs import outputs
 from flock3d.cli.options import metrics_bound, positive_int
+from flock3d.cli.words import counted
 from flock3d.errors import Flock3dError
 
 
@@ -95,7 +96,7 @@ def run_infer(args: argparse.Namespace) -> int:
                 raise Flock3dError(f"--frames selects none of the {traj.n_frames:,} frames")
         if traj.n_boids < 3 or traj.n_boids > inference.MAX_BOIDS:
             raise Flock3dError(
-                f"{args.trajectory}: {traj.n_boids:,} boids; the maximum-entropy fit takes 3 to "
+                f"{args.trajectory}: {counted(traj.n_boids, 'boid')}; the maximum-entropy fit takes 3 to "
                 f"{inference.MAX_BOIDS:,} boids a snapshot"
             )
         n_max = min(inference.N_C_MAX, traj.n_boids - 1) if args.n_max is None else args.n_max
@@ -112,7 +113,7 @@ def run_infer(args: argparse.Namespace) -> int:
     where = _where(box, traj.scene)
     print(
         f"{args.trajectory}: {fit.frames:,} of {traj.n_frames:,} frames (t = {times[0]:g} to {times[-1]:g}), "
-        f"{fit.boids:,} boids in {where} ({source})"
+        f"{counted(fit.boids, 'boid')} in {where} ({source})"
     )
     several = fit.frames > 1  # a mean over snapshots, with its standard error and spread
     spread = f" ± {fit.n_c_error:.2f} (per frame {fit.frame_n_c.min():g} to {fit.frame_n_c.max():g})"

@@ -47,8 +47,7 @@ def add_metrics(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument(
         "--neighbours",
         type=metrics_bound("MAX_NEIGHBOURS"),
-        default=20,
-        help="largest rank n of --anisotropy (default 20)",
+        help="largest rank n of --anisotropy, below the number of boids (default 20, or N - 1 if smaller)",
     )
     p.add_argument("--stride", type=positive_int, default=1, metavar="K", help="measure every K-th frame")
     p.add_argument("--no-progress", action="store_true", help="do not show the progress bar")
@@ -65,11 +64,16 @@ def run_metrics(args: argparse.Namespace) -> int:
         scene = recorded_scene(traj, "metrics")
         if traj.n_frames == 0:
             raise Flock3dError(f"{args.trajectory}: the trajectory has no frames")
+        neighbours = args.neighbours or max(1, min(20, traj.n_boids - 1))  # a boid has N - 1 neighbours
+        if files["anisotropy"] and args.neighbours is not None and neighbours >= traj.n_boids:
+            raise Flock3dError(
+                f"--neighbours must be below the number of boids, {traj.n_boids:,} (got {neighbours})"
+            )
         measured = measure_recording(
             traj,
             stride=args.stride,
             bins=args.bins if files["correlation"] else None,
-            neighbours=args.neighbours if files["anisotropy"] else None,
+            neighbours=neighbours if files["anisotropy"] else None,
             progress=False if args.no_progress else None,
         )
     columns, extra = measured.columns, measured.extra

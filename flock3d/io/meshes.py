@@ -30,8 +30,10 @@ import hashlib
 import logging
 import math
 import os
+import re
 import threading
 import time
+import warnings
 from pathlib import Path
 from stat import S_ISREG
 from typing import Any, NamedTuple
@@ -293,11 +295,22 @@ def read_heights(path: str | Path) -> np.ndarray:
         return heights  # an open recording's copy of a file gone since
     if not path.is_file():
         raise MeshError(f"{path}: no such image file" if not path.exists() else f"{path}: not a regular file")
+    from PIL import Image
+
     try:
-        pixels = np.asarray(iio.imread(path, plugin="pillow"))
+        with warnings.catch_warnings():  # Pillow's warning of a huge image (two lines) is an error here
+            warnings.simplefilter("error", Image.DecompressionBombWarning)
+            pixels = np.asarray(iio.imread(path, plugin="pillow"))
     except PermissionError as error:
         raise MeshError(f"{path}: cannot read ({error.strerror})") from None
-    except Exception as error:  # imageio raises what its plugins raise
+    except Exception as error:  # imageio raises what its plugins raise, or its own OSError from it
+        bomb = (Image.DecompressionBombWarning, Image.DecompressionBombError)
+        cause = error if isinstance(error, bomb) else error.__cause__
+        if isinstance(cause, bomb):  # far past 8,192 pixels a side
+            found = re.search(r"\((\d+) pixels\)", str(cause))
+            size = f"{int(found[1]):,} pixels" if found else "too many pixels"
+            needs = f"a heightfield needs 2 to {MAX_IMAGE_SIDE:,} pixels a side"
+            raise MeshError(f"{path}: {size}; {needs}") from None
         raise MeshError(f"{path}: not an image imageio can read ({type(error).__name__})") from None
     if pixels.ndim == 3 and pixels.shape[2] in (2, 4):
         pixels = pixels[..., :-1]  # alpha says nothing of the height

@@ -100,6 +100,17 @@ def own_rate(times: np.ndarray) -> float | None:
     return float(f"{(len(t) - 1) / span:.6g}") if 0.0 < span < math.inf else None
 
 
+def standing_still(times: np.ndarray) -> str | None:
+    """Where a recording's time does not advance, in words (two frames at one time: an animation
+    or a video cannot place them), or None where every frame comes after the one before."""
+    t = np.asarray(times, dtype=np.float64)
+    same = np.flatnonzero(np.diff(t) <= 0.0)
+    if not len(same):
+        return None
+    k = int(same[0])
+    return f"frames {k:,} and {k + 1:,} are both at t = {t[k + 1]:g} s; an animation needs times that advance"
+
+
 def playback(
     times: np.ndarray,
     fps: float | None = None,
@@ -123,9 +134,12 @@ def playback(
 
     Raises:
         PlaybackError: ``start`` is past the end, more than ``max_frames`` frames would be
-            needed to play the recording whole, or a still's ``frames`` is past its last frame.
+            needed to play the recording whole, a still's ``frames`` is past its last frame, or a
+            video's recording has two frames at one time (:func:`standing_still`).
     """
     t = np.asarray(times, dtype=np.float64)
+    if not still and (stands := standing_still(t)):
+        raise PlaybackError(stands)
     if fps is None:
         rate = own_rate(t)
         fps = rate if rate is not None and 10.0 <= rate <= 60.0 else 30.0

@@ -200,8 +200,9 @@ class StoredFile:
             raise RecordingError(f"{self.path}: not a flock3d trajectory (no {FLOCK}/position/value)")
         if len(names) > 1:
             raise RecordingError(
-                f"{self.path}: holds several particles groups ({', '.join(names)}); choose one "
-                "(flock3d infer --group NAME; Trajectory(path, group=NAME))"
+                f"{self.path}: holds several particles groups ({', '.join(names)}) and no flock3d scene to "
+                "say which is the flock; `flock3d infer maxent --group NAME` or Trajectory(path, group=NAME) "
+                "reads one"
             )
         return f"particles/{names[0]}"
 

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING
 
 from flock3d.core.atomic import AtomicFile
 from flock3d.io.export.common import ExportError, open_recording, recorded_scene
+from flock3d.io.playback import standing_still
 from flock3d.io.trajectory import Trajectory
 
 if TYPE_CHECKING:
@@ -127,6 +128,8 @@ def export(recording: Trajectory | str | Path, path: str | Path, *, progress: bo
     _check_folder(path)
     with open_recording(recording) as trajectory:
         recorded_scene(trajectory)
+        if stands := standing_still(trajectory.times):
+            raise ExportError(f"{trajectory.path}: {stands}")
         check_size(path, trajectory.n_boids, writer)
         bar = tqdm(total=trajectory.n_frames, unit="frame", file=sys.stderr,
                    disable=None if progress is None else not progress, desc=path.name)  # fmt: skip
