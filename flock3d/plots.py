@@ -8,7 +8,46 @@ import numpy as np
 
 from flock3d.core.atomic import AtomicFile
 
-__all__ = ["plot_metrics", "plot_maxent", "save_figure"]
+__all__ = ["plot_metrics", "plot_maxent", "pyplot", "save_figure"]
+
+
+def pyplot():
+    """matplotlib's ``pyplot``, drawing off-screen (Agg).
+
+    matplotlib keeps its settings and font cache in the user's config and cache folders, and
+    where they cannot be written (a read-only HOME, HOME a file) it says so in two lines every
+    time it is imported. flock3d's plots need neither: there, they go to a folder of flock3d's
+    in the temporary directory, quietly (``MPLCONFIGDIR``, unless the user set it)."""
+    import os
+    import sys
+
+    if "matplotlib" not in sys.modules and not os.environ.get("MPLCONFIGDIR"):
+        home = os.path.expanduser("~")
+        folders = [os.environ.get(k) or os.path.join(home, d) for k, d in
+                   (("XDG_CONFIG_HOME", ".config"), ("XDG_CACHE_HOME", ".cache"))]  # fmt: skip
+        if not all(_writable(os.path.join(folder, "matplotlib")) for folder in folders):
+            from flock3d.core.numba_cache import temporary_cache
+
+            own = temporary_cache("matplotlib")
+            if _writable(own):
+                os.environ["MPLCONFIGDIR"] = own
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _writable(folder: str) -> bool:
+    """Whether ``folder`` exists or can be made, and takes files."""
+    import os
+
+    try:
+        os.makedirs(folder, exist_ok=True)
+    except OSError:
+        return False
+    return os.path.isdir(folder) and os.access(folder, os.W_OK | os.X_OK)
 
 
 def save_figure(fig, path: str | Path) -> Path:
@@ -19,8 +58,8 @@ def save_figure(fig, path: str | Path) -> Path:
     (:class:`~flock3d.core.atomic.AtomicFile`): a failed write leaves it as it was. Logarithmic
     axes are labelled with plain numbers (2, 30, 0.4), not matplotlib's 2x10^0.
     """
+    plt = pyplot()
     import matplotlib
-    import matplotlib.pyplot as plt
     from matplotlib.ticker import LogFormatter
 
     class Plain(LogFormatter):
@@ -51,10 +90,7 @@ def plot_metrics(columns: dict[str, np.ndarray], path: str | Path, title: str = 
             correlation lengths of :func:`flock3d.metrics.correlation_table`.
         path: PNG file to write.
     """
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
     from matplotlib.ticker import MaxNLocator
 
     t = columns["time"]
@@ -102,10 +138,7 @@ def plot_maxent(fit, path: str | Path, title: str = "") -> Path:
         fit: a :class:`flock3d.inference.MaxentFit`.
         path: PNG file to write.
     """
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     fig, (likelihood, correlation) = plt.subplots(2, 1, figsize=(8, 8), constrained_layout=True)
     likelihood.plot(fit.n_c_values, fit.log_likelihood, "o-", ms=3)

@@ -583,11 +583,9 @@ def over_repeats(table, axes: Sequence[Axis]):
 
 def plot_sweep(table, axes: list[Axis], path: Path, title: str = "") -> Path:
     """Heatmaps of mean polarization and milling over two axes, or lines with error bars over one."""
-    import matplotlib
+    from flock3d.plots import pyplot
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     keys = [a.key for a in axes]
     if len(keys) not in (1, 2):
         raise SweepError(f"--plot draws one or two swept parameters (this sweep has {len(keys)})")

@@ -215,3 +215,15 @@ def test_a_logarithmic_axis_is_labelled_with_plain_numbers(tmp_path):
     labels = {t.get_text() for axis in (ax.xaxis, ax.yaxis) for t in axis.get_ticklabels(which="both")} - {""}
     assert {"1", "2", "3", "0.1", "0.2", "0.3", "0.4"} <= labels, labels  # not 2x10^0, 3x10^-1
     assert not any("times" in label or "e-" in label for label in labels), labels
+
+
+@pytest.mark.slow
+def test_a_plot_says_nothing_of_matplotlibs_folders_where_home_takes_no_files(recording, tmp_path):
+    # HOME a file: matplotlib said in two lines, every --plot, that it made a temporary folder
+    # (the hostile-input walk). flock3d's plots need none of its settings.
+    home = tmp_path / "home"
+    home.write_text("not a folder")
+    env = {"HOME": str(home), "XDG_CONFIG_HOME": "", "MPLCONFIGDIR": ""}
+    out = flock3d("metrics", recording, "--plot", tmp_path / "m.png", "--no-progress", env=env, process=True)
+    assert out.returncode == 0 and (tmp_path / "m.png").stat().st_size > 10_000, out.stderr
+    assert [line for line in out.stderr.splitlines() if line != COMPILING_MEASUREMENTS] == [], out.stderr

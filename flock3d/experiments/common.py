@@ -158,11 +158,9 @@ def _bar(total: int, what: str, progress: bool | None):
 
 
 def _figure(rows: int, height: float):
-    import matplotlib
+    from flock3d.plots import pyplot
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     fig, axes = plt.subplots(rows, 1, figsize=(8, height), constrained_layout=True)
     return plt, fig, np.atleast_1d(axes)
 
