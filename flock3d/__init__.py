@@ -12,7 +12,10 @@ rules and forces (:func:`pair_rule`, :func:`force`) run in the same compiled ste
 0.41
 """
 
-from flock3d import metrics
+from flock3d import (
+    _command,  # noqa: F401 - first: the command's Ctrl-C while the rest loads
+    metrics,
+)
 from flock3d._version import __version__
 from flock3d.boid import Boid
 from flock3d.core import compiling

@@ -124,7 +124,7 @@ def test_a_command_needing_a_missing_extra_says_which_in_one_line(tmp_path):
 #: stands for everything under it; the longest name that matches a module places it.
 LAYERS: list[tuple[str, ...]] = [
     ("core",),  # numpy/numba only
-    ("errors", "_version"),  # what every layer above the core names: the errors, the version
+    ("errors", "_version", "_command"),  # what every layer above the core names; the command's Ctrl-C
     # the world's files: meshes, heightfield images, distance grids
     ("io.meshes", "io.mesh_files", "io.sdf_grid", "io.grid_cache", "io.recorded_files", "io.world_extra",
      "io.worlds"),

@@ -194,3 +194,25 @@ def test_sigterm_ends_a_run_whose_rule_is_stuck_and_keeps_its_frames(tmp_path, c
     assert re.fullmatch(r"flock3d run: step \d+: the step did not end within .*stuck in a loop.*", last)
     with Trajectory(out) as trajectory:
         assert len(trajectory) >= 1  # the frames written before are all there
+
+
+@pytest.mark.parametrize(
+    "argv0, said", [("/usr/bin/flock3d", "flock3d: interrupted\n"), ("my_study.py", None)]
+)
+def test_ctrl_c_while_the_command_loads_is_its_one_line_and_a_programs_own_otherwise(argv0, said):
+    # In the command's first half second (its libraries loading) Ctrl-C printed the traceback of
+    # whichever import was under way, 27 to 42 lines (the hostile-input walk). Here the package is
+    # imported as the command's script imports it, and the interrupt comes right after.
+    import sys
+
+    from helpers import process_env
+
+    code = f"import sys; sys.argv[0] = {argv0!r}; import flock3d; raise KeyboardInterrupt"
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=process_env(), timeout=120
+    )
+    assert out.returncode == -signal.SIGINT, out.returncode  # ended by the signal, as a shell reports it
+    if said is None:  # a program importing flock3d keeps Python's own report
+        assert "Traceback" in out.stderr and out.stderr.rstrip().endswith("KeyboardInterrupt")
+    else:
+        assert out.stderr == said
