@@ -160,10 +160,11 @@ def test_overrides_are_validated_like_the_file():
     )
     assert scene.params.fov == 120 and scene.view.mesh == "cone" and scene.params.arena_center == (1, 2, 3)
     with pytest.raises(SceneError) as info:
-        resolve_scene("default", overrides=["perception.fob=1", "flock.count=abc", "novalue"])
+        resolve_scene("default", overrides=["perception.fob=1", "flock.count=abc", "novalue", "name="])
     assert info.value.problems == [
         "shipped:default: perception.fob: unknown key; did you mean perception.fov?",
         "shipped:default: --set 'novalue': expected key=value, e.g. perception.fov=120",
+        "shipped:default: --set name: expected a value after '=' (an empty text is written name=\"\")",
         "shipped:default: flock.count must be a whole number (got 'abc')",
     ]
 

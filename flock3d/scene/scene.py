@@ -338,6 +338,9 @@ def apply_assignments(data: dict, assignments: Iterable[str]) -> list[str]:
         if key not in KEYS_BY_NAME:
             problems.append(unknown_key_message(key))
             continue
+        if not value_text.strip():  # an empty string is written "" (a bare word would be nothing)
+            problems.append(f"--set {key}: expected a value after '=' (an empty text is written {key}=\"\")")
+            continue
         try:
             value = parse_value(value_text)
         except SceneError as error:
