@@ -12,6 +12,10 @@ from flock3d.plots import save_figure
 
 from .common import Result, _bar, _figure, experiment, new_flock, polarized_start
 
+#: Fewest pairs a distance bin of the drawn C(r) holds; the flock's few widest pairs (r near L)
+#: fill the last bins with a handful each, whose mean swings from -1 to 1.
+FEW_PAIRS = 50
+
 
 @experiment(
     "cavagna-correlations",
@@ -56,7 +60,10 @@ def cavagna_correlations(quick: bool, seed: int, progress: bool | None) -> Resul
                           c.xi_orientation, c.xi_speed, members.xi_velocity)  # fmt: skip
                 for key, value in zip(names, values, strict=True):
                     rows[key].append(value)
-                curves.setdefault(n, []).append((c.r / c.size, c.velocity))
+                # A bin of a few pairs (near r = L) is noise, not a correlation: left out of the curve.
+                curves.setdefault(n, []).append(
+                    (c.r / c.size, np.where(c.pairs >= FEW_PAIRS, c.velocity, np.nan))
+                )
     columns = {k: np.array(v, dtype=np.int64 if k in ("n", "boids") else np.float64) for k, v in rows.items()}
 
     def per_size(name: str, divide: bool = True) -> np.ndarray:
@@ -105,7 +112,7 @@ def cavagna_correlations(quick: bool, seed: int, progress: bool | None) -> Resul
             shapes.plot(x, y, label=f"N = {n:,}")
         shapes.axhline(0.0, color="k", lw=0.5)
         shapes.set_xlabel("r / L")
-        shapes.set_ylabel("C(r), velocity fluctuations")
+        shapes.set_ylabel(f"C(r), velocity fluctuations (bins of {FEW_PAIRS} pairs or more)")
         shapes.legend(fontsize="small")
         fig.suptitle("Scale-free correlations (Cavagna et al. 2010) in polarized boids flocks")
         save_figure(fig, path)
