@@ -539,6 +539,13 @@ def test_every_control_says_what_it_sets_and_nothing_scrolls(qt_app, viewer, tmp
         assert viewer.open_scene(resolve_scene(name).save(tmp_path / "scene.toml"))
         pump(qt_app, 0.2)
         assert panel.verticalScrollBar().maximum() == 0, name  # everything fits: no scrolling
+    # A species with its own max speed keeps it whatever the slider says: the slider says so
+    assert viewer.open_scene(resolve_scene("features/two-species").save(tmp_path / "scene.toml"))
+    pump(qt_app, 0.2)
+    assert (
+        panel.controls["max_speed"].slider.toolTip().endswith("Species with their own value keep it: amber.")
+    )
+    assert "Species with" not in panel.controls["alignment"].slider.toolTip()
 
 
 @pytest.mark.slow

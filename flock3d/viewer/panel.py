@@ -22,6 +22,7 @@ from PySide6 import QtCore, QtGui, QtWidgets
 from flock3d.core.fields import spec_of
 from flock3d.core.models import MODELS, model_of
 from flock3d.core.params import TERMS, Params
+from flock3d.core.species import SPECIES_FIELDS
 from flock3d.core.terms import Term
 from flock3d.scene.schema import COLOR_MODES, KEYS_BY_NAME, MESHES, PARAM_KEY_OF_FIELD
 
@@ -238,8 +239,7 @@ class ParamControl(QtWidgets.QWidget):
         self.spin.setSuffix(control.suffix)
         self.spin.setKeyboardTracking(False)
         self.spin.setFixedWidth(84)
-        for widget in (self, self.slider, self.spin):
-            widget.setToolTip(tooltip(control.field))
+        self.set_tip(tooltip(control.field))
         row = QtWidgets.QHBoxLayout(self)
         row.setContentsMargins(0, 0, 0, 0)
         row.setSpacing(4)
@@ -276,6 +276,11 @@ class ParamControl(QtWidgets.QWidget):
         if c.unlimited and scaled > c.high and value >= c.high:
             return math.inf
         return min(max(scaled, c.low), c.high)
+
+    def set_tip(self, text: str) -> None:
+        """The tooltip of the control, its slider and its spin box."""
+        for widget in (self, self.slider, self.spin):
+            widget.setToolTip(text)
 
     def set_value(self, value: float) -> None:
         """Show ``value`` without emitting ``edited``; a finite value past the declared range (a
@@ -497,6 +502,10 @@ class ControlPanel(QtWidgets.QScrollArea):
             widget.setEnabled(value is not None)
             if value is not None:
                 widget.set_value(value)
+            if field in SPECIES_FIELDS:  # a species' own value is its, whatever the flock's
+                own = [s.name for s in params.species if getattr(s, field) is not None]
+                keep = f"\nSpecies with their own value keep it: {', '.join(own)}." if own else ""
+                widget.set_tip(tooltip(field) + keep)
         model = model_of(params)
         self.world.setVisible(world and model.update_kind == "terms")
         self.zones.setVisible(model.update_kind != "terms")
