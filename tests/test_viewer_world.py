@@ -149,6 +149,32 @@ def test_an_object_standing_on_a_heightfield_casts_its_whole_shadow_onto_it(shap
     assert np.abs(over - 10.0).max() < 0.1, np.abs(over - 10.0).max()
 
 
+@pytest.mark.parametrize("roll", [0.0, -30.0])
+def test_a_draped_shadow_keeps_its_outline_on_a_tilted_heightfield(roll, monkeypatch):
+    # The split corners were lifted along the world's up and dropped along the terrain's: on a
+    # field rolled 30 degrees they slid sideways, and a shadow grew to 5 times its area.
+    import flock3d.look.world as look
+    from flock3d.look.world import cast_shadow
+
+    ground = Object("heightfield", size=(80.0, 80.0), height=6.0, seed=11, rotation=(0.0, 0.0, roll))
+    box = Object("box", size=(6.0, 20.0, 6.0), position=(-15.0, 14.0, 15.0))
+    objects = [ground, box]
+    origins, rotations = Frames(objects).at(0.0)
+    mesh = object_mesh(box, 0.0)
+    v = mesh.vertices @ rotations[1].T + origins[1]
+    light = np.array([0.5, 0.8, 0.3]) / np.linalg.norm([0.5, 0.8, 0.3])
+    field_up = rotations[0][:, 1]
+
+    def area(points):  # the triangles' area seen along the terrain's up
+        t = points.reshape(-1, 3, 3)
+        return float(np.abs(np.cross(t[:, 1] - t[:, 0], t[:, 2] - t[:, 0]) @ field_up).sum() / 2.0)
+
+    draped, _ = cast_shadow(v, mesh.faces, grounds_of(objects, 100.0), origins, rotations, light)
+    monkeypatch.setattr(look, "_draped", lambda p, n, *rest: (p, n))
+    flat, _ = cast_shadow(v, mesh.faces, grounds_of(objects, 100.0), origins, rotations, light)
+    assert len(draped) > 3 * len(flat) and area(draped) == pytest.approx(area(flat), rel=0.05)
+
+
 def test_a_moving_object_is_placed_where_the_engines_place_it():
     motion = Motion(((0.0, 0.0, 0.0), (10.0, 0.0, 0.0), (0.0, 0.0, 0.0)), (0.0, 2.0, 4.0), True,
                     ((0.0, 0.0, 0.0), (90.0, 0.0, 0.0), (0.0, 0.0, 0.0)))  # fmt: skip

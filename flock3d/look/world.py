@@ -535,23 +535,29 @@ DRAPE_LIMIT = 200_000
 
 def _draped(points, normals, grounds: Sequence[Ground], origins, rotations, up):
     """Shadow triangles ``points`` (3S, 3) with their ground's ``normals``, split in four until no
-    edge spans more than four cells of a heightfield, each new corner on the ground under it: a
-    long triangle between corners on the terrain would pass under the bumps between them (a
-    box's shadow had holes). On planes alone, as they are."""
+    edge spans more than four of a heightfield's drawn cells, each new corner on the ground under
+    it: a long triangle between corners on the terrain would pass under the bumps between them (a
+    box's shadow had holes). A triangle whose corners share one normal lies on flat ground (a
+    plane), and stays as it is; so do all on planes alone."""
     fields = [g for g in grounds if g.heights is not None]
     if not fields or not len(points):
         return points, normals
-    cell = 4.0 * min(min(g.dx, g.dz) for g in fields)
+    # The cells as drawn (every step-th node of a large image: object_mesh), not the image's own.
+    steps = [max(1, math.ceil((max(g.heights.shape) - 1) / (MAX_DRAWN_SIDE - 1))) for g in fields]
+    cell = 4.0 * min(k * min(g.dx, g.dz) for k, g in zip(steps, fields, strict=True))
     lift = max(float(np.ptp(g.heights)) for g in fields) + 1.0  # above every bump of the terrain
-    up = np.asarray(up, np.float64)
+    # Lifted along the terrain's own up (a tilted heightfield's), whose nodes ground_under drops from.
+    field_up = rotations[fields[0].index][:, 1] if len(fields) == 1 else np.asarray(up, np.float64)
     tri, nrm = points.reshape(-1, 3, 3), normals.reshape(-1, 3, 3)
     for _ in range(DRAPE_SPLITS):
-        long = np.linalg.norm(tri - np.roll(tri, -1, axis=1), axis=2).max(axis=1) > cell
+        curved = np.any(np.abs(nrm - nrm[:, :1]) > 1e-9, axis=(1, 2))
+        long = curved & (np.linalg.norm(tri - np.roll(tri, -1, axis=1), axis=2).max(axis=1) > cell)
         if not long.any() or len(tri) + 3 * np.count_nonzero(long) > DRAPE_LIMIT:
             break
         t, n = tri[long], nrm[long]
         mid, mid_n = 0.5 * (t + np.roll(t, -1, axis=1)), 0.5 * (n + np.roll(n, -1, axis=1))  # m01, m12, m20
-        feet, feet_n, heights = ground_under(mid.reshape(-1, 3) + lift * up, grounds, origins, rotations, up)
+        lifted = mid.reshape(-1, 3) + lift * field_up
+        feet, feet_n, heights = ground_under(lifted, grounds, origins, rotations, field_up)
         on = np.isfinite(heights).reshape(mid.shape[:2])
         mid[on], mid_n[on] = feet.reshape(mid.shape)[on], feet_n.reshape(mid.shape)[on]
         a, b, c = t[:, 0], t[:, 1], t[:, 2]
