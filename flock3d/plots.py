@@ -23,13 +23,17 @@ def pyplot():
 
     if "matplotlib" not in sys.modules and not os.environ.get("MPLCONFIGDIR"):
         home = os.path.expanduser("~")
-        folders = [os.environ.get(k) or os.path.join(home, d) for k, d in
-                   (("XDG_CONFIG_HOME", ".config"), ("XDG_CACHE_HOME", ".cache"))]  # fmt: skip
-        if not all(_writable(os.path.join(folder, "matplotlib")) for folder in folders):
+        if sys.platform.startswith(("linux", "freebsd")):  # where matplotlib keeps them (its own rule)
+            folders = [os.path.join(os.environ.get(k) or os.path.join(home, d), "matplotlib") for k, d in
+                       (("XDG_CONFIG_HOME", ".config"), ("XDG_CACHE_HOME", ".cache"))]  # fmt: skip
+        else:
+            folders = [os.path.join(home, ".matplotlib")]
+        if not all(_writable(folder) for folder in folders):
             from flock3d.core.numba_cache import temporary_cache
 
             own = temporary_cache("matplotlib")
-            if _writable(own):
+            # Ours alone: matplotlib reads a matplotlibrc there, which no other user may have put.
+            if _writable(own) and (not hasattr(os, "getuid") or os.stat(own).st_uid == os.getuid()):
                 os.environ["MPLCONFIGDIR"] = own
     import matplotlib
 

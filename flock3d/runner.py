@@ -110,7 +110,8 @@ def stop_on_signals() -> Iterator[StopFlag]:
 
     def handle(num, frame):
         flag.set(signal.Signals(num).name)
-        # A second Ctrl-C (or SIGTERM) acts at once, as if flock3d were not listening.
+        # A second Ctrl-C (or SIGTERM) acts at once: the handler from before the block takes it
+        # (Python's KeyboardInterrupt, or the command's Terminated), and the run unwinds.
         signal.signal(num, previous[num])
 
     for sig in (signal.SIGINT, signal.SIGTERM):

@@ -427,7 +427,10 @@ def run_sweep(
                         bar.update()
         except KeyboardInterrupt as stop:  # Ctrl-C or SIGTERM: the cluster is shut down, the table kept
             # Counted on disk: the signal may have come while the last row's table was being written.
-            rows = _read_table(out).to_dict("records") if out.exists() else []
+            try:
+                rows = _read_table(out).to_dict("records") if out.exists() else []
+            except SweepError:  # not readable now (moved, replaced): the rows this run wrote
+                pass
             rest = "; the same command runs the rest" if rows else ""
             raise type(stop)(_kept(rows, out) + rest) from None
     elif not out.exists():

@@ -98,6 +98,18 @@ def test_check_warns_of_a_start_beyond_the_walls_and_of_boids_starting_on_top_of
         "margin leave 0.024 % of it free): about 0.082 apart, against a separation distance of 2; make "
         "init_radius larger, the flock smaller, or move the objects",
     ]
+    # The flock's separation off, its one species' on: that species' distance is the one judged
+    species = tmp_path / "species.toml"
+    species.write_text(
+        box + 'init_radius = 1.0\n[rules]\nseparation = 0.0\n[[species]]\nname = "a"\ncount = 400\n'
+        "separation = 5.0\nseparation_distance = 1.5\n"
+    )
+    out = flock3d("check", species)
+    assert out.returncode == 0 and out.stderr.splitlines() == [
+        f"{species}: warning: 400 boids start crowded in the initial ball of radius 1: about 0.22 apart, "
+        "against a separation distance of 1.5; make init_radius larger, the flock smaller, or move the "
+        "objects"
+    ], out.stderr
     roomy = tmp_path / "roomy.toml"  # a sphere of radius 4: the shell 0.5 thick is room enough
     roomy.write_text(crowded.read_text().replace("4.499", "4.0"))
     out = flock3d("check", roomy)

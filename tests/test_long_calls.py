@@ -216,3 +216,26 @@ def test_ctrl_c_while_the_command_loads_is_its_one_line_and_a_programs_own_other
         assert "Traceback" in out.stderr and out.stderr.rstrip().endswith("KeyboardInterrupt")
     else:
         assert out.stderr == said
+
+
+def test_the_command_is_known_by_its_script_or_its_module_and_its_hook_ends_once_it_runs(monkeypatch):
+    # python -X dev -m flock3d.cli was not known (argv[0] is "-m" while the package loads); and in
+    # the window, Qt hands an exception of a slot to the hook: a Ctrl-C there must not be said as
+    # a finished command's (the review of this stop).
+    import sys
+
+    from flock3d import _command
+    from flock3d.cli import main
+
+    for argv0, orig, known in (
+        ("/usr/local/bin/flock3d", ["python", "/usr/local/bin/flock3d", "run"], True),
+        ("-m", ["python", "-X", "dev", "-m", "flock3d.cli", "run"], True),
+        ("-m", ["python", "-m", "pytest"], False),
+        ("study.py", ["python", "study.py", "-m", "flock3d"], False),
+    ):
+        monkeypatch.setattr(sys, "argv", [argv0])
+        monkeypatch.setattr(sys, "orig_argv", orig)
+        assert _command.is_the_command() is known, orig
+    monkeypatch.setattr(sys, "excepthook", _command._interrupted)
+    assert main(["scenes"]) == 0
+    assert sys.excepthook is _command._BEFORE

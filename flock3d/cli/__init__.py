@@ -13,6 +13,7 @@ import sys
 from collections.abc import Callable, Sequence
 from contextlib import nullcontext
 
+from flock3d import _command
 from flock3d._version import __version__
 from flock3d.cli import bench, experiment, infer, metrics, render, run, scenes, sweep
 from flock3d.cli.errors import EXIT_BAD_INPUT, Parser, reported, terminated_as_interrupted
@@ -57,6 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``flock3d`` console script; returns the exit status."""
+    _command.loaded()  # from here a Ctrl-C is the command's own one line (reported)
     parser = build_parser()
     argv = sys.argv[1:] if argv is None else list(argv)
     if not argv:  # a first try: show what there is to do

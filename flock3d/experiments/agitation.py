@@ -178,7 +178,8 @@ class Bands:
     width: float
     """The band's width along x where the change is over half its peak [units] (median over frames)."""
     pulses: int
-    """Pulses that passed the flock's middle: how often the change there rose above half its peak."""
+    """Pulses that passed the flock's middle: how often the change there rose above half the plot's
+    peak."""
     reach: float
     """How far the first pulse went, as a share of the flock's length beyond where it began."""
     damping: float
@@ -310,7 +311,7 @@ def agitation_waves(quick: bool = False, seed: int = 0, progress: bool | None = 
         f"x{bands['copying decays, 5 looks'].damping:.2f} when it decays and a bird may copy every reaction "
         f"time while a neighbour escapes (5 looks), x{main.damping:.2f} when copied as it was (each fitted "
         "from 4 to 20 units beyond where its band began, shaded in the figure; pulses: how often the change "
-        "at the flock's middle rose above half its peak)",
+        "at the flock's middle rose above half the plot's peak)",
         "  Hemelrijk et al. 2019: pulses weaken as they go; in StarDisplay when the bank decays along the "
         "chain, not when the tendency to copy does.",
         f"  here: the bank's decay weakens every copy ({np.mean(escaped['bank decays']):.0%} of the birds "

@@ -308,9 +308,9 @@ def read_heights(path: str | Path) -> np.ndarray:
         cause = error if isinstance(error, bomb) else error.__cause__
         if isinstance(cause, bomb):  # far past 8,192 pixels a side
             found = re.search(r"\((\d+) pixels\)", str(cause))
-            size = f"{int(found[1]):,} pixels" if found else "too many pixels"
-            needs = f"a heightfield needs 2 to {MAX_IMAGE_SIDE:,} pixels a side"
-            raise MeshError(f"{path}: {size}; {needs}") from None
+            size = f"{int(found[1]):,} pixels in all" if found else "more pixels"
+            needs = f"more than Pillow decodes safely (a heightfield takes 2 to {MAX_IMAGE_SIDE:,} a side)"
+            raise MeshError(f"{path}: {size}, {needs}") from None
         raise MeshError(f"{path}: not an image imageio can read ({type(error).__name__})") from None
     if pixels.ndim == 3 and pixels.shape[2] in (2, 4):
         pixels = pixels[..., :-1]  # alpha says nothing of the height

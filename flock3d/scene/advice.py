@@ -108,8 +108,11 @@ def _crowded_start(scene: Scene) -> list[str]:
     objects and their margin, shared by the boids, leaves each less than :data:`CROWDED` of the
     separation distance. Models of their own update (Vicsek's fills its box densely) have none."""
     params = scene.params
-    if not params.count or model_of(params).update_kind == "own" or params.separation <= 0.0:
+    kinds = [params.of_species(k) for k in range(max(1, len(params.species)))]  # each species' own values
+    distances = [p.separation_distance for p in kinds if p.separation > 0.0]
+    if not params.count or model_of(params).update_kind == "own" or not distances:
         return []
+    distance = min(distances)  # the species that keeps the shortest distance
     r0, d = params.initial_radius, params.dimensions
     free = 1.0
     if params.objects or params.obstacles:
@@ -120,12 +123,12 @@ def _crowded_start(scene: Scene) -> list[str]:
             return []
     volume = math.pi * r0**2 if d == 2 else 4.0 / 3.0 * math.pi * r0**3
     spacing = (free * volume / params.count) ** (1.0 / d)
-    if spacing >= CROWDED * params.separation_distance:
+    if spacing >= CROWDED * distance:
         return []
-    room = f" (the objects and their margin leave {100.0 * free:.2g} % of it free)" if free < 1.0 else ""
+    room = f" (the objects and their margin leave {100.0 * free:.2g} % of it free)" if free < 0.995 else ""
     return [
         f"{params.count:,} boids start crowded in the initial ball of radius {r0:g}{room}: about "
-        f"{spacing:.2g} apart, against a separation distance of {params.separation_distance:g}; make "
+        f"{spacing:.2g} apart, against a separation distance of {distance:g}; make "
         "init_radius larger, the flock smaller, or move the objects"
     ]
 
