@@ -93,9 +93,12 @@ def describe(fn: Callable) -> str:
     fn = getattr(fn, "py_func", fn)
     name = getattr(fn, "__name__", None) or short_repr(fn)
     try:
-        where = f"{Path(inspect.getsourcefile(fn)).name}:{inspect.getsourcelines(fn)[1]}"
+        lines, line = inspect.getsourcelines(fn)
+        where = f"{Path(inspect.getsourcefile(fn)).name}:{line}"
     except (OSError, TypeError):
         return repr(name)
+    if fn.__code__.co_filename.startswith("<") and f"def {name}" not in lines[0]:
+        return repr(name)  # made by exec: under Python 3.13 "<string>" may be a -c command's text
     return f"{name!r} ({where})"
 
 

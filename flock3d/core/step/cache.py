@@ -64,6 +64,12 @@ def _fold(fn: Any, digest: Any, seen: set[int]) -> None:
         digest.update(inspect.getsource(fn).encode())
     except (OSError, TypeError):
         digest.update(marshal.dumps(fn.__code__))
+    else:
+        # A function made by exec has no file: Python 3.13 keeps a -c command's text under
+        # "<string>", where inspect then "finds" any exec'd function's source (two forces had
+        # one fingerprint, and the second ran the first's compiled step). Its code tells it apart.
+        if fn.__code__.co_filename.startswith("<"):
+            digest.update(marshal.dumps(fn.__code__))
     digest.update(repr(fn.__defaults__).encode())  # extra=SCALE reads SCALE when defined
     names = set(fn.__code__.co_names)
     for code in fn.__code__.co_consts:  # nested functions and comprehensions
