@@ -104,7 +104,8 @@ def standing_still(times: np.ndarray) -> str | None:
     """Where a recording's time does not advance, in words (two frames at one time: an animation
     or a video cannot place them), or None where every frame comes after the one before."""
     t = np.asarray(times, dtype=np.float64)
-    same = np.flatnonzero(np.diff(t) <= 0.0)
+    with np.errstate(over="ignore"):  # times 1e308 apart: their difference overflows to inf, and advances
+        same = np.flatnonzero(np.diff(t) <= 0.0)
     if not len(same):
         return None
     k = int(same[0])
