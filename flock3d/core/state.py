@@ -26,7 +26,6 @@ __all__ = [
     "restart_carried",
     "random_state",
     "spawn_points",
-    "spawn_blocked",
     "state_from_arrays",
     "nearest_waypoints",
     "initial_radii",
@@ -309,7 +308,7 @@ def spawn_points(
     positions = _uniform_positions(rng, n, params)
     if n == 0 or not (params.obstacles or params.objects):
         return positions
-    blocked = spawn_blocked(params, fields)
+    blocked = _blocked_by(params, fields)
     # Params refuses obstacles that cover the ball; spheres rarely need more than 10 draws, and
     # if they together all but cover it the last few start in a margin. Objects never let a
     # boid start inside them.
@@ -332,9 +331,8 @@ def spawn_points(
     return positions
 
 
-def spawn_blocked(params: Params, fields: Mapping[int, Any] | None) -> Callable[[np.ndarray], np.ndarray]:
-    """A test of (n, 3) positions: which lie inside an obstacle or an object, with the margin
-    (where :func:`spawn_points` places no boid)."""
+def _blocked_by(params: Params, fields: Mapping[int, Any] | None) -> Callable[[np.ndarray], np.ndarray]:
+    """A test of (n, 3) positions: which lie inside an obstacle or an object, with the margin."""
     margin = params.avoidance_margin
     centres = np.array([o.center for o in params.obstacles]).reshape(-1, 3)
     radii = np.array([o.radius for o in params.obstacles]) + margin

@@ -15,7 +15,6 @@ from flock3d.core.objects.oracle import Body, bodies
 from flock3d.core.objects.records import scales
 from flock3d.core.objects.shapes import shape_of
 from flock3d.core.params import Params
-from flock3d.core.state import spawn_blocked
 from flock3d.scene.scene import Scene
 
 __all__ = ["advice"]
@@ -114,13 +113,10 @@ def _crowded_start(scene: Scene) -> list[str]:
         return []
     distance = min(distances)  # the species that keeps the shortest distance
     r0, d = params.initial_radius, params.dimensions
-    free = 1.0
-    if params.objects or params.obstacles:
-        samples = start_samples(params.arena_center, r0, d)
-        try:
-            free = 1.0 - float(np.mean(spawn_blocked(params, scene.fields)(samples)))
-        except ValueError:  # a mesh or an image not read (no world extra): judged where it is
-            return []
+    try:
+        free = _free_share(scene, r0)
+    except ValueError:  # a mesh or an image not read (no world extra): judged where it is
+        return []
     volume = math.pi * r0**2 if d == 2 else 4.0 / 3.0 * math.pi * r0**3
     spacing = (free * volume / params.count) ** (1.0 / d)
     if spacing >= CROWDED * distance:
@@ -131,6 +127,27 @@ def _crowded_start(scene: Scene) -> list[str]:
         f"{spacing:.2g} apart, against a separation distance of {distance:g}; make "
         "init_radius larger, the flock smaller, or move the objects"
     ]
+
+
+def _free_share(scene: Scene, r0: float) -> float:
+    """The share of the initial ball of radius ``r0`` where a boid may start: the start's fixed
+    draw of points (:func:`start_samples`, as the spawn's last resort and the start's check take)
+    outside every obstacle and object with the margin, measured by the readable distances (a
+    check compiles nothing); an object's bound skips the points it cannot reach."""
+    params = scene.params
+    samples = start_samples(params.arena_center, r0, params.dimensions)
+    margin = params.avoidance_margin
+    blocked = np.zeros(len(samples), dtype=bool)
+    for o in params.obstacles:
+        blocked |= np.linalg.norm(samples - np.asarray(o.center), axis=1) < o.radius + margin
+    for body in bodies(params.objects, scene.fields) if params.objects else ():
+        origin, _ = body.placed(0.0)
+        near = ~blocked
+        if body.side > 0.0 and math.isfinite(body.bound):  # clearance >= |p - origin| - bound
+            near &= np.linalg.norm(samples - origin, axis=1) - body.bound < margin
+        for k in np.flatnonzero(near):
+            blocked[k] = body.clearance(0.0, samples[k])[0] < margin
+    return 1.0 - float(np.mean(blocked))
 
 
 def _outside(body: Body, params: Params) -> bool:
