@@ -85,7 +85,9 @@ def reported(command: str, run: Callable[[], int]) -> int:
         return EXIT_BAD_INPUT
     except KeyboardInterrupt as stop:  # its text, where there is one, says what was kept
         terminated = isinstance(stop, Terminated)
-        said = "; ".join(["terminated" if terminated else "interrupted", *[str(stop)] * bool(str(stop))])
+        said = "terminated" if terminated else "interrupted"
+        if str(stop):
+            said += f"; {stop}"
         print(f"flock3d {command}: {said}", file=sys.stderr)
         return EXIT_TERMINATED if terminated else EXIT_INTERRUPTED
 
