@@ -22,6 +22,7 @@ __all__ = [
     "RunStats",
     "run",
     "stop_on_signals",
+    "stopping_signals",
     "StopFlag",
     "steps_for",
     "default_every",
@@ -92,9 +93,18 @@ class StopFlag:
         return self._event.is_set()
 
 
+def stopping_signals() -> tuple[signal.Signals, ...]:
+    """The signals that stop a run cleanly: SIGINT (Ctrl-C), SIGTERM, and SIGHUP (the terminal
+    closed) where the platform has it and nobody ignores it: under ``nohup`` a run goes on."""
+    hang_up = getattr(signal, "SIGHUP", None)
+    kept = hang_up is not None and signal.getsignal(hang_up) != signal.SIG_IGN
+    return (signal.SIGINT, signal.SIGTERM, *((hang_up,) if kept else ()))
+
+
 @contextmanager
 def stop_on_signals() -> Iterator[StopFlag]:
-    """Within the block, SIGINT (Ctrl-C) and SIGTERM set a flag instead of killing the process.
+    """Within the block, SIGINT (Ctrl-C), SIGTERM and SIGHUP (:func:`stopping_signals`) set a flag
+    instead of killing the process.
 
     The run loop then ends the step under way (a fraction of a second; a step that never
     ends, such as a rule stuck in a loop, is given up after a grace period), the trajectory
@@ -114,7 +124,7 @@ def stop_on_signals() -> Iterator[StopFlag]:
         # (Python's KeyboardInterrupt, or the command's Terminated), and the run unwinds.
         signal.signal(num, previous[num])
 
-    for sig in (signal.SIGINT, signal.SIGTERM):
+    for sig in stopping_signals():
         previous[sig] = signal.signal(sig, handle)
     try:
         yield flag

@@ -93,7 +93,7 @@ def own_cache(tmp_path, monkeypatch):
 #: and Python then leaves Ctrl-C ignored.
 USUAL_SIGNALS = (
     "import signal; signal.signal(signal.SIGINT, signal.default_int_handler); "
-    "signal.signal(signal.SIGTERM, signal.SIG_DFL); "
+    "signal.signal(signal.SIGTERM, signal.SIG_DFL); signal.signal(signal.SIGHUP, signal.SIG_DFL); "
 )
 
 

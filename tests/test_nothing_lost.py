@@ -180,8 +180,12 @@ def test_a_run_that_fails_keeps_the_old_recording_and_writes_its_frames_only_whe
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+@pytest.mark.parametrize(
+    "sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP], ids=["ctrl-c", "sigterm", "terminal-closed"]
+)
 def test_a_run_stopped_by_a_signal_replaces_the_old_recording_with_every_frame(tmp_path, sig, child):
+    # SIGHUP (a terminal closed under the run) killed it at once, its frames left in a hidden
+    # temporary file (the hostile-input walk); it now stops the run as SIGTERM does.
     path = tmp_path / "rec.h5"
     first = flock3d(*RUN, "--steps", "5", "--out", path, cwd=tmp_path)  # compiled: the child loads it
     assert first.returncode == 0, first.stderr
@@ -190,11 +194,32 @@ def test_a_run_stopped_by_a_signal_replaces_the_old_recording_with_every_frame(t
     time.sleep(2.0)
     process.send_signal(sig)
     out, err = process.communicate(timeout=120)
-    assert process.returncode == (130 if sig == signal.SIGINT else 143), err
+    assert process.returncode == 128 + sig, err
     frames = int(out.split("wrote ")[1].split(" frames")[0].replace(",", ""))
     with Trajectory(path) as traj:
         assert traj.n_frames == frames > 6  # the new run's, every one of them
     assert_only(tmp_path, "rec.h5")
+
+
+@pytest.mark.slow
+def test_a_run_under_nohup_goes_on_when_its_terminal_closes(tmp_path, child):
+    # SIGHUP ignored, as nohup leaves it: the run must not take it as a stop.
+    script = tmp_path / "nohup_run.py"
+    script.write_text(
+        "import signal, sys\nsignal.signal(signal.SIGHUP, signal.SIG_IGN)\nfrom flock3d.cli import main\n"
+        f"sys.exit(main({[*RUN, '--steps', '1000000', '--out', 'rec.h5']!r}))\n"
+    )
+    first = flock3d(*RUN, "--steps", "5", "--out", tmp_path / "rec.h5", cwd=tmp_path)  # compiled
+    assert first.returncode == 0, first.stderr
+    process = child(script=script, cwd=tmp_path, env={"PYTHONUNBUFFERED": "1"})
+    assert first_line(process).startswith("Default: 500 boids")
+    time.sleep(1.0)
+    process.send_signal(signal.SIGHUP)
+    time.sleep(2.0)
+    assert process.poll() is None  # still flying
+    process.send_signal(signal.SIGTERM)
+    _, err = process.communicate(timeout=120)
+    assert process.returncode == 143 and "stopped by SIGTERM" in err, err
 
 
 def _render_or_skip(*args, cwd) -> None:

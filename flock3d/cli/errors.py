@@ -35,24 +35,41 @@ EXIT_BROKEN_PIPE = 141
 class Terminated(KeyboardInterrupt):
     """SIGTERM, raised where the main thread is, so that the command unwinds as on Ctrl-C."""
 
+    said = "terminated"
+    number = 15  # SIGTERM's, on every platform
+
+
+class HungUp(Terminated):
+    """SIGHUP (the terminal closed), raised as :class:`Terminated` is."""
+
+    said = "hung up"
+    number = 1
+
 
 @contextmanager
 def terminated_as_interrupted() -> Iterator[None]:
-    """Within the block, SIGTERM raises :class:`Terminated` in the main thread (elsewhere, where
-    no handler can be installed, it is left as it is). A run's own handlers
-    (:func:`flock3d.runner.stop_on_signals`) take over inside theirs and give this one back."""
+    """Within the block, SIGTERM and SIGHUP (:func:`flock3d.runner.stopping_signals`: not where
+    ``nohup`` ignores it) raise :class:`Terminated` and :class:`HungUp` in the main thread
+    (elsewhere, where no handler can be installed, they are left as they are). A run's own
+    handlers (:func:`flock3d.runner.stop_on_signals`) take over inside theirs and give these back."""
+    from flock3d.runner import stopping_signals
+
     if threading.current_thread() is not threading.main_thread():
         yield
         return
+    raised = {
+        s: HungUp if s.name == "SIGHUP" else Terminated for s in stopping_signals() if s != signal.SIGINT
+    }
 
     def terminate(num, frame):
-        raise Terminated
+        raise raised[signal.Signals(num)]
 
-    previous = signal.signal(signal.SIGTERM, terminate)
+    previous = {s: signal.signal(s, terminate) for s in raised}
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for s, handler in previous.items():
+            signal.signal(s, handler)
 
 
 class Parser(argparse.ArgumentParser):
@@ -85,16 +102,20 @@ def reported(command: str, run: Callable[[], int]) -> int:
         return EXIT_BAD_INPUT
     except KeyboardInterrupt as stop:  # its text, where there is one, says what was kept
         terminated = isinstance(stop, Terminated)
-        said = "terminated" if terminated else "interrupted"
+        said = stop.said if terminated else "interrupted"
         if str(stop):
             said += f"; {stop}"
         print(f"flock3d {command}: {said}", file=sys.stderr)
-        return EXIT_TERMINATED if terminated else EXIT_INTERRUPTED
+        return 128 + stop.number if terminated else EXIT_INTERRUPTED
 
 
 def signal_status(signal_name: str) -> int:
     """The exit status of a run a signal stopped: 128 + the signal's number, as a shell reports it."""
-    return EXIT_INTERRUPTED if signal_name == "SIGINT" else EXIT_TERMINATED
+    return (
+        128 + signal.Signals[signal_name].value
+        if signal_name in signal.Signals.__members__
+        else EXIT_TERMINATED
+    )
 
 
 def _stdout_to_nowhere() -> None:

@@ -25,7 +25,7 @@ def add_run(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
         "run",
         help="run a scene headless, optionally recording the trajectory",
         description="Run a scene without a window. With --out, frames are streamed to an HDF5 "
-        "file (H5MD layout); Ctrl-C or SIGTERM stops the run and keeps every frame written.",
+        "file (H5MD layout); Ctrl-C, SIGTERM or SIGHUP stops the run and keeps every frame written.",
     )
     scene_argument(p)
     p.add_argument("--out", metavar="TRAJ.h5", help="record the trajectory to this HDF5 file")
