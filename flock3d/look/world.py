@@ -548,31 +548,27 @@ def _draped(points, normals, grounds: Sequence[Ground], origins, rotations, up):
     lift = max(float(np.ptp(g.heights)) for g in fields) + 1.0  # above every bump of the terrain
     # Lifted along the terrain's own up (a tilted heightfield's), whose nodes ground_under drops from.
     field_up = rotations[fields[0].index][:, 1] if len(fields) == 1 else np.asarray(up, np.float64)
-    tri, nrm = points.reshape(-1, 3, 3), normals.reshape(-1, 3, 3)
+    # Each corner is its position and its ground's normal, side by side: split together.
+    tri = np.concatenate([points.reshape(-1, 3, 3), normals.reshape(-1, 3, 3)], axis=2)
     for _ in range(DRAPE_SPLITS):
-        curved = np.any(np.abs(nrm - nrm[:, :1]) > 1e-9, axis=(1, 2))
-        long = curved & (np.linalg.norm(tri - np.roll(tri, -1, axis=1), axis=2).max(axis=1) > cell)
+        curved = np.any(np.abs(tri[:, :, 3:] - tri[:, :1, 3:]) > 1e-9, axis=(1, 2))
+        edges = np.linalg.norm(tri[:, :, :3] - np.roll(tri[:, :, :3], -1, axis=1), axis=2)
+        long = curved & (edges.max(axis=1) > cell)
         if not long.any() or len(tri) + 3 * np.count_nonzero(long) > DRAPE_LIMIT:
             break
-        t, n = tri[long], nrm[long]
-        mid, mid_n = 0.5 * (t + np.roll(t, -1, axis=1)), 0.5 * (n + np.roll(n, -1, axis=1))  # m01, m12, m20
-        lifted = mid.reshape(-1, 3) + lift * field_up
+        t = tri[long]
+        mid = 0.5 * (t + np.roll(t, -1, axis=1))  # m01, m12, m20
+        lifted = mid[:, :, :3].reshape(-1, 3) + lift * field_up
         feet, feet_n, heights = ground_under(lifted, grounds, origins, rotations, field_up)
         on = np.isfinite(heights).reshape(mid.shape[:2])
-        mid[on], mid_n[on] = feet.reshape(mid.shape)[on], feet_n.reshape(mid.shape)[on]
+        mid[on] = np.concatenate([feet, feet_n], axis=1).reshape(mid.shape)[on]
         a, b, c = t[:, 0], t[:, 1], t[:, 2]
         m01, m12, m20 = mid[:, 0], mid[:, 1], mid[:, 2]
-        na, nb, nc = n[:, 0], n[:, 1], n[:, 2]
-        k01, k12, k20 = mid_n[:, 0], mid_n[:, 1], mid_n[:, 2]
         split = np.stack(
             [np.stack(q, axis=1) for q in ((a, m01, m20), (m01, b, m12), (m20, m12, c), (m01, m12, m20))]
         )
-        split_n = np.stack(
-            [np.stack(q, axis=1) for q in ((na, k01, k20), (k01, nb, k12), (k20, k12, nc), (k01, k12, k20))]
-        )
-        tri = np.concatenate([tri[~long], split.reshape(-1, 3, 3)])
-        nrm = np.concatenate([nrm[~long], split_n.reshape(-1, 3, 3)])
-    return tri.reshape(-1, 3), nrm.reshape(-1, 3)
+        tri = np.concatenate([tri[~long], split.reshape(-1, 3, 6)])
+    return tri[:, :, :3].reshape(-1, 3), tri[:, :, 3:].reshape(-1, 3)
 
 
 def pull_inside(points: np.ndarray, triangles: np.ndarray) -> np.ndarray:
