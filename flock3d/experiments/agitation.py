@@ -168,6 +168,11 @@ def _strip_darkness(renderer, image: np.ndarray, centre: np.ndarray, bins: np.nd
     return total / np.maximum(count, 1)
 
 
+#: Where, beyond the point a band begins, its damping is fitted [units] (:attr:`Bands.damping`):
+#: the text, the figure's shading and the fit read this one span.
+DAMPING_SPAN = (4.0, 20.0)
+
+
 @dataclass
 class Bands:
     """What the space-time plot of a run's change of darkness shows."""
@@ -235,10 +240,10 @@ def measure_bands(change: np.ndarray, centres: np.ndarray, times: np.ndarray) ->
     )
     strength = smooth.max(axis=0)
     beyond = centres - centres[origin]
-    fit = (beyond > 4.0) & (beyond <= 20.0) & (strength > 0.0)
+    fit = (beyond > DAMPING_SPAN[0]) & (beyond <= DAMPING_SPAN[1]) & (strength > 0.0)
     fall = _slope(centres[fit], np.log(strength[fit])) if fit.sum() > 3 else 0.0
     width = float(np.median(widths)) if widths else 0.0
-    fitted = (float(centres[origin] + 4.0), float(centres[origin] + 20.0))
+    fitted = (float(centres[origin] + DAMPING_SPAN[0]), float(centres[origin] + DAMPING_SPAN[1]))
     return Bands(speed, width, pulses, reach, float(np.exp(10.0 * fall)), fitted)
 
 
@@ -310,7 +315,8 @@ def agitation_waves(quick: bool = False, seed: int = 0, progress: bool | None = 
         f"decays (x{_VARIANTS['copying decays'][1]:g} a copy), "
         f"x{bands['copying decays, 5 looks'].damping:.2f} when it decays and a bird may copy every reaction "
         f"time while a neighbour escapes (5 looks), x{main.damping:.2f} when copied as it was (each fitted "
-        "from 4 to 20 units beyond where its band began, shaded in the figure; pulses: how often the change "
+        f"from {DAMPING_SPAN[0]:g} to {DAMPING_SPAN[1]:g} units beyond where its band began, shaded in the "
+        "figure; pulses: how often the change "
         "at the flock's middle rose above half the plot's peak)",
         "  Hemelrijk et al. 2019: pulses weaken as they go; in StarDisplay when the bank decays along the "
         "chain, not when the tendency to copy does.",
