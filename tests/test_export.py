@@ -14,7 +14,10 @@ from flock3d.cli import main
 from flock3d.core.quaternion import forward
 from flock3d.core.state import FlockState
 from flock3d.io import Trajectory, TrajectoryWriter
-from flock3d.look.world import Frames
+from flock3d.io.export.common import PLANE_RADII
+from flock3d.look.camera import world_extent
+from flock3d.look.colors import linear_from_srgb
+from flock3d.look.world import GROUND_FILL, Frames, ground_colors, object_mesh
 from flock3d.scene import parse_scene
 
 pxr = pytest.importorskip("pxr")
@@ -163,6 +166,16 @@ def test_usd_world_objects_arena_and_camera(recording, tmp_path):
         matrix = np.asarray(box.ComputeLocalToWorldTransform(Usd.TimeCode(k)))
         assert np.allclose(matrix[3, :3], origins[3], atol=1e-6)
         assert np.allclose(matrix[:3, :3].T, rotations[3], atol=1e-6)  # USD's rows are the local axes
+    # The ground is coloured a vertex by height and slope, as the viewer draws it; the rest in one
+    heights = UsdGeom.Mesh(stage.GetPrimAtPath("/Flock3d/World/object_1_heightfield"))
+    shaded = heights.GetDisplayColorPrimvar()
+    assert shaded.GetInterpolation() == UsdGeom.Tokens.vertex
+    drawn = object_mesh(scene.params.objects[1], PLANE_RADII * world_extent(scene.params)[1])
+    expected = linear_from_srgb(ground_colors(drawn, GROUND_FILL))
+    assert np.allclose(np.asarray(shaded.Get()), expected, atol=1e-6)
+    assert len(np.asarray(heights.GetPointsAttr().Get())) == len(expected)
+    assert np.ptp(expected, axis=0).max() > 0.05  # grass, rock and snow: not one colour
+    assert sphere.GetDisplayColorPrimvar().GetInterpolation() == UsdGeom.Tokens.constant
     arena = UsdGeom.Imageable(stage.GetPrimAtPath("/Flock3d/Arena"))
     assert arena.GetPurposeAttr().Get() == UsdGeom.Tokens.guide
     camera = UsdGeom.Camera(stage.GetPrimAtPath("/Flock3d/Camera")).GetCamera(Usd.TimeCode(0))
@@ -218,9 +231,21 @@ def test_gltf_moves_each_boid_node_through_its_recorded_frames(recording, tmp_pa
             assert np.array_equal(_accessor(gltf, sampler.output), np.array(values, np.float32))
     species = [gltf.meshes[gltf.nodes[nodes[f"boid_{i}"]].mesh].name for i in range(N)]
     assert species == ["species_0_bird"] * 6 + ["species_1_dart"] * 4
+    # The ground's colours a vertex (linear, the material white); other objects one colour
+    scene = Trajectory(recording).scene
+    drawn = object_mesh(scene.params.objects[1], PLANE_RADII * world_extent(scene.params)[1])
+    expected = linear_from_srgb(ground_colors(drawn, GROUND_FILL))
+    (ground,) = gltf.meshes[gltf.nodes[nodes["object_1_heightfield"]].mesh].primitives
+    assert np.allclose(_accessor(gltf, ground.attributes.COLOR_0), expected, atol=1e-6)
+    assert gltf.materials[ground.material].pbrMetallicRoughness.baseColorFactor == [1.0, 1.0, 1.0, 1.0]
+    (sphere,) = gltf.meshes[gltf.nodes[nodes["object_2_sphere"]].mesh].primitives
+    assert sphere.attributes.COLOR_0 is None
     loaded = trimesh.load(str(out))  # another reader takes the file as a scene
     assert len(loaded.geometry) >= 3 + 4  # three boid shapes and the four objects
     assert "camera" in nodes and "object_3_box" in nodes
+    # trimesh reads the ground's COLOR_0 beside its material, a colour a vertex
+    read = np.asarray(loaded.geometry["object_1_heightfield"].visual.vertex_attributes["color"])
+    assert np.allclose(read[:, :3], expected, atol=1e-6)
 
 
 def test_gltf_of_nothing_moving_has_no_animation(tmp_path):

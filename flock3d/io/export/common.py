@@ -28,7 +28,7 @@ from flock3d.io.trajectory import Trajectory
 from flock3d.look.boids import PREDATOR_SCALE, mesh
 from flock3d.look.camera import BOX_SHAPES, CAMERA_FOV, frame_distance, view_direction, world_extent
 from flock3d.look.colors import BOID_COLOR, PREDATOR_COLOR, linear_from_srgb, species_colors
-from flock3d.look.world import Frames, ObjectMesh, is_ground, object_color, object_mesh
+from flock3d.look.world import Frames, ObjectMesh, ground_colors, is_ground, object_color, object_mesh
 from flock3d.scene import Scene
 
 __all__ = [
@@ -51,6 +51,7 @@ __all__ = [
     "checked_frames",
     "time_codes",
     "linear",
+    "linear_rows",
 ]
 
 #: Progress callback of a writer: called with the number of frames written so far.
@@ -84,7 +85,9 @@ class Prototype(NamedTuple):
 class WorldObject(NamedTuple):
     """Object ``index`` of ``Params.objects``: its triangles in its scaled local frame
     (:class:`flock3d.look.world.ObjectMesh`), its fill colour (sRGB), its role, whether it is
-    ground (plane or heightfield) and whether it moves (then its pose is sampled per frame)."""
+    ground (plane or heightfield) and whether it moves (then its pose is sampled per frame);
+    ``colors``: a ground's (V, 3) colours a vertex by height and slope, sRGB in [0, 1], as the
+    viewer draws it (:func:`flock3d.look.world.ground_colors`); None for any other object."""
 
     index: int
     name: str
@@ -93,6 +96,7 @@ class WorldObject(NamedTuple):
     role: str
     ground: bool
     moving: bool
+    colors: np.ndarray | None
 
 
 class Arena(NamedTuple):
@@ -172,16 +176,19 @@ def predator_prototype(scene: Scene) -> Prototype:
     return Prototype(f"predator_{scene.view.mesh}", vertices, faces, tuple(PREDATOR_COLOR[:3]))
 
 
-def world_objects(params: Params) -> tuple[list[WorldObject], Frames]:
+def world_objects(params: Params, extent: float | None = None) -> tuple[list[WorldObject], Frames]:
     """The scene's objects as meshes, and their :class:`~flock3d.look.world.Frames` (where each
-    is at a time: ``world = origin + R @ local``)."""
-    _, radius = world_extent(params)
-    extent = PLANE_RADII * radius
+    is at a time: ``world = origin + R @ local``); a plane reaches ``extent`` world units each way
+    (default :data:`PLANE_RADII` of the world's radius)."""
+    if extent is None:
+        extent = PLANE_RADII * world_extent(params)[1]
     out = []
     for k, o in enumerate(params.objects):
         name = f"object_{k}_{o.shape}"
         mesh_k = object_mesh(o, extent)
-        out.append(WorldObject(k, name, mesh_k, object_color(o), o.role, is_ground(o), o.motion is not None))
+        color, ground = object_color(o), is_ground(o)
+        colors = ground_colors(mesh_k, color[:3]) if ground else None
+        out.append(WorldObject(k, name, mesh_k, color, o.role, ground, o.motion is not None, colors))
     return out, Frames(params.objects)
 
 
@@ -255,3 +262,9 @@ def linear(color) -> tuple[float, float, float]:
     """An sRGB colour in [0, 1] as linear-light RGB, what USD's displayColor and glTF's
     baseColorFactor hold."""
     return tuple(float(c) for c in linear_from_srgb(np.asarray(color, np.float64)[:3]))
+
+
+def linear_rows(colors) -> np.ndarray:
+    """(V, 3) sRGB colours in [0, 1] as linear-light float32 rows, what glTF's ``COLOR_0`` and a
+    vertex-interpolated displayColor hold."""
+    return np.ascontiguousarray(linear_from_srgb(np.asarray(colors, np.float64)[:, :3]), np.float32)

@@ -4,8 +4,9 @@ with pygltflib.
 One node per boid (and predator), all sharing their shape's mesh, moved by one animation
 whose samplers are LINEAR in translation and rotation at the recorded times (glTF
 interpolates rotations by slerp); the world's objects as meshes with their colours (a moving
-one animated the same way); the scene's camera. The arena's wall is not written (glTF has no
-hidden guide geometry; an arena *object* is written as any object).
+one animated the same way; the ground a colour a vertex, ``COLOR_0``); the scene's camera. The
+arena's wall is not written (glTF has no hidden guide geometry; an arena *object* is written as
+any object).
 
 Coordinates are flock3d's (+Y up, which is glTF's; world units as metres, see
 :mod:`flock3d.io.export.common`). glTF's quaternions are (x, y, z, w): flock3d's (w, x, y, z)
@@ -31,6 +32,7 @@ from flock3d.io.export.common import (
     camera_of,
     checked_frames,
     linear,
+    linear_rows,
     predator_prototype,
     prototypes,
     recorded_scene,
@@ -85,15 +87,20 @@ def _material(gltf: gl.GLTF2, color, double_sided: bool) -> int:
     return len(gltf.materials) - 1
 
 
-def _mesh(
-    gltf: gl.GLTF2, blob: _Blob, name: str, vertices, faces, color, normals=None, double_sided=True
-) -> int:
+def _mesh(gltf: gl.GLTF2, blob: _Blob, name: str, vertices, faces, color, normals=None, double_sided=True,
+          colors=None) -> int:  # fmt: skip
+    """A mesh of one primitive in ``color`` (sRGB); with ``colors`` (V, 3) sRGB, each vertex in its
+    own (COLOR_0, linear, which glTF multiplies by the material's colour: white then)."""
     points = np.asarray(vertices, np.float32)
     attributes = gl.Attributes(POSITION=blob.accessor(blob.view(points, gl.ARRAY_BUFFER), points, gl.VEC3,
                                                       bounds=True))  # fmt: skip
     if normals is not None:
         n = np.asarray(normals, np.float32)
         attributes.NORMAL = blob.accessor(blob.view(n, gl.ARRAY_BUFFER), n, gl.VEC3)
+    if colors is not None:
+        rgb = linear_rows(colors)
+        attributes.COLOR_0 = blob.accessor(blob.view(rgb, gl.ARRAY_BUFFER), rgb, gl.VEC3)
+        color = (1.0, 1.0, 1.0)
     indices = np.asarray(faces, np.uint32).ravel()
     primitive = gl.Primitive(attributes=attributes, material=_material(gltf, color, double_sided),
                              indices=blob.accessor(blob.view(indices, gl.ELEMENT_ARRAY_BUFFER), indices,
@@ -152,7 +159,7 @@ def write(recording: Trajectory, path: Path, progress: Progress | None) -> None:
     object_nodes = []
     for o in objects:
         index = _mesh(gltf, blob, o.name, o.mesh.vertices, o.mesh.faces, o.color, o.mesh.normals,
-                      double_sided=o.role == "arena")  # fmt: skip
+                      double_sided=o.role == "arena", colors=o.colors)  # fmt: skip
         turn = _xyzw(rotations[o.index]).tolist()
         node = gl.Node(name=o.name, mesh=index, translation=origins[o.index].tolist(), rotation=turn,
                        extras={"flock3d:role": o.role})  # fmt: skip

@@ -48,7 +48,7 @@ from pathlib import Path
 
 import numpy as np
 
-from flock3d.io.export.common import ExportError, checked_frames
+from flock3d.io.export.common import ExportError, checked_frames, world_objects
 from flock3d.io.trajectory import Trajectory
 from flock3d.look.boids import PREDATOR_SCALE
 from flock3d.look.camera import (
@@ -143,31 +143,24 @@ def _mesh_record(vertices, faces, normals=None) -> dict:
 
 
 def _objects(params, radius: float, times: np.ndarray) -> tuple[list[dict], list[int]]:
-    """The world's objects as the page draws them, and which of them move."""
-    from flock3d.look.world import Frames, ground_colors, is_ground, object_color, object_mesh
+    """The world's objects as the page draws them (planes far into the fog), and which move."""
+    from flock3d.look.world import Frames
 
-    objects = params.objects if params is not None else ()
-    frames = Frames(objects)
+    objects, frames = world_objects(params, PLANE_EXTENT * radius) if params is not None else ([], Frames(()))
     origins, rotations = frames.at(float(times[0]))
-    records = []
-    for k, o in enumerate(objects):
-        m = object_mesh(o, PLANE_EXTENT * radius)
-        ground = is_ground(o)
-        records.append(
-            {
-                "color": list(object_color(o)),
-                "arena": o.role == "arena",
-                "ground": ground,
-                "mesh": _mesh_record(m.vertices, m.faces, m.normals),
-                "frame": [*rotations[k].ravel().tolist(), *origins[k].tolist()],
-                "moving": frames.moving.index(k) if k in frames.moving else None,
-                # The ground's own colours by height and slope (grass, rock, snow), as the viewer's:
-                # sRGB bytes a vertex.
-                "colors": _b64(np.rint(ground_colors(m, object_color(o)[:3]) * 255.0).astype(np.uint8))
-                if ground
-                else None,
-            }
-        )
+    records = [
+        {
+            "color": list(o.color),
+            "arena": o.role == "arena",
+            "ground": o.ground,
+            "mesh": _mesh_record(o.mesh.vertices, o.mesh.faces, o.mesh.normals),
+            "frame": [*rotations[o.index].ravel().tolist(), *origins[o.index].tolist()],
+            "moving": frames.moving.index(o.index) if o.index in frames.moving else None,
+            # The ground's own colours by height and slope, as the viewer's: sRGB bytes a vertex.
+            "colors": _b64(np.rint(o.colors * 255.0).astype(np.uint8)) if o.colors is not None else None,
+        }
+        for o in objects
+    ]
     return records, list(frames.moving)
 
 

@@ -8,7 +8,8 @@ Layout (``/Flock3d`` is the default prim)::
             Prototypes/<shape>  one Mesh per boid shape and species (displayColor, doubleSided)
         Predators               PointInstancer, the same, when the scene has predators
         World/object_<k>_<shape> Mesh per object (ground and terrain included): points and normals
-                                in its scaled local frame, displayColor, translate and orient
+                                in its scaled local frame, displayColor (a vertex's own on the
+                                ground), translate and orient
                                 (time-sampled for a moving object)
         Arena                   Sphere or Cube of purpose "guide" (hidden in renders)
         Camera                  the scene's view
@@ -48,6 +49,7 @@ from flock3d.io.export.common import (
     checked_frames,
     frame_rate,
     linear,
+    linear_rows,
     predator_prototype,
     prototypes,
     recorded_scene,
@@ -136,14 +138,19 @@ def _reach(protos: list[Prototype]) -> float:
     return max(float(np.max(np.linalg.norm(p.vertices, axis=1))) for p in protos)
 
 
-def _mesh(stage: Usd.Stage, where: str, vertices, faces, color, normals=None) -> UsdGeom.Mesh:
+def _mesh(stage: Usd.Stage, where: str, vertices, faces, color, normals=None, colors=None) -> UsdGeom.Mesh:
+    """A Mesh in ``color`` (sRGB); with ``colors`` (V, 3) sRGB, each vertex in its own."""
     mesh = UsdGeom.Mesh.Define(stage, where)
     points = np.ascontiguousarray(vertices, np.float32)
     mesh.CreatePointsAttr(Vt.Vec3fArray.FromNumpy(points))
     mesh.CreateFaceVertexCountsAttr(Vt.IntArray.FromNumpy(np.full(len(faces), 3, np.int32)))
     mesh.CreateFaceVertexIndicesAttr(Vt.IntArray.FromNumpy(np.ascontiguousarray(faces, np.int32).ravel()))
     mesh.CreateSubdivisionSchemeAttr(UsdGeom.Tokens.none)
-    mesh.CreateDisplayColorAttr(Vt.Vec3fArray([Gf.Vec3f(*linear(color))]))
+    if colors is None:
+        mesh.CreateDisplayColorAttr(Vt.Vec3fArray([Gf.Vec3f(*linear(color))]))
+    else:
+        mesh.CreateDisplayColorAttr(Vt.Vec3fArray.FromNumpy(linear_rows(colors)))
+        mesh.GetDisplayColorPrimvar().SetInterpolation(UsdGeom.Tokens.vertex)
     mesh.CreateExtentAttr(_extent(points.min(axis=0), points.max(axis=0)))
     if normals is not None:
         mesh.CreateNormalsAttr(Vt.Vec3fArray.FromNumpy(np.ascontiguousarray(normals, np.float32)))
@@ -187,7 +194,9 @@ def _object(stage: Usd.Stage, o) -> tuple[Usd.Attribute, Usd.Attribute]:
     orient ops, set by the caller (once, or per frame when it moves)."""
     if not stage.GetPrimAtPath("/Flock3d/World"):
         UsdGeom.Xform.Define(stage, "/Flock3d/World")
-    mesh = _mesh(stage, f"/Flock3d/World/{o.name}", o.mesh.vertices, o.mesh.faces, o.color, o.mesh.normals)
+    mesh = _mesh(
+        stage, f"/Flock3d/World/{o.name}", o.mesh.vertices, o.mesh.faces, o.color, o.mesh.normals, o.colors
+    )
     mesh.GetPrim().SetCustomDataByKey("flock3d:role", o.role)
     # A ground is seen from above only; an arena object from inside; an obstacle from outside.
     mesh.CreateDoubleSidedAttr(o.role == "arena")
