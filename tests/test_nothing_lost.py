@@ -70,6 +70,44 @@ def test_the_new_file_keeps_the_old_ones_permissions_and_a_link_stays_a_link(tmp
     assert_only(tmp_path, "a.txt", "link.txt")
 
 
+def test_a_file_put_beside_takes_the_first_free_name_and_replaces_nothing(tmp_path):
+    path = tmp_path / "a.h5"
+    path.write_text("old")
+    (tmp_path / "a.stopped.h5").write_text("an earlier stop")
+    put = []
+    for text in ("second", "third"):
+        new = AtomicFile(path)
+        new.temp.write_text(text)
+        put.append(new.commit_beside("stopped"))
+    assert [p.name for p in put] == ["a.stopped-2.h5", "a.stopped-3.h5"]
+    assert [p.read_text() for p in put] == ["second", "third"]
+    assert path.read_text() == "old" and (tmp_path / "a.stopped.h5").read_text() == "an earlier stop"
+    fresh = AtomicFile(tmp_path / "b.h5")  # where no file was, the file goes to its own name
+    fresh.temp.write_text("b")
+    assert fresh.commit_beside("stopped") == tmp_path / "b.h5"
+    assert_only(tmp_path, "a.h5", "a.stopped.h5", "a.stopped-2.h5", "a.stopped-3.h5", "b.h5")
+
+
+def test_a_recording_stopped_by_ctrl_c_in_python_keeps_the_one_there(tmp_path):
+    from flock3d.flock import Flock
+    from flock3d.io import TrajectoryWriter
+    from flock3d.scene import resolve_scene
+
+    scene = resolve_scene("default", ["flock.count=20"])
+    path = tmp_path / "rec.h5"
+    path.write_bytes(b"a long recording")
+    flock = Flock.from_scene(scene)
+    with pytest.raises(KeyboardInterrupt):
+        with TrajectoryWriter(path, len(flock), scene, 1, flock.state.n_predators) as writer:
+            writer.append(flock.state)
+            raise KeyboardInterrupt
+    assert path.read_bytes() == b"a long recording"
+    assert writer.written_to == tmp_path / "rec.stopped.h5"
+    with Trajectory(writer.written_to) as traj:
+        assert traj.n_frames == 1
+    assert_only(tmp_path, "rec.h5", "rec.stopped.h5")
+
+
 def test_what_cannot_be_replaced_is_written_in_place():
     file = AtomicFile("/dev/null")
     assert file.temp == file.path and file.existed
@@ -183,12 +221,15 @@ def test_a_run_that_fails_keeps_the_old_recording_and_writes_its_frames_only_whe
 @pytest.mark.parametrize(
     "sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP], ids=["ctrl-c", "sigterm", "terminal-closed"]
 )
-def test_a_run_stopped_by_a_signal_replaces_the_old_recording_with_every_frame(tmp_path, sig, child):
+def test_a_run_stopped_by_a_signal_keeps_every_frame_beside_the_old_recording(tmp_path, sig, child):
     # SIGHUP (a terminal closed under the run) killed it at once, its frames left in a hidden
-    # temporary file (the hostile-input walk); it now stops the run as SIGTERM does.
+    # temporary file (the hostile-input walk); it now stops the run as SIGTERM does. A stop a
+    # second in replaced a long recording of the same name (the artist's walk): it now stays,
+    # and the stopped run's frames go beside it.
     path = tmp_path / "rec.h5"
     first = flock3d(*RUN, "--steps", "5", "--out", path, cwd=tmp_path)  # compiled: the child loads it
     assert first.returncode == 0, first.stderr
+    old = path.read_bytes()
     process = child(*RUN, "--steps", "1000000", "--out", path, cwd=tmp_path, env={"PYTHONUNBUFFERED": "1"})
     assert first_line(process).startswith("Default: 500 boids")
     time.sleep(2.0)
@@ -196,9 +237,12 @@ def test_a_run_stopped_by_a_signal_replaces_the_old_recording_with_every_frame(t
     out, err = process.communicate(timeout=120)
     assert process.returncode == 128 + sig, err
     frames = int(out.split("wrote ")[1].split(" frames")[0].replace(",", ""))
-    with Trajectory(path) as traj:
+    beside = tmp_path / "rec.stopped.h5"
+    assert f"to {beside} " in out and f"{path}, there before the run was stopped, is kept as it was" in out
+    assert path.read_bytes() == old
+    with Trajectory(beside) as traj:
         assert traj.n_frames == frames > 6  # the new run's, every one of them
-    assert_only(tmp_path, "rec.h5")
+    assert_only(tmp_path, "rec.h5", "rec.stopped.h5")
 
 
 @pytest.mark.slow

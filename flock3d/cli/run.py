@@ -25,7 +25,8 @@ def add_run(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
         "run",
         help="run a scene headless, optionally recording the trajectory",
         description="Run a scene without a window. With --out, frames are streamed to an HDF5 "
-        "file (H5MD layout); Ctrl-C, SIGTERM or SIGHUP stops the run and keeps every frame written.",
+        "file (H5MD layout); Ctrl-C, SIGTERM or SIGHUP stops the run and keeps every frame written "
+        "(beside a recording already at --out, never over it: NAME.stopped.h5).",
     )
     scene_argument(p)
     p.add_argument("--out", metavar="TRAJ.h5", help="record the trajectory to this HDF5 file")
@@ -85,6 +86,8 @@ def run_run(args: argparse.Namespace) -> int:
             else:
                 with TrajectoryWriter(out, len(flock), scene, every, flock.state.n_predators) as writer:
                     stats = run(flock, steps, writer=writer, every=every, progress=progress, stop=stop)
+                    if stats.interrupted:
+                        writer.close_stopped()  # never over a recording there before
     except Flock3dError as error:
         summary.cancel()
         if writer is None:
@@ -112,7 +115,10 @@ def run_run(args: argparse.Namespace) -> int:
         tail = stats.steps % every  # frames stay evenly spaced: a shorter tail is not recorded
         verb = "is" if tail == 1 else "are"
         last = f"; the last {counted(tail, 'step')}, short of a frame, {verb} not recorded" if tail else ""
-        print(f"wrote {counted(stats.frames, 'frame')} to {out} (one every {counted(every, 'step')}{last})")
+        written = writer.written_to
+        kept = f"; {out}, there before the run was stopped, is kept as it was" if written != out else ""
+        spacing_of = f"one every {counted(every, 'step')}{last}"
+        print(f"wrote {counted(stats.frames, 'frame')} to {written} ({spacing_of}){kept}")
     if stats.interrupted:
         print(f"flock3d run: stopped by {stats.interrupted} after {stats.steps:,} steps", file=sys.stderr)
         return signal_status(stats.interrupted)

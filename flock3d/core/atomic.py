@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import itertools
 import os
 import secrets
 import stat
@@ -124,6 +125,46 @@ class AtomicFile:
                 os.fsync(folder)
             finally:
                 os.close(folder)
+
+    def commit_beside(self, label: str) -> Path:
+        """Put the new file beside the old one, which is left as it was: at the first free name
+        of ``STEM.LABEL.SUFFIX``, ``STEM.LABEL-2.SUFFIX``, ... in its folder, never replacing a
+        file (a hard link made there, which fails where the name is taken). Where no file was,
+        :meth:`commit`. Returns where the new file is (once).
+
+        Raises:
+            OSError: the file cannot be put in place (the new file is dropped); its ``filename``
+                is ``path``.
+        """
+        if not self.existed or self._in_place:
+            self.commit()
+            return self.path
+        if self._done:
+            raise ValueError("commit_beside after the file was committed or discarded")
+        self._done = True
+        stem, suffix = self._target.stem, self._target.suffix
+        try:
+            descriptor = os.open(self.temp, os.O_RDONLY)
+            try:
+                os.fsync(descriptor)
+            finally:
+                os.close(descriptor)
+            for n in itertools.count(1):
+                beside = self._target.with_name(f"{stem}.{label}{'' if n == 1 else f'-{n}'}{suffix}")
+                try:
+                    os.link(self.temp, beside)
+                except FileExistsError:
+                    continue
+                except OSError as error:  # a file system without hard links: renamed where free
+                    if error.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP) or beside.exists():
+                        raise
+                    os.rename(self.temp, beside)
+                    return beside
+                self._remove()
+                return beside
+        except OSError as error:
+            self._remove()
+            raise OSError(error.errno, error.strerror, str(self.path)) from None
 
     def discard(self) -> None:
         """Drop the new file (once); the old one, if any, is left as it was."""

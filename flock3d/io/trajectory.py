@@ -45,10 +45,13 @@ and every block written is flushed to disk: a run stopped by Ctrl-C or SIGTERM
 leaves a valid file holding every frame written so far.
 
 The recording is written to a temporary file beside ``path`` and renamed over it
-when the writer is closed (:class:`~flock3d.core.atomic.AtomicFile`), when the run ended
-or its user stopped it: a file already at ``path`` is never truncated or left half replaced.
-A run that failed (a step raised, as a user rule's error does) puts its frames at ``path``
-only where nothing was: a file that was there is kept, as after a full disk (below).
+when the writer is closed after the run ended (:class:`~flock3d.core.atomic.AtomicFile`):
+a file already at ``path`` is never truncated or left half replaced. A run its user stopped
+early (Ctrl-C, a signal) puts its frames at ``path`` only where nothing was; a file that was
+there is kept, and the frames go beside it (``NAME.stopped.h5``: a stop a second in never
+replaces a long recording). A run that failed (a step raised, as a user rule's error does)
+puts its frames at ``path`` only where nothing was: a file that was there is kept, as after
+a full disk (below).
 Only a writer that is never closed (its process killed outright) leaves the
 temporary file, ``.NAME.XXXXXXXX.tmp.h5``, a valid recording of the frames written; opening
 ``NAME`` then names it.

@@ -40,6 +40,10 @@ from flock3d.scene import Scene
 
 __all__ = ["TrajectoryWriter"]
 
+#: The label of a stopped run's recording, put beside a file of its name
+#: (:meth:`TrajectoryWriter.close_stopped`).
+STOPPED = "stopped"
+
 #: Room reserved for HDF5's own bookkeeping (chunk index nodes, headers) on each flush.
 _METADATA_BYTES = 1 << 20
 
@@ -83,6 +87,10 @@ class TrajectoryWriter:
         self._failed: RecordingError | None = None
         self.kept_previous = False
         """Whether a run that failed left the file at ``path`` as it was (:meth:`close_cut_short`)."""
+        self.written_to = self.path
+        """Where the recording is once closed: ``path``, or beside it for a run its user stopped
+        where a file was (:meth:`close_stopped`)."""
+        self._beside = False
         try:
             self._on_disk = AtomicFile(self.path)
         except OSError as error:
@@ -301,7 +309,10 @@ class TrajectoryWriter:
 
     def _put_in_place(self) -> None:
         try:
-            self._on_disk.commit()
+            if self._beside:
+                self.written_to = self._on_disk.commit_beside(STOPPED)
+            else:
+                self._on_disk.commit()
         except OSError as error:
             reason = error.strerror or error
             raise RecordingError(f"{self.path}: cannot put the recording in place ({reason})") from None
@@ -317,10 +328,24 @@ class TrajectoryWriter:
         return self
 
     def __exit__(self, kind, error, trace) -> None:
-        if kind is None or issubclass(kind, KeyboardInterrupt):
-            self.close()  # a run that ended, or that its user stopped: its frames at ``path``
+        if kind is None:
+            self.close()  # a run that ended: its frames at ``path``
+        elif issubclass(kind, KeyboardInterrupt):
+            self.close_stopped()
         else:
             self.close_cut_short()
+
+    def close_stopped(self) -> None:
+        """Close the recording of a run its user stopped early (Ctrl-C, a signal): its frames at
+        ``path`` where no file was; a file that was there is kept as it was and the frames go
+        beside it, at ``STEM.stopped.h5`` (or ``STEM.stopped-2.h5``, ...: :attr:`written_to`).
+        A run stopped a second in never replaces a long recording of the same name.
+
+        Raises:
+            DiskFullError, RecordingError: as :meth:`close`.
+        """
+        self._beside = True
+        self.close()
 
     def close_cut_short(self) -> None:
         """Close the recording of a run that failed (a step raised): as a run cut short by a full
