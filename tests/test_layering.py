@@ -68,11 +68,14 @@ EXTRA_MODULES = ("vispy", "OpenGL", "PySide6", "imageio", "imageio_ffmpeg", "jup
                  "pygltflib")  # fmt: skip
 
 
-def flock3d_without_extras(*args, cwd) -> subprocess.CompletedProcess:
-    """``flock3d ARGS`` in a process where none of the extras' modules can be imported."""
+def flock3d_without_extras(
+    *args, cwd, hidden: tuple[str, ...] = EXTRA_MODULES
+) -> subprocess.CompletedProcess:
+    """``flock3d ARGS`` in a process where none of the extras' modules (or of ``hidden``) can be
+    imported."""
     code = (
         "import sys\n"
-        f"for m in {EXTRA_MODULES!r}: sys.modules[m] = None\n"
+        f"for m in {hidden!r}: sys.modules[m] = None\n"
         "from flock3d.cli import main\n"
         "sys.exit(main(sys.argv[1:]))\n"
     )
@@ -116,6 +119,16 @@ def test_a_command_needing_a_missing_extra_says_which_in_one_line(tmp_path):
         assert out.returncode == 2 and "Traceback" not in out.stderr, (args, out.stderr)
         assert out.stderr.strip().splitlines() == [out.stderr.strip()] and message in out.stderr, out.stderr
     assert not (tmp_path / "s.parquet").exists() and not (tmp_path / "m.png").exists()
+    # An experiment that renders, where matplotlib is installed but the viewer is not: refused
+    # before any work (it raised vispy's ModuleNotFoundError after its first run: the researcher's walk)
+    out = flock3d_without_extras("experiment", "agitation-waves", "--quick", "--out", "exp", cwd=tmp_path,
+                                 hidden=("vispy", "OpenGL", "PySide6", "imageio_ffmpeg"))  # fmt: skip
+    assert out.returncode == 2 and out.stderr.count("\n") == 1, out.stderr
+    assert out.stderr.startswith(
+        "flock3d experiment: agitation-waves renders its flocks: needs the "
+        "viewer extra (missing vispy, OpenGL, imageio_ffmpeg): python -m pip install"
+    )
+    assert not (tmp_path / "exp").exists()
 
 
 # fmt: off
@@ -124,7 +137,7 @@ def test_a_command_needing_a_missing_extra_says_which_in_one_line(tmp_path):
 #: stands for everything under it; the longest name that matches a module places it.
 LAYERS: list[tuple[str, ...]] = [
     ("core",),  # numpy/numba only
-    ("errors", "_version", "_command"),  # what every layer above the core names; the command's Ctrl-C
+    ("errors", "_version", "_command", "extras"),  # what every layer above the core names; Ctrl-C; extras
     # the world's files: meshes, heightfield images, distance grids
     ("io.meshes", "io.mesh_files", "io.sdf_grid", "io.grid_cache", "io.recorded_files", "io.world_extra",
      "io.worlds"),

@@ -36,6 +36,7 @@ def run_experiment_command(args: argparse.Namespace) -> int:
     from flock3d.io import write_csv
 
     require("plot")  # each experiment draws its figure
+    EXPERIMENTS[args.name].require()  # and some render their flocks
     if engine_of(args) == "gpu":  # before the folder is made; what it runs is known at its first flock
         from flock3d.gpu import check_device
 

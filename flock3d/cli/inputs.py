@@ -9,31 +9,15 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
+from flock3d import extras
 from flock3d.errors import Flock3dError
-
-#: The extras of ``pip install flock3d[...]`` and the modules each brings, by import name.
-EXTRAS: dict[str, tuple[str, ...]] = {
-    "viewer": ("vispy", "OpenGL", "PySide6", "imageio", "imageio_ffmpeg"),
-    "plot": ("matplotlib",),
-    "sweep": ("dask", "distributed", "pandas", "pyarrow"),
-}
 
 
 def require(extra: str, modules: Sequence[str] | None = None, option: str = "") -> None:
-    """Stop with one line naming the extra to install when a module the command needs is missing.
-
-    Checked before importing anything of the viewer or Dask, whose imports would fail
-    with a traceback. ``modules``: the ones needed, if not all of the extra's;
-    ``option``: the option that needs them, if not the command itself.
-    """
-    import importlib.util
-
-    missing = [m for m in modules or EXTRAS[extra] if importlib.util.find_spec(m) is None]
-    if missing:
-        raise Flock3dError(
-            f"{option + ' ' if option else ''}needs the {extra} extra (missing {', '.join(missing)}): "
-            f"python -m pip install 'flock3d[{extra}]'"
-        )
+    """Stop with one line naming the extra to install when a module the command needs is missing
+    (:func:`flock3d.extras.require`). ``modules``: the ones needed, if not all of the extra's;
+    ``option``: the option that needs them, if not the command itself."""
+    extras.require(extra, option, modules)
 
 
 def rules_from(args: argparse.Namespace) -> tuple[tuple, tuple]:

@@ -37,7 +37,6 @@ from pathlib import Path
 import numpy as np
 
 from flock3d.core.params import Params
-from flock3d.errors import Flock3dError
 from flock3d.plots import save_figure
 
 from .common import Result, _bar, _figure, experiment, new_flock
@@ -110,14 +109,7 @@ def _seen_from_below(params: Params, box, seed: int, size, seconds: float, centr
     """Fly and render a run from straight below; returns its views and the camera's centres (those
     given, or the flock's centroid each frame, for a twin to be seen from the same places)."""
     from flock3d.scene import Scene, ViewHints
-
-    try:
-        from flock3d.viewer.offscreen import OffscreenRenderer
-    except ImportError as error:  # the viewer extra (vispy, PyOpenGL) is missing
-        why = f"({error.name or error}): python -m pip install 'flock3d[viewer]'"
-        raise Flock3dError(
-            f"agitation-waves renders the flock from below: needs the viewer extra {why}"
-        ) from None
+    from flock3d.viewer.offscreen import OffscreenRenderer
 
     flock = _start(params, box, seed)
     hints = ViewHints(mesh="bird", color_mode="uniform", sky="day", show_arena=False, show_guides=False,
@@ -252,6 +244,7 @@ def measure_bands(change: np.ndarray, centres: np.ndarray, times: np.ndarray) ->
     "a falcon's attack: banked zig-zags copied by neighbours travel as bands, seen from below",
     "Hemelrijk, van Zuidam and Hildenbrandt (2015), Behav Ecol Sociobiol 69:755; Hemelrijk et al. "
     "(2019), Behav Ecol Sociobiol 73",
+    renders=("vispy", "OpenGL", "imageio_ffmpeg"),  # the offscreen renderer, the video's writer
 )
 def agitation_waves(quick: bool = False, seed: int = 0, progress: bool | None = None) -> Result:
     """Render a flock under attack from below and measure its bands: speed, width, count, damping."""

@@ -6,6 +6,7 @@ An experiment is a function of ``(quick, seed, progress)`` registered with :func
 
 from __future__ import annotations
 
+import functools
 import inspect
 import math
 import sys
@@ -17,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from flock3d import metrics
+from flock3d import extras, metrics
 from flock3d.flock import Flock
 
 
@@ -50,12 +51,24 @@ class Experiment:
         title: what it shows, in a line.
         reference: the paper it reproduces.
         run: the function ``run(quick, seed, progress) -> Result``.
+        renders: the modules of the viewer extra it renders its flocks with (none: it draws no
+            frame), checked before it runs (:meth:`require`).
     """
 
     name: str
     title: str
     reference: str
     run: Callable[[bool, int, bool | None], Result] = field(repr=False)
+    renders: tuple[str, ...] = ()
+
+    def require(self) -> None:
+        """Refuse, before any work, where the viewer extra it renders with is missing.
+
+        Raises:
+            Flock3dError: in one line, naming the extra and the modules missing.
+        """
+        if self.renders:
+            extras.require("viewer", f"{self.name} renders its flocks:", self.renders)
 
 
 #: The experiments by name, in the order they were registered.
@@ -76,23 +89,30 @@ Returns:
 """
 
 
-def experiment(name: str, title: str, reference: str):
+def experiment(name: str, title: str, reference: str, renders: tuple[str, ...] = ()):
     """Register ``run(quick, seed, progress) -> Result`` as the experiment ``name``.
 
     Args:
         name: its name on the command line, the key of :data:`EXPERIMENTS`.
         title: what it shows, in a line.
         reference: the paper it reproduces.
+        renders: the modules of the viewer extra it renders with (:attr:`Experiment.renders`).
 
     Returns:
         The decorator: it registers its function and returns it, :data:`RUN_SECTIONS` appended
-        to its docstring.
+        to its docstring; one that renders first checks that it can (:meth:`Experiment.require`).
     """
 
     def register(run: Callable[[bool, int, bool | None], Result]):
-        EXPERIMENTS[name] = Experiment(name, title, reference, run)
-        run.__doc__ = inspect.cleandoc(run.__doc__ or "") + "\n" + RUN_SECTIONS
-        return run
+        @functools.wraps(run)
+        def checked(quick: bool = False, seed: int = 0, progress: bool | None = None) -> Result:
+            entry.require()
+            return run(quick, seed, progress)
+
+        entry = Experiment(name, title, reference, checked, renders)
+        EXPERIMENTS[name] = entry
+        checked.__doc__ = inspect.cleandoc(run.__doc__ or "") + "\n" + RUN_SECTIONS
+        return checked
 
     return register
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from flock3d import extras
 from flock3d.core.fields import checked_count
 from flock3d.errors import Flock3dError
 from flock3d.look.camera import flock_extent
@@ -47,6 +48,10 @@ def _scene_and_flock(source, seed: int | None):
     raise TypeError(f"show() takes a Flock, a Scene or a scene name or path, not {type(source).__name__}")
 
 
+#: What the notebook viewer imports of the viewer extra: an EGL canvas in a frame-buffer widget.
+NOTEBOOK_MODULES = ("vispy", "OpenGL", "jupyter_rfb", "ipywidgets")
+
+
 class NotebookViewer:
     """A flock playing inline in a notebook, with its controls (see :func:`show`).
 
@@ -59,14 +64,10 @@ class NotebookViewer:
     """
 
     def __init__(self, scene: Scene, flock=None, size: tuple[int, int] = (720, 480), play: bool = True):
-        try:
-            import ipywidgets
-            from vispy import app
-        except ImportError as error:
-            raise Flock3dError(
-                f"the notebook viewer needs jupyter_rfb and ipywidgets ({error.name} is missing): "
-                "pip install jupyter_rfb"
-            ) from None
+        extras.require("viewer", "the notebook viewer", NOTEBOOK_MODULES)
+        import ipywidgets
+        from vispy import app
+
         from flock3d.look.colors import BACKGROUND
         from flock3d.viewer.canvas import Canvas
         from flock3d.viewer.offscreen import use_offscreen
