@@ -700,6 +700,11 @@ def test_mean_anisotropy_averages_each_rank_over_the_frames_that_measured_it():
     # A planar flock's isotropic value is 1/2: the same curve shifted up by 1/6 reaches it alike.
     planar = metrics.mean_anisotropy({**curves, "gamma": curves["gamma"] + 1 / 6}, isotropic=0.5)
     assert planar.n_c == pytest.approx(a.n_c, abs=1e-9)
+    # Read only where at least half the frames resolved the nearest neighbours' direction
+    for each, read in (([1, 1, 0], True), ([1, 0, 0], False), ([0, 0, 0], False)):
+        judged = metrics.mean_anisotropy({**curves, "resolved": np.repeat(each, ranks)})
+        assert judged.resolved is read and (judged.n_c == a.n_c if read else math.isnan(judged.n_c))
+        np.testing.assert_allclose(judged.gamma, clean, rtol=1e-12)  # gamma averaged all the same
 
 
 def test_mean_anisotropy_of_a_real_table_and_of_none():
@@ -709,6 +714,10 @@ def test_mean_anisotropy_of_a_real_table_and_of_none():
     a = metrics.mean_anisotropy(curves)
     single = [metrics.neighbour_anisotropy(f.positions, f.velocities, 6).gamma for f in frames]
     np.testing.assert_allclose(a.gamma, np.mean(single, axis=0), rtol=1e-12)
+    # Gaussian clouds: their neighbours are alike in every direction, frame after frame, so no
+    # range is read off the average of three frames' noise (the researcher's walk: n_c = 2.57
+    # from one disordered frame).
+    assert not a.resolved and math.isnan(a.n_c) and not curves["resolved"].any()
     empty = metrics.mean_anisotropy(metrics.anisotropy_table([], neighbours=6)[1])
     assert len(empty.gamma) == 0 and math.isnan(empty.n_c)
     with pytest.raises(ValueError, match="ranks 1 to 6"):

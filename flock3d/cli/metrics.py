@@ -112,9 +112,10 @@ def run_metrics(args: argparse.Namespace) -> int:
         print(f"wrote {files['correlation']}")
     if files["anisotropy"]:
         average = metrics.mean_anisotropy(measured.anisotropy, isotropic=1.0 / scene.params.dimensions)
+        noise = "" if average.resolved else " (the neighbours are alike in every direction: no range to read)"
         print(
             f"anisotropy averaged over frames: gamma(1) = {average.gamma[0]:.3f}, "
-            f"isotropic {average.isotropic:.3f}, n_c = {average.n_c:.2f}"
+            f"isotropic {average.isotropic:.3f}, n_c = {average.n_c:.2f}{noise}"
         )
         print(f"wrote {files['anisotropy']}")
     if files["csv"]:

@@ -59,6 +59,9 @@ class Anisotropy(NamedTuple):
         boids: (K,) how many boids entered each gamma.
         isotropic: the value for an isotropic neighbourhood (1/3, or 1/2 for a planar flock).
         n_c: the topological range (:func:`topological_range`).
+        resolved: whether the nearest neighbours' direction W stands above the sampling noise
+            (:data:`NOISE_GAP`): in one frame, or in at least half the frames of an average.
+            Where it does not, n_c is NaN: no range can be read off noise.
     """
 
     n: np.ndarray
@@ -66,6 +69,7 @@ class Anisotropy(NamedTuple):
     boids: np.ndarray
     isotropic: float
     n_c: float
+    resolved: bool = True
 
 
 #: The gap between the two smallest eigenvalues of the nearest neighbours' M, times sqrt(boids),
@@ -157,7 +161,7 @@ def neighbour_anisotropy(
     motion = v.mean(axis=0) if n and usable else np.zeros(3)
     speed = np.linalg.norm(motion)
     if n <= neighbours or not usable or not speed > 0.0:
-        return Anisotropy(ranks, nan, np.zeros(neighbours, dtype=np.int64), isotropic, float("nan"))
+        return Anisotropy(ranks, nan, np.zeros(neighbours, dtype=np.int64), isotropic, float("nan"), False)
     idx, dist = nearest_k(p, neighbours, box)
     offsets = minimum_image(p[idx] - p[:, None, :], box)  # (N, K, 3)
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -172,13 +176,12 @@ def neighbour_anisotropy(
     w = vectors[:, :, 0]  # (K, d): the eigenvector of the smallest eigenvalue
     gamma = (w @ (motion[:dimensions] / np.linalg.norm(motion[:dimensions]))) ** 2
     gamma = np.where(counts > 0, gamma, np.nan)
-    n_c = topological_range(gamma, isotropic, tolerance)
-    if not (values[0, 1] - values[0, 0]) * math.sqrt(max(counts[0], 1)) > NOISE_GAP[dimensions]:
-        # The nearest neighbours are found alike in every direction, as far as this many boids
-        # tell: W, and gamma with it, is the sampling noise's (0 to 1 at random), and no range
-        # can be read off it. gamma is kept: averaged over frames, such noise gives the isotropic value.
-        n_c = float("nan")
-    return Anisotropy(ranks, gamma, counts, isotropic, n_c)
+    # Where the nearest neighbours are found alike in every direction, as far as this many boids
+    # tell, W and gamma with it are the sampling noise's (0 to 1 at random), and no range can be
+    # read off them. gamma is kept: averaged over many frames, such noise gives the isotropic value.
+    resolved = bool((values[0, 1] - values[0, 0]) * math.sqrt(max(counts[0], 1)) > NOISE_GAP[dimensions])
+    n_c = topological_range(gamma, isotropic, tolerance) if resolved else float("nan")
+    return Anisotropy(ranks, gamma, counts, isotropic, n_c, resolved)
 
 
 def anisotropy_table(
@@ -196,14 +199,15 @@ def anisotropy_table(
     Returns:
         ``(ranges, curves)``: ``ranges`` has one row per frame (``step``, ``time``,
         ``n_c``); ``curves`` one row per frame and rank (``step``, ``time``, ``n``,
-        ``gamma``, ``boids``). Average gamma over frames before reading n_c off it
-        (:func:`topological_range`): one frame's n_c is noisy.
+        ``gamma``, ``boids``, and ``resolved``: 1 where the frame's direction W stood above
+        the noise, :attr:`Anisotropy.resolved`). Average gamma over frames before reading n_c
+        off it (:func:`mean_anisotropy`): one frame's n_c is noisy.
 
     Raises:
         ValueError: ``neighbours`` is not a whole number from 1 to :data:`MAX_NEIGHBOURS`.
     """
     ranges = {k: [] for k in ("step", "time", "n_c")}
-    curves = {k: [] for k in ("step", "time", "n", "gamma", "boids")}
+    curves = {k: [] for k in ("step", "time", "n", "gamma", "boids", "resolved")}
     for state in frames:
         a = neighbour_anisotropy(state.positions, state.velocities, neighbours, period=period,
                                  tolerance=tolerance)  # fmt: skip
@@ -215,7 +219,8 @@ def anisotropy_table(
         curves["n"].append(a.n)
         curves["gamma"].append(a.gamma)
         curves["boids"].append(a.boids)
-    ints = ("step", "n", "boids")
+        curves["resolved"].append(np.full(neighbours, int(a.resolved)))
+    ints = ("step", "n", "boids", "resolved")
     return (
         {k: np.array(v, dtype=np.int64 if k in ints else np.float64) for k, v in ranges.items()},
         {
@@ -232,11 +237,15 @@ def mean_anisotropy(
 
     One frame's gamma is noisy; Ballerini et al. (2008) average over instants before
     reading n_c (:func:`topological_range`). Each rank averages the frames in which it
-    was measured (:func:`finite_mean`).
+    was measured (:func:`finite_mean`). n_c is read only where at least half the frames
+    resolved the nearest neighbours' direction (their ``resolved``): an average of a few
+    frames of noise (a disordered start, an isotropic swarm) departs from the isotropic
+    value by chance, and would give a range that is not there.
 
     Args:
         curves: the second table of :func:`anisotropy_table`: ``n``, ``gamma`` and
-            ``boids``, one row per frame and rank, ranks 1 to K in each frame.
+            ``boids``, one row per frame and rank, ranks 1 to K in each frame; and
+            ``resolved`` if it has it (a table without it counts every frame resolved).
         isotropic: gamma of an isotropic neighbourhood: 1/3, or 1/2 for a planar flock
             (``1 / params.dimensions``).
         tolerance: passed to :func:`topological_range`.
@@ -259,6 +268,10 @@ def mean_anisotropy(
         raise ValueError(f"curves must hold ranks 1 to {ranks} for each frame (got {len(n)} rows of n)")
     gamma = finite_mean(np.asarray(curves["gamma"], dtype=np.float64).reshape(-1, ranks), axis=0)
     boids = np.asarray(curves["boids"], dtype=np.int64).reshape(-1, ranks).sum(axis=0)
-    return Anisotropy(
-        np.arange(1, ranks + 1), gamma, boids, isotropic, topological_range(gamma, isotropic, tolerance)
+    each = curves.get("resolved")
+    resolved = (
+        each is None
+        or 2 * int(np.asarray(each).reshape(-1, ranks)[:, 0].astype(bool).sum()) >= len(n) // ranks
     )
+    n_c = topological_range(gamma, isotropic, tolerance) if resolved else float("nan")
+    return Anisotropy(np.arange(1, ranks + 1), gamma, boids, isotropic, n_c, resolved)
