@@ -34,7 +34,7 @@ BROKEN = {
         "[arena]\nradius = 5.0\n[arena]\n",
         "TOML syntax error at line 3, column 7: [arena] is declared twice",
     ),
-    "garbage.toml": (bytes(range(256)), "not a text file"),
+    "garbage.toml": (bytes(range(256)), "not UTF-8 text"),
     "buried.toml": (
         "[flock]\ninit_radius = 2.0\n[[obstacles]]\ncenter = [0.0, 0.0, 0.0]\nradius = 5.0\n",
         "obstacles[0] with its margin covers the whole initial ball of radius 2",

@@ -238,6 +238,21 @@ def test_a_recording_given_for_a_scene_is_named_as_one(tmp_path):
     assert not (tmp_path / "x.png").exists()
 
 
+def test_an_export_video_or_image_given_for_a_scene_is_named_for_what_it_is(tmp_path):
+    # A .glb said it held more bytes than a scene may, a .usda gave a TOML syntax error (the
+    # artist's walk): each file flock3d writes is named for what it is, and no file is written.
+    cases = {"flock.glb": "a glTF file (an export?)", "flock.usda": "a USD stage (an export?)",
+             "flock.mp4": "a video", "flock.html": "a web page (an export?)",
+             "shot.png": "an image"}  # fmt: skip
+    for name, what in cases.items():
+        (tmp_path / name).write_bytes(b"#usda 1.0\n" * 200_000)
+        for args in (("run", name), ("render", name, "--out", "x.png"), ("export", name, "--out", "x.glb")):
+            out = flock3d(*args, cwd=tmp_path)
+            assert out.returncode == 2 and out.stderr.count("\n") == 1, out.stderr
+            assert f"{name}: {what}, not a scene; a scene is a TOML file (.toml)" in out.stderr, out.stderr
+    assert not (tmp_path / "x.png").exists() and not (tmp_path / "x.glb").exists()
+
+
 def test_outputs_are_checked_before_any_work(tmp_path):
     recording = small_recording(tmp_path / "rec.h5")
     folder = tmp_path / "shut"

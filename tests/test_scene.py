@@ -131,11 +131,15 @@ def test_empty_and_binary_files(tmp_path):
     garbage.write_bytes(bytes(range(256)) * 4)
     for path, message in [
         (empty, "empty file"),
-        (garbage, "not a text file"),
+        (garbage, "not UTF-8 text"),
         (tmp_path / "no.toml", "no such file"),
     ]:
         with pytest.raises(SceneError, match=message):
             load_scene(path)
+    latin = tmp_path / "latin.toml"  # text, in another encoding: named for what it lacks
+    latin.write_bytes('name = "Café"\n'.encode("latin-1"))
+    with pytest.raises(SceneError, match=r"latin.toml: not UTF-8 text \(byte 11 .* save it as UTF-8"):
+        load_scene(latin)
 
 
 def test_a_scene_file_beginning_with_a_byte_order_mark_reads_as_without(tmp_path):

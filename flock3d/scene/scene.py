@@ -200,6 +200,20 @@ def load_scene(
 _HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
 #: What a recording given for a scene is for.
 _READ_RECORDINGS = "render, metrics, export and infer read recordings named .h5 or .hdf5"
+#: Files flock3d writes that are no scene, by suffix: named for what they are, not read as TOML
+#: (a .glb said "more bytes than a scene may hold", a .usda "TOML syntax error": the artist's walk).
+_NOT_SCENES = {
+    ".glb": "a glTF file (an export?)",
+    ".gltf": "a glTF file (an export?)",
+    ".usd": "a USD stage (an export?)",
+    ".usda": "a USD stage (an export?)",
+    ".usdc": "a USD stage (an export?)",
+    ".html": "a web page (an export?)",
+    ".mp4": "a video",
+    ".png": "an image",
+    ".csv": "a table",
+    ".parquet": "a table",
+}
 
 
 def _read_scene_file(path: Path) -> bytes:
@@ -212,6 +226,11 @@ def _read_scene_file(path: Path) -> bytes:
             raise SceneError([f"{path}: is a directory, not a scene file"])
         if not stat.S_ISREG(info.st_mode):  # a device or a FIFO: reading could never end
             raise SceneError([f"{path}: not a regular file; a scene is a TOML file"])
+        if path.suffix.lower() in _NOT_SCENES:
+            raise SceneError(
+                [f"{path}: {_NOT_SCENES[path.suffix.lower()]}, not a scene; a scene is a TOML file (.toml), "
+                 f"and {_READ_RECORDINGS}"]
+            )  # fmt: skip
         with path.open("rb") as handle:
             if handle.read(len(_HDF5_SIGNATURE)) == _HDF5_SIGNATURE:
                 raise SceneError([f"{path}: an HDF5 file (a recording?), not a scene; {_READ_RECORDINGS}"])
@@ -241,9 +260,10 @@ def parse_scene(
         try:
             text = text.decode("utf-8-sig")  # a byte-order mark (Notepad writes one) read as none
         except UnicodeDecodeError as error:
-            raise SceneError(
-                [f"{source}: not a text file (invalid UTF-8 at byte {error.start}); expected a TOML scene"]
-            ) from None
+            raise SceneError([
+                f"{source}: not UTF-8 text (byte {error.start} is not UTF-8, as in a file saved as "
+                "Latin-1, or binary); a scene is a TOML file, which is UTF-8: save it as UTF-8"
+            ]) from None  # fmt: skip
     if "\x00" in text:
         raise SceneError([f"{source}: not a text file (contains NUL bytes); expected a TOML scene"])
     if not text.strip():
