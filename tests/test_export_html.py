@@ -232,8 +232,23 @@ def test_a_page_over_the_limit_is_refused_in_one_line_before_writing(page, recor
     with Trajectory(recording) as tr, pytest.raises(ExportError) as caught:
         html.write(tr, out, None)
     message = str(caught.value)
-    assert "\n" not in message and "--every 2" in message and ".usd" in message, message
+    assert "\n" not in message and "record 2 times fewer frames (--every)" in message and ".usd" in message
     assert not out.exists()
+
+
+def test_a_scene_whose_page_would_be_over_the_limit_is_refused_before_it_runs(tmp_path, capsys):
+    # It ran for 15 s (minutes at the README's murmuration) and then named its temporary
+    # recording (the artist's walk): the frames and boids are known before the run.
+    from flock3d.cli import main
+
+    out = tmp_path / "big.html"
+    status = main(["export", "default", "--set", "flock.count=5000", "--steps", "2200", "--every", "1",
+                   "--out", str(out)])  # fmt: skip
+    captured = capsys.readouterr()
+    assert status == 2 and captured.out == "" and captured.err.count("\n") == 1, captured
+    assert captured.err.startswith(f"flock3d export: {out}: the page would be about 14")
+    assert "(2,201 frames of 5,001 boids)" in captured.err and "record 2 times fewer frames" in captured.err
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_the_size_checked_is_the_page_size_within_a_few_kilobytes(page, recording, tmp_path, monkeypatch):

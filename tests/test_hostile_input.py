@@ -377,6 +377,15 @@ def test_a_full_disk_stops_the_run_and_keeps_every_frame_written(tmp_path):
     assert_one_line_failure(out, f"{path}: no room for more frames (File too large); stopped, keeping the")
     kept = int(out.stderr.split("keeping the ")[1].split(" frames")[0].replace(",", ""))
     assert kept > 100
+    # An export from a scene, whose recording is its own temporary file: said of the export's
+    # file, nothing kept (it said "keeping the 0 frames" of its temporary file: the artist's walk)
+    html = tmp_path / "full.html"
+    exported = flock3d("export", *args[1:-2], "--out", html, file_size=12_000_000)
+    assert_one_line_failure(
+        exported,
+        f"{html}: the run's recording failed: no room for more frames (File too large); nothing written",
+    )
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["full.h5"]
     with Trajectory(path) as traj:  # the file is whole: every frame written is there and sound
         assert traj.n_frames == kept
         np.testing.assert_array_equal(traj.steps, np.arange(kept))

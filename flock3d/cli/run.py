@@ -162,7 +162,7 @@ def add_export(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 def run_export(args: argparse.Namespace) -> int:
     from flock3d.io import Trajectory
-    from flock3d.io.export import check_size, export, export_flock, writer_for
+    from flock3d.io.export import check_run, export, export_flock, writer_for
 
     out = Path(args.out)
     writer = writer_for(out)  # an unknown suffix or a missing extra, before any work
@@ -179,9 +179,9 @@ def run_export(args: argparse.Namespace) -> int:
 
     rules, forces = rules_from(args)
     scene = scene_from(args, args.source, (rules, forces))
-    check_size(out, scene.params.count, writer)  # before the run, not after it
     p = scene.params
     steps, every = run_length(args, p.dt)
+    check_run(out, p, steps, every, writer)  # before the run, not after it
     flock = Flock.from_scene(scene, rules=rules, forces=forces, engine=args.engine)
     boids, stepped = counted(len(flock), "boid"), counted(steps, "step")
     print(f"{scene.name}: {boids}, {stepped} of {p.dt:g} s, a frame every {counted(every, 'step')}")

@@ -28,15 +28,26 @@ from typing import TYPE_CHECKING
 
 from flock3d.core.atomic import AtomicFile
 from flock3d.io.export.common import ExportError, open_recording, recorded_scene
+from flock3d.io.h5md import RecordingError
 from flock3d.io.playback import standing_still
 from flock3d.io.trajectory import Trajectory
 
 if TYPE_CHECKING:
+    from flock3d.core.params import Params
     from flock3d.flock import Flock
     from flock3d.runner import RunStats, StopFlag
     from flock3d.scene import Scene
 
-__all__ = ["export", "export_flock", "writer_for", "check_size", "ExportError", "WRITERS", "EXTRA"]
+__all__ = [
+    "export",
+    "export_flock",
+    "writer_for",
+    "check_size",
+    "check_run",
+    "ExportError",
+    "WRITERS",
+    "EXTRA",
+]
 
 WRITERS: dict[str, str] = {
     ".usd": "usd",
@@ -46,7 +57,9 @@ WRITERS: dict[str, str] = {
     ".gltf": "gltf",
     ".html": "html",
 }
-"""The module of :mod:`flock3d.io.export` writing each suffix (lower case)."""
+"""The module of :mod:`flock3d.io.export` writing each suffix (lower case). Each has ``SUFFIXES``
+and ``write(recording, path, progress)``; one that bounds its file's size by the run's length
+has ``refusal(rows, moving, frames)``, asked before a scene is run (:func:`export_flock`)."""
 EXTRA = "export"
 """The extra that brings the formats' libraries: ``pip install 'flock3d[export]'``."""
 
@@ -91,6 +104,20 @@ def check_size(path: str | Path, n_boids: int, writer: ModuleType | None = None)
             f"{path}: {n_boids:,} boids are more than {Path(path).suffix} export takes ({limit:,}, "
             "one node each); export to .usdc instead (one instancer for the whole flock)"
         )
+
+
+def check_run(
+    path: str | Path, params: Params, steps: int, every: int, writer: ModuleType | None = None
+) -> None:
+    """Refuse, before it runs, a run of ``params`` over ``steps`` steps, a frame every ``every``,
+    whose export to ``path`` its format would refuse: more boids than it takes
+    (:func:`check_size`), or a file larger than it may be (a writer's ``refusal``)."""
+    writer = writer_for(path) if writer is None else writer
+    check_size(path, params.count, writer)
+    if hasattr(writer, "refusal"):
+        moving = sum(o.motion is not None for o in params.objects)
+        if too_large := writer.refusal(params.count + params.predator_count, moving, steps // every + 1):
+            raise ExportError(f"{path}: {too_large}")
 
 
 def _check_folder(path: Path) -> None:
@@ -170,22 +197,30 @@ def export_flock(
     from flock3d.scene import Scene
 
     path = Path(path)
-    writer_for(path)  # an unknown suffix or a missing library is said before the run
+    writer = writer_for(path)  # an unknown suffix or a missing library is said before the run
     _check_folder(path)
-    check_size(path, len(flock))
     if scene is None:
         scene = Scene(params=flock.params, name="flock", seed=flock.seed or 0, fields=flock.fields)
     every = default_every(flock.params.dt) if every is None else every
+    check_run(path, flock.params, steps, every, writer)
     try:
         folder = tempfile.TemporaryDirectory(prefix=f".{path.name}.", suffix=".recording", dir=path.parent)
     except OSError as error:
         raise ExportError(f"{path}: cannot write in {path.parent} ({error.strerror or error})") from None
     with folder:
         recording = Path(folder.name) / "run.h5"
-        with TrajectoryWriter(recording, len(flock), scene, every, flock.state.n_predators) as out:
-            stats = run(flock, steps, writer=out, every=every, progress=progress, stop=stop)
-        if not stats.interrupted:
-            export(recording, path, progress=progress)
+        # The temporary recording is this call's own: its failures are said of ``path``, and
+        # nothing of it is kept.
+        try:
+            with TrajectoryWriter(recording, len(flock), scene, every, flock.state.n_predators) as out:
+                stats = run(flock, steps, writer=out, every=every, progress=progress, stop=stop)
+            if not stats.interrupted:
+                export(recording, path, progress=progress)
+        except RecordingError as error:
+            why = str(error).removeprefix(f"{recording}: ").split("; stopped")[0]
+            raise ExportError(f"{path}: the run's recording failed: {why}; nothing written") from None
+        except ExportError as error:
+            raise ExportError(str(error).replace(str(recording), str(path))) from None
     return stats
 
 

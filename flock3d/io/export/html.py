@@ -329,6 +329,30 @@ html, body { margin: 0; height: 100%; background: #04070f; color: #dfe6f5;
 """
 
 
+def refusal(rows: int, moving: int, frames: int, fixed: int | None = None) -> str | None:
+    """Why a page of ``frames`` frames of ``rows`` boids (and predators) and ``moving`` moving
+    objects would exceed :data:`MAX_HTML_BYTES`, in words; None where it fits. ``fixed``: the
+    bytes of everything but the frames (the player, three.js, the world's meshes); None: the
+    player's and three.js's alone, as known before a run (a world adds its meshes after)."""
+    if fixed is None:
+        fixed = sum(len(_asset(name).encode()) for name in ("player.js", "vendor/three-flock3d.min.js"))
+    per_frame = frame_bytes(rows, moving)
+    block = max(1, BLOCK_BYTES // per_frame)
+    frames_bytes = sum(
+        4 * math.ceil(min(block, frames - s) * per_frame / 3) + 120 for s in range(0, frames, block)
+    )
+    if fixed + frames_bytes <= MAX_HTML_BYTES:
+        return None
+    limit = f"over the {MAX_HTML_BYTES / 1e6:.0f} MB an HTML export may be"
+    if fixed >= MAX_HTML_BYTES:
+        return f"the world's meshes alone take {fixed / 1e6:.0f} MB, {limit}"
+    fewer = math.ceil(frames_bytes / (MAX_HTML_BYTES - fixed))
+    return (
+        f"the page would be about {(fixed + frames_bytes) / 1e6:.0f} MB ({frames:,} frames of {rows:,} "
+        f"boids), {limit}: record {fewer} times fewer frames (--every), or export to .usd"
+    )
+
+
 def write(recording: Trajectory, path: Path, progress: Callable[[int], None] | None) -> None:
     """Write ``recording`` as a self-contained HTML page at ``path``.
 
@@ -357,20 +381,8 @@ def write(recording: Trajectory, path: Path, progress: Callable[[int], None] | N
         _asset("vendor/LICENSE"),
     )
     fixed = sum(len(text.encode()) for text in (head, player, three, licence)) + 1024
-    frames_bytes = sum(
-        4 * math.ceil(min(block, total - s) * per_frame / 3) + 120 for s in range(0, total, block)
-    )
-    if fixed + frames_bytes > MAX_HTML_BYTES:
-        limit = f"over the {MAX_HTML_BYTES / 1e6:.0f} MB an HTML export may be"
-        if fixed >= MAX_HTML_BYTES:
-            raise ExportError(
-                f"{recording.path}: the world's meshes alone take {fixed / 1e6:.0f} MB, {limit}"
-            )
-        every = math.ceil(frames_bytes / (MAX_HTML_BYTES - fixed))
-        raise ExportError(
-            f"{recording.path}: the page would be about {(fixed + frames_bytes) / 1e6:.0f} MB ({total:,} "
-            f"frames of {rows:,} boids), {limit}: export one frame in {every} (--every {every}) or to .usd"
-        )
+    if too_large := refusal(rows, len(moving), total, fixed):
+        raise ExportError(f"{recording.path}: {too_large}")
     from flock3d.look.world import Frames
 
     objects = recording.scene.params.objects if recording.scene is not None else ()
