@@ -96,17 +96,18 @@ class AtomicFile:
         except OSError as error:
             raise OSError(error.errno, error.strerror, str(self.path)) from None
 
-    def commit(self) -> None:
+    def commit(self) -> Path:
         """Put the new file in place of the old one (once); on failure the old one stays.
+        Returns ``path``.
 
         The new file is flushed to the disk first: a file system that allocates late reports a
         full disk there, while the old file is still in place.
         """
         if self._done:
-            return
+            return self.path
         self._done = True
         if self._in_place:
-            return
+            return self.path
         try:
             descriptor = os.open(self.temp, os.O_RDONLY)
             try:
@@ -125,6 +126,7 @@ class AtomicFile:
                 os.fsync(folder)
             finally:
                 os.close(folder)
+        return self.path
 
     def commit_beside(self, label: str) -> Path:
         """Put the new file beside the old one, which is left as it was: at the first free name
@@ -137,8 +139,7 @@ class AtomicFile:
                 is ``path``.
         """
         if not self.existed or self._in_place:
-            self.commit()
-            return self.path
+            return self.commit()
         if self._done:
             raise ValueError("commit_beside after the file was committed or discarded")
         self._done = True

@@ -88,8 +88,7 @@ class TrajectoryWriter:
         self.kept_previous = False
         """Whether a run that failed left the file at ``path`` as it was (:meth:`close_cut_short`)."""
         self.written_to = self.path
-        """Where the recording is once closed: ``path``, or beside it for a run its user stopped
-        where a file was (:meth:`close_stopped`)."""
+        """Where the recording is once closed (beside ``path``: :meth:`close_stopped`)."""
         self._beside = False
         try:
             self._on_disk = AtomicFile(self.path)
@@ -199,7 +198,7 @@ class TrajectoryWriter:
             reason = self._write(start, stop)
             if reason is None:
                 self.frames_written = stop
-                self._release()
+                _release(self._file)
                 return
             kept = self._roll_back(start)
             if kept is None:
@@ -210,7 +209,7 @@ class TrajectoryWriter:
                 )
                 raise self._failed
             self.frames_written = kept
-        self._release()
+        _release(self._file)
         kept = f"{self.frames_written:,} frames written"
         kept = (
             f"dropping the {kept} and keeping the file there before as it was"
@@ -266,14 +265,6 @@ class TrajectoryWriter:
                 pass
         return None
 
-    def _release(self) -> None:
-        """Give back what the last reservation did not use (HDF5 has written all it holds)."""
-        with contextlib.suppress(Exception):
-            used = self._file.id.get_filesize()
-            fd = self._file.id.get_vfd_handle()
-            if os.fstat(fd).st_size > used:
-                os.ftruncate(fd, used)
-
     def close(self) -> None:
         """Write what is buffered and put the recording at ``path``.
 
@@ -309,10 +300,7 @@ class TrajectoryWriter:
 
     def _put_in_place(self) -> None:
         try:
-            if self._beside:
-                self.written_to = self._on_disk.commit_beside(STOPPED)
-            else:
-                self._on_disk.commit()
+            self.written_to = self._on_disk.commit_beside(STOPPED) if self._beside else self._on_disk.commit()
         except OSError as error:
             reason = error.strerror or error
             raise RecordingError(f"{self.path}: cannot put the recording in place ({reason})") from None
@@ -336,14 +324,9 @@ class TrajectoryWriter:
             self.close_cut_short()
 
     def close_stopped(self) -> None:
-        """Close the recording of a run its user stopped early (Ctrl-C, a signal): its frames at
-        ``path`` where no file was; a file that was there is kept as it was and the frames go
-        beside it, at ``STEM.stopped.h5`` (or ``STEM.stopped-2.h5``, ...: :attr:`written_to`).
-        A run stopped a second in never replaces a long recording of the same name.
-
-        Raises:
-            DiskFullError, RecordingError: as :meth:`close`.
-        """
+        """:meth:`close` for a run its user stopped early (Ctrl-C, a signal): a file that was at
+        ``path`` is kept, the frames put beside it at ``STEM.stopped.h5`` (or ``.stopped-2``,
+        ...: :attr:`written_to`), so that a stop a second in never replaces a long recording."""
         self._beside = True
         self.close()
 
@@ -363,6 +346,16 @@ class TrajectoryWriter:
         self._abandon()
         self._on_disk.discard()
         self.kept_previous = True
+
+
+def _release(file) -> None:
+    """Give back what the last reservation did not use (HDF5 has written all the h5py ``file``
+    holds)."""
+    with contextlib.suppress(Exception):
+        used = file.id.get_filesize()
+        fd = file.id.get_vfd_handle()
+        if os.fstat(fd).st_size > used:
+            os.ftruncate(fd, used)
 
 
 def _reserve(file, datasets: list, start: int, stop: int) -> str | None:
