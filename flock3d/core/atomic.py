@@ -109,11 +109,7 @@ class AtomicFile:
         if self._in_place:
             return self.path
         try:
-            descriptor = os.open(self.temp, os.O_RDONLY)
-            try:
-                os.fsync(descriptor)
-            finally:
-                os.close(descriptor)
+            _synced(self.temp)
             if self._mode is not None:
                 os.chmod(self.temp, self._mode)
             os.replace(self.temp, self._target)
@@ -145,11 +141,7 @@ class AtomicFile:
         self._done = True
         stem, suffix = self._target.stem, self._target.suffix
         try:
-            descriptor = os.open(self.temp, os.O_RDONLY)
-            try:
-                os.fsync(descriptor)
-            finally:
-                os.close(descriptor)
+            _synced(self.temp)
             for n in itertools.count(1):
                 beside = self._target.with_name(f"{stem}.{label}{'' if n == 1 else f'-{n}'}{suffix}")
                 try:
@@ -189,6 +181,15 @@ class AtomicFile:
         self.discard()
         if isinstance(error, OSError) and error.filename in (None, str(self.temp)):
             raise OSError(error.errno, error.strerror, str(self.path)) from None
+
+
+def _synced(path: Path) -> None:
+    """Flush ``path`` to the disk: a file system that allocates late reports a full disk here."""
+    descriptor = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(descriptor)
+    finally:
+        os.close(descriptor)
 
 
 @contextlib.contextmanager
