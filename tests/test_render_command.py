@@ -177,14 +177,35 @@ def test_frames_that_cannot_be_drawn_are_one_line_before_anything_is_drawn(
         ("x.mp4", ("--start", "nan"), "--start: must be a finite number"),
         ("x.png", ("--set", "view.camera_distance=1e-300"), "view.camera_distance = 1e-300 cannot be drawn"),
         ("x.png", ("--set", "arena.radius=1e-300"), "arena.radius = 1e-300 cannot be drawn"),
+        (
+            "x.mp4",
+            ("--size", "161x120"),
+            "--size: a video's width and height must be even (yuv420p), got 161x120",
+        ),
+        ("x.mp4", ("--size", "8192x8192"), "--size: 8192x8192 is more than an H.264 video may hold"),
     ],
 )
 def test_outputs_and_numbers_that_cannot_work_fail_cleanly(tmp_path, out, extra, message):
-    result = flock3d("render", "default", "--out", tmp_path / out if not out.startswith("/") else out, *extra,
-                     *SMALL)  # fmt: skip
+    result = flock3d("render", "default", "--out", tmp_path / out if not out.startswith("/") else out, *SMALL,
+                     *extra)  # fmt: skip
     assert_clean_failure(result, message)
     assert "wrote" not in result.stdout
     assert result.stderr.strip().splitlines()[-1].startswith(("flock3d render: ", "flock3d render: error:"))
+
+
+def test_a_still_has_the_size_asked_odd_sides_too_and_a_video_loses_an_odd_row(tmp_path):
+    from flock3d.io.video import write_video
+
+    rendered("default", "--out", tmp_path / "odd.png", "--size", "161x121", "--start", "0", "--no-progress")
+    image = imageio.imread(tmp_path / "odd.png")
+    assert image.shape[:2] == (121, 161)
+    assert image.reshape(-1, image.shape[-1]).std(axis=0).max() > 5  # drawn, not blank
+    # A window of odd size records a video one row or column smaller (players want even sides).
+    frames = [np.full((121, 161, 3), 40 * k, np.uint8) for k in range(3)]
+    assert write_video(tmp_path / "odd.mp4", frames, fps=10, progress=False) == 3
+    reader = imageio.get_reader(tmp_path / "odd.mp4")
+    assert reader.get_meta_data()["size"] == (160, 120)
+    assert [int(round(f.mean())) for f in reader] == pytest.approx([0, 40, 80], abs=3)
 
 
 @pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full to stand for a full disk")

@@ -59,16 +59,14 @@ def run_view(args: argparse.Namespace) -> int:
     return run_viewer(scene, rules, forces, args.engine)
 
 
-def video_size(text: str) -> tuple[int, int]:
+def image_size(text: str) -> tuple[int, int]:
     width, sep, height = text.lower().partition("x")
     try:
         w, h = int(width), int(height)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected WIDTHxHEIGHT like 800x600, got {text!r}") from None
-    if not sep or w < 16 or h < 16 or w > 8192 or h > 8192 or w % 2 or h % 2:
-        raise argparse.ArgumentTypeError(
-            f"width and height must be even numbers from 16 to 8192, got {text!r}"
-        )
+    if not sep or w < 16 or h < 16 or w > 8192 or h > 8192:
+        raise argparse.ArgumentTypeError(f"width and height must be from 16 to 8192 pixels, got {text!r}")
     return w, h
 
 
@@ -142,7 +140,12 @@ def add_render(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
         "(default: a scene's view.start, else 5 s for a still and 0 for a video; 0 for a trajectory)",
     )
     p.add_argument(
-        "--size", type=video_size, default=(800, 600), metavar="WxH", help="image size (default 800x600)"
+        "--size",
+        type=image_size,
+        default=(800, 600),
+        metavar="WxH",
+        help="image size in pixels, 16 to 8192 a side; a video's sides are even and it holds at most "
+        "8192x4320 (default 800x600)",
     )
     p.add_argument(
         "--camera",
@@ -175,10 +178,13 @@ def run_render(args: argparse.Namespace) -> int:
         simulated_frames,
         simulated_playback,
     )
+    from flock3d.io.video import check_video_size
     from flock3d.scene.schema import STILL_START
 
     out = output_path(args.out, (".mp4", ".png"), "--out")
     is_png = out.suffix.lower() == ".png"
+    if not is_png:
+        check_video_size(*args.size, "--size")
     require("viewer", ("vispy", "OpenGL", "imageio", "imageio_ffmpeg"))  # not Qt: offscreen
     with contextlib.ExitStack() as stack:
         if is_recording(args.source):

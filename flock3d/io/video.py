@@ -25,16 +25,37 @@ import numpy as np
 from flock3d.core.atomic import AtomicFile, atomic_write
 from flock3d.errors import Flock3dError
 
-__all__ = ["VideoWriter", "write_image", "write_video"]
+__all__ = ["MAX_VIDEO_BLOCKS", "VideoWriter", "check_video_size", "write_image", "write_video"]
+
+MAX_VIDEO_BLOCKS = 139_264
+"""The largest frame any H.264 level allows, in blocks of 16 x 16 pixels (level 6.2: 8192x4320
+and the like). x264 encodes a larger one outside every level, and hardware decoders refuse it."""
+
+
+def check_video_size(width: int, height: int, what: str) -> None:
+    """Refuse a video frame of ``width`` x ``height`` pixels that players cannot show: odd sides
+    (yuv420p, the pixel format every player reads, halves both) or more than
+    :data:`MAX_VIDEO_BLOCKS`. ``what`` names the input in the message.
+
+    Raises:
+        Flock3dError: one line naming ``what``, the size and the limit.
+    """
+    size = f"{width}x{height}"
+    if width % 2 or height % 2:
+        raise Flock3dError(f"{what}: a video's width and height must be even (yuv420p), got {size}")
+    if -(-width // 16) * -(-height // 16) > MAX_VIDEO_BLOCKS:
+        raise Flock3dError(
+            f"{what}: {size} is more than an H.264 video may hold (level 6.2: 8192x4320 pixels)"
+        )
 
 
 class VideoWriter:
     """Append (H, W, 3) uint8 frames to an MP4 file, played at ``fps`` frames per second.
 
-    Width and height must be even (yuv420p, the pixel format every player reads).
-    The encoder starts with the first frame; :meth:`close` finishes the file and
-    raises :class:`Flock3dError` if it could not be written. A video without frames is
-    not written.
+    A frame with an odd side loses its last row or column (yuv420p, the pixel format every
+    player reads, wants even sides); one larger than :data:`MAX_VIDEO_BLOCKS` is refused.
+    The encoder starts with the first frame; :meth:`close` finishes the file and raises
+    :class:`Flock3dError` if it could not be written. A video without frames is not written.
     """
 
     def __init__(self, path: str | Path, fps: float = 30.0, quality: int = 18) -> None:
@@ -88,9 +109,11 @@ class VideoWriter:
         (a window resized while recording must not corrupt the stream)."""
         image = np.asarray(image)[..., :3]
         if self._shape is None:
-            self._shape = image.shape
-            self._start(image.shape[1], image.shape[0])
-        elif image.shape != self._shape:
+            height, width = image.shape[0] - image.shape[0] % 2, image.shape[1] - image.shape[1] % 2
+            check_video_size(width, height, str(self.path))
+            self._shape = (height, width, 3)
+            self._start(width, height)
+        if image.shape != self._shape:
             fitted = np.zeros(self._shape, dtype=image.dtype)
             h, w = min(image.shape[0], self._shape[0]), min(image.shape[1], self._shape[1])
             fitted[:h, :w] = image[:h, :w]

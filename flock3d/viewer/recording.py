@@ -70,15 +70,14 @@ class VideoClock:
 
 def frame_image(canvas) -> np.ndarray:
     """The 3D view of a vispy ``canvas`` as shown (anti-aliased where the window is),
-    (H, W, 3) uint8 with even sides (video encoders want them)."""
+    (H, W, 3) uint8."""
     image = None
     grab = getattr(canvas.native, "grabFramebuffer", None)
     if grab is not None:
         image = _qimage_to_array(grab())
     if image is None or image.size == 0:
         image = canvas.render(alpha=False)
-    h, w = image.shape[:2]
-    return image[: h - h % 2, : w - w % 2]
+    return image[..., :3]
 
 
 def _qimage_to_array(image) -> np.ndarray | None:
