@@ -108,6 +108,31 @@ def test_the_grid_is_within_its_bound_of_the_exact_distance(tmp_path):
     assert np.abs(got - exact)[near].max() <= math.sqrt(3) / 2 * grid.cell
 
 
+def test_a_grid_sampled_in_another_thread_leaves_this_one_running_and_is_the_same_grid(monkeypatch):
+    # libigl holds the GIL through a call: a window waiting on a world's read in another thread
+    # froze for nearly all of it (the cave's rock: 1.5 of 2 s on two slow cores). The nodes go
+    # to libigl in parts, and the values are those of one call.
+    import pathlib
+    import threading
+    import time
+
+    from flock3d.io import sdf_grid
+
+    rock = trimesh.load(pathlib.Path(__file__).parents[1] / "scenes/worlds/assets/cave.obj", force="mesh")
+    v, f = np.asarray(rock.vertices, float), np.asarray(rock.faces, np.int64)
+    parts: dict = {}
+    worker = threading.Thread(target=lambda: parts.setdefault("grid", sdf_grid.mesh_grid(v, f)))
+    ticks = [time.monotonic()]
+    worker.start()
+    while worker.is_alive():
+        time.sleep(0.002)
+        ticks.append(time.monotonic())
+    assert np.diff(ticks).max() < 0.25 * (ticks[-1] - ticks[0]), (np.diff(ticks).max(), ticks[-1] - ticks[0])
+    monkeypatch.setattr(sdf_grid, "_PART_NODES", 2**62)  # every node in one call
+    whole = sdf_grid.mesh_grid(v, f)
+    assert np.array_equal(whole.values, parts["grid"].values) and whole[:2] == parts["grid"][:2]
+
+
 def test_the_cache_serves_the_same_grid_and_rebuilds_a_damaged_one(tmp_path, monkeypatch, caplog):
     trimesh.creation.icosphere(2).export(tmp_path / "ball.obj")
     obj = Object("mesh", file=str(tmp_path / "ball.obj"))
