@@ -534,29 +534,66 @@ class _client:
 
     def __enter__(self):
         import logging
+        import signal
 
         from dask.distributed import Client, LocalCluster
+        from distributed.deploy.spec import SpecCluster
+
+        from flock3d.runner import stop_on_signals
 
         if self.address:
             _knock(self.address)
             self.client = _connect(Client, self.address)
             return self.client
-        self.cluster = LocalCluster(
-            n_workers=self.workers or os.cpu_count() or 1,
-            threads_per_worker=1,
-            processes=True,
-            dashboard_address=":0",  # any free port: None still took 8787, and warned when another had it
-            silence_logs=logging.CRITICAL,  # a run that fails is said in one line, not as the worker logs it
-        )
-        self.client = Client(self.cluster)
+        # A local cluster stopped while its workers start prints tracebacks after the sweep's one
+        # line: a worker's new process finds its parent's semaphore gone, and distributed's exit
+        # hook fails an assertion on a starting worker. So Ctrl-C and SIGTERM wait for the start
+        # (a few seconds), then close the cluster as after a run; a second one acts at once.
+        before = set(SpecCluster._instances)
+        try:
+            with stop_on_signals() as stop:
+                self.cluster = LocalCluster(
+                    n_workers=self.workers or os.cpu_count() or 1,
+                    threads_per_worker=1,
+                    processes=True,
+                    dashboard_address=":0",  # any free port: None took 8787, and warned when another had it
+                    silence_logs=logging.CRITICAL,  # a failed run is one line, not a worker's log
+                )
+                self.client = Client(self.cluster)
+        except BaseException:  # the second signal, or the cluster failed to start
+            for cluster in set(SpecCluster._instances) - before:
+                _close_quietly(cluster)
+            raise
+        if stop:
+            try:
+                self.__exit__(KeyboardInterrupt, None, None)
+            finally:
+                signal.raise_signal(getattr(signal, stop.signal_name))  # the command's own handler
         return self.client
 
-    def __exit__(self, *exc):
+    def __exit__(self, kind, *exc):
         try:
             self.client.close()
         finally:
             if self.cluster is not None:
-                self.cluster.close()
+                if kind is None:
+                    self.cluster.close()
+                else:  # the sweep's own error or Ctrl-C is what the user is told
+                    _close_quietly(self.cluster)
+
+
+def _close_quietly(cluster) -> None:
+    """Close a local Dask cluster, which may be half started (see :class:`_client`), saying
+    nothing, and take it off the list of clusters distributed's exit hook closes."""
+    import contextlib
+
+    from distributed.deploy.spec import SpecCluster
+
+    try:
+        with contextlib.suppress(Exception):
+            cluster.close(timeout=10)
+    finally:  # a second Ctrl-C ends the closing, not the one line
+        SpecCluster._instances.discard(cluster)
 
 
 #: The columns of a sweep's table that :func:`over_repeats` summarises.

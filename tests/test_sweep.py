@@ -394,6 +394,33 @@ def test_a_sweep_whose_values_make_a_scene_valid_is_run_though_its_base_is_not(t
     assert_clean_failure(bad, "the sweep's values do not make a valid scene", "(got r_a = 32.5)")
 
 
+@pytest.mark.parametrize("sig", ["SIGINT", "SIGTERM"])
+def test_a_signal_while_the_clusters_workers_start_is_the_sweeps_one_line(tmp_path, child, sig):
+    # Stopped as its workers started, a sweep printed tracebacks after its one line (1 Ctrl-C in
+    # 4 at the right second): distributed's exit hook failed an assertion on a starting worker,
+    # and a worker's new process found its parent's semaphore gone.
+    script = tmp_path / "interrupted.py"
+    script.write_text(
+        "import os, runpy, signal, sys\n"
+        "import distributed.nanny\n"
+        "made = distributed.nanny.Nanny.__init__\n"
+        "def interrupted(self, *args, **kwargs):  # Ctrl-C as the first worker is made\n"
+        "    made(self, *args, **kwargs)\n"
+        "    if not hasattr(made, 'sent'):\n"
+        f"        made.sent = os.kill(os.getpid(), signal.{sig})\n"
+        "distributed.nanny.Nanny.__init__ = interrupted\n"
+        f"sys.argv = ['flock3d', 'sweep', 'default', '--param', 'perception.fov=90,180', '--steps', '5',"
+        f" '--out', {str(tmp_path / 'r.csv')!r}, '--workers', '2', '--no-progress']\n"
+        "runpy.run_module('flock3d.cli', run_name='__main__', alter_sys=True)\n"
+    )
+    process = child(script=script, cwd=tmp_path)
+    _, err = process.communicate(timeout=120)
+    said, code = {"SIGINT": ("interrupted", 130), "SIGTERM": ("terminated", 143)}[sig]
+    assert process.returncode == code, err
+    assert err.strip().splitlines() == [f"flock3d sweep: {said}; no run had finished"], err
+    assert not (tmp_path / "r.csv").exists()
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("sig", ["SIGTERM", "SIGINT"])
 def test_a_signalled_sweep_shuts_its_cluster_down_and_keeps_its_finished_runs(tmp_path, child, sig):
