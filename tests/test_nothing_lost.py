@@ -275,6 +275,45 @@ def _render_or_skip(*args, cwd) -> None:
 
 @pytest.mark.slow
 @pytest.mark.gui
+@pytest.mark.parametrize("over", [False, True], ids=["new", "over-a-video"])
+def test_a_render_stopped_by_a_signal_keeps_its_frames_beside_the_old_video(tmp_path, child, over):
+    # A render stopped by SIGTERM said "terminated" and dropped every frame it had drawn.
+    import re
+
+    import imageio.v2 as imageio
+
+    from flock3d.core.atomic import left_behind
+
+    path = tmp_path / "v.mp4"
+    _render_or_skip("--out", path, "--frames", "3", cwd=tmp_path)  # compiled: the child loads it
+    old = path.read_bytes()
+    if not over:
+        path.unlink()
+    process = child("render", "default", "--out", path, "--frames", "100000", "--size", "160x120",
+                    "--no-progress", cwd=tmp_path)  # fmt: skip
+    deadline = time.monotonic() + 300
+    while process.poll() is None and time.monotonic() < deadline:
+        if any(temp.stat().st_size > 0 for temp in left_behind(path)):
+            break  # frames are being encoded
+        time.sleep(0.2)
+    time.sleep(1.0)
+    process.send_signal(signal.SIGTERM)
+    _, err = process.communicate(timeout=120)
+    assert process.returncode == 143, err
+    kept = tmp_path / "v.stopped.mp4" if over else path
+    frames = int(re.search(r"after ([\d,]+) frames?, kept in ", err)[1].replace(",", ""))
+    said = f"flock3d render: stopped by SIGTERM after {frames:,} frames, kept in {kept}"
+    assert err.strip().splitlines() == [
+        said + (f" ({path}, there before, is kept as it was)" if over else "")
+    ]
+    assert sum(1 for _ in imageio.get_reader(kept)) == frames > 1  # a whole video of them
+    if over:
+        assert path.read_bytes() == old
+    assert_only(tmp_path, "v.mp4", *(["v.stopped.mp4"] if over else []))
+
+
+@pytest.mark.slow
+@pytest.mark.gui
 @pytest.mark.parametrize(
     "name, message",
     [  # ffmpeg is killed by SIGXFSZ, as a shell's `ulimit -f` would kill it (Popen restores it)

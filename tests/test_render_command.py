@@ -202,7 +202,7 @@ def test_a_still_has_the_size_asked_odd_sides_too_and_a_video_loses_an_odd_row(t
     assert image.reshape(-1, image.shape[-1]).std(axis=0).max() > 5  # drawn, not blank
     # A window of odd size records a video one row or column smaller (players want even sides).
     frames = [np.full((121, 161, 3), 40 * k, np.uint8) for k in range(3)]
-    assert write_video(tmp_path / "odd.mp4", frames, fps=10, progress=False) == 3
+    assert write_video(tmp_path / "odd.mp4", frames, fps=10, progress=False) == (3, tmp_path / "odd.mp4")
     reader = imageio.get_reader(tmp_path / "odd.mp4")
     assert reader.get_meta_data()["size"] == (160, 120)
     assert [int(round(f.mean())) for f in reader] == pytest.approx([0, 40, 80], abs=3)

@@ -6,8 +6,10 @@ from __future__ import annotations
 import argparse
 import contextlib
 import math
+import sys
 from pathlib import Path
 
+from flock3d.cli.errors import signal_status
 from flock3d.cli.inputs import (
     check_rules,
     is_recording,
@@ -220,6 +222,7 @@ def render_frames(args, out: Path, is_png: bool, scene, frames, plan, recorded: 
     (:class:`flock3d.io.playback.Playback`): a PNG or an MP4. ``recorded``: the frames of the
     recording they are taken from (None: simulated)."""
     from flock3d.io.video import write_image, write_video
+    from flock3d.runner import stop_on_signals
     from flock3d.viewer.offscreen import OffscreenRenderer
 
     first, start, fps = plan.first, plan.start, plan.fps
@@ -235,8 +238,18 @@ def render_frames(args, out: Path, is_png: bool, scene, frames, plan, recorded: 
             print(f"wrote {out} ({size}, {scene.name!r} at t = {state.time:.2f} s{which})")
             return 0
         images = (renderer.render(state, acceleration) for state, acceleration in frames)
-        count = write_video(out, images, fps, total=len(plan.indices),
-                            progress=False if args.no_progress else None)  # fmt: skip
+        with stop_on_signals() as stop:  # a video stopped early keeps its frames, as a run does
+            count, written = write_video(out, images, fps, total=len(plan.indices),
+                                         progress=False if args.no_progress else None, stop=stop)  # fmt: skip
+    if stop:
+        if written is None:
+            kept = "before its first frame; nothing written"
+        else:
+            kept = f"after {counted(count, 'frame')}, kept in {written}"
+            if written != out:
+                kept += f" ({out}, there before, is kept as it was)"
+        print(f"flock3d render: stopped by {stop.signal_name} {kept}", file=sys.stderr)
+        return signal_status(stop.signal_name)
     # Frame k shows the flock at start + k / fps: the video's clock is the flock's, and its
     # frames cover [start, start + frames / fps).
     seconds = count / fps

@@ -8,7 +8,8 @@ written, a full disk) becomes one :class:`Flock3dError` naming the file and the 
 
 ffmpeg writes a temporary file beside the video, renamed over it when the video is
 finished (:class:`~flock3d.core.atomic.AtomicFile`): a recording that fails, or is
-abandoned, leaves the file that was there before as it was.
+abandoned, leaves the file that was there before as it was; one its user stopped early is
+put beside it (:meth:`VideoWriter.close_stopped`).
 """
 
 from __future__ import annotations
@@ -19,13 +20,14 @@ import sys
 import tempfile
 from collections.abc import Iterable
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
 from flock3d.core.atomic import AtomicFile, atomic_write
 from flock3d.errors import Flock3dError
 
-__all__ = ["MAX_VIDEO_BLOCKS", "VideoWriter", "check_video_size", "write_image", "write_video"]
+__all__ = ["MAX_VIDEO_BLOCKS", "VideoWriter", "Written", "check_video_size", "write_image", "write_video"]
 
 MAX_VIDEO_BLOCKS = 139_264
 """The largest frame any H.264 level allows, in blocks of 16 x 16 pixels (level 6.2: 8192x4320
@@ -63,6 +65,8 @@ class VideoWriter:
         self.fps = float(fps)
         self.quality = quality
         self.frames = 0
+        self.written_to: Path | None = None
+        """Where :meth:`close` or :meth:`close_stopped` put the video (None: not written)."""
         self._shape: tuple[int, ...] | None = None
         self._process: subprocess.Popen | None = None
         try:  # fail now, not after rendering, if the file cannot be created
@@ -127,6 +131,16 @@ class VideoWriter:
 
     def close(self) -> None:
         """Finish the file; raises :class:`Flock3dError` if it could not be written."""
+        self._finish(self._file.commit)
+
+    def close_stopped(self) -> None:
+        """:meth:`close` for a video its user stopped early (Ctrl-C, a signal): a file that was at
+        ``path`` is kept, the frames so far put beside it at ``STEM.stopped.mp4`` (or
+        ``.stopped-2``, ...: :attr:`written_to`), so that a stop a second in never replaces a
+        long video."""
+        self._finish(lambda: self._file.commit_beside("stopped"))
+
+    def _finish(self, commit) -> None:
         process, self._process = self._process, None
         if process is None:
             self._file.discard()
@@ -140,7 +154,7 @@ class VideoWriter:
             raise self._failure("writing the video failed", status)
         self._log.close()
         try:
-            self._file.commit()
+            self.written_to = commit()
         except OSError as error:
             raise Flock3dError(f"{self.path}: cannot write the video ({error.strerror or error})") from None
 
@@ -158,6 +172,14 @@ class VideoWriter:
             self._file.discard()
 
 
+class Written(NamedTuple):
+    """What :func:`write_video` wrote."""
+
+    frames: int
+    path: Path | None
+    """Where the video is (None: no frames, nothing written)."""
+
+
 def write_video(
     path: str | Path,
     images: Iterable[np.ndarray],
@@ -165,15 +187,15 @@ def write_video(
     *,
     total: int | None = None,
     progress: bool | None = None,
-) -> int:
+    stop=None,
+) -> Written:
     """Write ``images``, (H, W, 3) uint8 frames, as an MP4 file played at ``fps`` [frames/s].
 
     Args:
         total: the number of images, for the progress bar.
         progress: a progress bar on stderr (None: only on a terminal).
-
-    Returns:
-        The frames written.
+        stop: a flag (:class:`flock3d.runner.StopFlag`): once it is set, no further image is
+            taken, and the frames so far are closed as :meth:`VideoWriter.close_stopped` does.
 
     Raises:
         Flock3dError: the file could not be written; the file that was there is kept.
@@ -185,7 +207,11 @@ def write_video(
         for image in images:
             video.append(image)
             bar.update()
-    return video.frames
+            if stop:
+                break
+        if stop:
+            video.close_stopped()
+    return Written(video.frames, video.written_to)
 
 
 def write_image(path: str | Path, image: np.ndarray) -> None:
