@@ -8,6 +8,7 @@ from helpers import flock3d
 
 from flock3d import Flock, bench, metrics
 from flock3d.cli import main
+from flock3d.io import Trajectory
 from flock3d.scene import resolve_scene
 
 
@@ -210,6 +211,17 @@ def test_runs_closing_summary_measures_by_the_minimum_image_in_a_periodic_box():
     nn = metrics.nearest_neighbour_stats(flock.positions, metrics.periodic_box(flock.params))
     assert f"nearest-neighbour distance {nn.mean:.3f} (min {nn.min:.3f})" in out.stdout
     assert round(nn.mean, 3) < round(metrics.nearest_neighbour_stats(flock.positions).mean, 3)
+
+
+@pytest.mark.parametrize("length", [("--steps", "0"), ("--seconds", "0")])
+def test_a_run_of_no_steps_or_no_seconds_records_the_start_alone(tmp_path, length):
+    # --steps 0 ran and --seconds 0 was refused ("must be a finite number > 0").
+    out = flock3d("run", "default", "--set", "flock.count=20", *length, "--out", tmp_path / "start.h5")
+    assert out.returncode == 0, out.stderr
+    assert "Default: 20 boids, 0 steps" in out.stdout and "wrote 1 frame to" in out.stdout
+    flock = Flock.from_scene(resolve_scene("default", overrides=["flock.count=20"]))
+    with Trajectory(tmp_path / "start.h5") as traj:
+        assert traj.n_frames == 1 and np.array_equal(traj.frame(0).positions, flock.positions)
 
 
 @pytest.mark.parametrize(

@@ -51,12 +51,21 @@ def seed(text: str) -> int:
 
 
 def positive_float(text: str) -> float:
+    return _float_from(text, 0.0, ">")
+
+
+def non_negative_float(text: str) -> float:
+    return _float_from(text, 0.0, ">=")
+
+
+def _float_from(text: str, least: float, relation: str) -> float:
+    """``text`` as a finite float ``> least`` or ``>= least`` (``relation``)."""
     try:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if not (math.isfinite(value) and value > 0):
-        raise argparse.ArgumentTypeError(f"must be a finite number > 0, got {text}")
+    if not (math.isfinite(value) and (value > least or (relation == ">=" and value == least))):
+        raise argparse.ArgumentTypeError(f"must be a finite number {relation} {least:g}, got {text}")
     return value
 
 
@@ -91,7 +100,8 @@ def run_arguments(p: argparse.ArgumentParser, scene_only: str = "") -> None:
     length.add_argument(
         "--steps", type=step_count, help=f"{scene_only}steps to run (default 600, at most {MAX_STEPS:,})"
     )
-    length.add_argument("--seconds", type=positive_float, help=f"{scene_only}simulated seconds to run")
+    # 0 steps or 0 seconds run nothing: a recording of the start alone
+    length.add_argument("--seconds", type=non_negative_float, help=f"{scene_only}simulated seconds to run")
     p.add_argument(
         "--every",
         type=positive_step_count,
