@@ -26,6 +26,10 @@ def _cell(kind: str):
 def write_csv(path: str | Path, columns: dict[str, np.ndarray]) -> Path:
     """Write ``columns`` (equal-length arrays by name) to ``path`` as CSV with a header row.
 
+    Args:
+        path: the CSV file to write.
+        columns: the table's columns by name, each a (rows,) array; written in this order.
+
     Returns:
         The path written.
 

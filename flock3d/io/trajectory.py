@@ -88,10 +88,15 @@ __all__ = ["TrajectoryWriter", "Trajectory", "RecordingError", "DiskFullError", 
 class Trajectory:
     """A recorded trajectory, read lazily frame by frame.
 
-    Attributes: ``n_frames``, ``n_boids``, ``n_predators``, ``every`` (steps between
+    Its attributes: ``n_frames``, ``n_boids``, ``n_predators``, ``every`` (steps between
     frames), ``scene`` (the scene that was run), ``dimensions`` (2 for a planar flock, or 3)
     and ``period`` ((3,) sides of a periodic box per axis, 0 where it does not wrap, or None:
     the ``period`` of :mod:`flock3d.metrics`).
+
+    Args:
+        path: the H5MD file (``.h5``).
+        group: the ``particles`` group to read, in a file that flock3d did not write (None:
+            its only one; see below).
 
     **Files from other programs.** An H5MD file that flock3d did not write (no
     ``parameters/flock3d`` scene) is read as well, when one of its ``particles`` groups (the
@@ -173,8 +178,10 @@ class Trajectory:
 
     @property
     def species(self) -> np.ndarray:
-        """(N,) int64 each boid's species (the index of its ``[[species]]`` table; 0 for every boid
-        of a flock without species, and of a file that records none)."""
+        """(N,) int64: each boid's species, the index of its ``[[species]]`` table.
+
+        0 for every boid of a flock without species, and of a file that records none.
+        """
         stored = self._file.get(f"{self._group}/species")
         if stored is None or stored.shape != (self.n_boids,) or stored.dtype.kind not in "iu":
             return np.zeros(self.n_boids, dtype=np.int64)
@@ -197,6 +204,13 @@ class Trajectory:
         per-boid state a term or model carries (``perches``, ``spins``, ``radii``: the state's
         ``carried``) is not recorded, and reads as its declaration's zeros, not as it was.
 
+        Args:
+            index: the frame's number from 0 (negative: from the end, -1 the last).
+
+        Returns:
+            The frame as a :class:`FlockState`: its positions [units], velocities [units/s],
+            orientations, step and time [s].
+
         Raises:
             TypeError: ``index`` is no whole number (a float is not rounded).
             IndexError: there is no such frame.
@@ -211,7 +225,14 @@ class Trajectory:
         return next(self._read(i, i + 1))
 
     def frames(self, stop: int | None = None) -> Iterator[FlockState]:
-        """Iterate over the frames (the first ``stop`` of them), reading a block at a time."""
+        """Iterate over the frames, reading a block at a time.
+
+        Args:
+            stop: read the first ``stop`` frames only (None: every frame).
+
+        Yields:
+            Each frame as a :class:`FlockState`.
+        """
         total = self.n_frames if stop is None else min(stop, self.n_frames)
         block = block_frames(self.n_boids + self.n_predators)
         for start in range(0, total, block):
@@ -261,6 +282,7 @@ class Trajectory:
         return self.n_frames
 
     def close(self) -> None:
+        """Close the file (a :class:`Trajectory` is also a context manager that does)."""
         self._serving.close()
         self._file.close()
 

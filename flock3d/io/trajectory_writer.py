@@ -160,7 +160,15 @@ class TrajectoryWriter:
         return self.frames_written + self._buffered
 
     def append(self, state: FlockState) -> None:
-        """Buffer one frame; full blocks are written and flushed to disk."""
+        """Buffer one frame; full blocks are written and flushed to disk.
+
+        Args:
+            state: the flock's state to record, with as many boids and predators as the file.
+
+        Raises:
+            ValueError: the state has another number of boids or predators.
+            DiskFullError, RecordingError: a full block could not be written (:meth:`flush`).
+        """
         if len(state) != self.n_boids or state.n_predators != self.n_predators:
             raise ValueError(
                 f"frame has {len(state)} boids and {state.n_predators} predators, "
@@ -324,16 +332,20 @@ class TrajectoryWriter:
             self.close_cut_short()
 
     def close_stopped(self) -> None:
-        """:meth:`close` for a run its user stopped early (Ctrl-C, a signal): a file that was at
-        ``path`` is kept, the frames put beside it at ``STEM.stopped.h5`` (or ``.stopped-2``,
-        ...: :attr:`written_to`), so that a stop a second in never replaces a long recording."""
+        """Close the recording of a run its user stopped early (Ctrl-C, a signal).
+
+        A file that was at ``path`` is kept, the frames put beside it at ``STEM.stopped.h5`` (or
+        ``.stopped-2``, ...: :attr:`written_to`), so that a stop a second in never replaces a
+        long recording.
+        """
         self._beside = True
         self.close()
 
     def close_cut_short(self) -> None:
-        """Close the recording of a run that failed (a step raised): as a run cut short by a full
-        disk, its frames are put at ``path`` where no file was, and a file that was there is kept
-        as it was (:attr:`kept_previous`), the new frames dropped.
+        """Close the recording of a run that failed (a step raised).
+
+        As a run cut short by a full disk, its frames are put at ``path`` where no file was, and
+        a file that was there is kept as it was (:attr:`kept_previous`), the new frames dropped.
 
         Raises:
             DiskFullError, RecordingError: as :meth:`close`, where no file was.

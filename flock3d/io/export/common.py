@@ -67,8 +67,11 @@ PLANE_RADII = 4.0
 
 
 class ExportError(Flock3dError):
-    """A recording that cannot be exported to the file asked for: an unknown format, a frame
-    that cannot be drawn, a missing extra, a flock too large for the format."""
+    """A recording that cannot be exported to the file asked for.
+
+    An unknown format, a frame that cannot be drawn, a missing extra, a flock too large for
+    the format: each is one line naming the file and the cause.
+    """
 
 
 class Prototype(NamedTuple):
