@@ -58,6 +58,27 @@ def test_the_parameter_tables_of_the_model_doc_are_the_declarations():
     assert text == expected, "a parameter table of docs/model.md differs from the declarations"
 
 
+@pytest.mark.slow
+def test_the_analysis_documents_python_runs_on_a_recording(tmp_path):
+    # Its blocks in one process, in turn, where traj.h5 is a recording of the default scene; the
+    # MDAnalysis block reads it (MDAnalysis is in the test extra).
+    import subprocess
+    import sys
+
+    from helpers import process_env
+
+    pytest.importorskip("MDAnalysis")
+    out = flock3d("run", "default", "--steps", "60", "--out", tmp_path / "traj.h5")
+    assert out.returncode == 0, out.stderr
+    blocks = re.findall(r"```python\n(.*?)```", (ROOT / "docs" / "analysis.md").read_text(), re.S)
+    assert len(blocks) == 2 and "mda.Universe.empty" in blocks[1]
+    run = subprocess.run([sys.executable, "-c", "\n".join(blocks)], capture_output=True, text=True,
+                         cwd=tmp_path, timeout=600, env=process_env())  # fmt: skip
+    assert run.returncode == 0, run.stderr[-3000:]
+    lines = run.stdout.strip().splitlines()
+    assert [line.split()[:2] for line in lines[-3:]] == [["0", "0.0"], ["5", "0.5"], ["10", "1.0"]], lines
+
+
 def rule_snippets(document: str) -> str:
     """The Python a document shows that defines rules or forces, its blocks joined in order (a
     later block may use an earlier one's imports, as a reader pasting them in turn would)."""
