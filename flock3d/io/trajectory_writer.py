@@ -208,7 +208,7 @@ class TrajectoryWriter:
                 self.frames_written = stop
                 _release(self._file)
                 return
-            kept = self._roll_back(start)
+            kept = _roll_back(self._file, self._datasets(), start)
             if kept is None:
                 self._failed = RecordingError(
                     f"{self.path}: cannot write frames {start}-{stop - 1} ({reason}); "
@@ -253,24 +253,6 @@ class TrajectoryWriter:
                 self._file.flush()
             except Exception as error:  # noqa: BLE001
                 return _reason(error)
-        return None
-
-    def _roll_back(self, frames: int) -> int | None:
-        """Shrink the file back to ``frames`` frames after a failed write; ``frames``, or None.
-
-        Shrinking drops the chunks HDF5 could not write, so that what it still holds
-        fits in the file. HDF5 is not to be trusted after an error, though (it has
-        been seen to lose chunks it had written): None unless every chunk is there.
-        """
-        with _quietly_freed():
-            try:
-                for dataset in self._datasets():
-                    dataset.resize(frames, axis=0)
-                self._file.flush()
-                if all(_stored_rows(dataset) >= frames for dataset in self._datasets()):
-                    return frames
-            except Exception:  # noqa: BLE001
-                pass
         return None
 
     def close(self) -> None:
@@ -358,6 +340,26 @@ class TrajectoryWriter:
         self._abandon()
         self._on_disk.discard()
         self.kept_previous = True
+
+
+def _roll_back(file, datasets: list, frames: int) -> int | None:
+    """Shrink ``file``'s growing ``datasets`` back to ``frames`` frames after a failed write;
+    ``frames``, or None.
+
+    Shrinking drops the chunks HDF5 could not write, so that what it still holds fits in the
+    file. HDF5 is not to be trusted after an error, though (it has been seen to lose chunks it
+    had written): None unless every chunk is there.
+    """
+    with _quietly_freed():
+        try:
+            for dataset in datasets:
+                dataset.resize(frames, axis=0)
+            file.flush()
+            if all(_stored_rows(dataset) >= frames for dataset in datasets):
+                return frames
+        except Exception:  # noqa: BLE001
+            pass
+    return None
 
 
 def _release(file) -> None:
