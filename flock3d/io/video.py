@@ -134,10 +134,12 @@ class VideoWriter:
         self._finish(self._file.commit)
 
     def close_stopped(self) -> None:
-        """:meth:`close` for a video its user stopped early (Ctrl-C, a signal): a file that was at
-        ``path`` is kept, the frames so far put beside it at ``STEM.stopped.mp4`` (or
-        ``.stopped-2``, ...: :attr:`written_to`), so that a stop a second in never replaces a
-        long video."""
+        """Finish the video of a render its user stopped early (Ctrl-C, a signal).
+
+        A file that was at ``path`` is kept, the frames so far put beside it at
+        ``STEM.stopped.mp4`` (or ``.stopped-2``, ...: :attr:`written_to`), so that a stop a
+        second in never replaces a long video.
+        """
         self._finish(lambda: self._file.commit_beside("stopped"))
 
     def _finish(self, commit) -> None:
@@ -196,6 +198,9 @@ def write_video(
         progress: a progress bar on stderr (None: only on a terminal).
         stop: a flag (:class:`flock3d.runner.StopFlag`): once it is set, no further image is
             taken, and the frames so far are closed as :meth:`VideoWriter.close_stopped` does.
+
+    Returns:
+        The frames written and where (:class:`Written`).
 
     Raises:
         Flock3dError: the file could not be written; the file that was there is kept.
