@@ -110,7 +110,7 @@ def test_the_grid_is_within_its_bound_of_the_exact_distance(tmp_path):
 
 def test_a_grid_sampled_in_another_thread_leaves_this_one_running_and_is_the_same_grid(monkeypatch):
     # libigl holds the GIL through a call: a window waiting on a world's read in another thread
-    # froze for nearly all of it (the cave's rock: 1.5 of 2 s on two slow cores). The nodes go
+    # froze for nearly all of it (the cave's mesh: 1.5 of 1.7 s on two slow cores). The nodes go
     # to libigl in parts, and the values are those of one call.
     import pathlib
     import threading

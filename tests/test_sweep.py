@@ -9,7 +9,7 @@ import time
 import numpy as np
 import pandas as pd
 import pytest
-from helpers import assert_clean_failure, assert_one_line_failure, flock3d
+from helpers import RUN_FLOCK3D, assert_clean_failure, assert_one_line_failure, flock3d
 
 from flock3d import Flock, metrics
 from flock3d.scene import parse_scene, resolve_scene
@@ -401,7 +401,7 @@ def test_a_signal_while_the_clusters_workers_start_is_the_sweeps_one_line(tmp_pa
     # and a worker's new process found its parent's semaphore gone.
     script = tmp_path / "interrupted.py"
     script.write_text(
-        "import os, runpy, signal, sys\n"
+        "import os, runpy, signal\n"
         "import distributed.nanny\n"
         "made = distributed.nanny.Nanny.__init__\n"
         "def interrupted(self, *args, **kwargs):  # Ctrl-C as the first worker is made\n"
@@ -409,11 +409,11 @@ def test_a_signal_while_the_clusters_workers_start_is_the_sweeps_one_line(tmp_pa
         "    if not hasattr(made, 'sent'):\n"
         f"        made.sent = os.kill(os.getpid(), signal.{sig})\n"
         "distributed.nanny.Nanny.__init__ = interrupted\n"
-        f"sys.argv = ['flock3d', 'sweep', 'default', '--param', 'perception.fov=90,180', '--steps', '5',"
-        f" '--out', {str(tmp_path / 'r.csv')!r}, '--workers', '2', '--no-progress']\n"
-        "runpy.run_module('flock3d.cli', run_name='__main__', alter_sys=True)\n"
+        f"{RUN_FLOCK3D}\n"
     )
-    process = child(script=script, cwd=tmp_path)
+    process = child("sweep", "default", "--param", "perception.fov=90,180", "--steps", "5",
+                    "--out", tmp_path / "r.csv", "--workers", "2", "--no-progress",
+                    script=script, cwd=tmp_path)  # fmt: skip
     _, err = process.communicate(timeout=120)
     said, code = {"SIGINT": ("interrupted", 130), "SIGTERM": ("terminated", 143)}[sig]
     assert process.returncode == code, err
